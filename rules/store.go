@@ -1,0 +1,158 @@
+package rules
+
+import (
+	"context"
+	"time"
+)
+
+// Key identifies one counter. Bytes [0:8] are a hash of the rule's name (so
+// counters follow a rule across reloads), byte [8] is the characteristic kind
+// and bytes [9:24] a keyed hash (HMAC-SHA256 under the key secret, truncated)
+// of the characteristic values. It is comparable and needs no allocation as a
+// map key.
+type Key [24]byte
+
+// OpKind says what an Op does to its counter.
+type OpKind uint8
+
+const (
+	// OpTake checks the counter and consumes Cost if the request is allowed.
+	OpTake OpKind = iota
+	// OpPeek checks the counter without consuming.
+	OpPeek
+	// OpAdd consumes Cost without checking (count after the fact). Its result
+	// still reports whether the counter was within its limit before the add.
+	OpAdd
+	// OpRefund gives back Cost previously consumed (the "settle later" of an
+	// estimate charged up front); the counter never goes below empty.
+	OpRefund
+	// OpReset clears the counter.
+	OpReset
+)
+
+// Algorithm names a limit algorithm, as the lesson names them.
+type Algorithm uint8
+
+const (
+	// GCRA is the generic cell rate algorithm: one theoretical arrival time
+	// (TAT) per key, emission interval T = period/limit, tolerance burst×T.
+	GCRA Algorithm = iota
+	// TokenBucket holds up to Burst tokens refilled at Limit per period.
+	TokenBucket
+	// LeakyBucket is the meter form: a level that drains at Limit per period
+	// and refuses what would overflow Burst. Its decisions equal TokenBucket's.
+	LeakyBucket
+	// FixedWindow counts per window; windows start at multiples of the period
+	// since the Unix epoch (UTC).
+	FixedWindow
+	// SlidingWindow is the two-counter estimate: the previous window's count
+	// weighted by its overlap with the rolling period, plus the current count.
+	SlidingWindow
+	// SlidingLog keeps the timestamps of allowed requests, at most Limit of
+	// them, and is exact: no rolling period ever holds more than Limit.
+	SlidingLog
+	// Distinct counts distinct Member values per key over a sliding period.
+	Distinct
+	numAlgorithms
+)
+
+var algorithmNames = [numAlgorithms]string{
+	GCRA:          "gcra",
+	TokenBucket:   "token_bucket",
+	LeakyBucket:   "leaky_bucket",
+	FixedWindow:   "fixed_window",
+	SlidingWindow: "sliding_window",
+	SlidingLog:    "sliding_log",
+	Distinct:      "distinct",
+}
+
+// String returns the algorithm's policy name, such as "sliding_window".
+func (a Algorithm) String() string {
+	if a < numAlgorithms {
+		return algorithmNames[a]
+	}
+	return "unknown"
+}
+
+// ParseAlgorithm returns the Algorithm a policy names; ok is false for an
+// unknown name. "distinct" is not a policy name (count_distinct selects it).
+func ParseAlgorithm(name string) (a Algorithm, ok bool) {
+	for i, n := range algorithmNames {
+		if n == name && Algorithm(i) != Distinct {
+			return Algorithm(i), true
+		}
+	}
+	return 0, false
+}
+
+// Op is one counter operation of a request. The Engine builds one Op per
+// matching rule (two for a visitor rule with an IP ceiling) and hands all of
+// a request's ops to the Store in one call.
+type Op struct {
+	Kind      OpKind
+	Algorithm Algorithm
+	Key       Key
+	// Limit is the number of units allowed per period.
+	Limit int64
+	// Burst is the bucket size for gcra, token_bucket and leaky_bucket, in
+	// units; the window algorithms ignore it.
+	Burst int64
+	// PeriodUS is the period in microseconds. GCRA's emission interval is
+	// PeriodUS/Limit microseconds (validation refuses one under 1µs).
+	PeriodUS int64
+	// Cost is the number of units the request takes, normally 1.
+	Cost int64
+	// Member is the keyed hash of the counted value for Distinct.
+	Member uint64
+	// Enforce is false for dry-run rules: the op is decided exactly as if it
+	// enforced, but never refuses the request and never changes the outcome
+	// of the other ops.
+	Enforce bool
+	// Attempts marks count = "attempts": the op consumes even when the
+	// request is refused (by itself or by another rule).
+	Attempts bool
+}
+
+// Result is the outcome of one Op.
+type Result struct {
+	// Allowed reports whether this op, on its own, admits the request.
+	Allowed bool
+	// Remaining is the number of units left after this request (0 when
+	// refused), for RateLimit's r= parameter.
+	Remaining int64
+	// ResetAfter is the time until the counter is back to its full
+	// allowance, for RateLimit's t= parameter.
+	ResetAfter time.Duration
+	// RetryAfter is, when refused, the time until a request of the same cost
+	// could be allowed; 0 when allowed.
+	RetryAfter time.Duration
+}
+
+// Store applies a request's ops at now in one call and fills res[i] for
+// ops[i]; len(res) must equal len(ops). The caller owns both slices, so the
+// memory path allocates nothing.
+//
+// The decision of one call, every implementation alike (rules/storetest
+// fixes it with tables):
+//   - Each op's Allowed is computed against the state before the call. Keys
+//     within one call are distinct (the Engine guarantees it).
+//   - The request is refused when any OpTake with Enforce set is not
+//     Allowed. All-or-nothing (DESIGN §4, the lesson's "rejected requests
+//     don't count"): then no OpTake consumes, except Attempts ops.
+//   - An OpTake consumes Cost when the request is not refused and the op is
+//     Allowed; a dry-run op (Enforce false) that is not Allowed does not
+//     consume, exactly as if it enforced. An OpTake with Attempts consumes
+//     always, refused or not (count = "attempts"); when over its limit it
+//     leaves the counter full (a bucket's TAT at now + burst×T, a log's
+//     newest Limit timestamps) rather than running up debt.
+//   - OpPeek never consumes; OpAdd always consumes; OpRefund and OpReset
+//     always apply and report Allowed.
+//   - Remaining and ResetAfter describe the state after the call.
+//
+// A non-nil error means the store could not decide (unreachable, timed out,
+// malformed reply); res is then undefined and the caller applies each
+// rule's on_store_error. Implementations are safe for concurrent use.
+type Store interface {
+	Take(ctx context.Context, now time.Time, ops []Op, res []Result) error
+	Close() error
+}
