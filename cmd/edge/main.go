@@ -1,0 +1,244 @@
+// Command edge is the edge security gateway: a reverse proxy that refuses
+// abusive requests to login, signup and OTP endpoints before the origin
+// spends anything on them.
+//
+//	edge [serve] [-config policies.hcl] [-listen ADDR] [-admin ADDR] [-store memory] [-dry-run] [-demo]
+//	edge validate [-config policies.hcl]
+//	edge demo-origin [-listen ADDR]
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the exit, for tests: it returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(args, stderr)
+	case "validate":
+		return validate(args, stdout, stderr)
+	case "demo-origin":
+		return demoOrigin(args, stderr)
+	case "help":
+		fmt.Fprintln(stdout, "usage: edge [serve|validate|demo-origin] [flags]; edge CMD -h for flags")
+		return 0
+	}
+	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate or demo-origin)\n", cmd)
+	return 2
+}
+
+// printDiags writes one line per diagnostic in hcl's Diagnostic.Error()
+// form, FILE:LINE,COL-COL: Summary; Detail, which editors and CI parse.
+func printDiags(w io.Writer, diags hcl.Diagnostics) {
+	for _, d := range diags {
+		prefix := ""
+		if d.Severity == hcl.DiagWarning {
+			prefix = "warning: "
+		}
+		fmt.Fprintf(w, "%s%s\n", prefix, d.Error())
+	}
+}
+
+func validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "policies.hcl", "policy file to check")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		*config = fs.Arg(0)
+	}
+	p, diags := rules.LoadFile(*config)
+	printDiags(stderr, diags)
+	if diags.HasErrors() {
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: valid, %d rules\n", *config, len(p.Rules))
+	return 0
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("invalid -log-level %q", level)
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "policies.hcl", "policy file")
+	listen := fs.String("listen", "", "public listener HOST:PORT (overrides the policy's listen)")
+	admin := fs.String("admin", "", "admin listener HOST:PORT (overrides the policy's admin_listen)")
+	store := fs.String("store", "", "counter store: memory (overrides the policy's store)")
+	dryRun := fs.Bool("dry-run", false, "evaluate every rule, log and count would-be refusals, refuse nothing")
+	demo := fs.Bool("demo", false, "also run the built-in demo origin on the policy's upstream address")
+	upstream := fs.String("upstream", "", "origin http://HOST:PORT (overrides the policy's upstream)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "edge:", err)
+		return 2
+	}
+	p, diags := rules.LoadFile(*config)
+	printDiags(stderr, diags)
+	if diags.HasErrors() {
+		fmt.Fprintf(stderr, "edge: %s has errors; not starting\n", *config)
+		return 1
+	}
+	storeKind := p.Store.Kind
+	if *store != "" {
+		storeKind = *store
+	}
+	if storeKind != "memory" {
+		fmt.Fprintf(stderr, "edge: store %q is not available in this build; use memory\n", storeKind)
+		return 2
+	}
+	secret := []byte(os.Getenv(p.KeySecretEnv))
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret)
+		log.Warn("key secret not set: using a random one; counters will not survive a restart and a fleet needs a shared secret", "env", p.KeySecretEnv)
+	}
+	st, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
+	if err != nil {
+		fmt.Fprintln(stderr, "edge: creating memory store:", err)
+		return 1
+	}
+	defer st.Close()
+
+	srv, err := gateway.New(gateway.Options{
+		Policy: p, Store: st, KeySecret: secret, DryRun: *dryRun,
+		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "edge:", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 3)
+	running := 0
+
+	if *demo {
+		up := p.Upstream
+		if *upstream != "" {
+			up = *upstream
+		}
+		u, err := url.Parse(up)
+		if err != nil {
+			fmt.Fprintln(stderr, "edge: upstream:", err)
+			return 1
+		}
+		ln, err := net.Listen("tcp", u.Host)
+		if err != nil {
+			fmt.Fprintln(stderr, "edge: demo origin:", err)
+			return 1
+		}
+		running++
+		go func() { errc <- gateway.NewDemoOrigin().Serve(ctx, ln) }()
+		log.Info("demo origin listening", "addr", ln.Addr().String())
+	}
+	aln, err := net.Listen("tcp", srv.AdminAddr())
+	if err != nil {
+		fmt.Fprintln(stderr, "edge: admin listener:", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", srv.ListenAddr())
+	if err != nil {
+		fmt.Fprintln(stderr, "edge: listener:", err)
+		return 1
+	}
+	running += 2
+	go func() { errc <- srv.ServeAdmin(ctx, aln) }()
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	log.Info("edge listening", "addr", ln.Addr().String(), "admin", aln.Addr().String(),
+		"policy", *config, "rules", len(p.Rules), "dry_run", *dryRun || p.DryRun)
+
+	// SIGHUP reloads the policy; a broken one is refused and the running
+	// policy stays.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	code := 0
+	for running > 0 {
+		select {
+		case <-hup:
+			np, diags := rules.LoadFile(*config)
+			printDiags(stderr, diags)
+			if diags.HasErrors() {
+				log.Error("reload refused: policy has errors; keeping the running policy", "policy", *config, "errors", len(diags.Errs()))
+				continue
+			}
+			if err := srv.Reload(np); err != nil {
+				log.Error("reload refused", "error", err)
+				continue
+			}
+			log.Info("policy reloaded", "policy", *config, "rules", len(np.Rules))
+		case err := <-errc:
+			running--
+			if err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("server stopped", "error", err)
+				code = 1
+			}
+			stop()
+		}
+	}
+	return code
+}
+
+func demoOrigin(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo-origin", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:9000", "listener HOST:PORT")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "edge demo-origin:", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "demo origin listening on %s\n", ln.Addr())
+	if err := gateway.NewDemoOrigin().Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "edge demo-origin:", err)
+		return 1
+	}
+	return 0
+}

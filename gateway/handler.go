@@ -1,0 +1,323 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/rules"
+)
+
+// methodOverrideHeaders are matched as well as the request's own method
+// (DESIGN §2.3), so `GET /login` saying POST lands in a POST /login rule.
+var methodOverrideHeaders = [rules.MaxMethodOverrides]string{
+	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+}
+
+// reqState is the pooled per-request memory of the handler.
+type reqState struct {
+	req       rules.Request
+	sc        *rules.Scratch
+	fields    fields
+	canon     []byte
+	match     []byte
+	method    []byte
+	host      []byte
+	overrides [rules.MaxMethodOverrides][]byte
+	uri       []byte
+	xff       []byte
+	hdr       []byte // rendered header values
+	edgeHdrs  []byte // names of client-sent X-Edge-* headers, NUL separated
+	peer      netip.Addr
+	fwd       [][]byte // the forwarding header's lines (fasthttp-owned)
+	d         rules.Decision
+}
+
+func newReqState() any {
+	return &reqState{
+		sc:    rules.NewScratch(16),
+		canon: make([]byte, 0, 256),
+		match: make([]byte, 0, 256),
+		uri:   make([]byte, 0, 512),
+		xff:   make([]byte, 0, 128),
+		hdr:   make([]byte, 0, 512),
+	}
+}
+
+// fields implements rules.Fields over the fasthttp request.
+type fields struct{ r *fasthttp.Request }
+
+func (f *fields) Header(name []byte) []byte { return f.r.Header.PeekBytes(name) }
+func (f *fields) Cookie(name []byte) []byte { return f.r.Header.CookieBytes(name) }
+func (f *fields) Query(name []byte) []byte  { return f.r.URI().QueryArgs().PeekBytes(name) }
+
+// peerAddr returns the socket peer, unmapped.
+func peerAddr(ctx *fasthttp.RequestCtx) netip.Addr {
+	if ta, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		if a, ok := netip.AddrFromSlice(ta.IP); ok {
+			return a.Unmap()
+		}
+	}
+	// In-memory listeners (tests) have no TCP address.
+	return netip.IPv4Unspecified()
+}
+
+// Handler is the public request handler: client, route, decide, then refuse
+// or forward (DESIGN §2).
+func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
+	st := s.state.Load()
+	rs := s.pool.Get().(*reqState)
+	defer s.release(rs)
+
+	if !s.decide(ctx, st, rs) {
+		s.m.malformed.Inc()
+		plain(ctx, fasthttp.StatusBadRequest)
+		ctx.SetConnectionClose()
+		return
+	}
+	d := &rs.d
+	s.observe(ctx, st, rs, d)
+
+	switch d.Verdict {
+	case rules.RefuseLimit:
+		if d.Sensitive {
+			bare429(ctx)
+		} else {
+			s.informative429(ctx, rs, d)
+		}
+		return
+	case rules.RefuseForbidden:
+		problem(ctx, fasthttp.StatusForbidden, "Forbidden", "this request is not allowed")
+		return
+	case rules.RejectMissing:
+		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "the request lacks an identity this route requires")
+		return
+	case rules.Unavailable:
+		unavailable(ctx)
+		return
+	}
+	s.forward(ctx, st, rs, d)
+}
+
+// release drops rs's references into fasthttp's request memory, which
+// is not ours past the handler's return, and pools rs.
+func (s *Server) release(rs *reqState) {
+	rs.fwd = nil
+	rs.fields.r = nil
+	rs.req = rules.Request{}
+	s.pool.Put(rs)
+}
+
+// decide is the decision path: client address, canonical and match paths,
+// and the Engine's one store call, leaving the decision in rs.d. It
+// allocates nothing. ok is false for a path that cannot be canonicalised.
+func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState) (ok bool) {
+	p := st.policy
+	now := ctx.Time()
+	if s.clock != nil {
+		now = s.clock.Now()
+	}
+	rs.peer = peerAddr(ctx)
+	rs.fwd = ctx.Request.Header.PeekAll(p.ForwardedHeader)
+	client := p.Client.Client(rs.peer, rs.fwd)
+
+	rs.canon, ok = rules.AppendCanonicalPath(rs.canon[:0], ctx.Request.URI().PathOriginal())
+	if !ok {
+		return false
+	}
+	rs.match = rules.AppendMatchPath(rs.match[:0], rs.canon, p.PathCaseInsensitive)
+
+	rs.method = appendUpper(rs.method[:0], ctx.Method())
+	for i, h := range methodOverrideHeaders {
+		rs.overrides[i] = appendUpper(rs.overrides[i][:0], ctx.Request.Header.Peek(h))
+	}
+	rs.host = appendHost(rs.host[:0], ctx.Request.Header.Host())
+
+	rs.fields.r = &ctx.Request
+	rs.req = rules.Request{
+		Method:    rs.method,
+		Overrides: rs.overrides,
+		Host:      rs.host,
+		Path:      rs.match,
+		Client:    client,
+		Fields:    &rs.fields,
+	}
+	rs.d = s.engine.Check(ctx, now, p, &rs.req, rs.sc)
+	return true
+}
+
+// observe counts each matching rule's outcome and logs refusals (enforced
+// ones at debug, would-be ones at info), behind a level check.
+func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState, d *rules.Decision) {
+	s.m.verdicts[d.Verdict].Inc()
+	for i := range rs.sc.Matches {
+		m := &rs.sc.Matches[i]
+		if c := st.counters[m.Rule.Index][m.Outcome]; c != nil {
+			c.Inc()
+		}
+		level := slog.LevelDebug
+		switch m.Outcome {
+		case rules.OutcomeDryRunDeny, rules.OutcomeStoreErrorAllow, rules.OutcomeStoreErrorDeny:
+			level = slog.LevelInfo
+		case rules.OutcomeDeny, rules.OutcomeMissing:
+		default:
+			continue
+		}
+		if !s.log.Enabled(ctx, level) {
+			continue
+		}
+		attrs := []slog.Attr{
+			slog.String("rule", m.Rule.Name),
+			slog.String("decision", metricOutcome(m.Outcome)),
+			slog.String("method", string(ctx.Method())),
+			slog.String("path", string(rs.canon)),
+		}
+		if m.Op >= 0 {
+			// The key's keyed hash: never the raw IP or identity.
+			k := rs.sc.Ops[m.Op].Key
+			attrs = append(attrs, slog.String("key", hex.EncodeToString(k[9:])))
+		}
+		if d.StoreErr != nil {
+			attrs = append(attrs, slog.String("error", d.StoreErr.Error()))
+		}
+		msg := "refused"
+		if m.Outcome == rules.OutcomeDryRunDeny {
+			msg = "would have refused"
+		}
+		s.log.LogAttrs(context.Background(), level, msg, attrs...)
+	}
+}
+
+// forward proxies the request to the origin (DESIGN §2.6) and relays its
+// answer, with RateLimit headers on non-sensitive routes.
+func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState, d *rules.Decision) {
+	p := st.policy
+	peer, fwd := rs.peer, rs.fwd
+	req := &ctx.Request
+
+	// The origin receives the canonical path and the query as sent.
+	rs.uri = append(rs.uri[:0], rs.canon...)
+	if q := req.URI().QueryString(); len(q) > 0 {
+		rs.uri = append(rs.uri, '?')
+		rs.uri = append(rs.uri, q...)
+	}
+	rs.xff = p.Client.AppendForwardedFor(rs.xff[:0], peer, fwd)
+	trusted := p.Client.Trusted(peer)
+
+	stripHopByHop(&req.Header)
+	s.stripEdgeHeaders(rs, req)
+	if !trusted || p.ForwardedHeader != "Forwarded" {
+		req.Header.Del("Forwarded")
+	}
+	req.Header.Del("X-Real-Ip")
+	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
+	req.SetRequestURIBytes(rs.uri)
+
+	resp := &ctx.Response
+	if err := st.upstream.Do(req, resp); err != nil {
+		s.m.upstreamErrors.Inc()
+		if s.log.Enabled(ctx, slog.LevelWarn) {
+			s.log.LogAttrs(context.Background(), slog.LevelWarn, "upstream failed", slog.String("error", err.Error()))
+		}
+		status := fasthttp.StatusBadGateway
+		if errors.Is(err, fasthttp.ErrTimeout) {
+			status = fasthttp.StatusGatewayTimeout
+		}
+		plain(ctx, status)
+		return
+	}
+	stripHopByHopResponse(&resp.Header)
+	resp.Header.Del("X-Edge-Outcome")
+	if d.Sensitive {
+		stripRateLimitHeaders(&resp.Header)
+		return
+	}
+	s.setRateLimitHeaders(ctx, rs)
+}
+
+// stripEdgeHeaders removes every client-sent X-Edge-* header: only the edge
+// speaks in that namespace to the origin.
+func (s *Server) stripEdgeHeaders(rs *reqState, req *fasthttp.Request) {
+	rs.edgeHdrs = rs.edgeHdrs[:0]
+	for k := range req.Header.All() {
+		if len(k) >= 7 && bytes.EqualFold(k[:7], []byte("x-edge-")) {
+			rs.edgeHdrs = append(rs.edgeHdrs, k...)
+			rs.edgeHdrs = append(rs.edgeHdrs, 0)
+		}
+	}
+	names := rs.edgeHdrs
+	for len(names) > 0 {
+		i := bytes.IndexByte(names, 0)
+		req.Header.DelBytes(names[:i])
+		names = names[i+1:]
+	}
+}
+
+// hopByHop are the RFC 9110 §7.6.1 connection-specific headers a proxy must
+// not forward (fasthttp manages Connection itself).
+var hopByHop = [...]string{
+	"Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Upgrade",
+}
+
+func stripHopByHop(h *fasthttp.RequestHeader) {
+	// Headers named in Connection are hop-by-hop too.
+	if c := h.Peek("Connection"); len(c) > 0 {
+		for tok := range bytes.SplitSeq(c, []byte(",")) {
+			tok = bytes.TrimSpace(tok)
+			if len(tok) > 0 && !bytes.EqualFold(tok, []byte("close")) && !bytes.EqualFold(tok, []byte("keep-alive")) {
+				h.DelBytes(tok)
+			}
+		}
+	}
+	for _, k := range hopByHop {
+		h.Del(k)
+	}
+}
+
+func stripHopByHopResponse(h *fasthttp.ResponseHeader) {
+	for _, k := range hopByHop {
+		h.Del(k)
+	}
+}
+
+func stripRateLimitHeaders(h *fasthttp.ResponseHeader) {
+	for _, k := range [...]string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		h.Del(k)
+	}
+}
+
+// appendUpper appends b upper-cased (ASCII).
+func appendUpper(dst, b []byte) []byte {
+	for _, c := range b {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// appendHost appends the Host header lower-cased, without a port.
+func appendHost(dst, h []byte) []byte {
+	if len(h) > 0 && h[0] == '[' {
+		if i := bytes.IndexByte(h, ']'); i > 0 {
+			h = h[1:i]
+		}
+	} else if i := bytes.LastIndexByte(h, ':'); i >= 0 && bytes.IndexByte(h[:i], ':') < 0 {
+		h = h[:i]
+	}
+	for _, c := range h {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}

@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edge-gateway/edge/rules"
+)
+
+// numOutcomes bounds the per-rule counter table.
+const numOutcomes = int(rules.OutcomeStoreErrorDeny) + 1
+
+// metricOutcome is the `decision` label of edge_decisions_total for an
+// outcome (DESIGN §8), or "" for outcomes that are not decisions (a rule
+// skipped for a missing optional identity).
+func metricOutcome(o rules.Outcome) string {
+	switch o {
+	case rules.OutcomeAllow:
+		return "allow"
+	case rules.OutcomeDeny, rules.OutcomeMissing:
+		return "deny"
+	case rules.OutcomeDryRunDeny:
+		return "dry_run_deny"
+	case rules.OutcomeStoreErrorAllow:
+		return "store_error_allow"
+	case rules.OutcomeStoreErrorDeny:
+		return "store_error_deny"
+	}
+	return ""
+}
+
+// verdictNames label edge_requests_total.
+var verdictNames = [...]string{
+	rules.Forward:         "forward",
+	rules.RefuseLimit:     "refuse_limit",
+	rules.RefuseForbidden: "refuse_forbidden",
+	rules.RejectMissing:   "reject_missing_identity",
+	rules.Unavailable:     "unavailable",
+}
+
+// metrics are the node's Prometheus metrics. Label handles used on the
+// request path are resolved once (at start or on reload), never per request.
+type metrics struct {
+	decisions      *prometheus.CounterVec
+	verdicts       [len(verdictNames)]prometheus.Counter
+	malformed      prometheus.Counter
+	upstreamErrors prometheus.Counter
+}
+
+func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
+	m := &metrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_decisions_total",
+			Help: "Decisions of each rule on the requests it matched, by rule and decision (allow, deny, dry_run_deny, store_error_allow, store_error_deny).",
+		}, []string{"rule", "decision"}),
+		malformed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edge_malformed_requests_total",
+			Help: "Requests refused with 400 before any rule, for a path that cannot be canonicalised.",
+		}),
+		upstreamErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edge_upstream_errors_total",
+			Help: "Forwarded requests the origin did not answer (502 or 504 to the client).",
+		}),
+	}
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edge_requests_total",
+		Help: "Requests the edge decided, by verdict (forward, refuse_limit, refuse_forbidden, reject_missing_identity, unavailable).",
+	}, []string{"verdict"})
+	for i, n := range verdictNames {
+		m.verdicts[i] = requests.WithLabelValues(n)
+	}
+	dry := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "edge_dry_run",
+		Help: "1 when the whole node is in dry-run (flag, policy or runtime toggle), 0 otherwise.",
+	}, func() float64 {
+		if s.engine.DryRun() || s.Policy().DryRun {
+			return 1
+		}
+		return 0
+	})
+	reg.MustRegister(m.decisions, requests, m.malformed, m.upstreamErrors, dry)
+	return m
+}

@@ -1,0 +1,266 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/rules"
+)
+
+// Server limits, DESIGN §2.1. Headers past ReadBufferSize answer 431 and
+// bodies past the policy's max_body_bytes answer 413.
+const (
+	readTimeout     = 10 * time.Second
+	writeTimeout    = 10 * time.Second
+	idleTimeout     = 60 * time.Second
+	readBufferSize  = 8 << 10 // bytes: the cap on a request's header
+	maxConns        = 10000
+	upstreamTimeout = 10 * time.Second
+	maxUpstreamBody = 8 << 20 // bytes
+)
+
+// Options configures a Server. Policy and Store are required; the zero value
+// of the rest works.
+type Options struct {
+	// Policy is the policy to serve; Reload swaps it later.
+	Policy *rules.Policy
+	// Store holds the counters; the Server does not close it.
+	Store rules.Store
+	// KeySecret keys the hash of counter keys (empty: random).
+	KeySecret []byte
+	// DryRun starts the node in dry-run (the -dry-run flag).
+	DryRun bool
+	// Listen and AdminListen override the policy's listeners.
+	Listen, AdminListen string
+	// Upstream overrides the policy's upstream ("http://HOST:PORT").
+	Upstream string
+	// Logger receives JSON logs (default: discard).
+	Logger *slog.Logger
+	// Registry receives the metrics (default: a new registry).
+	Registry *prometheus.Registry
+	// Clock replaces the request time (fasthttp's ctx.Time()) for tests
+	// that script time; nil in production.
+	Clock rules.Clock
+}
+
+// Server is an edge node: the public handler, the reverse proxy and the
+// admin listener. It is safe for concurrent use.
+type Server struct {
+	state  atomic.Pointer[policyState]
+	engine *rules.Engine
+	log    *slog.Logger
+	m      *metrics
+	reg    *prometheus.Registry
+	pool   sync.Pool // *reqState
+	clock  rules.Clock
+
+	listen, adminListen string
+
+	metricsOnce sync.Once
+	metricsH    fasthttp.RequestHandler
+
+	upstreamMu sync.Mutex
+	upstreams  map[string]*fasthttp.HostClient
+	upOverride string
+}
+
+// policyState is a policy with what the server precomputes for it.
+type policyState struct {
+	policy   *rules.Policy
+	upstream *fasthttp.HostClient
+	counters [][numOutcomes]prometheus.Counter // per rule, per outcome
+}
+
+// New returns a Server for opts.
+func New(opts Options) (*Server, error) {
+	if opts.Policy == nil {
+		return nil, errors.New("gateway: no policy")
+	}
+	eng, err := rules.NewEngine(rules.EngineOptions{Store: opts.Store, Secret: opts.KeySecret, DryRun: opts.DryRun})
+	if err != nil {
+		return nil, fmt.Errorf("creating engine: %w", err)
+	}
+	s := &Server{
+		engine:      eng,
+		log:         opts.Logger,
+		reg:         opts.Registry,
+		listen:      opts.Listen,
+		adminListen: opts.AdminListen,
+		upstreams:   map[string]*fasthttp.HostClient{},
+		upOverride:  opts.Upstream,
+		clock:       opts.Clock,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	s.m = newMetrics(s.reg, s)
+	s.pool.New = func() any { return newReqState() }
+	if err := s.install(opts.Policy); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Policy returns the policy being served.
+func (s *Server) Policy() *rules.Policy { return s.state.Load().policy }
+
+// Engine returns the server's engine.
+func (s *Server) Engine() *rules.Engine { return s.engine }
+
+// Reload swaps in p. Requests in flight finish on the old policy.
+func (s *Server) Reload(p *rules.Policy) error { return s.install(p) }
+
+func (s *Server) install(p *rules.Policy) error {
+	up := p.Upstream
+	if s.upOverride != "" {
+		up = s.upOverride
+	}
+	hc, err := s.hostClient(up)
+	if err != nil {
+		return err
+	}
+	st := &policyState{policy: p, upstream: hc, counters: make([][numOutcomes]prometheus.Counter, len(p.Rules))}
+	for i, r := range p.Rules {
+		for o := range numOutcomes {
+			name := metricOutcome(rules.Outcome(o))
+			if name == "" {
+				continue
+			}
+			st.counters[i][o] = s.m.decisions.WithLabelValues(r.Name, name)
+		}
+	}
+	s.state.Store(st)
+	return nil
+}
+
+// hostClient returns the HostClient for an upstream URL, one per address.
+func (s *Server) hostClient(upstream string) (*fasthttp.HostClient, error) {
+	u, err := url.Parse(upstream)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("gateway: upstream %q is not http://HOST:PORT", upstream)
+	}
+	s.upstreamMu.Lock()
+	defer s.upstreamMu.Unlock()
+	if hc, ok := s.upstreams[u.Host]; ok {
+		return hc, nil
+	}
+	hc := &fasthttp.HostClient{
+		Addr:                          u.Host,
+		ReadTimeout:                   upstreamTimeout,
+		WriteTimeout:                  upstreamTimeout,
+		MaxResponseBodySize:           maxUpstreamBody,
+		MaxConns:                      4096,
+		MaxIdleConnDuration:           30 * time.Second,
+		DisablePathNormalizing:        true,
+		NoDefaultUserAgentHeader:      true,
+		DisableHeaderNamesNormalizing: false,
+	}
+	s.upstreams[u.Host] = hc
+	return hc, nil
+}
+
+// ListenAddr is the public listener address in use (flag or policy).
+func (s *Server) ListenAddr() string {
+	if s.listen != "" {
+		return s.listen
+	}
+	return s.Policy().Listen
+}
+
+// AdminAddr is the admin listener address in use (flag or policy).
+func (s *Server) AdminAddr() string {
+	if s.adminListen != "" {
+		return s.adminListen
+	}
+	return s.Policy().AdminListen
+}
+
+// NewHTTPServer returns the fasthttp server for the public handler, with
+// the timeouts and size caps of DESIGN §2.1.
+func (s *Server) NewHTTPServer() *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:                       s.Handler,
+		ErrorHandler:                  errorHandler,
+		Name:                          "",
+		NoDefaultServerHeader:         true,
+		NoDefaultContentType:          true,
+		ReadTimeout:                   readTimeout,
+		WriteTimeout:                  writeTimeout,
+		IdleTimeout:                   idleTimeout,
+		ReadBufferSize:                readBufferSize,
+		MaxRequestBodySize:            s.Policy().MaxBodyBytes,
+		Concurrency:                   maxConns,
+		DisablePreParseMultipartForm:  true,
+		DisableHeaderNamesNormalizing: false,
+		ReduceMemoryUsage:             false,
+		CloseOnShutdown:               true,
+		StreamRequestBody:             false,
+	}
+}
+
+// errorHandler answers requests fasthttp could not read: 431 for an
+// oversized header, 413 for an oversized body, 408 on a read timeout, 400
+// otherwise. Never a 500.
+func errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var netErr net.Error
+	switch {
+	case errors.As(err, &small):
+		plain(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge)
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		plain(ctx, fasthttp.StatusRequestEntityTooLarge)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		plain(ctx, fasthttp.StatusRequestTimeout)
+	default:
+		plain(ctx, fasthttp.StatusBadRequest)
+	}
+}
+
+// Serve runs the public server on ln until ctx is done.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return serveUntil(ctx, s.NewHTTPServer(), ln)
+}
+
+// ServeAdmin runs the admin server on ln until ctx is done.
+func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
+	srv := &fasthttp.Server{
+		Handler:               s.AdminHandler,
+		NoDefaultServerHeader: true,
+		ReadTimeout:           readTimeout,
+		WriteTimeout:          writeTimeout,
+		IdleTimeout:           idleTimeout,
+		ReadBufferSize:        readBufferSize,
+		MaxRequestBodySize:    1 << 20,
+		CloseOnShutdown:       true,
+	}
+	return serveUntil(ctx, srv, ln)
+}
+
+// serveUntil serves ln and shuts the server down when ctx is done.
+func serveUntil(ctx context.Context, srv *fasthttp.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := srv.ShutdownWithContext(sctx)
+		<-errc
+		return err
+	}
+}

@@ -1,0 +1,15 @@
+// Command loadtest sends scripted traffic to a running edge node on this
+// machine and checks what the edge decided.
+//
+// Usage:
+//
+//	go run ./loadtest -scenario seed-trace -target http://127.0.0.1:18080
+//
+// Scenarios are functions of a context and a config, registered by name in
+// scenarios. Every run is bounded in time (-duration) and in requests
+// (-requests), and only loopback targets are accepted: this is a test tool,
+// not a traffic generator for other people's hosts.
+//
+// Exit status: 0 when the scenario passed, 1 when the edge's decisions
+// differed from the expected ones, 2 on a usage or connection error.
+package main

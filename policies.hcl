@@ -1,0 +1,164 @@
+# policies.hcl: the shipped example policy for edge.
+#
+# `go run ./cmd/edge -demo` serves it in front of the built-in demo origin;
+# `go run ./cmd/edge validate` checks it. Every attribute is documented in
+# README.md ("Policy reference"). Limits here are realistic but small enough
+# to trip by hand with curl.
+
+edge {
+  # Public listener: clients (or your load balancer) connect here.
+  listen = "127.0.0.1:8080"
+
+  # Admin listener: /healthz, /readyz, /metrics. Keep it on loopback.
+  admin_listen = "127.0.0.1:9901"
+
+  # The origin the edge protects. With -demo, the built-in demo origin
+  # listens here.
+  upstream = "http://127.0.0.1:9000"
+
+  # Peers allowed to say who the client is. Only when the socket peer is in
+  # this list does the edge read the forwarding header, taking the
+  # right-most address that is not itself a trusted proxy. Put your load
+  # balancers here; loopback is trusted so the README's curl examples can
+  # play many clients. Anyone else's X-Forwarded-For is ignored and
+  # replaced before it reaches the origin.
+  trusted_proxies = ["127.0.0.1/32", "::1/128"]
+
+  # The one forwarding header read from trusted proxies:
+  # "x-forwarded-for" (default) or "forwarded" (RFC 7239).
+  forwarded_header = "x-forwarded-for"
+
+  # Client grouping: an IPv4 client is its /32; an IPv6 host picks its own
+  # 64-bit interface ID, so IPv6 clients are counted per /64.
+  ipv4_prefix = 32
+  ipv6_prefix = 64
+
+  # Request bodies above this many bytes are refused with 413.
+  max_body_bytes = 65536
+
+  # "/LOGIN" and "/login" are one route unless this says "sensitive".
+  path_case = "insensitive"
+
+  # true puts every rule in dry-run: decide, log and count "would have
+  # refused" (edge_decisions_total{decision="dry_run_deny"}), refuse nothing.
+  # The -dry-run flag does the same without editing the file.
+  dry_run = false
+
+  # Environment variable holding the secret that keys counter hashes. Unset
+  # with the memory store: a random secret and a warning at start.
+  key_secret_env = "EDGE_KEY_SECRET"
+}
+
+# Counters in this process's memory, bounded: the least recently used keys
+# are evicted beyond max_keys, and every key expires once its state decays.
+store "memory" {
+  max_keys = 100000
+}
+
+# ---- Login ------------------------------------------------------------------
+# Sensitive rules answer a bare 429 (no RateLimit headers, no rule name, no
+# Retry-After: nothing an attacker can learn from) and fail closed.
+
+# Five login attempts a minute per client, as a burst of five then one every
+# 12 seconds (GCRA: one timestamp per key, retry time for free).
+rule "login-per-ip" {
+  methods   = ["POST"]
+  paths     = ["/login"]
+  key       = ["ip"]
+  algorithm = "gcra"
+  limit     = 5
+  period    = "1m"
+  burst     = 5
+  sensitive = true
+}
+
+# A whole network (IPv4 /24, IPv6 /48) rotating addresses still shares one
+# hourly budget.
+rule "login-per-network" {
+  methods     = ["POST"]
+  paths       = ["/login"]
+  key         = ["ip"]
+  ipv4_prefix = 24
+  ipv6_prefix = 48
+  algorithm   = "sliding_window"
+  limit       = 100
+  period      = "1h"
+  sensitive   = true
+}
+
+# ---- Signup -----------------------------------------------------------------
+
+rule "signup-per-network" {
+  methods     = ["POST"]
+  paths       = ["/signup"]
+  key         = ["ip"]
+  ipv4_prefix = 24
+  ipv6_prefix = 48
+  algorithm   = "sliding_window"
+  limit       = 10
+  period      = "1h"
+  sensitive   = true
+}
+
+# ---- OTP --------------------------------------------------------------------
+# Each text costs money: an exact sliding log, five sends per client per
+# 15 minutes (no rolling 15 minutes ever holds more than five).
+rule "otp-send-per-ip" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  key       = ["ip"]
+  algorithm = "sliding_log"
+  limit     = 5
+  period    = "15m"
+  sensitive = true
+}
+
+# Guessing codes: every attempt counts, refused or not, so a guesser who
+# keeps hammering stays locked out.
+rule "otp-verify-per-ip" {
+  methods   = ["POST"]
+  paths     = ["/otp/verify"]
+  key       = ["ip"]
+  algorithm = "sliding_window"
+  limit     = 30
+  period    = "1h"
+  count     = "attempts"
+  sensitive = true
+}
+
+# ---- API --------------------------------------------------------------------
+# Ordinary routes: an informative 429 with RateLimit, RateLimit-Policy and
+# Retry-After, and allowed answers carry RateLimit too. They fail open.
+
+# Per API key: 10 a second with bursts to 20. Requests without the header
+# skip this rule (missing_identity defaults to "skip" on ordinary rules).
+rule "api-per-key" {
+  paths          = ["/api/*"]
+  key            = ["header:X-Api-Key"]
+  algorithm      = "gcra"
+  limit          = 10
+  period         = "1s"
+  burst          = 20
+  on_store_error = "allow"
+}
+
+# Per client: 60 a minute, bursts to 20.
+rule "api-per-ip" {
+  paths     = ["/api/*"]
+  key       = ["ip"]
+  algorithm = "token_bucket"
+  limit     = 60
+  period    = "1m"
+  burst     = 20
+}
+
+# A tighter limit being tried in shadow mode: decided and counted as
+# dry_run_deny in the metrics and logs, never refusing.
+rule "api-per-ip-shadow" {
+  paths     = ["/api/*"]
+  key       = ["ip"]
+  algorithm = "fixed_window"
+  limit     = 10
+  period    = "1m"
+  dry_run   = true
+}

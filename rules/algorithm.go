@@ -1,0 +1,635 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"time"
+)
+
+// The algorithms are pure functions of (State, now, Op) in integer
+// microseconds, so that every store decides bit for bit alike: memstore calls
+// them directly and redisstore's Lua script is a line-by-line port. Lua numbers
+// are doubles, exact only up to 2^53, so ValidateLimits keeps every
+// intermediate value of every algorithm at or under MaxExact, given a clock
+// under 2^52 µs since the epoch (the year 2112). Go computes the same values
+// in int64 without overflow.
+//
+// A call goes in two passes over a request's ops (Store's contract):
+//
+//	for i := range ops { res[i] = Check(&st[i], now, &ops[i]) }
+//	refused := Refused(ops, res)
+//	for i := range ops { ttl[i] = Settle(&st[i], now, &ops[i], refused, &res[i]) }
+//
+// Check decides against the state before the call; Settle applies what the
+// contract says the op does (Consume) and fills Remaining and ResetAfter from
+// the state after it. Every stored key gets the TTL Settle returns: the time
+// until its state has decayed to empty, after which a missing key and the
+// stored one decide alike. A TTL of 0 means the state is empty and need not
+// be stored at all.
+//
+// Add may run a counter into debt ("charge an estimate up front and settle
+// later, letting the balance go negative", the lesson says), by at most one
+// full allowance: a gcra TAT at most now + 2×burst×T, a bucket at most one
+// burst below empty, a window count at most 2×limit. A sliding_log never
+// holds more than Limit timestamps and so cannot run into debt. A take never
+// runs into debt: one that does not fit (an Attempts op counted while
+// refused) leaves the counter full.
+//
+// Clock skew: when now is earlier than the time a state was last written
+// (another node's clock, or the wall clock stepping back), the state is read
+// as of its own time: nothing refills and nothing expires, so a step back
+// never grants a fresh allowance; the wait only grows by the skew.
+
+const (
+	// MaxExact is the largest magnitude any intermediate value reaches:
+	// 2^53, up to which a double (a Lua number) holds every integer.
+	MaxExact = 1 << 53
+	// MaxPeriodUS is the longest period, 2^50 µs (about 35 years).
+	MaxPeriodUS = 1 << 50
+	// MaxSpanUS bounds a gcra tolerance, burst × (period/limit) µs, so that
+	// now + 2×tolerance (debt) + cost×T stays under MaxExact.
+	MaxSpanUS = 1 << 50
+	// MaxScaled bounds burst×period for token_bucket and leaky_bucket (their
+	// scaled capacity, one token being PeriodUS units) and limit×period for
+	// sliding_window (its cross-multiplied estimate), so that the largest
+	// intermediate, three or four times that, stays under MaxExact.
+	MaxScaled = 1 << 51
+	// MaxLogLimit is the largest sliding_log limit: it stores one
+	// timestamp per unit, which the lesson keeps for small limits.
+	MaxLogLimit = 10000
+)
+
+// RetryNever is the RetryAfter of a refused op whose Cost exceeds what the
+// counter can ever hold (more than its burst or limit): no wait helps.
+const RetryNever time.Duration = -1
+
+var (
+	// ErrInvalidLimits wraps every error of ValidateLimits and ValidateOp.
+	ErrInvalidLimits = errors.New("invalid limits")
+	// ErrUnsupported is returned for an algorithm no store implements yet
+	// (Distinct).
+	ErrUnsupported = errors.New("unsupported algorithm")
+)
+
+// State is the stored state of one key, the same for every store. Its zero
+// value is the fresh state of every algorithm, and a State last written by
+// another algorithm (a rule whose algorithm changed across a reload) reads
+// as fresh. Fields by algorithm:
+//
+//	gcra            At = TAT (theoretical arrival time, µs)
+//	token_bucket    At = last refill (µs), N = tokens × PeriodUS
+//	leaky_bucket    At = last drain (µs),  N = level × PeriodUS
+//	fixed_window    At = window start (µs, a multiple of PeriodUS), N = count
+//	sliding_window  At = current window start, N = its count, Prev = the previous window's count
+//	sliding_log     Log = timestamps of consumed units (µs), ascending, at most Limit
+//
+// Log is reused in place: once it has grown to Limit entries, consuming
+// allocates nothing. A State is not safe for concurrent use; stores lock.
+type State struct {
+	Alg  Algorithm
+	At   int64
+	N    int64
+	Prev int64
+	Log  []int64
+}
+
+// ValidateLimits reports whether an algorithm can run with these parameters,
+// within the bounds that keep every store exact (MaxExact): limit ≥ 1,
+// 1 ≤ period ≤ MaxPeriodUS, an emission interval period/limit of at least
+// 1µs (DESIGN §4), burst ≥ 1 for the bucket algorithms (windows ignore it),
+// burst×T ≤ MaxSpanUS for gcra, burst×period ≤ MaxScaled for the buckets,
+// limit×period ≤ MaxScaled for sliding_window and limit ≤ MaxLogLimit for
+// sliding_log. The error wraps ErrInvalidLimits or ErrUnsupported and reads
+// as a diagnostic detail. The policy compiler calls it for every rule.
+func ValidateLimits(alg Algorithm, limit, burst, periodUS int64) error {
+	switch {
+	case alg == Distinct:
+		return fmt.Errorf("%w: %s counting is not implemented yet", ErrUnsupported, alg)
+	case alg >= numAlgorithms:
+		return fmt.Errorf("%w: algorithm %d", ErrUnsupported, alg)
+	case limit < 1:
+		return fmt.Errorf("%w: limit %d must be at least 1", ErrInvalidLimits, limit)
+	case periodUS < 1 || periodUS > MaxPeriodUS:
+		return fmt.Errorf("%w: period %dµs must be between 1µs and %v", ErrInvalidLimits, periodUS, time.Duration(MaxPeriodUS)*time.Microsecond)
+	case periodUS < limit:
+		return fmt.Errorf("%w: limit %d per %dµs is an emission interval under 1µs", ErrInvalidLimits, limit, periodUS)
+	}
+	// The products are checked in 128 bits: this runs on every Take, and
+	// divisions cost more than multiplications.
+	switch alg {
+	case GCRA:
+		if burst < 1 {
+			return fmt.Errorf("%w: gcra burst %d must be at least 1", ErrInvalidLimits, burst)
+		}
+		if t := periodUS / limit; over(burst, t, MaxSpanUS) {
+			return fmt.Errorf("%w: gcra burst %d × interval %dµs exceeds 2^50µs", ErrInvalidLimits, burst, t)
+		}
+	case TokenBucket, LeakyBucket:
+		if burst < 1 {
+			return fmt.Errorf("%w: %s burst %d must be at least 1", ErrInvalidLimits, alg, burst)
+		}
+		if over(burst, periodUS, MaxScaled) {
+			return fmt.Errorf("%w: %s burst %d × period %dµs exceeds 2^51; use gcra (same decisions) or a smaller burst", ErrInvalidLimits, alg, burst, periodUS)
+		}
+	case SlidingWindow:
+		if over(limit, periodUS, MaxScaled) {
+			return fmt.Errorf("%w: sliding_window limit %d × period %dµs exceeds 2^51; use fixed_window, gcra or a shorter period", ErrInvalidLimits, limit, periodUS)
+		}
+	case SlidingLog:
+		if limit > MaxLogLimit {
+			return fmt.Errorf("%w: sliding_log limit %d exceeds %d timestamps per key; use sliding_window", ErrInvalidLimits, limit, MaxLogLimit)
+		}
+	}
+	return nil
+}
+
+// over reports whether a×b > bound, for a, b ≥ 0, without overflow.
+func over(a, b, bound int64) bool {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	return hi != 0 || lo > uint64(bound)
+}
+
+// ValidateOp reports whether a store can apply op: a known kind, limits that
+// pass ValidateLimits and a Cost of at least 0. Stores call it for every op,
+// so that a bad op is an error rather than a division by zero; it allocates
+// only when it fails.
+func ValidateOp(op *Op) error {
+	if op.Kind > OpReset {
+		return fmt.Errorf("%w: op kind %d", ErrInvalidLimits, op.Kind)
+	}
+	if op.Cost < 0 {
+		return fmt.Errorf("%w: cost %d is negative", ErrInvalidLimits, op.Cost)
+	}
+	return ValidateLimits(op.Algorithm, op.Limit, op.Burst, op.PeriodUS)
+}
+
+// Refused reports whether a request whose ops were decided into res is
+// refused: some OpTake with Enforce set is not Allowed.
+func Refused(ops []Op, res []Result) bool {
+	for i := range ops {
+		if ops[i].Kind == OpTake && ops[i].Enforce && !res[i].Allowed {
+			return true
+		}
+	}
+	return false
+}
+
+// Consumes reports whether op changes its counter, given its own decision
+// (allowed) and the request's (refused), as Store's contract says: a take
+// consumes when allowed and the request is not refused, or always when it
+// counts attempts; a peek never; add, refund and reset always.
+func Consumes(op *Op, allowed, refused bool) bool {
+	switch op.Kind {
+	case OpTake:
+		return op.Attempts || (allowed && !refused)
+	case OpPeek:
+		return false
+	}
+	return true
+}
+
+// Settle finishes op after every op of the call has been decided: it
+// consumes when Consumes says so, fills r's Remaining (0 when r is not
+// Allowed) and ResetAfter from the state after the call, and returns the TTL
+// to store st with (0: st is empty).
+func Settle(st *State, nowUS int64, op *Op, refused bool, r *Result) (ttlUS int64) {
+	if Consumes(op, r.Allowed, refused) {
+		Consume(st, nowUS, op)
+	}
+	remaining, resetUS := reportState(st, nowUS, op)
+	if !r.Allowed {
+		remaining = 0
+	}
+	r.Remaining = remaining
+	r.ResetAfter = durationUS(resetUS)
+	return resetUS
+}
+
+// TTL returns the time in µs until st has decayed to empty at op's
+// parameters; 0 when it is empty now. It equals the ResetAfter Settle
+// reports: back to the full allowance is the same as empty.
+func TTL(st *State, nowUS int64, op *Op) int64 {
+	_, resetUS := reportState(st, nowUS, op)
+	return resetUS
+}
+
+// Check decides op against st at nowUS without changing st: Allowed, and
+// RetryAfter when refused (RetryNever when Cost exceeds the burst or limit).
+// Remaining and ResetAfter are left zero for Settle, since they describe the
+// state after the whole call. Allowed means a take of Cost would fit, for
+// every kind that checks (OpTake, OpPeek, OpAdd); OpRefund and OpReset are
+// always Allowed.
+func Check(st *State, nowUS int64, op *Op) Result {
+	if op.Kind == OpRefund || op.Kind == OpReset {
+		return Result{Allowed: true}
+	}
+	cost := max(op.Cost, 0)
+	var wait int64 // µs until a take of cost fits; 0 now, <0 never
+	switch op.Algorithm {
+	case GCRA:
+		t := op.PeriodUS / op.Limit
+		tol := op.Burst * t
+		if cost > op.Burst {
+			wait = -1
+			break
+		}
+		tat := max(gcraTAT(st, op), nowUS)
+		wait = max(tat+cost*t-nowUS-tol, 0)
+	case TokenBucket:
+		if cost > op.Burst {
+			wait = -1
+			break
+		}
+		tokens := tokensAt(st, nowUS, op)
+		if need := cost*op.PeriodUS - tokens; need > 0 {
+			wait = skew(st, nowUS, op) + ceilDiv(need, op.Limit)
+		}
+	case LeakyBucket:
+		if cost > op.Burst {
+			wait = -1
+			break
+		}
+		level := levelAt(st, nowUS, op)
+		if over := level + cost*op.PeriodUS - op.Burst*op.PeriodUS; over > 0 {
+			wait = skew(st, nowUS, op) + ceilDiv(over, op.Limit)
+		}
+	case FixedWindow:
+		if cost > op.Limit {
+			wait = -1
+			break
+		}
+		start, n := fixedAt(st, nowUS, op)
+		if n+cost > op.Limit {
+			wait = start + op.PeriodUS - nowUS
+		}
+	case SlidingWindow:
+		if cost > op.Limit {
+			wait = -1
+			break
+		}
+		wait = slidingWait(st, nowUS, op, cost)
+	case SlidingLog:
+		if cost > op.Limit {
+			wait = -1
+			break
+		}
+		log := logAt(st, nowUS, op)
+		if k := int64(len(log)) + cost - op.Limit; k > 0 {
+			// The k oldest timestamps in the window must leave it; the
+			// k-th leaves at its time + period (out when t ≤ now-period).
+			wait = log[k-1] + op.PeriodUS - nowUS
+		}
+	default:
+		wait = -1
+	}
+	switch {
+	case wait == 0:
+		return Result{Allowed: true}
+	case wait < 0:
+		return Result{RetryAfter: RetryNever}
+	}
+	return Result{RetryAfter: durationUS(wait)}
+}
+
+// slidingWait returns the µs until a take of cost (≤ limit) fits the
+// two-counter estimate prev×(P−e)/P + cur + cost ≤ limit, e being the time
+// elapsed in the current window; the comparison is multiplied out by P.
+func slidingWait(st *State, nowUS int64, op *Op, cost int64) int64 {
+	p := op.PeriodUS
+	start, prev, cur := slidingAt(st, nowUS, op)
+	e := max(nowUS-start, 0)
+	room := op.Limit - cur - cost
+	if room >= 0 {
+		if prev*(p-e) <= room*p {
+			return 0
+		}
+		// Within this window the estimate falls as e grows: the first e'
+		// with prev×(P−e') ≤ room×P is P − floor(room×P/prev).
+		return start + p - room*p/prev - nowUS
+	}
+	// Not this window: in the next one prev' = cur and cur' = 0, and cur >
+	// limit-cost ≥ 0 here.
+	return start + 2*p - (op.Limit-cost)*p/cur - nowUS
+}
+
+// Consume applies op's effect to st at nowUS, whatever the decision:
+// OpTake takes Cost but never past full (a take that does not fit leaves the
+// counter full), OpAdd takes Cost into at most one allowance of debt,
+// OpRefund gives Cost back down to empty, OpReset empties, OpPeek only
+// brings st up to date. Stores call it through Settle.
+func Consume(st *State, nowUS int64, op *Op) {
+	if op.Kind == OpReset {
+		*st = State{Log: st.Log[:0]}
+		return
+	}
+	cost := max(op.Cost, 0)
+	switch op.Algorithm {
+	case GCRA:
+		consumeGCRA(st, nowUS, op, cost)
+	case TokenBucket:
+		consumeTokens(st, nowUS, op, cost)
+	case LeakyBucket:
+		consumeLevel(st, nowUS, op, cost)
+	case FixedWindow:
+		start, n := fixedAt(st, nowUS, op)
+		st.At, st.N, st.Prev = start, consumeCount(n, op, cost), 0
+	case SlidingWindow:
+		start, prev, cur := slidingAt(st, nowUS, op)
+		if op.Kind == OpRefund && cost > cur {
+			// The unit refunded may have been charged in the previous
+			// window, before the boundary passed.
+			prev = max(prev-(cost-cur), 0)
+		}
+		st.At, st.N, st.Prev = start, consumeCount(cur, op, cost), prev
+	case SlidingLog:
+		consumeLog(st, nowUS, op, cost)
+	default:
+		return
+	}
+	st.Alg = op.Algorithm
+}
+
+func consumeGCRA(st *State, nowUS int64, op *Op, cost int64) {
+	t := op.PeriodUS / op.Limit
+	tol := op.Burst * t
+	tat := gcraTAT(st, op)
+	base := max(tat, nowUS)
+	switch op.Kind {
+	case OpTake:
+		if cost <= op.Burst && base+cost*t-nowUS <= tol {
+			tat = base + cost*t
+		} else {
+			tat = max(tat, nowUS+tol) // full, never lowered
+		}
+	case OpAdd:
+		c := min(cost, 2*op.Burst)
+		tat = max(tat, min(base+c*t, nowUS+2*tol))
+	case OpRefund:
+		if tat > nowUS {
+			if cost > (tat-nowUS)/t {
+				tat = nowUS
+			} else {
+				tat -= cost * t
+			}
+		}
+	}
+	st.At = tat
+}
+
+func consumeTokens(st *State, nowUS int64, op *Op, cost int64) {
+	capacity := op.Burst * op.PeriodUS
+	tokens := tokensAt(st, nowUS, op)
+	c := min(cost, 2*op.Burst)
+	switch op.Kind {
+	case OpTake:
+		if cost <= op.Burst && tokens >= cost*op.PeriodUS {
+			tokens -= cost * op.PeriodUS
+		} else {
+			tokens = min(tokens, 0)
+		}
+	case OpAdd:
+		tokens = max(tokens-c*op.PeriodUS, min(tokens, -capacity))
+	case OpRefund:
+		if room := capacity - tokens; room > 0 {
+			tokens += min(c*op.PeriodUS, room)
+		}
+	}
+	st.N = tokens
+	st.At = max(stampOf(st, op), nowUS)
+}
+
+func consumeLevel(st *State, nowUS int64, op *Op, cost int64) {
+	capacity := op.Burst * op.PeriodUS
+	level := levelAt(st, nowUS, op)
+	c := min(cost, 2*op.Burst)
+	switch op.Kind {
+	case OpTake:
+		if cost <= op.Burst && level+cost*op.PeriodUS <= capacity {
+			level += cost * op.PeriodUS
+		} else {
+			level = max(level, capacity)
+		}
+	case OpAdd:
+		level = min(level+c*op.PeriodUS, max(level, 2*capacity))
+	case OpRefund:
+		level = max(level-c*op.PeriodUS, 0)
+	}
+	st.N = level
+	st.At = max(stampOf(st, op), nowUS)
+}
+
+// consumeCount applies a take, add or refund to a window count.
+func consumeCount(n int64, op *Op, cost int64) int64 {
+	switch op.Kind {
+	case OpTake:
+		return min(n+min(cost, op.Limit+1), max(n, op.Limit))
+	case OpAdd:
+		return min(n+min(cost, 2*op.Limit), max(n, 2*op.Limit))
+	case OpRefund:
+		return max(n-cost, 0)
+	}
+	return n
+}
+
+func consumeLog(st *State, nowUS int64, op *Op, cost int64) {
+	// Drop what has left the window (and, after a limit was lowered,
+	// anything beyond the newest Limit), in place.
+	log := logAt(st, nowUS, op)
+	if over := int64(len(log)) - op.Limit; over > 0 {
+		log = log[over:]
+	}
+	n := copy(st.Log, log)
+	st.Log = st.Log[:n]
+	switch op.Kind {
+	case OpTake, OpAdd:
+		c := min(cost, op.Limit)
+		if drop := int64(n) + c - op.Limit; drop > 0 {
+			n = copy(st.Log, st.Log[drop:])
+			st.Log = st.Log[:n]
+		}
+		// Timestamps stay ascending even when the clock stepped back: a
+		// unit counted "now" is never older than the newest one stored.
+		ts := nowUS
+		if n > 0 {
+			ts = max(ts, st.Log[n-1])
+		}
+		for range c {
+			st.Log = append(st.Log, ts)
+		}
+	case OpRefund:
+		// Give back the newest units: most likely this request's own.
+		st.Log = st.Log[:int64(n)-min(cost, int64(n))]
+	}
+}
+
+// reportState returns the units left and the µs until st is back to the full
+// allowance (equivalently, decayed to empty) at op's parameters.
+func reportState(st *State, nowUS int64, op *Op) (remaining, resetUS int64) {
+	switch op.Algorithm {
+	case GCRA:
+		t := op.PeriodUS / op.Limit
+		tol := op.Burst * t
+		ahead := max(gcraTAT(st, op)-nowUS, 0)
+		return max((tol-ahead)/t, 0), ahead
+	case TokenBucket:
+		tokens := tokensAt(st, nowUS, op)
+		if resetUS = ceilDiv(op.Burst*op.PeriodUS-tokens, op.Limit); resetUS > 0 {
+			resetUS += skew(st, nowUS, op)
+		}
+		return max(tokens, 0) / op.PeriodUS, resetUS
+	case LeakyBucket:
+		level := levelAt(st, nowUS, op)
+		if resetUS = ceilDiv(level, op.Limit); resetUS > 0 {
+			resetUS += skew(st, nowUS, op)
+		}
+		return max(op.Burst*op.PeriodUS-level, 0) / op.PeriodUS, resetUS
+	case FixedWindow:
+		start, n := fixedAt(st, nowUS, op)
+		if n == 0 {
+			return op.Limit, 0
+		}
+		return max(op.Limit-n, 0), start + op.PeriodUS - nowUS
+	case SlidingWindow:
+		p := op.PeriodUS
+		start, prev, cur := slidingAt(st, nowUS, op)
+		e := max(nowUS-start, 0)
+		w := prev * (p - e)
+		remaining = max(op.Limit-cur-ceilDiv(w, p), 0)
+		switch {
+		case cur > 0:
+			resetUS = start + 2*p - nowUS
+		case w > 0:
+			resetUS = start + p - nowUS
+		}
+		return remaining, resetUS
+	case SlidingLog:
+		log := logAt(st, nowUS, op)
+		if len(log) == 0 {
+			return op.Limit, 0
+		}
+		return max(op.Limit-int64(len(log)), 0), log[len(log)-1] + op.PeriodUS - nowUS
+	}
+	return 0, 0
+}
+
+// The ...At helpers read st as of nowUS for op's algorithm without changing
+// it; a State of another algorithm reads as fresh.
+
+func gcraTAT(st *State, op *Op) int64 {
+	if st.Alg != op.Algorithm {
+		return 0
+	}
+	return st.At
+}
+
+// stampOf returns the last update time of a bucket, 0 when fresh.
+func stampOf(st *State, op *Op) int64 {
+	if st.Alg != op.Algorithm {
+		return 0
+	}
+	return st.At
+}
+
+// skew returns how far a bucket's last update lies ahead of nowUS (a clock
+// step back), 0 normally: the bucket is read as of that time, so its waits
+// count from there.
+func skew(st *State, nowUS int64, op *Op) int64 {
+	return max(stampOf(st, op)-nowUS, 0)
+}
+
+// tokensAt returns the scaled tokens (1 token = PeriodUS units) at nowUS:
+// the stored tokens plus Limit units per elapsed µs, at most the capacity
+// Burst×PeriodUS. The product elapsed×Limit is formed only when it is at
+// most the deficit, so it cannot overflow however long the key was idle.
+func tokensAt(st *State, nowUS int64, op *Op) int64 {
+	capacity := op.Burst * op.PeriodUS
+	if st.Alg != op.Algorithm {
+		return capacity
+	}
+	tokens := min(st.N, capacity) // a burst lowered by a reload
+	elapsed := nowUS - st.At
+	if elapsed <= 0 {
+		return tokens
+	}
+	deficit := capacity - tokens
+	if elapsed > deficit/op.Limit {
+		return capacity
+	}
+	return tokens + elapsed*op.Limit
+}
+
+// levelAt returns the scaled level (1 unit = PeriodUS) at nowUS: the stored
+// level drained by Limit per elapsed µs, at least 0.
+func levelAt(st *State, nowUS int64, op *Op) int64 {
+	if st.Alg != op.Algorithm {
+		return 0
+	}
+	level := st.N
+	elapsed := nowUS - st.At
+	if elapsed <= 0 {
+		return level
+	}
+	if elapsed > level/op.Limit {
+		return 0
+	}
+	return level - elapsed*op.Limit
+}
+
+// windowStart returns the start of the window holding nowUS: windows start
+// at multiples of the period since the Unix epoch.
+func windowStart(nowUS, periodUS int64) int64 {
+	r := nowUS % periodUS
+	if r < 0 {
+		r += periodUS
+	}
+	return nowUS - r
+}
+
+// fixedAt returns the current window's start and count. A stored window
+// later than now's (a clock step back) stays current.
+func fixedAt(st *State, nowUS int64, op *Op) (start, n int64) {
+	start = windowStart(nowUS, op.PeriodUS)
+	if st.Alg != op.Algorithm || st.At < start {
+		return start, 0
+	}
+	return st.At, st.N
+}
+
+// slidingAt returns the current window's start, the previous window's count
+// and the current one's, rolling the stored windows forward to nowUS.
+func slidingAt(st *State, nowUS int64, op *Op) (start, prev, cur int64) {
+	start = windowStart(nowUS, op.PeriodUS)
+	switch {
+	case st.Alg != op.Algorithm || st.At < start-op.PeriodUS:
+		return start, 0, 0
+	case st.At < start:
+		return start, st.N, 0
+	}
+	return st.At, st.Prev, st.N
+}
+
+// logAt returns the stored timestamps still in the window at nowUS: t is out
+// when t ≤ now − period. The log is ascending, so they are a suffix.
+func logAt(st *State, nowUS int64, op *Op) []int64 {
+	if st.Alg != op.Algorithm {
+		return nil
+	}
+	log := st.Log
+	cut := nowUS - op.PeriodUS
+	i := 0
+	for i < len(log) && log[i] <= cut {
+		i++
+	}
+	return log[i:]
+}
+
+// ceilDiv returns ⌈a/b⌉ for b > 0, and 0 for a ≤ 0.
+func ceilDiv(a, b int64) int64 {
+	if a <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
+}
+
+func durationUS(v int64) time.Duration { return time.Duration(v) * time.Microsecond }

@@ -1,0 +1,556 @@
+package rules
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// algBase is the tests' t=0 in µs since the epoch: 2023-11-14T00:00:00Z, a
+// multiple of one day, so every window of a second, a minute or an hour
+// starts on it.
+const algBase = 1_699_920_000_000_000
+
+var allAlgorithms = []Algorithm{GCRA, TokenBucket, LeakyBucket, FixedWindow, SlidingWindow, SlidingLog}
+
+// lessonOp is the lesson's Figure 1 setting: 5 per second, burst 5.
+func lessonOp(alg Algorithm, kind OpKind, cost int64) Op {
+	return Op{Kind: kind, Algorithm: alg, Limit: 5, Burst: 5, PeriodUS: 1_000_000, Cost: cost, Enforce: true}
+}
+
+// applyOne runs op as a call of its own, as a store would.
+func applyOne(st *State, nowUS int64, op *Op) (Result, int64) {
+	r := Check(st, nowUS, op)
+	refused := Refused([]Op{*op}, []Result{r})
+	ttl := Settle(st, nowUS, op, refused, &r)
+	return r, ttl
+}
+
+func ms(v float64) time.Duration { return time.Duration(math.Round(v*1000)) * time.Microsecond }
+
+func TestAlgorithmsSeedTrace(t *testing.T) {
+	t.Parallel()
+	var fx struct {
+		Requests []float64         `json:"requests_at_seconds"`
+		Allowed  map[string][]bool `json:"allowed"`
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatal("go.mod not found above the test's directory")
+		}
+		dir = filepath.Dir(dir)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "testdata", "fixtures", "seed_trace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &fx); err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range allAlgorithms {
+		want, ok := fx.Allowed[alg.String()]
+		if !ok || len(want) != len(fx.Requests) {
+			t.Fatalf("%s: fixture has %d decisions for %d requests", alg, len(want), len(fx.Requests))
+		}
+		t.Run(alg.String(), func(t *testing.T) {
+			var st State
+			op := lessonOp(alg, OpTake, 1)
+			for i, sec := range fx.Requests {
+				now := algBase + int64(math.Round(sec*1e6))
+				r, _ := applyOne(&st, now, &op)
+				if r.Allowed != want[i] {
+					t.Errorf("request %d at %.2fs: got allowed=%v, want %v", i, sec, r.Allowed, want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestGCRALessonNumbers(t *testing.T) {
+	t.Parallel()
+	// "Six requests at t = 0 push TAT to 200, 400, 600, 800 and 1,000 ms,
+	// and the sixth would make it 1,200 ms, 200 ms over, so it is rejected.
+	// That 200 ms is exactly its retry time."
+	var st State
+	op := lessonOp(GCRA, OpTake, 1)
+	for i := range 5 {
+		r, ttl := applyOne(&st, algBase, &op)
+		want := Result{Allowed: true, Remaining: int64(4 - i), ResetAfter: ms(200 * float64(i+1))}
+		if r != want {
+			t.Fatalf("request %d: got %+v, want %+v", i+1, r, want)
+		}
+		if st.At != algBase+int64(200_000*(i+1)) {
+			t.Errorf("request %d: got TAT %d, want %d", i+1, st.At-algBase, 200_000*(i+1))
+		}
+		if ttl != int64(200_000*(i+1)) {
+			t.Errorf("request %d: got TTL %d, want %d", i+1, ttl, 200_000*(i+1))
+		}
+	}
+	r, _ := applyOne(&st, algBase, &op)
+	if want := (Result{ResetAfter: ms(1000), RetryAfter: ms(200)}); r != want {
+		t.Fatalf("sixth request: got %+v, want %+v", r, want)
+	}
+}
+
+type algStep struct {
+	at       float64 // ms after algBase
+	kind     OpKind
+	cost     int64
+	attempts bool
+	want     Result
+}
+
+func runAlgSteps(t *testing.T, alg Algorithm, steps []algStep) {
+	t.Helper()
+	var st State
+	for i, s := range steps {
+		op := lessonOp(alg, s.kind, s.cost)
+		op.Attempts = s.attempts
+		r, _ := applyOne(&st, algBase+int64(math.Round(s.at*1000)), &op)
+		if r != s.want {
+			t.Errorf("%s step %d (kind %d cost %d at %vms): got %+v, want %+v", alg, i, s.kind, s.cost, s.at, r, s.want)
+		}
+	}
+}
+
+func TestAlgorithmResults(t *testing.T) {
+	t.Parallel()
+	// gcra, token_bucket and leaky_bucket make identical decisions with an
+	// exact emission interval (here 200ms), and report identical values.
+	buckets := []algStep{
+		{at: 0, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 5}},
+		{at: 0, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 4, ResetAfter: ms(200)}},
+		{at: 0, kind: OpTake, cost: 3, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(800)}},
+		{at: 0, kind: OpTake, cost: 2, want: Result{ResetAfter: ms(800), RetryAfter: ms(200)}},
+		{at: 0, kind: OpTake, cost: 6, want: Result{ResetAfter: ms(800), RetryAfter: RetryNever}},
+		{at: 100, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(900)}},
+		{at: 150, kind: OpPeek, cost: 1, want: Result{ResetAfter: ms(850), RetryAfter: ms(50)}},
+		// An attempt over the limit leaves the counter full: no debt.
+		{at: 150, kind: OpTake, cost: 5, attempts: true, want: Result{ResetAfter: ms(1000), RetryAfter: ms(850)}},
+		// A refund gives back; never below empty.
+		{at: 150, kind: OpRefund, cost: 2, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(600)}},
+		{at: 150, kind: OpRefund, cost: 50, want: Result{Allowed: true, Remaining: 5}},
+		// Add counts after the fact, into at most one allowance of debt.
+		{at: 200, kind: OpAdd, cost: 3, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(600)}},
+		{at: 200, kind: OpAdd, cost: 4, want: Result{ResetAfter: ms(1400), RetryAfter: ms(400)}},
+		{at: 200, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(1400), RetryAfter: ms(600)}},
+		{at: 200, kind: OpAdd, cost: 1 << 40, want: Result{ResetAfter: ms(2000), RetryAfter: RetryNever}},
+		// Without the debt the counter would be empty by 1200.
+		{at: 1400, kind: OpPeek, cost: 2, want: Result{ResetAfter: ms(800), RetryAfter: ms(200)}},
+		{at: 1400, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(800)}},
+		{at: 1600, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(800)}},
+		{at: 1600, kind: OpReset, cost: 1, want: Result{Allowed: true, Remaining: 5}},
+		{at: 1600, kind: OpTake, cost: 5, want: Result{Allowed: true, ResetAfter: ms(1000)}},
+		// Idle for its whole reset time: the full burst again.
+		{at: 2600, kind: OpTake, cost: 5, want: Result{Allowed: true, ResetAfter: ms(1000)}},
+		{at: 3600, kind: OpTake, cost: 0, want: Result{Allowed: true, Remaining: 5}},
+	}
+	for _, alg := range []Algorithm{GCRA, TokenBucket, LeakyBucket} {
+		t.Run(alg.String(), func(t *testing.T) { runAlgSteps(t, alg, buckets) })
+	}
+	t.Run("fixed_window", func(t *testing.T) {
+		runAlgSteps(t, FixedWindow, []algStep{
+			{at: 300, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 5}},
+			{at: 300, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 4, ResetAfter: ms(700)}},
+			{at: 400, kind: OpTake, cost: 4, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(600)}},
+			{at: 500, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(500), RetryAfter: ms(500)}},
+			{at: 500, kind: OpTake, cost: 6, want: Result{ResetAfter: ms(500), RetryAfter: RetryNever}},
+			{at: 500, kind: OpRefund, cost: 2, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(500)}},
+			{at: 500, kind: OpAdd, cost: 100, want: Result{ResetAfter: ms(500), RetryAfter: RetryNever}},
+			{at: 999.999, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(0.001), RetryAfter: ms(0.001)}},
+			// The window starts at 1000ms since the epoch, not 1000ms after
+			// the first request.
+			{at: 1000, kind: OpTake, cost: 5, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1000)}},
+			{at: 1000, kind: OpReset, cost: 1, want: Result{Allowed: true, Remaining: 5}},
+		})
+	})
+	t.Run("sliding_window", func(t *testing.T) {
+		runAlgSteps(t, SlidingWindow, []algStep{
+			{at: 300, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 4, ResetAfter: ms(1700)}},
+			{at: 300, kind: OpTake, cost: 4, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1700)}},
+			// Over: next window, once 5×(1−e) + 0 + 1 ≤ 5, at e = 200ms.
+			{at: 300, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(1700), RetryAfter: ms(900)}},
+			{at: 1199.999, kind: OpTake, cost: 1, want: Result{Remaining: 0, ResetAfter: ms(800.001), RetryAfter: ms(0.001)}},
+			// The lesson's "5 × 0.8 + 0 = 4 and the request passes as the fifth".
+			{at: 1200, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1800)}},
+			// At 1500: 5×0.5 + 1 = 3.5, so one more unit fits (4.5 ≤ 5).
+			{at: 1500, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(1500)}},
+			{at: 1500, kind: OpTake, cost: 2, want: Result{ResetAfter: ms(1500), RetryAfter: ms(100)}},
+			// Within the window: 5×(1−e) + 1 + 2 ≤ 5 at e = 600ms.
+			{at: 1600, kind: OpTake, cost: 2, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1400)}},
+			// A refund larger than this window's count reaches into the last.
+			{at: 1600, kind: OpRefund, cost: 4, want: Result{Allowed: true, Remaining: 3, ResetAfter: ms(400)}},
+			{at: 2000, kind: OpTake, cost: 5, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(2000)}},
+			{at: 4000, kind: OpPeek, cost: 5, want: Result{Allowed: true, Remaining: 5}},
+		})
+	})
+	t.Run("sliding_log", func(t *testing.T) {
+		runAlgSteps(t, SlidingLog, []algStep{
+			{at: 300, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 4, ResetAfter: ms(1000)}},
+			{at: 400, kind: OpTake, cost: 2, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(1000)}},
+			{at: 700, kind: OpTake, cost: 2, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1000)}},
+			// Two must leave: the 300 one at 1300, then the 400s at 1400.
+			{at: 800, kind: OpTake, cost: 2, want: Result{ResetAfter: ms(900), RetryAfter: ms(600)}},
+			{at: 800, kind: OpTake, cost: 6, want: Result{ResetAfter: ms(900), RetryAfter: RetryNever}},
+			// Out of the window exactly when t ≤ now − period.
+			{at: 1299.999, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(400.001), RetryAfter: ms(0.001)}},
+			{at: 1300, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1000)}},
+			// The refund gives back the newest unit.
+			{at: 1300, kind: OpRefund, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(400)}},
+			// An attempt over the limit keeps the newest Limit timestamps.
+			{at: 1500, kind: OpTake, cost: 5, attempts: true, want: Result{ResetAfter: ms(1000), RetryAfter: ms(200)}},
+			{at: 2499.999, kind: OpPeek, cost: 1, want: Result{ResetAfter: ms(0.001), RetryAfter: ms(0.001)}},
+			{at: 2500, kind: OpPeek, cost: 5, want: Result{Allowed: true, Remaining: 5}},
+		})
+	})
+}
+
+// TestBucketsAgree checks that gcra, token_bucket and leaky_bucket, three
+// code paths, agree on every kind of op when the emission interval is exact.
+func TestBucketsAgree(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		limit := rng.Int64N(10) + 1
+		op := Op{Limit: limit, Burst: rng.Int64N(10) + 1, PeriodUS: limit * (rng.Int64N(1000) + 1), Enforce: true}
+		var states [3]State
+		algs := [3]Algorithm{GCRA, TokenBucket, LeakyBucket}
+		now := int64(algBase)
+		for range 100 {
+			now += rng.Int64N(op.PeriodUS/2 + 1)
+			op.Kind = []OpKind{OpTake, OpTake, OpTake, OpPeek, OpAdd, OpRefund, OpReset}[rng.IntN(7)]
+			op.Cost = rng.Int64N(op.Burst + 2)
+			op.Attempts = rng.IntN(4) == 0
+			var got [3]Result
+			var ttl [3]int64
+			for i, alg := range algs {
+				o := op
+				o.Algorithm = alg
+				got[i], ttl[i] = applyOne(&states[i], now, &o)
+			}
+			if got[0] != got[1] || got[0] != got[2] || ttl[0] != ttl[1] || ttl[0] != ttl[2] {
+				t.Fatalf("%+v at %d: got gcra %+v ttl %d, token_bucket %+v ttl %d, leaky_bucket %+v ttl %d",
+					op, now-algBase, got[0], ttl[0], got[1], ttl[1], got[2], ttl[2])
+			}
+		}
+	}
+}
+
+// randomOp returns an op of alg with small random parameters.
+func randomOp(rng *rand.Rand, alg Algorithm) Op {
+	limit := rng.Int64N(6) + 1
+	return Op{
+		Algorithm: alg, Limit: limit, Burst: rng.Int64N(6) + 1,
+		PeriodUS: limit * (rng.Int64N(2000) + 1), Enforce: true,
+	}
+}
+
+func randomize(rng *rand.Rand, op *Op) {
+	op.Kind = []OpKind{OpTake, OpTake, OpTake, OpPeek, OpAdd, OpRefund, OpReset}[rng.IntN(7)]
+	op.Cost = rng.Int64N(op.Limit + op.Burst + 1)
+	op.Attempts = rng.IntN(4) == 0
+}
+
+// sameAsFresh reports whether st at nowUS decides and reports exactly as a
+// fresh state for every cost and checking kind.
+func sameAsFresh(st *State, nowUS int64, op Op) bool {
+	var fresh State
+	for cost := range op.Limit + op.Burst + 2 {
+		for _, kind := range []OpKind{OpTake, OpPeek, OpAdd} {
+			op.Kind, op.Cost = kind, cost
+			if Check(st, nowUS, &op) != Check(&fresh, nowUS, &op) {
+				return false
+			}
+		}
+	}
+	r1, t1 := reportState(st, nowUS, &op)
+	r2, t2 := reportState(&fresh, nowUS, &op)
+	return r1 == r2 && t1 == t2
+}
+
+// TestTTLMeansFresh checks the TTL every store keys by: at now+TTL a state
+// decides exactly as a missing key, and one µs earlier it does not.
+func TestTTLMeansFresh(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, alg := range allAlgorithms {
+		for range 100 {
+			op := randomOp(rng, alg)
+			var st State
+			now := int64(algBase)
+			for range 30 {
+				now += rng.Int64N(op.PeriodUS)
+				randomize(rng, &op)
+				_, ttl := applyOne(&st, now, &op)
+				if got := TTL(&st, now, &op); got != ttl {
+					t.Fatalf("%s %+v: TTL got %d, Settle returned %d", alg, op, got, ttl)
+				}
+				if ttl < 0 {
+					t.Fatalf("%s %+v: got TTL %d, want ≥ 0", alg, op, ttl)
+				}
+				if !sameAsFresh(&st, now+ttl, op) {
+					t.Fatalf("%s %+v: at now+TTL (%d) the state %+v is not fresh", alg, op, ttl, st)
+				}
+				if ttl > 0 && sameAsFresh(&st, now+ttl-1, op) {
+					t.Fatalf("%s %+v: TTL %d is not the shortest: %+v is fresh a µs earlier", alg, op, ttl, st)
+				}
+			}
+		}
+	}
+}
+
+// TestClockBackwards checks that a state read before the time it was last
+// written never reads as a fresh allowance, and that nothing panics.
+func TestClockBackwards(t *testing.T) {
+	t.Parallel()
+	for _, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			var st State
+			take := lessonOp(alg, OpTake, 5)
+			if r, _ := applyOne(&st, algBase+10_500_000, &take); !r.Allowed {
+				t.Fatalf("first take refused: %+v", r)
+			}
+			take.Cost = 1
+			for _, back := range []int64{10_499_999, 10_200_000, 9_000_000, 0, -algBase} {
+				for _, kind := range []OpKind{OpPeek, OpTake, OpAdd} {
+					op := take
+					op.Kind = kind
+					op.Attempts = true
+					r, ttl := applyOne(&st, algBase+back, &op)
+					if r.Allowed || r.RetryAfter <= 0 {
+						t.Fatalf("kind %d at %dµs: got %+v, want refused with a wait", kind, back, r)
+					}
+					if ttl <= 0 {
+						t.Fatalf("kind %d at %dµs: got TTL %d, want > 0", kind, back, ttl)
+					}
+				}
+			}
+			peek := lessonOp(alg, OpPeek, 1)
+			if r, _ := applyOne(&st, algBase+10_500_000, &peek); r.Allowed {
+				t.Fatalf("back at the first take's time: got %+v, want refused", r)
+			}
+		})
+	}
+}
+
+func TestWindowsAlignedToEpoch(t *testing.T) {
+	t.Parallel()
+	// A 7s period: windows start at multiples of 7s since the epoch, so
+	// the boundary is at a multiple of 7s, whatever the first request.
+	const period = 7_000_000
+	boundary := int64(algBase/period+1) * period
+	for _, alg := range []Algorithm{FixedWindow, SlidingWindow} {
+		var st State
+		op := Op{Kind: OpTake, Algorithm: alg, Limit: 2, PeriodUS: period, Cost: 2, Enforce: true}
+		if r, _ := applyOne(&st, boundary-1, &op); !r.Allowed || r.ResetAfter != time.Microsecond*time.Duration(map[Algorithm]int64{FixedWindow: 1, SlidingWindow: period + 1}[alg]) {
+			t.Fatalf("%s: take just before the boundary: got %+v", alg, r)
+		}
+		op.Cost = 1
+		r, _ := applyOne(&st, boundary, &op)
+		if want := alg == FixedWindow; r.Allowed != want {
+			t.Errorf("%s: take at the boundary: got %+v, want allowed=%v", alg, r, want)
+		}
+	}
+	// A window holding 0 (the epoch) also works, and before it.
+	for _, now := range []int64{0, 1, -1, -period} {
+		var st State
+		op := Op{Kind: OpTake, Algorithm: FixedWindow, Limit: 1, PeriodUS: period, Cost: 1, Enforce: true}
+		if r, _ := applyOne(&st, now, &op); !r.Allowed || r.ResetAfter != time.Duration(windowStart(now, period)+period-now)*time.Microsecond {
+			t.Errorf("at %d: got %+v", now, r)
+		}
+		if ws := windowStart(now, period); ws > now || now-ws >= period || ws%period != 0 {
+			t.Errorf("windowStart(%d) = %d", now, ws)
+		}
+	}
+}
+
+// TestSlidingLogExact checks sliding_log against a naive log of every
+// consumed unit: the same decisions, never more than Limit units in any
+// rolling period, never more than Limit timestamps stored.
+func TestSlidingLogExact(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200 {
+		op := Op{Kind: OpTake, Algorithm: SlidingLog, Limit: rng.Int64N(8) + 1, PeriodUS: 1_000_000, Enforce: true}
+		var st State
+		var all []int64 // every consumed unit
+		now := int64(algBase)
+		for range 200 {
+			now += rng.Int64N(300_000)
+			op.Cost = rng.Int64N(op.Limit) + 1
+			n := int64(0)
+			for _, ts := range all {
+				if ts > now-op.PeriodUS {
+					n++
+				}
+			}
+			want := n+op.Cost <= op.Limit
+			r, _ := applyOne(&st, now, &op)
+			if r.Allowed != want {
+				t.Fatalf("%+v at %d: got allowed=%v, want %v", op, now, r.Allowed, want)
+			}
+			if want {
+				for range op.Cost {
+					all = append(all, now)
+				}
+			}
+			if int64(len(st.Log)) > op.Limit {
+				t.Fatalf("log holds %d timestamps, limit %d", len(st.Log), op.Limit)
+			}
+		}
+		for i, ti := range all {
+			n := int64(0)
+			for _, tj := range all[:i+1] {
+				if tj > ti-op.PeriodUS {
+					n++
+				}
+			}
+			if n > op.Limit {
+				t.Fatalf("%d units in the period ending %d, limit %d", n, ti, op.Limit)
+			}
+		}
+	}
+}
+
+func TestSlidingLogReusesLog(t *testing.T) {
+	var st State
+	op := Op{Kind: OpTake, Algorithm: SlidingLog, Limit: 4, PeriodUS: 1_000_000, Cost: 1, Attempts: true, Enforce: true}
+	for i := range 20 {
+		applyOne(&st, algBase+int64(i)*100_000, &op)
+	}
+	base := &st.Log[:1][0]
+	allocs := testing.AllocsPerRun(100, func() {
+		applyOne(&st, algBase+3_000_000, &op)
+	})
+	if allocs != 0 || &st.Log[:1][0] != base || len(st.Log) != 4 {
+		t.Errorf("got %v allocs, len %d, same array %v; want 0, 4, true", allocs, len(st.Log), &st.Log[:1][0] == base)
+	}
+	// A limit lowered by a reload trims to the newest.
+	op.Limit = 2
+	applyOne(&st, algBase+3_000_001, &op)
+	if len(st.Log) != 2 || st.Log[1] != algBase+3_000_001 {
+		t.Errorf("after lowering the limit: got log %v", st.Log)
+	}
+}
+
+func TestAlgorithmChangeIsFresh(t *testing.T) {
+	t.Parallel()
+	for _, from := range allAlgorithms {
+		for _, to := range allAlgorithms {
+			if from == to {
+				continue
+			}
+			var st State
+			op := lessonOp(from, OpTake, 5)
+			applyOne(&st, algBase+500_000, &op)
+			peek := lessonOp(to, OpPeek, 5)
+			if r, ttl := applyOne(&st, algBase+500_000, &peek); !r.Allowed || r.Remaining != 5 || ttl != 0 {
+				t.Errorf("%s then %s: got %+v ttl %d, want a fresh counter", from, to, r, ttl)
+			}
+		}
+	}
+}
+
+func TestValidateLimits(t *testing.T) {
+	t.Parallel()
+	const day = 86_400_000_000
+	tests := []struct {
+		name                   string
+		alg                    Algorithm
+		limit, burst, periodUS int64
+		want                   error
+	}{
+		{"lesson gcra", GCRA, 5, 5, 1_000_000, nil},
+		{"windows ignore burst", FixedWindow, 5, 0, 1_000_000, nil},
+		{"interval of 1µs", GCRA, 1_000_000, 1, 1_000_000, nil},
+		{"interval under 1µs", GCRA, 1_000_001, 1, 1_000_000, ErrInvalidLimits},
+		{"zero limit", SlidingWindow, 0, 1, 1_000_000, ErrInvalidLimits},
+		{"zero period", GCRA, 1, 1, 0, ErrInvalidLimits},
+		{"period too long", FixedWindow, 1, 1, MaxPeriodUS + 1, ErrInvalidLimits},
+		{"zero burst", TokenBucket, 5, 0, 1_000_000, ErrInvalidLimits},
+		{"gcra span at the bound", GCRA, 1, MaxSpanUS / day, day, nil},
+		{"gcra span over", GCRA, 1, MaxSpanUS/day + 1, day, ErrInvalidLimits},
+		{"bucket at the bound", LeakyBucket, 10, MaxScaled / day, day, nil},
+		{"bucket over", TokenBucket, 10, MaxScaled/day + 1, day, ErrInvalidLimits},
+		{"sliding window at the bound", SlidingWindow, MaxScaled / day, 0, day, nil},
+		{"sliding window over", SlidingWindow, MaxScaled/day + 1, 0, day, ErrInvalidLimits},
+		{"sliding log at the bound", SlidingLog, MaxLogLimit, 0, day, nil},
+		{"sliding log over", SlidingLog, MaxLogLimit + 1, 0, day, ErrInvalidLimits},
+		{"distinct", Distinct, 5, 0, day, ErrUnsupported},
+		{"unknown", numAlgorithms, 5, 5, day, ErrUnsupported},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := ValidateLimits(tt.alg, tt.limit, tt.burst, tt.periodUS)
+			if (err == nil) != (tt.want == nil) || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+	op := lessonOp(GCRA, OpTake, -1)
+	if err := ValidateOp(&op); !errors.Is(err, ErrInvalidLimits) {
+		t.Errorf("negative cost: got %v, want ErrInvalidLimits", err)
+	}
+	op = lessonOp(GCRA, OpReset+1, 1)
+	if err := ValidateOp(&op); !errors.Is(err, ErrInvalidLimits) {
+		t.Errorf("unknown kind: got %v, want ErrInvalidLimits", err)
+	}
+}
+
+// TestExtremes drives every algorithm at the largest parameters validation
+// accepts, with a clock near 2^52µs and costs up to MaxInt64, and checks
+// that every value stays sane and every intermediate under MaxExact (an
+// overflow would show as a negative or absurd value).
+func TestExtremes(t *testing.T) {
+	t.Parallel()
+	const day = 86_400_000_000
+	params := []Op{
+		{Algorithm: GCRA, Limit: 1, Burst: MaxSpanUS / MaxPeriodUS, PeriodUS: MaxPeriodUS},
+		{Algorithm: GCRA, Limit: 1 << 20, Burst: MaxSpanUS, PeriodUS: 1 << 20},
+		{Algorithm: TokenBucket, Limit: 1, Burst: MaxScaled / day, PeriodUS: day},
+		{Algorithm: TokenBucket, Limit: MaxPeriodUS, Burst: MaxScaled / MaxPeriodUS, PeriodUS: MaxPeriodUS},
+		{Algorithm: LeakyBucket, Limit: day, Burst: MaxScaled / day, PeriodUS: day},
+		{Algorithm: FixedWindow, Limit: MaxPeriodUS, PeriodUS: MaxPeriodUS},
+		{Algorithm: SlidingWindow, Limit: MaxScaled / day, PeriodUS: day},
+		{Algorithm: SlidingWindow, Limit: 1, PeriodUS: MaxPeriodUS},
+		{Algorithm: SlidingLog, Limit: MaxLogLimit, PeriodUS: MaxPeriodUS},
+	}
+	for _, p := range params {
+		now := int64(1<<52) - 3*p.PeriodUS // the calls below stay under 2^52
+		if err := ValidateLimits(p.Algorithm, p.Limit, p.Burst, p.PeriodUS); err != nil {
+			t.Fatalf("%+v: %v", p, err)
+		}
+		full := p.Limit
+		if p.Burst > 0 {
+			full = p.Burst
+		}
+		var st State
+		for i, kind := range []OpKind{OpTake, OpAdd, OpAdd, OpPeek, OpTake, OpRefund, OpTake, OpAdd, OpRefund} {
+			for _, cost := range []int64{0, 1, full, 2 * full, math.MaxInt64} {
+				op := p
+				op.Kind, op.Cost, op.Attempts, op.Enforce = kind, cost, i%2 == 0, true
+				at := now + int64(i)*p.PeriodUS/3
+				r, ttl := applyOne(&st, at, &op)
+				if r.Remaining < 0 || r.Remaining > full ||
+					(r.RetryAfter < 0 && r.RetryAfter != RetryNever) ||
+					ttl < 0 || ttl > 3*p.PeriodUS/p.Limit*max(p.Burst, 1)+2*p.PeriodUS ||
+					st.At < 0 || st.At > MaxExact || st.N > MaxExact || st.N < -MaxExact {
+					t.Fatalf("%+v: got %+v ttl %d state {At %d N %d Prev %d}", op, r, ttl, st.At, st.N, st.Prev)
+				}
+			}
+		}
+	}
+}

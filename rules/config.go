@@ -1,0 +1,211 @@
+package rules
+
+import "github.com/hashicorp/hcl/v2"
+
+// The types in this file are the HCL schema of policies.hcl, decoded with
+// gohcl; POLICY.md is the contract. Pointers mark optional attributes whose
+// absence matters (a default applies). Each *Range field records where an
+// attribute's value sits, so compile diagnostics point at it.
+
+// fileConfig is a whole policy file.
+type fileConfig struct {
+	Edge     *edgeBlock     `hcl:"edge,block"`
+	Stores   []storeBlock   `hcl:"store,block"`
+	Identity *identityBlock `hcl:"identity,block"`
+	Visitor  *visitorBlock  `hcl:"visitor,block"`
+	Botscore *botscoreBlock `hcl:"botscore,block"`
+	Rules    []ruleBlock    `hcl:"rule,block"`
+	Tests    []testBlock    `hcl:"test,block"`
+}
+
+// edgeBlock is `edge { }`: the node's listeners, upstream and client-address
+// settings.
+type edgeBlock struct {
+	// listen is the public listener, "HOST:PORT".
+	Listen *string `hcl:"listen,optional"`
+	// admin_listen is the admin listener (default "127.0.0.1:9901").
+	AdminListen *string `hcl:"admin_listen,optional"`
+	// upstream is the origin, "http://HOST:PORT".
+	Upstream *string `hcl:"upstream,optional"`
+	// trusted_proxies are CIDRs allowed to say who the client is.
+	TrustedProxies hcl.Expression `hcl:"trusted_proxies,optional"`
+	// forwarded_header is "x-forwarded-for" (default) or "forwarded".
+	ForwardedHeader *string `hcl:"forwarded_header,optional"`
+	// ipv4_prefix groups IPv4 clients (default 32).
+	IPv4Prefix *int `hcl:"ipv4_prefix,optional"`
+	// ipv6_prefix groups IPv6 clients (default 64).
+	IPv6Prefix *int `hcl:"ipv6_prefix,optional"`
+	// max_body_bytes caps request bodies (default 65536).
+	MaxBodyBytes *int `hcl:"max_body_bytes,optional"`
+	// path_case is "insensitive" (default) or "sensitive".
+	PathCase *string `hcl:"path_case,optional"`
+	// dry_run puts every rule in dry-run.
+	DryRun *bool `hcl:"dry_run,optional"`
+	// key_secret_env names the environment variable holding the key secret
+	// (default "EDGE_KEY_SECRET").
+	KeySecretEnv *string `hcl:"key_secret_env,optional"`
+
+	DefRange             hcl.Range `hcl:",def_range"`
+	ListenRange          hcl.Range `hcl:"listen,attr_value_range"`
+	AdminListenRange     hcl.Range `hcl:"admin_listen,attr_value_range"`
+	UpstreamRange        hcl.Range `hcl:"upstream,attr_value_range"`
+	ForwardedHeaderRange hcl.Range `hcl:"forwarded_header,attr_value_range"`
+	IPv4PrefixRange      hcl.Range `hcl:"ipv4_prefix,attr_value_range"`
+	IPv6PrefixRange      hcl.Range `hcl:"ipv6_prefix,attr_value_range"`
+	MaxBodyBytesRange    hcl.Range `hcl:"max_body_bytes,attr_value_range"`
+	PathCaseRange        hcl.Range `hcl:"path_case,attr_value_range"`
+	KeySecretEnvRange    hcl.Range `hcl:"key_secret_env,attr_value_range"`
+}
+
+// storeBlock is `store "memory" { }` or `store "redis" { }`.
+type storeBlock struct {
+	Kind string `hcl:"kind,label"`
+	// max_keys bounds the memory store (default 100000).
+	MaxKeys *int `hcl:"max_keys,optional"`
+	// url is the Redis address (redis://host:port/db, redis+cluster://h:p,h:p).
+	URL *string `hcl:"url,optional"`
+	// timeout is the per-call budget (default "5ms").
+	Timeout *string `hcl:"timeout,optional"`
+	// fleet_size divides limits for the "local" fallback bucket.
+	FleetSize *int `hcl:"fleet_size,optional"`
+
+	DefRange       hcl.Range `hcl:",def_range"`
+	KindRange      hcl.Range `hcl:"kind,label_range"`
+	MaxKeysRange   hcl.Range `hcl:"max_keys,attr_value_range"`
+	URLRange       hcl.Range `hcl:"url,attr_value_range"`
+	TimeoutRange   hcl.Range `hcl:"timeout,attr_value_range"`
+	FleetSizeRange hcl.Range `hcl:"fleet_size,attr_value_range"`
+}
+
+// identityBlock is `identity { }`: where identities come from.
+type identityBlock struct {
+	Phone       hcl.Expression `hcl:"phone,optional"`
+	PhoneRegion *string        `hcl:"phone_region,optional"`
+	Account     hcl.Expression `hcl:"account,optional"`
+	OTPSession  hcl.Expression `hcl:"otp_session,optional"`
+
+	DefRange         hcl.Range `hcl:",def_range"`
+	PhoneRegionRange hcl.Range `hcl:"phone_region,attr_value_range"`
+}
+
+// visitorBlock is `visitor { }`: NAT-aware visitor IDs.
+type visitorBlock struct {
+	Cookie     *string `hcl:"cookie,optional"`
+	SecretEnv  *string `hcl:"secret_env,optional"`
+	MintLimit  *int    `hcl:"mint_limit,optional"`
+	MintPeriod *string `hcl:"mint_period,optional"`
+	MaxAge     *string `hcl:"max_age,optional"`
+	Secure     *bool   `hcl:"secure,optional"`
+
+	DefRange        hcl.Range `hcl:",def_range"`
+	MintPeriodRange hcl.Range `hcl:"mint_period,attr_value_range"`
+	MaxAgeRange     hcl.Range `hcl:"max_age,attr_value_range"`
+	MintLimitRange  hcl.Range `hcl:"mint_limit,attr_value_range"`
+}
+
+// botscoreBlock is `botscore { }`: MaxMind databases and hosting ASN lists.
+type botscoreBlock struct {
+	ASNDatabase       *string `hcl:"asn_database,optional"`
+	CountryDatabase   *string `hcl:"country_database,optional"`
+	AnonymousDatabase *string `hcl:"anonymous_database,optional"`
+	HostingASNs       *string `hcl:"hosting_asns,optional"`
+
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+// ruleBlock is `rule "NAME" { }`: a limit, a block or a log action.
+type ruleBlock struct {
+	Name string `hcl:"name,label"`
+	// methods, paths and hosts select the requests the rule matches.
+	Methods hcl.Expression `hcl:"methods,optional"`
+	Paths   hcl.Expression `hcl:"paths,optional"`
+	Hosts   hcl.Expression `hcl:"hosts,optional"`
+	// key lists the characteristics whose values form the counter's key.
+	Key hcl.Expression `hcl:"key,optional"`
+	// algorithm is gcra (default), token_bucket, leaky_bucket,
+	// fixed_window, sliding_window or sliding_log.
+	Algorithm *string `hcl:"algorithm,optional"`
+	// limit requests per period; burst is the bucket size (default limit).
+	Limit  *int64  `hcl:"limit,optional"`
+	Period *string `hcl:"period,optional"`
+	Burst  *int64  `hcl:"burst,optional"`
+	// count is "requests" (default), "attempts" or "failures".
+	Count          *string        `hcl:"count,optional"`
+	FailureStatus  hcl.Expression `hcl:"failure_status,optional"`
+	SuccessStatus  hcl.Expression `hcl:"success_status,optional"`
+	ResetOnSuccess *bool          `hcl:"reset_on_success,optional"`
+	CountDistinct  *string        `hcl:"count_distinct,optional"`
+	// action is "limit" (default), "deny" or "log".
+	Action          *string    `hcl:"action,optional"`
+	When            *whenBlock `hcl:"when,block"`
+	Sensitive       *bool      `hcl:"sensitive,optional"`
+	OnStoreError    *string    `hcl:"on_store_error,optional"`
+	DryRun          *bool      `hcl:"dry_run,optional"`
+	IPv4Prefix      *int       `hcl:"ipv4_prefix,optional"`
+	IPv6Prefix      *int       `hcl:"ipv6_prefix,optional"`
+	IPCeiling       *int64     `hcl:"ip_ceiling,optional"`
+	InvalidIdentity *string    `hcl:"invalid_identity,optional"`
+	MissingIdentity *string    `hcl:"missing_identity,optional"`
+
+	DefRange             hcl.Range `hcl:",def_range"`
+	NameRange            hcl.Range `hcl:"name,label_range"`
+	AlgorithmRange       hcl.Range `hcl:"algorithm,attr_value_range"`
+	LimitRange           hcl.Range `hcl:"limit,attr_value_range"`
+	PeriodRange          hcl.Range `hcl:"period,attr_value_range"`
+	BurstRange           hcl.Range `hcl:"burst,attr_value_range"`
+	CountRange           hcl.Range `hcl:"count,attr_value_range"`
+	ResetOnSuccessRange  hcl.Range `hcl:"reset_on_success,attr_value_range"`
+	CountDistinctRange   hcl.Range `hcl:"count_distinct,attr_value_range"`
+	ActionRange          hcl.Range `hcl:"action,attr_value_range"`
+	OnStoreErrorRange    hcl.Range `hcl:"on_store_error,attr_value_range"`
+	IPv4PrefixRange      hcl.Range `hcl:"ipv4_prefix,attr_value_range"`
+	IPv6PrefixRange      hcl.Range `hcl:"ipv6_prefix,attr_value_range"`
+	IPCeilingRange       hcl.Range `hcl:"ip_ceiling,attr_value_range"`
+	InvalidIdentityRange hcl.Range `hcl:"invalid_identity,attr_value_range"`
+	MissingIdentityRange hcl.Range `hcl:"missing_identity,attr_value_range"`
+}
+
+// whenBlock is a rule's `when { }`: conditions that must all hold.
+type whenBlock struct {
+	BotScoreBelow     *int           `hcl:"bot_score_below,optional"`
+	Hosting           *bool          `hcl:"hosting,optional"`
+	ASNIn             hcl.Expression `hcl:"asn_in,optional"`
+	CountryIn         hcl.Expression `hcl:"country_in,optional"`
+	CountryNotIn      hcl.Expression `hcl:"country_not_in,optional"`
+	PhoneCountryIn    hcl.Expression `hcl:"phone_country_in,optional"`
+	PhoneCountryNotIn hcl.Expression `hcl:"phone_country_not_in,optional"`
+	VisitorValid      *bool          `hcl:"visitor_valid,optional"`
+
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+// testBlock is `test "NAME" { }`: a scripted request sequence with expected
+// decisions, run by `edge test`.
+type testBlock struct {
+	Name     string         `hcl:"name,label"`
+	Requests []requestBlock `hcl:"request,block"`
+	DefRange hcl.Range      `hcl:",def_range"`
+}
+
+// requestBlock is one request of a test block.
+type requestBlock struct {
+	After        *string        `hcl:"after,optional"`
+	Method       *string        `hcl:"method,optional"`
+	Path         *string        `hcl:"path,optional"`
+	From         *string        `hcl:"from,optional"`
+	JSON         hcl.Expression `hcl:"json,optional"`
+	Form         hcl.Expression `hcl:"form,optional"`
+	Headers      hcl.Expression `hcl:"headers,optional"`
+	Cookies      hcl.Expression `hcl:"cookies,optional"`
+	Visitor      *string        `hcl:"visitor,optional"`
+	OriginStatus *int           `hcl:"origin_status,optional"`
+	Repeat       *int           `hcl:"repeat,optional"`
+	Expect       *string        `hcl:"expect,optional"`
+	Rule         *string        `hcl:"rule,optional"`
+
+	DefRange    hcl.Range `hcl:",def_range"`
+	AfterRange  hcl.Range `hcl:"after,attr_value_range"`
+	FromRange   hcl.Range `hcl:"from,attr_value_range"`
+	ExpectRange hcl.Range `hcl:"expect,attr_value_range"`
+	RuleRange   hcl.Range `hcl:"rule,attr_value_range"`
+}

@@ -1,0 +1,413 @@
+package rules
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/edge-gateway/edge/ipv6"
+)
+
+// Fields gives the Engine the request values a key may name. The gateway
+// implements it over its request without copying; a missing value is nil.
+type Fields interface {
+	Header(name []byte) []byte
+	Cookie(name []byte) []byte
+	Query(name []byte) []byte
+}
+
+// MaxMethodOverrides is how many method-override headers a Request carries.
+const MaxMethodOverrides = 3
+
+// Request is what the Engine needs to know about a request. The gateway
+// fills a pooled one per request; the Engine never keeps it past Check.
+type Request struct {
+	// Method is the request method, upper case.
+	Method []byte
+	// Overrides are the methods named by X-HTTP-Method-Override,
+	// X-HTTP-Method and X-Method-Override, upper case; the request is
+	// matched under each as well as its own (DESIGN §2.3).
+	Overrides [MaxMethodOverrides][]byte
+	// Host is the Host header, lower case, without a port.
+	Host []byte
+	// Path is the match form of the canonical path (AppendMatchPath).
+	Path []byte
+	// Client is the client address (ipv6.Extractor.Client), never invalid.
+	Client netip.Addr
+	// Fields looks up headers, cookies and query parameters.
+	Fields Fields
+}
+
+// Outcome is what one matching rule decided.
+type Outcome uint8
+
+const (
+	// OutcomeAllow: the rule admits the request.
+	OutcomeAllow Outcome = iota
+	// OutcomeDeny: the rule refuses the request.
+	OutcomeDeny
+	// OutcomeDryRunDeny: the rule would refuse but is in dry-run.
+	OutcomeDryRunDeny
+	// OutcomeSkip: the rule's key value is absent and missing_identity is
+	// "skip"; the rule does not apply.
+	OutcomeSkip
+	// OutcomeMissing: the rule's key value is absent and missing_identity
+	// is "reject".
+	OutcomeMissing
+	// OutcomeStoreErrorAllow: the store could not decide; failed open.
+	OutcomeStoreErrorAllow
+	// OutcomeStoreErrorDeny: the store could not decide; failed closed.
+	OutcomeStoreErrorDeny
+)
+
+var outcomeNames = [...]string{"allow", "deny", "dry_run_deny", "skip", "missing_identity", "store_error_allow", "store_error_deny"}
+
+// String returns the outcome's name as metrics and logs use it.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Verdict is what the edge does with the request.
+type Verdict uint8
+
+const (
+	// Forward the request to the origin.
+	Forward Verdict = iota
+	// RefuseLimit answers 429 (bare when the request is sensitive).
+	RefuseLimit
+	// RefuseForbidden answers 403: a non-sensitive action = "deny" rule.
+	RefuseForbidden
+	// RejectMissing answers 400: a sensitive rule's identity is absent.
+	RejectMissing
+	// Unavailable answers 503: a fail-closed rule could not reach its store.
+	Unavailable
+)
+
+// Match is one rule that matched the request, and what it decided.
+type Match struct {
+	Rule *Rule
+	// Op is the index of the rule's op in Scratch.Ops, or -1 (a deny
+	// action or a skipped rule has none).
+	Op      int
+	Outcome Outcome
+	// Enforce is false when the rule was in dry-run for this request.
+	Enforce bool
+}
+
+// Decision is the Engine's answer for one request.
+type Decision struct {
+	Verdict Verdict
+	// Sensitive is true when any matching rule is sensitive: every answer
+	// the edge gives for the request is then bare.
+	Sensitive bool
+	// RetryAfter is the longest wait among refusing rules.
+	RetryAfter time.Duration
+	// Refusing is the first rule that refused (nil when forwarded), for
+	// logs and metrics; never shown to the client of a sensitive route.
+	Refusing *Rule
+	// StoreErr is the store's error when it could not decide.
+	StoreErr error
+}
+
+// Scratch is the per-request working memory of Check, reused through a
+// pool so the decision path allocates nothing.
+type Scratch struct {
+	Matches []Match
+	Ops     []Op
+	Res     []Result
+	buf     []byte // ipad || encoded key values, for the keyed hash
+}
+
+// NewScratch returns a Scratch sized for n rules.
+func NewScratch(n int) *Scratch {
+	return &Scratch{
+		Matches: make([]Match, 0, n),
+		Ops:     make([]Op, 0, n),
+		Res:     make([]Result, 0, n),
+		buf:     make([]byte, 0, 512),
+	}
+}
+
+func (s *Scratch) reset() {
+	s.Matches = s.Matches[:0]
+	s.Ops = s.Ops[:0]
+	s.Res = s.Res[:0]
+}
+
+// EngineOptions configures an Engine. The zero value of each field works
+// except Store, which is required.
+type EngineOptions struct {
+	// Store holds the counters.
+	Store Store
+	// Secret keys the hash of key values (HMAC-SHA256). Empty: a random
+	// secret, which suits one node with a memory store only.
+	Secret []byte
+	// DryRun starts the node in dry-run: every rule decided, none refusing.
+	DryRun bool
+}
+
+// Engine decides requests against a Policy. It is safe for concurrent use;
+// the policy is passed to each Check so a reload swaps it atomically.
+type Engine struct {
+	store      Store
+	ipad, opad [64]byte
+	dryRun     atomic.Bool
+}
+
+// ErrNoStore is returned by NewEngine without a store.
+var ErrNoStore = errors.New("rules: engine needs a store")
+
+// NewEngine returns an Engine over opts.Store.
+func NewEngine(opts EngineOptions) (*Engine, error) {
+	if opts.Store == nil {
+		return nil, ErrNoStore
+	}
+	e := &Engine{store: opts.Store}
+	secret := opts.Secret
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, err
+		}
+	}
+	// HMAC (RFC 2104) with the pads precomputed, so a key costs two
+	// SHA-256 sums over stack or scratch memory and no allocation.
+	if len(secret) > 64 {
+		s := sha256.Sum256(secret)
+		secret = s[:]
+	}
+	for i := range e.ipad {
+		var b byte
+		if i < len(secret) {
+			b = secret[i]
+		}
+		e.ipad[i] = b ^ 0x36
+		e.opad[i] = b ^ 0x5c
+	}
+	e.dryRun.Store(opts.DryRun)
+	return e, nil
+}
+
+// SetDryRun switches node-wide dry-run on or off.
+func (e *Engine) SetDryRun(on bool) { e.dryRun.Store(on) }
+
+// DryRun reports whether node-wide dry-run is on.
+func (e *Engine) DryRun() bool { return e.dryRun.Load() }
+
+// Store returns the engine's store.
+func (e *Engine) Store() Store { return e.store }
+
+// Check decides req at now against p, making exactly one Store.Take call
+// when any matching rule counts. The matches, ops and results stay in s for
+// the caller (response headers, metrics) until s is reused.
+func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch) Decision {
+	s.reset()
+	var d Decision
+	nodeDry := p.DryRun || e.dryRun.Load()
+	denyAction := false // an enforcing action = "deny" matched
+	missing := false    // an enforcing rule rejects for a missing identity
+	for _, r := range p.Rules {
+		if !r.matches(req) {
+			continue
+		}
+		if r.Sensitive {
+			d.Sensitive = true
+		}
+		m := Match{Rule: r, Op: -1, Enforce: !(nodeDry || r.DryRun || r.Action == ActionLog)}
+		if r.Action == ActionDeny {
+			if m.Enforce {
+				m.Outcome = OutcomeDeny
+				denyAction = true
+				if d.Refusing == nil {
+					d.Refusing = r
+				}
+			} else {
+				m.Outcome = OutcomeDryRunDeny
+			}
+			s.Matches = append(s.Matches, m)
+			continue
+		}
+		key, present := e.key(r, req, s)
+		if !present {
+			if r.MissingIdentity == IdentityReject {
+				m.Outcome = OutcomeMissing
+				if m.Enforce {
+					missing = true
+				}
+			} else {
+				m.Outcome = OutcomeSkip
+			}
+			s.Matches = append(s.Matches, m)
+			continue
+		}
+		m.Op = len(s.Ops)
+		s.Ops = append(s.Ops, Op{
+			Kind:      OpTake,
+			Algorithm: r.Algorithm,
+			Key:       key,
+			Limit:     r.Limit,
+			Burst:     r.Burst,
+			PeriodUS:  r.PeriodUS(),
+			Cost:      1,
+			Enforce:   m.Enforce,
+			Attempts:  r.Count == CountAttempts,
+		})
+		s.Matches = append(s.Matches, m)
+	}
+	if len(s.Ops) > 0 {
+		if denyAction || missing {
+			// The request is refused whatever the counters say: decide
+			// every rule without consuming, but still charge attempts
+			// (a malformed request is charged to its per-client rules).
+			for i := range s.Ops {
+				if s.Ops[i].Attempts || missing {
+					s.Ops[i].Attempts = true
+				} else {
+					s.Ops[i].Kind = OpPeek
+				}
+			}
+		}
+		s.Res = s.Res[:len(s.Ops)]
+		if err := e.store.Take(ctx, now, s.Ops, s.Res); err != nil {
+			d.StoreErr = err
+			e.storeFailed(&d, s)
+			return d
+		}
+	}
+	for i := range s.Matches {
+		m := &s.Matches[i]
+		if m.Op < 0 {
+			continue
+		}
+		res := &s.Res[m.Op]
+		switch {
+		case res.Allowed:
+			m.Outcome = OutcomeAllow
+		case m.Enforce:
+			m.Outcome = OutcomeDeny
+			if d.Refusing == nil {
+				d.Refusing = m.Rule
+			}
+			if res.RetryAfter > d.RetryAfter {
+				d.RetryAfter = res.RetryAfter
+			}
+		default:
+			m.Outcome = OutcomeDryRunDeny
+		}
+	}
+	switch {
+	case d.Refusing != nil && d.Refusing.Action == ActionDeny && !d.Sensitive:
+		d.Verdict = RefuseForbidden
+	case d.Refusing != nil:
+		d.Verdict = RefuseLimit
+	case missing:
+		d.Verdict = RejectMissing
+	}
+	return d
+}
+
+// storeFailed applies each rule's on_store_error when the store could not
+// decide: one fail-closed enforcing rule makes the request unavailable.
+func (e *Engine) storeFailed(d *Decision, s *Scratch) {
+	for i := range s.Matches {
+		m := &s.Matches[i]
+		if m.Op < 0 {
+			continue
+		}
+		if m.Enforce && m.Rule.OnStoreError == FailClosed {
+			m.Outcome = OutcomeStoreErrorDeny
+			d.Verdict = Unavailable
+			if d.Refusing == nil {
+				d.Refusing = m.Rule
+			}
+		} else {
+			m.Outcome = OutcomeStoreErrorAllow
+		}
+	}
+}
+
+// matches reports whether r applies to req.
+func (r *Rule) matches(req *Request) bool {
+	if !r.matchPath(req.Path) || !r.matchHost(req.Host) {
+		return false
+	}
+	if r.matchMethod(req.Method) {
+		return true
+	}
+	for _, o := range req.Overrides {
+		if len(o) > 0 && r.matchMethod(o) {
+			return true
+		}
+	}
+	return false
+}
+
+// key encodes r's characteristic values for req and returns the counter
+// key. present is false when a value the key needs is absent or empty:
+// nothing ever becomes an empty or shared key.
+func (e *Engine) key(r *Rule, req *Request, s *Scratch) (k Key, present bool) {
+	copy(k[0:8], r.ID[:])
+	k[8] = byte(r.Key[0].Kind)
+	if len(r.Key) > 1 {
+		k[8] |= 0x80
+	}
+	buf := append(s.buf[:0], e.ipad[:]...)
+	for _, ch := range r.Key {
+		buf = append(buf, byte(ch.Kind))
+		switch ch.Kind {
+		case CharIP:
+			buf = ipv6.AppendKey(buf, req.Client, r.IPv4Prefix, r.IPv6Prefix)
+		case CharRoute:
+			buf = appendValue(buf, req.Path)
+		case CharGlobal:
+		case CharHeader, CharCookie, CharQuery:
+			var v []byte
+			if req.Fields != nil {
+				switch ch.Kind {
+				case CharHeader:
+					v = req.Fields.Header(ch.Name)
+				case CharCookie:
+					v = req.Fields.Cookie(ch.Name)
+				default:
+					v = req.Fields.Query(ch.Name)
+				}
+			}
+			if len(v) == 0 {
+				s.buf = buf
+				return k, false
+			}
+			buf = appendValue(buf, v)
+		default:
+			s.buf = buf
+			return k, false
+		}
+	}
+	s.buf = buf
+	sum := e.hash(buf)
+	copy(k[9:], sum[:15])
+	return k, true
+}
+
+// hash is HMAC-SHA256 of msg, where buf = ipad || msg.
+func (e *Engine) hash(buf []byte) [32]byte {
+	inner := sha256.Sum256(buf)
+	var outer [64 + 32]byte
+	copy(outer[:64], e.opad[:])
+	copy(outer[64:], inner[:])
+	return sha256.Sum256(outer[:])
+}
+
+// appendValue appends a length-prefixed value, so "ab"+"c" and "a"+"bc"
+// never encode alike.
+func appendValue(buf, v []byte) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(v)))
+	return append(buf, v...)
+}

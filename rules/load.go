@@ -1,0 +1,650 @@
+package rules
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agext/levenshtein"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/edge-gateway/edge/ipv6"
+)
+
+// Defaults of the policy language (POLICY.md).
+const (
+	DefaultListen       = "127.0.0.1:8080"
+	DefaultAdminListen  = "127.0.0.1:9901"
+	DefaultUpstream     = "http://127.0.0.1:9000"
+	DefaultMaxBodyBytes = 65536
+	DefaultMaxKeys      = 100000
+	DefaultStoreTimeout = 5 * time.Millisecond
+	DefaultKeySecretEnv = "EDGE_KEY_SECRET"
+)
+
+// LoadFile reads and compiles the policy at path. See Load.
+func LoadFile(path string) (*Policy, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read policy",
+			Detail:   fmt.Sprintf("reading %s: %v", path, err),
+		}}
+	}
+	return Load(path, src)
+}
+
+// Load parses and compiles a policy. It collects every diagnostic it can
+// (each with the file, line and column of the offending value) instead of
+// stopping at the first; a policy comes back only when there is no error.
+// Warnings may come back with a valid policy.
+func Load(filename string, src []byte) (*Policy, hcl.Diagnostics) {
+	parser := hclparse.NewParser()
+	f, diags := parser.ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	var cfg fileConfig
+	diags = append(diags, gohcl.DecodeBody(f.Body, nil, &cfg)...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	c := compiler{filename: filename}
+	p := c.compile(&cfg)
+	diags = append(diags, c.diags...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return p, diags
+}
+
+type compiler struct {
+	filename string
+	diags    hcl.Diagnostics
+}
+
+func (c *compiler) errorf(rng hcl.Range, summary, format string, args ...any) {
+	r := rng
+	c.diags = append(c.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  &r,
+	})
+}
+
+func (c *compiler) compile(cfg *fileConfig) *Policy {
+	p := &Policy{
+		Filename:            c.filename,
+		Listen:              DefaultListen,
+		AdminListen:         DefaultAdminListen,
+		Upstream:            DefaultUpstream,
+		ForwardedHeader:     "X-Forwarded-For",
+		IPv4Prefix:          32,
+		IPv6Prefix:          64,
+		MaxBodyBytes:        DefaultMaxBodyBytes,
+		PathCaseInsensitive: true,
+		KeySecretEnv:        DefaultKeySecretEnv,
+		Store:               StoreConfig{Kind: "memory", MaxKeys: DefaultMaxKeys, Timeout: DefaultStoreTimeout, FleetSize: 1},
+	}
+	var trusted []netip.Prefix
+	kind := ipv6.XForwardedFor
+	if e := cfg.Edge; e != nil {
+		if e.Listen != nil {
+			p.Listen = c.hostPort(*e.Listen, e.ListenRange, "listen")
+		}
+		if e.AdminListen != nil {
+			p.AdminListen = c.hostPort(*e.AdminListen, e.AdminListenRange, "admin_listen")
+		}
+		if e.Upstream != nil {
+			p.Upstream = *e.Upstream
+			if u, err := url.Parse(p.Upstream); err != nil || u.Scheme != "http" || u.Host == "" {
+				c.errorf(e.UpstreamRange, "Invalid upstream", "%q is not an http://HOST:PORT address", p.Upstream)
+			}
+		}
+		trusted = c.prefixes(e.TrustedProxies, "trusted_proxies")
+		if e.ForwardedHeader != nil {
+			k, ok := ipv6.ParseHeaderKind(*e.ForwardedHeader)
+			if !ok {
+				c.errorf(e.ForwardedHeaderRange, "Invalid forwarded_header", "%q is not \"x-forwarded-for\" or \"forwarded\"", *e.ForwardedHeader)
+			}
+			kind = k
+			if k == ipv6.Forwarded {
+				p.ForwardedHeader = "Forwarded"
+			}
+		}
+		if e.IPv4Prefix != nil {
+			p.IPv4Prefix = c.prefixLen(*e.IPv4Prefix, 32, e.IPv4PrefixRange, "ipv4_prefix")
+		}
+		if e.IPv6Prefix != nil {
+			p.IPv6Prefix = c.prefixLen(*e.IPv6Prefix, 128, e.IPv6PrefixRange, "ipv6_prefix")
+		}
+		if e.MaxBodyBytes != nil {
+			p.MaxBodyBytes = *e.MaxBodyBytes
+			if p.MaxBodyBytes < 1 || p.MaxBodyBytes > 64<<20 {
+				c.errorf(e.MaxBodyBytesRange, "Invalid max_body_bytes", "max_body_bytes must be between 1 and %d bytes, got %d", 64<<20, p.MaxBodyBytes)
+			}
+		}
+		if e.PathCase != nil {
+			switch *e.PathCase {
+			case "insensitive":
+			case "sensitive":
+				p.PathCaseInsensitive = false
+			default:
+				c.errorf(e.PathCaseRange, "Invalid path_case", "%q is not \"insensitive\" or \"sensitive\"", *e.PathCase)
+			}
+		}
+		if e.DryRun != nil {
+			p.DryRun = *e.DryRun
+		}
+		if e.KeySecretEnv != nil {
+			p.KeySecretEnv = *e.KeySecretEnv
+			if p.KeySecretEnv == "" {
+				c.errorf(e.KeySecretEnvRange, "Invalid key_secret_env", "key_secret_env names an environment variable and cannot be empty")
+			}
+		}
+	}
+	p.Client = ipv6.NewExtractor(trusted, kind)
+	c.store(cfg.Stores, &p.Store)
+	c.unsupportedBlocks(cfg)
+
+	seen := map[string]hcl.Range{}
+	for i := range cfg.Rules {
+		rb := &cfg.Rules[i]
+		if prev, dup := seen[rb.Name]; dup {
+			c.errorf(rb.NameRange, "Duplicate rule", "a rule named %q is already defined at %s", rb.Name, prev)
+			continue
+		}
+		seen[rb.Name] = rb.DefRange
+		r := c.rule(rb, p)
+		if r == nil {
+			continue
+		}
+		r.Index = len(p.Rules)
+		p.Rules = append(p.Rules, r)
+		if r.Sensitive {
+			p.Sensitive = true
+		}
+	}
+	return p
+}
+
+// unsupportedBlocks refuses blocks whose features this build does not have
+// yet, instead of silently ignoring what a security team wrote.
+func (c *compiler) unsupportedBlocks(cfg *fileConfig) {
+	if b := cfg.Identity; b != nil {
+		c.errorf(b.DefRange, "Not supported yet", "the identity block (phone, account and OTP identities) is not available in this build")
+	}
+	if b := cfg.Visitor; b != nil {
+		c.errorf(b.DefRange, "Not supported yet", "the visitor block (NAT-aware visitor IDs) is not available in this build")
+	}
+	if b := cfg.Botscore; b != nil {
+		c.errorf(b.DefRange, "Not supported yet", "the botscore block is not available in this build")
+	}
+	for i := range cfg.Tests {
+		c.errorf(cfg.Tests[i].DefRange, "Not supported yet", "test blocks (run by `edge test`) are not available in this build")
+	}
+}
+
+func (c *compiler) store(blocks []storeBlock, sc *StoreConfig) {
+	for i := range blocks {
+		b := &blocks[i]
+		if i > 0 {
+			c.errorf(b.DefRange, "Duplicate store", "only one store block is allowed; the first is at %s", blocks[0].DefRange)
+			continue
+		}
+		switch b.Kind {
+		case "memory":
+			if b.URL != nil {
+				c.errorf(b.URLRange, "Unexpected url", "the memory store takes no url")
+			}
+		case "redis":
+			c.errorf(b.KindRange, "Not supported yet", "the redis store is not available in this build; use store \"memory\"")
+		default:
+			c.errorf(b.KindRange, "Unknown store", "%q is not a store; want \"memory\" or \"redis\"", b.Kind)
+		}
+		sc.Kind = b.Kind
+		if b.MaxKeys != nil {
+			sc.MaxKeys = *b.MaxKeys
+			if sc.MaxKeys < 1 {
+				c.errorf(b.MaxKeysRange, "Invalid max_keys", "max_keys must be at least 1, got %d", sc.MaxKeys)
+			}
+		}
+		if b.URL != nil {
+			sc.URL = *b.URL
+		}
+		if b.Timeout != nil {
+			d, err := ParseDuration(*b.Timeout)
+			if err != nil || d <= 0 {
+				c.errorf(b.TimeoutRange, "Invalid timeout", "%q is not a positive duration such as \"5ms\"", *b.Timeout)
+			}
+			sc.Timeout = d
+		}
+		if b.FleetSize != nil {
+			sc.FleetSize = *b.FleetSize
+			if sc.FleetSize < 1 {
+				c.errorf(b.FleetSizeRange, "Invalid fleet_size", "fleet_size must be at least 1, got %d", sc.FleetSize)
+			}
+		}
+	}
+}
+
+func (c *compiler) hostPort(s string, rng hcl.Range, attr string) string {
+	if _, _, err := splitHostPort(s); err != nil {
+		c.errorf(rng, "Invalid "+attr, "%q is not a HOST:PORT address: %v", s, err)
+	}
+	return s
+}
+
+func splitHostPort(s string) (string, int, error) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return "", 0, fmt.Errorf("missing port")
+	}
+	port, err := strconv.Atoi(s[i+1:])
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("invalid port %q", s[i+1:])
+	}
+	return strings.Trim(s[:i], "[]"), port, nil
+}
+
+func (c *compiler) prefixLen(n, max int, rng hcl.Range, attr string) int {
+	if n < 0 || n > max {
+		c.errorf(rng, "Invalid "+attr, "%s must be between 0 and %d, got %d", attr, max, n)
+		return max
+	}
+	return n
+}
+
+// stringList decodes an optional list-of-strings attribute, keeping each
+// element's range for diagnostics. A missing attribute gives nil.
+func (c *compiler) stringList(expr hcl.Expression, attr string) ([]string, []hcl.Range) {
+	if expr == nil || isNull(expr) {
+		return nil, nil
+	}
+	items, diags := hcl.ExprList(expr)
+	if diags.HasErrors() {
+		c.errorf(expr.Range(), "Invalid "+attr, "%s must be a list of strings, such as [\"a\", \"b\"]", attr)
+		return nil, nil
+	}
+	out := make([]string, 0, len(items))
+	rngs := make([]hcl.Range, 0, len(items))
+	for _, it := range items {
+		v, d := it.Value(nil)
+		if d.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+			c.errorf(it.Range(), "Invalid "+attr, "each element of %s must be a string", attr)
+			continue
+		}
+		out = append(out, v.AsString())
+		rngs = append(rngs, it.Range())
+	}
+	return out, rngs
+}
+
+// intList decodes an optional list-of-numbers attribute.
+func (c *compiler) intList(expr hcl.Expression, attr string) []int {
+	if expr == nil || isNull(expr) {
+		return nil
+	}
+	items, diags := hcl.ExprList(expr)
+	if diags.HasErrors() {
+		c.errorf(expr.Range(), "Invalid "+attr, "%s must be a list of numbers", attr)
+		return nil
+	}
+	var out []int
+	for _, it := range items {
+		v, d := it.Value(nil)
+		if d.HasErrors() || v.IsNull() || v.Type() != cty.Number {
+			c.errorf(it.Range(), "Invalid "+attr, "each element of %s must be a number", attr)
+			continue
+		}
+		bf := v.AsBigFloat()
+		n, acc := bf.Int64()
+		if acc != 0 || n < 100 || n > 599 {
+			c.errorf(it.Range(), "Invalid "+attr, "%s holds HTTP statuses (100-599), got %s", attr, bf.String())
+			continue
+		}
+		out = append(out, int(n))
+	}
+	return out
+}
+
+// isNull reports whether an optional expression attribute was left out
+// (gohcl hands a synthetic null expression for absent attributes).
+func isNull(expr hcl.Expression) bool {
+	if len(expr.Variables()) > 0 {
+		return false
+	}
+	v, d := expr.Value(nil)
+	return !d.HasErrors() && v.IsNull()
+}
+
+func (c *compiler) prefixes(expr hcl.Expression, attr string) []netip.Prefix {
+	vals, rngs := c.stringList(expr, attr)
+	var out []netip.Prefix
+	for i, s := range vals {
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			if a, aerr := netip.ParseAddr(s); aerr == nil {
+				pfx = netip.PrefixFrom(a, a.BitLen())
+			} else {
+				c.errorf(rngs[i], "Invalid CIDR", "%q is not a CIDR such as \"10.0.0.0/8\" or \"2001:db8::/32\": %v", s, err)
+				continue
+			}
+		}
+		out = append(out, pfx.Masked())
+	}
+	return out
+}
+
+// ParseDuration parses a Go duration ("90s", "15m", "1h30m") and also
+// accepts days ("1d", "7d12h"), as policies write periods in days.
+func ParseDuration(s string) (time.Duration, error) {
+	rest := s
+	var days time.Duration
+	if i := strings.IndexByte(rest, 'd'); i > 0 {
+		n, err := strconv.ParseInt(rest[:i], 10, 64)
+		if err != nil || n < 0 || n > 3650 {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		rest = rest[i+1:]
+		if rest == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	return days + d, nil
+}
+
+// suggest returns ` Did you mean "x"?` for the closest candidate, or "".
+func suggest(got string, candidates []string) string {
+	// Close enough to be a typo: at most a third of the word differs.
+	best, bestD := "", min(4, len(got)/3+1)
+	for _, cand := range candidates {
+		if d := levenshtein.Distance(got, cand, nil); d < bestD {
+			best, bestD = cand, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" Did you mean %q?", best)
+}
+
+func algorithmNamesList() []string {
+	var out []string
+	for a := Algorithm(0); a < numAlgorithms; a++ {
+		if a != Distinct {
+			out = append(out, a.String())
+		}
+	}
+	return out
+}
+
+func charNamesList() []string {
+	var out []string
+	for n := range charNames {
+		out = append(out, n)
+	}
+	for n := range charPrefixes {
+		out = append(out, n+":")
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
+	r := &Rule{
+		Name:       rb.Name,
+		ID:         ruleID(rb.Name),
+		Algorithm:  GCRA,
+		IPv4Prefix: p.IPv4Prefix,
+		IPv6Prefix: p.IPv6Prefix,
+	}
+	if rb.Name == "" {
+		c.errorf(rb.NameRange, "Invalid rule name", "a rule needs a non-empty name")
+	}
+	ok := true
+	fail := func(rng hcl.Range, summary, format string, args ...any) {
+		c.errorf(rng, summary, format, args...)
+		ok = false
+	}
+
+	methods, _ := c.stringList(rb.Methods, "methods")
+	for _, m := range methods {
+		r.methods = append(r.methods, strings.ToUpper(m))
+	}
+	paths, prngs := c.stringList(rb.Paths, "paths")
+	if rb.Paths == nil || isNull(rb.Paths) {
+		r.anyPath = true
+	}
+	for i, s := range paths {
+		if !strings.HasPrefix(s, "/") {
+			fail(prngs[i], "Invalid path", "%q must start with \"/\"", s)
+			continue
+		}
+		pre, star := strings.CutSuffix(s, "*")
+		if strings.Contains(pre, "*") {
+			fail(prngs[i], "Invalid path", "%q: \"*\" is allowed only at the end, as in \"/api/*\"", s)
+			continue
+		}
+		canon, cok := AppendCanonicalPath(nil, []byte(pre))
+		if !cok {
+			fail(prngs[i], "Invalid path", "%q is not a valid path", s)
+			continue
+		}
+		m := string(AppendMatchPath(nil, canon, p.PathCaseInsensitive))
+		switch {
+		case star && m == "/":
+			r.anyPath = true
+		case star:
+			r.prefixes = append(r.prefixes, m+"/")
+		default:
+			r.exact = append(r.exact, m)
+		}
+	}
+	hosts, _ := c.stringList(rb.Hosts, "hosts")
+	for _, h := range hosts {
+		r.hosts = append(r.hosts, normalizeHost(h))
+	}
+
+	if rb.Sensitive != nil {
+		r.Sensitive = *rb.Sensitive
+	}
+	if rb.DryRun != nil {
+		r.DryRun = *rb.DryRun
+	}
+	if rb.Action != nil {
+		switch *rb.Action {
+		case "limit":
+		case "deny":
+			r.Action = ActionDeny
+		case "log":
+			r.Action = ActionLog
+		default:
+			fail(rb.ActionRange, "Invalid action", "%q is not an action; want \"limit\", \"deny\" or \"log\".%s", *rb.Action, suggest(*rb.Action, []string{"limit", "deny", "log"}))
+		}
+	}
+
+	// The key.
+	keys, krngs := c.stringList(rb.Key, "key")
+	seenChar := map[string]bool{}
+	for i, k := range keys {
+		ch, cok := c.characteristic(k, krngs[i])
+		if !cok {
+			ok = false
+			continue
+		}
+		if seenChar[k] {
+			fail(krngs[i], "Duplicate characteristic", "%q appears twice in key", k)
+			continue
+		}
+		seenChar[k] = true
+		r.Key = append(r.Key, ch)
+	}
+	if r.Action != ActionDeny && len(r.Key) == 0 && (rb.Key == nil || isNull(rb.Key)) {
+		fail(rb.DefRange, "Missing key", "rule %q needs key = [...], such as [\"ip\"] (or [\"global\"] for one counter shared by all)", rb.Name)
+	}
+
+	// Algorithm and numbers.
+	if rb.Algorithm != nil {
+		a, aok := ParseAlgorithm(*rb.Algorithm)
+		if !aok {
+			fail(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(algorithmNamesList(), ", "), suggest(*rb.Algorithm, algorithmNamesList()))
+		}
+		r.Algorithm = a
+	}
+	if r.Action != ActionDeny {
+		if rb.Limit == nil {
+			fail(rb.DefRange, "Missing limit", "rule %q needs limit (requests per period)", rb.Name)
+		} else if *rb.Limit < 1 {
+			fail(rb.LimitRange, "Invalid limit", "limit must be at least 1, got %d", *rb.Limit)
+		} else {
+			r.Limit = *rb.Limit
+		}
+		if rb.Period == nil {
+			fail(rb.DefRange, "Missing period", "rule %q needs period, a duration such as \"1m\" or \"1d\"", rb.Name)
+		} else if d, err := ParseDuration(*rb.Period); err != nil || d <= 0 {
+			fail(rb.PeriodRange, "Invalid period", "%q is not a duration; write it like \"30s\", \"15m\", \"1h\" or \"1d\"", *rb.Period)
+		} else if d%time.Microsecond != 0 {
+			fail(rb.PeriodRange, "Invalid period", "%q: periods are counted in whole microseconds", *rb.Period)
+		} else {
+			r.Period = d
+		}
+		r.Burst = r.Limit
+		if rb.Burst != nil {
+			switch {
+			case *rb.Burst < 1:
+				fail(rb.BurstRange, "Invalid burst", "burst must be at least 1, got %d", *rb.Burst)
+			case r.Algorithm != GCRA && r.Algorithm != TokenBucket && r.Algorithm != LeakyBucket:
+				fail(rb.BurstRange, "Burst not used", "burst applies to gcra, token_bucket and leaky_bucket, not %s", r.Algorithm)
+			default:
+				r.Burst = *rb.Burst
+			}
+		}
+		if ok && r.Limit > 0 && r.Period > 0 {
+			if r.PeriodUS()/r.Limit < 1 {
+				fail(rb.LimitRange, "Limit too fine", "%d per %s is an emission interval under 1µs; raise the period or lower the limit", r.Limit, r.Period)
+			} else if err := ValidateLimits(r.Algorithm, r.Limit, r.Burst, r.PeriodUS()); err != nil {
+				fail(rb.LimitRange, "Limit out of range", "%v", err)
+			}
+		}
+	} else {
+		if rb.Limit != nil {
+			fail(rb.LimitRange, "Limit not used", "action = \"deny\" refuses every match; remove limit")
+		}
+	}
+
+	if rb.Count != nil {
+		switch *rb.Count {
+		case "requests":
+		case "attempts":
+			r.Count = CountAttempts
+		case "failures":
+			fail(rb.CountRange, "Not supported yet", "count = \"failures\" is not available in this build")
+		default:
+			fail(rb.CountRange, "Invalid count", "%q is not a count mode; want \"requests\", \"attempts\" or \"failures\"", *rb.Count)
+		}
+	}
+	if rb.CountDistinct != nil {
+		fail(rb.CountDistinctRange, "Not supported yet", "count_distinct is not available in this build")
+	}
+	if rb.ResetOnSuccess != nil && *rb.ResetOnSuccess {
+		fail(rb.ResetOnSuccessRange, "Not supported yet", "reset_on_success is not available in this build")
+	}
+	c.intList(rb.FailureStatus, "failure_status")
+	c.intList(rb.SuccessStatus, "success_status")
+	if rb.When != nil {
+		fail(rb.When.DefRange, "Not supported yet", "when { } conditions are not available in this build")
+	}
+	if rb.IPCeiling != nil {
+		fail(rb.IPCeilingRange, "Not supported yet", "ip_ceiling applies to visitor keys, which are not available in this build")
+	}
+
+	r.OnStoreError = FailOpen
+	if r.Sensitive {
+		r.OnStoreError = FailClosed
+	}
+	if rb.OnStoreError != nil {
+		switch *rb.OnStoreError {
+		case "allow":
+			r.OnStoreError = FailOpen
+		case "deny":
+			r.OnStoreError = FailClosed
+		case "local":
+			r.OnStoreError = FailLocal
+		default:
+			fail(rb.OnStoreErrorRange, "Invalid on_store_error", "%q is not a failure mode; want \"deny\", \"allow\" or \"local\"", *rb.OnStoreError)
+		}
+	}
+	if rb.IPv4Prefix != nil {
+		r.IPv4Prefix = c.prefixLen(*rb.IPv4Prefix, 32, rb.IPv4PrefixRange, "ipv4_prefix")
+	}
+	if rb.IPv6Prefix != nil {
+		r.IPv6Prefix = c.prefixLen(*rb.IPv6Prefix, 128, rb.IPv6PrefixRange, "ipv6_prefix")
+	}
+	r.MissingIdentity = IdentitySkip
+	if r.Sensitive {
+		r.MissingIdentity = IdentityReject
+	}
+	r.InvalidIdentity = IdentityReject
+	if rb.MissingIdentity != nil {
+		r.MissingIdentity = c.identityMode(*rb.MissingIdentity, rb.MissingIdentityRange, "missing_identity")
+	}
+	if rb.InvalidIdentity != nil {
+		r.InvalidIdentity = c.identityMode(*rb.InvalidIdentity, rb.InvalidIdentityRange, "invalid_identity")
+	}
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+func (c *compiler) identityMode(s string, rng hcl.Range, attr string) IdentityMode {
+	switch s {
+	case "skip":
+		return IdentitySkip
+	case "reject":
+		return IdentityReject
+	}
+	c.errorf(rng, "Invalid "+attr, "%q is not \"reject\" or \"skip\"", s)
+	return IdentityReject
+}
+
+func (c *compiler) characteristic(s string, rng hcl.Range) (Characteristic, bool) {
+	if k, ok := charNames[s]; ok {
+		if !charSupported[k] {
+			c.errorf(rng, "Not supported yet", "characteristic %q is not available in this build", s)
+			return Characteristic{}, false
+		}
+		return Characteristic{Kind: k}, true
+	}
+	if pre, name, found := strings.Cut(s, ":"); found {
+		if k, ok := charPrefixes[pre]; ok {
+			if name == "" || len(name) > 256 || strings.ContainsAny(name, " \t\r\n") {
+				c.errorf(rng, "Invalid characteristic", "%q needs a name after %q, such as \"header:X-Api-Key\"", s, pre+":")
+				return Characteristic{}, false
+			}
+			if !charSupported[k] {
+				c.errorf(rng, "Not supported yet", "characteristic %q is not available in this build", s)
+				return Characteristic{}, false
+			}
+			return Characteristic{Kind: k, Name: []byte(name)}, true
+		}
+	}
+	c.errorf(rng, "Unknown characteristic", "%q is not a characteristic; want one of %s.%s", s, strings.Join(charNamesList(), ", "), suggest(s, charNamesList()))
+	return Characteristic{}, false
+}

@@ -1,0 +1,229 @@
+package rules
+
+import (
+	"bufio"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"golang.org/x/tools/txtar"
+)
+
+var update = flag.Bool("update", false, "rewrite the want sections of testdata/*.txtar")
+
+// repoRoot is the module root, where testdata/fixtures lives.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+func diagLines(diags hcl.Diagnostics) string {
+	var b strings.Builder
+	for _, d := range diags {
+		b.WriteString(d.Error())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestLoadShippedAndFixturePolicies(t *testing.T) {
+	root := repoRoot(t)
+	for _, name := range []string{
+		"policies.hcl",
+		"testdata/fixtures/policies/foundation.hcl",
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, diags := LoadFile(filepath.Join(root, name))
+			if diags.HasErrors() {
+				t.Fatalf("got errors:\n%s", diagLines(diags))
+			}
+			if len(p.Rules) == 0 {
+				t.Fatal("got no rules")
+			}
+		})
+	}
+}
+
+func TestLoadFoundationCompiles(t *testing.T) {
+	p, diags := LoadFile(filepath.Join(repoRoot(t), "testdata/fixtures/policies/foundation.hcl"))
+	if diags.HasErrors() {
+		t.Fatalf("got errors:\n%s", diagLines(diags))
+	}
+	if p.Listen != "127.0.0.1:18080" || p.AdminListen != "127.0.0.1:19901" || p.Upstream != "http://127.0.0.1:19000" {
+		t.Errorf("got listen %q admin %q upstream %q", p.Listen, p.AdminListen, p.Upstream)
+	}
+	if p.IPv6Prefix != 64 || p.IPv4Prefix != 32 || p.MaxBodyBytes != 65536 || p.ForwardedHeader != "X-Forwarded-For" {
+		t.Errorf("got prefixes %d/%d body %d header %q", p.IPv4Prefix, p.IPv6Prefix, p.MaxBodyBytes, p.ForwardedHeader)
+	}
+	if p.Store.Kind != "memory" || p.Store.MaxKeys != 100000 {
+		t.Errorf("got store %+v", p.Store)
+	}
+	tests := []struct {
+		rule      string
+		alg       Algorithm
+		limit     int64
+		burst     int64
+		period    time.Duration
+		sensitive bool
+		dryRun    bool
+		v4, v6    int
+		onErr     StoreErrorMode
+	}{
+		{"trace-fixed-window", FixedWindow, 5, 5, time.Second, false, false, 32, 64, FailOpen},
+		{"trace-sliding-log", SlidingLog, 5, 5, time.Second, false, false, 32, 64, FailOpen},
+		{"trace-sliding-window", SlidingWindow, 5, 5, time.Second, false, false, 32, 64, FailOpen},
+		{"trace-token-bucket", TokenBucket, 5, 5, time.Second, false, false, 32, 64, FailOpen},
+		{"trace-leaky-bucket", LeakyBucket, 5, 5, time.Second, false, false, 32, 64, FailOpen},
+		{"trace-gcra", GCRA, 5, 5, time.Second, false, false, 32, 64, FailOpen},
+		{"login-per-ip", GCRA, 5, 5, time.Minute, true, false, 32, 64, FailClosed},
+		{"signup-per-network", SlidingWindow, 3, 3, time.Hour, true, false, 24, 48, FailClosed},
+		{"otp-send-per-ip", SlidingLog, 5, 5, 15 * time.Minute, true, false, 32, 64, FailClosed},
+		{"api-per-client", GCRA, 10, 10, time.Minute, false, false, 32, 64, FailOpen},
+		{"api-shadow-tight", FixedWindow, 2, 2, time.Minute, false, true, 32, 64, FailOpen},
+	}
+	if len(p.Rules) != len(tests) {
+		t.Fatalf("got %d rules, want %d", len(p.Rules), len(tests))
+	}
+	for i, tt := range tests {
+		r := p.Rules[i]
+		if r.Name != tt.rule || r.Index != i {
+			t.Fatalf("rule %d: got %q (index %d), want %q", i, r.Name, r.Index, tt.rule)
+		}
+		if r.Algorithm != tt.alg || r.Limit != tt.limit || r.Burst != tt.burst || r.Period != tt.period ||
+			r.Sensitive != tt.sensitive || r.DryRun != tt.dryRun || r.IPv4Prefix != tt.v4 || r.IPv6Prefix != tt.v6 || r.OnStoreError != tt.onErr {
+			t.Errorf("%s: got %s %d/%d per %s sensitive=%v dry=%v /%d /%d onErr=%d", tt.rule, r.Algorithm, r.Limit, r.Burst, r.Period, r.Sensitive, r.DryRun, r.IPv4Prefix, r.IPv6Prefix, r.OnStoreError)
+		}
+		if len(r.Key) != 1 || r.Key[0].Kind != CharIP {
+			t.Errorf("%s: got key %+v, want [ip]", tt.rule, r.Key)
+		}
+	}
+}
+
+// TestBrokenFixtures checks every file of testdata/fixtures/policies/broken
+// against the line EXPECTED.md gives for it.
+func TestBrokenFixtures(t *testing.T) {
+	dir := filepath.Join(repoRoot(t), "testdata/fixtures/policies/broken")
+	f, err := os.Open(filepath.Join(dir, "EXPECTED.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	row := regexp.MustCompile("^\\| ([a-z-]+\\.hcl) \\| ([0-9]+(?: or [0-9]+)?) \\|")
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		m := row.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		n++
+		file, lines := m[1], strings.Split(m[2], " or ")
+		t.Run(file, func(t *testing.T) {
+			path := filepath.Join(dir, file)
+			p, diags := LoadFile(path)
+			if !diags.HasErrors() || p != nil {
+				t.Fatalf("got no error for %s", file)
+			}
+			found := false
+			for _, d := range diags.Errs() {
+				s := d.Error()
+				for _, l := range lines {
+					if strings.HasPrefix(s, path+":"+l+",") {
+						found = true
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no diagnostic on line %v:\n%s", lines, diagLines(diags))
+			}
+		})
+	}
+	if n != 6 {
+		t.Fatalf("got %d rows in EXPECTED.md, want 6", n)
+	}
+}
+
+// TestDiagnosticsGolden runs rules/testdata/*.txtar: each holds a
+// policies.hcl and the diagnostics it must produce, one Diagnostic.Error()
+// line each. go test -run Golden -update rewrites the want sections.
+func TestDiagnosticsGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txtar")
+	if len(files) == 0 {
+		t.Fatal("no golden files")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ar, err := txtar.ParseFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var src []byte
+			wantIdx := -1
+			for i, f := range ar.Files {
+				switch f.Name {
+				case "policies.hcl":
+					src = f.Data
+				case "want":
+					wantIdx = i
+				}
+			}
+			if src == nil || wantIdx < 0 {
+				t.Fatal("want sections policies.hcl and want")
+			}
+			_, diags := Load("policies.hcl", src)
+			got := diagLines(diags)
+			if *update {
+				ar.Files[wantIdx].Data = []byte(got)
+				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if want := string(ar.Files[wantIdx].Data); got != want {
+				t.Errorf("got diagnostics:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		err  bool
+	}{
+		{"1s", time.Second, false},
+		{"15m", 15 * time.Minute, false},
+		{"1d", 24 * time.Hour, false},
+		{"7d12h", 7*24*time.Hour + 12*time.Hour, false},
+		{"720h", 720 * time.Hour, false},
+		{"five minutes", 0, true},
+		{"d", 0, true},
+		{"", 0, true},
+		{"-1d", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseDuration(tt.in)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, err=%v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+//go:build !race
+
+package memstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/storetest"
+)
+
+// TestTakeAllocs guards the hot path: a Take on keys that exist allocates
+// nothing, whatever the algorithm, the decision or the number of ops.
+func TestTakeAllocs(t *testing.T) {
+	s, err := New(Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mk := func(key byte, alg rules.Algorithm, limit, periodUS int64) rules.Op {
+		return rules.Op{Kind: rules.OpTake, Algorithm: alg, Key: rules.Key{key}, Limit: limit, Burst: limit, PeriodUS: periodUS, Cost: 1, Enforce: true}
+	}
+	type test struct {
+		name    string
+		ops     []rules.Op
+		allowed bool
+	}
+	var tests []test
+	all := []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket, rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog}
+	for i, alg := range all {
+		// Calls 10µs apart. For sliding_log, 64 per 640µs is its steady
+		// state on a busy key: every call trims one timestamp and appends
+		// one in place.
+		allowed := mk(byte(i), alg, 1_000_000, 1_000_000)
+		if alg == rules.SlidingLog {
+			allowed = mk(byte(i), alg, 64, 640)
+		}
+		tests = append(tests,
+			test{alg.String() + "/allowed", []rules.Op{allowed}, true},
+			test{alg.String() + "/refused", []rules.Op{mk(byte(16+i), alg, 3, 1_000_000)}, false},
+		)
+	}
+	var many []rules.Op
+	for i := range cachedOps + 4 {
+		many = append(many, mk(byte(64+i), all[i%len(all)], 1000, 1000))
+	}
+	tests = append(tests, test{"past_the_stack_cache", many, true})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			res := make([]rules.Result, len(tt.ops))
+			now := storetest.Base
+			take := func() {
+				now = now.Add(10 * time.Microsecond)
+				if err := s.Take(ctx, now, tt.ops, res); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 4000 { // create the keys, reach the steady state
+				take()
+			}
+			if allocs := testing.AllocsPerRun(1000, take); allocs != 0 {
+				t.Errorf("got %v allocs per Take, want 0", allocs)
+			}
+			for i, r := range res {
+				if r.Allowed != tt.allowed {
+					t.Errorf("op %d: got %+v, want allowed=%v", i, r, tt.allowed)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,19 @@
+//go:build !race
+
+package rules
+
+import "testing"
+
+// The race detector's instrumentation allocates, so this guard only runs
+// without it.
+func TestPathNoAllocs(t *testing.T) {
+	raw := []byte("//api/./v1/%6Cogin/../login;jsessionid=x/%2F%c3%a9")
+	canon, match := make([]byte, 0, 256), make([]byte, 0, 256)
+	got := testing.AllocsPerRun(100, func() {
+		canon, _ = AppendCanonicalPath(canon[:0], raw)
+		match = AppendMatchPath(match[:0], canon, true)
+	})
+	if got != 0 {
+		t.Errorf("AppendCanonicalPath and AppendMatchPath: got %v allocs per run, want 0", got)
+	}
+}

@@ -1,0 +1,278 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestAppendCanonicalPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		raw  string
+		want string // "" when the path must be refused
+	}{
+		{"root", "/", "/"},
+		{"plain", "/login", "/login"},
+		{"trailing slash kept", "/login/", "/login/"},
+		{"case kept", "/LOGIN", "/LOGIN"},
+		{"leading double slash", "//login", "/login"},
+		{"repeated slashes", "/api///v1//login//", "/api/v1/login/"},
+		{"dot", "/./login", "/login"},
+		{"dot last", "/login/.", "/login/"},
+		{"dot dot", "/a/../login", "/login"},
+		{"dot dot last", "/a/b/..", "/a/"},
+		{"dot dot above root", "/../../login", "/login"},
+		{"dot dot at root", "/..", "/"},
+		{"encoded unreserved", "/%6Cogin", "/login"},
+		{"encoded unreserved lower hex", "/%6cogin", "/login"},
+		{"encoded unreserved all kinds", "/%41%7a%30%2D%2E%5F%7E", "/Az0-._~"},
+		{"encoded dot dot", "/%2e%2e/login", "/login"},
+		{"encoded dot dot mixed", "/a/.%2E/login", "/login"},
+		{"encoded dot", "/%2E/login", "/login"},
+		{"encoded slash kept", "/api%2Flogin", "/api%2Flogin"},
+		{"encoded slash hex uppercased", "/login%2f", "/login%2F"},
+		{"encoded other uppercased", "/a%3ab%c3%a9", "/a%3Ab%C3%A9"},
+		{"encoded percent kept", "/%25", "/%25"},
+		{"encoded control kept encoded", "/a%0Ab", "/a%0Ab"},
+		{"dot dot with encoded slash is a name", "/a/..%2Flogin", "/a/..%2Flogin"},
+		{"params kept", "/login;jsessionid=x", "/login;jsessionid=x"},
+		{"backslash kept", "/a\\b", "/a\\b"},
+		{"dots in names kept", "/a.../..b/.c", "/a.../..b/.c"},
+		{"utf-8 kept", "/caf\xc3\xa9", "/caf\xc3\xa9"},
+		{"space kept", "/a b", "/a b"},
+		{"max length", "/" + strings.Repeat("a", maxRawPathLen-1), "/" + strings.Repeat("a", maxRawPathLen-1)},
+
+		{"empty", "", ""},
+		{"relative", "login", ""},
+		{"relative dot", "./login", ""},
+		{"asterisk", "*", ""},
+		{"absolute form", "http://example.com/login", ""},
+		{"invalid escape", "/%zz", ""},
+		{"invalid escape one hex", "/%4g", ""},
+		{"truncated escape", "/%4", ""},
+		{"lone percent", "/%", ""},
+		{"nul", "/login\x00", ""},
+		{"encoded nul", "/login%00", ""},
+		{"newline", "/login\n", ""},
+		{"carriage return", "/a\rb", ""},
+		{"tab", "/a\tb", ""},
+		{"del", "/a\x7f", ""},
+		{"overlong", "/" + strings.Repeat("a", maxRawPathLen), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			prefix := []byte("keep")
+			got, ok := AppendCanonicalPath(prefix, []byte(tt.raw))
+			if tt.want == "" {
+				if ok || string(got) != "keep" {
+					t.Fatalf("AppendCanonicalPath(%q) = %q, %v; want dst unchanged, false", tt.raw, got, ok)
+				}
+				return
+			}
+			if !ok || string(got) != "keep"+tt.want {
+				t.Fatalf("AppendCanonicalPath(%q) = %q, %v; want %q, true", tt.raw, got, ok, "keep"+tt.want)
+			}
+		})
+	}
+}
+
+func TestAppendMatchPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		raw  string // canonicalised first
+		ci   bool
+		want string
+	}{
+		{"root", "/", true, "/"},
+		{"plain", "/login", true, "/login"},
+		{"trailing slash dropped", "/login/", true, "/login"},
+		{"double slash", "//login", true, "/login"},
+		{"upper", "/LOGIN", true, "/login"},
+		{"upper case-sensitive", "/LOGIN", false, "/LOGIN"},
+		{"mixed case", "/LoGiN/", true, "/login"},
+		{"dot", "/./login", true, "/login"},
+		{"encoded unreserved", "/%6Cogin", true, "/login"},
+		{"encoded upper unreserved", "/%4Cogin", true, "/login"},
+		{"encoded upper unreserved case-sensitive", "/%4Cogin", false, "/Login"},
+		{"dot dot", "/a/../login", true, "/login"},
+		{"dot dot above root", "/../../login", true, "/login"},
+		{"params", "/login;jsessionid=x", true, "/login"},
+		{"params before slash", "/login;x=1/", true, "/login"},
+		{"params mid path", "/api;v=1/login", true, "/api/login"},
+		{"encoded params", "/login%3Bjsessionid=x", true, "/login"},
+		{"params dot dot", "/admin/..;/login", true, "/login"},
+		{"params only segment", "/;x/login", true, "/login"},
+		{"encoded slash", "/api%2Flogin", true, "/api/login"},
+		{"encoded slash lower", "/api%2flogin", true, "/api/login"},
+		{"encoded backslash", "/api%5Clogin", true, "/api/login"},
+		{"backslash", "/api\\login", true, "/api/login"},
+		{"backslash dot dot", "/x\\..\\login", true, "/login"},
+		{"encoded dot dot", "/%2e%2e/login", true, "/login"},
+		{"encoded slash trailing", "/login%2F", true, "/login"},
+		{"encoded slash dot dot", "/a/..%2Flogin", true, "/login"},
+		{"encoded slash makes dot dot", "/x/a%2F..%2F..%2Flogin", true, "/login"},
+		{"other escapes stay, hex upper", "/caf%c3%a9", true, "/caf%C3%A9"},
+		{"escape hex not lowercased", "/A%3A", true, "/a%3A"},
+		{"utf-8 bytes not folded", "/\xc3\x89", true, "/\xc3\x89"},
+		{"only slashes", "/////", true, "/"},
+		{"only dots", "/./../.", true, "/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			canon, ok := AppendCanonicalPath(nil, []byte(tt.raw))
+			if !ok {
+				t.Fatalf("AppendCanonicalPath(%q) refused it", tt.raw)
+			}
+			got := AppendMatchPath([]byte("keep"), canon, tt.ci)
+			if string(got) != "keep"+tt.want {
+				t.Fatalf("AppendMatchPath(%q, %v) = %q, want %q", canon, tt.ci, got, "keep"+tt.want)
+			}
+		})
+	}
+}
+
+// TestMatchPathLogin lists spellings of /login that an origin may route to
+// /login: every one must match /login.
+func TestMatchPathLogin(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"/login", "/login/", "//login", "/LOGIN", "/Login//", "/./login", "/%6Cogin", "/%6c%6F%67%69%6E",
+		"/a/../login", "/../../login", "/login;jsessionid=x", "/login;", "/%2e%2e/login", "/login%2F",
+		"/foo/..;/login", "/foo%2F..%2Flogin", "/foo%5C..%5Clogin", "/foo\\..\\login", "/.%2E/login/.",
+		"/login%3Bx", "/;/login", "/login/;x/", "/login/.;/",
+	} {
+		canon, ok := AppendCanonicalPath(nil, []byte(raw))
+		if !ok {
+			t.Errorf("AppendCanonicalPath(%q) refused it", raw)
+			continue
+		}
+		if got := AppendMatchPath(nil, canon, true); string(got) != "/login" {
+			t.Errorf("match form of %q (canonical %q): got %q, want %q", raw, canon, got, "/login")
+		}
+	}
+}
+
+func BenchmarkCanonicalPath(b *testing.B) {
+	for _, bc := range []struct{ name, raw string }{
+		{"plain", "/api/v1/login"},
+		{"messy", "//api/./v1/%6Cogin/../login;jsessionid=x/"},
+	} {
+		raw := []byte(bc.raw)
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			canon, match := make([]byte, 0, 256), make([]byte, 0, 256)
+			for b.Loop() {
+				canon, _ = AppendCanonicalPath(canon[:0], raw)
+				match = AppendMatchPath(match[:0], canon, true)
+			}
+		})
+	}
+}
+
+// slowCanonicalPath is the reference for AppendCanonicalPath, written with
+// strings.Split.
+func slowCanonicalPath(raw string) (string, bool) {
+	if !strings.HasPrefix(raw, "/") || len(raw) > maxRawPathLen {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c < 0x20 || c == 0x7f {
+			return "", false
+		}
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(raw) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(raw[i+1:i+3], 16, 8)
+		if err != nil || v == 0 {
+			return "", false
+		}
+		i += 2
+		if slowPathUnreserved(byte(v)) {
+			b.WriteByte(byte(v))
+		} else {
+			fmt.Fprintf(&b, "%%%02X", v)
+		}
+	}
+	segs := strings.Split(b.String()[1:], "/")
+	var out []string
+	trailing := false
+	for i, s := range segs {
+		switch s {
+		case "", ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, s)
+			continue
+		}
+		trailing = i == len(segs)-1
+	}
+	if trailing && len(out) > 0 {
+		return "/" + strings.Join(out, "/") + "/", true
+	}
+	return "/" + strings.Join(out, "/"), true
+}
+
+// slowMatchPath is the reference for AppendMatchPath.
+func slowMatchPath(s string, ci bool) string {
+	lower := func(c byte) byte {
+		if ci && 'A' <= c && c <= 'Z' {
+			return c + 'a' - 'A'
+		}
+		return c
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				i += 2
+				switch c := byte(v); {
+				case c == '/', c == '\\':
+					b.WriteByte('/')
+				case c == ';', slowPathUnreserved(c):
+					b.WriteByte(lower(c))
+				default:
+					fmt.Fprintf(&b, "%%%02X", c)
+				}
+				continue
+			}
+		}
+		if c == '\\' {
+			c = '/'
+		}
+		b.WriteByte(lower(c))
+	}
+	var out []string
+	for _, seg := range strings.Split(b.String(), "/") {
+		seg, _, _ = strings.Cut(seg, ";")
+		switch seg {
+		case "", ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, seg)
+		}
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+func slowPathUnreserved(c byte) bool {
+	return strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~", c) >= 0
+}

@@ -1,0 +1,299 @@
+package rules
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/edge-gateway/edge/ipv6"
+)
+
+// Policy is a compiled, validated policies.hcl. It is immutable once Load
+// returns it: a reload builds a new Policy and swaps a pointer, so every
+// request sees one policy from start to end.
+type Policy struct {
+	// Filename is the file the policy was loaded from, as given to Load.
+	Filename string
+
+	// Listen, AdminListen and Upstream come from the edge block
+	// (defaults "127.0.0.1:8080", "127.0.0.1:9901", "http://127.0.0.1:9000").
+	Listen      string
+	AdminListen string
+	Upstream    string
+
+	// Client finds the client address from the peer and the forwarding
+	// header the policy names.
+	Client *ipv6.Extractor
+	// ForwardedHeader is the canonical name of the one header read from
+	// trusted proxies ("X-Forwarded-For" or "Forwarded").
+	ForwardedHeader string
+	// IPv4Prefix and IPv6Prefix group client addresses (defaults 32, 64).
+	IPv4Prefix, IPv6Prefix int
+	// MaxBodyBytes caps request bodies, in bytes (default 65536).
+	MaxBodyBytes int
+	// PathCaseInsensitive is path_case = "insensitive" (the default).
+	PathCaseInsensitive bool
+	// DryRun puts every rule in dry-run.
+	DryRun bool
+	// KeySecretEnv names the environment variable of the key secret.
+	KeySecretEnv string
+
+	// Store is the counter store the policy asks for.
+	Store StoreConfig
+
+	// Rules in file order; Rule.Index is the position here.
+	Rules []*Rule
+
+	// Sensitive reports whether any rule is sensitive.
+	Sensitive bool
+}
+
+// StoreConfig is the policy's `store` block.
+type StoreConfig struct {
+	// Kind is "memory" (the default) or "redis".
+	Kind string
+	// MaxKeys bounds the memory store (default 100000).
+	MaxKeys int
+	// URL is the Redis address for Kind "redis".
+	URL string
+	// Timeout is the per-call budget of a remote store (default 5ms).
+	Timeout time.Duration
+	// FleetSize divides limits for the "local" fallback (default 1).
+	FleetSize int
+}
+
+// CharKind is the kind of a characteristic in a rule's key.
+type CharKind uint8
+
+// Characteristic kinds, as POLICY.md names them.
+const (
+	CharIP CharKind = iota + 1
+	CharVisitor
+	CharHeader
+	CharCookie
+	CharQuery
+	CharJSON
+	CharForm
+	CharPhone
+	CharPhoneRange
+	CharPhoneCountry
+	CharAccount
+	CharOTPSession
+	CharASN
+	CharCountry
+	CharRoute
+	CharGlobal
+)
+
+// charNames maps the plain characteristic names; the prefixed ones
+// (header:, cookie:, query:, json:, form:) are in charPrefixes.
+var charNames = map[string]CharKind{
+	"ip":            CharIP,
+	"visitor":       CharVisitor,
+	"phone":         CharPhone,
+	"phone_range":   CharPhoneRange,
+	"phone_country": CharPhoneCountry,
+	"account":       CharAccount,
+	"otp_session":   CharOTPSession,
+	"asn":           CharASN,
+	"country":       CharCountry,
+	"route":         CharRoute,
+	"global":        CharGlobal,
+}
+
+var charPrefixes = map[string]CharKind{
+	"header": CharHeader,
+	"cookie": CharCookie,
+	"query":  CharQuery,
+	"json":   CharJSON,
+	"form":   CharForm,
+}
+
+// charSupported lists the characteristics this build can compute. The others
+// parse, and validation says they are not available yet rather than
+// accepting a rule that could never count.
+var charSupported = map[CharKind]bool{
+	CharIP: true, CharHeader: true, CharCookie: true, CharQuery: true,
+	CharRoute: true, CharGlobal: true,
+}
+
+// Characteristic is one element of a rule's key.
+type Characteristic struct {
+	Kind CharKind
+	// Name is the header, cookie or query parameter name, or the JSON path
+	// or form field, for the prefixed kinds; nil otherwise. Header names
+	// are as written (fasthttp compares them case-insensitively).
+	Name []byte
+}
+
+// CountMode is a rule's `count`.
+type CountMode uint8
+
+const (
+	// CountRequests: a refused request consumes from no rule.
+	CountRequests CountMode = iota
+	// CountAttempts: every attempt counts, refused or not.
+	CountAttempts
+	// CountFailures: one unit charged before proxying, refunded unless the
+	// origin's answer is a failure.
+	CountFailures
+)
+
+// Action is a rule's `action`.
+type Action uint8
+
+const (
+	// ActionLimit counts and refuses over the limit.
+	ActionLimit Action = iota
+	// ActionDeny refuses every match.
+	ActionDeny
+	// ActionLog counts and logs, never refuses.
+	ActionLog
+)
+
+// StoreErrorMode is a rule's `on_store_error`.
+type StoreErrorMode uint8
+
+const (
+	// FailOpen allows the request when the store cannot decide.
+	FailOpen StoreErrorMode = iota
+	// FailClosed refuses it with 503.
+	FailClosed
+	// FailLocal decides from a local bucket at limit ÷ fleet_size.
+	FailLocal
+)
+
+// IdentityMode is a rule's invalid_identity or missing_identity.
+type IdentityMode uint8
+
+const (
+	// IdentitySkip: the rule does not apply to the request.
+	IdentitySkip IdentityMode = iota
+	// IdentityReject: the request is answered 400 and not forwarded.
+	IdentityReject
+)
+
+// Rule is one compiled `rule` block.
+type Rule struct {
+	// Name is the rule's label; Index its position in Policy.Rules.
+	Name  string
+	Index int
+	// ID is a hash of the name: counters follow a rule across reloads.
+	ID [8]byte
+
+	methods  []string // upper case; empty means any method
+	exact    []string // match-form paths, trailing slash dropped
+	prefixes []string // match-form prefixes, ending in "/"
+	anyPath  bool     // "/*" or no paths
+	hosts    []string // lower case, no port; empty means any host
+
+	// Key is the list of characteristics.
+	Key []Characteristic
+
+	Algorithm Algorithm
+	// Limit units per Period; Burst is the bucket size (bucket algorithms).
+	Limit, Burst int64
+	Period       time.Duration
+	// Count is the count mode.
+	Count CountMode
+	// Action is limit, deny or log.
+	Action Action
+	// Sensitive rules answer bare and fail closed by default.
+	Sensitive bool
+	// OnStoreError is the failure mode when the store cannot decide.
+	OnStoreError StoreErrorMode
+	// DryRun rules are decided but never refuse.
+	DryRun bool
+	// IPv4Prefix and IPv6Prefix group the ip characteristic for this rule.
+	IPv4Prefix, IPv6Prefix int
+	// MissingIdentity and InvalidIdentity say what an absent or invalid
+	// key value does.
+	MissingIdentity, InvalidIdentity IdentityMode
+}
+
+// PeriodUS is the period in microseconds.
+func (r *Rule) PeriodUS() int64 { return r.Period.Microseconds() }
+
+// Methods returns the methods the rule matches (empty: any).
+func (r *Rule) Methods() []string { return r.methods }
+
+// matchPath reports whether a match-form path (from AppendMatchPath) is one
+// of the rule's paths.
+func (r *Rule) matchPath(p []byte) bool {
+	if r.anyPath {
+		return true
+	}
+	for _, e := range r.exact {
+		if string(p) == e {
+			return true
+		}
+	}
+	for _, pre := range r.prefixes {
+		// "/api/*" matches "/api" and everything under "/api/".
+		if len(p)+1 == len(pre) && string(p) == pre[:len(pre)-1] {
+			return true
+		}
+		if len(p) >= len(pre) && string(p[:len(pre)]) == pre {
+			return true
+		}
+	}
+	return false
+}
+
+// matchMethod reports whether the rule matches method m (upper case).
+func (r *Rule) matchMethod(m []byte) bool {
+	if len(r.methods) == 0 {
+		return true
+	}
+	for _, x := range r.methods {
+		if string(m) == x {
+			return true
+		}
+	}
+	return false
+}
+
+// matchHost reports whether the rule matches host h (lower case, no port).
+func (r *Rule) matchHost(h []byte) bool {
+	if len(r.hosts) == 0 {
+		return true
+	}
+	for _, x := range r.hosts {
+		if string(h) == x {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleID hashes a rule name into the first bytes of its keys.
+func ruleID(name string) [8]byte {
+	sum := sha256.Sum256([]byte("edge rule\x00" + name))
+	var id [8]byte
+	binary.BigEndian.PutUint64(id[:], binary.BigEndian.Uint64(sum[:8]))
+	return id
+}
+
+// Rule returns the rule named name, or nil.
+func (p *Policy) Rule(name string) *Rule {
+	for _, r := range p.Rules {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// normalizeHost lower-cases a host and drops a port.
+func normalizeHost(h string) string {
+	h = strings.ToLower(strings.TrimSpace(h))
+	if ap, err := netip.ParseAddrPort(h); err == nil {
+		return ap.Addr().String()
+	}
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") && strings.Count(h, ":") == 1 {
+		h = h[:i]
+	}
+	return strings.Trim(h, "[]")
+}

@@ -1,0 +1,354 @@
+package storetest
+
+import (
+	"math"
+	"time"
+
+	"github.com/edge-gateway/edge/rules"
+)
+
+// Algorithms lists the six policy algorithms, in the lesson's names.
+var algorithms = []rules.Algorithm{
+	rules.GCRA, rules.TokenBucket, rules.LeakyBucket,
+	rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog,
+}
+
+const second = 1_000_000 // µs
+
+// op is an op at the lesson's Figure 1 setting: 5 per second, burst 5.
+func op(key string, alg rules.Algorithm, kind rules.OpKind, cost int64) rules.Op {
+	return rules.Op{Kind: kind, Algorithm: alg, Key: Key(key), Limit: 5, Burst: 5, PeriodUS: second, Cost: cost, Enforce: true}
+}
+
+func take(key string, alg rules.Algorithm, cost int64) rules.Op {
+	return op(key, alg, rules.OpTake, cost)
+}
+
+func peek(key string, alg rules.Algorithm, cost int64) rules.Op {
+	return op(key, alg, rules.OpPeek, cost)
+}
+
+func dry(o rules.Op) rules.Op      { o.Enforce = false; return o }
+func attempts(o rules.Op) rules.Op { o.Attempts = true; return o }
+
+// ms converts milliseconds, fractions down to the microsecond included.
+func ms(v float64) time.Duration { return time.Duration(math.Round(v*1000)) * time.Microsecond }
+
+func ops(o ...rules.Op) []rules.Op          { return o }
+func want(r ...rules.Result) []rules.Result { return r }
+
+var (
+	ok      = rules.Result{Allowed: true}
+	refused = rules.Result{}
+)
+
+// allowedLeft is an allowed result with n units left.
+func allowedLeft(n int64) rules.Result { return rules.Result{Allowed: true, Remaining: n} }
+
+// single is a one-op step of a values table: full results compared.
+type single struct {
+	at       float64 // ms after Base
+	kind     rules.OpKind
+	cost     int64
+	attempts bool
+	want     rules.Result
+}
+
+func singles(alg rules.Algorithm, key string, ss []single) []Step {
+	steps := make([]Step, len(ss))
+	for i, s := range ss {
+		o := op(key, alg, s.kind, s.cost)
+		o.Attempts = s.attempts
+		steps[i] = Step{At: ms(s.at), Ops: ops(o), Want: want(s.want)}
+	}
+	return steps
+}
+
+// Cases returns the static tables every store replays (the seed trace comes
+// from SeedTraceCases).
+func Cases() []Case {
+	var cs []Case
+	cs = append(cs, gcraLesson())
+	cs = append(cs, valueCases()...)
+	for _, alg := range algorithms {
+		cs = append(cs,
+			allOrNothing(alg),
+			dryRun(alg),
+			kinds(alg),
+			expiry(alg),
+			costOverBurst(alg),
+			clockBackwards(alg),
+		)
+	}
+	cs = append(cs, epochCases()...)
+	cs = append(cs, invalidCases())
+	return cs
+}
+
+// gcraLesson is the lesson's worked GCRA numbers: 5 a second, burst 5, six
+// requests at t=0 push TAT to 200…1000ms; the sixth would make it 1200ms,
+// 200ms over, so it is refused and may retry in 200ms.
+func gcraLesson() Case {
+	c := Case{Name: "gcra/lesson_six_at_once"}
+	for i := range int64(5) {
+		c.Steps = append(c.Steps, Step{
+			Ops:  ops(take("six", rules.GCRA, 1)),
+			Want: want(rules.Result{Allowed: true, Remaining: 4 - i, ResetAfter: ms(200 * float64(i+1))}),
+		})
+	}
+	c.Steps = append(c.Steps, Step{
+		Ops:  ops(take("six", rules.GCRA, 1)),
+		Want: want(rules.Result{ResetAfter: ms(1000), RetryAfter: ms(200)}),
+	}, Step{
+		At:   ms(200),
+		Ops:  ops(take("six", rules.GCRA, 1)),
+		Want: want(rules.Result{Allowed: true, ResetAfter: ms(1000)}),
+	})
+	return c
+}
+
+// valueCases fix Remaining, ResetAfter and RetryAfter, costs above 1 and
+// every op kind, algorithm by algorithm.
+func valueCases() []Case {
+	// gcra, token_bucket and leaky_bucket decide and report alike when the
+	// emission interval is exact (here 200ms).
+	buckets := []single{
+		{at: 0, kind: rules.OpPeek, cost: 1, want: allowedLeft(5)},
+		{at: 0, kind: rules.OpTake, cost: 1, want: rules.Result{Allowed: true, Remaining: 4, ResetAfter: ms(200)}},
+		{at: 0, kind: rules.OpTake, cost: 3, want: rules.Result{Allowed: true, Remaining: 1, ResetAfter: ms(800)}},
+		{at: 0, kind: rules.OpTake, cost: 2, want: rules.Result{ResetAfter: ms(800), RetryAfter: ms(200)}},
+		{at: 0, kind: rules.OpTake, cost: 6, want: rules.Result{ResetAfter: ms(800), RetryAfter: rules.RetryNever}},
+		{at: 100, kind: rules.OpTake, cost: 1, want: rules.Result{Allowed: true, ResetAfter: ms(900)}},
+		{at: 150, kind: rules.OpPeek, cost: 1, want: rules.Result{ResetAfter: ms(850), RetryAfter: ms(50)}},
+		// An attempt over the limit leaves the counter full, not in debt.
+		{at: 150, kind: rules.OpTake, cost: 5, attempts: true, want: rules.Result{ResetAfter: ms(1000), RetryAfter: ms(850)}},
+		{at: 150, kind: rules.OpRefund, cost: 2, want: rules.Result{Allowed: true, Remaining: 2, ResetAfter: ms(600)}},
+		{at: 150, kind: rules.OpRefund, cost: 50, want: allowedLeft(5)},
+		// Add counts after the fact, into at most one allowance of debt.
+		{at: 200, kind: rules.OpAdd, cost: 3, want: rules.Result{Allowed: true, Remaining: 2, ResetAfter: ms(600)}},
+		{at: 200, kind: rules.OpAdd, cost: 4, want: rules.Result{ResetAfter: ms(1400), RetryAfter: ms(400)}},
+		{at: 200, kind: rules.OpTake, cost: 1, want: rules.Result{ResetAfter: ms(1400), RetryAfter: ms(600)}},
+		{at: 200, kind: rules.OpAdd, cost: 1 << 40, want: rules.Result{ResetAfter: ms(2000), RetryAfter: rules.RetryNever}},
+		{at: 1400, kind: rules.OpPeek, cost: 2, want: rules.Result{ResetAfter: ms(800), RetryAfter: ms(200)}},
+		{at: 1400, kind: rules.OpPeek, cost: 1, want: rules.Result{Allowed: true, Remaining: 1, ResetAfter: ms(800)}},
+		{at: 1600, kind: rules.OpTake, cost: 1, want: rules.Result{Allowed: true, Remaining: 1, ResetAfter: ms(800)}},
+		{at: 1600, kind: rules.OpReset, cost: 1, want: allowedLeft(5)},
+		{at: 1600, kind: rules.OpTake, cost: 5, want: rules.Result{Allowed: true, ResetAfter: ms(1000)}},
+		{at: 2600, kind: rules.OpTake, cost: 5, want: rules.Result{Allowed: true, ResetAfter: ms(1000)}},
+		{at: 3600, kind: rules.OpTake, cost: 0, want: allowedLeft(5)},
+	}
+	var cs []Case
+	for _, alg := range []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket} {
+		cs = append(cs, Case{Name: alg.String() + "/values", Steps: singles(alg, "v", buckets)})
+	}
+	cs = append(cs, Case{Name: "fixed_window/values", Steps: singles(rules.FixedWindow, "v", []single{
+		{at: 300, kind: rules.OpPeek, cost: 1, want: allowedLeft(5)},
+		{at: 300, kind: rules.OpTake, cost: 1, want: rules.Result{Allowed: true, Remaining: 4, ResetAfter: ms(700)}},
+		{at: 400, kind: rules.OpTake, cost: 4, want: rules.Result{Allowed: true, ResetAfter: ms(600)}},
+		{at: 500, kind: rules.OpTake, cost: 1, want: rules.Result{ResetAfter: ms(500), RetryAfter: ms(500)}},
+		{at: 500, kind: rules.OpTake, cost: 6, want: rules.Result{ResetAfter: ms(500), RetryAfter: rules.RetryNever}},
+		{at: 500, kind: rules.OpRefund, cost: 2, want: rules.Result{Allowed: true, Remaining: 2, ResetAfter: ms(500)}},
+		{at: 500, kind: rules.OpAdd, cost: 100, want: rules.Result{ResetAfter: ms(500), RetryAfter: rules.RetryNever}},
+		{at: 999.999, kind: rules.OpTake, cost: 1, want: rules.Result{ResetAfter: ms(0.001), RetryAfter: ms(0.001)}},
+		// The window starts at 1s since the epoch, not 1s after the first
+		// request, and the count before it is gone.
+		{at: 1000, kind: rules.OpTake, cost: 5, want: rules.Result{Allowed: true, ResetAfter: ms(1000)}},
+		{at: 1000, kind: rules.OpReset, cost: 1, want: allowedLeft(5)},
+	})})
+	cs = append(cs, Case{Name: "sliding_window/values", Steps: singles(rules.SlidingWindow, "v", []single{
+		{at: 300, kind: rules.OpTake, cost: 1, want: rules.Result{Allowed: true, Remaining: 4, ResetAfter: ms(1700)}},
+		{at: 300, kind: rules.OpTake, cost: 4, want: rules.Result{Allowed: true, ResetAfter: ms(1700)}},
+		// Over: in the next window, once 5×(1−e) + 1 ≤ 5, at e = 200ms.
+		{at: 300, kind: rules.OpTake, cost: 1, want: rules.Result{ResetAfter: ms(1700), RetryAfter: ms(900)}},
+		{at: 1199.999, kind: rules.OpTake, cost: 1, want: rules.Result{ResetAfter: ms(800.001), RetryAfter: ms(0.001)}},
+		// The lesson: "5 × 0.8 + 0 = 4 and the request passes as the fifth".
+		{at: 1200, kind: rules.OpTake, cost: 1, want: rules.Result{Allowed: true, ResetAfter: ms(1800)}},
+		// At 1.5s: 5×0.5 + 1 = 3.5, so one more unit fits, not two.
+		{at: 1500, kind: rules.OpPeek, cost: 1, want: rules.Result{Allowed: true, Remaining: 1, ResetAfter: ms(1500)}},
+		{at: 1500, kind: rules.OpTake, cost: 2, want: rules.Result{ResetAfter: ms(1500), RetryAfter: ms(100)}},
+		{at: 1600, kind: rules.OpTake, cost: 2, want: rules.Result{Allowed: true, ResetAfter: ms(1400)}},
+		// A refund larger than this window's count reaches into the last.
+		{at: 1600, kind: rules.OpRefund, cost: 4, want: rules.Result{Allowed: true, Remaining: 3, ResetAfter: ms(400)}},
+		{at: 2000, kind: rules.OpTake, cost: 5, want: rules.Result{Allowed: true, ResetAfter: ms(2000)}},
+		{at: 4000, kind: rules.OpPeek, cost: 5, want: allowedLeft(5)},
+	})})
+	cs = append(cs, Case{Name: "sliding_log/values", Steps: singles(rules.SlidingLog, "v", []single{
+		{at: 300, kind: rules.OpTake, cost: 1, want: rules.Result{Allowed: true, Remaining: 4, ResetAfter: ms(1000)}},
+		{at: 400, kind: rules.OpTake, cost: 2, want: rules.Result{Allowed: true, Remaining: 2, ResetAfter: ms(1000)}},
+		{at: 700, kind: rules.OpTake, cost: 2, want: rules.Result{Allowed: true, ResetAfter: ms(1000)}},
+		// Two units must leave: the 300ms one at 1.3s, the 400ms ones at 1.4s.
+		{at: 800, kind: rules.OpTake, cost: 2, want: rules.Result{ResetAfter: ms(900), RetryAfter: ms(600)}},
+		{at: 800, kind: rules.OpTake, cost: 6, want: rules.Result{ResetAfter: ms(900), RetryAfter: rules.RetryNever}},
+		// A unit is out of the window exactly when t ≤ now − period.
+		{at: 1299.999, kind: rules.OpTake, cost: 1, want: rules.Result{ResetAfter: ms(400.001), RetryAfter: ms(0.001)}},
+		{at: 1300, kind: rules.OpTake, cost: 1, want: rules.Result{Allowed: true, ResetAfter: ms(1000)}},
+		// A refund gives back the newest unit.
+		{at: 1300, kind: rules.OpRefund, cost: 1, want: rules.Result{Allowed: true, Remaining: 1, ResetAfter: ms(400)}},
+		// An attempt over the limit keeps the newest Limit timestamps.
+		{at: 1500, kind: rules.OpTake, cost: 5, attempts: true, want: rules.Result{ResetAfter: ms(1000), RetryAfter: ms(200)}},
+		{at: 2499.999, kind: rules.OpPeek, cost: 1, want: rules.Result{ResetAfter: ms(0.001), RetryAfter: ms(0.001)}},
+		{at: 2500, kind: rules.OpPeek, cost: 5, want: allowedLeft(5)},
+	})})
+	return cs
+}
+
+// allOrNothing: a refused request consumes from no take op, except
+// attempts ops; add ops always count.
+func allOrNothing(alg rules.Algorithm) Case {
+	const values = IgnoreResetAfter | IgnoreRetryAfter
+	at := ms(100)
+	return Case{Name: alg.String() + "/all_or_nothing", Steps: []Step{
+		{At: at, Ops: ops(take("tight", alg, 5)), Want: want(allowedLeft(0)), Ignore: values},
+		// "roomy" allows on its own, but "tight" refuses the request.
+		{At: at, Ops: ops(take("roomy", alg, 1), take("tight", alg, 1)), Want: want(allowedLeft(5), refused), Ignore: values},
+		{At: at, Ops: ops(peek("roomy", alg, 5)), Want: want(allowedLeft(5))},
+		// The same the other way round: the refusing op first.
+		{At: at, Ops: ops(take("tight", alg, 1), take("roomy", alg, 2)), Want: want(refused, allowedLeft(5)), Ignore: values},
+		{At: at, Ops: ops(peek("roomy", alg, 5)), Want: want(allowedLeft(5))},
+		// An attempts op consumes although the request is refused.
+		{At: at, Ops: ops(attempts(take("tries", alg, 1)), take("tight", alg, 1)), Want: want(allowedLeft(4), refused), Ignore: values},
+		{At: at, Ops: ops(peek("tries", alg, 5)), Want: want(refused), Ignore: values},
+		{At: at, Ops: ops(peek("tries", alg, 4)), Want: want(allowedLeft(4)), Ignore: values},
+		// An add counts whatever the request's fate; a peek never does.
+		{At: at, Ops: ops(op("added", alg, rules.OpAdd, 2), peek("peeked", alg, 1), take("tight", alg, 1)),
+			Want: want(allowedLeft(3), allowedLeft(5), refused), Ignore: values},
+		{At: at, Ops: ops(peek("added", alg, 3), peek("peeked", alg, 5)), Want: want(allowedLeft(3), allowedLeft(5)), Ignore: values},
+	}}
+}
+
+// dryRun: a dry-run op is decided exactly as if it enforced (consuming when
+// allowed, not when refused, not when the request is refused), but never
+// refuses the request.
+func dryRun(alg rules.Algorithm) Case {
+	const values = IgnoreResetAfter | IgnoreRetryAfter
+	at := ms(100)
+	return Case{Name: alg.String() + "/dry_run", Steps: []Step{
+		{At: at, Ops: ops(dry(take("shadow", alg, 5))), Want: want(allowedLeft(0)), Ignore: values},
+		// The dry-run op would refuse; the enforcing one still passes and
+		// consumes.
+		{At: at, Ops: ops(take("real", alg, 1), dry(take("shadow", alg, 1))), Want: want(allowedLeft(4), refused), Ignore: values},
+		{At: at, Ops: ops(peek("real", alg, 4)), Want: want(allowedLeft(4)), Ignore: values},
+		{At: at, Ops: ops(peek("real", alg, 5)), Want: want(refused), Ignore: values},
+		// A refused dry-run op does not consume.
+		{At: at, Ops: ops(dry(take("partial", alg, 3))), Want: want(allowedLeft(2)), Ignore: values},
+		{At: at, Ops: ops(dry(take("partial", alg, 3))), Want: want(refused), Ignore: values},
+		{At: at, Ops: ops(peek("partial", alg, 2)), Want: want(allowedLeft(2)), Ignore: values},
+		// An allowed dry-run op does not consume when the request is refused.
+		{At: at, Ops: ops(take("tight", alg, 5)), Want: want(allowedLeft(0)), Ignore: values},
+		{At: at, Ops: ops(dry(take("fresh", alg, 1)), take("tight", alg, 1)), Want: want(allowedLeft(5), refused), Ignore: values},
+		{At: at, Ops: ops(peek("fresh", alg, 5)), Want: want(allowedLeft(5))},
+	}}
+}
+
+// kinds: peek, add, refund and reset at one instant.
+func kinds(alg rules.Algorithm) Case {
+	const values = IgnoreResetAfter | IgnoreRetryAfter
+	at := ms(100)
+	return Case{Name: alg.String() + "/peek_add_refund_reset", Steps: []Step{
+		{At: at, Ops: ops(peek("k", alg, 1)), Want: want(allowedLeft(5))},
+		{At: at, Ops: ops(op("k", alg, rules.OpAdd, 3)), Want: want(allowedLeft(2)), Ignore: values},
+		{At: at, Ops: ops(peek("k", alg, 3)), Want: want(refused), Ignore: values},
+		// An add that does not fit reports so, and counts all the same.
+		{At: at, Ops: ops(op("k", alg, rules.OpAdd, 4)), Want: want(refused), Ignore: values},
+		{At: at, Ops: ops(take("k", alg, 1)), Want: want(refused), Ignore: values},
+		{At: at, Ops: ops(op("k", alg, rules.OpRefund, 100)), Want: want(allowedLeft(5))},
+		{At: at, Ops: ops(take("k", alg, 2)), Want: want(allowedLeft(3)), Ignore: values},
+		{At: at, Ops: ops(op("k", alg, rules.OpRefund, 1)), Want: want(allowedLeft(4)), Ignore: values},
+		{At: at, Ops: ops(op("k", alg, rules.OpReset, 1)), Want: want(allowedLeft(5))},
+		{At: at, Ops: ops(take("k", alg, 5)), Want: want(allowedLeft(0)), Ignore: values},
+		// Refund and reset of a key never seen.
+		{At: at, Ops: ops(op("new1", alg, rules.OpRefund, 1), op("new2", alg, rules.OpReset, 1)), Want: want(allowedLeft(5), allowedLeft(5))},
+	}}
+}
+
+// expiry: a key idle for its whole reset time behaves as a fresh one, and
+// not a microsecond earlier.
+func expiry(alg rules.Algorithm) Case {
+	reset := map[rules.Algorithm]float64{
+		rules.GCRA: 1000, rules.TokenBucket: 1000, rules.LeakyBucket: 1000,
+		rules.FixedWindow: 900, rules.SlidingWindow: 1900, rules.SlidingLog: 1000,
+	}[alg]
+	return Case{Name: alg.String() + "/expiry", Steps: []Step{
+		{At: ms(100), Ops: ops(take("x", alg, 5)), Want: want(rules.Result{Allowed: true, ResetAfter: ms(reset)})},
+		{At: ms(100 + reset - 0.001), Ops: ops(peek("x", alg, 5)), Want: want(refused), Ignore: IgnoreValues},
+		{At: ms(100 + reset), Ops: ops(peek("x", alg, 5)), Want: want(allowedLeft(5))},
+		{At: ms(100+reset) + time.Hour, Ops: ops(take("x", alg, 5)), Want: want(allowedLeft(0)), Ignore: IgnoreResetAfter},
+		{At: 48 * time.Hour, Ops: ops(peek("x", alg, 5)), Want: want(allowedLeft(5))},
+	}}
+}
+
+// costOverBurst: a cost the counter can never hold is refused with
+// RetryNever and consumes nothing.
+func costOverBurst(alg rules.Algorithm) Case {
+	return Case{Name: alg.String() + "/cost_over_burst", Steps: []Step{
+		{Ops: ops(take("big", alg, 6)), Want: want(rules.Result{RetryAfter: rules.RetryNever})},
+		{Ops: ops(peek("big", alg, 5)), Want: want(allowedLeft(5))},
+	}}
+}
+
+// clockBackwards: a now earlier than the state's last write (another
+// node's clock, a step back) never reads as a fresh allowance.
+func clockBackwards(alg rules.Algorithm) Case {
+	return Case{Name: alg.String() + "/clock_backwards", Steps: []Step{
+		{At: ms(10_500), Ops: ops(take("back", alg, 5)), Want: want(allowedLeft(0)), Ignore: IgnoreResetAfter},
+		{At: ms(10_200), Ops: ops(take("back", alg, 1)), Want: want(refused), Ignore: IgnoreValues},
+		{At: ms(9_000), Ops: ops(attempts(take("back", alg, 1))), Want: want(refused), Ignore: IgnoreValues},
+		{At: -time.Hour, Ops: ops(peek("back", alg, 1)), Want: want(refused), Ignore: IgnoreValues},
+		{At: ms(10_500), Ops: ops(peek("back", alg, 1)), Want: want(refused), Ignore: IgnoreValues},
+	}}
+}
+
+// epochCases: windows start at multiples of the period since the Unix
+// epoch, whatever the first request.
+func epochCases() []Case {
+	minute := func(alg rules.Algorithm, cost int64) rules.Op {
+		o := take("m", alg, cost)
+		o.Limit, o.PeriodUS = 2, 60*second
+		return o
+	}
+	// Base is 2s past a multiple of 7s: the next boundary is at Base+5s.
+	seven := func(cost int64) rules.Op {
+		o := take("7", rules.FixedWindow, cost)
+		o.Limit, o.PeriodUS = 2, 7*second
+		return o
+	}
+	return []Case{
+		{Name: "fixed_window/epoch_aligned", Steps: []Step{
+			{At: ms(59_999), Ops: ops(minute(rules.FixedWindow, 2)), Want: want(rules.Result{Allowed: true, ResetAfter: ms(1)})},
+			{At: ms(59_999.5), Ops: ops(minute(rules.FixedWindow, 1)), Want: want(rules.Result{ResetAfter: ms(0.5), RetryAfter: ms(0.5)})},
+			{At: ms(60_000), Ops: ops(minute(rules.FixedWindow, 1)), Want: want(rules.Result{Allowed: true, Remaining: 1, ResetAfter: time.Minute})},
+		}},
+		{Name: "fixed_window/epoch_aligned_7s", Steps: []Step{
+			{At: ms(4_999.999), Ops: ops(seven(2)), Want: want(rules.Result{Allowed: true, ResetAfter: ms(0.001)})},
+			{At: ms(5_000), Ops: ops(seven(1)), Want: want(rules.Result{Allowed: true, Remaining: 1, ResetAfter: 7 * time.Second})},
+		}},
+		{Name: "sliding_window/epoch_aligned", Steps: []Step{
+			{At: ms(59_999), Ops: ops(minute(rules.SlidingWindow, 2)), Want: want(rules.Result{Allowed: true, ResetAfter: ms(60_001)})},
+			// Next window: 2×(60s−e)/60s + 1 ≤ 2 at e = 30s.
+			{At: ms(60_000), Ops: ops(minute(rules.SlidingWindow, 1)), Want: want(rules.Result{ResetAfter: time.Minute, RetryAfter: 30 * time.Second})},
+			{At: ms(90_000), Ops: ops(minute(rules.SlidingWindow, 1)), Want: want(rules.Result{Allowed: true, ResetAfter: 90 * time.Second})},
+		}},
+	}
+}
+
+// invalidCases: ops no store can apply are an error, never a panic.
+func invalidCases() Case {
+	zeroLimit := take("bad", rules.GCRA, 1)
+	zeroLimit.Limit = 0
+	zeroPeriod := take("bad", rules.SlidingWindow, 1)
+	zeroPeriod.PeriodUS = 0
+	noBurst := take("bad", rules.TokenBucket, 1)
+	noBurst.Burst = 0
+	negative := take("bad", rules.FixedWindow, -1)
+	distinct := take("bad", rules.Distinct, 1)
+	unknown := take("bad", rules.Distinct+1, 1)
+	badKind := op("bad", rules.GCRA, rules.OpReset+1, 1)
+	c := Case{Name: "invalid_ops"}
+	for _, o := range []rules.Op{zeroLimit, zeroPeriod, noBurst, negative, distinct, unknown, badKind} {
+		// A bad op fails the whole call, the good one beside it included,
+		// which then must not have consumed.
+		c.Steps = append(c.Steps, Step{Ops: ops(take("good", rules.GCRA, 1), o), Err: true})
+	}
+	c.Steps = append(c.Steps, Step{Ops: ops(peek("good", rules.GCRA, 5)), Want: want(allowedLeft(5))})
+	return c
+}

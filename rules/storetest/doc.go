@@ -1,0 +1,34 @@
+// Package storetest is the conformance suite every rules.Store passes:
+// memstore, redisstore against miniredis, and redisstore against a real
+// redis-server. Run replays time-scripted tables (plain data: Cases and
+// SeedTraceCases, so every store replays the very same ones) with a fake
+// clock: time is only ever the now passed to Take, starting at Base, a
+// multiple of one day since the Unix epoch so that every window of a
+// second, a minute or an hour starts on it.
+//
+// The tables fix Store's contract (rules/store.go) and the algorithms'
+// numbers (rules/algorithm.go): the lesson's Figure 1 trace
+// (testdata/fixtures/seed_trace.json at the module root) for all six
+// algorithms, the lesson's GCRA worked numbers, all-or-nothing, dry-run and
+// attempts ops, peek/add/refund/reset, Remaining/ResetAfter/RetryAfter
+// (rules.RetryNever for a cost over the burst), expiry, costs above 1,
+// windows aligned to the epoch, clock steps back, and invalid ops (an
+// error, never a panic, and nothing consumed). Generated checks add a
+// sliding_log exactness property (no rolling period ever holds more than
+// Limit), a concurrency check of one call's atomicity, and a differential
+// run against rules.Check and rules.Settle, which every store must match
+// bit for bit.
+//
+// Keys and TTLs, as every store keeps them: a key whose rules.Settle TTL is
+// 0 is not stored (its state is empty), and a key reads as fresh once a
+// call's now reaches the expiry its last write set (that call's now plus
+// the TTL), whatever calls with earlier nows did in between. Forward in
+// time the two are invisible, since a state at now+TTL decides as a fresh
+// one; only a clock step back after an expiry tells them apart, and the
+// differential run covers it.
+//
+// Run calls newStore once per case and closes every store it gets. Cases run
+// in parallel, on keys unique to the case and to the Run call, so one shared
+// backend (a Redis database) serves them all and leftovers of an earlier run
+// cannot interfere.
+package storetest
