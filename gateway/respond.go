@@ -96,6 +96,13 @@ func (s *Server) informative429(ctx *fasthttp.RequestCtx, rs *reqState, d *rules
 	rs.hdr = b
 }
 
+// The RateLimit field names as the draft spells them; SetCanonical keeps
+// this case, where fasthttp would otherwise write "Ratelimit".
+var (
+	hdrRateLimit       = []byte("RateLimit")
+	hdrRateLimitPolicy = []byte("RateLimit-Policy")
+)
+
 // setRateLimitHeaders sets RateLimit-Policy and RateLimit for the enforcing
 // limit rules that counted this request, one list member per rule:
 //
@@ -125,7 +132,7 @@ func (s *Server) setRateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState) {
 	if n == 0 {
 		return
 	}
-	ctx.Response.Header.SetBytesV("RateLimit-Policy", b)
+	ctx.Response.Header.SetCanonical(hdrRateLimitPolicy, b)
 	mark := len(b)
 	n = 0
 	for i := range rs.sc.Matches {
@@ -144,7 +151,7 @@ func (s *Server) setRateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState) {
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, ceilSecondsOrZero(res.ResetAfter), 10)
 	}
-	ctx.Response.Header.SetBytesV("RateLimit", b[mark:])
+	ctx.Response.Header.SetCanonical(hdrRateLimit, b[mark:])
 	rs.hdr = b
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -65,13 +66,7 @@ func main() {
 
 // run parses args, runs the chosen scenario and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	names := slices.Sorted(func(yield func(string) bool) {
-		for name := range scenarios() {
-			if !yield(name) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(scenarios()))
 
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
