@@ -1,11 +1,14 @@
 package rules
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"hash"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -123,7 +126,12 @@ type Scratch struct {
 	Matches []Match
 	Ops     []Op
 	Res     []Result
-	buf     []byte // ipad || encoded key values, for the keyed hash
+	buf     []byte // encoded key values, for the keyed hash
+	prev    []byte // the previous key's encoded values
+	prevSum [15]byte
+	sum     []byte
+	mac     hash.Hash // HMAC-SHA256 under owner's secret
+	owner   *Engine
 }
 
 // NewScratch returns a Scratch sized for n rules.
@@ -133,6 +141,8 @@ func NewScratch(n int) *Scratch {
 		Ops:     make([]Op, 0, n),
 		Res:     make([]Result, 0, n),
 		buf:     make([]byte, 0, 512),
+		prev:    make([]byte, 0, 512),
+		sum:     make([]byte, 0, sha256.Size),
 	}
 }
 
@@ -140,6 +150,7 @@ func (s *Scratch) reset() {
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
+	s.prev = s.prev[:0]
 }
 
 // EngineOptions configures an Engine. The zero value of each field works
@@ -157,9 +168,9 @@ type EngineOptions struct {
 // Engine decides requests against a Policy. It is safe for concurrent use;
 // the policy is passed to each Check so a reload swaps it atomically.
 type Engine struct {
-	store      Store
-	ipad, opad [64]byte
-	dryRun     atomic.Bool
+	store  Store
+	secret []byte
+	dryRun atomic.Bool
 }
 
 // ErrNoStore is returned by NewEngine without a store.
@@ -170,27 +181,12 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	if opts.Store == nil {
 		return nil, ErrNoStore
 	}
-	e := &Engine{store: opts.Store}
-	secret := opts.Secret
-	if len(secret) == 0 {
-		secret = make([]byte, 32)
-		if _, err := rand.Read(secret); err != nil {
+	e := &Engine{store: opts.Store, secret: opts.Secret}
+	if len(e.secret) == 0 {
+		e.secret = make([]byte, 32)
+		if _, err := rand.Read(e.secret); err != nil {
 			return nil, err
 		}
-	}
-	// HMAC (RFC 2104) with the pads precomputed, so a key costs two
-	// SHA-256 sums over stack or scratch memory and no allocation.
-	if len(secret) > 64 {
-		s := sha256.Sum256(secret)
-		secret = s[:]
-	}
-	for i := range e.ipad {
-		var b byte
-		if i < len(secret) {
-			b = secret[i]
-		}
-		e.ipad[i] = b ^ 0x36
-		e.opad[i] = b ^ 0x5c
 	}
 	e.dryRun.Store(opts.DryRun)
 	return e, nil
@@ -210,6 +206,12 @@ func (e *Engine) Store() Store { return e.store }
 // the caller (response headers, metrics) until s is reused.
 func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch) Decision {
 	s.reset()
+	if s.owner != e {
+		// Once per pooled Scratch: crypto/hmac keeps the keyed inner and
+		// outer SHA-256 states, so each key then costs two compressions.
+		s.mac = hmac.New(sha256.New, e.secret)
+		s.owner = e
+	}
 	var d Decision
 	nodeDry := p.DryRun || e.dryRun.Load()
 	denyAction := false // an enforcing action = "deny" matched
@@ -359,7 +361,7 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch) (k Key, present bool) {
 	if len(r.Key) > 1 {
 		k[8] |= 0x80
 	}
-	buf := append(s.buf[:0], e.ipad[:]...)
+	buf := s.buf[:0]
 	for _, ch := range r.Key {
 		buf = append(buf, byte(ch.Kind))
 		switch ch.Kind {
@@ -391,18 +393,16 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch) (k Key, present bool) {
 		}
 	}
 	s.buf = buf
-	sum := e.hash(buf)
-	copy(k[9:], sum[:15])
+	// Rules keyed alike (a limit and its shadow, say) share one hash.
+	if len(s.prev) == 0 || !bytes.Equal(buf, s.prev) {
+		s.mac.Reset()
+		s.mac.Write(buf)
+		s.sum = s.mac.Sum(s.sum[:0])
+		copy(s.prevSum[:], s.sum[:15])
+		s.prev = append(s.prev[:0], buf...)
+	}
+	copy(k[9:], s.prevSum[:])
 	return k, true
-}
-
-// hash is HMAC-SHA256 of msg, where buf = ipad || msg.
-func (e *Engine) hash(buf []byte) [32]byte {
-	inner := sha256.Sum256(buf)
-	var outer [64 + 32]byte
-	copy(outer[:64], e.opad[:])
-	copy(outer[64:], inner[:])
-	return sha256.Sum256(outer[:])
 }
 
 // appendValue appends a length-prefixed value, so "ab"+"c" and "a"+"bc"

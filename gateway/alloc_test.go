@@ -1,0 +1,19 @@
+//go:build !race
+
+package gateway
+
+import "testing"
+
+// TestDecisionPathAllocatesNothing guards the zero-allocation decision path
+// (HOUSE-STYLE §6): client key, route match, five rules, memstore.
+func TestDecisionPathAllocatesNothing(t *testing.T) {
+	for _, tt := range []struct{ name, peer, xff string }{
+		{"ipv4", "10.1.2.3", "203.0.113.9, 10.0.0.2"},
+		{"ipv6", "fd00::1", "2001:db8:1:2::9, fd00::2"},
+	} {
+		bs := newBenchSetup(t, tt.peer, tt.xff)
+		if n := testing.AllocsPerRun(200, func() { bs.s.decide(bs.ctx, bs.st, bs.rs) }); n != 0 {
+			t.Errorf("%s: decision path allocates %.1f times per request, want 0", tt.name, n)
+		}
+	}
+}

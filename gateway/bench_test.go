@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
+)
+
+// benchPolicy has five rules matching POST /login, one per algorithm
+// family and key shape, with limits high enough to keep allowing.
+const benchPolicy = `
+edge {
+  upstream        = "http://127.0.0.1:1"
+  trusted_proxies = ["10.0.0.0/8", "fd00::/8"]
+}
+rule "per-ip" {
+  methods = ["POST"]
+  paths   = ["/login"]
+  key     = ["ip"]
+  limit   = 1000000
+  period  = "1s"
+}
+rule "per-network" {
+  methods     = ["POST"]
+  paths       = ["/login"]
+  key         = ["ip"]
+  ipv4_prefix = 24
+  ipv6_prefix = 48
+  algorithm   = "sliding_window"
+  limit       = 1000000
+  period      = "1m"
+}
+rule "per-key" {
+  paths     = ["/login"]
+  key       = ["header:X-Api-Key", "ip"]
+  algorithm = "token_bucket"
+  limit     = 1000000
+  period    = "1s"
+}
+rule "per-route" {
+  paths     = ["/login"]
+  key       = ["route"]
+  algorithm = "fixed_window"
+  limit     = 1000000000
+  period    = "1h"
+}
+rule "shadow" {
+  paths     = ["/login"]
+  key       = ["ip"]
+  algorithm = "leaky_bucket"
+  limit     = 1000000
+  period    = "1s"
+  dry_run   = true
+}
+`
+
+type benchSetup struct {
+	s   *Server
+	st  *policyState
+	rs  *reqState
+	ctx *fasthttp.RequestCtx
+}
+
+func newBenchSetup(tb testing.TB, peer, xff string) *benchSetup {
+	tb.Helper()
+	p, diags := rules.Load("bench.hcl", []byte(benchPolicy))
+	if diags.HasErrors() {
+		tb.Fatal(diags.Error())
+	}
+	store, err := memstore.New(memstore.Options{MaxKeys: 1000})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { store.Close() })
+	s, err := New(Options{Policy: p, Store: store, Clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var req fasthttp.Request
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("/login?next=%2Fhome")
+	req.Header.SetHost("example.com")
+	req.Header.Set("X-Forwarded-For", xff)
+	req.Header.Set("X-Api-Key", "k-123456")
+	req.Header.SetContentType("application/json")
+	ctx := &fasthttp.RequestCtx{}
+	ctx.Init(&req, &net.TCPAddr{IP: net.ParseIP(peer), Port: 40000}, nil)
+	b := &benchSetup{s: s, st: s.state.Load(), rs: newReqState().(*reqState), ctx: ctx}
+	if !s.decide(ctx, b.st, b.rs) || len(b.rs.sc.Matches) != 5 || b.rs.d.Verdict != rules.Forward {
+		tb.Fatalf("setup: got %d matches, verdict %d", len(b.rs.sc.Matches), b.rs.d.Verdict)
+	}
+	return b
+}
+
+// BenchmarkDecisionPath measures the decision path (client address through
+// a trusted proxy, canonical and match paths, five rules, the memory store)
+// without the proxying.
+func BenchmarkDecisionPath(b *testing.B) {
+	for _, tt := range []struct{ name, peer, xff string }{
+		{"ipv4", "10.1.2.3", "203.0.113.9, 10.0.0.2"},
+		{"ipv6", "fd00::1", "2001:db8:1:2::9, fd00::2"},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			bs := newBenchSetup(b, tt.peer, tt.xff)
+			b.ReportAllocs()
+			for b.Loop() {
+				bs.s.decide(bs.ctx, bs.st, bs.rs)
+			}
+		})
+	}
+}
