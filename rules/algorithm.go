@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -65,10 +66,11 @@ const (
 const RetryNever time.Duration = -1
 
 var (
-	// ErrInvalidLimits wraps every error of ValidateLimits and ValidateOp.
+	// ErrInvalidLimits wraps the errors of ValidateLimits and ValidateOp
+	// about parameters out of bounds.
 	ErrInvalidLimits = errors.New("invalid limits")
-	// ErrUnsupported is returned for an algorithm no store implements yet
-	// (Distinct).
+	// ErrUnsupported wraps their errors about an algorithm no store
+	// implements (Distinct, for now).
 	ErrUnsupported = errors.New("unsupported algorithm")
 )
 
@@ -251,8 +253,8 @@ func Check(st *State, nowUS int64, op *Op) Result {
 			break
 		}
 		level := levelAt(st, nowUS, op)
-		if over := level + cost*op.PeriodUS - op.Burst*op.PeriodUS; over > 0 {
-			wait = skew(st, nowUS, op) + ceilDiv(over, op.Limit)
+		if excess := level + cost*op.PeriodUS - op.Burst*op.PeriodUS; excess > 0 {
+			wait = skew(st, nowUS, op) + ceilDiv(excess, op.Limit)
 		}
 	case FixedWindow:
 		if cost > op.Limit {
@@ -436,8 +438,8 @@ func consumeLog(st *State, nowUS int64, op *Op, cost int64) {
 	// Drop what has left the window (and, after a limit was lowered,
 	// anything beyond the newest Limit), in place.
 	log := logAt(st, nowUS, op)
-	if over := int64(len(log)) - op.Limit; over > 0 {
-		log = log[over:]
+	if excess := int64(len(log)) - op.Limit; excess > 0 {
+		log = log[excess:]
 	}
 	n := copy(st.Log, log)
 	st.Log = st.Log[:n]
@@ -610,18 +612,14 @@ func slidingAt(st *State, nowUS int64, op *Op) (start, prev, cur int64) {
 }
 
 // logAt returns the stored timestamps still in the window at nowUS: t is out
-// when t ≤ now − period. The log is ascending, so they are a suffix.
+// when t ≤ now − period. The log is ascending, so they are a suffix,
+// starting at the first t ≥ now − period + 1.
 func logAt(st *State, nowUS int64, op *Op) []int64 {
 	if st.Alg != op.Algorithm {
 		return nil
 	}
-	log := st.Log
-	cut := nowUS - op.PeriodUS
-	i := 0
-	for i < len(log) && log[i] <= cut {
-		i++
-	}
-	return log[i:]
+	i, _ := slices.BinarySearch(st.Log, nowUS-op.PeriodUS+1)
+	return st.Log[i:]
 }
 
 // ceilDiv returns ⌈a/b⌉ for b > 0, and 0 for a ≤ 0.

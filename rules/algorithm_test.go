@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -267,21 +268,28 @@ func randomize(rng *rand.Rand, op *Op) {
 // fresh state for every cost and checking kind.
 func sameAsFresh(st *State, nowUS int64, op Op) bool {
 	var fresh State
+	return sameState(st, &fresh, nowUS, op)
+}
+
+// sameState reports whether a and b at nowUS decide and report alike for
+// every cost and checking kind.
+func sameState(a, b *State, nowUS int64, op Op) bool {
 	for cost := range op.Limit + op.Burst + 2 {
 		for _, kind := range []OpKind{OpTake, OpPeek, OpAdd} {
 			op.Kind, op.Cost = kind, cost
-			if Check(st, nowUS, &op) != Check(&fresh, nowUS, &op) {
+			if Check(a, nowUS, &op) != Check(b, nowUS, &op) {
 				return false
 			}
 		}
 	}
-	r1, t1 := reportState(st, nowUS, &op)
-	r2, t2 := reportState(&fresh, nowUS, &op)
+	r1, t1 := reportState(a, nowUS, &op)
+	r2, t2 := reportState(b, nowUS, &op)
 	return r1 == r2 && t1 == t2
 }
 
 // TestTTLMeansFresh checks the TTL every store keys by: at now+TTL a state
-// decides exactly as a missing key, and one µs earlier it does not.
+// decides exactly as a missing key, one µs earlier it does not, and after
+// its expiry keeping it or dropping it cannot be told apart.
 func TestTTLMeansFresh(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -305,6 +313,28 @@ func TestTTLMeansFresh(t *testing.T) {
 				}
 				if ttl > 0 && sameAsFresh(&st, now+ttl-1, op) {
 					t.Fatalf("%s %+v: TTL %d is not the shortest: %+v is fresh a µs earlier", alg, op, ttl, st)
+				}
+				// Once expired, the state also settles as a fresh one: after
+				// one more op on each (a state whose TTL is 0 dropped, as
+				// stores do), the two read alike at any time, earlier ones
+				// included. So a store may drop a key at its expiry or keep
+				// it: nobody can tell.
+				later := now + ttl + rng.Int64N(op.PeriodUS)
+				kept := State{Alg: st.Alg, At: st.At, N: st.N, Prev: st.Prev, Log: slices.Clone(st.Log)}
+				var dropped State
+				next := op
+				randomize(rng, &next)
+				if _, ttl := applyOne(&kept, later, &next); ttl == 0 {
+					kept = State{}
+				}
+				if _, ttl := applyOne(&dropped, later, &next); ttl == 0 {
+					dropped = State{}
+				}
+				for _, at := range []int64{later, later - rng.Int64N(op.PeriodUS), later + rng.Int64N(op.PeriodUS)} {
+					if !sameState(&kept, &dropped, at, op) {
+						t.Fatalf("%s %+v: expired state %+v settled into %+v, a fresh one into %+v: they differ at %d",
+							alg, next, st, kept, dropped, at-later)
+					}
 				}
 			}
 		}

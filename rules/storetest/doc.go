@@ -20,12 +20,12 @@
 // bit for bit.
 //
 // Keys and TTLs, as every store keeps them: a key whose rules.Settle TTL is
-// 0 is not stored (its state is empty), and a key reads as fresh once a
-// call's now reaches the expiry its last write set (that call's now plus
-// the TTL), whatever calls with earlier nows did in between. Forward in
-// time the two are invisible, since a state at now+TTL decides as a fresh
-// one; only a clock step back after an expiry tells them apart, and the
-// differential run covers it.
+// 0 is not stored (its state is empty), and a key must live until a call's
+// now reaches the expiry its last write set (that call's now plus the TTL).
+// Dropping it then, or keeping it longer, is invisible: rules' tests prove a
+// state at or after its expiry decides and settles exactly as a fresh one.
+// Storing an empty state is not invisible: a later call with an earlier now
+// (a clock step back) would read it, and the differential run catches that.
 //
 // Run calls newStore once per case and closes every store it gets. Cases run
 // in parallel, on keys unique to the case and to the Run call, so one shared

@@ -228,13 +228,9 @@ func slidingLogProperty(t *testing.T, s rules.Store, ks keyspace) {
 // reference replays generated multi-op calls (every algorithm, kind and
 // flag, a few keys, the clock mostly forward with steps back and long idle
 // gaps) against s and against rules.Check and rules.Settle: the results
-// must be identical. The model keeps each key as every store must: a key
-// whose Settle TTL is 0 is not stored, and a key reads as fresh once a
-// call's now reaches the expiry its last write set (that write's now plus
-// its TTL), even if calls with earlier nows came in between. (Forward in
-// time, dropping a key at its TTL changes nothing: rules' tests prove a
-// state at now+TTL decides as a fresh one. Only a clock step back after an
-// expiry can tell.)
+// must be identical. The model keeps keys as the package doc says every
+// store must: not at all when Settle's TTL is 0, and as fresh from their
+// expiry on.
 func reference(t *testing.T, s rules.Store, ks keyspace) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(9, 10))
