@@ -1,0 +1,370 @@
+package rules_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
+)
+
+// fields is a map-backed rules.Fields.
+type fields struct{ header, cookie, query map[string]string }
+
+func (f fields) Header(n []byte) []byte { return bytesOf(f.header, n) }
+func (f fields) Cookie(n []byte) []byte { return bytesOf(f.cookie, n) }
+func (f fields) Query(n []byte) []byte  { return bytesOf(f.query, n) }
+
+func bytesOf(m map[string]string, n []byte) []byte {
+	if v, ok := m[string(n)]; ok {
+		return []byte(v)
+	}
+	return nil
+}
+
+func load(t *testing.T, src string) *rules.Policy {
+	t.Helper()
+	p, diags := rules.Load("test.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return p
+}
+
+func newEngine(t *testing.T, store rules.Store) *rules.Engine {
+	t.Helper()
+	if store == nil {
+		ms, err := memstore.New(memstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ms.Close() })
+		store = ms
+	}
+	e, err := rules.NewEngine(rules.EngineOptions{Store: store, Secret: []byte("test secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+type req struct {
+	method, path, host, client string
+	override                   string
+	f                          fields
+}
+
+func (r req) build() *rules.Request {
+	out := &rules.Request{
+		Method: []byte(r.method),
+		Path:   rules.AppendMatchPath(nil, []byte(r.path), true),
+		Host:   []byte(r.host),
+		Client: netip.MustParseAddr(r.client),
+		Fields: r.f,
+	}
+	if r.override != "" {
+		out.Overrides[0] = []byte(r.override)
+	}
+	return out
+}
+
+var t0 = time.Unix(1_800_000_000, 0)
+
+func check(e *rules.Engine, p *rules.Policy, r req, s *rules.Scratch) rules.Decision {
+	return e.Check(context.Background(), t0, p, r.build(), s)
+}
+
+func TestEngineDenyAction(t *testing.T) {
+	p := load(t, `
+rule "block-admin" {
+  paths  = ["/admin/*"]
+  action = "deny"
+}
+rule "block-otp-abroad" {
+  paths     = ["/otp/*"]
+  action    = "deny"
+  sensitive = true
+}
+rule "count-otp" {
+  paths = ["/otp/*"]
+  key   = ["ip"]
+  limit = 1
+  period = "1h"
+}
+`)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(4)
+	if d := check(e, p, req{method: "GET", path: "/admin/users", client: "192.0.2.1"}, s); d.Verdict != rules.RefuseForbidden || d.Refusing.Name != "block-admin" {
+		t.Errorf("admin: got verdict %d by %v, want 403 by block-admin", d.Verdict, d.Refusing)
+	}
+	if d := check(e, p, req{method: "GET", path: "/api", client: "192.0.2.1"}, s); d.Verdict != rules.Forward {
+		t.Errorf("api: got verdict %d", d.Verdict)
+	}
+	// A sensitive deny answers as a limit refusal (bare 429), and the
+	// refused request consumes nothing from the counting rule: twice
+	// refused, the one-an-hour counter is still unused.
+	for range 2 {
+		if d := check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1"}, s); d.Verdict != rules.RefuseLimit || !d.Sensitive {
+			t.Errorf("otp: got verdict %d sensitive %v, want bare 429", d.Verdict, d.Sensitive)
+		}
+	}
+	p2 := load(t, `
+rule "count-otp" {
+  paths = ["/otp/*"]
+  key   = ["ip"]
+  limit = 1
+  period = "1h"
+}
+`)
+	if d := check(e, p2, req{method: "POST", path: "/otp/send", client: "192.0.2.1"}, s); d.Verdict != rules.Forward {
+		t.Errorf("counter was consumed by refused requests: verdict %d", d.Verdict)
+	}
+}
+
+func TestEngineMissingIdentity(t *testing.T) {
+	p := load(t, `
+rule "per-key" {
+  paths = ["/api/*"]
+  key   = ["header:X-Api-Key"]
+  limit = 1
+  period = "1m"
+}
+rule "per-key-sensitive" {
+  paths     = ["/login"]
+  key       = ["query:client"]
+  limit     = 100
+  period    = "1m"
+  sensitive = true
+}
+rule "per-ip-attempts" {
+  paths  = ["/login"]
+  key    = ["ip"]
+  limit  = 2
+  period = "1m"
+}
+`)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(4)
+	// Absent on an ordinary rule: skipped, never a shared empty key.
+	for range 3 {
+		d := check(e, p, req{method: "GET", path: "/api/x", client: "192.0.2.1"}, s)
+		if d.Verdict != rules.Forward || s.Matches[0].Outcome != rules.OutcomeSkip {
+			t.Fatalf("got verdict %d outcome %v, want forward/skip", d.Verdict, s.Matches[0].Outcome)
+		}
+	}
+	// Present: counted per value.
+	for i, want := range []rules.Verdict{rules.Forward, rules.RefuseLimit} {
+		d := check(e, p, req{method: "GET", path: "/api/x", client: "192.0.2.1", f: fields{header: map[string]string{"X-Api-Key": "k1"}}}, s)
+		if d.Verdict != want {
+			t.Errorf("k1 #%d: got %d, want %d", i, d.Verdict, want)
+		}
+	}
+	if d := check(e, p, req{method: "GET", path: "/api/x", client: "192.0.2.1", f: fields{header: map[string]string{"X-Api-Key": "k2"}}}, s); d.Verdict != rules.Forward {
+		t.Errorf("k2: got %d", d.Verdict)
+	}
+	// Absent on a sensitive rule: 400, and the per-client rule is charged
+	// as an attempt, so garbage floods are still limited.
+	for i, want := range []rules.Verdict{rules.RejectMissing, rules.RejectMissing, rules.RefuseLimit} {
+		d := check(e, p, req{method: "POST", path: "/login", client: "192.0.2.9"}, s)
+		if d.Verdict != want {
+			t.Errorf("missing #%d: got verdict %d, want %d", i, d.Verdict, want)
+		}
+	}
+}
+
+func TestEngineDryRunRuleNeverChangesOthers(t *testing.T) {
+	p := load(t, `
+rule "tight-shadow" {
+  paths   = ["/api/*"]
+  key     = ["ip"]
+  limit   = 1
+  period  = "1m"
+  dry_run = true
+}
+rule "loose" {
+  paths  = ["/api/*"]
+  key    = ["ip"]
+  limit  = 3
+  period = "1m"
+}
+`)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(4)
+	var outcomes []rules.Outcome
+	var verdicts []rules.Verdict
+	for range 4 {
+		d := check(e, p, req{method: "GET", path: "/api/x", client: "2001:db8::1"}, s)
+		verdicts = append(verdicts, d.Verdict)
+		outcomes = append(outcomes, s.Matches[0].Outcome)
+	}
+	wantV := []rules.Verdict{rules.Forward, rules.Forward, rules.Forward, rules.RefuseLimit}
+	wantO := []rules.Outcome{rules.OutcomeAllow, rules.OutcomeDryRunDeny, rules.OutcomeDryRunDeny, rules.OutcomeDryRunDeny}
+	for i := range wantV {
+		if verdicts[i] != wantV[i] || outcomes[i] != wantO[i] {
+			t.Errorf("#%d: got %d/%v, want %d/%v", i, verdicts[i], outcomes[i], wantV[i], wantO[i])
+		}
+	}
+	// Node-wide dry-run: nothing refuses, the refusal is still decided.
+	e.SetDryRun(true)
+	d := check(e, p, req{method: "GET", path: "/api/x", client: "2001:db8::1"}, s)
+	if d.Verdict != rules.Forward || s.Matches[1].Outcome != rules.OutcomeDryRunDeny {
+		t.Errorf("node dry-run: got %d/%v", d.Verdict, s.Matches[1].Outcome)
+	}
+}
+
+func TestEngineMatching(t *testing.T) {
+	p := load(t, `
+rule "login" {
+  methods = ["POST"]
+  paths   = ["/login"]
+  hosts   = ["Example.COM"]
+  key     = ["ip"]
+  limit   = 1
+  period  = "1m"
+}
+`)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(2)
+	tests := []struct {
+		name  string
+		r     req
+		match bool
+	}{
+		{"exact", req{method: "POST", path: "/login", host: "example.com"}, true},
+		{"trailing slash", req{method: "POST", path: "/login/", host: "example.com"}, true},
+		{"case", req{method: "POST", path: "/LogIn", host: "example.com"}, true},
+		{"override", req{method: "GET", path: "/login", host: "example.com", override: "POST"}, true},
+		{"other method", req{method: "GET", path: "/login", host: "example.com"}, false},
+		{"other host", req{method: "POST", path: "/login", host: "evil.com"}, false},
+		{"sub path", req{method: "POST", path: "/login/x", host: "example.com"}, false},
+		{"prefix sibling", req{method: "POST", path: "/loginx", host: "example.com"}, false},
+	}
+	for _, tt := range tests {
+		tt.r.client = "192.0.2.1"
+		check(e, p, tt.r, s)
+		if got := len(s.Matches) == 1; got != tt.match {
+			t.Errorf("%s: matched %v, want %v", tt.name, got, tt.match)
+		}
+	}
+}
+
+// TestEngineKeys: composite values are length-prefixed (no "ab"+"c" =
+// "a"+"bc" collision), rules keep their own counters, and a /64 is one key.
+func TestEngineKeys(t *testing.T) {
+	p := load(t, `
+rule "a" {
+  paths = ["/x"]
+  key   = ["header:A", "header:B"]
+  limit = 1
+  period = "1m"
+}
+rule "b" {
+  paths = ["/y"]
+  key   = ["ip"]
+  limit = 1
+  period = "1m"
+}
+rule "c" {
+  paths = ["/y"]
+  key   = ["ip"]
+  ipv6_prefix = 128
+  limit = 1
+  period = "1m"
+}
+`)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(4)
+	key := func(r req, i int) rules.Key {
+		check(e, p, r, s)
+		return s.Ops[i].Key
+	}
+	k1 := key(req{method: "GET", path: "/x", client: "192.0.2.1", f: fields{header: map[string]string{"A": "ab", "B": "c"}}}, 0)
+	k2 := key(req{method: "GET", path: "/x", client: "192.0.2.1", f: fields{header: map[string]string{"A": "a", "B": "bc"}}}, 0)
+	if k1 == k2 {
+		t.Error(`"ab"+"c" and "a"+"bc" share a key`)
+	}
+	b1, c1 := key(req{method: "GET", path: "/y", client: "2001:db8:1:2::1"}, 0), key(req{method: "GET", path: "/y", client: "2001:db8:1:2::1"}, 1)
+	if b1 == c1 {
+		t.Error("two rules share a counter")
+	}
+	if b2 := key(req{method: "GET", path: "/y", client: "2001:db8:1:2:ffff::9"}, 0); b2 != b1 {
+		t.Error("one /64 gives two keys")
+	}
+	if c2 := key(req{method: "GET", path: "/y", client: "2001:db8:1:2:ffff::9"}, 1); c2 == c1 {
+		t.Error("a /128 rule merges two addresses")
+	}
+	if b3 := key(req{method: "GET", path: "/y", client: "2001:db8:1:3::1"}, 0); b3 == b1 {
+		t.Error("two /64s share a key")
+	}
+}
+
+// brokenStore always fails, like an unreachable Redis.
+type brokenStore struct{}
+
+var errDown = errors.New("store down")
+
+func (brokenStore) Take(context.Context, time.Time, []rules.Op, []rules.Result) error { return errDown }
+func (brokenStore) Close() error                                                      { return nil }
+
+func TestEngineStoreErrorFollowsEachRulesMode(t *testing.T) {
+	p := load(t, `
+rule "open" {
+  paths = ["/api/*", "/login"]
+  key   = ["ip"]
+  limit = 1
+  period = "1m"
+}
+rule "closed" {
+  paths     = ["/login"]
+  key       = ["ip"]
+  limit     = 1
+  period    = "1m"
+  sensitive = true
+}
+`)
+	e := newEngine(t, brokenStore{})
+	s := rules.NewScratch(4)
+	d := check(e, p, req{method: "GET", path: "/api/x", client: "192.0.2.1"}, s)
+	if d.Verdict != rules.Forward || !errors.Is(d.StoreErr, errDown) || s.Matches[0].Outcome != rules.OutcomeStoreErrorAllow {
+		t.Errorf("fail open: got %d %v %v", d.Verdict, d.StoreErr, s.Matches[0].Outcome)
+	}
+	d = check(e, p, req{method: "POST", path: "/login", client: "192.0.2.1"}, s)
+	if d.Verdict != rules.Unavailable || s.Matches[1].Outcome != rules.OutcomeStoreErrorDeny || s.Matches[0].Outcome != rules.OutcomeStoreErrorAllow {
+		t.Errorf("fail closed: got %d %v %v", d.Verdict, s.Matches[0].Outcome, s.Matches[1].Outcome)
+	}
+}
+
+func TestEngineAttemptsCountWhenRefused(t *testing.T) {
+	p := load(t, `
+rule "verify-per-ip" {
+  paths     = ["/otp/verify"]
+  key       = ["ip"]
+  algorithm = "sliding_log"
+  limit     = 3
+  period    = "1m"
+  count     = "attempts"
+}
+rule "verify-global" {
+  paths     = ["/otp/verify"]
+  key       = ["global"]
+  algorithm = "fixed_window"
+  limit     = 2
+  period    = "1m"
+}
+`)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(4)
+	// The global rule refuses the third; the attempts rule counts it anyway
+	// and refuses the fourth from the same client even though it never saw
+	// more than two forwarded.
+	want := []rules.Outcome{rules.OutcomeAllow, rules.OutcomeAllow, rules.OutcomeAllow, rules.OutcomeDeny}
+	for i, w := range want {
+		check(e, p, req{method: "POST", path: "/otp/verify", client: "192.0.2.1"}, s)
+		if got := s.Matches[0].Outcome; got != w {
+			t.Errorf("#%d: attempts rule got %v, want %v", i, got, w)
+		}
+	}
+}
