@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -93,6 +94,7 @@ func loadPolicy(t testing.TB, rel string, replace ...string) *rules.Policy {
 type nodeOptions struct {
 	dryRun bool
 	clock  *fakeClock
+	logs   io.Writer // JSON logs at info level, when set
 }
 
 func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
@@ -115,6 +117,9 @@ func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
 	opts := Options{Policy: p, Store: st, Upstream: "http://" + n.oaddr, Registry: n.reg, DryRun: o.dryRun}
 	if o.clock != nil {
 		opts.Clock = o.clock
+	}
+	if o.logs != nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(o.logs, nil))
 	}
 	n.srv, err = New(opts)
 	if err != nil {
@@ -418,7 +423,8 @@ func TestHopByHopHeadersAreStripped(t *testing.T) {
 // all ten and refuses the eleventh with an informative 429.
 func TestShadowRuleNeverRefusesButCounts(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	n := startNode(t, loadPolicy(t, foundation), nodeOptions{clock: clk})
+	var logs syncBuffer
+	n := startNode(t, loadPolicy(t, foundation), nodeOptions{clock: clk, logs: &logs})
 	for i := range 10 {
 		r := do(t, "GET", "http://"+n.addr+"/api/orders", "")
 		if r.status != 200 {
@@ -440,6 +446,23 @@ func TestShadowRuleNeverRefusesButCounts(t *testing.T) {
 	}
 	if got := n.hits(t)["/api/orders"]; got != 10 {
 		t.Errorf("origin got %d, want 10", got)
+	}
+	// Each would-be refusal is logged, with the key's hash, never the IP.
+	wouldRefuse := 0
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["msg"] == "would have refused" && rec["rule"] == "api-shadow-tight" && rec["decision"] == "dry_run_deny" && len(fmt.Sprint(rec["key"])) == 30 {
+			wouldRefuse++
+		}
+	}
+	if wouldRefuse != 8 {
+		t.Errorf("got %d would-have-refused log lines, want 8:\n%s", wouldRefuse, logs.String())
+	}
+	if strings.Contains(logs.String(), "127.0.0.1") {
+		t.Errorf("logs carry the raw client address:\n%s", logs.String())
 	}
 
 	clk.Advance(time.Second)
@@ -638,4 +661,22 @@ func TestCeilSeconds(t *testing.T) {
 			t.Errorf("ceilSeconds(%v) = %d, want %d", tt.d, got, tt.want)
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

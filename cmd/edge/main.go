@@ -198,17 +198,7 @@ func serve(args []string, stderr io.Writer) int {
 	for running > 0 {
 		select {
 		case <-hup:
-			np, diags := rules.LoadFile(*config)
-			printDiags(stderr, diags)
-			if diags.HasErrors() {
-				log.Error("reload refused: policy has errors; keeping the running policy", "policy", *config, "errors", len(diags.Errs()))
-				continue
-			}
-			if err := srv.Reload(np); err != nil {
-				log.Error("reload refused", "error", err)
-				continue
-			}
-			log.Info("policy reloaded", "policy", *config, "rules", len(np.Rules))
+			_ = reload(srv, *config, log, stderr)
 		case err := <-errc:
 			running--
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -219,6 +209,23 @@ func serve(args []string, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// reload loads path and swaps it into srv. A policy with errors is
+// refused, with its diagnostics on stderr, and the running policy stays.
+func reload(srv *gateway.Server, path string, log *slog.Logger, stderr io.Writer) error {
+	np, diags := rules.LoadFile(path)
+	printDiags(stderr, diags)
+	if diags.HasErrors() {
+		log.Error("reload refused: policy has errors; keeping the running policy", "policy", path, "errors", len(diags.Errs()))
+		return diags
+	}
+	if err := srv.Reload(np); err != nil {
+		log.Error("reload refused; keeping the running policy", "policy", path, "error", err)
+		return err
+	}
+	log.Info("policy reloaded", "policy", path, "rules", len(np.Rules))
+	return nil
 }
 
 func demoOrigin(args []string, stderr io.Writer) int {

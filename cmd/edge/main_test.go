@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // root is the module root: go test runs in cmd/edge.
@@ -103,5 +108,42 @@ func TestUnknownCommand(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"frobnicate"}, &out, &errb); code != 2 {
 		t.Fatalf("exit %d, want 2", code)
+	}
+}
+
+func TestReloadKeepsRunningPolicyOnErrors(t *testing.T) {
+	good := filepath.Join(root, "testdata/fixtures/policies/foundation.hcl")
+	p, diags := rules.LoadFile(good)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := gateway.New(gateway.Options{Policy: p, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs, errb bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	for _, f := range []string{"bad-period.hcl", "syntax.hcl", "duplicate-rule.hcl"} {
+		if err := reload(srv, filepath.Join(root, "testdata/fixtures/policies/broken", f), log, &errb); err == nil {
+			t.Errorf("%s: reload accepted a broken policy", f)
+		}
+		if srv.Policy() != p {
+			t.Fatalf("%s: the running policy was replaced", f)
+		}
+	}
+	if !strings.Contains(logs.String(), "reload refused") || !strings.Contains(errb.String(), "bad-period.hcl:10,") {
+		t.Errorf("refusal not reported:\n%s\n%s", logs.String(), errb.String())
+	}
+	// A good file is swapped in.
+	if err := reload(srv, filepath.Join(root, "policies.hcl"), log, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Policy() == p || srv.Policy().Rule("login-per-ip") == nil {
+		t.Error("a valid policy was not swapped in")
 	}
 }
