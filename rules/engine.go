@@ -261,6 +261,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			Cost:      1,
 			Enforce:   m.Enforce,
 			Attempts:  r.Count == CountAttempts,
+			OnError:   r.OnStoreError,
 		})
 		s.Matches = append(s.Matches, m)
 	}
@@ -290,6 +291,11 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			continue
 		}
 		res := &s.Res[m.Op]
+		if res.StoreError {
+			d.StoreErr = ErrStoreFallback
+			e.storeFallback(&d, m, res)
+			continue
+		}
 		switch {
 		case res.Allowed:
 			m.Outcome = OutcomeAllow
@@ -306,6 +312,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		}
 	}
 	switch {
+	case d.Verdict == Unavailable:
 	case d.Refusing != nil && d.Refusing.Action == ActionDeny && !d.Sensitive:
 		d.Verdict = RefuseForbidden
 	case d.Refusing != nil:
@@ -314,6 +321,32 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		d.Verdict = RejectMissing
 	}
 	return d
+}
+
+// ErrStoreFallback marks a Decision some of whose ops a failure-handling
+// store answered from their on_store_error mode instead of the backing store.
+var ErrStoreFallback = errors.New("rules: store unavailable, answered by on_store_error")
+
+// storeFallback records an op that a failure-handling store answered from
+// its mode: a fail-closed refusal makes the request unavailable (503); a
+// local bucket's refusal is an ordinary over-the-limit refusal (429).
+func (e *Engine) storeFallback(d *Decision, m *Match, res *Result) {
+	if res.Allowed || !m.Enforce {
+		m.Outcome = OutcomeStoreErrorAllow
+		if !res.Allowed {
+			m.Outcome = OutcomeDryRunDeny
+		}
+		return
+	}
+	m.Outcome = OutcomeStoreErrorDeny
+	if m.Rule.OnStoreError == FailClosed {
+		d.Verdict = Unavailable
+	} else if res.RetryAfter > d.RetryAfter {
+		d.RetryAfter = res.RetryAfter
+	}
+	if d.Refusing == nil {
+		d.Refusing = m.Rule
+	}
 }
 
 // storeFailed applies each rule's on_store_error when the store could not

@@ -111,6 +111,10 @@ type Op struct {
 	// Attempts marks count = "attempts": the op consumes even when the
 	// request is refused (by itself or by another rule).
 	Attempts bool
+	// OnError is the rule's on_store_error: what a failure-handling store
+	// (failclosed) answers for this op when the backing store cannot
+	// decide. Plain stores ignore it.
+	OnError StoreErrorMode
 }
 
 // Result is the outcome of one Op.
@@ -126,6 +130,11 @@ type Result struct {
 	// RetryAfter is, when refused, the time until a request of the same cost
 	// could be allowed; 0 when allowed.
 	RetryAfter time.Duration
+	// StoreError is set when the backing store could not decide this op and
+	// Allowed comes from the op's OnError mode instead: FailOpen allows,
+	// FailClosed refuses, FailLocal asks a local bucket at the limit divided
+	// by the fleet size. Only failure-handling stores (failclosed) set it.
+	StoreError bool
 }
 
 // Store applies a request's ops at now in one call and fills res[i] for
