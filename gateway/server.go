@@ -48,9 +48,17 @@ type Options struct {
 	Logger *slog.Logger
 	// Registry receives the metrics (default: a new registry).
 	Registry *prometheus.Registry
+	// Health, when set, tells /readyz whether the store is degraded (a
+	// failclosed.Store does).
+	Health Health
 	// Clock replaces the request time (fasthttp's ctx.Time()) for tests
 	// that script time; nil in production.
 	Clock rules.Clock
+}
+
+// Health reports a degraded dependency: ok is false with a human reason.
+type Health interface {
+	Degraded() (degraded bool, reason string)
 }
 
 // Server is an edge node: the public handler, the reverse proxy and the
@@ -63,6 +71,7 @@ type Server struct {
 	reg    *prometheus.Registry
 	pool   sync.Pool // *reqState
 	clock  rules.Clock
+	health Health
 
 	listen, adminListen string
 
@@ -99,6 +108,7 @@ func New(opts Options) (*Server, error) {
 		upstreams:   map[string]*fasthttp.HostClient{},
 		upOverride:  opts.Upstream,
 		clock:       opts.Clock,
+		health:      opts.Health,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

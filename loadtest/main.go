@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Exit statuses.
@@ -27,6 +29,11 @@ const (
 	maxRequests = 10_000_000
 	maxTimeout  = 30 * time.Second
 	maxStagger  = 2 * time.Millisecond
+
+	// throughput
+	maxConnections = 512
+	maxClients     = 1 << 17 // the addresses of 198.18.0.0/15
+	maxWarmup      = 10 * time.Second
 )
 
 // errMismatch is returned (wrapped) by a scenario whose observed decisions
@@ -43,17 +50,41 @@ type config struct {
 	stagger   time.Duration // extra lateness per request index in timed replays
 	stdout    io.Writer     // the report
 	stderr    io.Writer     // warnings
+
+	// throughput only
+	compare     target        // a second target measured after the first; zero: none
+	connections int           // concurrent clients, one connection each
+	clients     int           // distinct X-Forwarded-For addresses
+	method      string        // request method
+	path        string        // request path, query included
+	warmup      time.Duration // per target, before measuring
 }
 
-// scenario runs one kind of traffic. It returns an error wrapping
-// errMismatch when the edge's answers were not the expected ones, and any
-// other error when the run could not be completed.
-type scenario func(ctx context.Context, cfg config) error
+// scenario is one kind of traffic.
+type scenario struct {
+	// run returns an error wrapping errMismatch when the edge's answers
+	// were not the expected ones, and any other error when the run could
+	// not be completed.
+	run func(ctx context.Context, cfg config) error
+	// duration and requests, when not zero, replace the defaults of
+	// -duration and -requests for this scenario.
+	duration time.Duration
+	requests int
+	// budget, when not nil, returns the whole run's deadline; otherwise it
+	// is cfg.duration.
+	budget func(cfg config) time.Duration
+}
 
 // scenarios returns the scenarios by name.
 func scenarios() map[string]scenario {
 	return map[string]scenario{
-		"seed-trace": runSeedTrace,
+		"seed-trace": {run: runSeedTrace},
+		"throughput": {
+			run:      runThroughput,
+			duration: 10 * time.Second,
+			requests: maxRequests,
+			budget:   throughputBudget,
+		},
 	}
 }
 
@@ -73,11 +104,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name := fs.String("scenario", "seed-trace", "scenario to run: "+strings.Join(names, ", "))
 	rawTarget := fs.String("target", "http://127.0.0.1:18080", "base URL of the edge node; loopback only")
 	tracePath := fs.String("trace", "testdata/fixtures/seed_trace.json", "seed trace fixture (seed-trace)")
-	duration := fs.Duration("duration", 30*time.Second, "time budget of the whole run (at most "+maxDuration.String()+")")
-	requests := fs.Int("requests", 10_000, fmt.Sprintf("most requests the run may send (at most %d)", maxRequests))
+	duration := fs.Duration("duration", 30*time.Second, "time budget of the whole run; throughput: measured time per target, default 10s (at most "+maxDuration.String()+")")
+	requests := fs.Int("requests", 10_000, fmt.Sprintf("most requests the run may send; throughput: default %d (at most %d)", maxRequests, maxRequests))
 	timeout := fs.Duration("timeout", 2*time.Second, "per-request timeout (at most "+maxTimeout.String()+")")
 	stagger := fs.Duration("stagger", 500*time.Microsecond,
 		"timed replays send request i an extra i×stagger late, so jitter cannot make a request early relative to an earlier one (at most "+maxStagger.String()+")")
+	connections := fs.Int("connections", 32, fmt.Sprintf("throughput: concurrent clients, one connection each (at most %d)", maxConnections))
+	clients := fs.Int("clients", 1000, fmt.Sprintf("throughput: distinct X-Forwarded-For addresses from 198.18.0.0/15, in turn (at most %d)", maxClients))
+	method := fs.String("method", fasthttp.MethodGet, "throughput: request method")
+	path := fs.String("path", "/api/bench", "throughput: request path, query allowed")
+	rawCompare := fs.String("compare", "", "throughput: base URL of a second target (e.g. the origin) measured right after -target; loopback only")
+	warmup := fs.Duration("warmup", time.Second, "throughput: unmeasured load per target before measuring (at most "+maxWarmup.String()+")")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./loadtest [flags]\n\nscenarios: %s\n\nflags:\n", strings.Join(names, ", "))
 		fs.PrintDefaults()
@@ -87,6 +124,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		return exitError
+	}
+	sc, ok := scenarios()[*name]
+	set := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if ok && sc.duration != 0 && !set["duration"] {
+		*duration = sc.duration
+	}
+	if ok && sc.requests != 0 && !set["requests"] {
+		*requests = sc.requests
 	}
 
 	usage := func(format string, a ...any) int {
@@ -104,14 +150,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("-timeout must be in (0, %v], got %v", maxTimeout, *timeout)
 	case *stagger < 0 || *stagger > maxStagger:
 		return usage("-stagger must be in [0, %v], got %v", maxStagger, *stagger)
+	case *connections < 1 || *connections > maxConnections:
+		return usage("-connections must be in [1, %d], got %d", maxConnections, *connections)
+	case *clients < 1 || *clients > maxClients:
+		return usage("-clients must be in [1, %d], got %d", maxClients, *clients)
+	case !validMethod(*method):
+		return usage("-method %q is not an HTTP method token", *method)
+	case !validPath(*path):
+		return usage("-path %q: want an origin-form path such as /api/bench, printable ASCII, no spaces", *path)
+	case *warmup < 0 || *warmup > maxWarmup:
+		return usage("-warmup must be in [0, %v], got %v", maxWarmup, *warmup)
 	}
-	sc, ok := scenarios()[*name]
 	if !ok {
 		return usage("unknown scenario %q (have %s)", *name, strings.Join(names, ", "))
 	}
 	tg, err := parseTarget(*rawTarget)
 	if err != nil {
 		return usage("%v", err)
+	}
+	var cmp target
+	if *rawCompare != "" {
+		if cmp, err = parseFlagTarget("-compare", *rawCompare); err != nil {
+			return usage("%v", err)
+		}
 	}
 
 	cfg := config{
@@ -123,10 +184,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		stagger:   *stagger,
 		stdout:    stdout,
 		stderr:    stderr,
+
+		compare:     cmp,
+		connections: *connections,
+		clients:     *clients,
+		method:      *method,
+		path:        *path,
+		warmup:      *warmup,
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.duration)
+	budget := cfg.duration
+	if sc.budget != nil {
+		budget = sc.budget(cfg)
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	switch err := sc(ctx, cfg); {
+	switch err := sc.run(ctx, cfg); {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errMismatch):

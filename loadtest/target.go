@@ -17,20 +17,24 @@ type target struct {
 // parseTarget accepts only plain-HTTP base URLs whose host is a loopback
 // address (127.0.0.0/8, ::1, IPv4-mapped or not) or "localhost" (dialled as
 // 127.0.0.1), with no path beyond "/".
-func parseTarget(raw string) (target, error) {
+func parseTarget(raw string) (target, error) { return parseFlagTarget("-target", raw) }
+
+// parseFlagTarget is parseTarget for the flag named name, which its errors
+// mention.
+func parseFlagTarget(name, raw string) (target, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return target{}, fmt.Errorf("parsing -target: %w", err)
+		return target{}, fmt.Errorf("parsing %s: %w", name, err)
 	}
 	if u.Scheme != "http" {
-		return target{}, fmt.Errorf("-target %q: scheme must be http", raw)
+		return target{}, fmt.Errorf("%s %q: scheme must be http", name, raw)
 	}
 	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return target{}, fmt.Errorf("-target %q: want a base URL such as http://127.0.0.1:18080", raw)
+		return target{}, fmt.Errorf("%s %q: want a base URL such as http://127.0.0.1:18080", name, raw)
 	}
 	host := u.Hostname()
 	if !isLoopback(host) {
-		return target{}, fmt.Errorf("-target %q: host %q is not a loopback address; loadtest only talks to this machine", raw, host)
+		return target{}, fmt.Errorf("%s %q: host %q is not a loopback address; loadtest only talks to this machine", name, raw, host)
 	}
 	if strings.EqualFold(host, "localhost") {
 		// Dial the loopback address itself, so no resolver can send the

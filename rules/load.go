@@ -208,7 +208,14 @@ func (c *compiler) store(blocks []storeBlock, sc *StoreConfig) {
 				c.errorf(b.URLRange, "Unexpected url", "the memory store takes no url")
 			}
 		case "redis":
-			c.errorf(b.KindRange, "Not supported yet", "the redis store is not available in this build; use store \"memory\"")
+			if b.URL == nil {
+				c.errorf(b.DefRange, "Missing url", "store \"redis\" needs url, such as \"redis://127.0.0.1:6379/0\" or \"redis+cluster://10.0.0.1:7000,10.0.0.2:7000\"")
+			} else if err := ValidateStoreURL(*b.URL); err != nil {
+				c.errorf(b.URLRange, "Invalid url", "%v", err)
+			}
+			if b.MaxKeys != nil {
+				c.errorf(b.MaxKeysRange, "Unexpected max_keys", "max_keys bounds the memory store; Redis is bounded by its own maxmemory")
+			}
 		default:
 			c.errorf(b.KindRange, "Unknown store", "%q is not a store; want \"memory\" or \"redis\"", b.Kind)
 		}
@@ -226,6 +233,8 @@ func (c *compiler) store(blocks []storeBlock, sc *StoreConfig) {
 			d, err := ParseDuration(*b.Timeout)
 			if err != nil || d <= 0 {
 				c.errorf(b.TimeoutRange, "Invalid timeout", "%q is not a positive duration such as \"5ms\"", *b.Timeout)
+			} else if d > time.Second {
+				c.errorf(b.TimeoutRange, "Timeout too long", "%q: a store call's budget sits on every request's path; keep it to a few milliseconds (at most 1s)", *b.Timeout)
 			}
 			sc.Timeout = d
 		}
@@ -236,6 +245,41 @@ func (c *compiler) store(blocks []storeBlock, sc *StoreConfig) {
 			}
 		}
 	}
+}
+
+// ValidateStoreURL checks a store address as the policy's url and the -store
+// flag take it: "redis://HOST:PORT/DB" (DB optional, 0-15 by default in
+// Redis) or "redis+cluster://HOST:PORT,HOST:PORT".
+func ValidateStoreURL(s string) error {
+	rest, cluster := strings.CutPrefix(s, "redis+cluster://")
+	if !cluster {
+		var ok bool
+		if rest, ok = strings.CutPrefix(s, "redis://"); !ok {
+			return fmt.Errorf("%q is not redis://HOST:PORT/DB or redis+cluster://HOST:PORT,HOST:PORT", s)
+		}
+	}
+	if i := strings.IndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:] // credentials
+	}
+	hosts, db, hasDB := strings.Cut(rest, "/")
+	if hasDB && db != "" {
+		if cluster {
+			return fmt.Errorf("%q: Redis Cluster has no database number", s)
+		}
+		if n, err := strconv.Atoi(db); err != nil || n < 0 {
+			return fmt.Errorf("%q: database %q is not a number", s, db)
+		}
+	}
+	list := strings.Split(hosts, ",")
+	if !cluster && len(list) != 1 {
+		return fmt.Errorf("%q: several addresses need redis+cluster://", s)
+	}
+	for _, h := range list {
+		if _, _, err := splitHostPort(h); err != nil || h == "" {
+			return fmt.Errorf("%q: %q is not HOST:PORT", s, h)
+		}
+	}
+	return nil
 }
 
 func (c *compiler) hostPort(s string, rng hcl.Range, attr string) string {

@@ -227,3 +227,26 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateStoreURL(t *testing.T) {
+	tests := []struct {
+		in string
+		ok bool
+	}{
+		{"redis://127.0.0.1:6379/0", true},
+		{"redis://127.0.0.1:6379", true},
+		{"redis://:secret@127.0.0.1:6379/2", true},
+		{"redis+cluster://10.0.0.1:7000,10.0.0.2:7000", true},
+		{"redis+cluster://10.0.0.1:7000/0", false},
+		{"redis://a:1,b:2", false},
+		{"redis://127.0.0.1", false},
+		{"redis://127.0.0.1:6379/x", false},
+		{"http://127.0.0.1:6379", false},
+		{"memory", false},
+	}
+	for _, tt := range tests {
+		if err := ValidateStoreURL(tt.in); (err == nil) != tt.ok {
+			t.Errorf("ValidateStoreURL(%q) = %v, want ok=%v", tt.in, err, tt.ok)
+		}
+	}
+}

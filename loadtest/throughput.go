@@ -1,0 +1,444 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/valyala/fasthttp"
+)
+
+// runThroughput puts a closed-loop load on the target: cfg.connections
+// clients, each on its own connection, each sending its next request as
+// soon as the previous one is answered, for cfg.warmup (not measured) and
+// then cfg.duration. With cfg.compare set, it does the same to the second
+// target right after the first, and reports both side by side.
+//
+// Closed loop means the latencies are service times under the load the
+// target let through: a slow answer delays the next request rather than
+// queueing behind it, so they understate what an open-loop (fixed-rate)
+// client would see once the target saturates (coordinated omission).
+func runThroughput(ctx context.Context, cfg config) error {
+	targets := []target{cfg.target}
+	if cfg.compare.addr != "" {
+		targets = append(targets, cfg.compare)
+	}
+	// Dial every target first, so a wrong -compare fails now rather than
+	// after the first target's whole run.
+	for _, tg := range targets {
+		if err := probe(ctx, tg, cfg.timeout); err != nil {
+			return err
+		}
+	}
+	// The -requests cap is shared evenly, so both targets get the same
+	// chance to reach it.
+	limit := int64(cfg.requests / len(targets))
+	if limit < int64(cfg.connections) {
+		return fmt.Errorf("-requests %d leaves %d per target, fewer than -connections %d", cfg.requests, limit, cfg.connections)
+	}
+
+	h := throughputHeader{
+		method:      cfg.method,
+		path:        cfg.path,
+		connections: cfg.connections,
+		clients:     cfg.clients,
+		warmup:      cfg.warmup,
+		duration:    cfg.duration,
+	}
+	results := make([]*loadResult, 0, len(targets))
+	for _, tg := range targets {
+		res, err := measure(ctx, cfg, tg, limit)
+		if err != nil {
+			if len(results) > 0 {
+				// Keep what was measured; the run still failed.
+				_ = writeThroughputReport(cfg.stdout, h, results)
+			}
+			return err
+		}
+		results = append(results, res)
+	}
+	if err := writeThroughputReport(cfg.stdout, h, results); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	return nil
+}
+
+// throughputBudget is the throughput scenario's deadline: per target, the
+// time to open the connections (a dial and a request), the warm-up, the
+// measured time, the last answers, and a second of slack.
+func throughputBudget(cfg config) time.Duration {
+	per := 2*cfg.timeout + cfg.warmup + cfg.duration + cfg.timeout + time.Second
+	if cfg.compare.addr != "" {
+		return 2 * per
+	}
+	return per
+}
+
+// probe dials tg once and hangs up.
+func probe(ctx context.Context, tg target, timeout time.Duration) error {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", tg.addr)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", tg.base, err)
+	}
+	return c.Close()
+}
+
+// clientAddr returns address i of 198.18.0.0/15, the benchmarking range
+// (RFC 2544), which no real client uses: 198.18.0.0 for 0, 198.18.1.0 for
+// 256, 198.19.0.0 for 65536. It is meaningful for 0 ≤ i < maxClients.
+func clientAddr(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{198, 18 + byte(i>>16&1), byte(i >> 8), byte(i)})
+}
+
+// clientAddrStrings returns the first k client addresses as strings, ready
+// for the X-Forwarded-For header.
+func clientAddrStrings(k int) []string {
+	out := make([]string, k)
+	for i := range out {
+		out[i] = clientAddr(i).String()
+	}
+	return out
+}
+
+// Error kinds, in report order.
+const (
+	errTimeout = iota // no answer within -timeout, dialling included
+	errRefused        // nothing listening: the run is void
+	errClosed         // the target closed or reset the connection
+	errOther
+	numErrKinds
+)
+
+var errKindNames = [numErrKinds]string{"timeout", "refused", "closed", "other"}
+
+// errorKind classifies a failed request.
+func errorKind(err error) int {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return errRefused
+	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
+		errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return errTimeout
+	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return errClosed
+	default:
+		return errOther
+	}
+}
+
+// loadResult is one target's measured load.
+type loadResult struct {
+	base     string
+	elapsed  time.Duration                // from the end of the warm-up to the last measured answer
+	statuses map[int]int64                // answered requests by status; statuses outside 100-599 under 0
+	errs     [numErrKinds]int64           // failed requests by kind
+	firstErr [numErrKinds]string          // the first error of each kind
+	hist     *hdrhistogram.Histogram      // latency of the answered requests, µs
+	dials    int64                        // connections opened, warm-up included
+	capped   bool                         // the -requests cap ended the run early
+}
+
+// answered returns the number of measured requests that got an answer.
+func (r *loadResult) answered() int64 {
+	var n int64
+	for _, c := range r.statuses {
+		n += c
+	}
+	return n
+}
+
+// failed returns the number of measured requests that got no answer.
+func (r *loadResult) failed() int64 {
+	var n int64
+	for _, c := range r.errs {
+		n += c
+	}
+	return n
+}
+
+// total returns the number of measured requests.
+func (r *loadResult) total() int64 { return r.answered() + r.failed() }
+
+// rate returns answered requests per second: failed requests are not
+// throughput.
+func (r *loadResult) rate() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.answered()) / r.elapsed.Seconds()
+}
+
+// otherStatuses returns the answers whose status is not 200, 429 or 503.
+func (r *loadResult) otherStatuses() int64 {
+	return r.answered() - r.statuses[200] - r.statuses[429] - r.statuses[503]
+}
+
+// loadRun is the state the connections of one target's run share.
+type loadRun struct {
+	cfg   config
+	url   string
+	addrs []string
+	limit int64 // most requests to send, warm-up included
+
+	sent   atomic.Int64 // requests sent; also picks each request's client address
+	dials  atomic.Int64
+	capped atomic.Bool
+	stop   atomic.Bool
+
+	mu   sync.Mutex
+	fail error // the first error that voids the run
+}
+
+// next returns the index of the next request, or false once the cap is
+// spent.
+func (r *loadRun) next() (int64, bool) {
+	n := r.sent.Add(1) - 1
+	if n >= r.limit {
+		r.capped.Store(true)
+		return 0, false
+	}
+	return n, true
+}
+
+// abort stops every connection; the first err is the run's.
+func (r *loadRun) abort(err error) {
+	r.mu.Lock()
+	if r.fail == nil {
+		r.fail = err
+	}
+	r.mu.Unlock()
+	r.stop.Store(true)
+}
+
+// measure runs the load against tg and returns what it measured.
+func measure(ctx context.Context, cfg config, tg target, limit int64) (*loadResult, error) {
+	r := &loadRun{
+		cfg:   cfg,
+		url:   tg.base + cfg.path,
+		addrs: clientAddrStrings(cfg.clients),
+		limit: limit,
+	}
+	stopOnDone := context.AfterFunc(ctx, func() { r.stop.Store(true) })
+	defer stopOnDone()
+
+	ws := make([]*loadWorker, cfg.connections)
+	for i := range ws {
+		ws[i] = newLoadWorker(r, tg)
+		defer ws[i].close()
+	}
+
+	// Open every connection with one request before the clock starts, so
+	// no measured request pays for a handshake and a target that is not
+	// there fails the run now.
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() { errs[i] = w.open(r) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("warming up %s: %w", tg.base, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("warming up %s: %w", tg.base, err)
+	}
+
+	from := time.Now().Add(cfg.warmup)
+	to := from.Add(cfg.duration)
+	for _, w := range ws {
+		wg.Go(func() { w.loop(r, from, to) })
+	}
+	wg.Wait()
+	if r.fail != nil {
+		return nil, fmt.Errorf("measuring %s: %w", tg.base, r.fail)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("measuring %s: %w", tg.base, err)
+	}
+
+	res := &loadResult{
+		base:     tg.base,
+		statuses: make(map[int]int64),
+		hist:     newLatencyHistogram(cfg.timeout),
+		dials:    r.dials.Load(),
+		capped:   r.capped.Load(),
+	}
+	var last time.Time
+	for _, w := range ws {
+		if w.last.After(last) {
+			last = w.last
+		}
+		for code, n := range w.statuses {
+			if n > 0 {
+				res.statuses[code] += n
+			}
+		}
+		for k, n := range w.errs {
+			res.errs[k] += n
+			if res.firstErr[k] == "" && w.firstErr[k] != nil {
+				res.firstErr[k] = w.firstErr[k].Error()
+			}
+		}
+		res.hist.Merge(w.hist) // same geometry: nothing is dropped
+	}
+	if last.IsZero() {
+		if res.capped {
+			return nil, fmt.Errorf("measuring %s: the -requests cap was spent before the warm-up ended", tg.base)
+		}
+		return nil, fmt.Errorf("measuring %s: no request completed in the measured time", tg.base)
+	}
+	res.elapsed = last.Sub(from)
+	if res.answered() == 0 {
+		return nil, fmt.Errorf("measuring %s: all %d requests failed (first error: %s)", tg.base, res.failed(), firstError(res))
+	}
+	return res, nil
+}
+
+// firstError returns the first recorded error message of res, by kind.
+func firstError(res *loadResult) string {
+	for _, s := range res.firstErr {
+		if s != "" {
+			return s
+		}
+	}
+	return "none"
+}
+
+// newLatencyHistogram returns a histogram of latencies in microseconds,
+// from 1µs to somewhat over the request timeout (an answer can arrive a
+// little after it), at 3 significant digits.
+func newLatencyHistogram(timeout time.Duration) *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, latencyCeiling(timeout), 3)
+}
+
+// latencyCeiling is the largest latency a histogram records, µs; larger
+// ones are recorded as this.
+func latencyCeiling(timeout time.Duration) int64 {
+	return (timeout + time.Second).Microseconds()
+}
+
+// loadWorker is one client: one connection, used by one goroutine, with
+// its own counters, merged after the run.
+type loadWorker struct {
+	hc   *fasthttp.HostClient
+	req  *fasthttp.Request
+	resp *fasthttp.Response
+
+	timeout  time.Duration
+	ceiling  int64 // latencyCeiling, µs
+	hist     *hdrhistogram.Histogram
+	statuses [600]int64 // by status code; index 0 for codes outside 100-599
+	errs     [numErrKinds]int64
+	firstErr [numErrKinds]error
+	last     time.Time // when the last measured request ended
+}
+
+func newLoadWorker(r *loadRun, tg target) *loadWorker {
+	w := &loadWorker{
+		hc: &fasthttp.HostClient{
+			Addr:                      tg.addr,
+			Name:                      "edge-loadtest",
+			MaxConns:                  1, // one connection per client
+			MaxIdleConnDuration:       r.cfg.duration + r.cfg.warmup + r.cfg.timeout,
+			MaxIdemponentCallAttempts: 1, // no retries: a retried request would count twice at the edge
+			ReadTimeout:               r.cfg.timeout,
+			WriteTimeout:              r.cfg.timeout,
+			DisablePathNormalizing:    true,
+			Dial: func(addr string) (net.Conn, error) {
+				r.dials.Add(1)
+				return fasthttp.DialTimeout(addr, r.cfg.timeout)
+			},
+		},
+		req:     fasthttp.AcquireRequest(),
+		resp:    fasthttp.AcquireResponse(),
+		timeout: r.cfg.timeout,
+		ceiling: latencyCeiling(r.cfg.timeout),
+		hist:    newLatencyHistogram(r.cfg.timeout),
+	}
+	w.req.SetRequestURI(r.url)
+	w.req.Header.SetMethod(r.cfg.method)
+	return w
+}
+
+func (w *loadWorker) close() {
+	w.hc.CloseIdleConnections()
+	fasthttp.ReleaseRequest(w.req)
+	fasthttp.ReleaseResponse(w.resp)
+}
+
+// do sends the request as client xff and returns the answer's status.
+func (w *loadWorker) do(xff string) (int, error) {
+	w.req.Header.Set("X-Forwarded-For", xff)
+	if err := w.hc.DoTimeout(w.req, w.resp, w.timeout); err != nil {
+		return 0, err
+	}
+	return w.resp.StatusCode(), nil
+}
+
+// open sends one unmeasured request, which opens the connection.
+func (w *loadWorker) open(r *loadRun) error {
+	n, ok := r.next()
+	if !ok {
+		return errors.New("the -requests cap was spent opening connections")
+	}
+	_, err := w.do(r.addrs[n%int64(len(r.addrs))])
+	return err
+}
+
+// loop sends requests back to back until to, the cap, or a stop; those
+// sent from from on are measured.
+func (w *loadWorker) loop(r *loadRun, from, to time.Time) {
+	for !r.stop.Load() {
+		start := time.Now()
+		if !start.Before(to) {
+			return
+		}
+		n, ok := r.next()
+		if !ok {
+			return
+		}
+		status, err := w.do(r.addrs[n%int64(len(r.addrs))])
+		end := time.Now()
+		if err != nil {
+			kind := errorKind(err)
+			if kind == errRefused {
+				r.abort(fmt.Errorf("connection refused mid-run: %w", err))
+				return
+			}
+			if start.Before(from) {
+				continue
+			}
+			w.last = end
+			w.errs[kind]++
+			if w.firstErr[kind] == nil {
+				w.firstErr[kind] = err
+			}
+			continue
+		}
+		if start.Before(from) {
+			continue
+		}
+		w.last = end
+		if status < 100 || status >= len(w.statuses) {
+			status = 0
+		}
+		w.statuses[status]++
+		us := max(end.Sub(start).Microseconds(), 1)
+		// Cannot fail: us is within [1, ceiling].
+		_ = w.hist.RecordValue(min(us, w.ceiling))
+	}
+}
