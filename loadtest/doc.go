@@ -1,12 +1,15 @@
 // Command loadtest sends scripted traffic to a running edge node on this
-// machine and checks what the edge decided.
+// machine and checks what the edge decided, or measures how fast it
+// answers.
 //
 // Usage:
 //
 //	go run ./loadtest -scenario seed-trace -target http://127.0.0.1:18080
+//	go run ./loadtest -scenario throughput -target http://127.0.0.1:18080 -compare http://127.0.0.1:19000
 //
 // Scenarios are functions of a context and a config, registered by name in
-// scenarios. Every run is bounded in time (-duration) and in requests
+// scenarios, with their own -duration and -requests defaults if they need
+// them. Every run is bounded in time (-duration) and in requests
 // (-requests), and only loopback targets are accepted: this is a test tool,
 // not a traffic generator for other people's hosts.
 //

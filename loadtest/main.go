@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // Exit statuses.
@@ -111,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"timed replays send request i an extra i×stagger late, so jitter cannot make a request early relative to an earlier one (at most "+maxStagger.String()+")")
 	connections := fs.Int("connections", 32, fmt.Sprintf("throughput: concurrent clients, one connection each (at most %d)", maxConnections))
 	clients := fs.Int("clients", 1000, fmt.Sprintf("throughput: distinct X-Forwarded-For addresses from 198.18.0.0/15, in turn (at most %d)", maxClients))
-	method := fs.String("method", fasthttp.MethodGet, "throughput: request method")
+	method := fs.String("method", "GET", "throughput: request method")
 	path := fs.String("path", "/api/bench", "throughput: request path, query allowed")
 	rawCompare := fs.String("compare", "", "throughput: base URL of a second target (e.g. the origin) measured right after -target; loopback only")
 	warmup := fs.Duration("warmup", time.Second, "throughput: unmeasured load per target before measuring (at most "+maxWarmup.String()+")")

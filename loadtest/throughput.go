@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,18 +33,18 @@ func runThroughput(ctx context.Context, cfg config) error {
 	if cfg.compare.addr != "" {
 		targets = append(targets, cfg.compare)
 	}
+	// The -requests cap is shared evenly, so both targets get the same
+	// chance to reach it.
+	limit := int64(cfg.requests / len(targets))
+	if limit < int64(cfg.connections) {
+		return fmt.Errorf("-requests %d leaves %d per target, fewer than -connections %d", cfg.requests, limit, cfg.connections)
+	}
 	// Dial every target first, so a wrong -compare fails now rather than
 	// after the first target's whole run.
 	for _, tg := range targets {
 		if err := probe(ctx, tg, cfg.timeout); err != nil {
 			return err
 		}
-	}
-	// The -requests cap is shared evenly, so both targets get the same
-	// chance to reach it.
-	limit := int64(cfg.requests / len(targets))
-	if limit < int64(cfg.connections) {
-		return fmt.Errorf("-requests %d leaves %d per target, fewer than -connections %d", cfg.requests, limit, cfg.connections)
 	}
 
 	h := throughputHeader{
@@ -141,13 +142,14 @@ func errorKind(err error) int {
 // loadResult is one target's measured load.
 type loadResult struct {
 	base     string
-	elapsed  time.Duration                // from the end of the warm-up to the last measured answer
-	statuses map[int]int64                // answered requests by status; statuses outside 100-599 under 0
-	errs     [numErrKinds]int64           // failed requests by kind
-	firstErr [numErrKinds]string          // the first error of each kind
-	hist     *hdrhistogram.Histogram      // latency of the answered requests, µs
-	dials    int64                        // connections opened, warm-up included
-	capped   bool                         // the -requests cap ended the run early
+	elapsed  time.Duration           // from the end of the warm-up to the last measured answer
+	statuses map[int]int64           // answered requests by status; statuses outside 100-599 under 0
+	errs     [numErrKinds]int64      // failed requests by kind
+	firstErr [numErrKinds]string     // the first error of each kind
+	hist     *hdrhistogram.Histogram // latency of the answered requests, µs
+	dials    int64                   // connections opened, warm-up included
+	sent     int64                   // requests sent, warm-up included
+	capped   bool                    // the -requests cap ended the run early
 }
 
 // answered returns the number of measured requests that got an answer.
@@ -275,6 +277,7 @@ func measure(ctx context.Context, cfg config, tg target, limit int64) (*loadResu
 		statuses: make(map[int]int64),
 		hist:     newLatencyHistogram(cfg.timeout),
 		dials:    r.dials.Load(),
+		sent:     min(r.sent.Load(), r.limit),
 		capped:   r.capped.Load(),
 	}
 	var last time.Time
@@ -441,4 +444,36 @@ func (w *loadWorker) loop(r *loadRun, from, to time.Time) {
 		// Cannot fail: us is within [1, ceiling].
 		_ = w.hist.RecordValue(min(us, w.ceiling))
 	}
+}
+
+// validMethod reports whether m is an HTTP method token (RFC 9110 §5.6.2)
+// of at most 32 characters.
+func validMethod(m string) bool {
+	if m == "" || len(m) > 32 {
+		return false
+	}
+	for _, c := range []byte(m) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validPath reports whether p is an origin-form request target: it starts
+// with "/", is printable ASCII without spaces or a fragment, and is at most
+// 4096 bytes.
+func validPath(p string) bool {
+	if p == "" || p[0] != '/' || len(p) > 4096 {
+		return false
+	}
+	for _, c := range []byte(p) {
+		if c <= ' ' || c >= 0x7f || c == '#' {
+			return false
+		}
+	}
+	return true
 }
