@@ -367,7 +367,7 @@ func TestIPv6ClientsShareTheirSlash64(t *testing.T) {
 		}
 	}
 	// The next /64 has its own bucket.
-	if r := do(t, "POST", "http://"+n.addr+"/login", "", "X-Forwarded-For", "2001:db8:1:3::1"); r.status != 401 {
+	if r := do(t, "POST", "http://"+n.addr+"/login", "", "X-Forwarded-For", "2001:db8:1:3::1", "X-HTTP-Method-Override", "POST"); r.status != 401 {
 		t.Errorf("next /64: got %d, want 401", r.status)
 	}
 	// The origin hears the client, not the loopback proxy's claim alone.

@@ -16,7 +16,7 @@ import (
 
 // methodOverrideHeaders are matched as well as the request's own method
 // (DESIGN §2.3), so `GET /login` saying POST lands in a POST /login rule.
-var methodOverrideHeaders = [rules.MaxMethodOverrides]string{
+var methodOverrideHeaders = [...]string{
 	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
 }
 
@@ -29,13 +29,12 @@ type reqState struct {
 	match     []byte
 	method    []byte
 	host      []byte
-	overrides [rules.MaxMethodOverrides][]byte
+	overrides []byte
 	uri       []byte
 	xff       []byte
 	hdr       []byte // rendered header values
 	edgeHdrs  []byte // names of client-sent X-Edge-* headers, NUL separated
 	peer      netip.Addr
-	fwd       [][]byte // the forwarding header's lines (fasthttp-owned)
 	d         rules.Decision
 }
 
@@ -108,7 +107,6 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 // release drops rs's references into fasthttp's request memory, which
 // is not ours past the handler's return, and pools rs.
 func (s *Server) release(rs *reqState) {
-	rs.fwd = nil
 	rs.fields.r = nil
 	rs.req = rules.Request{}
 	s.pool.Put(rs)
@@ -124,8 +122,9 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 		now = s.clock.Now()
 	}
 	rs.peer = peerAddr(ctx)
-	rs.fwd = ctx.Request.Header.PeekAll(p.ForwardedHeader)
-	client := p.Client.Client(rs.peer, rs.fwd)
+	// PeekAll's result is fasthttp's scratch, overwritten by the next
+	// PeekAll: use it at once (forward peeks again).
+	client := p.Client.Client(rs.peer, ctx.Request.Header.PeekAll(p.ForwardedHeader))
 
 	rs.canon, ok = rules.AppendCanonicalPath(rs.canon[:0], ctx.Request.URI().PathOriginal())
 	if !ok {
@@ -134,8 +133,11 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 	rs.match = rules.AppendMatchPath(rs.match[:0], rs.canon, p.PathCaseInsensitive)
 
 	rs.method = appendUpper(rs.method[:0], ctx.Method())
-	for i, h := range methodOverrideHeaders {
-		rs.overrides[i] = appendUpper(rs.overrides[i][:0], ctx.Request.Header.Peek(h))
+	rs.overrides = rs.overrides[:0]
+	for _, h := range methodOverrideHeaders {
+		for _, v := range ctx.Request.Header.PeekAll(h) {
+			rs.overrides = rules.AppendMethodTokens(rs.overrides, v)
+		}
 	}
 	rs.host = appendHost(rs.host[:0], ctx.Request.Header.Host())
 
@@ -198,7 +200,7 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 // answer, with RateLimit headers on non-sensitive routes.
 func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState, d *rules.Decision) {
 	p := st.policy
-	peer, fwd := rs.peer, rs.fwd
+	peer, fwd := rs.peer, ctx.Request.Header.PeekAll(p.ForwardedHeader)
 	req := &ctx.Request
 
 	// The origin receives the canonical path and the query as sent.

@@ -24,18 +24,16 @@ type Fields interface {
 	Query(name []byte) []byte
 }
 
-// MaxMethodOverrides is how many method-override headers a Request carries.
-const MaxMethodOverrides = 3
-
 // Request is what the Engine needs to know about a request. The gateway
 // fills a pooled one per request; the Engine never keeps it past Check.
 type Request struct {
 	// Method is the request method, upper case.
 	Method []byte
 	// Overrides are the methods named by X-HTTP-Method-Override,
-	// X-HTTP-Method and X-Method-Override, upper case; the request is
-	// matched under each as well as its own (DESIGN §2.3).
-	Overrides [MaxMethodOverrides][]byte
+	// X-HTTP-Method and X-Method-Override, as AppendMethodTokens writes
+	// them ("POST GET "); the request is matched under each as well as its
+	// own (DESIGN §2.3).
+	Overrides []byte
 	// Host is the Host header, lower case, without a port.
 	Host []byte
 	// Path is the match form of the canonical path (AppendMatchPath).
@@ -377,10 +375,15 @@ func (r *Rule) matches(req *Request) bool {
 	if r.matchMethod(req.Method) {
 		return true
 	}
-	for _, o := range req.Overrides {
-		if len(o) > 0 && r.matchMethod(o) {
+	for o := req.Overrides; len(o) > 0; {
+		i := bytes.IndexByte(o, ' ')
+		if i < 0 {
+			return r.matchMethod(o)
+		}
+		if i > 0 && r.matchMethod(o[:i]) {
 			return true
 		}
+		o = o[i+1:]
 	}
 	return false
 }

@@ -66,7 +66,7 @@ func (r req) build() *rules.Request {
 		Fields: r.f,
 	}
 	if r.override != "" {
-		out.Overrides[0] = []byte(r.override)
+		out.Overrides = rules.AppendMethodTokens(nil, []byte(r.override))
 	}
 	return out
 }
@@ -237,6 +237,10 @@ rule "login" {
 		{"trailing slash", req{method: "POST", path: "/login/", host: "example.com"}, true},
 		{"case", req{method: "POST", path: "/LogIn", host: "example.com"}, true},
 		{"override", req{method: "GET", path: "/login", host: "example.com", override: "POST"}, true},
+		{"override with unicode space", req{method: "GET", path: "/login", host: "example.com", override: "POST\u00a0"}, true},
+		{"override list", req{method: "GET", path: "/login", host: "example.com", override: "GET, post"}, true},
+		{"override long s", req{method: "GET", path: "/login", host: "example.com", override: "po\u017ft"}, true},
+		{"override other", req{method: "GET", path: "/login", host: "example.com", override: "PUT"}, false},
 		{"other method", req{method: "GET", path: "/login", host: "example.com"}, false},
 		{"other host", req{method: "POST", path: "/login", host: "evil.com"}, false},
 		{"sub path", req{method: "POST", path: "/login/x", host: "example.com"}, false},

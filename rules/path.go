@@ -87,6 +87,20 @@ func AppendCanonicalPath(dst, raw []byte) (out []byte, ok bool) {
 // never longer than its input, so AppendMatchPath does not allocate when dst
 // has len(canonical) bytes of room.
 func AppendMatchPath(dst, canonical []byte, caseInsensitive bool) []byte {
+	if caseInsensitive && needsFold(canonical) {
+		// Fold non-ASCII spellings first (fold.go), then match the result;
+		// the folded copy sits in dst's spare room and is moved down.
+		base := len(dst)
+		dst = appendFolded(dst, canonical)
+		folded := len(dst)
+		dst = appendMatchPath(dst, dst[base:folded], true)
+		n := copy(dst[base:], dst[folded:])
+		return dst[:base+n]
+	}
+	return appendMatchPath(dst, canonical, caseInsensitive)
+}
+
+func appendMatchPath(dst, canonical []byte, caseInsensitive bool) []byte {
 	base := len(dst)
 	dst = append(dst, '/')
 	p := canonical

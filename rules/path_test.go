@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestAppendCanonicalPath(t *testing.T) {
@@ -118,7 +119,17 @@ func TestAppendMatchPath(t *testing.T) {
 		{"encoded slash makes dot dot", "/x/a%2F..%2F..%2Flogin", true, "/login"},
 		{"other escapes stay, hex upper", "/caf%c3%a9", true, "/caf%C3%A9"},
 		{"escape hex not lowercased", "/A%3A", true, "/a%3A"},
-		{"utf-8 bytes not folded", "/\xc3\x89", true, "/\xc3\x89"},
+		{"raw utf-8 written as its escapes", "/\xc3\x89", true, "/%C3%89"},
+		{"raw and escaped utf-8 match alike", "/caf\xc3\xa9", true, "/caf%C3%A9"},
+		{"dotted capital I folds (Go ToLower)", "/LOG%C4%B0N", true, "/login"},
+		{"raw dotted capital I folds", "/LOG\xc4\xb0N", true, "/login"},
+		{"dotless i folds (ToUpper)", "/log%C4%B1n", true, "/login"},
+		{"long s folds", "/%C5%BFignup", true, "/signup"},
+		{"kelvin sign folds", "/o%E2%84%AA", true, "/ok"},
+		{"fullwidth letters fold", "/%EF%BC%AC%EF%BD%8F%EF%BD%87%EF%BD%89%EF%BD%8E", true, "/login"},
+		{"fullwidth solidus is a separator", "/api%EF%BC%8F..%EF%BC%8Flogin", true, "/login"},
+		{"invalid utf-8 stays escaped", "/a%C4", true, "/a%C4"},
+		{"no folding when case-sensitive", "/LOG%C4%B0N", false, "/LOG%C4%B0N"},
 		{"only slashes", "/////", true, "/"},
 		{"only dots", "/./../.", true, "/"},
 	}
@@ -229,6 +240,9 @@ func slowCanonicalPath(raw string) (string, bool) {
 
 // slowMatchPath is the reference for AppendMatchPath.
 func slowMatchPath(s string, ci bool) string {
+	if ci {
+		s = slowFold(s)
+	}
 	lower := func(c byte) byte {
 		if ci && 'A' <= c && c <= 'Z' {
 			return c + 'a' - 'A'
@@ -275,4 +289,64 @@ func slowMatchPath(s string, ci bool) string {
 
 func slowPathUnreserved(c byte) bool {
 	return strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~", c) >= 0
+}
+
+// slowFold is the reference of appendFolded: split s into ASCII bytes,
+// ASCII escapes (kept as written) and high bytes (raw or escaped); decode
+// each run of high bytes rune by rune; a valid rune that strings.ToLower,
+// or strings.ToUpper then ToLower, or the fullwidth-to-ASCII shift turns
+// into one ASCII byte becomes that byte; everything else is escaped.
+func slowFold(s string) string {
+	type unit struct {
+		text string // ASCII byte or escape, as written
+		high byte   // a byte >= 0x80, when text is ""
+	}
+	var units []unit
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil && v >= 0x80 {
+				units = append(units, unit{high: byte(v)})
+				i += 2
+				continue
+			}
+		}
+		if s[i] >= 0x80 {
+			units = append(units, unit{high: s[i]})
+			continue
+		}
+		units = append(units, unit{text: s[i : i+1]})
+	}
+	asciiOf := func(r rune) (byte, bool) {
+		if r >= 0xFF01 && r <= 0xFF5E {
+			r -= 0xFEE0
+		}
+		for _, f := range []string{strings.ToLower(string(r)), strings.ToLower(strings.ToUpper(string(r)))} {
+			if len(f) == 1 && f[0] < 0x80 {
+				return f[0], true
+			}
+		}
+		return 0, false
+	}
+	var b strings.Builder
+	for i := 0; i < len(units); {
+		if units[i].text != "" {
+			b.WriteString(units[i].text)
+			i++
+			continue
+		}
+		var run []byte
+		for j := i; j < len(units) && units[j].text == ""; j++ {
+			run = append(run, units[j].high)
+		}
+		r, size := utf8.DecodeRune(run)
+		if c, ok := asciiOf(r); ok && r != utf8.RuneError {
+			b.WriteByte(c)
+		} else {
+			for _, x := range run[:size] {
+				fmt.Fprintf(&b, "%%%02X", x)
+			}
+		}
+		i += size
+	}
+	return b.String()
 }

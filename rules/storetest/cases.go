@@ -81,6 +81,7 @@ func Cases() []Case {
 		)
 	}
 	cs = append(cs, epochCases()...)
+	cs = append(cs, algorithmChange())
 	cs = append(cs, invalidCases())
 	return cs
 }
@@ -329,6 +330,34 @@ func epochCases() []Case {
 			{At: ms(90_000), Ops: ops(minute(rules.SlidingWindow, 1)), Want: want(rules.Result{Allowed: true, ResetAfter: 90 * time.Second})},
 		}},
 	}
+}
+
+// algorithmChange: a rule whose algorithm changed across a reload keeps its
+// key, and the state another algorithm wrote reads as fresh (rules.State),
+// whatever each store keeps per algorithm (redisstore: a sorted set beside
+// a sliding_log's key, stale once another algorithm wrote the key).
+func algorithmChange() Case {
+	const values = IgnoreResetAfter | IgnoreRetryAfter
+	at := ms(100)
+	step := func(o rules.Op, r rules.Result) Step {
+		return Step{At: at, Ops: ops(o), Want: want(r), Ignore: values}
+	}
+	return Case{Name: "algorithm_change", Steps: []Step{
+		step(take("switch", rules.SlidingLog, 5), allowedLeft(0)),
+		step(take("switch", rules.FixedWindow, 1), allowedLeft(4)),
+		// The log's five timestamps are another algorithm's state now.
+		step(take("switch", rules.SlidingLog, 1), allowedLeft(4)),
+		step(peek("switch", rules.SlidingLog, 4), allowedLeft(4)),
+		step(peek("switch", rules.SlidingLog, 5), refused),
+		step(take("switch", rules.GCRA, 2), allowedLeft(3)),
+		step(take("switch", rules.TokenBucket, 5), allowedLeft(0)),
+		step(take("switch", rules.GCRA, 1), allowedLeft(4)),
+		step(take("switch", rules.SlidingWindow, 5), allowedLeft(0)),
+		step(take("switch", rules.LeakyBucket, 1), allowedLeft(4)),
+		step(take("switch", rules.SlidingLog, 5), allowedLeft(0)),
+		step(peek("switch", rules.SlidingLog, 1), refused),
+		step(take("switch", rules.FixedWindow, 5), allowedLeft(0)),
+	}}
 }
 
 // invalidCases: ops no store can apply are an error, never a panic.

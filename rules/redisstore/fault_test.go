@@ -1,0 +1,496 @@
+package redisstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/edge-gateway/edge/rules"
+)
+
+// fakeScripter answers script calls from a queue of replies, as a Redis
+// that returns anything at all would.
+type fakeScripter struct {
+	mu      sync.Mutex
+	replies []fakeReply
+	evalSha int
+	eval    int
+	args    [][]any
+}
+
+type fakeReply struct {
+	val any
+	err error
+}
+
+func (f *fakeScripter) next(args []any) *redis.Cmd {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.args = append(f.args, args)
+	if len(f.replies) == 0 {
+		return redis.NewCmdResult(nil, errors.New("fake: no reply queued"))
+	}
+	r := f.replies[0]
+	f.replies = f.replies[1:]
+	return redis.NewCmdResult(r.val, r.err)
+}
+
+func (f *fakeScripter) EvalSha(_ context.Context, _ string, _ []string, args ...any) *redis.Cmd {
+	f.evalSha++
+	return f.next(args)
+}
+
+func (f *fakeScripter) Eval(_ context.Context, _ string, _ []string, args ...any) *redis.Cmd {
+	f.eval++
+	return f.next(args)
+}
+
+func fakeStore(f *fakeScripter) *Store {
+	return &Store{prefix: DefaultPrefix, node: f}
+}
+
+// fakeCluster is a cluster Store whose every slot's master is f.
+func fakeCluster(f *fakeScripter) *Store {
+	return &Store{prefix: DefaultPrefix, masterFor: func(context.Context, string) (scripter, error) { return f, nil }}
+}
+
+func gcra(key byte, limit int64) rules.Op {
+	return rules.Op{Kind: rules.OpTake, Algorithm: rules.GCRA, Key: rules.Key{key}, Limit: limit, Burst: limit, PeriodUS: 1_000_000, Cost: 1, Enforce: true}
+}
+
+// good is a well-formed take reply for n allowed ops.
+func good(n int) []any {
+	r := []any{int64(1_700_000_000_000_000)}
+	for range n {
+		r = append(r, int64(1), int64(4), int64(200_000), int64(0))
+	}
+	return r
+}
+
+func TestMalformedReplies(t *testing.T) {
+	t.Parallel()
+	with := func(r []any, i int, v any) []any {
+		r = append([]any(nil), r...)
+		r[i] = v
+		return r
+	}
+	tests := []struct {
+		name  string
+		reply any
+	}{
+		{"nil", nil},
+		{"string", "OK"},
+		{"integer", int64(1)},
+		{"empty", []any{}},
+		{"short", good(1)[:4]},
+		{"long", append(good(1), int64(0))},
+		{"now_string", with(good(1), 0, "1700000000000000")},
+		{"now_negative", with(good(1), 0, int64(-1))},
+		{"allowed_two", with(good(1), 1, int64(2))},
+		{"allowed_string", with(good(1), 1, "1")},
+		{"allowed_nil", with(good(1), 1, nil)},
+		{"remaining_negative", with(good(1), 2, int64(-1))},
+		{"remaining_huge", with(good(1), 2, int64(1)<<60)},
+		{"reset_negative", with(good(1), 3, int64(-5))},
+		{"reset_nested", with(good(1), 3, []any{int64(1)})},
+		{"retry_under_never", with(good(1), 4, int64(-2))},
+		{"allowed_with_retry", with(good(1), 4, int64(10))},
+		{"refused_without_retry", with(good(1), 1, int64(0))},
+		{"refused_with_remaining", with(with(good(1), 1, int64(0)), 4, int64(10))},
+		{"float", with(good(1), 2, 4.5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeScripter{replies: []fakeReply{{val: tt.reply}}}
+			res := make([]rules.Result, 1)
+			err := fakeStore(f).Take(context.Background(), time.Now(), []rules.Op{gcra('a', 5)}, res)
+			if !errors.Is(err, ErrMalformedReply) {
+				t.Errorf("got %v, want ErrMalformedReply", err)
+			}
+			if res[0] != (rules.Result{}) {
+				t.Errorf("res written on a malformed reply: %+v", res[0])
+			}
+		})
+	}
+	t.Run("two_ops_one_short", func(t *testing.T) {
+		f := &fakeScripter{replies: []fakeReply{{val: good(1)}}}
+		err := fakeStore(f).Take(context.Background(), time.Now(), []rules.Op{gcra('a', 5), gcra('b', 5)}, make([]rules.Result, 2))
+		if !errors.Is(err, ErrMalformedReply) {
+			t.Errorf("got %v, want ErrMalformedReply", err)
+		}
+	})
+	t.Run("caller_clock_mismatch", func(t *testing.T) {
+		f := &fakeScripter{replies: []fakeReply{{val: good(1)}}}
+		s := fakeStore(f)
+		s.callerTS = true
+		err := s.Take(context.Background(), time.UnixMicro(1_600_000_000_000_000), []rules.Op{gcra('a', 5)}, make([]rules.Result, 1))
+		if !errors.Is(err, ErrMalformedReply) {
+			t.Errorf("got %v, want ErrMalformedReply (the reply's now is not the caller's)", err)
+		}
+	})
+	t.Run("well_formed", func(t *testing.T) {
+		f := &fakeScripter{replies: []fakeReply{{val: with(with(good(1), 1, int64(0)), 2, int64(0))}}}
+		r := with(with(good(1), 1, int64(0)), 2, int64(0))
+		r[4] = int64(-1)
+		f.replies[0].val = r
+		res := make([]rules.Result, 1)
+		if err := fakeStore(f).Take(context.Background(), time.Now(), []rules.Op{gcra('a', 5)}, res); err != nil {
+			t.Fatal(err)
+		}
+		if want := (rules.Result{ResetAfter: 200 * time.Millisecond, RetryAfter: rules.RetryNever}); res[0] != want {
+			t.Errorf("got %+v, want %+v", res[0], want)
+		}
+	})
+}
+
+// TestNoScriptFallback: NOSCRIPT means the script did not run; the store
+// runs it once by EVAL. Any other error is returned as it is, without a
+// second call.
+func TestNoScriptFallback(t *testing.T) {
+	t.Parallel()
+	noscript := redisError("NOSCRIPT No matching script. Please use EVAL.")
+	tests := []struct {
+		name        string
+		replies     []fakeReply
+		wantErr     bool
+		wantEvalSha int
+		wantEval    int
+	}{
+		{"cached", []fakeReply{{val: good(1)}}, false, 1, 0},
+		{"noscript", []fakeReply{{err: noscript}, {val: good(1)}}, false, 1, 1},
+		{"noscript_then_error", []fakeReply{{err: noscript}, {err: io.EOF}}, true, 1, 1},
+		{"noscript_then_malformed", []fakeReply{{err: noscript}, {val: "x"}}, true, 1, 1},
+		{"other_error", []fakeReply{{err: redisError("ERR something")}}, true, 1, 0},
+		{"timeout", []fakeReply{{err: &net.OpError{Op: "read", Err: timeoutErr{}}}}, true, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeScripter{replies: tt.replies}
+			s := fakeStore(f)
+			err := s.Take(context.Background(), time.Now(), []rules.Op{gcra('a', 5)}, make([]rules.Result, 1))
+			if (err != nil) != tt.wantErr {
+				t.Errorf("got error %v, want error %v", err, tt.wantErr)
+			}
+			if f.evalSha != tt.wantEvalSha || f.eval != tt.wantEval {
+				t.Errorf("got %d EVALSHA and %d EVAL, want %d and %d", f.evalSha, f.eval, tt.wantEvalSha, tt.wantEval)
+			}
+		})
+	}
+}
+
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+// TestMalformedCrossSlot: a malformed undo payload fails the call; a
+// malformed undo reply leaves the request refused and is counted.
+func TestMalformedCrossSlot(t *testing.T) {
+	t.Parallel()
+	keys := keysInSlots("fake", 2, distinctSlots)
+	ops := []rules.Op{gcra(0, 5), gcra(0, 5)}
+	ops[0].Key, ops[1].Key = keys[0], keys[1]
+	allowedWithPayload := func(p any) []any { return append(good(1), p) }
+	refusedReply := []any{int64(1_700_000_000_000_000), int64(0), int64(0), int64(1000), int64(500), int64(0)}
+	payload := []any{"0:1:2:0:0", "0:3:4:0:0", "0"}
+	tests := []struct {
+		name           string
+		replies        []fakeReply
+		wantErr        bool
+		wantUndoErrors uint64
+	}{
+		{"payload_nonzero_int", []fakeReply{{val: allowedWithPayload(int64(2))}, {val: refusedReply}}, true, 0},
+		{"payload_string", []fakeReply{{val: allowedWithPayload("x")}, {val: refusedReply}}, true, 0},
+		{"payload_short", []fakeReply{{val: allowedWithPayload([]any{"a", "b"})}, {val: refusedReply}}, true, 0},
+		{"payload_int_inside", []fakeReply{{val: allowedWithPayload([]any{"a", "b", int64(0)})}, {val: refusedReply}}, true, 0},
+		{"payload_bad_count", []fakeReply{{val: allowedWithPayload([]any{"a", "b", "2", "m"})}, {val: refusedReply}}, true, 0},
+		{"payload_odd_pairs", []fakeReply{{val: allowedWithPayload([]any{"a", "b", "0", "m"})}, {val: refusedReply}}, true, 0},
+		{"missing_payloads", []fakeReply{{val: good(1)}, {val: refusedReply}}, true, 0},
+		{"undo_ok", []fakeReply{{val: allowedWithPayload(payload)}, {val: refusedReply}, {val: []any{int64(5), int64(0)}}}, false, 0},
+		{"undo_malformed", []fakeReply{{val: allowedWithPayload(payload)}, {val: refusedReply}, {val: []any{int64(5)}}}, false, 1},
+		{"undo_negative", []fakeReply{{val: allowedWithPayload(payload)}, {val: refusedReply}, {val: []any{int64(-5), int64(0)}}}, false, 1},
+		{"undo_error", []fakeReply{{val: allowedWithPayload(payload)}, {val: refusedReply}, {err: io.EOF}}, false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeScripter{replies: tt.replies}
+			s := fakeCluster(f)
+			res := make([]rules.Result, 2)
+			err := s.Take(context.Background(), time.Now(), ops, res)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("got error %v, want error %v", err, tt.wantErr)
+			}
+			if tt.wantErr && !errors.Is(err, ErrMalformedReply) {
+				t.Errorf("got %v, want ErrMalformedReply", err)
+			}
+			if got := s.Stats().UndoErrors; got != tt.wantUndoErrors {
+				t.Errorf("Stats().UndoErrors: got %d, want %d", got, tt.wantUndoErrors)
+			}
+			if !tt.wantErr && (!res[0].Allowed || res[1].Allowed) {
+				t.Errorf("got %+v, want the first op allowed, the second refused", res)
+			}
+			if tt.name == "undo_ok" && res[0].Remaining != 5 {
+				t.Errorf("Remaining after the undo: got %d, want 5", res[0].Remaining)
+			}
+		})
+	}
+}
+
+// hungServer accepts connections and reads everything sent, never
+// answering: a Redis that hangs. It counts connections and script calls.
+type hungServer struct {
+	ln       net.Listener
+	mu       sync.Mutex
+	conns    int
+	received bytes.Buffer
+	accepted chan net.Addr
+	wg       sync.WaitGroup
+}
+
+func newHungServer(t *testing.T) *hungServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hungServer{ln: ln, accepted: make(chan net.Addr, 64)}
+	h.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			h.mu.Lock()
+			h.conns++
+			h.mu.Unlock()
+			h.accepted <- c.RemoteAddr()
+			h.wg.Go(func() {
+				defer c.Close()
+				// Answer the connection's HELLO as a Redis without it
+				// would (go-redis then stays on RESP2), then nothing.
+				var got []byte
+				buf := make([]byte, 4096)
+				hello := false
+				for {
+					n, err := c.Read(buf)
+					got = append(got, buf[:n]...)
+					if !hello && bytes.Contains(bytes.ToLower(got), []byte("\r\nhello\r\n")) {
+						hello = true
+						c.Write([]byte("-ERR unknown command 'hello'\r\n"))
+					}
+					if err != nil {
+						break
+					}
+				}
+				h.mu.Lock()
+				h.received.Write(got)
+				h.mu.Unlock()
+			})
+		}
+	})
+	return h
+}
+
+// settle waits until every connection dialed before it was accepted and
+// read to its end (the client must have closed them), then stops the
+// server. A sentinel connection, dialed last, marks the end: connections
+// are accepted in order.
+func (h *hungServer) settle(t *testing.T) (conns int, received string) {
+	t.Helper()
+	sentinel, err := net.Dial("tcp", h.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentinel.Close()
+	deadline := time.After(10 * time.Second)
+	for found := false; !found; {
+		select {
+		case a := <-h.accepted:
+			found = a.String() == sentinel.LocalAddr().String()
+		case <-deadline:
+			t.Fatal("the sentinel connection was never accepted")
+		}
+	}
+	h.ln.Close()
+	h.wg.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conns - 1, strings.ToLower(h.received.String())
+}
+
+// TestTimeout: against a server that accepts and never answers, Take fails
+// within its budget (Timeout plus a slack generous for CI), with one
+// connection and one script call: nothing is retried.
+func TestTimeout(t *testing.T) {
+	h := newHungServer(t)
+	const timeout = 20 * time.Millisecond
+	s := mustNew(t, Options{URL: "redis://" + h.ln.Addr().String(), Timeout: timeout})
+	ops := []rules.Op{gcra('a', 5), gcra('b', 5)}
+	start := time.Now()
+	err := s.Take(context.Background(), time.Now(), ops, make([]rules.Result, 2))
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatal("got no error from a server that never answers")
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("got %v, want a timeout", err)
+	}
+	if elapsed > timeout+50*time.Millisecond {
+		t.Errorf("Take returned after %v, want within %v + 50ms", elapsed, timeout)
+	}
+	s.Close()
+	conns, got := h.settle(t)
+	if conns != 1 {
+		t.Errorf("got %d connections, want 1 (no reconnect, no retry)", conns)
+	}
+	if n := strings.Count(got, "\r\nevalsha\r\n"); n != 1 {
+		t.Errorf("got %d EVALSHA, want 1 (never retried): %q", n, got)
+	}
+	if n := strings.Count(got, "\r\neval\r\n"); n != 0 {
+		t.Errorf("got %d EVAL, want 0: %q", n, got)
+	}
+	t.Logf("failed after %v: %v", elapsed, err)
+}
+
+// TestContextDeadline: a caller's deadline shorter than the budget ends
+// the call early (failclosed's prober sets one).
+func TestContextDeadline(t *testing.T) {
+	h := newHungServer(t)
+	s := mustNew(t, Options{URL: "redis://" + h.ln.Addr().String(), Timeout: 10 * time.Second})
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := s.Take(ctx, time.Now(), []rules.Op{gcra('a', 5)}, make([]rules.Result, 1))
+	if err == nil {
+		t.Fatal("got no error from a server that never answers")
+	}
+	if elapsed := time.Since(start); elapsed > 20*time.Millisecond+50*time.Millisecond {
+		t.Errorf("Take returned after %v, want within the caller's 20ms deadline + 50ms", elapsed)
+	}
+}
+
+// TestRefused: a server that is down (connection refused) fails the call
+// at once.
+func TestRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	const timeout = 20 * time.Millisecond
+	s := mustNew(t, Options{URL: "redis://" + addr, Timeout: timeout})
+	defer s.Close()
+	start := time.Now()
+	if err := s.Take(context.Background(), time.Now(), []rules.Op{gcra('a', 5)}, make([]rules.Result, 1)); err == nil {
+		t.Fatal("got no error from a server that is down")
+	}
+	if elapsed := time.Since(start); elapsed > timeout+50*time.Millisecond {
+		t.Errorf("Take returned after %v, want within %v + 50ms", elapsed, timeout)
+	}
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr bool
+	}{
+		{"zero", Options{}, false},
+		{"url", Options{URL: "redis://10.0.0.1:6380/2"}, false},
+		{"tls", Options{URL: "rediss://10.0.0.1:6380/2"}, false},
+		{"unix", Options{URL: "unix:///run/redis.sock?db=1"}, false},
+		{"cluster", Options{URL: "redis+cluster://10.0.0.1:7001,10.0.0.2:7001"}, false},
+		{"bad_scheme", Options{URL: "http://10.0.0.1"}, true},
+		{"bad_cluster", Options{URL: "redis+cluster://"}, true},
+		{"negative_timeout", Options{Timeout: -time.Second}, true},
+		{"negative_pool", Options{PoolSize: -1}, true},
+		{"brace_prefix", Options{Prefix: "edge:{x}:"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := New(tt.opts)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("got error %v, want error %v", err, tt.wantErr)
+			}
+			if s != nil {
+				if err := s.Close(); err != nil {
+					t.Error(err)
+				}
+				if err := s.Close(); err != nil {
+					t.Errorf("second Close: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestTakeBeforeIO: calls a store must refuse do not reach the server.
+func TestTakeBeforeIO(t *testing.T) {
+	t.Parallel()
+	f := &fakeScripter{}
+	s := fakeStore(f)
+	ctx := context.Background()
+	bad := gcra('a', 5)
+	bad.Limit = 0
+	if err := s.Take(ctx, time.Now(), []rules.Op{gcra('a', 5)}, nil); err == nil {
+		t.Error("len(res) != len(ops): got no error")
+	}
+	if err := s.Take(ctx, time.Now(), []rules.Op{gcra('a', 5), bad}, make([]rules.Result, 2)); !errors.Is(err, rules.ErrInvalidLimits) {
+		t.Errorf("invalid op: got %v, want rules.ErrInvalidLimits", err)
+	}
+	if err := s.Take(ctx, time.Now(), nil, nil); err != nil {
+		t.Errorf("no ops: got %v, want nil", err)
+	}
+	s.callerTS = true
+	if err := s.Take(ctx, time.Unix(-1, 0), []rules.Op{gcra('a', 5)}, make([]rules.Result, 1)); err == nil {
+		t.Error("a caller clock before the epoch: got no error")
+	}
+	if f.evalSha+f.eval != 0 {
+		t.Errorf("got %d script calls, want none", f.evalSha+f.eval)
+	}
+}
+
+// TestArgs pins the wire format the script parses.
+func TestArgs(t *testing.T) {
+	t.Parallel()
+	s := &Store{prefix: "p:", slackMS: 60000}
+	ops := []rules.Op{
+		{Kind: rules.OpPeek, Algorithm: rules.SlidingLog, Key: rules.Key{0xab, 23: 0xcd}, Limit: 3, PeriodUS: 1000, Cost: 2, Enforce: true, Attempts: true},
+		{Kind: rules.OpTake, Algorithm: rules.GCRA, Key: rules.Key{1}, Limit: 5, Burst: 7, PeriodUS: 1_000_000, Cost: 1},
+	}
+	var b batch
+	s.prepare(&b, ops, nil, 1_699_920_000_000_001, false)
+	wantKeys := []string{
+		"p:{ab" + strings.Repeat("0", 44) + "cd}",
+		"p:{ab" + strings.Repeat("0", 44) + "cd}:log",
+		"p:{01" + strings.Repeat("0", 46) + "}",
+	}
+	if strings.Join(b.keys, " ") != strings.Join(wantKeys, " ") {
+		t.Errorf("keys: got %q, want %q", b.keys, wantKeys)
+	}
+	if want := "0 1699920000000001 60000 0 1 5 3 0 1000 2 1 1 0 0 5 7 1000000 1 0 0"; len(b.args) != 1 || b.args[0] != want {
+		t.Errorf("args: got %q, want %q", b.args, want)
+	}
+}

@@ -1,0 +1,381 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/edge-gateway/edge/rules"
+)
+
+const (
+	// DefaultURL is the server when Options.URL is empty.
+	DefaultURL = "redis://127.0.0.1:6379/0"
+	// DefaultTimeout is Options.Timeout when 0.
+	DefaultTimeout = 5 * time.Millisecond
+	// DefaultPrefix is Options.Prefix when empty.
+	DefaultPrefix = "edge:"
+	// CallerClockSlack is added to every Redis TTL when Options.UseCallerClock
+	// is set: keys then expire in Redis' time, not in the caller's.
+	CallerClockSlack = time.Minute
+
+	// maxClockUS bounds a caller's clock: the algorithms are exact in Lua
+	// for clocks under 2^52µs since the epoch (rules.MaxExact).
+	maxClockUS = 1 << 52
+)
+
+//go:embed take.lua
+var takeScript string
+
+// takeSHA is takeScript's SHA1, the name EVALSHA calls it by.
+var takeSHA = func() string {
+	sum := sha1.Sum([]byte(takeScript))
+	return hex.EncodeToString(sum[:])
+}()
+
+// Options configure a Store. The zero value works: a local Redis on the
+// default port, a 5ms budget, keys under "edge:".
+type Options struct {
+	// URL selects the server. A single Redis:
+	// "redis://[user:password@]host:port/db", "rediss://…" (TLS) or
+	// "unix:///path/redis.sock?db=N". A Redis Cluster:
+	// "redis+cluster://[user:password@]host:port,host:port,…", any of its
+	// nodes (the others are discovered). Empty: DefaultURL. Timeouts,
+	// retries and the protocol in the URL's query are overridden.
+	URL string
+	// Timeout is the budget of one round trip (DefaultTimeout when 0):
+	// the client's dial, pool-wait, write and read timeouts are all set to
+	// it, so a call to a server that does not answer fails after about
+	// Timeout (see the package doc for the worst case), and nothing is ever
+	// retried (a retried script call that did run would charge twice).
+	Timeout time.Duration
+	// PoolSize is the number of connections per server (go-redis' default
+	// when 0: 10 per CPU for a single Redis, 5 per CPU per cluster node).
+	PoolSize int
+	// Prefix starts every key (DefaultPrefix when empty), so that one Redis
+	// can serve several fleets. It must not contain '{' or '}', which would
+	// change the keys' hash slots.
+	Prefix string
+	// UseCallerClock is for tests only: the script decides at the now
+	// passed to Take instead of the Redis server's TIME, so that the
+	// conformance tables run against a real Redis without sleeping. Every
+	// key then lives CallerClockSlack longer in Redis than its state does,
+	// since Redis expires keys on its own clock. A fleet must never set it:
+	// its nodes would stop sharing one clock.
+	UseCallerClock bool
+}
+
+// Stats counts the events of a Store's life that dashboards should see.
+type Stats struct {
+	// NoScript counts script calls answered NOSCRIPT (the script cache was
+	// flushed, or the server restarted or failed over) and run again with
+	// EVAL: the script had not run, so nothing was counted twice.
+	NoScript uint64
+	// CrossSlot counts Take calls whose keys spanned several hash slots of
+	// a Redis Cluster.
+	CrossSlot uint64
+	// Undos counts cross-slot calls refused in one slot whose takes in the
+	// other slots were undone (one more round trip each).
+	Undos uint64
+	// UndoErrors counts undo round trips that failed: their units stay
+	// taken until the keys decay (the package doc's error bound).
+	UndoErrors uint64
+}
+
+// ErrMalformedReply is returned (wrapped in nothing, so errors.Is and ==
+// both work) when the script's reply does not have the shape it must: the
+// store cannot decide, and the caller applies each rule's on_store_error.
+var ErrMalformedReply = errors.New("redisstore: malformed script reply")
+
+var (
+	errLenMismatch = errors.New("redisstore: len(res) != len(ops)")
+	errClock       = errors.New("redisstore: caller clock outside 0…2^52µs since the epoch")
+)
+
+// scripter is the slice of go-redis a script call needs (redis_rate's
+// rediser idea). *redis.Client implements it; tests fake it to return
+// malformed replies.
+type scripter interface {
+	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
+	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+}
+
+// pipeliner is implemented by *redis.Client: several script calls to one
+// server in one round trip.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// Store is the Redis rules.Store. Create one with New.
+type Store struct {
+	prefix   string
+	slackMS  int64
+	callerTS bool
+
+	// A single Redis: node. A cluster: masterFor routes a key to its
+	// master's client (cluster is only for Ping, ScriptLoad and Close).
+	node      scripter
+	cluster   *redis.ClusterClient
+	masterFor func(ctx context.Context, key string) (scripter, error)
+	closeFn   func() error
+
+	closeOnce sync.Once
+	closeErr  error
+
+	// beforeUndo, when set (tests only), runs between a cross-slot call's
+	// take and its undo.
+	beforeUndo func()
+
+	noScript, crossSlot, undos, undoErrors atomic.Uint64
+}
+
+var _ rules.Store = (*Store)(nil)
+
+// New returns a Store for opts. It does no I/O: a server that is down at
+// start is a store error on each Take (the caller's on_store_error), not a
+// node that cannot start. Call Ping to check the server and load the script
+// into its cache before the first request; a Take that finds the script
+// missing runs it by EVAL instead (Stats.NoScript).
+func New(opts Options) (*Store, error) {
+	if opts.URL == "" {
+		opts.URL = DefaultURL
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	switch {
+	case opts.Timeout < 0:
+		return nil, fmt.Errorf("redisstore: timeout %v is negative", opts.Timeout)
+	case opts.PoolSize < 0:
+		return nil, fmt.Errorf("redisstore: pool size %d is negative", opts.PoolSize)
+	case strings.ContainsAny(opts.Prefix, "{}"):
+		return nil, fmt.Errorf("redisstore: prefix %q contains '{' or '}', which would pick the keys' hash slot", opts.Prefix)
+	}
+	s := &Store{prefix: opts.Prefix, callerTS: opts.UseCallerClock}
+	if opts.UseCallerClock {
+		s.slackMS = CallerClockSlack.Milliseconds()
+	}
+	if rest, ok := strings.CutPrefix(opts.URL, "redis+cluster://"); ok {
+		co, err := parseClusterURL(rest)
+		if err != nil {
+			return nil, err
+		}
+		configureCluster(co, opts)
+		cc := redis.NewClusterClient(co)
+		s.cluster = cc
+		s.masterFor = func(ctx context.Context, key string) (scripter, error) {
+			c, err := cc.MasterForKey(ctx, key)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+		s.closeFn = cc.Close
+		return s, nil
+	}
+	o, err := redis.ParseURL(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: parsing URL: %w", err)
+	}
+	configure(o, opts)
+	c := redis.NewClient(o)
+	s.node, s.closeFn = c, c.Close
+	return s, nil
+}
+
+// configure sets what every connection of a single Redis needs.
+func configure(o *redis.Options, opts Options) {
+	o.MaxRetries = -1 // a retried EVALSHA that ran charges twice
+	o.DialTimeout = opts.Timeout
+	o.DialerRetries = 1 // one dial per attempt: retries would outlast the budget
+	o.PoolTimeout = opts.Timeout
+	o.ReadTimeout = opts.Timeout
+	o.WriteTimeout = opts.Timeout
+	o.ContextTimeoutEnabled = true // a caller's deadline or cancel ends the call early
+	o.Protocol = 2                 // no HELLO, no push notifications: one command per connection setup at most
+	o.DisableIdentity = true       // no CLIENT SETINFO on connect
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if opts.PoolSize > 0 {
+		o.PoolSize = opts.PoolSize
+	}
+}
+
+// configureCluster is configure for a cluster's node clients. MaxRedirects
+// is -1 too: go-redis' cluster client retries a command after a timeout
+// within its redirect budget. Script calls do not go through that path
+// anyway (Take routes them to the masters' clients itself).
+func configureCluster(o *redis.ClusterOptions, opts Options) {
+	o.MaxRetries = -1
+	o.MaxRedirects = -1
+	o.DialTimeout = opts.Timeout
+	o.DialerRetries = 1
+	o.PoolTimeout = opts.Timeout
+	o.ReadTimeout = opts.Timeout
+	o.WriteTimeout = opts.Timeout
+	o.ContextTimeoutEnabled = true
+	o.Protocol = 2
+	o.DisableIdentity = true
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if opts.PoolSize > 0 {
+		o.PoolSize = opts.PoolSize
+	}
+}
+
+// parseClusterURL parses what follows "redis+cluster://":
+// "[user:password@]host:port,host:port[/]" (database 0 only: a cluster
+// has no other).
+func parseClusterURL(rest string) (*redis.ClusterOptions, error) {
+	o := &redis.ClusterOptions{}
+	if strings.ContainsAny(rest, "?#") {
+		return nil, errors.New("redisstore: a redis+cluster URL takes no query or fragment")
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		u, err := url.Parse("redis://" + rest[:i+1] + "host")
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: parsing cluster URL credentials: %w", err)
+		}
+		o.Username = u.User.Username()
+		o.Password, _ = u.User.Password()
+		rest = rest[i+1:]
+	}
+	rest = strings.TrimSuffix(strings.TrimSuffix(rest, "/0"), "/")
+	if rest == "" {
+		return nil, errors.New("redisstore: a redis+cluster URL needs at least one host:port")
+	}
+	for addr := range strings.SplitSeq(rest, ",") {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: cluster node %q: %w", addr, err)
+		}
+		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || host == "" {
+			return nil, fmt.Errorf("redisstore: cluster node %q: want host:port", addr)
+		}
+		o.Addrs = append(o.Addrs, addr)
+	}
+	return o, nil
+}
+
+// Ping checks that the server (every master of a cluster) answers and
+// loads the script into its cache, for readiness probes and start-up.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.cluster != nil {
+		err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return c.Ping(ctx).Err()
+		})
+		if err != nil {
+			return fmt.Errorf("redisstore: pinging the cluster: %w", err)
+		}
+		return s.load(ctx, s.cluster.ScriptLoad(ctx, takeScript))
+	}
+	c, ok := s.node.(*redis.Client)
+	if !ok {
+		return nil
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redisstore: pinging: %w", err)
+	}
+	return s.load(ctx, c.ScriptLoad(ctx, takeScript))
+}
+
+func (s *Store) load(_ context.Context, cmd *redis.StringCmd) error {
+	sha, err := cmd.Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: loading the take script: %w", err)
+	}
+	if sha != takeSHA {
+		return fmt.Errorf("redisstore: loading the take script: server named it %s, want %s", sha, takeSHA)
+	}
+	return nil
+}
+
+// Stats returns the Store's counters since New.
+func (s *Store) Stats() Stats {
+	return Stats{
+		NoScript:   s.noScript.Load(),
+		CrossSlot:  s.crossSlot.Load(),
+		Undos:      s.undos.Load(),
+		UndoErrors: s.undoErrors.Load(),
+	}
+}
+
+// Close closes the client's connections. It may be called more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.closeFn != nil {
+			s.closeErr = s.closeFn()
+		}
+	})
+	return s.closeErr
+}
+
+// Take applies ops as rules.Store specifies, in one script call on a single
+// Redis (one round trip), or one per hash slot on a cluster (package doc).
+// With the server's clock (the default) now is not used: the script reads
+// TIME. It returns an error, having sent nothing, when len(res) != len(ops)
+// or an op fails rules.ValidateOp.
+func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
+	if len(res) != len(ops) {
+		return errLenMismatch
+	}
+	for i := range ops {
+		if err := rules.ValidateOp(&ops[i]); err != nil {
+			return err
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	nowUS := int64(-1) // the script reads TIME
+	if s.callerTS {
+		nowUS = now.UnixMicro()
+		if nowUS < 0 || nowUS > maxClockUS {
+			return errClock
+		}
+	}
+	if s.cluster == nil && s.masterFor == nil {
+		var b batch
+		s.prepare(&b, ops, nil, nowUS, false)
+		b.run(ctx, s, s.node)
+		if b.err != nil {
+			return b.err
+		}
+		return b.decode(ops, res, s.callerNow(&nowUS))
+	}
+	return s.takeCluster(ctx, ops, res, nowUS)
+}
+
+// callerNow returns nowUS when the caller's clock decides (a reply must
+// then carry it back), nil otherwise.
+func (s *Store) callerNow(nowUS *int64) *int64 {
+	if s.callerTS {
+		return nowUS
+	}
+	return nil
+}
+
+// eval runs the script by its SHA and, when the server's cache does not
+// have it (NOSCRIPT: it did not run), by EVAL, which also caches it again.
+func (s *Store) eval(ctx context.Context, n scripter, keys []string, args []any) (any, error) {
+	v, err := n.EvalSha(ctx, takeSHA, keys, args...).Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		s.noScript.Add(1)
+		v, err = n.Eval(ctx, takeScript, keys, args...).Result()
+	}
+	return v, err
+}
