@@ -180,7 +180,16 @@ func effectiveMethod(h *fasthttp.RequestHeader) string {
 }
 
 // serveControl answers /__origin/<p>, the test hooks. They are not counted.
+//
+// They answer only requests made to the origin directly: a request that came
+// through a proxy (it carries X-Forwarded-For, which the edge always sets)
+// gets 404, so nobody can read another client's headers from /last or wipe
+// the counts through the edge.
 func (d *DemoOrigin) serveControl(ctx *fasthttp.RequestCtx, p string) {
+	if len(ctx.Request.Header.Peek(fasthttp.HeaderXForwardedFor)) > 0 {
+		writeJSON(ctx, fasthttp.StatusNotFound, `{"error":"not found"}`)
+		return
+	}
 	switch {
 	case p == "hits" && ctx.IsGet():
 		writeJSONValue(ctx, fasthttp.StatusOK, d.Hits())
@@ -437,6 +446,7 @@ func writeJSONValue(ctx *fasthttp.RequestCtx, status int, v any) {
 func newDemoServer(d *DemoOrigin) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                      d.Handler,
+		ReadBufferSize:               16 << 10, // above the edge's 8 KiB header cap
 		ReadTimeout:                  10 * time.Second,
 		WriteTimeout:                 10 * time.Second,
 		IdleTimeout:                  60 * time.Second,

@@ -381,7 +381,8 @@ func TestForwardedForFromUntrustedPeerIsIgnored(t *testing.T) {
 	n := startNode(t, p, nodeOptions{})
 	for i := range 7 {
 		r := do(t, "POST", "http://"+n.addr+"/login", "",
-			"X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i+1), "X-Real-IP", "198.51.100.99", "X-Edge-Visitor", "forged")
+			"X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i+1), "X-Real-IP", "198.51.100.99", "X-Edge-Visitor", "forged",
+			"X_Forwarded_For", "198.51.100.98", "True-Client-IP", "198.51.100.97", "X_Edge_Bot_Score", "99", "Forwarded", "for=198.51.100.96")
 		want := 401
 		if i >= 5 {
 			want = 429
@@ -394,9 +395,49 @@ func TestForwardedForFromUntrustedPeerIsIgnored(t *testing.T) {
 	if got := h["X-Forwarded-For"]; got != "127.0.0.1" {
 		t.Errorf("origin X-Forwarded-For %q, want the peer only", got)
 	}
-	for _, k := range []string{"X-Real-Ip", "X-Edge-Visitor"} {
+	for _, k := range []string{"X-Real-Ip", "X-Edge-Visitor", "X_forwarded_for", "X_Forwarded_For", "True-Client-Ip", "X_edge_bot_score", "X_Edge_Bot_Score", "Forwarded"} {
 		if v, ok := h[k]; ok {
 			t.Errorf("origin received client-sent %s: %q", k, v)
+		}
+	}
+}
+
+func TestHostMatchingAndMissingHost(t *testing.T) {
+	p := loadPolicy(t, foundation, `rule "login-per-ip" {`, `rule "login-per-ip" {
+  hosts     = ["login.example.com"]`)
+	n := startNode(t, p, nodeOptions{})
+	// userinfo, a port, a trailing dot and case never move a request out
+	// of a hosts-scoped rule.
+	for i, host := range []string{"login.example.com", "x@login.example.com", "LOGIN.example.com:80", "login.example.com.", "a:b@Login.Example.Com."} {
+		if st := rawStatus(t, raw(t, n.addr, "POST /login HTTP/1.1\r\nHost: "+host+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")); st != 401 {
+			t.Errorf("%s: got %d, want 401", host, st)
+		}
+		if got := n.decisions("login-per-ip", "allow"); got != i+1 {
+			t.Errorf("%s: rule counted %d, want %d", host, got, i+1)
+		}
+	}
+	if st := rawStatus(t, raw(t, n.addr, "POST http://login.example.com/login HTTP/1.1\r\nHost: other.example\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")); st != 429 {
+		t.Errorf("absolute-form target: got %d, want 429 (its host is the rule's)", st)
+	}
+	// HTTP/1.0 without Host, and a Connection header naming Host, still
+	// reach the origin.
+	for _, req := range []string{
+		"GET /api/x HTTP/1.0\r\n\r\n",
+		"GET /api/x HTTP/1.1\r\nHost: x\r\nConnection: Host, close\r\n\r\n",
+	} {
+		if st := rawStatus(t, raw(t, n.addr, req)); st != 200 {
+			t.Errorf("%q: got %d, want 200", req, st)
+		}
+	}
+}
+
+func TestRateLimitHeaderNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"RateLimit": true, "Ratelimit-Policy": true, "X-RateLimit-Remaining": true, "X-Rate-Limit-Reset": true,
+		"X_Rate_Limit_Used": true, "Retry-After": true, "Content-Type": false, "X-Rate": false,
+	} {
+		if got := isRateLimitHeader([]byte(name)); got != want {
+			t.Errorf("isRateLimitHeader(%q) = %v, want %v", name, got, want)
 		}
 	}
 }
@@ -679,4 +720,20 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func TestDemoOriginHooksAreNotReachableThroughTheEdge(t *testing.T) {
+	n := startNode(t, loadPolicy(t, foundation), nodeOptions{})
+	do(t, "GET", "http://"+n.addr+"/api/x", "", "Authorization", "Bearer victim")
+	for _, path := range []string{"/__origin/last", "/__origin/hits"} {
+		if r := do(t, "GET", "http://"+n.addr+path, ""); r.status != 404 || strings.Contains(r.body, "victim") {
+			t.Errorf("%s through the edge: %d %q", path, r.status, r.body)
+		}
+	}
+	if r := do(t, "POST", "http://"+n.addr+"/__origin/reset", ""); r.status != 404 {
+		t.Errorf("reset through the edge: %d", r.status)
+	}
+	if got := n.hits(t)["/api/x"]; got != 1 {
+		t.Errorf("hits after a reset attempt through the edge: %d, want 1", got)
+	}
 }

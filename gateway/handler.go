@@ -139,7 +139,7 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 			rs.overrides = rules.AppendMethodTokens(rs.overrides, v)
 		}
 	}
-	rs.host = appendHost(rs.host[:0], ctx.Request.Header.Host())
+	rs.host = appendHost(rs.host[:0], ctx.Request.URI().Host())
 
 	rs.fields.r = &ctx.Request
 	rs.req = rules.Request{
@@ -212,14 +212,23 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	rs.xff = p.Client.AppendForwardedFor(rs.xff[:0], peer, fwd)
 	trusted := p.Client.Trusted(peer)
 
+	// The client's Connection: close is about its connection to the edge,
+	// not the pool to the origin.
+	clientClose := req.Header.ConnectionClose()
 	stripHopByHop(&req.Header)
-	s.stripEdgeHeaders(rs, req)
-	if !trusted || p.ForwardedHeader != "Forwarded" {
-		req.Header.Del("Forwarded")
-	}
-	req.Header.Del("X-Real-Ip")
+	s.sanitizeHeaders(rs, req, trusted && p.ForwardedHeader == "Forwarded")
+	req.Header.ResetConnectionClose()
 	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
+	if len(req.Header.Host()) == 0 {
+		// HTTP/1.0 without Host: name the origin rather than fail.
+		req.Header.SetHost(st.upstream.Addr)
+	}
 	req.SetRequestURIBytes(rs.uri)
+	defer func() {
+		if clientClose {
+			ctx.SetConnectionClose()
+		}
+	}()
 
 	resp := &ctx.Response
 	if err := st.upstream.Do(req, resp); err != nil {
@@ -237,18 +246,29 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	stripHopByHopResponse(&resp.Header)
 	resp.Header.Del("X-Edge-Outcome")
 	if d.Sensitive {
-		stripRateLimitHeaders(&resp.Header)
+		stripRateLimitHeaders(rs, &resp.Header)
 		return
 	}
 	s.setRateLimitHeaders(ctx, rs)
 }
 
-// stripEdgeHeaders removes every client-sent X-Edge-* header: only the edge
-// speaks in that namespace to the origin.
-func (s *Server) stripEdgeHeaders(rs *reqState, req *fasthttp.Request) {
+// clientIPHeaders name the client's address to origins that trust them.
+// The edge is the one authority on who the client is (X-Forwarded-For, which
+// it rewrites), so client-sent copies never reach the origin, in any
+// spelling: CGI, PHP and WSGI origins read "_" as "-".
+var clientIPHeaders = [...]string{
+	"x-forwarded-for", "x-real-ip", "forwarded", "true-client-ip", "x-client-ip",
+	"x-cluster-client-ip", "cf-connecting-ip", "fastly-client-ip", "x-original-forwarded-for",
+}
+
+// sanitizeHeaders removes every client-sent X-Edge-* header (only the edge
+// speaks in that namespace to the origin) and every client-IP header, "_"
+// spellings included. keepForwarded keeps a canonical Forwarded header from
+// a trusted proxy under forwarded_header = "forwarded".
+func (s *Server) sanitizeHeaders(rs *reqState, req *fasthttp.Request, keepForwarded bool) {
 	rs.edgeHdrs = rs.edgeHdrs[:0]
 	for k := range req.Header.All() {
-		if len(k) >= 7 && bytes.EqualFold(k[:7], []byte("x-edge-")) {
+		if dropHeader(k, keepForwarded) {
 			rs.edgeHdrs = append(rs.edgeHdrs, k...)
 			rs.edgeHdrs = append(rs.edgeHdrs, 0)
 		}
@@ -261,6 +281,34 @@ func (s *Server) stripEdgeHeaders(rs *reqState, req *fasthttp.Request) {
 	}
 }
 
+// dropHeader reports whether a client-sent header name must not reach the
+// origin.
+func dropHeader(k []byte, keepForwarded bool) bool {
+	if len(k) > 64 {
+		return false
+	}
+	var buf [64]byte
+	n := buf[:len(k)]
+	for i, c := range k {
+		switch {
+		case c == '_':
+			c = '-'
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		n[i] = c
+	}
+	if bytes.HasPrefix(n, []byte("x-edge-")) {
+		return true
+	}
+	for _, h := range clientIPHeaders {
+		if string(n) == h {
+			return !(keepForwarded && h == "forwarded" && bytes.Equal(k, []byte("Forwarded")))
+		}
+	}
+	return false
+}
+
 // hopByHop are the RFC 9110 §7.6.1 connection-specific headers a proxy must
 // not forward (fasthttp manages Connection itself).
 var hopByHop = [...]string{
@@ -268,14 +316,26 @@ var hopByHop = [...]string{
 	"Te", "Trailer", "Upgrade",
 }
 
+// endToEnd are headers a Connection token may not remove: the request's
+// framing and routing.
+var endToEnd = [...]string{"host", "content-length", "transfer-encoding", "content-type", "close", "keep-alive"}
+
 func stripHopByHop(h *fasthttp.RequestHeader) {
-	// Headers named in Connection are hop-by-hop too.
+	// Headers named in Connection are hop-by-hop too, except the request's
+	// framing and routing ("Connection: Host" must not unroute it).
 	if c := h.Peek("Connection"); len(c) > 0 {
+	tokens:
 		for tok := range bytes.SplitSeq(c, []byte(",")) {
 			tok = bytes.TrimSpace(tok)
-			if len(tok) > 0 && !bytes.EqualFold(tok, []byte("close")) && !bytes.EqualFold(tok, []byte("keep-alive")) {
-				h.DelBytes(tok)
+			if len(tok) == 0 {
+				continue
 			}
+			for _, e := range endToEnd {
+				if bytes.EqualFold(tok, []byte(e)) {
+					continue tokens
+				}
+			}
+			h.DelBytes(tok)
 		}
 	}
 	for _, k := range hopByHop {
@@ -289,10 +349,42 @@ func stripHopByHopResponse(h *fasthttp.ResponseHeader) {
 	}
 }
 
-func stripRateLimitHeaders(h *fasthttp.ResponseHeader) {
-	for _, k := range [...]string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
-		h.Del(k)
+// stripRateLimitHeaders removes, from the origin's answer on a sensitive
+// route, every header that could tell capacity: RateLimit*, X-RateLimit-*,
+// X-Rate-Limit-*, any other name containing "ratelimit" or "rate-limit",
+// and Retry-After. Nothing an attacker can learn from (DESIGN §6).
+func stripRateLimitHeaders(rs *reqState, h *fasthttp.ResponseHeader) {
+	rs.edgeHdrs = rs.edgeHdrs[:0]
+	for k := range h.All() {
+		if isRateLimitHeader(k) {
+			rs.edgeHdrs = append(rs.edgeHdrs, k...)
+			rs.edgeHdrs = append(rs.edgeHdrs, 0)
+		}
 	}
+	for names := rs.edgeHdrs; len(names) > 0; {
+		i := bytes.IndexByte(names, 0)
+		h.DelBytes(names[:i])
+		names = names[i+1:]
+	}
+}
+
+func isRateLimitHeader(k []byte) bool {
+	if bytes.EqualFold(k, []byte("Retry-After")) {
+		return true
+	}
+	// Letters only, lower case: "X-Rate_Limit-Used" → "xratelimitused".
+	var buf [64]byte
+	n := 0
+	for _, c := range k {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if 'a' <= c && c <= 'z' && n < len(buf) {
+			buf[n] = c
+			n++
+		}
+	}
+	return bytes.Contains(buf[:n], []byte("ratelimit"))
 }
 
 // appendUpper appends b upper-cased (ASCII).
@@ -306,8 +398,13 @@ func appendUpper(dst, b []byte) []byte {
 	return dst
 }
 
-// appendHost appends the Host header lower-cased, without a port.
+// appendHost appends the host the request names (the absolute-form
+// target's or the Host header's) lower-cased, without userinfo, port or a
+// trailing dot, as an origin would route it.
 func appendHost(dst, h []byte) []byte {
+	if i := bytes.LastIndexByte(h, '@'); i >= 0 {
+		h = h[i+1:]
+	}
 	if len(h) > 0 && h[0] == '[' {
 		if i := bytes.IndexByte(h, ']'); i > 0 {
 			h = h[1:i]
@@ -315,6 +412,7 @@ func appendHost(dst, h []byte) []byte {
 	} else if i := bytes.LastIndexByte(h, ':'); i >= 0 && bytes.IndexByte(h[:i], ':') < 0 {
 		h = h[:i]
 	}
+	h = bytes.TrimRight(h, ".")
 	for _, c := range h {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'

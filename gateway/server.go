@@ -204,6 +204,7 @@ func (s *Server) NewHTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                       s.Handler,
 		ErrorHandler:                  errorHandler,
+		Logger:                        quietLogger{s.log},
 		Name:                          "",
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
@@ -218,6 +219,17 @@ func (s *Server) NewHTTPServer() *fasthttp.Server {
 		ReduceMemoryUsage:             false,
 		CloseOnShutdown:               true,
 		StreamRequestBody:             false,
+	}
+}
+
+// quietLogger receives fasthttp's own messages. They quote the raw request
+// (credentials, cookies, the client's address), so only the format string
+// is logged, at debug: never the request.
+type quietLogger struct{ log *slog.Logger }
+
+func (q quietLogger) Printf(format string, _ ...any) {
+	if q.log.Enabled(context.Background(), slog.LevelDebug) {
+		q.log.Debug("http server", "event", format)
 	}
 }
 
@@ -270,6 +282,9 @@ func serveUntil(ctx context.Context, srv *fasthttp.Server, ln net.Listener) erro
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := srv.ShutdownWithContext(sctx)
+		// A shutdown that raced Serve's start finds no server to stop:
+		// closing the listener makes Serve return either way.
+		_ = ln.Close()
 		<-errc
 		return err
 	}
