@@ -64,6 +64,9 @@ store "memory" {
 rule "login-per-ip" {
   methods   = ["POST"]
   paths     = ["/login"]
+  # hosts limits a rule to some Host names (case, port, a trailing dot and
+  # userinfo ignored); left out, the rule applies to every host.
+  # hosts   = ["login.example.com"]
   key       = ["ip"]
   algorithm = "gcra"
   limit     = 5
@@ -135,6 +138,9 @@ rule "otp-verify-per-ip" {
 rule "api-per-key" {
   paths          = ["/api/*"]
   key            = ["header:X-Api-Key"]
+  # What a request without the header does: "skip" this rule (the default
+  # on ordinary rules) or "reject" it with 400 (the default when sensitive).
+  missing_identity = "skip"
   algorithm      = "gcra"
   limit          = 10
   period         = "1s"
@@ -161,4 +167,13 @@ rule "api-per-ip-shadow" {
   limit     = 10
   period    = "1m"
   dry_run   = true
+}
+
+# ---- Blocked outright ---------------------------------------------------------
+# action = "deny" refuses every match (403 here; a bare 429 when sensitive)
+# without counting: no key, limit or period. "log" would count and log
+# without ever refusing.
+rule "deny-internal" {
+  paths  = ["/internal/*", "/.env", "/.git/*"]
+  action = "deny"
 }

@@ -37,7 +37,7 @@ func LoadFile(path string) (*Policy, hcl.Diagnostics) {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Cannot read policy",
-			Detail:   fmt.Sprintf("reading %s: %v", path, err),
+			Detail:   err.Error(),
 		}}
 	}
 	return Load(path, src)
@@ -53,23 +53,127 @@ func Load(filename string, src []byte) (*Policy, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	var cfg fileConfig
-	diags = append(diags, gohcl.DecodeBody(f.Body, nil, &cfg)...)
-	if diags.HasErrors() {
-		return nil, diags
-	}
+	cfg, decodeDiags := decodeFile(f.Body)
+	diags = append(diags, decodeDiags...)
 	c := compiler{filename: filename}
 	p := c.compile(&cfg)
 	diags = append(diags, c.diags...)
+	sortDiags(diags)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	return p, diags
 }
 
+// decodeFile decodes each top-level block on its own, so a type error in
+// one block (limit = "5") does not hide the semantic errors of the others.
+// A block that fails to decode is left out of the compile.
+func decodeFile(body hcl.Body) (fileConfig, hcl.Diagnostics) {
+	var cfg fileConfig
+	schema, _ := gohcl.ImpliedBodySchema(&cfg)
+	content, diags := body.Content(schema)
+	for _, b := range content.Blocks {
+		var label string
+		var labelRange hcl.Range
+		if len(b.Labels) > 0 {
+			label, labelRange = b.Labels[0], b.LabelRanges[0]
+		}
+		switch b.Type {
+		case "edge":
+			var x edgeBlock
+			if d := gohcl.DecodeBody(b.Body, nil, &x); decoded(&diags, d) {
+				x.DefRange = b.DefRange
+				if cfg.Edge != nil {
+					diags = append(diags, duplicateBlock(b, cfg.Edge.DefRange))
+					continue
+				}
+				cfg.Edge = &x
+			}
+		case "store":
+			var x storeBlock
+			if d := gohcl.DecodeBody(b.Body, nil, &x); decoded(&diags, d) {
+				x.Kind, x.KindRange, x.DefRange = label, labelRange, b.DefRange
+				cfg.Stores = append(cfg.Stores, x)
+			}
+		case "identity":
+			var x identityBlock
+			if d := gohcl.DecodeBody(b.Body, nil, &x); decoded(&diags, d) {
+				x.DefRange = b.DefRange
+				cfg.Identity = &x
+			}
+		case "visitor":
+			var x visitorBlock
+			if d := gohcl.DecodeBody(b.Body, nil, &x); decoded(&diags, d) {
+				x.DefRange = b.DefRange
+				cfg.Visitor = &x
+			}
+		case "botscore":
+			var x botscoreBlock
+			if d := gohcl.DecodeBody(b.Body, nil, &x); decoded(&diags, d) {
+				x.DefRange = b.DefRange
+				cfg.Botscore = &x
+			}
+		case "rule":
+			var x ruleBlock
+			if d := gohcl.DecodeBody(b.Body, nil, &x); decoded(&diags, d) {
+				x.Name, x.NameRange, x.DefRange = label, labelRange, b.DefRange
+				cfg.Rules = append(cfg.Rules, x)
+			}
+		case "test":
+			var x testBlock
+			if d := gohcl.DecodeBody(b.Body, nil, &x); decoded(&diags, d) {
+				x.Name, x.DefRange = label, b.DefRange
+				cfg.Tests = append(cfg.Tests, x)
+			}
+		}
+	}
+	return cfg, diags
+}
+
+// decoded appends d to diags and reports whether the block decoded cleanly.
+func decoded(diags *hcl.Diagnostics, d hcl.Diagnostics) bool {
+	*diags = append(*diags, d...)
+	return !d.HasErrors()
+}
+
+func duplicateBlock(b *hcl.Block, first hcl.Range) *hcl.Diagnostic {
+	r := b.DefRange
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Duplicate " + b.Type + " block",
+		Detail:   fmt.Sprintf("only one %s block is allowed; the first is at %s", b.Type, first),
+		Subject:  &r,
+	}
+}
+
+// sortDiags orders diagnostics by file position, so they read top to
+// bottom; those without a position come first.
+func sortDiags(diags hcl.Diagnostics) {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case a.Start.Line != b.Start.Line:
+			return a.Start.Line < b.Start.Line
+		}
+		return a.Start.Column < b.Start.Column
+	})
+}
+
 type compiler struct {
 	filename string
 	diags    hcl.Diagnostics
+}
+
+func (c *compiler) warnf(rng hcl.Range, summary, format string, args ...any) {
+	r := rng
+	c.diags = append(c.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  &r,
+	})
 }
 
 func (c *compiler) errorf(rng hcl.Range, summary, format string, args ...any) {
@@ -306,6 +410,10 @@ func (c *compiler) prefixLen(n, max int, rng hcl.Range, attr string) int {
 		c.errorf(rng, "Invalid "+attr, "%s must be between 0 and %d, got %d", attr, max, n)
 		return max
 	}
+	// An IPv4 /16 or an IPv6 /32 is already a whole organisation's network.
+	if coarse := max / 4; max == 32 && n < 16 || max == 128 && n < coarse {
+		c.warnf(rng, "Very coarse "+attr, "%s = %d puts at least 2^%d addresses in one counter; every client in such a network shares one budget", attr, n, max-n)
+	}
 	return n
 }
 
@@ -385,6 +493,11 @@ func (c *compiler) prefixes(expr hcl.Expression, attr string) []netip.Prefix {
 				continue
 			}
 		}
+		if pfx.Bits() == 0 {
+			c.warnf(rngs[i], "Every address trusted", "%q trusts every peer to name the client: any client can pick its own key with %s", s, attr)
+		} else if pfx.Masked() != pfx {
+			c.warnf(rngs[i], "Host bits set", "%q has host bits set; it means %s", s, pfx.Masked())
+		}
 		out = append(out, pfx.Masked())
 	}
 	return out
@@ -397,8 +510,11 @@ func ParseDuration(s string) (time.Duration, error) {
 	var days time.Duration
 	if i := strings.IndexByte(rest, 'd'); i > 0 {
 		n, err := strconv.ParseInt(rest[:i], 10, 64)
-		if err != nil || n < 0 || n > 3650 {
+		if err != nil || n < 0 {
 			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		if n > 3650 {
+			return 0, fmt.Errorf("duration %q is over ten years", s)
 		}
 		days = time.Duration(n) * 24 * time.Hour
 		rest = rest[i+1:]
@@ -413,12 +529,36 @@ func ParseDuration(s string) (time.Duration, error) {
 	return days + d, nil
 }
 
+var knownMethodList = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+
+var knownMethods = func() map[string]bool {
+	m := map[string]bool{}
+	for _, x := range knownMethodList {
+		m[x] = true
+	}
+	return m
+}()
+
+// isToken reports whether s is a non-empty RFC 9110 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // suggest returns ` Did you mean "x"?` for the closest candidate, or "".
 func suggest(got string, candidates []string) string {
 	// Close enough to be a typo: at most a third of the word differs.
 	best, bestD := "", min(4, len(got)/3+1)
+	lower := strings.ToLower(got)
 	for _, cand := range candidates {
-		if d := levenshtein.Distance(got, cand, nil); d < bestD {
+		if d := levenshtein.Distance(lower, strings.ToLower(cand), nil); d < bestD {
 			best, bestD = cand, d
 		}
 	}
@@ -438,13 +578,24 @@ func algorithmNamesList() []string {
 	return out
 }
 
+// charExamples show each prefixed characteristic in use.
+var charExamples = map[CharKind]string{
+	CharHeader: "header:X-Api-Key", CharCookie: "cookie:session", CharQuery: "query:client_id",
+	CharJSON: "json:user.phone", CharForm: "form:phone",
+}
+
+// charNamesList lists the characteristics this build supports.
 func charNamesList() []string {
 	var out []string
-	for n := range charNames {
-		out = append(out, n)
+	for n, k := range charNames {
+		if charSupported[k] {
+			out = append(out, n)
+		}
 	}
-	for n := range charPrefixes {
-		out = append(out, n+":")
+	for n, k := range charPrefixes {
+		if charSupported[k] {
+			out = append(out, n+":")
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -467,9 +618,17 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		ok = false
 	}
 
-	methods, _ := c.stringList(rb.Methods, "methods")
-	for _, m := range methods {
-		r.methods = append(r.methods, strings.ToUpper(m))
+	methods, mrngs := c.stringList(rb.Methods, "methods")
+	for i, m := range methods {
+		u := strings.ToUpper(m)
+		switch {
+		case !isToken(u):
+			fail(mrngs[i], "Invalid method", "%q is not an HTTP method", m)
+			continue
+		case !knownMethods[u]:
+			c.warnf(mrngs[i], "Unusual method", "%q is not a standard HTTP method.%s", m, suggest(u, knownMethodList))
+		}
+		r.methods = append(r.methods, u)
 	}
 	paths, prngs := c.stringList(rb.Paths, "paths")
 	if rb.Paths == nil || isNull(rb.Paths) {
@@ -561,8 +720,10 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		}
 		if rb.Period == nil {
 			fail(rb.DefRange, "Missing period", "rule %q needs period, a duration such as \"1m\" or \"1d\"", rb.Name)
-		} else if d, err := ParseDuration(*rb.Period); err != nil || d <= 0 {
+		} else if d, err := ParseDuration(*rb.Period); err != nil {
 			fail(rb.PeriodRange, "Invalid period", "%q is not a duration; write it like \"30s\", \"15m\", \"1h\" or \"1d\"", *rb.Period)
+		} else if d <= 0 {
+			fail(rb.PeriodRange, "Invalid period", "period must be positive, got %q", *rb.Period)
 		} else if d%time.Microsecond != 0 {
 			fail(rb.PeriodRange, "Invalid period", "%q: periods are counted in whole microseconds", *rb.Period)
 		} else {
@@ -600,7 +761,7 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		case "failures":
 			fail(rb.CountRange, "Not supported yet", "count = \"failures\" is not available in this build")
 		default:
-			fail(rb.CountRange, "Invalid count", "%q is not a count mode; want \"requests\", \"attempts\" or \"failures\"", *rb.Count)
+			fail(rb.CountRange, "Invalid count", "%q is not a count mode; want \"requests\" or \"attempts\".%s", *rb.Count, suggest(*rb.Count, []string{"requests", "attempts"}))
 		}
 	}
 	if rb.CountDistinct != nil {
@@ -679,7 +840,7 @@ func (c *compiler) characteristic(s string, rng hcl.Range) (Characteristic, bool
 	if pre, name, found := strings.Cut(s, ":"); found {
 		if k, ok := charPrefixes[pre]; ok {
 			if name == "" || len(name) > 256 || strings.ContainsAny(name, " \t\r\n") {
-				c.errorf(rng, "Invalid characteristic", "%q needs a name after %q, such as \"header:X-Api-Key\"", s, pre+":")
+				c.errorf(rng, "Invalid characteristic", "%q needs a name after %q, such as %q", s, pre+":", charExamples[k])
 				return Characteristic{}, false
 			}
 			if !charSupported[k] {

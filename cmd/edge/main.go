@@ -56,11 +56,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // printDiags writes one line per diagnostic in hcl's Diagnostic.Error()
 // form, FILE:LINE,COL-COL: Summary; Detail, which editors and CI parse.
-func printDiags(w io.Writer, diags hcl.Diagnostics) {
+func printDiags(w io.Writer, file string, diags hcl.Diagnostics) {
 	for _, d := range diags {
 		prefix := ""
 		if d.Severity == hcl.DiagWarning {
 			prefix = "warning: "
+		}
+		if d.Subject == nil {
+			// No position (the file could not be read): name the file.
+			fmt.Fprintf(w, "%s%s: %s; %s\n", prefix, file, d.Summary, d.Detail)
+			continue
 		}
 		fmt.Fprintf(w, "%s%s\n", prefix, d.Error())
 	}
@@ -77,7 +82,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		*config = fs.Arg(0)
 	}
 	p, diags := rules.LoadFile(*config)
-	printDiags(stderr, diags)
+	printDiags(stderr, *config, diags)
 	if diags.HasErrors() {
 		return 1
 	}
@@ -113,7 +118,7 @@ func serve(args []string, stderr io.Writer) int {
 		return 2
 	}
 	p, diags := rules.LoadFile(*config)
-	printDiags(stderr, diags)
+	printDiags(stderr, *config, diags)
 	if diags.HasErrors() {
 		fmt.Fprintf(stderr, "edge: %s has errors; not starting\n", *config)
 		return 1
@@ -215,7 +220,7 @@ func serve(args []string, stderr io.Writer) int {
 // refused, with its diagnostics on stderr, and the running policy stays.
 func reload(srv *gateway.Server, path string, log *slog.Logger, stderr io.Writer) error {
 	np, diags := rules.LoadFile(path)
-	printDiags(stderr, diags)
+	printDiags(stderr, path, diags)
 	if diags.HasErrors() {
 		log.Error("reload refused: policy has errors; keeping the running policy", "policy", path, "errors", len(diags.Errs()))
 		return diags

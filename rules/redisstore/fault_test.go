@@ -490,7 +490,8 @@ func TestArgs(t *testing.T) {
 	if strings.Join(b.keys, " ") != strings.Join(wantKeys, " ") {
 		t.Errorf("keys: got %q, want %q", b.keys, wantKeys)
 	}
-	if want := "0 1699920000000001 60000 0 1 5 3 0 1000 2 1 1 0 0 5 7 1000000 1 0 0"; len(b.args) != 1 || b.args[0] != want {
+	// 233 = peek (1) + 8×sliding_log (5) + 64 (enforce) + 128 (attempts).
+	if want := "0 1699920000000001 60000 233 3 0 1000 2 0 5 7 1000000 1"; len(b.args) != 1 || b.args[0] != want {
 		t.Errorf("args: got %q, want %q", b.args, want)
 	}
 }

@@ -27,12 +27,18 @@
 -- two fall in one microsecond); its string is then the log's meta, with n
 -- the last seq used.
 --
--- ARGV[1] holds integers separated by spaces: mode, now (-1: read TIME),
--- the slack in ms added to every Redis TTL (caller-clock mode), a flag
--- (take: return undo payloads; undo: read TIME for the refund), then 8 per
--- op: kind, algorithm, limit, burst, period (us), cost, enforce (0/1),
--- attempts (0/1); in undo mode a 9th, the number of payload strings the op
--- has in ARGV[2..].
+-- ARGV[1] holds integers separated by spaces: mode + 2*flag (the flag, in
+-- a take: return undo payloads; in an undo: read TIME for the refund), now
+-- (-1: read TIME), the slack in ms added to every Redis TTL (caller-clock
+-- mode), then per op: kind + 8*algorithm + 64*enforce + 128*attempts,
+-- limit, burst, period (us), cost, and in undo mode the number of payload
+-- strings the op has in ARGV[2..].
+--
+-- Cost. Redis runs the whole chunk on every call, so every function below
+-- is a closure created (and collected) per call, and every number crossing
+-- a string costs a conversion: the hot path keeps both few. The undo
+-- mode's functions are created only in that mode, the sliding_log's only
+-- when an op needs them.
 --
 -- A take returns {now, then per op: allowed (0/1), remaining,
 -- reset_after_us, retry_after_us (-1: never)}, then with the flag one
@@ -72,23 +78,46 @@ local h = {}
 for w in string.gmatch(ARGV[1], '%S+') do
 	h[#h + 1] = tonumber(w)
 end
-local mode, now, slack, flag = h[1], h[2], h[3], h[4]
+local mode, flag = h[1] % 2, h[1] >= 2
+local now, slack = h[2], h[3]
 
-local function clock()
-	local t = call('TIME')
-	return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
--- px is the Redis TTL of a state that decays in ttl us: whole ms rounded
--- up (never 0 for ttl > 0), plus the caller-clock slack.
-local function px(ttl)
-	return str(ceildiv(ttl, 1000) + slack)
+-- The ops, and their keys: a sliding_log op has two.
+local ops, hasLog = {}, false
+do
+	local width, kc = 5, 1
+	if mode == 1 then
+		width = 6
+	end
+	for i = 4, #h, width do
+		local code = h[i]
+		local op = {
+			kind = code % 8, alg = (code - code % 8) / 8 % 8, enforce = code % 128 >= 64, attempts = code >= 128,
+			limit = h[i + 1], burst = h[i + 2], period = h[i + 3], cost = h[i + 4], m = h[i + 5],
+			key = KEYS[kc],
+		}
+		kc = kc + 1
+		if op.alg == LOG then
+			op.lk = KEYS[kc]
+			kc = kc + 1
+			hasLog = true
+		end
+		ops[#ops + 1] = op
+	end
 end
 
 -- State ---------------------------------------------------------------------
 
+-- The sliding_log's functions, defined only when an op needs them.
+local logCount, logNewest, zcall, consumeLog, reportLog
+
 local function fresh()
 	return { alg = 0, x = 0, at = 0, n = 0, prev = 0 }
+end
+
+-- time reads the server's clock (us).
+local function time()
+	local t = call('TIME')
+	return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
 local function decode(raw)
@@ -100,10 +129,6 @@ local function decode(raw)
 		return nil
 	end
 	return { alg = tonumber(a), x = tonumber(x), at = tonumber(at), n = tonumber(n), prev = tonumber(p) }
-end
-
-local function encode(st)
-	return str(st.alg) .. ':' .. str(st.x) .. ':' .. str(st.at) .. ':' .. str(st.n) .. ':' .. str(st.prev)
 end
 
 -- load returns the state of key at t (fresh when missing, unreadable or
@@ -189,32 +214,34 @@ local function slidingAt(st, t, op)
 	return st.at, st.prev, st.n
 end
 
--- The log's timestamps in the window at t are those > t - period.
-local function logCount(st, t, op)
-	if st.alg ~= LOG then
-		return 0
-	end
-	return call('ZCOUNT', op.lk, str(t - op.period + 1), '+inf')
-end
-
-local function logNewest(op)
-	local r = call('ZRANGE', op.lk, '-1', '-1', 'WITHSCORES')
-	return tonumber(r[2])
-end
-
--- zcall runs cmd on op's log with args in chunks (Lua's unpack has a
--- stack limit), returning the sum of the integer replies.
-local function zcall(cmd, op, args)
-	local total, i = 0, 1
-	while i <= #args do
-		local chunk = { cmd, op.lk }
-		for j = i, min(i + 255, #args) do
-			chunk[#chunk + 1] = args[j]
+if hasLog then
+	-- The log's timestamps in the window at t are those > t - period.
+	function logCount(st, t, op)
+		if st.alg ~= LOG then
+			return 0
 		end
-		i = i + 256
-		total = total + call(unpack(chunk))
+		return call('ZCOUNT', op.lk, str(t - op.period + 1), '+inf')
 	end
-	return total
+
+	function logNewest(op)
+		local r = call('ZRANGE', op.lk, '-1', '-1', 'WITHSCORES')
+		return tonumber(r[2])
+	end
+
+	-- zcall runs cmd on op's log with args in chunks (Lua's unpack has a
+	-- stack limit), returning the sum of the integer replies.
+	function zcall(cmd, op, args)
+		local total, i = 0, 1
+		while i <= #args do
+			local chunk = { cmd, op.lk }
+			for j = i, min(i + 255, #args) do
+				chunk[#chunk + 1] = args[j]
+			end
+			i = i + 256
+			total = total + call(unpack(chunk))
+		end
+		return total
+	end
 end
 
 -- Check ---------------------------------------------------------------------
@@ -318,83 +345,85 @@ local function consumeCount(n, op, cost)
 	return n
 end
 
--- consumeLog is rules' consumeLog on the sorted set. It returns the
--- timestamps left (all in the window) and the newest. u, when given,
--- collects what an undo needs: the members added and the entries dropped.
-local function consumeLog(st, t, op, cost, u)
-	local n, seq = 0, 0
-	if st.alg == LOG then
-		seq = st.n
-		-- Drop what has left the window, then anything beyond the newest
-		-- Limit (a limit lowered by a reload).
-		local cut = str(t - op.period)
-		if u then
-			local old = call('ZRANGEBYSCORE', op.lk, '-inf', cut, 'WITHSCORES')
-			for j = 1, #old do
-				u.removed[#u.removed + 1] = old[j]
-			end
-		end
-		call('ZREMRANGEBYSCORE', op.lk, '-inf', cut)
-		n = call('ZCARD', op.lk)
-		if n > op.limit then
+if hasLog then
+	-- consumeLog is rules' consumeLog on the sorted set. It returns the
+	-- timestamps left (all in the window) and the newest. u, when given,
+	-- collects what an undo needs: the members added and the entries dropped.
+	function consumeLog(st, t, op, cost, u)
+		local n, seq = 0, 0
+		if st.alg == LOG then
+			seq = st.n
+			-- Drop what has left the window, then anything beyond the newest
+			-- Limit (a limit lowered by a reload).
+			local cut = str(t - op.period)
 			if u then
-				local old = call('ZRANGE', op.lk, '0', str(n - op.limit - 1), 'WITHSCORES')
+				local old = call('ZRANGEBYSCORE', op.lk, '-inf', cut, 'WITHSCORES')
 				for j = 1, #old do
 					u.removed[#u.removed + 1] = old[j]
 				end
 			end
-			call('ZREMRANGEBYRANK', op.lk, '0', str(n - op.limit - 1))
-			n = op.limit
+			call('ZREMRANGEBYSCORE', op.lk, '-inf', cut)
+			n = call('ZCARD', op.lk)
+			if n > op.limit then
+				if u then
+					local old = call('ZRANGE', op.lk, '0', str(n - op.limit - 1), 'WITHSCORES')
+					for j = 1, #old do
+						u.removed[#u.removed + 1] = old[j]
+					end
+				end
+				call('ZREMRANGEBYRANK', op.lk, '0', str(n - op.limit - 1))
+				n = op.limit
+			end
+		else
+			call('DEL', op.lk) -- another algorithm's, or expired: start afresh
 		end
-	else
-		call('DEL', op.lk) -- another algorithm's, or expired: start afresh
-	end
-	local newest = 0
-	if op.kind == TAKE or op.kind == ADD then
-		local c = min(cost, op.limit)
-		local drop = n + c - op.limit
-		if drop > 0 then
-			call('ZREMRANGEBYRANK', op.lk, '0', str(drop - 1))
-			n = n - drop
-		end
-		-- Timestamps stay ascending even when the clock stepped back.
-		local ts, top = t, 0
-		if n > 0 then
-			top = logNewest(op)
-			ts = max(ts, top)
-		end
-		local args = {}
-		for j = 1, c do
-			local m = str(ts) .. '-' .. str(seq + j)
-			args[#args + 1] = str(ts)
-			args[#args + 1] = m
-			if u then
-				u.added[#u.added + 1] = m
+		local newest = 0
+		if op.kind == TAKE or op.kind == ADD then
+			local c = min(cost, op.limit)
+			local drop = n + c - op.limit
+			if drop > 0 then
+				call('ZREMRANGEBYRANK', op.lk, '0', str(drop - 1))
+				n = n - drop
+			end
+			-- Timestamps stay ascending even when the clock stepped back.
+			local ts, top = t, 0
+			if n > 0 then
+				top = logNewest(op)
+				ts = max(ts, top)
+			end
+			local args = {}
+			for j = 1, c do
+				local m = str(ts) .. '-' .. str(seq + j)
+				args[#args + 1] = str(ts)
+				args[#args + 1] = m
+				if u then
+					u.added[#u.added + 1] = m
+				end
+			end
+			zcall('ZADD', op, args)
+			seq = seq + c
+			n = n + c
+			if c > 0 then
+				newest = ts
+			else
+				newest = top
+			end
+		elseif op.kind == REFUND then
+			-- Give back the newest units: most likely this request's own.
+			local k = min(cost, n)
+			if k > 0 then
+				call('ZREMRANGEBYRANK', op.lk, str(-k), '-1')
+				n = n - k
+			end
+			if n > 0 then
+				newest = logNewest(op)
 			end
 		end
-		zcall('ZADD', op, args)
-		seq = seq + c
-		n = n + c
-		if c > 0 then
-			newest = ts
-		else
-			newest = top
-		end
-	elseif op.kind == REFUND then
-		-- Give back the newest units: most likely this request's own.
-		local k = min(cost, n)
-		if k > 0 then
-			call('ZREMRANGEBYRANK', op.lk, str(-k), '-1')
-			n = n - k
-		end
-		if n > 0 then
-			newest = logNewest(op)
-		end
+		-- Every write changes the meta (seq + 1), so an undo can tell whether
+		-- anything wrote the log after it.
+		st.n = seq + 1
+		return n, newest
 	end
-	-- Every write changes the meta (seq + 1), so an undo can tell whether
-	-- anything wrote the log after it.
-	st.n = seq + 1
-	return n, newest
 end
 
 -- consume is rules.Consume. It returns, for a sliding_log, the timestamps
@@ -542,13 +571,15 @@ local function report(st, t, op, count, newest)
 	return 0, 0
 end
 
--- reportLog reports a sliding_log op from the sorted set as it is.
-local function reportLog(st, t, op)
-	local count, newest = logCount(st, t, op), 0
-	if count > 0 then
-		newest = logNewest(op)
+if hasLog then
+	-- reportLog reports a sliding_log op from the sorted set as it is.
+	function reportLog(st, t, op)
+		local count, newest = logCount(st, t, op), 0
+		if count > 0 then
+			newest = logNewest(op)
+		end
+		return report(st, t, op, count, newest)
 	end
-	return report(st, t, op, count, newest)
 end
 
 -- store writes st, which decays in ttl us, to op's keys, or deletes them
@@ -563,42 +594,22 @@ local function store(st, op, t, ttl)
 		return ''
 	end
 	st.x = t + ttl
-	local raw = encode(st)
-	call('SET', op.key, raw, 'PX', px(ttl))
+	local raw = string.format('%.0f:%.0f:%.0f:%.0f:%.0f', st.alg, st.x, st.at, st.n, st.prev)
+	local px = str(ceildiv(ttl, 1000) + slack) -- whole ms, rounded up: never 0
+	call('SET', op.key, raw, 'PX', px)
 	if op.alg == LOG then
-		call('PEXPIRE', op.lk, px(ttl))
+		call('PEXPIRE', op.lk, px)
 	end
 	return raw
 end
 
 -- Modes ---------------------------------------------------------------------
 
--- readOps parses the ops of ARGV[1] from field i on, width fields each,
--- and assigns their keys.
-local function readOps(width)
-	local ops, kc = {}, 1
-	for i = 5, #h, width do
-		local op = {
-			kind = h[i], alg = h[i + 1], limit = h[i + 2], burst = h[i + 3], period = h[i + 4],
-			cost = h[i + 5], enforce = h[i + 6] == 1, attempts = h[i + 7] == 1, m = h[i + 8],
-		}
-		op.key = KEYS[kc]
-		kc = kc + 1
-		if op.alg == LOG then
-			op.lk = KEYS[kc]
-			kc = kc + 1
-		end
-		ops[#ops + 1] = op
-	end
-	return ops
-end
-
 local function take()
 	if now < 0 then
-		now = clock()
+		now = time()
 	end
-	local undoable = flag == 1
-	local ops = readOps(8)
+	local undoable = flag
 
 	-- Pass 1: decide every op against the state before the call.
 	local refused = false
@@ -683,143 +694,146 @@ local function take()
 	return out
 end
 
--- restore puts op's key back as the take found it (nothing wrote it
--- since), and reports it at the take's time t0.
-local function restore(op, raw, added, removed, t0, t)
-	local st = decode(raw)
-	if st == nil then
-		store(fresh(), op, t, 0)
-		return report(fresh(), t0, op, 0, 0)
-	end
-	if op.alg == LOG then
-		if #added > 0 then
-			zcall('ZREM', op, added)
+-- The undo mode's functions exist in that mode only.
+if mode == 1 then
+	-- restore puts op's key back as the take found it (nothing wrote it
+	-- since), and reports it at the take's time t0.
+	local function restore(op, raw, added, removed, t0, t)
+		local st = decode(raw)
+		if st == nil then
+			store(fresh(), op, t, 0)
+			return report(fresh(), t0, op, 0, 0)
 		end
-		if #removed > 0 then
-			local args = {}
-			for j = 1, #removed, 2 do
-				args[#args + 1] = removed[j + 1]
-				args[#args + 1] = removed[j]
-			end
-			zcall('ZADD', op, args)
-		end
-	end
-	local ttl = st.x - t
-	if ttl > 0 then
-		call('SET', op.key, raw, 'PX', px(ttl))
 		if op.alg == LOG then
-			call('PEXPIRE', op.lk, px(ttl))
+			if #added > 0 then
+				zcall('ZREM', op, added)
+			end
+			if #removed > 0 then
+				local args = {}
+				for j = 1, #removed, 2 do
+					args[#args + 1] = removed[j + 1]
+					args[#args + 1] = removed[j]
+				end
+				zcall('ZADD', op, args)
+			end
 		end
-	else
-		store(st, op, t, 0)
+		local ttl = st.x - t
+		if ttl > 0 then
+			local px = str(ceildiv(ttl, 1000) + slack)
+			call('SET', op.key, raw, 'PX', px)
+			if op.alg == LOG then
+				call('PEXPIRE', op.lk, px)
+			end
+		else
+			store(st, op, t, 0)
+		end
+		if op.alg == LOG then
+			return reportLog(st, t0, op)
+		end
+		return report(st, t0, op, 0, 0)
 	end
-	if op.alg == LOG then
-		return reportLog(st, t0, op)
-	end
-	return report(st, t0, op, 0, 0)
-end
 
--- refundOwn gives back, as of t, the part of what the take wrote (ours)
--- that is verifiably still in the counter, when other calls wrote it since:
--- the units not yet refilled, drained or out of their window. It never
--- gives back more than the take took, so an undo never over-admits.
-local function refundOwn(op, ours, added, t)
-	local st = load(op.key, t)
-	local cost = max(op.cost, 0)
-	local a = op.alg
-	local changed = false
-	if ours ~= nil and st.alg == a then
-		if a == GCRA then
-			local T = idiv(op.period, op.limit)
-			local own = min(cost * T, max(ours.at - t, 0))
-			if own > 0 and st.at > t then
-				st.at = max(st.at - own, t)
-				changed = true
+	-- refundOwn gives back, as of t, the part of what the take wrote (ours)
+	-- that is verifiably still in the counter, when other calls wrote it since:
+	-- the units not yet refilled, drained or out of their window. It never
+	-- gives back more than the take took, so an undo never over-admits.
+	local function refundOwn(op, ours, added, t)
+		local st = load(op.key, t)
+		local cost = max(op.cost, 0)
+		local a = op.alg
+		local changed = false
+		if ours ~= nil and st.alg == a then
+			if a == GCRA then
+				local T = idiv(op.period, op.limit)
+				local own = min(cost * T, max(ours.at - t, 0))
+				if own > 0 and st.at > t then
+					st.at = max(st.at - own, t)
+					changed = true
+				end
+			elseif a == TOKEN then
+				local cap = op.burst * op.period
+				local own = min(cost * op.period, cap - tokensAt(ours, t, op))
+				local tokens = tokensAt(st, t, op)
+				if own > 0 and tokens < cap then
+					st.n = min(tokens + own, cap)
+					st.at = max(st.at, t)
+					changed = true
+				end
+			elseif a == LEAKY then
+				local own = min(cost * op.period, levelAt(ours, t, op))
+				local level = levelAt(st, t, op)
+				if own > 0 and level > 0 then
+					st.n = max(level - own, 0)
+					st.at = max(st.at, t)
+					changed = true
+				end
+			elseif a == FIXED then
+				local start, n = fixedAt(st, t, op)
+				if start == ours.at and n > 0 then
+					st.at, st.n, st.prev = start, max(n - cost, 0), 0
+					changed = true
+				end
+			elseif a == SLIDING then
+				local start, prev, cur = slidingAt(st, t, op)
+				if start == ours.at and cur > 0 then
+					st.at, st.n, st.prev = start, max(cur - cost, 0), prev
+					changed = true
+				elseif start == ours.at + op.period and prev > 0 then
+					st.at, st.n, st.prev = start, cur, max(prev - cost, 0)
+					changed = true
+				end
+			elseif a == LOG then
+				if #added > 0 and zcall('ZREM', op, added) > 0 then
+					st.n = st.n + 1
+					changed = true
+				end
 			end
-		elseif a == TOKEN then
-			local cap = op.burst * op.period
-			local own = min(cost * op.period, cap - tokensAt(ours, t, op))
-			local tokens = tokensAt(st, t, op)
-			if own > 0 and tokens < cap then
-				st.n = min(tokens + own, cap)
-				st.at = max(st.at, t)
-				changed = true
-			end
-		elseif a == LEAKY then
-			local own = min(cost * op.period, levelAt(ours, t, op))
-			local level = levelAt(st, t, op)
-			if own > 0 and level > 0 then
-				st.n = max(level - own, 0)
-				st.at = max(st.at, t)
-				changed = true
-			end
-		elseif a == FIXED then
-			local start, n = fixedAt(st, t, op)
-			if start == ours.at and n > 0 then
-				st.at, st.n, st.prev = start, max(n - cost, 0), 0
-				changed = true
-			end
-		elseif a == SLIDING then
-			local start, prev, cur = slidingAt(st, t, op)
-			if start == ours.at and cur > 0 then
-				st.at, st.n, st.prev = start, max(cur - cost, 0), prev
-				changed = true
-			elseif start == ours.at + op.period and prev > 0 then
-				st.at, st.n, st.prev = start, cur, max(prev - cost, 0)
-				changed = true
-			end
-		elseif a == LOG then
-			if #added > 0 and zcall('ZREM', op, added) > 0 then
-				st.n = st.n + 1
-				changed = true
-			end
-		end
-	end
-	local remaining, reset
-	if a == LOG then
-		remaining, reset = reportLog(st, t, op)
-	else
-		remaining, reset = report(st, t, op, 0, 0)
-	end
-	if changed then
-		store(st, op, t, reset)
-	end
-	return remaining, reset
-end
-
-local function undo()
-	local t0, t = now, now
-	if flag == 1 then
-		t = clock()
-	end
-	local out, ac = {}, 2
-	for _, op in ipairs(readOps(9)) do
-		local raw, ours, nadded = ARGV[ac], ARGV[ac + 1], tonumber(ARGV[ac + 2])
-		local added, removed = {}, {}
-		for j = ac + 3, ac + 2 + nadded do
-			added[#added + 1] = ARGV[j]
-		end
-		for j = ac + 3 + nadded, ac + op.m - 1 do
-			removed[#removed + 1] = ARGV[j]
-		end
-		ac = ac + op.m
-		local cur = call('GET', op.key)
-		if not cur then
-			cur = ''
 		end
 		local remaining, reset
-		if cur == ours then
-			remaining, reset = restore(op, raw, added, removed, t0, t)
+		if a == LOG then
+			remaining, reset = reportLog(st, t, op)
 		else
-			remaining, reset = refundOwn(op, decode(ours), added, t)
+			remaining, reset = report(st, t, op, 0, 0)
 		end
-		out[#out + 1] = remaining
-		out[#out + 1] = reset
+		if changed then
+			store(st, op, t, reset)
+		end
+		return remaining, reset
 	end
-	return out
-end
 
-if mode == 1 then
+	local function undo()
+		local t0, t = now, now
+		if flag then
+			t = time()
+		end
+		local out, ac = {}, 2
+		for _, op in ipairs(ops) do
+			local raw, ours, nadded = ARGV[ac], ARGV[ac + 1], tonumber(ARGV[ac + 2])
+			local added, removed = {}, {}
+			for j = ac + 3, ac + 2 + nadded do
+				added[#added + 1] = ARGV[j]
+			end
+			for j = ac + 3 + nadded, ac + op.m - 1 do
+				removed[#removed + 1] = ARGV[j]
+			end
+			ac = ac + op.m
+			local cur = call('GET', op.key)
+			if not cur then
+				cur = ''
+			end
+			local remaining, reset
+			if cur == ours then
+				remaining, reset = restore(op, raw, added, removed, t0, t)
+			else
+				remaining, reset = refundOwn(op, decode(ours), added, t)
+			end
+			out[#out + 1] = remaining
+			out[#out + 1] = reset
+		end
+		return out
+	end
+
 	return undo()
 end
+
 return take()

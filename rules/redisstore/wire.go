@@ -9,12 +9,11 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-// Script modes and the sizes of the script's ARGV[1] (take.lua's header).
+// Script modes and the sizes of the script's replies (take.lua's header).
 const (
 	modeTake = 0
 	modeUndo = 1
 
-	opFields     = 8 // kind, algorithm, limit, burst, period, cost, enforce, attempts
 	resultFields = 4 // allowed, remaining, reset_after_us, retry_after_us
 	undoFields   = 2 // remaining, reset_after_us
 
@@ -105,35 +104,34 @@ func (s *Store) setKeys(b *batch, ops []rules.Op) {
 	}
 }
 
-// appendHeader appends ARGV[1]'s header: mode, now, slack, flag.
-func (s *Store) appendHeader(a []byte, mode int, nowUS int64, flag bool) []byte {
-	a = strconv.AppendInt(a, int64(mode), 10)
+// appendHeader appends ARGV[1]'s header: mode + 2×flag, now, slack.
+func (s *Store) appendHeader(a []byte, mode int64, nowUS int64, flag bool) []byte {
+	if flag {
+		mode += 2
+	}
+	a = strconv.AppendInt(a, mode, 10)
 	a = append(a, ' ')
 	a = strconv.AppendInt(a, nowUS, 10)
 	a = append(a, ' ')
-	a = strconv.AppendInt(a, s.slackMS, 10)
-	if flag {
-		return append(a, " 1"...)
-	}
-	return append(a, " 0"...)
+	return strconv.AppendInt(a, s.slackMS, 10)
 }
 
+// appendOp appends op's fields: kind + 8×algorithm + 64×enforce +
+// 128×attempts (one number: each costs the script a conversion), limit,
+// burst, period and cost.
 func appendOp(a []byte, op *rules.Op) []byte {
-	for _, v := range [opFields]int64{
-		int64(op.Kind), int64(op.Algorithm), op.Limit, op.Burst, op.PeriodUS, op.Cost,
-		b2i(op.Enforce), b2i(op.Attempts),
-	} {
+	code := int64(op.Kind) + 8*int64(op.Algorithm)
+	if op.Enforce {
+		code += 64
+	}
+	if op.Attempts {
+		code += 128
+	}
+	for _, v := range [...]int64{code, op.Limit, op.Burst, op.PeriodUS, op.Cost} {
 		a = append(a, ' ')
 		a = strconv.AppendInt(a, v, 10)
 	}
 	return a
-}
-
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // prepare makes b the take call of ops[idx] (all ops when idx is nil) at
@@ -142,7 +140,7 @@ func (s *Store) prepare(b *batch, ops []rules.Op, idx []int, nowUS int64, undo b
 	b.idx, b.undo = idx, undo
 	s.setKeys(b, ops)
 	n := b.len(ops)
-	a := make([]byte, 0, 32+n*48)
+	a := make([]byte, 0, 32+n*40)
 	a = s.appendHeader(a, modeTake, nowUS, undo)
 	for j := range n {
 		a = appendOp(a, &ops[b.op(ops, j)])

@@ -1,0 +1,132 @@
+// Package redisstore is the Redis rules.Store, for a fleet of edge nodes
+// sharing one Redis (or one Redis Cluster), and the only package that
+// imports go-redis.
+//
+// It owns one Lua script, take.lua (embedded), which ports the six
+// algorithms of rules/algorithm.go line by line and runs one Store call on
+// the server, atomically: pass 1 decides every op against the state before
+// the call (rules.Check), pass 2 applies the all-or-nothing contract and
+// stores each key's new state with its TTL (rules.Settle). Every request
+// is one EVALSHA carrying all its keys, so one round trip. The script works
+// in integer microseconds; rules.ValidateLimits keeps every intermediate
+// value under 2^53, where Lua's doubles are exact, and the script divides
+// without rounding (math.fmod), so it decides bit for bit as memstore
+// does: rules/storetest runs the same tables, the seed trace and a
+// differential run against rules.Check and rules.Settle on both.
+//
+// # Time
+//
+// The script reads the server's clock (TIME), so a fleet shares one clock
+// and the now passed to Take is not used. In a cluster each key lives on
+// one master and uses that master's clock. Options.UseCallerClock, for
+// tests only, passes the caller's now instead, so that the conformance
+// tables run against a real Redis without sleeping.
+//
+// # Keys and expiry
+//
+// A key is Options.Prefix followed by the 24-byte rules.Key in hex inside a
+// hash tag, "edge:{…48 hex digits…}": the Key is already a keyed hash of
+// its values, so nothing a client sent reaches Redis raw. It holds a short
+// string, the algorithm's state (rules.State's fields) and the time, in
+// µs, at which that state has decayed to empty. A sliding_log keeps its
+// timestamps (at most Limit, the newest) in a sorted set beside it, the
+// same name plus ":log", in the same hash slot; two timestamps in one
+// microsecond get distinct members.
+//
+// Every write sets the key's TTL (PX) to the time its state takes to decay
+// to empty, rounded up to whole milliseconds; a state that is empty is
+// deleted, never stored, so no key is ever left without a TTL. The script
+// also treats a state at or past its stored decay time as fresh, whatever
+// Redis' own expiry (lazy, millisecond-grained, and on another clock in
+// caller-clock mode, where every TTL gets CallerClockSlack more) has done
+// with the key yet.
+//
+// # Failures and the time budget
+//
+// Options.Timeout, the budget of a call, is the client's dial, pool-wait,
+// read and write timeout; a dial is tried once. A call on an established
+// connection, the steady state, fails after about Timeout when the server
+// does not answer; a call that must also wait for a pooled connection or
+// dial a new one (whose setup sends HELLO first) can take a few times
+// Timeout, each phase bounded by it. A caller's ctx deadline, when
+// shorter, ends the call at it. Nothing is retried by the client library
+// (MaxRetries and, in a cluster, MaxRedirects are -1): a retried EVALSHA
+// that did run would charge twice. A Take that fails returns the error and
+// the caller applies each rule's on_store_error (failclosed).
+//
+// NOSCRIPT (the server restarted, failed over or flushed its script cache)
+// means the script did not run, so the store runs it once more by EVAL,
+// which also caches it again: nothing is counted twice (Stats.NoScript).
+// New does no I/O, so a node starts while Redis is down; Ping checks the
+// server and loads the script for readiness probes and start-up.
+//
+// Replies are decoded with checked type assertions and range checks: a
+// malformed reply is ErrMalformedReply, never a panic.
+//
+// # Redis Cluster
+//
+// With a "redis+cluster://" URL, the ops of a call are grouped by hash
+// slot. A call whose keys share one slot (every call of one op) is one
+// script call, exactly as on a single Redis. Otherwise each slot's ops are
+// one script call, atomic in its slot, the calls for one master go in one
+// pipeline, and the masters are called in parallel: still one round trip.
+// Each slot decides its own ops against its own state and settles them as
+// if the request were allowed unless one of its own takes refuses. When
+// some slot refuses the request, a second round trip undoes, in the other
+// slots, what their takes consumed only because they looked allowed
+// (OpTake ops without Attempts, dry-run ones included, exactly those a
+// single call would not have consumed); attempts ops, adds, refunds,
+// resets and peeks are the same as in one call. The ops so undone report
+// Allowed (their own verdict) and the Remaining and ResetAfter of the state
+// after the undo.
+//
+// An undo restores the key exactly as the take found it when nothing else
+// wrote the key in between (it compares the stored value; a sliding_log's
+// changes on every write), so calls one at a time decide exactly as on a
+// single Redis: rules/storetest's tables, the seed trace and the
+// differential run pass against a cluster unchanged. When another call
+// wrote the key in between, the undo gives back only what is verifiably
+// still the refused request's own at the undo's time: for gcra the part of
+// its emission intervals not yet passed, for the buckets its units not yet
+// refilled or drained, for the windows its units while their window still
+// counts, for sliding_log its own timestamps.
+//
+// The error bound, which TestClusterErrorBound and storetest's concurrent
+// check (Options.PerShard) test against a real three-master cluster:
+//
+//   - Never over-admission. A take consumes only what one atomic call would
+//     have, given its key's state, and an undo never gives back more than
+//     its take put in and is still there: no key admits more than its limit
+//     because of cross-slot calls, and once every call has returned (and
+//     every undo has succeeded) each key is charged for exactly the
+//     requests admitted.
+//   - Over-refusal. Between a take and its undo (the slowest slot's round
+//     trip, then the undo's: at most twice the budget, about 2×Timeout),
+//     other requests see the refused request's units as taken. A key can
+//     thus refuse early by up to the total cost of the cross-slot requests
+//     on it that are being refused elsewhere at that moment: with R such
+//     requests a second, about R × 2×Timeout × cost units (a thousand a
+//     second at the 5ms default: 10 units). Under a refused flood on one
+//     key and a tight limit on another, this can refuse requests the tight
+//     key alone would have allowed; the test above logs how many.
+//   - A failed undo (timeout, lost connection; Stats.UndoErrors) leaves its
+//     units taken until the key decays (its TTL): more over-refusal, never
+//     over-admission. The request stays refused.
+//   - A call that fails in one slot returns the error; the slots that
+//     answered keep what they took (no undo: the caller's on_store_error
+//     decides the request, and failing open with the units taken is
+//     correct). Failing closed, those units are over-refusal until they
+//     decay.
+//   - Clocks: each slot decides at its master's time; masters' clocks may
+//     differ by their skew, which shifts each key's decisions as the
+//     algorithms' clock-skew note says (a step back never refills).
+//   - A slot that moved (MOVED, ASK: resharding) fails the call without
+//     running; the client reloads its slot map in the background, and
+//     later calls go to the new owner.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. Take builds its keys and arguments
+// per call (a few allocations, plus go-redis' own); a cross-slot call on a
+// cluster runs one goroutine per extra master it calls.
+package redisstore
