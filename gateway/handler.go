@@ -163,11 +163,20 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		if c := st.counters[m.Rule.Index][m.Outcome]; c != nil {
 			c.Inc()
 		}
-		level := slog.LevelDebug
+		// Would-be refusals are what an incident responder reads during a
+		// dry run: info. Enforced refusals and store-outage answers come
+		// in floods and are counted in the metrics: debug.
+		var level slog.Level
+		var msg string
 		switch m.Outcome {
-		case rules.OutcomeDryRunDeny, rules.OutcomeStoreErrorAllow, rules.OutcomeStoreErrorDeny:
-			level = slog.LevelInfo
+		case rules.OutcomeDryRunDeny:
+			level, msg = slog.LevelInfo, "would have refused"
 		case rules.OutcomeDeny, rules.OutcomeMissing:
+			level, msg = slog.LevelDebug, "refused"
+		case rules.OutcomeStoreErrorAllow:
+			level, msg = slog.LevelDebug, "store unavailable: allowed"
+		case rules.OutcomeStoreErrorDeny:
+			level, msg = slog.LevelDebug, "store unavailable: refused"
 		default:
 			continue
 		}
@@ -187,10 +196,6 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		}
 		if d.StoreErr != nil {
 			attrs = append(attrs, slog.String("error", d.StoreErr.Error()))
-		}
-		msg := "refused"
-		if m.Outcome == rules.OutcomeDryRunDeny {
-			msg = "would have refused"
 		}
 		s.log.LogAttrs(context.Background(), level, msg, attrs...)
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -79,4 +80,42 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	})
 	reg.MustRegister(m.decisions, requests, m.malformed, m.upstreamErrors, dry)
 	return m
+}
+
+// registerStoreMetrics exports a failure-handling store's counters: store
+// errors, on_store_error answers by mode, deny-cache hits and the breaker.
+func registerStoreMetrics(reg *prometheus.Registry, st StoreStats) {
+	counter := func(name, help string, f func(failclosed.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(st.Stats())) })
+	}
+	fallback := func(mode, decision string, f func(failclosed.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "edge_store_fallback_total",
+			Help:        "Ops the store could not decide, answered by the rule's on_store_error, by mode (allow, deny, local) and decision.",
+			ConstLabels: prometheus.Labels{"mode": mode, "decision": decision},
+		}, func() float64 { return float64(f(st.Stats())) })
+	}
+	reg.MustRegister(
+		counter("edge_store_errors_total", "Store calls that failed or timed out (breaker probes included).", func(s failclosed.Stats) uint64 { return s.StoreErrors }),
+		counter("edge_store_short_circuits_total", "Calls answered by on_store_error without calling the store: the breaker was open.", func(s failclosed.Stats) uint64 { return s.ShortCircuits }),
+		counter("edge_store_deny_cache_hits_total", "Calls answered from the local cache of keys already over their limit.", func(s failclosed.Stats) uint64 { return s.DenyCacheHits }),
+		counter("edge_store_breaker_opens_total", "Times the store's circuit breaker opened.", func(s failclosed.Stats) uint64 { return s.BreakerOpens }),
+		counter("edge_store_probes_total", "Half-open probes of a store behind an open breaker.", func(s failclosed.Stats) uint64 { return s.Probes }),
+		fallback("allow", "allow", func(s failclosed.Stats) uint64 { return s.FallbackAllow }),
+		fallback("deny", "deny", func(s failclosed.Stats) uint64 { return s.FallbackDeny }),
+		fallback("local", "allow", func(s failclosed.Stats) uint64 { return s.LocalAllow }),
+		fallback("local", "deny", func(s failclosed.Stats) uint64 { return s.LocalDeny }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "edge_store_breaker_state",
+			Help: "The store's circuit breaker: 0 closed, 1 open, 2 half-open.",
+		}, func() float64 {
+			switch st.State() {
+			case failclosed.BreakerOpen:
+				return 1
+			case failclosed.BreakerHalfOpen:
+				return 2
+			}
+			return 0
+		}),
+	)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -51,9 +52,18 @@ type Options struct {
 	// Health, when set, tells /readyz whether the store is degraded (a
 	// failclosed.Store does).
 	Health Health
+	// StoreStats, when set, exports the failure-handling store's counters
+	// and breaker state as metrics (a failclosed.Store does).
+	StoreStats StoreStats
 	// Clock replaces the request time (fasthttp's ctx.Time()) for tests
 	// that script time; nil in production.
 	Clock rules.Clock
+}
+
+// StoreStats is what the metrics read from a failure-handling store.
+type StoreStats interface {
+	Stats() failclosed.Stats
+	State() failclosed.BreakerState
 }
 
 // Health reports a degraded dependency: ok is false with a human reason.
@@ -117,6 +127,9 @@ func New(opts Options) (*Server, error) {
 		s.reg = prometheus.NewRegistry()
 	}
 	s.m = newMetrics(s.reg, s)
+	if opts.StoreStats != nil {
+		registerStoreMetrics(s.reg, opts.StoreStats)
+	}
 	s.pool.New = func() any { return newReqState() }
 	if err := s.install(opts.Policy); err != nil {
 		return nil, err

@@ -24,9 +24,11 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
+	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 func main() {
@@ -104,7 +106,7 @@ func serve(args []string, stderr io.Writer) int {
 	config := fs.String("config", "policies.hcl", "policy file")
 	listen := fs.String("listen", "", "public listener HOST:PORT (overrides the policy's listen)")
 	admin := fs.String("admin", "", "admin listener HOST:PORT (overrides the policy's admin_listen)")
-	store := fs.String("store", "", "counter store: memory (overrides the policy's store)")
+	store := fs.String("store", "", "counter store: memory, redis://HOST:PORT/DB or redis+cluster://H:P,H:P (overrides the policy's store)")
 	dryRun := fs.Bool("dry-run", false, "evaluate every rule, log and count would-be refusals, refuse nothing")
 	demo := fs.Bool("demo", false, "also run the built-in demo origin on the policy's upstream address")
 	upstream := fs.String("upstream", "", "origin http://HOST:PORT (overrides the policy's upstream)")
@@ -123,30 +125,28 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "edge: %s has errors; not starting\n", *config)
 		return 1
 	}
-	storeKind := p.Store.Kind
-	if *store != "" {
-		storeKind = *store
-	}
-	if storeKind != "memory" {
-		fmt.Fprintf(stderr, "edge: store %q is not available in this build; use memory\n", storeKind)
-		return 2
-	}
 	secret := []byte(os.Getenv(p.KeySecretEnv))
-	if len(secret) == 0 {
-		secret = make([]byte, 32)
-		_, _ = rand.Read(secret)
-		log.Warn("key secret not set: using a random one; counters will not survive a restart and a fleet needs a shared secret", "env", p.KeySecretEnv)
-	}
-	st, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
+	st, fc, err := openStore(p, *store, len(secret) > 0)
 	if err != nil {
-		fmt.Fprintln(stderr, "edge: creating memory store:", err)
+		fmt.Fprintln(stderr, "edge:", err)
 		return 1
 	}
 	defer st.Close()
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret)
+		log.Warn("key secret not set: using a random one; counters will not survive a restart", "env", p.KeySecretEnv)
+	}
+	var health gateway.Health
+	var stats gateway.StoreStats
+	if fc != nil {
+		health, stats = fc, fc
+	}
 
 	srv, err := gateway.New(gateway.Options{
 		Policy: p, Store: st, KeySecret: secret, DryRun: *dryRun,
 		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
+		Health: health, StoreStats: stats,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "edge:", err)
@@ -214,6 +214,44 @@ func serve(args []string, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// openStore opens the counter store the policy (or the -store flag) names.
+// A Redis store is wrapped in failclosed (time budget, breaker, each rule's
+// on_store_error) and needs the key secret: a fleet must share one key
+// space (DESIGN §4). The memory store never fails and is used as is. fc is
+// the failclosed wrapper, nil for memory; closing st closes everything.
+func openStore(p *rules.Policy, flagStore string, haveSecret bool) (st rules.Store, fc *failclosed.Store, err error) {
+	kind, url := p.Store.Kind, p.Store.URL
+	switch {
+	case flagStore == "memory":
+		kind, url = "memory", ""
+	case flagStore != "":
+		if err := rules.ValidateStoreURL(flagStore); err != nil {
+			return nil, nil, fmt.Errorf("-store: %w", err)
+		}
+		kind, url = "redis", flagStore
+	}
+	if kind == "memory" {
+		ms, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating memory store: %w", err)
+		}
+		return ms, nil, nil
+	}
+	if !haveSecret {
+		return nil, nil, fmt.Errorf("the redis store needs the key secret in $%s: a fleet must share one key space, so a random secret cannot do", p.KeySecretEnv)
+	}
+	rs, err := redisstore.New(redisstore.Options{URL: url, Timeout: p.Store.Timeout})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating redis store: %w", err)
+	}
+	fc, err = failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize})
+	if err != nil {
+		rs.Close()
+		return nil, nil, fmt.Errorf("creating failclosed store: %w", err)
+	}
+	return fc, fc, nil
 }
 
 // reload loads path and swaps it into srv. A policy with errors is

@@ -1,0 +1,125 @@
+package failclosed
+
+import "sync/atomic"
+
+// BreakerState is the circuit breaker's state.
+type BreakerState uint8
+
+const (
+	// BreakerClosed: the store is healthy and every call reaches it.
+	BreakerClosed BreakerState = iota
+	// BreakerOpen: the store failed FailureThreshold times in a row; calls
+	// are answered by on_store_error without reaching it until Cooldown has
+	// passed.
+	BreakerOpen
+	// BreakerHalfOpen: one probe is in flight; other calls fail fast.
+	BreakerHalfOpen
+)
+
+// String returns "closed", "open" or "half-open".
+func (s BreakerState) String() string {
+	switch s {
+	case BreakerClosed:
+		return "closed"
+	case BreakerOpen:
+		return "open"
+	case BreakerHalfOpen:
+		return "half-open"
+	}
+	return "unknown"
+}
+
+// breaker is a lock-free circuit breaker. Its state and the time of its last
+// transition share one atomic word, so a transition is one compare-and-swap
+// and no caller ever sees a state with another state's time. Times are
+// nanoseconds since the Store's epoch (its clock at New), never negative.
+type breaker struct {
+	word   atomic.Uint64 // pack(state, t)
+	fails  atomic.Int64  // consecutive failures; reset by a success
+	outage atomic.Int64  // when the breaker last left closed
+
+	threshold    int64
+	cooldown     int64 // ns an open breaker waits before a probe
+	probeTimeout int64 // ns after which a silent probe is given up on
+}
+
+func pack(st BreakerState, t int64) uint64 { return uint64(max(t, 0))<<2 | uint64(st) }
+
+func unpack(w uint64) (BreakerState, int64) { return BreakerState(w & 3), int64(w >> 2) }
+
+// closed reports whether w is the closed state; the hot path's only check.
+func closed(w uint64) bool { return BreakerState(w&3) == BreakerClosed }
+
+// acquire decides, for a call at t that loaded w, whether it may call the
+// store. probe is non-zero when the call is the half-open probe: the word
+// the probe installed, which its outcome must compare against.
+func (b *breaker) acquire(w uint64, t int64) (call bool, probe uint64) {
+	st, at := unpack(w)
+	switch st {
+	case BreakerClosed:
+		return true, 0
+	case BreakerOpen:
+		if t-at < b.cooldown {
+			return false, 0
+		}
+	case BreakerHalfOpen:
+		// One probe at a time, unless the one in flight has been silent
+		// for ProbeTimeout: an inner store that ignores its budget must
+		// not hold the breaker half-open forever.
+		if t-at < b.probeTimeout {
+			return false, 0
+		}
+	}
+	p := pack(BreakerHalfOpen, t)
+	if b.word.CompareAndSwap(w, p) {
+		return true, p
+	}
+	return false, 0
+}
+
+// success records a call the store answered. It closes the breaker, from
+// any state: a store that answers is up, whichever call noticed. It
+// reports whether the breaker was not closed before.
+func (b *breaker) success() (recovered bool) {
+	if b.fails.Load() != 0 { // no write, hence no cache-line traffic, when healthy
+		b.fails.Store(0)
+	}
+	for {
+		w := b.word.Load()
+		if closed(w) {
+			return false
+		}
+		if b.word.CompareAndSwap(w, pack(BreakerClosed, 0)) {
+			return true
+		}
+	}
+}
+
+// failure records a failed call at t; probe is the word acquire returned
+// for it. A failed probe reopens the breaker for another cooldown; a run of
+// threshold failures opens a closed one. opened reports a transition from
+// closed to open.
+func (b *breaker) failure(t int64, probe uint64) (opened bool) {
+	n := b.fails.Add(1)
+	if probe != 0 {
+		// Fails when another call closed the breaker meanwhile (the store
+		// is back) or took over a silent probe: either way not ours.
+		b.word.CompareAndSwap(probe, pack(BreakerOpen, t))
+		return false
+	}
+	w := b.word.Load()
+	if !closed(w) || n < b.threshold {
+		return false
+	}
+	if !b.word.CompareAndSwap(w, pack(BreakerOpen, t)) {
+		return false
+	}
+	b.outage.Store(t)
+	return true
+}
+
+// state returns the current state.
+func (b *breaker) state() BreakerState {
+	st, _ := unpack(b.word.Load())
+	return st
+}
