@@ -131,7 +131,7 @@ func TestMalformedReplies(t *testing.T) {
 	t.Run("caller_clock_mismatch", func(t *testing.T) {
 		f := &fakeScripter{replies: []fakeReply{{val: good(1)}}}
 		s := fakeStore(f)
-		s.callerTS = true
+		s.callerClock = true
 		err := s.Take(context.Background(), time.UnixMicro(1_600_000_000_000_000), []rules.Op{gcra('a', 5)}, make([]rules.Result, 1))
 		if !errors.Is(err, ErrMalformedReply) {
 			t.Errorf("got %v, want ErrMalformedReply (the reply's now is not the caller's)", err)
@@ -463,7 +463,7 @@ func TestTakeBeforeIO(t *testing.T) {
 	if err := s.Take(ctx, time.Now(), nil, nil); err != nil {
 		t.Errorf("no ops: got %v, want nil", err)
 	}
-	s.callerTS = true
+	s.callerClock = true
 	if err := s.Take(ctx, time.Unix(-1, 0), []rules.Op{gcra('a', 5)}, make([]rules.Result, 1)); err == nil {
 		t.Error("a caller clock before the epoch: got no error")
 	}

@@ -95,9 +95,9 @@ type Stats struct {
 	UndoErrors uint64
 }
 
-// ErrMalformedReply is returned (wrapped in nothing, so errors.Is and ==
-// both work) when the script's reply does not have the shape it must: the
-// store cannot decide, and the caller applies each rule's on_store_error.
+// ErrMalformedReply is Take's error when the script's reply does not have
+// the shape it must (a wrong type, length or range anywhere): the store
+// cannot decide, and the caller applies each rule's on_store_error.
 var ErrMalformedReply = errors.New("redisstore: malformed script reply")
 
 var (
@@ -123,7 +123,7 @@ type pipeliner interface {
 type Store struct {
 	prefix   string
 	slackMS  int64
-	callerTS bool
+	callerClock bool
 
 	// A single Redis: node. A cluster: masterFor routes a key to its
 	// master's client (cluster is only for Ping, ScriptLoad and Close).
@@ -167,7 +167,7 @@ func New(opts Options) (*Store, error) {
 	case strings.ContainsAny(opts.Prefix, "{}"):
 		return nil, fmt.Errorf("redisstore: prefix %q contains '{' or '}', which would pick the keys' hash slot", opts.Prefix)
 	}
-	s := &Store{prefix: opts.Prefix, callerTS: opts.UseCallerClock}
+	s := &Store{prefix: opts.Prefix, callerClock: opts.UseCallerClock}
 	if opts.UseCallerClock {
 		s.slackMS = CallerClockSlack.Milliseconds()
 	}
@@ -281,7 +281,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("redisstore: pinging the cluster: %w", err)
 		}
-		return s.load(ctx, s.cluster.ScriptLoad(ctx, takeScript))
+		return loaded(s.cluster.ScriptLoad(ctx, takeScript))
 	}
 	c, ok := s.node.(*redis.Client)
 	if !ok {
@@ -290,10 +290,11 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := c.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redisstore: pinging: %w", err)
 	}
-	return s.load(ctx, c.ScriptLoad(ctx, takeScript))
+	return loaded(c.ScriptLoad(ctx, takeScript))
 }
 
-func (s *Store) load(_ context.Context, cmd *redis.StringCmd) error {
+// loaded checks a SCRIPT LOAD's answer.
+func loaded(cmd *redis.StringCmd) error {
 	sha, err := cmd.Result()
 	if err != nil {
 		return fmt.Errorf("redisstore: loading the take script: %w", err)
@@ -342,7 +343,7 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 		return nil
 	}
 	nowUS := int64(-1) // the script reads TIME
-	if s.callerTS {
+	if s.callerClock {
 		nowUS = now.UnixMicro()
 		if nowUS < 0 || nowUS > maxClockUS {
 			return errClock
@@ -363,7 +364,7 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 // callerNow returns nowUS when the caller's clock decides (a reply must
 // then carry it back), nil otherwise.
 func (s *Store) callerNow(nowUS *int64) *int64 {
-	if s.callerTS {
+	if s.callerClock {
 		return nowUS
 	}
 	return nil

@@ -260,7 +260,7 @@ func (s *Store) prepareUndo(u *batch, ops []rules.Op, b *batch) bool {
 	u.idx = idx
 	s.setKeys(u, ops)
 	a := make([]byte, 0, 32+len(idx)*52)
-	a = s.appendHeader(a, modeUndo, b.now, !s.callerTS)
+	a = s.appendHeader(a, modeUndo, b.now, !s.callerClock)
 	args := make([]any, 1, 1+npay)
 	for j := range n {
 		if p := b.pay[j]; p != nil {

@@ -12,12 +12,12 @@
 // algorithms, the lesson's GCRA worked numbers, all-or-nothing, dry-run and
 // attempts ops, peek/add/refund/reset, Remaining/ResetAfter/RetryAfter
 // (rules.RetryNever for a cost over the burst), expiry, costs above 1,
-// windows aligned to the epoch, clock steps back, and invalid ops (an
-// error, never a panic, and nothing consumed). Generated checks add a
-// sliding_log exactness property (no rolling period ever holds more than
-// Limit), a concurrency check of one call's atomicity, and a differential
-// run against rules.Check and rules.Settle, which every store must match
-// bit for bit.
+// windows aligned to the epoch, clock steps back, a key whose algorithm
+// changed, and invalid ops (an error, never a panic, and nothing
+// consumed). Generated checks add a sliding_log exactness property (no
+// rolling period ever holds more than Limit), a concurrency check of one
+// call's atomicity, and a differential run against rules.Check and
+// rules.Settle, which every store must match bit for bit.
 //
 // Keys and TTLs, as every store keeps them: a key whose rules.Settle TTL is
 // 0 is not stored (its state is empty), and a key must live until a call's
@@ -31,4 +31,11 @@
 // in parallel, on keys unique to the case and to the Run call, so one shared
 // backend (a Redis database) serves them all and leftovers of an earlier run
 // cannot interfere.
+//
+// RunWith adjusts the run to a store's documented guarantees: with
+// Options.PerShard (redisstore on a Redis Cluster, atomic per hash slot),
+// every table still passes unchanged, and the concurrency check asserts the
+// bound such a store documents instead of one call's atomicity across
+// shards: never more admitted than a limit, and every key charged for the
+// admitted requests exactly once the calls have returned.
 package storetest
