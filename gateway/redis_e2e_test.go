@@ -1,0 +1,426 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+
+	"github.com/edge-gateway/edge/failclosed"
+	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/redisstore"
+)
+
+// The fleet and store-failure tests of issue 3, through real edge nodes on
+// loopback in front of the demo origin, with real redis-server processes
+// (internal/testredis starts one per test, so a test can kill it).
+
+const redisTimeout = 5 * time.Millisecond // the policy's default budget
+
+// redisPolicy is foundation.hcl with its memory store swapped for Redis.
+func redisPolicy(t testing.TB, url string) *rules.Policy {
+	return loadPolicy(t, foundation, "store \"memory\" {\n  max_keys = 100000\n}", fmt.Sprintf("store \"redis\" {\n  url = %q\n}", url))
+}
+
+type fleetNode struct {
+	srv   *Server
+	fc    *failclosed.Store
+	addr  string
+	admin string
+	reg   *prometheus.Registry
+}
+
+// startFleet runs n edge nodes on one Redis and one demo origin, sharing
+// one key secret, as a fleet behind a load balancer would.
+func startFleet(t testing.TB, p *rules.Policy, n int) (*DemoOrigin, string, []*fleetNode) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	origin := NewDemoOrigin()
+	oln := listen(t)
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = origin.Serve(ctx, oln) }()
+
+	var nodes []*fleetNode
+	for range n {
+		rs, err := redisstore.New(redisstore.Options{URL: p.Store.URL, Timeout: p.Store.Timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fc.Close() })
+		fn := &fleetNode{fc: fc, reg: prometheus.NewRegistry()}
+		fn.srv, err = New(Options{
+			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret"),
+			Upstream: "http://" + oln.Addr().String(), Registry: fn.reg, Health: fc, StoreStats: fc,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, aln := listen(t), listen(t)
+		fn.addr, fn.admin = ln.Addr().String(), aln.Addr().String()
+		wg.Add(2)
+		go func() { defer wg.Done(); _ = fn.srv.Serve(ctx, ln) }()
+		go func() { defer wg.Done(); _ = fn.srv.ServeAdmin(ctx, aln) }()
+		nodes = append(nodes, fn)
+	}
+	return origin, oln.Addr().String(), nodes
+}
+
+func TestFleetSharesOneCount(t *testing.T) {
+	r := testredis.Start(t)
+	origin, _, nodes := startFleet(t, redisPolicy(t, r.URL()), 2)
+	var statuses []int
+	for i := range 10 {
+		n := nodes[i%2] // the load balancer alternates
+		statuses = append(statuses, do(t, "POST", "http://"+n.addr+"/login", "", "X-Forwarded-For", "203.0.113.7").status)
+	}
+	want := []int{401, 401, 401, 401, 401, 429, 429, 429, 429, 429}
+	if fmt.Sprint(statuses) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v: two nodes must share one limit of 5", statuses, want)
+	}
+	if got := origin.Hits()["/login"]; got != 5 {
+		t.Errorf("origin got %d /login, want 5", got)
+	}
+}
+
+func TestOneRoundTripPerRequest(t *testing.T) {
+	r := testredis.Start(t)
+	_, _, nodes := startFleet(t, redisPolicy(t, r.URL()), 1)
+	// Two rules match /api/* (one dry-run): one script call per request.
+	do(t, "GET", "http://"+nodes[0].addr+"/api/warm", "")
+	before, err := r.CommandCalls("evalsha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evalBefore, _ := r.CommandCalls("eval")
+	const n = 25
+	for i := range n {
+		do(t, "GET", "http://"+nodes[0].addr+"/api/x", "", "X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i))
+	}
+	after, _ := r.CommandCalls("evalsha")
+	evalAfter, _ := r.CommandCalls("eval")
+	if got := (after - before) + (evalAfter - evalBefore); got != n {
+		t.Errorf("%d requests made %d script calls, want %d", n, got, n)
+	}
+}
+
+// TestRedisKeysHaveTTLAndNoRawIdentities: every key has a TTL, and no key
+// or value holds a client address or a header value (keyed hashes only).
+func TestRedisKeysHaveTTLAndNoRawIdentities(t *testing.T) {
+	r := testredis.Start(t)
+	p := loadPolicy(t, foundation, "store \"memory\" {\n  max_keys = 100000\n}", fmt.Sprintf("store \"redis\" {\n  url = %q\n}", r.URL()),
+		`rule "api-per-client" {`, `rule "api-per-key" {
+  paths = ["/api/*"]
+  key   = ["header:X-Api-Key", "ip"]
+  limit = 100
+  period = "1h"
+}
+
+rule "api-per-client" {`)
+	_, _, nodes := startFleet(t, p, 1)
+	addr := "http://" + nodes[0].addr
+	secrets := []string{"198.51.100.23", "2001:db8:77::1", "sk-live-raw-api-key"}
+	for _, path := range []string{"/login", "/signup", "/otp/send", "/api/x", "/trace/gcra", "/trace/fixed_window", "/trace/sliding_window", "/trace/sliding_log", "/trace/token_bucket", "/trace/leaky_bucket"} {
+		for _, ip := range secrets[:2] {
+			do(t, "POST", addr+path, "", "X-Forwarded-For", ip, "X-Api-Key", secrets[2])
+			do(t, "GET", addr+path, "", "X-Forwarded-For", ip, "X-Api-Key", secrets[2])
+		}
+	}
+	keys, err := r.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) < 10 {
+		t.Fatalf("got %d keys, want one per rule and client", len(keys))
+	}
+	for _, k := range keys {
+		ttl, err := r.Do("PTTL", k)
+		if err != nil || ttl == "-1" || ttl == "-2" || strings.HasPrefix(ttl, "-") {
+			t.Errorf("key %q has no TTL (PTTL %s, %v)", k, ttl, err)
+		}
+		dump, err := r.Do("DUMP", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range secrets {
+			if strings.Contains(k, s) || strings.Contains(dump, s) {
+				t.Errorf("key %q or its value holds %q", k, s)
+			}
+		}
+	}
+}
+
+// outageLoad sends sensitive (POST /login) and ordinary (GET /api/x)
+// requests from many clients until stop is closed, recording what came back
+// and how long it took, split by the phase of the run.
+type outageLoad struct {
+	mu        sync.Mutex
+	phase     atomic.Int32 // 0 up, 1 down, 2 back
+	loginOK   int          // 401 from the origin: the request was forwarded
+	statuses  [3]map[string]int
+	lat       [3][]time.Duration // per phase
+	total     atomic.Int64
+	transport *http.Transport
+}
+
+func (l *outageLoad) run(t *testing.T, addr string, stop <-chan struct{}, worker int) {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: l.transport}
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		method, path := "GET", "/api/x"
+		if i%2 == 0 {
+			method, path = "POST", "/login"
+		}
+		req, _ := http.NewRequest(method, "http://"+addr+path, nil)
+		// Many clients, so the login limit of 5 a minute is not what refuses.
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.18.%d.%d", worker, i%250))
+		phase := l.phase.Load()
+		start := time.Now()
+		resp, err := c.Do(req)
+		lat := time.Since(start)
+		if err != nil {
+			t.Errorf("request failed: %v", err)
+			return
+		}
+		resp.Body.Close()
+		l.total.Add(1)
+		l.mu.Lock()
+		l.statuses[phase][fmt.Sprintf("%s %d", path, resp.StatusCode)]++
+		if path == "/login" && resp.StatusCode == 401 {
+			l.loginOK++
+		}
+		if l.phase.Load() == phase {
+			l.lat[phase] = append(l.lat[phase], lat)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// TestRedisOutageDuringLoad kills redis-server during a load run:
+// sensitive routes answer 503 within the budget and not one sensitive
+// request reaches the origin unchecked; ordinary routes keep answering;
+// p99 latency while Redis is down stays within budget + 5 ms; after Redis
+// returns the node is healthy again within one second; no goroutine leaks.
+func TestRedisOutageDuringLoad(t *testing.T) {
+	goleakOpts := goleak.IgnoreCurrent()
+	r := testredis.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	origin := NewDemoOrigin()
+	oln := listen(t)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = origin.Serve(ctx, oln) }()
+	p := redisPolicy(t, r.URL())
+	rs, err := redisstore.New(redisstore.Options{URL: r.URL(), Timeout: redisTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := failclosed.New(rs, failclosed.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Policy: p, Store: fc, KeySecret: []byte("k"), Upstream: "http://" + oln.Addr().String(), Health: fc, StoreStats: fc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, aln := listen(t), listen(t)
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
+	go func() { defer wg.Done(); _ = srv.ServeAdmin(ctx, aln) }()
+	addr, admin := ln.Addr().String(), aln.Addr().String()
+
+	l := &outageLoad{transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	for i := range l.statuses {
+		l.statuses[i] = map[string]int{}
+	}
+	stop := make(chan struct{})
+	var lwg sync.WaitGroup
+	for w := range 2 { // two cores: more workers only measure the scheduler
+		lwg.Add(1)
+		go func() { defer lwg.Done(); l.run(t, addr, stop, w) }()
+	}
+	waitFor(t, func() bool { return l.total.Load() >= 200 }, 10*time.Second, "load to start")
+
+	// Redis dies.
+	r.Kill()
+	l.phase.Store(1)
+	waitFor(t, func() bool { return readyzStatus(t, admin) == "degraded" }, 2*time.Second, "readyz to report degraded")
+	downAt := l.total.Load()
+	waitFor(t, func() bool { return l.total.Load() >= downAt+400 }, 20*time.Second, "load while Redis is down")
+	if st := statusOf(t, admin, "/readyz"); st != 200 {
+		t.Errorf("readyz answered %d while degraded, want 200", st)
+	}
+	if st := statusOf(t, admin, "/readyz?strict=1"); st != 503 {
+		t.Errorf("readyz?strict=1 answered %d while degraded, want 503", st)
+	}
+
+	// Redis returns: healthy again within one second.
+	l.phase.Store(2)
+	r.Restart()
+	back := time.Now()
+	waitFor(t, func() bool { return readyzStatus(t, admin) == "ok" }, time.Second, "the node to be healthy within 1s of Redis returning")
+	t.Logf("healthy %v after Redis returned", time.Since(back).Round(time.Millisecond))
+	waitFor(t, func() bool {
+		return do(t, "POST", "http://"+addr+"/login", "", "X-Forwarded-For", "192.0.2.200").status == 401
+	}, time.Second, "a sensitive request to pass again within 1s")
+	backAt := l.total.Load()
+	waitFor(t, func() bool { return l.total.Load() >= backAt+100 }, 10*time.Second, "load after Redis returned")
+	close(stop)
+	lwg.Wait()
+
+	down := l.statuses[1]
+	t.Logf("while down: %v; after: %v", down, l.statuses[2])
+	if down["/login 401"] != 0 {
+		t.Errorf("%d sensitive requests were forwarded while Redis was down", down["/login 401"])
+	}
+	if down["/login 503"] == 0 || down["/api/x 200"] == 0 {
+		t.Errorf("while down: want /login 503s and /api/x 200s, got %v", down)
+	}
+	for k, n := range down {
+		if k != "/login 503" && k != "/api/x 200" {
+			t.Errorf("while down: %d answers %q", n, k)
+		}
+	}
+	// Every /login the origin saw was one the store allowed: the origin's
+	// count equals the forwarded answers (plus the probe above).
+	if got, want := origin.Hits()["/login"], int64(l.loginOK+1); got != want {
+		t.Errorf("origin saw %d /login, clients saw %d forwarded", got, want)
+	}
+	p99 := func(phase int) time.Duration {
+		lat := l.lat[phase]
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		t.Logf("phase %d latency over %d requests: p50 %v p99 %v max %v", phase, len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+		return lat[len(lat)*99/100]
+	}
+	p99(0)
+	if got, limit := p99(1), redisTimeout+5*time.Millisecond; got > limit && !raceEnabled {
+		t.Errorf("p99 latency while Redis was down %v, want within %v", got, limit)
+	}
+	p99(2)
+
+	l.transport.CloseIdleConnections()
+	cancel()
+	wg.Wait()
+	fc.Close()
+	goleak.VerifyNone(t, goleakOpts,
+		// fasthttp's own background goroutines: process-wide (the date
+		// updater, the dialer's address cache) or idle cleaners that exit
+		// on their own schedule after the servers and clients stop.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
+	)
+}
+
+// TestSlowRedisIsTreatedAsDead: a Redis that does not answer (a port that
+// accepts and never replies; a server stuck in DEBUG SLEEP) fails within
+// the budget like a dead one.
+func TestSlowRedisIsTreatedAsDead(t *testing.T) {
+	blackhole := listen(t)
+	defer blackhole.Close()
+	go func() {
+		for {
+			c, err := blackhole.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	r := testredis.Start(t)
+	for _, tt := range []struct {
+		name  string
+		url   string
+		setup func()
+	}{
+		{"blackholed port", "redis://" + blackhole.Addr().String() + "/0", func() {}},
+		{"DEBUG SLEEP", r.URL(), func() {
+			go func() { _, _ = r.Do("DEBUG", "SLEEP", "1") }()
+			waitFor(t, func() bool { return false == pingWithin(r.Addr(), 20*time.Millisecond) }, 2*time.Second, "redis to be asleep")
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, nodes := startFleet(t, redisPolicy(t, tt.url), 1)
+			tt.setup()
+			for i := range 5 {
+				start := time.Now()
+				st := do(t, "POST", "http://"+nodes[0].addr+"/login", "", "X-Forwarded-For", fmt.Sprintf("192.0.2.%d", i)).status
+				lat := time.Since(start)
+				if st != 503 {
+					t.Errorf("request %d: got %d, want 503", i, st)
+				}
+				// Budget plus generous slack for a loaded CI machine and -race:
+				// a hung store would take seconds.
+				if lat > redisTimeout+100*time.Millisecond {
+					t.Errorf("request %d took %v, want about the %v budget", i, lat, redisTimeout)
+				}
+			}
+			if st := do(t, "GET", "http://"+nodes[0].addr+"/api/x", "").status; st != 200 {
+				t.Errorf("ordinary route: got %d, want 200 (fail open)", st)
+			}
+		})
+	}
+}
+
+func pingWithin(addr string, d time.Duration) bool {
+	c, err := net.DialTimeout("tcp", addr, d)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(d))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	buf := make([]byte, 7)
+	_, err = c.Read(buf)
+	return err == nil
+}
+
+// waitFor polls cond until it holds or d passes: waiting for an event of a
+// real process, not sleeping for correctness.
+func waitFor(t *testing.T, cond func() bool, d time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func readyzStatus(t *testing.T, admin string) string {
+	r := do(t, "GET", "http://"+admin+"/readyz", "")
+	switch {
+	case strings.Contains(r.body, `"status":"degraded"`):
+		return "degraded"
+	case strings.Contains(r.body, `"status":"ok"`):
+		return "ok"
+	}
+	return r.body
+}
+
+func statusOf(t *testing.T, admin, path string) int {
+	return do(t, "GET", "http://"+admin+path, "").status
+}
