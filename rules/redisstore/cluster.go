@@ -52,12 +52,12 @@ func (s *Store) takeCluster(ctx context.Context, ops []rules.Op, res []rules.Res
 		single = single && slots[i] == slots[0]
 	}
 	if single {
-		n, err := s.masterFor(ctx, s.keyName(&ops[0].Key))
+		var b batch
+		s.prepare(&b, ops, nil, nowUS, false)
+		n, err := s.masterFor(ctx, b.keys[0])
 		if err != nil {
 			return err
 		}
-		var b batch
-		s.prepare(&b, ops, nil, nowUS, false)
 		b.run(ctx, s, n)
 		if b.err != nil {
 			s.reloadOnRedirect(ctx, b.err)

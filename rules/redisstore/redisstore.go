@@ -121,8 +121,8 @@ type pipeliner interface {
 
 // Store is the Redis rules.Store. Create one with New.
 type Store struct {
-	prefix   string
-	slackMS  int64
+	prefix      string
+	slackMS     int64
 	callerClock bool
 
 	// A single Redis: node. A cluster: masterFor routes a key to its

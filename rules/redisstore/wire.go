@@ -41,6 +41,7 @@ type batch struct {
 	pay [][]any // per op of the batch: its undo payload, nil when none
 }
 
+// len and op map the batch's j-th op to the call's.
 func (b *batch) len(ops []rules.Op) int {
 	if b.idx == nil {
 		return len(ops)
@@ -48,7 +49,7 @@ func (b *batch) len(ops []rules.Op) int {
 	return len(b.idx)
 }
 
-func (b *batch) op(ops []rules.Op, j int) int {
+func (b *batch) op(j int) int {
 	if b.idx == nil {
 		return j
 	}
@@ -77,14 +78,14 @@ func (s *Store) setKeys(b *batch, ops []rules.Op) {
 	n := b.len(ops)
 	nk := n
 	for j := range n {
-		if ops[b.op(ops, j)].Algorithm == rules.SlidingLog {
+		if ops[b.op(j)].Algorithm == rules.SlidingLog {
 			nk++
 		}
 	}
 	keyLen := len(s.prefix) + hexKeyLen + 2
 	buf := make([]byte, 0, nk*keyLen+(nk-n)*len(logSuffix))
 	for j := range n {
-		op := &ops[b.op(ops, j)]
+		op := &ops[b.op(j)]
 		buf = s.appendKey(buf, &op.Key)
 		if op.Algorithm == rules.SlidingLog {
 			buf = s.appendKey(buf, &op.Key)
@@ -97,7 +98,7 @@ func (s *Store) setKeys(b *batch, ops []rules.Op) {
 	for j := range n {
 		b.keys = append(b.keys, all[at:at+keyLen])
 		at += keyLen
-		if ops[b.op(ops, j)].Algorithm == rules.SlidingLog {
+		if ops[b.op(j)].Algorithm == rules.SlidingLog {
 			b.keys = append(b.keys, all[at:at+keyLen+len(logSuffix)])
 			at += keyLen + len(logSuffix)
 		}
@@ -143,7 +144,7 @@ func (s *Store) prepare(b *batch, ops []rules.Op, idx []int, nowUS int64, undo b
 	a := make([]byte, 0, 32+n*40)
 	a = s.appendHeader(a, modeTake, nowUS, undo)
 	for j := range n {
-		a = appendOp(a, &ops[b.op(ops, j)])
+		a = appendOp(a, &ops[b.op(j)])
 	}
 	b.args = []any{string(a)}
 }
@@ -219,7 +220,7 @@ func (b *batch) decode(ops []rules.Op, res []rules.Result, callerNowUS *int64) e
 		default:
 			r.RetryAfter = durationUS(retry)
 		}
-		res[b.op(ops, j)] = r
+		res[b.op(j)] = r
 	}
 	return nil
 }
@@ -250,7 +251,7 @@ func (s *Store) prepareUndo(u *batch, ops []rules.Op, b *batch) bool {
 	npay := 0
 	for j := range n {
 		if b.pay[j] != nil {
-			idx = append(idx, b.op(ops, j))
+			idx = append(idx, b.op(j))
 			npay += len(b.pay[j])
 		}
 	}
@@ -264,7 +265,7 @@ func (s *Store) prepareUndo(u *batch, ops []rules.Op, b *batch) bool {
 	args := make([]any, 1, 1+npay)
 	for j := range n {
 		if p := b.pay[j]; p != nil {
-			a = appendOp(a, &ops[b.op(ops, j)])
+			a = appendOp(a, &ops[b.op(j)])
 			a = append(a, ' ')
 			a = strconv.AppendInt(a, int64(len(p)), 10)
 			args = append(args, p...)
