@@ -58,7 +58,7 @@ func startFleet(t testing.TB, p *rules.Policy, n int) (*DemoOrigin, string, []*f
 		if err != nil {
 			t.Fatal(err)
 		}
-		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: n})
+		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,4 +423,29 @@ func readyzStatus(t *testing.T, admin string) string {
 
 func statusOf(t *testing.T, admin, path string) int {
 	return do(t, "GET", "http://"+admin+path, "").status
+}
+
+// TestLocalFallbackWhenRedisIsDown: a rule with on_store_error = "local"
+// answers from an in-memory bucket at limit ÷ fleet_size while Redis is
+// down: 10 a minute in a fleet of 2 is 5 per node.
+func TestLocalFallbackWhenRedisIsDown(t *testing.T) {
+	r := testredis.Start(t)
+	p := loadPolicy(t, foundation,
+		"store \"memory\" {\n  max_keys = 100000\n}", fmt.Sprintf("store \"redis\" {\n  url        = %q\n  fleet_size = 2\n}", r.URL()),
+		`rule "api-per-client" {
+  paths     = ["/api/*"]`, `rule "api-per-client" {
+  on_store_error = "local"
+  paths     = ["/api/*"]`)
+	_, _, nodes := startFleet(t, p, 1)
+	r.Kill()
+	var statuses []int
+	for range 7 {
+		statuses = append(statuses, do(t, "GET", "http://"+nodes[0].addr+"/api/x", "", "X-Forwarded-For", "192.0.2.44").status)
+	}
+	if want := []int{200, 200, 200, 200, 200, 429, 429}; fmt.Sprint(statuses) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v (the local bucket: ceil(10/2) = 5)", statuses, want)
+	}
+	if st := nodes[0].fc.Stats(); st.LocalAllow < 5 || st.LocalDeny < 2 {
+		t.Errorf("local fallback counters %+v", st)
+	}
 }

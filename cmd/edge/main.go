@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -126,7 +127,7 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	secret := []byte(os.Getenv(p.KeySecretEnv))
-	st, fc, err := openStore(p, *store, len(secret) > 0)
+	st, fc, err := openStore(p, *store, len(secret) > 0, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "edge:", err)
 		return 1
@@ -221,7 +222,7 @@ func serve(args []string, stderr io.Writer) int {
 // on_store_error) and needs the key secret: a fleet must share one key
 // space (DESIGN §4). The memory store never fails and is used as is. fc is
 // the failclosed wrapper, nil for memory; closing st closes everything.
-func openStore(p *rules.Policy, flagStore string, haveSecret bool) (st rules.Store, fc *failclosed.Store, err error) {
+func openStore(p *rules.Policy, flagStore string, haveSecret bool, log *slog.Logger) (st rules.Store, fc *failclosed.Store, err error) {
 	kind, url := p.Store.Kind, p.Store.URL
 	switch {
 	case flagStore == "memory":
@@ -246,6 +247,14 @@ func openStore(p *rules.Policy, flagStore string, haveSecret bool) (st rules.Sto
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating redis store: %w", err)
 	}
+	// Load the script now, so the first requests do not pay for it. A Redis
+	// that is down at start does not stop the node: it serves degraded,
+	// each rule by its on_store_error, until the breaker finds Redis back.
+	pctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	if err := rs.Ping(pctx); err != nil && log != nil {
+		log.Warn("redis unreachable at start: serving degraded until it answers", "error", err.Error())
+	}
+	cancel()
 	fc, err = failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize})
 	if err != nil {
 		rs.Close()

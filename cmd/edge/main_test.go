@@ -147,3 +147,20 @@ func TestReloadKeepsRunningPolicyOnErrors(t *testing.T) {
 		t.Error("a valid policy was not swapped in")
 	}
 }
+
+func TestServeRefusesRedisWithoutKeySecret(t *testing.T) {
+	t.Setenv("EDGE_KEY_SECRET", "")
+	var out, errb bytes.Buffer
+	code := run([]string{"-config", filepath.Join(root, "testdata/fixtures/policies/foundation.hcl"), "-store", "redis://127.0.0.1:1/0"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "needs the key secret in $EDGE_KEY_SECRET") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
+	}
+}
+
+func TestServeRefusesBadStoreFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"-config", filepath.Join(root, "policies.hcl"), "-store", "memcached://x:1"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "-store:") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
+	}
+}
