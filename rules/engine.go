@@ -42,6 +42,10 @@ type Request struct {
 	Client netip.Addr
 	// Fields looks up headers, cookies and query parameters.
 	Fields Fields
+	// VisitorID is the visitor cookie's ID when VisitorValid (the gateway
+	// verifies the cookie's signature and age).
+	VisitorID    [16]byte
+	VisitorValid bool
 }
 
 // Outcome is what one matching rule decided.
@@ -97,7 +101,9 @@ type Match struct {
 	Rule *Rule
 	// Op is the index of the rule's op in Scratch.Ops, or -1 (a deny
 	// action or a skipped rule has none).
-	Op      int
+	Op int
+	// CeilingOp is the index of a visitor rule's IP-ceiling op, or -1.
+	CeilingOp int
 	Outcome Outcome
 	// Enforce is false when the rule was in dry-run for this request.
 	Enforce bool
@@ -116,11 +122,16 @@ type Decision struct {
 	Refusing *Rule
 	// StoreErr is the store's error when it could not decide.
 	StoreErr error
+	// Mint is true when the request is forwarded without a valid visitor
+	// cookie and the IP's mint budget allowed a new visitor ID.
+	Mint bool
 }
 
 // Scratch is the per-request working memory of Check, reused through a
 // pool so the decision path allocates nothing.
 type Scratch struct {
+	// MintOp is the index of the visitor mint-budget op, or -1.
+	MintOp  int
 	Matches []Match
 	Ops     []Op
 	Res     []Result
@@ -145,6 +156,7 @@ func NewScratch(n int) *Scratch {
 }
 
 func (s *Scratch) reset() {
+	s.MintOp = -1
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
@@ -221,7 +233,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		if r.Sensitive {
 			d.Sensitive = true
 		}
-		m := Match{Rule: r, Op: -1, Enforce: !(nodeDry || r.DryRun || r.Action == ActionLog)}
+		m := Match{Rule: r, Op: -1, CeilingOp: -1, Enforce: !(nodeDry || r.DryRun || r.Action == ActionLog)}
 		if r.Action == ActionDeny {
 			if m.Enforce {
 				m.Outcome = OutcomeDeny
@@ -235,7 +247,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			s.Matches = append(s.Matches, m)
 			continue
 		}
-		key, present := e.key(r, req, s)
+		key, present := e.key(r, req, s, false)
 		if !present {
 			if r.MissingIdentity == IdentityReject {
 				m.Outcome = OutcomeMissing
@@ -261,7 +273,29 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			Attempts:  r.Count == CountAttempts,
 			OnError:   r.OnStoreError,
 		})
+		if r.IPCeiling > 0 {
+			// All visitors of one IP share a ceiling (key: the IP instead
+			// of the visitor), in the same call, so stockpiled visitor IDs
+			// cannot multiply a client's budget.
+			ck, _ := e.key(r, req, s, true)
+			m.CeilingOp = len(s.Ops)
+			op := s.Ops[m.Op]
+			op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
+			s.Ops = append(s.Ops, op)
+		}
 		s.Matches = append(s.Matches, m)
+	}
+	if v := p.Visitor; v != nil && !req.VisitorValid && !denyAction && !missing {
+		// The mint budget: a GCRA bucket per IP of mint_limit per
+		// mint_period. Not enforcing: decided like a dry-run op, it never
+		// refuses and consumes only when the request is forwarded, so a
+		// refused request never gets a cookie.
+		s.MintOp = len(s.Ops)
+		s.Ops = append(s.Ops, Op{
+			Kind: OpTake, Algorithm: GCRA, Key: e.mintKey(req, p, s),
+			Limit: v.MintLimit, Burst: v.MintLimit, PeriodUS: v.MintPeriod.Microseconds(),
+			Cost: 1, OnError: FailLocal,
+		})
 	}
 	if len(s.Ops) > 0 {
 		if denyAction || missing {
@@ -289,6 +323,18 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			continue
 		}
 		res := &s.Res[m.Op]
+		if m.CeilingOp >= 0 {
+			// A visitor rule allows when both its visitor's bucket and its
+			// IP's ceiling do.
+			combined := s.Res[m.CeilingOp]
+			if res.Allowed && combined.Allowed {
+				combined = *res
+			} else if !res.Allowed && (combined.Allowed || res.RetryAfter > combined.RetryAfter) {
+				combined.Allowed, combined.RetryAfter = false, res.RetryAfter
+			}
+			combined.StoreError = combined.StoreError || res.StoreError
+			res = &combined
+		}
 		if res.StoreError {
 			d.StoreErr = ErrStoreFallback
 			e.storeFallback(&d, m, res)
@@ -308,6 +354,9 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		default:
 			m.Outcome = OutcomeDryRunDeny
 		}
+	}
+	if s.MintOp >= 0 && d.Refusing == nil && d.Verdict == Forward && !missing {
+		d.Mint = s.Res[s.MintOp].Allowed
 	}
 	switch {
 	case d.Verdict == Unavailable:
@@ -372,6 +421,9 @@ func (r *Rule) matches(req *Request) bool {
 	if !r.matchPath(req.Path) || !r.matchHost(req.Host) {
 		return false
 	}
+	if r.WhenVisitorValid != nil && *r.WhenVisitorValid != req.VisitorValid {
+		return false
+	}
 	if r.matchMethod(req.Method) {
 		return true
 	}
@@ -391,11 +443,17 @@ func (r *Rule) matches(req *Request) bool {
 // key encodes r's characteristic values for req and returns the counter
 // key. present is false when a value the key needs is absent or empty:
 // nothing ever becomes an empty or shared key.
-func (e *Engine) key(r *Rule, req *Request, s *Scratch) (k Key, present bool) {
+//
+// ceiling builds the key of a visitor rule's IP ceiling: the visitor
+// characteristic counts as its IP alone.
+func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, present bool) {
 	copy(k[0:8], r.ID[:])
 	k[8] = byte(r.Key[0].Kind)
 	if len(r.Key) > 1 {
 		k[8] |= 0x80
+	}
+	if ceiling {
+		k[8] |= 0x40
 	}
 	buf := s.buf[:0]
 	for _, ch := range r.Key {
@@ -403,6 +461,18 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch) (k Key, present bool) {
 		switch ch.Kind {
 		case CharIP:
 			buf = ipv6.AppendKey(buf, req.Client, r.IPv4Prefix, r.IPv6Prefix)
+		case CharVisitor:
+			// IP + visitor ID with a valid cookie; the IP's cookieless
+			// bucket otherwise (tampered, expired, unknown secret, absent).
+			buf = ipv6.AppendKey(buf, req.Client, r.IPv4Prefix, r.IPv6Prefix)
+			switch {
+			case ceiling:
+			case req.VisitorValid:
+				buf = append(buf, 1)
+				buf = append(buf, req.VisitorID[:]...)
+			default:
+				buf = append(buf, 0)
+			}
 		case CharRoute:
 			buf = appendValue(buf, req.Path)
 		case CharGlobal:
@@ -429,7 +499,14 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch) (k Key, present bool) {
 		}
 	}
 	s.buf = buf
-	// Rules keyed alike (a limit and its shadow, say) share one hash.
+	copy(k[9:], s.valueHash(buf))
+	return k, true
+}
+
+// valueHash is the keyed hash (HMAC-SHA256, truncated to 15 bytes) of
+// encoded key values. Keys alike in one request (a limit and its shadow, a
+// rule and the mint budget) share one hash.
+func (s *Scratch) valueHash(buf []byte) []byte {
 	if len(s.prev) == 0 || !bytes.Equal(buf, s.prev) {
 		s.mac.Reset()
 		s.mac.Write(buf)
@@ -437,8 +514,21 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch) (k Key, present bool) {
 		copy(s.prevSum[:], s.sum[:15])
 		s.prev = append(s.prev[:0], buf...)
 	}
-	copy(k[9:], s.prevSum[:])
-	return k, true
+	return s.prevSum[:]
+}
+
+// mintKeyID names the mint-budget counters, as a rule's ID names its own.
+var mintKeyID = ruleID("\x00visitor-mint")
+
+// mintKey is the key of the IP's visitor mint budget, at the policy's
+// client grouping.
+func (e *Engine) mintKey(req *Request, p *Policy, s *Scratch) Key {
+	var k Key
+	copy(k[0:8], mintKeyID[:])
+	k[8] = byte(CharIP)
+	s.buf = ipv6.AppendKey(s.buf[:0], req.Client, p.IPv4Prefix, p.IPv6Prefix)
+	copy(k[9:], s.valueHash(s.buf))
+	return k
 }
 
 // appendValue appends a length-prefixed value, so "ab"+"c" and "a"+"bc"

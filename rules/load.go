@@ -260,6 +260,7 @@ func (c *compiler) compile(cfg *fileConfig) *Policy {
 	p.Client = ipv6.NewExtractor(trusted, kind)
 	c.store(cfg.Stores, &p.Store)
 	c.unsupportedBlocks(cfg)
+	p.Visitor = c.visitor(cfg.Visitor)
 
 	seen := map[string]hcl.Range{}
 	for i := range cfg.Rules {
@@ -287,9 +288,6 @@ func (c *compiler) compile(cfg *fileConfig) *Policy {
 func (c *compiler) unsupportedBlocks(cfg *fileConfig) {
 	if b := cfg.Identity; b != nil {
 		c.errorf(b.DefRange, "Not supported yet", "the identity block (phone, account and OTP identities) is not available in this build")
-	}
-	if b := cfg.Visitor; b != nil {
-		c.errorf(b.DefRange, "Not supported yet", "the visitor block (NAT-aware visitor IDs) is not available in this build")
 	}
 	if b := cfg.Botscore; b != nil {
 		c.errorf(b.DefRange, "Not supported yet", "the botscore block is not available in this build")
@@ -772,11 +770,37 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	}
 	c.intList(rb.FailureStatus, "failure_status")
 	c.intList(rb.SuccessStatus, "success_status")
-	if rb.When != nil {
-		fail(rb.When.DefRange, "Not supported yet", "when { } conditions are not available in this build")
+	if w := rb.When; w != nil {
+		c.when(w, r, p)
 	}
-	if rb.IPCeiling != nil {
-		fail(rb.IPCeilingRange, "Not supported yet", "ip_ceiling applies to visitor keys, which are not available in this build")
+	hasVisitor := false
+	for _, ch := range r.Key {
+		if ch.Kind == CharVisitor {
+			hasVisitor = true
+		}
+	}
+	if hasVisitor && p.Visitor == nil {
+		fail(rb.DefRange, "Missing visitor block", "rule %q counts per visitor; add a visitor { } block (cookie and secrets of the visitor IDs)", rb.Name)
+	}
+	if hasVisitor && r.Limit > 0 {
+		// Every visitor rule holds all visitors of one IP to a ceiling, so
+		// stockpiled IDs cannot multiply a client's budget (default 10 ×
+		// limit, POLICY.md).
+		r.IPCeiling = 10 * r.Limit
+		if rb.IPCeiling != nil {
+			r.IPCeiling = *rb.IPCeiling
+			if r.IPCeiling < r.Limit {
+				fail(rb.IPCeilingRange, "Invalid ip_ceiling", "ip_ceiling %d is below the rule's limit %d: one visitor alone would hit it", r.IPCeiling, r.Limit)
+			}
+		}
+		r.CeilingBurst = ceilDiv(r.IPCeiling*r.Burst, r.Limit)
+		if ok && r.Period > 0 {
+			if err := ValidateLimits(r.Algorithm, r.IPCeiling, r.CeilingBurst, r.PeriodUS()); err != nil {
+				fail(rb.IPCeilingRange, "ip_ceiling out of range", "%v", err)
+			}
+		}
+	} else if rb.IPCeiling != nil {
+		fail(rb.IPCeilingRange, "ip_ceiling without visitor", "ip_ceiling applies to rules keyed on \"visitor\"")
 	}
 
 	r.OnStoreError = FailOpen
@@ -816,6 +840,78 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		return nil
 	}
 	return r
+}
+
+// when compiles a rule's conditions. This build knows visitor_valid; the
+// others belong to blocks not available yet and are refused by name.
+func (c *compiler) when(w *whenBlock, r *Rule, p *Policy) {
+	if w.VisitorValid != nil {
+		if p.Visitor == nil {
+			c.errorf(w.DefRange, "Missing visitor block", "visitor_valid needs a visitor { } block")
+		}
+		v := *w.VisitorValid
+		r.WhenVisitorValid = &v
+	}
+	for name, set := range map[string]bool{
+		"bot_score_below": w.BotScoreBelow != nil, "hosting": w.Hosting != nil,
+		"asn_in": !isNull(w.ASNIn), "country_in": !isNull(w.CountryIn), "country_not_in": !isNull(w.CountryNotIn),
+		"phone_country_in": !isNull(w.PhoneCountryIn), "phone_country_not_in": !isNull(w.PhoneCountryNotIn),
+	} {
+		if set {
+			c.errorf(w.DefRange, "Not supported yet", "the %s condition is not available in this build", name)
+		}
+	}
+}
+
+// visitor compiles the visitor block (POLICY.md defaults).
+func (c *compiler) visitor(b *visitorBlock) *VisitorConfig {
+	if b == nil {
+		return nil
+	}
+	v := &VisitorConfig{
+		Cookie: "__edge_vid", SecretEnv: "EDGE_VISITOR_SECRETS", MintLimit: 10,
+		MintPeriod: time.Minute, MaxAge: 720 * time.Hour, Secure: true,
+	}
+	if b.Cookie != nil {
+		v.Cookie = *b.Cookie
+		if !isToken(v.Cookie) {
+			c.errorf(b.DefRange, "Invalid cookie", "%q is not a cookie name", v.Cookie)
+		}
+	}
+	if b.SecretEnv != nil {
+		v.SecretEnv = *b.SecretEnv
+	}
+	if b.MintLimit != nil {
+		v.MintLimit = int64(*b.MintLimit)
+		if v.MintLimit < 1 {
+			c.errorf(b.MintLimitRange, "Invalid mint_limit", "mint_limit must be at least 1, got %d", v.MintLimit)
+		}
+	}
+	if b.MintPeriod != nil {
+		d, err := ParseDuration(*b.MintPeriod)
+		if err != nil || d <= 0 {
+			c.errorf(b.MintPeriodRange, "Invalid mint_period", "%q is not a positive duration such as \"1m\"", *b.MintPeriod)
+		} else {
+			v.MintPeriod = d
+		}
+	}
+	if b.MaxAge != nil {
+		d, err := ParseDuration(*b.MaxAge)
+		if err != nil || d <= 0 {
+			c.errorf(b.MaxAgeRange, "Invalid max_age", "%q is not a positive duration such as \"720h\"", *b.MaxAge)
+		} else {
+			v.MaxAge = d
+		}
+	}
+	if b.Secure != nil {
+		v.Secure = *b.Secure
+	}
+	if v.MintLimit > 0 && v.MintPeriod > 0 {
+		if err := ValidateLimits(GCRA, v.MintLimit, v.MintLimit, v.MintPeriod.Microseconds()); err != nil {
+			c.errorf(b.MintLimitRange, "mint_limit out of range", "%v", err)
+		}
+	}
+	return v
 }
 
 func (c *compiler) identityMode(s string, rng hcl.Range, attr string) IdentityMode {

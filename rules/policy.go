@@ -48,6 +48,26 @@ type Policy struct {
 
 	// Sensitive reports whether any rule is sensitive.
 	Sensitive bool
+
+	// Visitor is the visitor block, nil without one.
+	Visitor *VisitorConfig
+}
+
+// VisitorConfig is the `visitor { }` block: NAT-aware visitor IDs.
+type VisitorConfig struct {
+	// Cookie is the cookie's name (default "__edge_vid").
+	Cookie string
+	// SecretEnv names the environment variable of the signing secrets,
+	// comma-separated, the first signs (default "EDGE_VISITOR_SECRETS").
+	SecretEnv string
+	// MintLimit new IDs per MintPeriod per IP: a GCRA bucket of that rate
+	// with a burst of MintLimit (defaults 10 per minute).
+	MintLimit  int64
+	MintPeriod time.Duration
+	// MaxAge is the cookie's lifetime (default 720h).
+	MaxAge time.Duration
+	// Secure sets the cookie's Secure attribute (default true).
+	Secure bool
 }
 
 // StoreConfig is the policy's `store` block.
@@ -115,7 +135,7 @@ var charPrefixes = map[string]CharKind{
 // parse, and validation says they are not available yet rather than
 // accepting a rule that could never count.
 var charSupported = map[CharKind]bool{
-	CharIP: true, CharHeader: true, CharCookie: true, CharQuery: true,
+	CharIP: true, CharVisitor: true, CharHeader: true, CharCookie: true, CharQuery: true,
 	CharRoute: true, CharGlobal: true,
 }
 
@@ -211,6 +231,13 @@ type Rule struct {
 	// MissingIdentity and InvalidIdentity say what an absent or invalid
 	// key value does.
 	MissingIdentity, InvalidIdentity IdentityMode
+	// IPCeiling is, for rules keyed on visitor, the limit across all
+	// visitors of one IP per Period (0 otherwise); CeilingBurst its bucket
+	// size, scaled from the rule's burst.
+	IPCeiling, CeilingBurst int64
+	// WhenVisitorValid, when set, makes the rule apply only to requests
+	// whose visitor cookie is (true) or is not (false) valid.
+	WhenVisitorValid *bool
 }
 
 // PeriodUS is the period in microseconds.
