@@ -17,3 +17,15 @@ func TestDecisionPathAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestVisitorDecisionPathAllocatesNothing: verifying a visitor cookie and
+// the visitor rule's two ops add no allocation.
+func TestVisitorDecisionPathAllocatesNothing(t *testing.T) {
+	bs := newBenchSetupWith(t, benchVisitorPolicy, "10.1.2.3", "203.0.113.9, 10.0.0.2", validCookie)
+	if !bs.rs.req.VisitorValid {
+		t.Fatal("cookie not valid")
+	}
+	if n := testing.AllocsPerRun(200, func() { bs.s.decide(bs.ctx, bs.st, bs.rs) }); n != 0 {
+		t.Errorf("decision path with a visitor cookie allocates %.1f times per request, want 0", n)
+	}
+}

@@ -66,9 +66,27 @@ type benchSetup struct {
 	ctx *fasthttp.RequestCtx
 }
 
+// benchVisitorPolicy adds a visitor block and a visitor rule: the cookie
+// is verified (HMAC, constant time) on the decision path.
+const benchVisitorPolicy = benchPolicy + `
+visitor {
+  secure = false
+}
+rule "per-visitor" {
+  paths = ["/login"]
+  key   = ["visitor"]
+  limit = 100000
+  period = "1s"
+}
+`
+
 func newBenchSetup(tb testing.TB, peer, xff string) *benchSetup {
+	return newBenchSetupWith(tb, benchPolicy, peer, xff, nil)
+}
+
+func newBenchSetupWith(tb testing.TB, src, peer, xff string, cookie func(*Server, time.Time) []byte) *benchSetup {
 	tb.Helper()
-	p, diags := rules.Load("bench.hcl", []byte(benchPolicy))
+	p, diags := rules.Load("bench.hcl", []byte(src))
 	if diags.HasErrors() {
 		tb.Fatal(diags.Error())
 	}
@@ -77,7 +95,8 @@ func newBenchSetup(tb testing.TB, peer, xff string) *benchSetup {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { store.Close() })
-	s, err := New(Options{Policy: p, Store: store, Clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}})
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	s, err := New(Options{Policy: p, Store: store, Clock: clk})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -88,10 +107,13 @@ func newBenchSetup(tb testing.TB, peer, xff string) *benchSetup {
 	req.Header.Set("X-Forwarded-For", xff)
 	req.Header.Set("X-Api-Key", "k-123456")
 	req.Header.SetContentType("application/json")
+	if cookie != nil {
+		req.Header.SetCookieBytesKV([]byte("__edge_vid"), cookie(s, clk.Now()))
+	}
 	ctx := &fasthttp.RequestCtx{}
 	ctx.Init(&req, &net.TCPAddr{IP: net.ParseIP(peer), Port: 40000}, nil)
 	b := &benchSetup{s: s, st: s.state.Load(), rs: newReqState().(*reqState), ctx: ctx}
-	if !s.decide(ctx, b.st, b.rs) || len(b.rs.sc.Matches) != 5 || b.rs.d.Verdict != rules.Forward {
+	if !s.decide(ctx, b.st, b.rs) || len(b.rs.sc.Matches) != len(p.Rules) || b.rs.d.Verdict != rules.Forward {
 		tb.Fatalf("setup: got %d matches, verdict %d", len(b.rs.sc.Matches), b.rs.d.Verdict)
 	}
 	return b
@@ -112,5 +134,25 @@ func BenchmarkDecisionPath(b *testing.B) {
 				bs.s.decide(bs.ctx, bs.st, bs.rs)
 			}
 		})
+	}
+}
+
+// validCookie mints a cookie with the server's own signer.
+func validCookie(s *Server, now time.Time) []byte {
+	v, _ := s.state.Load().signer.Mint(nil, now)
+	return v
+}
+
+// BenchmarkDecisionPathVisitor is the decision path with a visitor rule
+// and a valid visitor cookie to verify: six rules, one of them with its
+// IP-ceiling op.
+func BenchmarkDecisionPathVisitor(b *testing.B) {
+	bs := newBenchSetupWith(b, benchVisitorPolicy, "10.1.2.3", "203.0.113.9, 10.0.0.2", validCookie)
+	if !bs.rs.req.VisitorValid {
+		b.Fatal("cookie not valid")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		bs.s.decide(bs.ctx, bs.st, bs.rs)
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -35,6 +37,8 @@ type reqState struct {
 	hdr       []byte // rendered header values
 	edgeHdrs  []byte // names of client-sent X-Edge-* headers, NUL separated
 	peer      netip.Addr
+	now       time.Time
+	cookie    []byte // a newly minted visitor cookie value
 	d         rules.Decision
 }
 
@@ -142,13 +146,21 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 	rs.host = appendHost(rs.host[:0], ctx.Request.URI().Host())
 
 	rs.fields.r = &ctx.Request
+	var visitor nat.ID
+	visitorValid := false
+	if st.signer != nil {
+		visitor, visitorValid = st.signer.Verify(ctx.Request.Header.Cookie(p.Visitor.Cookie), now)
+	}
+	rs.now = now
 	rs.req = rules.Request{
-		Method:    rs.method,
-		Overrides: rs.overrides,
-		Host:      rs.host,
-		Path:      rs.match,
-		Client:    client,
-		Fields:    &rs.fields,
+		Method:       rs.method,
+		Overrides:    rs.overrides,
+		Host:         rs.host,
+		Path:         rs.match,
+		Client:       client,
+		Fields:       &rs.fields,
+		VisitorID:    visitor,
+		VisitorValid: visitorValid,
 	}
 	rs.d = s.engine.Check(ctx, now, p, &rs.req, rs.sc)
 	return true
@@ -229,6 +241,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		req.Header.SetHost(st.upstream.Addr)
 	}
 	req.SetRequestURIBytes(rs.uri)
+	mint := s.visitorHeader(st, rs, req, d)
 	defer func() {
 		if clientClose {
 			ctx.SetConnectionClose()
@@ -250,6 +263,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	}
 	stripHopByHopResponse(&resp.Header)
 	resp.Header.Del("X-Edge-Outcome")
+	if mint {
+		rs.hdr = st.signer.AppendSetCookie(rs.hdr[:0], rs.cookie)
+		resp.Header.AddBytesV(fasthttp.HeaderSetCookie, rs.hdr)
+	}
 	if d.Sensitive {
 		stripRateLimitHeaders(rs, &resp.Header)
 		return
@@ -264,6 +281,26 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 var clientIPHeaders = [...]string{
 	"x-forwarded-for", "x-real-ip", "forwarded", "true-client-ip", "x-client-ip",
 	"x-cluster-client-ip", "cf-connecting-ip", "fastly-client-ip", "x-original-forwarded-for",
+}
+
+// visitorHeader tells the origin who the visitor is, X-Edge-Visitor: the
+// visitor ID's keyed hash, never the cookie. A request without a valid
+// cookie whose IP's mint budget allowed one gets a new ID here (rs.cookie
+// holds its cookie value) and mint reports that a Set-Cookie is due.
+func (s *Server) visitorHeader(st *policyState, rs *reqState, req *fasthttp.Request, d *rules.Decision) (mint bool) {
+	if st.signer == nil {
+		return false
+	}
+	id, ok := rs.req.VisitorID, rs.req.VisitorValid
+	if !ok && d.Mint {
+		rs.cookie, id = st.signer.Mint(rs.cookie[:0], rs.now)
+		ok, mint = true, true
+	}
+	if ok {
+		rs.hdr = st.signer.AppendVisitorHash(rs.hdr[:0], id)
+		req.Header.SetBytesV("X-Edge-Visitor", rs.hdr)
+	}
+	return mint
 }
 
 // sanitizeHeaders removes every client-sent X-Edge-* header (only the edge

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/failclosed"
+	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -85,6 +87,9 @@ type Server struct {
 
 	listen, adminListen string
 
+	visitorOnce   sync.Once
+	visitorSecret []byte
+
 	metricsOnce sync.Once
 	metricsH    fasthttp.RequestHandler
 
@@ -98,6 +103,7 @@ type policyState struct {
 	policy   *rules.Policy
 	upstream *fasthttp.HostClient
 	counters [][numOutcomes]prometheus.Counter // per rule, per outcome
+	signer   *nat.Signer                       // visitor IDs; nil without a visitor block
 }
 
 // New returns a Server for opts.
@@ -156,6 +162,11 @@ func (s *Server) install(p *rules.Policy) error {
 		return err
 	}
 	st := &policyState{policy: p, upstream: hc, counters: make([][numOutcomes]prometheus.Counter, len(p.Rules))}
+	if v := p.Visitor; v != nil {
+		if st.signer, err = s.visitorSigner(v); err != nil {
+			return err
+		}
+	}
 	for i, r := range p.Rules {
 		for o := range numOutcomes {
 			name := metricOutcome(rules.Outcome(o))
@@ -167,6 +178,27 @@ func (s *Server) install(p *rules.Policy) error {
 	}
 	s.state.Store(st)
 	return nil
+}
+
+// visitorSigner signs and verifies visitor cookies with the secrets of the
+// visitor block's secret_env: comma-separated, the first signs, all verify.
+// Unset, the node makes a random secret once (kept across reloads) and
+// warns: its cookies verify only on this node, until it restarts.
+func (s *Server) visitorSigner(v *rules.VisitorConfig) (*nat.Signer, error) {
+	var secrets [][]byte
+	if env := os.Getenv(v.SecretEnv); env != "" {
+		var err error
+		if secrets, err = nat.ParseSecrets(env); err != nil {
+			return nil, fmt.Errorf("visitor secrets in $%s: %w", v.SecretEnv, err)
+		}
+	} else {
+		s.visitorOnce.Do(func() {
+			s.visitorSecret = nat.RandomSecret()
+			s.log.Warn("visitor secret not set: using a random one; visitor cookies will not verify on other nodes or after a restart, and a fleet needs a shared secret", "env", v.SecretEnv)
+		})
+		secrets = [][]byte{s.visitorSecret}
+	}
+	return nat.NewSigner(nat.Options{Secrets: secrets, MaxAge: v.MaxAge, Cookie: v.Cookie, Insecure: !v.Secure})
 }
 
 // hostClient returns the HostClient for an upstream URL, one per address.

@@ -796,7 +796,11 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		r.CeilingBurst = ceilDiv(r.IPCeiling*r.Burst, r.Limit)
 		if ok && r.Period > 0 {
 			if err := ValidateLimits(r.Algorithm, r.IPCeiling, r.CeilingBurst, r.PeriodUS()); err != nil {
-				fail(rb.IPCeilingRange, "ip_ceiling out of range", "%v", err)
+				rng := rb.IPCeilingRange
+				if rb.IPCeiling == nil {
+					rng = rb.LimitRange // the default ceiling, 10 × limit
+				}
+				fail(rng, "ip_ceiling out of range", "the IP ceiling of %d: %v", r.IPCeiling, err)
 			}
 		}
 	} else if rb.IPCeiling != nil {
