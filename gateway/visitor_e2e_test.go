@@ -201,4 +201,3 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
-

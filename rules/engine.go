@@ -104,7 +104,7 @@ type Match struct {
 	Op int
 	// CeilingOp is the index of a visitor rule's IP-ceiling op, or -1.
 	CeilingOp int
-	Outcome Outcome
+	Outcome   Outcome
 	// Enforce is false when the rule was in dry-run for this request.
 	Enforce bool
 }
