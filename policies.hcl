@@ -55,24 +55,52 @@ store "memory" {
   max_keys = 100000
 }
 
+# NAT-aware visitor IDs. Carrier-grade NAT puts hundreds of phones behind one
+# public IPv4 address: a per-IP login limit then leaves each user a sliver.
+# The edge sets a signed cookie (a random 128-bit visitor ID, HMAC-SHA256) on
+# forwarded responses, and rules keyed on "visitor" count per IP + visitor.
+# Clients without a valid cookie (none, tampered, expired, unknown secret)
+# share the IP's cookieless bucket; all visitors of an IP share the rule's
+# ip_ceiling, so stockpiled cookies cannot multiply a client's budget.
+visitor {
+  # The cookie's name.
+  cookie = "__edge_vid"
+  # Environment variable with the signing secrets, comma-separated: the first
+  # signs, all verify (rotate by putting the new one first). Unset: a random
+  # secret and a warning (a fleet needs one shared secret).
+  secret_env = "EDGE_VISITOR_SECRETS"
+  # At most mint_limit new visitor IDs per IP per mint_period; beyond it the
+  # edge mints no more and those clients stay in the cookieless bucket, so a
+  # cookie-dropping attacker gains at most this many fresh budgets.
+  mint_limit  = 10
+  mint_period = "1m"
+  # Cookie lifetime.
+  max_age = "720h"
+  # The demo speaks plain HTTP on loopback; keep Secure (true) behind TLS.
+  secure = false
+}
+
 # ---- Login ------------------------------------------------------------------
 # Sensitive rules answer a bare 429 (no RateLimit headers, no rule name, no
 # Retry-After: nothing an attacker can learn from) and fail closed.
 
-# Five login attempts a minute per client, as a burst of five then one every
-# 12 seconds (GCRA: one timestamp per key, retry time for free).
-rule "login-per-ip" {
+# Five login attempts a minute per visitor (a browser with its cookie, or an
+# IP's cookieless clients together), as a burst of five then one every 12
+# seconds (GCRA: one timestamp per key, retry time for free). All visitors
+# of one IP together get at most 100 a minute (ip_ceiling; default 10 × limit).
+rule "login-per-visitor" {
   methods   = ["POST"]
   paths     = ["/login"]
   # hosts limits a rule to some Host names (case, port, a trailing dot and
   # userinfo ignored); left out, the rule applies to every host.
   # hosts   = ["login.example.com"]
-  key       = ["ip"]
-  algorithm = "gcra"
-  limit     = 5
-  period    = "1m"
-  burst     = 5
-  sensitive = true
+  key        = ["visitor"]
+  algorithm  = "gcra"
+  limit      = 5
+  period     = "1m"
+  burst      = 5
+  ip_ceiling = 100
+  sensitive  = true
 }
 
 # A whole network (IPv4 /24, IPv6 /48) rotating addresses still shares one

@@ -143,7 +143,7 @@ func TestReloadKeepsRunningPolicyOnErrors(t *testing.T) {
 	if err := reload(srv, filepath.Join(root, "policies.hcl"), log, &errb); err != nil {
 		t.Fatal(err)
 	}
-	if srv.Policy() == p || srv.Policy().Rule("login-per-ip") == nil {
+	if srv.Policy() == p || srv.Policy().Rule("login-per-visitor") == nil {
 		t.Error("a valid policy was not swapped in")
 	}
 }
