@@ -1,6 +1,7 @@
 package nat
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -19,16 +20,42 @@ func verifyCases(tb testing.TB) (*Signer, []struct {
 	}{
 		{"valid", valid},
 		{"valid-second-secret", second},
-		{"retired-secret", craft(secretRetired, 1, testID, uint64(t0.Unix()))}, // worst case: every secret tried
-		{"tampered", append(valid[:50:50], "AAAAA"...)},
+		{"retired-secret", craft(secretRetired, 1, testID, uint64(t0.Unix()))},
+		{"forged-first-key-id", craftKID(secretRetired, 1, keyIDOf(secretA), testID, uint64(t0.Unix()))}, // worst case: a MAC computed and refused
+		{"tampered", append(valid[:50:50], "AAAAAA"...)},
 		{"expired", expired},
-		{"wrong-length", valid[:54]},
+		{"wrong-length", valid[:55]},
 	}
 }
 
 func BenchmarkVerify(b *testing.B) {
 	s, cases := verifyCases(b)
 	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Verify(bc.value, t0)
+			}
+		})
+	}
+}
+
+// BenchmarkVerifyManySecrets: the key ID keeps Verify at one HMAC whatever
+// the length of the secret list.
+func BenchmarkVerifyManySecrets(b *testing.B) {
+	secrets := make([][]byte, MaxSecrets)
+	for i := range secrets {
+		secrets[i] = []byte(fmt.Sprintf("many-secrets-%04d-0123456789", i))
+	}
+	s := signer(b, secrets...)
+	last, _ := signer(b, secrets[MaxSecrets-1]).Mint(nil, t0)
+	for _, bc := range []struct {
+		name  string
+		value []byte
+	}{
+		{"valid-last", last},
+		{"forged-last-key-id", craftKID(secretRetired, 1, keyIDOf(secrets[MaxSecrets-1]), testID, uint64(t0.Unix()))},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -41,14 +41,25 @@ func mint(s *Signer, now time.Time) (string, ID) {
 // craft builds a cookie value independently of the package (crypto/hmac
 // used directly), so tests pin the format and can forge any field.
 func craft(secret []byte, ver byte, id ID, issued uint64) []byte {
-	var raw [41]byte
+	return craftKID(secret, ver, keyIDOf(secret), id, issued)
+}
+
+func craftKID(secret []byte, ver, kid byte, id ID, issued uint64) []byte {
+	var raw [42]byte
 	raw[0] = ver
-	copy(raw[1:17], id[:])
-	binary.BigEndian.PutUint64(raw[17:25], issued)
+	raw[1] = kid
+	copy(raw[2:18], id[:])
+	binary.BigEndian.PutUint64(raw[18:26], issued)
 	h := hmac.New(sha256.New, secret)
-	h.Write(raw[:25])
-	copy(raw[25:], h.Sum(nil)[:16])
+	h.Write(raw[:26])
+	copy(raw[26:], h.Sum(nil)[:16])
 	return base64.RawURLEncoding.AppendEncode(nil, raw[:])
+}
+
+func keyIDOf(secret []byte) byte {
+	h := hmac.New(sha256.New, secret)
+	h.Write([]byte("edge visitor key id"))
+	return h.Sum(nil)[0]
 }
 
 var testID = ID{0: 0xde, 1: 0xad, 14: 0xbe, 15: 0xef}

@@ -50,32 +50,47 @@ const (
 // (RFC 4648 §5) encoding of
 //
 //	[0]      version (1)
-//	[1:17]   the ID
-//	[17:25]  issue time, Unix seconds, big endian
-//	[25:41]  HMAC-SHA256(secret, bytes [0:25]), truncated to 16 bytes
+//	[1]      key ID: which secret signed (see keyID)
+//	[2:18]   the ID
+//	[18:26]  issue time, Unix seconds, big endian
+//	[26:42]  HMAC-SHA256(secret, bytes [0:26]), truncated to 16 bytes
 //
-// which is 41 bytes and always 55 characters from [A-Za-z0-9_-], all of them
-// allowed in a cookie value without quoting.
+// which is 42 bytes and always 56 characters from [A-Za-z0-9_-], all of them
+// allowed in a cookie value without quoting (42 is a multiple of 3, so no
+// character carries unused bits).
+//
+// The key ID lets Verify compute one HMAC however many secrets the list
+// holds: without it a forged cookie would cost one HMAC per secret.
 const (
 	version   = 1
-	idOff     = 1
+	kidOff    = 1
+	idOff     = kidOff + 1
 	timeOff   = idOff + len(ID{})
 	macOff    = timeOff + 8
 	macLen    = 16
-	rawLen    = macOff + macLen // 41
-	signedLen = macOff          // the MAC covers version, ID and issue time
-	valueLen  = 55              // base64.RawURLEncoding.EncodedLen(rawLen)
+	rawLen    = macOff + macLen // 42
+	signedLen = macOff          // the MAC covers version, key ID, ID and issue time
+	valueLen  = 56              // base64.RawURLEncoding.EncodedLen(rawLen)
 	hashLen   = 16              // bytes of AppendVisitorHash's MAC, before hex
 )
 
-// hashPrefix separates AppendVisitorHash's messages from cookie MACs made
-// with the same key: they differ in length and first byte.
+// keyIDLabel is the message whose HMAC under a secret gives the secret's key
+// ID (its first byte). One byte of a PRF output says nothing useful about a
+// secret of at least 128 bits; two secrets of a list share a key ID once in
+// 256 pairs, and Verify then tries both.
+const keyIDLabel = "edge visitor key id"
+
+// hashPrefix separates AppendVisitorHash's messages from the other MACs made
+// with the same key (cookies and the key ID): the three messages differ in
+// length (24, 26 and 19 bytes) and in their first byte.
 const hashPrefix = "visitor\x00"
 
-// b64 is strict so that exactly one text decodes to a given 41 bytes (the
-// two unused trailing bits must be zero). Strict decoding still skips CR and
-// LF, so Verify also demands exactly valueLen characters: a value padded with
-// newlines then decodes to fewer than rawLen bytes and is refused.
+// b64 is strict so that exactly one text decodes to given bytes (unused
+// trailing bits must be zero; with rawLen a multiple of 3 there are none
+// today, and strictness keeps a format change from quietly allowing two
+// spellings). Strict decoding still skips CR and LF, so Verify also demands
+// exactly valueLen characters: a value carrying a newline then decodes to
+// fewer than rawLen bytes and is refused.
 var b64 = base64.RawURLEncoding.Strict()
 
 // Options configures a Signer. Only Secrets is required.
@@ -106,6 +121,7 @@ type Signer struct {
 	maxAgeSec int64 // maxAge in whole seconds, rounded down
 	cookie    string
 	setCookie string // "; Path=/; Max-Age=N; HttpOnly; SameSite=Lax[; Secure]"
+	kids      []byte // kids[i] is secrets[i]'s key ID
 	pool      sync.Pool
 }
 
@@ -117,7 +133,7 @@ type Signer struct {
 type macState struct {
 	macs []hash.Hash
 	raw  [rawLen]byte
-	msg  [len(hashPrefix) + len(ID{})]byte
+	msg  [max(len(hashPrefix)+len(ID{}), len(keyIDLabel))]byte
 	sum  [sha256.Size]byte
 }
 
@@ -170,9 +186,15 @@ func NewSigner(opts Options) (*Signer, error) {
 	}
 	s.setCookie = attrs
 	s.pool.New = s.newState
-	// Warm one state so a key problem surfaces here rather than mid-request,
-	// and so the first request does not pay for it.
-	s.pool.Put(s.newState())
+	// Warm one state, so the first request does not pay for it, and use it
+	// to derive the key IDs.
+	st := s.newState().(*macState)
+	s.kids = make([]byte, len(secrets))
+	copy(st.msg[:], keyIDLabel)
+	for i := range secrets {
+		s.kids[i] = st.mac(i, st.msg[:len(keyIDLabel)])[0]
+	}
+	s.pool.Put(st)
 	return s, nil
 }
 
@@ -201,6 +223,7 @@ func (s *Signer) Mint(dst []byte, now time.Time) ([]byte, ID) {
 	st := s.pool.Get().(*macState)
 	raw := &st.raw
 	raw[0] = version
+	raw[kidOff] = s.kids[0]
 	// crypto/rand.Read never fails: on a broken system it crashes the
 	// program rather than return predictable bytes.
 	_, _ = rand.Read(raw[idOff:timeOff])
@@ -221,10 +244,11 @@ func (s *Signer) Mint(dst []byte, now time.Time) ([]byte, ID) {
 // retired secret, expired, or from the future) is reported as false with a
 // zero ID, and the caller treats the request as having no cookie.
 //
-// MACs are compared in constant time. Verify tries the secrets in order and
-// stops at the first that verifies, so its time reveals which secret signed
-// a genuine cookie, which is no secret. Verify does not allocate and does
-// not retain value.
+// MACs are compared in constant time. Verify computes the MAC only under
+// the secrets whose key ID the value names (almost always one), so a forged
+// value costs at most that; its time reveals which secret a value names,
+// which the value already says. Verify does not allocate and does not
+// retain value.
 func (s *Signer) Verify(value []byte, now time.Time) (ID, bool) {
 	if len(value) != valueLen {
 		return ID{}, false
@@ -245,8 +269,11 @@ func (s *Signer) verify(st *macState, value []byte, now time.Time) (ID, bool) {
 	if !s.fresh(int64(binary.BigEndian.Uint64(raw[timeOff:macOff])), now) {
 		return ID{}, false
 	}
-	mac := raw[macOff:rawLen]
+	mac, kid := raw[macOff:rawLen], raw[kidOff]
 	for i := range st.macs {
+		if s.kids[i] != kid {
+			continue
+		}
 		if hmac.Equal(st.mac(i, raw[:signedLen])[:macLen], mac) {
 			var id ID
 			copy(id[:], raw[idOff:timeOff])

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -22,8 +23,8 @@ func TestMintVerifyRoundTrip(t *testing.T) {
 		t.Fatalf("Mint dropped dst: got %q", v)
 	}
 	v = v[len(prefix):]
-	if len(v) != 55 {
-		t.Errorf("got %d characters, want 55", len(v))
+	if len(v) != 56 {
+		t.Errorf("got %d characters, want 56", len(v))
 	}
 	for i, c := range v {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
@@ -66,31 +67,31 @@ func TestVerifyMalformed(t *testing.T) {
 	}{
 		{"nil", nil},
 		{"empty", []byte{}},
-		{"truncated by one", valid[:54]},
+		{"truncated by one", valid[:55]},
 		{"half", valid[:27]},
 		{"overlong by one", append(bytes.Clone(valid), 'A')},
 		{"doubled", append(bytes.Clone(valid), valid...)},
 		{"std padding", append(bytes.Clone(valid), '=')},
 		{"quoted", append(append([]byte{'"'}, valid...), '"')},
-		{"garbage of the right length", bytes.Repeat([]byte("!"), 55)},
-		{"zeros of the right length", bytes.Repeat([]byte("A"), 55)},
+		{"garbage of the right length", bytes.Repeat([]byte("!"), 56)},
+		{"zeros of the right length", bytes.Repeat([]byte("A"), 56)},
 		{"std alphabet plus", with(10, '+')},
 		{"std alphabet slash", with(10, '/')},
 		{"space", with(10, ' ')},
 		{"NUL", with(10, 0)},
 		{"non-ASCII", with(10, 0xc3)},
-		{"newline inside, right length", append(append(bytes.Clone(valid[:20]), '\n'), valid[20:54]...)},
-		{"CR inside, right length", append(append(bytes.Clone(valid[:20]), '\r'), valid[20:54]...)},
-		// The last character carries 4 bits of data and 2 unused bits: a
-		// lax decoder would accept a second spelling of the same bytes.
-		{"non-zero trailing bits", with(54, valid[54]+1)},
+		{"newline inside, right length", append(append(bytes.Clone(valid[:20]), '\n'), valid[20:55]...)},
+		{"CR inside, right length", append(append(bytes.Clone(valid[:20]), '\r'), valid[20:55]...)},
+		{"newline at the end, right length", append(bytes.Clone(valid[:55]), '\n')},
+		{"key ID of another secret", craftKID(secretA, 1, keyIDOf(secretB), testID, uint64(t0.Unix()))},
+		{"key ID of no secret", craftKID(secretA, 1, keyIDOf(secretA)+1, testID, uint64(t0.Unix()))},
 		{"version 0", craft(secretA, 0, testID, uint64(t0.Unix()))},
 		{"version 2", craft(secretA, 2, testID, uint64(t0.Unix()))},
 		{"MAC of the zero secret", craft(make([]byte, 16), 1, testID, uint64(t0.Unix()))},
 		{"unsigned", func() []byte {
-			var raw [41]byte
-			raw[0] = 1
-			binary.BigEndian.PutUint64(raw[17:25], uint64(t0.Unix()))
+			var raw [42]byte
+			raw[0], raw[1] = 1, keyIDOf(secretA)
+			binary.BigEndian.PutUint64(raw[18:26], uint64(t0.Unix()))
 			return base64.RawURLEncoding.AppendEncode(nil, raw[:])
 		}()},
 	}
@@ -201,6 +202,8 @@ func TestVerifyTime(t *testing.T) {
 		{"exactly MaxAge", t0, t0.Add(maxAge), false},
 		{"past MaxAge", t0, t0.Add(maxAge + time.Second), false},
 		{"a year old", t0, t0.AddDate(1, 0, 0), false},
+		// Far enough that age in nanoseconds would overflow an int64.
+		{"checked in the year 2600", t0, time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC), false},
 		// Minted at t0+0.7s: the issue time is t0, so expiry is t0+MaxAge.
 		{"fractional mint, just before MaxAge", t0.Add(700 * time.Millisecond), t0.Add(maxAge - time.Nanosecond), true},
 		{"fractional mint, at MaxAge of the rounded issue time", t0.Add(700 * time.Millisecond), t0.Add(maxAge), false},
@@ -411,7 +414,7 @@ func TestConcurrent(t *testing.T) {
 					t.Errorf("second-secret cookie: got refused, want accepted")
 					return
 				}
-				if _, ok := s.Verify(dst[:54], t0); ok {
+				if _, ok := s.Verify(dst[:55], t0); ok {
 					t.Errorf("truncated cookie: got accepted, want refused")
 					return
 				}
@@ -420,4 +423,36 @@ func TestConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestKeyIDCollision: two secrets of a list may share a key ID (once in 256
+// pairs); a cookie signed by either still verifies, and one signed by
+// neither does not.
+func TestKeyIDCollision(t *testing.T) {
+	t.Parallel()
+	seen := map[byte][]byte{}
+	var first, second []byte
+	for i := 0; second == nil; i++ {
+		sec := fmt.Appendf(nil, "collision-secret-%04d", i)
+		kid := keyIDOf(sec)
+		if prev, ok := seen[kid]; ok {
+			first, second = prev, sec
+		}
+		seen[kid] = sec
+	}
+	s := signer(t, first, second)
+	for _, tt := range []struct {
+		name   string
+		secret []byte
+		want   bool
+	}{
+		{"signed by the first", first, true},
+		{"signed by the second", second, true},
+		{"signed by neither, same key ID", secretA, false},
+	} {
+		value := craftKID(tt.secret, 1, keyIDOf(first), testID, uint64(t0.Unix()))
+		if got, ok := s.Verify(value, t0); ok != tt.want || (ok && got != testID) {
+			t.Errorf("%s: got %x, %v; want verified %v", tt.name, got, ok, tt.want)
+		}
+	}
 }
