@@ -132,26 +132,103 @@ rule "signup-per-network" {
 }
 
 # ---- OTP --------------------------------------------------------------------
-# Each text costs money: an exact sliding log, five sends per client per
-# 15 minutes (no rolling 15 minutes ever holds more than five).
-rule "otp-send-per-ip" {
+# Where identities come from: each a list of sources tried in order
+# (json:PATH, form:NAME, header:NAME, query:NAME, cookie:NAME). Body fields
+# are read the way the origin's parser would; a field given twice with
+# different values is invalid, never a guess. Phone numbers are normalised
+# to E.164, so every way of writing one number counts in one bucket.
+identity {
+  phone        = ["json:phone", "form:phone"]
+  # Region of numbers written without a country code.
+  phone_region = "US"
+  otp_session  = ["json:challenge_id", "form:challenge_id"]
+}
+
+# Each text costs money: an exact sliding log per phone, three sends per
+# 15 minutes (no rolling 15 minutes ever holds more than three). A number
+# that does not parse is answered 400 (invalid_identity = "reject", the
+# default) and charged to the per-client rules as an attempt.
+rule "otp-send-per-phone" {
   methods   = ["POST"]
   paths     = ["/otp/send"]
-  key       = ["ip"]
+  key       = ["phone"]
   algorithm = "sliding_log"
-  limit     = 5
+  limit     = 3
   period    = "15m"
   sensitive = true
 }
 
-# Guessing codes: every attempt counts, refused or not, so a guesser who
-# keeps hammering stays locked out.
-rule "otp-verify-per-ip" {
+rule "otp-send-per-client" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  key       = ["ip"]
+  algorithm = "sliding_window"
+  limit     = 20
+  period    = "1h"
+  sensitive = true
+}
+
+# SMS pumping walks through a numbering block: the E.164 number without its
+# last three digits.
+rule "otp-send-per-range" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  key       = ["phone_range"]
+  algorithm = "sliding_window"
+  limit     = 5
+  period    = "1h"
+  sensitive = true
+}
+
+# Premium-rate pumping goes abroad: only the countries we serve.
+rule "otp-send-countries" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  action    = "deny"
+  sensitive = true
+
+  when {
+    phone_country_not_in = ["US", "CA", "GB"]
+  }
+}
+
+# Guessing codes: five attempts per code (phone + challenge id), every
+# attempt counting, refused or not.
+rule "otp-verify-per-session" {
+  methods   = ["POST"]
+  paths     = ["/otp/verify"]
+  key       = ["otp_session"]
+  algorithm = "sliding_log"
+  limit     = 5
+  period    = "15m"
+  count     = "attempts"
+  sensitive = true
+}
+
+# A ceiling per phone across codes, so sending a new code does not buy more
+# guesses than this. A successful verify (a success status, or the origin's
+# X-Edge-Outcome: success) clears it.
+rule "otp-verify-per-phone" {
+  methods          = ["POST"]
+  paths            = ["/otp/verify"]
+  key              = ["phone"]
+  algorithm        = "sliding_window"
+  limit            = 15
+  period           = "1h"
+  count            = "attempts"
+  reset_on_success = true
+  # What counts as a success or a failure of the origin (defaults shown).
+  success_status = [200, 201, 204]
+  failure_status = [401, 403]
+  sensitive        = true
+}
+
+rule "otp-verify-per-client" {
   methods   = ["POST"]
   paths     = ["/otp/verify"]
   key       = ["ip"]
   algorithm = "sliding_window"
-  limit     = 30
+  limit     = 60
   period    = "1h"
   count     = "attempts"
   sensitive = true

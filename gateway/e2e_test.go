@@ -231,6 +231,8 @@ func (n *node) last(t testing.TB) DemoRequest {
 	return l
 }
 
+func (n *node) bodyParses() int { return int(testutil.ToFloat64(n.srv.m.bodyParses)) }
+
 func (n *node) decisions(rule, decision string) int {
 	return int(testutil.ToFloat64(n.srv.m.decisions.WithLabelValues(rule, decision)))
 }

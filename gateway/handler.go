@@ -59,6 +59,9 @@ type fields struct{ r *fasthttp.Request }
 func (f *fields) Header(name []byte) []byte { return f.r.Header.PeekBytes(name) }
 func (f *fields) Cookie(name []byte) []byte { return f.r.Header.CookieBytes(name) }
 func (f *fields) Query(name []byte) []byte  { return f.r.URI().QueryArgs().PeekBytes(name) }
+func (f *fields) Body() (contentType, body []byte) {
+	return f.r.Header.ContentType(), f.r.Body()
+}
 
 // peerAddr returns the socket peer, unmapped.
 func peerAddr(ctx *fasthttp.RequestCtx) netip.Addr {
@@ -100,6 +103,9 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 		return
 	case rules.RejectMissing:
 		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "the request lacks an identity this route requires")
+		return
+	case rules.RejectInvalid:
+		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "the request names an invalid identity (for example a phone number that is not a possible number)")
 		return
 	case rules.Unavailable:
 		unavailable(ctx)
@@ -170,6 +176,9 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 // ones at debug, would-be ones at info), behind a level check.
 func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState, d *rules.Decision) {
 	s.m.verdicts[d.Verdict].Inc()
+	if rs.sc.BodyParsed {
+		s.m.bodyParses.Inc()
+	}
 	for i := range rs.sc.Matches {
 		m := &rs.sc.Matches[i]
 		if c := st.counters[m.Rule.Index][m.Outcome]; c != nil {
@@ -262,6 +271,13 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		return
 	}
 	stripHopByHopResponse(&resp.Header)
+	if d.Settle {
+		// reset_on_success: one more store call, only on routes whose
+		// rules need it. The origin's X-Edge-Outcome overrides its status.
+		if _, err := s.engine.Settle(ctx, rs.now, rs.sc, resp.StatusCode(), resp.Header.Peek("X-Edge-Outcome")); err != nil {
+			s.m.settleErrors.Inc()
+		}
+	}
 	resp.Header.Del("X-Edge-Outcome")
 	if mint {
 		rs.hdr = st.signer.AppendSetCookie(rs.hdr[:0], rs.cookie)

@@ -8,7 +8,7 @@ import (
 )
 
 // numOutcomes bounds the per-rule counter table.
-const numOutcomes = int(rules.OutcomeStoreErrorDeny) + 1
+const numOutcomes = rules.NumOutcomes
 
 // metricOutcome is the `decision` label of edge_decisions_total for an
 // outcome (DESIGN §8), or "" for outcomes that are not decisions (a rule
@@ -17,7 +17,7 @@ func metricOutcome(o rules.Outcome) string {
 	switch o {
 	case rules.OutcomeAllow:
 		return "allow"
-	case rules.OutcomeDeny, rules.OutcomeMissing:
+	case rules.OutcomeDeny, rules.OutcomeMissing, rules.OutcomeInvalid:
 		return "deny"
 	case rules.OutcomeDryRunDeny:
 		return "dry_run_deny"
@@ -35,6 +35,7 @@ var verdictNames = [...]string{
 	rules.RefuseLimit:     "refuse_limit",
 	rules.RefuseForbidden: "refuse_forbidden",
 	rules.RejectMissing:   "reject_missing_identity",
+	rules.RejectInvalid:   "reject_invalid_identity",
 	rules.Unavailable:     "unavailable",
 }
 
@@ -45,6 +46,8 @@ type metrics struct {
 	verdicts       [len(verdictNames)]prometheus.Counter
 	malformed      prometheus.Counter
 	upstreamErrors prometheus.Counter
+	settleErrors   prometheus.Counter
+	bodyParses     prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -62,6 +65,14 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "Forwarded requests the origin did not answer (502 or 504 to the client).",
 		}),
 	}
+	m.settleErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "edge_settle_errors_total",
+		Help: "Post-response store calls (reset_on_success) that failed; the counters stay as charged.",
+	})
+	m.bodyParses = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "edge_body_parses_total",
+		Help: "Requests whose body was parsed for an identity (only routes with identity rules parse bodies).",
+	})
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "edge_requests_total",
 		Help: "Requests the edge decided, by verdict (forward, refuse_limit, refuse_forbidden, reject_missing_identity, unavailable).",
@@ -78,7 +89,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		}
 		return 0
 	})
-	reg.MustRegister(m.decisions, requests, m.malformed, m.upstreamErrors, dry)
+	reg.MustRegister(m.decisions, requests, m.malformed, m.upstreamErrors, m.settleErrors, m.bodyParses, dry)
 	return m
 }
 

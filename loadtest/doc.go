@@ -6,6 +6,7 @@
 //
 //	go run ./loadtest -scenario seed-trace -target http://127.0.0.1:18080
 //	go run ./loadtest -scenario throughput -target http://127.0.0.1:18080 -compare http://127.0.0.1:19000
+//	go run ./loadtest -scenario cgnat-crowd -target http://127.0.0.1:18080
 //
 // Scenarios are functions of a context and a config, registered by name in
 // scenarios, with their own -duration and -requests defaults if they need

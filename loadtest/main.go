@@ -54,8 +54,11 @@ type config struct {
 	connections int           // concurrent clients, one connection each
 	clients     int           // distinct X-Forwarded-For addresses
 	method      string        // request method
-	path        string        // request path, query included
+	path        string        // request path, query included (cgnat-crowd too)
 	warmup      time.Duration // per target, before measuring
+
+	// cgnat-crowd only; connections is also its crowd's pool
+	cgnat cgnatParams
 }
 
 // scenario is one kind of traffic.
@@ -76,7 +79,8 @@ type scenario struct {
 // scenarios returns the scenarios by name.
 func scenarios() map[string]scenario {
 	return map[string]scenario{
-		"seed-trace": {run: runSeedTrace},
+		"cgnat-crowd": {run: runCgnatCrowd},
+		"seed-trace":  {run: runSeedTrace},
 		"throughput": {
 			run:      runThroughput,
 			duration: 10 * time.Second,
@@ -107,12 +111,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 2*time.Second, "per-request timeout (at most "+maxTimeout.String()+")")
 	stagger := fs.Duration("stagger", 500*time.Microsecond,
 		"timed replays send request i an extra i×stagger late, so jitter cannot make a request early relative to an earlier one (at most "+maxStagger.String()+")")
-	connections := fs.Int("connections", 32, fmt.Sprintf("throughput: concurrent clients, one connection each (at most %d)", maxConnections))
+	connections := fs.Int("connections", 32, fmt.Sprintf("throughput: concurrent clients, one connection each; cgnat-crowd: the crowd's connections (at most %d)", maxConnections))
 	clients := fs.Int("clients", 1000, fmt.Sprintf("throughput: distinct X-Forwarded-For addresses from 198.18.0.0/15, in turn (at most %d)", maxClients))
 	method := fs.String("method", "GET", "throughput: request method")
-	path := fs.String("path", "/api/bench", "throughput: request path, query allowed")
+	path := fs.String("path", "/api/bench", "throughput, cgnat-crowd: request path, query allowed (cgnat-crowd: a path the visitor rule limits)")
 	rawCompare := fs.String("compare", "", "throughput: base URL of a second target (e.g. the origin) measured right after -target; loopback only")
 	warmup := fs.Duration("warmup", time.Second, "throughput: unmeasured load per target before measuring (at most "+maxWarmup.String()+")")
+	cg := defaultCgnatParams
+	fs.IntVar(&cg.visitors, "visitors", cg.visitors, fmt.Sprintf("cgnat-crowd: visitors behind the one address (at most %d)", maxVisitors))
+	fs.Float64Var(&cg.share, "visitor-share", cg.share, "cgnat-crowd: share of -limit each visitor sends in the period, (0, 1]")
+	fs.Int64Var(&cg.limit, "limit", cg.limit, "cgnat-crowd: the policy's per-visitor limit (and burst) per -period on -path")
+	fs.DurationVar(&cg.period, "period", cg.period, "cgnat-crowd: the policy's period for -limit and -ip-ceiling; the load lasts one (at most "+maxCgnatPeriod.String()+")")
+	fs.Int64Var(&cg.ipCeiling, "ip-ceiling", cg.ipCeiling, "cgnat-crowd: the policy's ip_ceiling")
+	fs.Int64Var(&cg.mintLimit, "mint-limit", cg.mintLimit, "cgnat-crowd: the policy's visitor mint_limit")
+	fs.DurationVar(&cg.mintPeriod, "mint-period", cg.mintPeriod, "cgnat-crowd: the policy's visitor mint_period")
+	fs.IntVar(&cg.attacks, "attacker-requests", cg.attacks, fmt.Sprintf("cgnat-crowd: requests the cookie-cycling attacker sends over the period (at most %d)", maxAttackRequests))
+	fs.StringVar(&cg.cookie, "cookie", cg.cookie, "cgnat-crowd: the policy's visitor cookie name")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./loadtest [flags]\n\nscenarios: %s\n\nflags:\n", strings.Join(names, ", "))
 		fs.PrintDefaults()
@@ -159,6 +173,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case *warmup < 0 || *warmup > maxWarmup:
 		return usage("-warmup must be in [0, %v], got %v", maxWarmup, *warmup)
 	}
+	if err := cg.check(); err != nil {
+		return usage("%v", err)
+	}
 	if !ok {
 		return usage("unknown scenario %q (have %s)", *name, strings.Join(names, ", "))
 	}
@@ -189,6 +206,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		method:      *method,
 		path:        *path,
 		warmup:      *warmup,
+
+		cgnat: cg,
 	}
 	budget := cfg.duration
 	if sc.budget != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/ipv6"
+	"github.com/edge-gateway/edge/otp"
 )
 
 // Fields gives the Engine the request values a key may name. The gateway
@@ -22,6 +23,11 @@ type Fields interface {
 	Header(name []byte) []byte
 	Cookie(name []byte) []byte
 	Query(name []byte) []byte
+	// Body returns the request's Content-Type and body (already capped at
+	// max_body_bytes by the server). The Engine calls it only when a
+	// matching rule needs a body field, and parses the body at most once
+	// per identity.
+	Body() (contentType, body []byte)
 }
 
 // Request is what the Engine needs to know about a request. The gateway
@@ -68,9 +74,14 @@ const (
 	OutcomeStoreErrorAllow
 	// OutcomeStoreErrorDeny: the store could not decide; failed closed.
 	OutcomeStoreErrorDeny
+	// OutcomeInvalid: the rule's key value is present but invalid and
+	// invalid_identity is "reject".
+	OutcomeInvalid
+	// NumOutcomes bounds per-outcome tables.
+	NumOutcomes = int(OutcomeInvalid) + 1
 )
 
-var outcomeNames = [...]string{"allow", "deny", "dry_run_deny", "skip", "missing_identity", "store_error_allow", "store_error_deny"}
+var outcomeNames = [...]string{"allow", "deny", "dry_run_deny", "skip", "missing_identity", "store_error_allow", "store_error_deny", "invalid_identity"}
 
 // String returns the outcome's name as metrics and logs use it.
 func (o Outcome) String() string {
@@ -92,6 +103,9 @@ const (
 	RefuseForbidden
 	// RejectMissing answers 400: a sensitive rule's identity is absent.
 	RejectMissing
+	// RejectInvalid answers 400: a rule's identity is present but invalid
+	// (a phone number that does not parse or is not possible).
+	RejectInvalid
 	// Unavailable answers 503: a fail-closed rule could not reach its store.
 	Unavailable
 )
@@ -125,22 +139,32 @@ type Decision struct {
 	// Mint is true when the request is forwarded without a valid visitor
 	// cookie and the IP's mint budget allowed a new visitor ID.
 	Mint bool
+	// Settle is true when a rule that counted the request needs the
+	// origin's answer (reset_on_success): call Engine.Settle after it.
+	Settle bool
 }
 
 // Scratch is the per-request working memory of Check, reused through a
 // pool so the decision path allocates nothing.
 type Scratch struct {
 	// MintOp is the index of the visitor mint-budget op, or -1.
-	MintOp  int
-	Matches []Match
-	Ops     []Op
-	Res     []Result
-	buf     []byte // encoded key values, for the keyed hash
-	prev    []byte // the previous key's encoded values
-	prevSum [15]byte
-	sum     []byte
-	mac     hash.Hash // HMAC-SHA256 under owner's secret
-	owner   *Engine
+	MintOp int
+	// BodyParsed reports whether the request's body was parsed for an
+	// identity (only matching rules that need one cause it).
+	BodyParsed bool
+	phone      identity // phone number, resolved at most once
+	session    identity // OTP session id, resolved at most once
+	settle     []Op     // post-response ops (reset_on_success)
+	settleRes  []Result
+	Matches    []Match
+	Ops        []Op
+	Res        []Result
+	buf        []byte // encoded key values, for the keyed hash
+	prev       []byte // the previous key's encoded values
+	prevSum    [15]byte
+	sum        []byte
+	mac        hash.Hash // HMAC-SHA256 under owner's secret
+	owner      *Engine
 }
 
 // NewScratch returns a Scratch sized for n rules.
@@ -157,6 +181,8 @@ func NewScratch(n int) *Scratch {
 
 func (s *Scratch) reset() {
 	s.MintOp = -1
+	s.BodyParsed = false
+	s.phone, s.session = identity{}, identity{}
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
@@ -226,8 +252,9 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	nodeDry := p.DryRun || e.dryRun.Load()
 	denyAction := false // an enforcing action = "deny" matched
 	missing := false    // an enforcing rule rejects for a missing identity
+	invalid := false    // an enforcing rule rejects for an invalid identity
 	for _, r := range p.Rules {
-		if !r.matches(req) {
+		if !r.matches(req) || !e.conditionsHold(r, p, req, s) {
 			continue
 		}
 		if r.Sensitive {
@@ -247,16 +274,22 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			s.Matches = append(s.Matches, m)
 			continue
 		}
-		key, present := e.key(r, req, s, false)
-		if !present {
-			if r.MissingIdentity == IdentityReject {
-				m.Outcome = OutcomeMissing
-				if m.Enforce {
-					missing = true
-				}
-			} else {
-				m.Outcome = OutcomeSkip
+		key, status := e.key(r, p, req, s, false)
+		switch {
+		case status == keyInvalid && r.InvalidIdentity == IdentityReject:
+			m.Outcome = OutcomeInvalid
+			if m.Enforce {
+				invalid = true
 			}
+		case status == keyMissing && r.MissingIdentity == IdentityReject:
+			m.Outcome = OutcomeMissing
+			if m.Enforce {
+				missing = true
+			}
+		case status != keyPresent:
+			m.Outcome = OutcomeSkip
+		}
+		if status != keyPresent {
 			s.Matches = append(s.Matches, m)
 			continue
 		}
@@ -277,7 +310,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			// All visitors of one IP share a ceiling (key: the IP instead
 			// of the visitor), in the same call, so stockpiled visitor IDs
 			// cannot multiply a client's budget.
-			ck, _ := e.key(r, req, s, true)
+			ck, _ := e.key(r, p, req, s, true)
 			m.CeilingOp = len(s.Ops)
 			op := s.Ops[m.Op]
 			op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
@@ -285,6 +318,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		}
 		s.Matches = append(s.Matches, m)
 	}
+	missing = missing || invalid // both reject with 400, charging the others as attempts
 	if v := p.Visitor; v != nil && !req.VisitorValid && !denyAction && !missing {
 		// The mint budget: a GCRA bucket per IP of mint_limit per
 		// mint_period. Not enforcing: decided like a dry-run op, it never
@@ -358,12 +392,19 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	if s.MintOp >= 0 && d.Refusing == nil && d.Verdict == Forward && !missing {
 		d.Mint = s.Res[s.MintOp].Allowed
 	}
+	for i := range s.Matches {
+		if m := &s.Matches[i]; m.Rule.ResetOnSuccess && m.Op >= 0 && m.Outcome == OutcomeAllow {
+			d.Settle = true
+		}
+	}
 	switch {
 	case d.Verdict == Unavailable:
 	case d.Refusing != nil && d.Refusing.Action == ActionDeny && !d.Sensitive:
 		d.Verdict = RefuseForbidden
 	case d.Refusing != nil:
 		d.Verdict = RefuseLimit
+	case invalid:
+		d.Verdict = RejectInvalid
 	case missing:
 		d.Verdict = RejectMissing
 	}
@@ -446,7 +487,7 @@ func (r *Rule) matches(req *Request) bool {
 //
 // ceiling builds the key of a visitor rule's IP ceiling: the visitor
 // characteristic counts as its IP alone.
-func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, present bool) {
+func (e *Engine) key(r *Rule, p *Policy, req *Request, s *Scratch, ceiling bool) (k Key, status keyStatus) {
 	copy(k[0:8], r.ID[:])
 	k[8] = byte(r.Key[0].Kind)
 	if len(r.Key) > 1 {
@@ -490,17 +531,233 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, pr
 			}
 			if len(v) == 0 {
 				s.buf = buf
-				return k, false
+				return k, keyMissing
 			}
 			buf = appendValue(buf, v)
+		case CharJSON, CharForm:
+			v, st := e.bodyField(ch.Source, req, s)
+			if st != keyPresent {
+				return k, st
+			}
+			buf = appendValue(buf, []byte(v))
+		case CharPhone, CharPhoneRange, CharPhoneCountry, CharOTPSession:
+			ph := e.resolvePhone(p, req, s)
+			if ph.status != keyPresent {
+				return k, ph.status
+			}
+			switch ch.Kind {
+			case CharPhone:
+				buf = appendValue(buf, []byte(ph.phone.E164))
+			case CharPhoneRange:
+				buf = appendValue(buf, []byte(ph.phone.Range()))
+			case CharPhoneCountry:
+				buf = appendValue(buf, []byte(ph.phone.Region))
+			case CharOTPSession:
+				ss := e.resolveSession(p, req, s)
+				if ss.status != keyPresent {
+					return k, ss.status
+				}
+				buf = otp.AppendSessionKey(buf, ph.phone.E164, ss.value)
+			}
 		default:
 			s.buf = buf
-			return k, false
+			return k, keyMissing
 		}
 	}
 	s.buf = buf
 	copy(k[9:], s.valueHash(buf))
-	return k, true
+	return k, keyPresent
+}
+
+// keyStatus says whether a rule's key values are all present and valid.
+type keyStatus uint8
+
+const (
+	keyPresent keyStatus = iota
+	keyMissing
+	keyInvalid
+)
+
+// identity is an identity resolved for one request.
+type identity struct {
+	resolved bool
+	status   keyStatus
+	phone    otp.Phone
+	value    string
+}
+
+// lookup reads one identity source. A body field is read the way the
+// origin's parser would (otp.JSONField, otp.FormField): an ambiguous or
+// malformed one is invalid, never a guess.
+func (e *Engine) lookup(src otp.Source, req *Request, s *Scratch) (string, keyStatus) {
+	if req.Fields == nil {
+		return "", keyMissing
+	}
+	var v []byte
+	switch src.Kind {
+	case otp.SourceHeader:
+		v = req.Fields.Header([]byte(src.Name))
+	case otp.SourceQuery:
+		v = req.Fields.Query([]byte(src.Name))
+	case otp.SourceCookie:
+		v = req.Fields.Cookie([]byte(src.Name))
+	case otp.SourceJSON, otp.SourceForm:
+		return e.bodyField(src, req, s)
+	}
+	if len(v) == 0 {
+		return "", keyMissing
+	}
+	return string(v), keyPresent
+}
+
+// bodyField reads a json: or form: field from the body.
+func (e *Engine) bodyField(src otp.Source, req *Request, s *Scratch) (string, keyStatus) {
+	if req.Fields == nil {
+		return "", keyMissing
+	}
+	ct, body := req.Fields.Body()
+	s.BodyParsed = true
+	var v string
+	var found bool
+	var err error
+	switch kind := otp.BodyKind(string(ct), body); {
+	case src.Kind == otp.SourceJSON && kind == otp.BodyJSON:
+		v, found, err = otp.JSONField(body, src.Path)
+	case src.Kind == otp.SourceForm && kind == otp.BodyForm:
+		v, found, err = otp.FormField(body, src.Name)
+	default:
+		return "", keyMissing
+	}
+	switch {
+	case err != nil:
+		return "", keyInvalid
+	case !found || v == "":
+		return "", keyMissing
+	}
+	return v, keyPresent
+}
+
+// resolvePhone finds the request's phone number, at most once per request:
+// the first of the identity block's phone sources that is present, in
+// E.164. Present but not a possible number: invalid.
+func (e *Engine) resolvePhone(p *Policy, req *Request, s *Scratch) *identity {
+	id := &s.phone
+	if id.resolved {
+		return id
+	}
+	id.resolved, id.status = true, keyMissing
+	if p.Identity == nil {
+		return id
+	}
+	for _, src := range p.Identity.Phone {
+		v, st := e.lookup(src, req, s)
+		if st == keyMissing {
+			continue
+		}
+		if st == keyInvalid {
+			id.status = keyInvalid
+			return id
+		}
+		ph, err := otp.Normalize(v, p.Identity.PhoneRegion)
+		if err != nil {
+			id.status = keyInvalid
+			return id
+		}
+		id.phone, id.status = ph, keyPresent
+		return id
+	}
+	return id
+}
+
+// resolveSession finds the request's OTP session id, at most once.
+func (e *Engine) resolveSession(p *Policy, req *Request, s *Scratch) *identity {
+	id := &s.session
+	if id.resolved {
+		return id
+	}
+	id.resolved, id.status = true, keyMissing
+	if p.Identity == nil {
+		return id
+	}
+	for _, src := range p.Identity.OTPSession {
+		v, st := e.lookup(src, req, s)
+		if st == keyMissing {
+			continue
+		}
+		id.value, id.status = v, st
+		if st == keyPresent && len(v) > 256 {
+			id.status = keyInvalid
+		}
+		return id
+	}
+	return id
+}
+
+// conditionsHold evaluates a rule's when { } conditions that need request
+// features (the phone's country).
+func (e *Engine) conditionsHold(r *Rule, p *Policy, req *Request, s *Scratch) bool {
+	for _, c := range r.WhenPhoneCountry {
+		ph := e.resolvePhone(p, req, s)
+		if ph.status != keyPresent {
+			return false
+		}
+		in := false
+		for _, cc := range c.Countries {
+			if ph.phone.Region == cc {
+				in = true
+				break
+			}
+		}
+		if in == c.Not {
+			return false
+		}
+	}
+	return true
+}
+
+// Settle runs what happens after the origin answered, in one more store
+// call and only when a matching rule needs it: reset_on_success clears the
+// rule's counter for the key when the answer is a success (the origin's
+// X-Edge-Outcome, "success" or "failure", overrides the status). It reports
+// whether it called the store.
+func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status int, outcome []byte) (bool, error) {
+	s.settle = s.settle[:0]
+	for i := range s.Matches {
+		m := &s.Matches[i]
+		if m.Op < 0 || !m.Rule.ResetOnSuccess || m.Outcome != OutcomeAllow {
+			continue
+		}
+		if !isSuccess(m.Rule, status, outcome) {
+			continue
+		}
+		op := s.Ops[m.Op]
+		op.Kind = OpReset
+		s.settle = append(s.settle, op)
+	}
+	if len(s.settle) == 0 {
+		return false, nil
+	}
+	if cap(s.settleRes) < len(s.settle) {
+		s.settleRes = make([]Result, len(s.settle))
+	}
+	s.settleRes = s.settleRes[:len(s.settle)]
+	return true, e.store.Take(ctx, now, s.settle, s.settleRes)
+}
+
+// isSuccess classifies the origin's answer for a rule.
+func isSuccess(r *Rule, status int, outcome []byte) bool {
+	switch string(outcome) {
+	case "success":
+		return true
+	case "failure":
+		return false
+	}
+	for _, st := range r.SuccessStatus {
+		if st == status {
+			return true
+		}
+	}
+	return false
 }
 
 // valueHash is the keyed hash (HMAC-SHA256, truncated to 15 bytes) of

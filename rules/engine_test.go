@@ -12,7 +12,12 @@ import (
 )
 
 // fields is a map-backed rules.Fields.
-type fields struct{ header, cookie, query map[string]string }
+type fields struct {
+	header, cookie, query map[string]string
+	contentType, body     string
+}
+
+func (f fields) Body() ([]byte, []byte) { return []byte(f.contentType), []byte(f.body) }
 
 func (f fields) Header(n []byte) []byte { return bytesOf(f.header, n) }
 func (f fields) Cookie(n []byte) []byte { return bytesOf(f.cookie, n) }

@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/edge-gateway/edge/ipv6"
+	"github.com/edge-gateway/edge/otp"
 )
 
 // Defaults of the policy language (POLICY.md).
@@ -261,6 +262,7 @@ func (c *compiler) compile(cfg *fileConfig) *Policy {
 	c.store(cfg.Stores, &p.Store)
 	c.unsupportedBlocks(cfg)
 	p.Visitor = c.visitor(cfg.Visitor)
+	p.Identity = c.identity(cfg.Identity)
 
 	seen := map[string]hcl.Range{}
 	for i := range cfg.Rules {
@@ -286,9 +288,6 @@ func (c *compiler) compile(cfg *fileConfig) *Policy {
 // unsupportedBlocks refuses blocks whose features this build does not have
 // yet, instead of silently ignoring what a security team wrote.
 func (c *compiler) unsupportedBlocks(cfg *fileConfig) {
-	if b := cfg.Identity; b != nil {
-		c.errorf(b.DefRange, "Not supported yet", "the identity block (phone, account and OTP identities) is not available in this build")
-	}
 	if b := cfg.Botscore; b != nil {
 		c.errorf(b.DefRange, "Not supported yet", "the botscore block is not available in this build")
 	}
@@ -765,11 +764,30 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	if rb.CountDistinct != nil {
 		fail(rb.CountDistinctRange, "Not supported yet", "count_distinct is not available in this build")
 	}
-	if rb.ResetOnSuccess != nil && *rb.ResetOnSuccess {
-		fail(rb.ResetOnSuccessRange, "Not supported yet", "reset_on_success is not available in this build")
+	if rb.ResetOnSuccess != nil {
+		r.ResetOnSuccess = *rb.ResetOnSuccess
 	}
-	c.intList(rb.FailureStatus, "failure_status")
-	c.intList(rb.SuccessStatus, "success_status")
+	r.FailureStatus = c.intList(rb.FailureStatus, "failure_status")
+	if r.FailureStatus == nil {
+		r.FailureStatus = []int{401, 403}
+	}
+	r.SuccessStatus = c.intList(rb.SuccessStatus, "success_status")
+	if r.SuccessStatus == nil {
+		r.SuccessStatus = []int{200, 201, 204}
+	}
+	// Identity characteristics need their sources in the identity block.
+	for _, ch := range r.Key {
+		switch ch.Kind {
+		case CharPhone, CharPhoneRange, CharPhoneCountry:
+			if p.Identity == nil || len(p.Identity.Phone) == 0 {
+				fail(rb.DefRange, "Missing identity source", "rule %q counts per phone; list where the phone comes from in identity { phone = [...] }", rb.Name)
+			}
+		case CharOTPSession:
+			if p.Identity == nil || len(p.Identity.Phone) == 0 || len(p.Identity.OTPSession) == 0 {
+				fail(rb.DefRange, "Missing identity source", "rule %q counts per OTP session; list the phone and otp_session sources in identity { }", rb.Name)
+			}
+		}
+	}
 	if w := rb.When; w != nil {
 		c.when(w, r, p)
 	}
@@ -856,15 +874,71 @@ func (c *compiler) when(w *whenBlock, r *Rule, p *Policy) {
 		v := *w.VisitorValid
 		r.WhenVisitorValid = &v
 	}
+	for _, pc := range []struct {
+		expr hcl.Expression
+		attr string
+		not  bool
+	}{{w.PhoneCountryIn, "phone_country_in", false}, {w.PhoneCountryNotIn, "phone_country_not_in", true}} {
+		if isNull(pc.expr) {
+			continue
+		}
+		if p.Identity == nil || len(p.Identity.Phone) == 0 {
+			c.errorf(pc.expr.Range(), "Missing identity source", "%s needs identity { phone = [...] }", pc.attr)
+		}
+		list, rngs := c.stringList(pc.expr, pc.attr)
+		cond := &PhoneCountryCond{Not: pc.not}
+		for i, cc := range list {
+			if len(cc) != 2 || strings.ToUpper(cc) != cc {
+				c.errorf(rngs[i], "Invalid country", "%q is not an ISO 3166 alpha-2 code such as \"US\"", cc)
+				continue
+			}
+			cond.Countries = append(cond.Countries, cc)
+		}
+		r.WhenPhoneCountry = append(r.WhenPhoneCountry, cond)
+	}
 	for name, set := range map[string]bool{
 		"bot_score_below": w.BotScoreBelow != nil, "hosting": w.Hosting != nil,
 		"asn_in": !isNull(w.ASNIn), "country_in": !isNull(w.CountryIn), "country_not_in": !isNull(w.CountryNotIn),
-		"phone_country_in": !isNull(w.PhoneCountryIn), "phone_country_not_in": !isNull(w.PhoneCountryNotIn),
 	} {
 		if set {
 			c.errorf(w.DefRange, "Not supported yet", "the %s condition is not available in this build", name)
 		}
 	}
+}
+
+// identity compiles the identity block: where phones, accounts and OTP
+// sessions come from, each a list of sources tried in order.
+func (c *compiler) identity(b *identityBlock) *IdentityConfig {
+	if b == nil {
+		return nil
+	}
+	id := &IdentityConfig{PhoneRegion: "US"}
+	if b.PhoneRegion != nil {
+		id.PhoneRegion = strings.ToUpper(*b.PhoneRegion)
+		if !otp.ValidRegion(id.PhoneRegion) {
+			c.errorf(b.PhoneRegionRange, "Invalid phone_region", "%q is not a region phone numbers are known for; use an ISO 3166 alpha-2 code such as \"US\"", *b.PhoneRegion)
+		}
+	}
+	id.Phone = c.sources(b.Phone, "phone")
+	id.OTPSession = c.sources(b.OTPSession, "otp_session")
+	if !isNull(b.Account) {
+		c.errorf(b.Account.Range(), "Not supported yet", "account identities (login rules) are not available in this build")
+	}
+	return id
+}
+
+func (c *compiler) sources(expr hcl.Expression, attr string) []otp.Source {
+	list, rngs := c.stringList(expr, attr)
+	var out []otp.Source
+	for i, s := range list {
+		src, err := otp.ParseSource(s)
+		if err != nil {
+			c.errorf(rngs[i], "Invalid source", "%v; sources are json:PATH, form:NAME, header:NAME, query:NAME or cookie:NAME", err)
+			continue
+		}
+		out = append(out, src)
+	}
+	return out
 }
 
 // visitor compiles the visitor block (POLICY.md defaults).
@@ -947,7 +1021,16 @@ func (c *compiler) characteristic(s string, rng hcl.Range) (Characteristic, bool
 				c.errorf(rng, "Not supported yet", "characteristic %q is not available in this build", s)
 				return Characteristic{}, false
 			}
-			return Characteristic{Kind: k, Name: []byte(name)}, true
+			ch := Characteristic{Kind: k, Name: []byte(name)}
+			if k == CharJSON || k == CharForm {
+				src, err := otp.ParseSource(s)
+				if err != nil {
+					c.errorf(rng, "Invalid characteristic", "%v", err)
+					return Characteristic{}, false
+				}
+				ch.Source = src
+			}
+			return ch, true
 		}
 	}
 	c.errorf(rng, "Unknown characteristic", "%q is not a characteristic; want one of %s.%s", s, strings.Join(charNamesList(), ", "), suggest(s, charNamesList()))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/ipv6"
+	"github.com/edge-gateway/edge/otp"
 )
 
 // Policy is a compiled, validated policies.hcl. It is immutable once Load
@@ -51,6 +52,25 @@ type Policy struct {
 
 	// Visitor is the visitor block, nil without one.
 	Visitor *VisitorConfig
+	// Identity is the identity block, nil without one.
+	Identity *IdentityConfig
+}
+
+// IdentityConfig is the `identity { }` block: where identities come from,
+// each a list of sources tried in order.
+type IdentityConfig struct {
+	Phone      []otp.Source
+	OTPSession []otp.Source
+	// PhoneRegion is the default region of national-format numbers.
+	PhoneRegion string
+}
+
+// PhoneCountryCond is a phone_country_in (Not false) or
+// phone_country_not_in (Not true) condition. A request without a valid
+// phone meets neither.
+type PhoneCountryCond struct {
+	Countries []string
+	Not       bool
 }
 
 // VisitorConfig is the `visitor { }` block: NAT-aware visitor IDs.
@@ -136,6 +156,7 @@ var charPrefixes = map[string]CharKind{
 // accepting a rule that could never count.
 var charSupported = map[CharKind]bool{
 	CharIP: true, CharVisitor: true, CharHeader: true, CharCookie: true, CharQuery: true,
+	CharJSON: true, CharForm: true, CharPhone: true, CharPhoneRange: true, CharPhoneCountry: true, CharOTPSession: true,
 	CharRoute: true, CharGlobal: true,
 }
 
@@ -146,6 +167,8 @@ type Characteristic struct {
 	// or form field, for the prefixed kinds; nil otherwise. Header names
 	// are as written (fasthttp compares them case-insensitively).
 	Name []byte
+	// Source is the body field of json: and form: characteristics.
+	Source otp.Source
 }
 
 // CountMode is a rule's `count`.
@@ -238,6 +261,14 @@ type Rule struct {
 	// WhenVisitorValid, when set, makes the rule apply only to requests
 	// whose visitor cookie is (true) or is not (false) valid.
 	WhenVisitorValid *bool
+	// WhenPhoneCountry are the rule's phone-country conditions.
+	WhenPhoneCountry []*PhoneCountryCond
+	// ResetOnSuccess clears the rule's counter for the key when the
+	// origin's answer is a success (SuccessStatus, or X-Edge-Outcome).
+	ResetOnSuccess bool
+	// FailureStatus and SuccessStatus classify the origin's answers
+	// (defaults [401, 403] and [200, 201, 204]).
+	FailureStatus, SuccessStatus []int
 }
 
 // PeriodUS is the period in microseconds.

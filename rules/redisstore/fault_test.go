@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -490,8 +491,11 @@ func TestArgs(t *testing.T) {
 	if strings.Join(b.keys, " ") != strings.Join(wantKeys, " ") {
 		t.Errorf("keys: got %q, want %q", b.keys, wantKeys)
 	}
-	// 233 = peek (1) + 8×sliding_log (5) + 64 (enforce) + 128 (attempts).
-	if want := "0 1699920000000001 60000 233 3 0 1000 2 0 5 7 1000000 1"; len(b.args) != 1 || b.args[0] != want {
-		t.Errorf("args: got %q, want %q", b.args, want)
+	// 8 = take (0) + 4×2 ops; 233 = peek (1) + 8×sliding_log (5) + 64
+	// (enforce) + 128 (attempts).
+	if got, want := fmt.Sprint(b.args...), fmt.Sprint(int64(8), int64(1_699_920_000_000_001), int64(60000),
+		int64(233), int64(3), int64(0), int64(1000), int64(2),
+		int64(0), int64(5), int64(7), int64(1_000_000), int64(1)); got != want {
+		t.Errorf("args: got %q, want %q", got, want)
 	}
 }

@@ -27,18 +27,21 @@
 -- two fall in one microsecond); its string is then the log's meta, with n
 -- the last seq used.
 --
--- ARGV[1] holds integers separated by spaces: mode + 2*flag (the flag, in
--- a take: return undo payloads; in an undo: read TIME for the refund), now
--- (-1: read TIME), the slack in ms added to every Redis TTL (caller-clock
--- mode), then per op: kind + 8*algorithm + 64*enforce + 128*attempts,
--- limit, burst, period (us), cost, and in undo mode the number of payload
--- strings the op has in ARGV[2..].
+-- ARGV holds one integer per element: ARGV[1] is mode + 2*flag + 4*ops
+-- (the flag, in a take: return undo payloads; in an undo: read TIME for
+-- the refund), ARGV[2] now (-1: read TIME), ARGV[3] the slack in ms added
+-- to every Redis TTL (caller-clock mode), then per op: kind + 8*algorithm
+-- + 64*enforce + 128*attempts, limit, burst, period (us), cost, and in undo
+-- mode the number of payload strings the op has after the ops' fields.
 --
 -- Cost. Redis runs the whole chunk on every call, so every function below
--- is a closure created (and collected) per call, and every number crossing
--- a string costs a conversion: the hot path keeps both few. The undo
--- mode's functions are created only in that mode, the sliding_log's only
--- when an op needs them.
+-- is a closure created (and collected) per call, every table is allocated
+-- per call, and every number crossing a string costs a conversion: the hot
+-- path keeps all three few. An op and its key's state live in locals, not
+-- tables: the op being decided in the upvalues use(i) sets, its state
+-- (rules.State's alg, at, n, prev) passed as four numbers. The undo mode's
+-- functions are created only in that mode, the sliding_log's only when an
+-- op needs them.
 --
 -- A take returns {now, then per op: allowed (0/1), remaining,
 -- reset_after_us, retry_after_us (-1: never)}, then with the flag one
@@ -50,12 +53,36 @@
 local GCRA, TOKEN, LEAKY, FIXED, SLIDING, LOG = 0, 1, 2, 3, 4, 5
 local TAKE, PEEK, ADD, REFUND, RESET = 0, 1, 2, 3, 4
 
-local call = redis.call
+local call, tonumber, format, match = redis.call, tonumber, string.format, string.match
 local fmod, max, min = math.fmod, math.max, math.min
 
 if redis.replicate_commands then
 	redis.replicate_commands() -- Redis < 5: replicate the writes, not the script (it reads TIME)
 end
+
+local head = tonumber(ARGV[1])
+local mode, flag = head % 2, head % 4 >= 2
+local nops = (head - head % 4) / 4
+local now, slack = tonumber(ARGV[2]), tonumber(ARGV[3])
+local width = 5 + mode -- an undo's ops carry their payload count too
+
+-- h holds the ops' fields, from ARGV[4] on. fast: no op is a
+-- sliding_log (or of an unknown algorithm).
+local h, hasLog, fast = {}, false, true
+for j = 1, width * nops do
+	h[j] = tonumber(ARGV[3 + j])
+end
+for j = 1, width * nops, width do
+	local a = (h[j] % 64 - h[j] % 8) / 8
+	if a == LOG then
+		hasLog = true
+	end
+	if a >= LOG then
+		fast = false
+	end
+end
+
+local stateFormat = '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)$'
 
 -- idiv is Go's a / b for integers: truncated toward zero, exact.
 local function idiv(a, b)
@@ -71,48 +98,403 @@ local function ceildiv(a, b)
 end
 
 local function str(x)
-	return string.format('%.0f', x)
+	return format('%.0f', x)
 end
 
-local h = {}
-for w in string.gmatch(ARGV[1], '%S+') do
-	h[#h + 1] = tonumber(w)
-end
-local mode, flag = h[1] % 2, h[1] >= 2
-local now, slack = h[2], h[3]
+-- The fast path ----------------------------------------------------------------
 
--- The ops, and their keys: a sliding_log op has two.
-local ops, hasLog = {}, false
-do
-	local width, kc = 5, 1
-	if mode == 1 then
-		width = 6
-	end
-	for i = 4, #h, width do
-		local code = h[i]
-		local op = {
-			kind = code % 8, alg = (code - code % 8) / 8 % 8, enforce = code % 128 >= 64, attempts = code >= 128,
-			limit = h[i + 1], burst = h[i + 2], period = h[i + 3], cost = h[i + 4], m = h[i + 5],
-			key = KEYS[kc],
-		}
-		kc = kc + 1
-		if op.alg == LOG then
-			op.lk = KEYS[kc]
-			kc = kc + 1
-			hasLog = true
+-- A take whose ops are all of the five algorithms without a sorted set
+-- (no sliding_log: the common call) runs here, as straight code with
+-- three small functions: every closure costs Redis a walk of the open
+-- upvalues per upvalue it captures, which for the function-per-helper
+-- port below is most of a one-op call's time. It decides exactly as the
+-- port does (rules/storetest and the port's own tables check both): view
+-- reads a state as rules' ...At helpers do, once per op, and what Consume
+-- and reportState read again after the call is the view updated in place
+-- (a consumed state's stamp is at least now, so nothing refills or drains
+-- between the two).
+
+if mode == 0 and fast then
+	-- view reads the state sa, at, n, prev as of t for an op of algorithm a
+	-- (a state of another algorithm reads as fresh): gcra its TAT;
+	-- token_bucket its tokens and stamp; leaky_bucket its level and stamp;
+	-- fixed_window its window's start and count; sliding_window its window's
+	-- start, the previous window's count and the current one's.
+	local function view(a, t, sa, at, n, prev, limit, burst, period)
+		if a == GCRA then
+			if sa ~= a then
+				return 0, 0, 0
+			end
+			return at, 0, 0
+		elseif a == TOKEN then
+			local cap = burst * period
+			if sa ~= a then
+				return cap, 0, 0
+			end
+			local tokens = min(n, cap)
+			local elapsed = t - at
+			if elapsed > 0 then
+				if elapsed > idiv(cap - tokens, limit) then
+					tokens = cap
+				else
+					tokens = tokens + elapsed * limit
+				end
+			end
+			return tokens, at, 0
+		elseif a == LEAKY then
+			if sa ~= a then
+				return 0, 0, 0
+			end
+			local level = n
+			local elapsed = t - at
+			if elapsed > 0 then
+				if elapsed > idiv(level, limit) then
+					level = 0
+				else
+					level = level - elapsed * limit
+				end
+			end
+			return level, at, 0
 		end
-		ops[#ops + 1] = op
+		local r = fmod(t, period)
+		if r < 0 then
+			r = r + period
+		end
+		local start = t - r
+		if a == FIXED then
+			if sa ~= a or at < start then
+				return start, 0, 0
+			end
+			return at, n, 0
+		end
+		if sa ~= a or at < start - period then
+			return start, 0, 0
+		end
+		if at < start then
+			return start, n, 0
+		end
+		return at, prev, n
+	end
+
+	-- state is reportState on a view: the units left and the us until the
+	-- state is back to its full allowance, its TTL.
+	local function state(a, t, v1, v2, v3, limit, burst, period, T)
+		if a == GCRA then
+			local ahead = max(v1 - t, 0)
+			return max(idiv(burst * T - ahead, T), 0), ahead
+		elseif a == TOKEN then
+			local reset = ceildiv(burst * period - v1, limit)
+			if reset > 0 then
+				reset = reset + max(v2 - t, 0)
+			end
+			return idiv(max(v1, 0), period), reset
+		elseif a == LEAKY then
+			local reset = ceildiv(v1, limit)
+			if reset > 0 then
+				reset = reset + max(v2 - t, 0)
+			end
+			return idiv(max(burst * period - v1, 0), period), reset
+		elseif a == FIXED then
+			if v2 == 0 then
+				return limit, 0
+			end
+			return max(limit - v2, 0), v1 + period - t
+		end
+		local e = max(t - v1, 0)
+		local w = v2 * (period - e)
+		local reset = 0
+		if v3 > 0 then
+			reset = v1 + 2 * period - t
+		elseif w > 0 then
+			reset = v1 + period - t
+		end
+		return max(limit - v3 - ceildiv(w, period), 0), reset
+	end
+
+	-- counted is rules' consumeCount: a take, add or refund on a window count.
+	local function counted(kind, n, cost, limit)
+		if kind == TAKE then
+			return min(n + min(cost, limit + 1), max(n, limit))
+		elseif kind == ADD then
+			return min(n + min(cost, 2 * limit), max(n, 2 * limit))
+		elseif kind == REFUND then
+			return max(n - cost, 0)
+		end
+		return n
+	end
+
+	if now < 0 then
+		local t = call('TIME')
+		now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+	end
+	local t = now
+
+	-- Pass 1 (rules.Check): per op, its key's raw value and state, the
+	-- view, and the decision, 10 slots an op in kept.
+	local kept, refused = {}, false
+	for i = 1, nops do
+		local b = 5 * (i - 1)
+		local code = h[b + 1]
+		local kind, a = code % 8, (code - code % 8) / 8 % 8
+		local limit, burst, period, cost = h[b + 2], h[b + 3], h[b + 4], max(h[b + 5], 0)
+		local raw = call('GET', KEYS[i])
+		local sa, at, n, prev = 0, 0, 0, 0
+		if raw then
+			local ra, rx, rat, rn, rp = match(raw, stateFormat)
+			if ra and t < tonumber(rx) then
+				sa, at, n, prev = tonumber(ra), tonumber(rat), tonumber(rn), tonumber(rp)
+			end
+		end
+		local v1, v2, v3 = view(a, t, sa, at, n, prev, limit, burst, period)
+		local wait = 0
+		if kind == REFUND or kind == RESET then
+			wait = 0
+		elseif a == GCRA then
+			if cost > burst then
+				wait = -1
+			else
+				local T = idiv(period, limit)
+				wait = max(max(v1, t) + cost * T - t - burst * T, 0)
+			end
+		elseif a == TOKEN then
+			if cost > burst then
+				wait = -1
+			else
+				local need = cost * period - v1
+				if need > 0 then
+					wait = max(v2 - t, 0) + ceildiv(need, limit)
+				end
+			end
+		elseif a == LEAKY then
+			if cost > burst then
+				wait = -1
+			else
+				local excess = v1 + cost * period - burst * period
+				if excess > 0 then
+					wait = max(v2 - t, 0) + ceildiv(excess, limit)
+				end
+			end
+		elseif a == FIXED then
+			if cost > limit then
+				wait = -1
+			elseif v2 + cost > limit then
+				wait = v1 + period - t
+			end
+		elseif cost > limit then -- sliding_window from here
+			wait = -1
+		else
+			local p, start, pr, cur = period, v1, v2, v3
+			local e = max(t - start, 0)
+			local room = limit - cur - cost
+			if room >= 0 then
+				if pr * (p - e) > room * p then
+					wait = start + p - idiv(room * p, pr) - t
+				end
+			else
+				wait = start + 2 * p - idiv((limit - cost) * p, cur) - t
+			end
+		end
+		if wait < 0 then
+			wait = -1
+		end
+		local ok = wait == 0
+		if kind == TAKE and code % 128 >= 64 and not ok then
+			refused = true
+		end
+		local j = 10 * (i - 1)
+		kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5] = raw, sa, at, n, prev
+		kept[j + 6], kept[j + 7], kept[j + 8], kept[j + 9], kept[j + 10] = v1, v2, v3, ok, wait
+	end
+
+	-- Pass 2 (rules.Settle): consume per the contract, report the state
+	-- after, store it with its TTL.
+	local out, pays = { t }, nil
+	if flag then
+		pays = {}
+	end
+	for i = 1, nops do
+		local b = 5 * (i - 1)
+		local code = h[b + 1]
+		local kind, a, attempts = code % 8, (code - code % 8) / 8 % 8, code >= 128
+		local limit, burst, period, cost = h[b + 2], h[b + 3], h[b + 4], max(h[b + 5], 0)
+		local T = 0
+		if a == GCRA then
+			T = idiv(period, limit)
+		end
+		local j = 10 * (i - 1)
+		local raw, sa, at, n, prev = kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5]
+		local v1, v2, v3, ok = kept[j + 6], kept[j + 7], kept[j + 8], kept[j + 9]
+		-- (Plain ifs: gopher-lua, miniredis' Lua, miscompiles
+		-- "x = a or (b and not c)".)
+		local consumes = true
+		if kind == PEEK then
+			consumes = false
+		elseif kind == TAKE and not attempts then
+			if not ok or refused then
+				consumes = false
+			end
+		end
+		local restore = nil
+		if flag and kind == TAKE and not attempts and consumes then
+			-- Another slot may refuse the request: then this key must end
+			-- as a call that does not consume leaves it, which is as it is
+			-- now, or deleted when that state is empty.
+			restore = ''
+			local _, ttl = state(a, t, v1, v2, v3, limit, burst, period, T)
+			if ttl > 0 then
+				restore = raw
+			end
+		end
+		if consumes then
+			if kind == RESET then
+				sa, at, n, prev = 0, 0, 0, 0
+				v1, v2, v3 = view(a, t, 0, 0, 0, 0, limit, burst, period)
+			elseif a == GCRA then
+				local tol = burst * T
+				local tat = v1
+				local base = max(tat, t)
+				if kind == TAKE then
+					if cost <= burst and base + cost * T - t <= tol then
+						tat = base + cost * T
+					else
+						tat = max(tat, t + tol) -- full, never lowered
+					end
+				elseif kind == ADD then
+					tat = max(tat, min(base + min(cost, 2 * burst) * T, t + 2 * tol))
+				elseif kind == REFUND then
+					if tat > t then
+						if cost > idiv(tat - t, T) then
+							tat = t
+						else
+							tat = tat - cost * T
+						end
+					end
+				end
+				sa, at, v1 = a, tat, tat
+			elseif a == TOKEN then
+				local cap = burst * period
+				local tokens = v1
+				local c = min(cost, 2 * burst)
+				if kind == TAKE then
+					if cost <= burst and tokens >= cost * period then
+						tokens = tokens - cost * period
+					else
+						tokens = min(tokens, 0)
+					end
+				elseif kind == ADD then
+					tokens = max(tokens - c * period, min(tokens, -cap))
+				elseif kind == REFUND then
+					local room = cap - tokens
+					if room > 0 then
+						tokens = tokens + min(c * period, room)
+					end
+				end
+				sa, at, n, v1 = a, max(v2, t), tokens, tokens
+			elseif a == LEAKY then
+				local cap = burst * period
+				local level = v1
+				local c = min(cost, 2 * burst)
+				if kind == TAKE then
+					if cost <= burst and level + cost * period <= cap then
+						level = level + cost * period
+					else
+						level = max(level, cap)
+					end
+				elseif kind == ADD then
+					level = min(level + c * period, max(level, 2 * cap))
+				elseif kind == REFUND then
+					level = max(level - c * period, 0)
+				end
+				sa, at, n, v1 = a, max(v2, t), level, level
+			elseif a == FIXED then
+				sa, at, n, prev = a, v1, counted(kind, v2, cost, limit), 0
+				v2 = n
+			else
+				if kind == REFUND and cost > v3 then
+					-- The unit refunded may have been charged in the previous
+					-- window, before the boundary passed.
+					v2 = max(v2 - (cost - v3), 0)
+				end
+				sa, at, n, prev = a, v1, counted(kind, v3, cost, limit), v2
+				v3 = n
+			end
+		end
+		local remaining, reset = state(a, t, v1, v2, v3, limit, burst, period, T)
+		if not ok then
+			remaining = 0
+		end
+		local written = ''
+		if consumes then
+			if reset > 0 then
+				written = format('%.0f:%.0f:%.0f:%.0f:%.0f', sa, t + reset, at, n, prev)
+				call('SET', KEYS[i], written, 'PX', format('%.0f', ceildiv(reset, 1000) + slack)) -- whole ms, rounded up: never 0
+			else
+				call('DEL', KEYS[i]) -- empty: not stored
+			end
+		elseif raw and reset == 0 then
+			call('DEL', KEYS[i]) -- expired, or another algorithm's: as fresh, not stored
+		end
+		local allowed = 0
+		if ok then
+			allowed = 1
+		end
+		out[#out + 1] = allowed
+		out[#out + 1] = remaining
+		out[#out + 1] = reset
+		out[#out + 1] = kept[j + 10]
+		if flag then
+			pays[i] = 0
+			if restore then
+				pays[i] = { restore, written, '0' }
+			end
+		end
+	end
+	if flag then
+		for i = 1, nops do
+			out[#out + 1] = pays[i]
+		end
+	end
+	return out
+end
+
+-- The port --------------------------------------------------------------------
+
+-- Every other call (one with a sliding_log op, an undo) runs the port of
+-- rules/algorithm.go function by function.
+
+-- The op being decided: use(i) sets these to op i's fields, cost at least
+-- 0, T gcra's emission interval. The ops are used in order, 1 first, so
+-- that each finds its keys (a sliding_log's two) after the previous one's.
+local kind, alg, enforce, attempts, limit, burst, period, cost, T, key, lk
+local nextKey = 1
+
+local function use(i)
+	if i == 1 then
+		nextKey = 1
+	end
+	local b = width * (i - 1)
+	local code = h[b + 1]
+	kind, alg = code % 8, (code - code % 8) / 8 % 8
+	enforce, attempts = code % 128 >= 64, code >= 128
+	limit, burst, period, cost = h[b + 2], h[b + 3], h[b + 4], max(h[b + 5], 0)
+	if alg == GCRA then
+		T = idiv(period, limit)
+	end
+	key = KEYS[nextKey]
+	nextKey = nextKey + 1
+	if alg == LOG then
+		lk = KEYS[nextKey]
+		nextKey = nextKey + 1
 	end
 end
 
 -- State ---------------------------------------------------------------------
 
+-- A key's state is four numbers, rules.State's fields: sa (the algorithm
+-- that wrote it), at, n, prev. The fresh state is 0, 0, 0, 0.
+
 -- The sliding_log's functions, defined only when an op needs them.
 local logCount, logNewest, zcall, consumeLog, reportLog
-
-local function fresh()
-	return { alg = 0, x = 0, at = 0, n = 0, prev = 0 }
-end
 
 -- time reads the server's clock (us).
 local function time()
@@ -120,120 +502,111 @@ local function time()
 	return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
-local function decode(raw)
-	if not raw or raw == '' then
-		return nil
-	end
-	local a, x, at, n, p = string.match(raw, '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)$')
-	if not a then
-		return nil
-	end
-	return { alg = tonumber(a), x = tonumber(x), at = tonumber(at), n = tonumber(n), prev = tonumber(p) }
-end
-
--- load returns the state of key at t (fresh when missing, unreadable or
--- expired) and the raw value (false when missing).
-local function load(key, t)
+-- load returns the raw value of the op's key (false when missing) and its
+-- state at t: fresh when missing, unreadable or expired.
+local function load(t)
 	local raw = call('GET', key)
-	local st = decode(raw)
-	if st == nil or t >= st.x then
-		st = fresh()
+	if raw then
+		local a, x, at, n, p = match(raw, stateFormat)
+		if a and t < tonumber(x) then
+			return raw, tonumber(a), tonumber(at), tonumber(n), tonumber(p)
+		end
 	end
-	return st, raw
+	return raw, 0, 0, 0, 0
 end
 
--- The ...At helpers of rules/algorithm.go: st read as of t for op's
--- algorithm; a state of another algorithm reads as fresh.
+-- The ...At helpers of rules/algorithm.go: a state read as of t for the
+-- op's algorithm; a state of another algorithm reads as fresh.
 
-local function stamp(st, op)
-	if st.alg ~= op.alg then
+local function stamp(sa, at)
+	if sa ~= alg then
 		return 0
 	end
-	return st.at
+	return at
 end
 
-local function skew(st, t, op)
-	return max(stamp(st, op) - t, 0)
+local function skew(sa, at, t)
+	return max(stamp(sa, at) - t, 0)
 end
 
-local function tokensAt(st, t, op)
-	local cap = op.burst * op.period
-	if st.alg ~= op.alg then
+local function tokensAt(sa, at, n, t)
+	local cap = burst * period
+	if sa ~= alg then
 		return cap
 	end
-	local tokens = min(st.n, cap)
-	local elapsed = t - st.at
+	local tokens = min(n, cap)
+	local elapsed = t - at
 	if elapsed <= 0 then
 		return tokens
 	end
-	if elapsed > idiv(cap - tokens, op.limit) then
+	if elapsed > idiv(cap - tokens, limit) then
 		return cap
 	end
-	return tokens + elapsed * op.limit
+	return tokens + elapsed * limit
 end
 
-local function levelAt(st, t, op)
-	if st.alg ~= op.alg then
+local function levelAt(sa, at, n, t)
+	if sa ~= alg then
 		return 0
 	end
-	local level = st.n
-	local elapsed = t - st.at
+	local level = n
+	local elapsed = t - at
 	if elapsed <= 0 then
 		return level
 	end
-	if elapsed > idiv(level, op.limit) then
+	if elapsed > idiv(level, limit) then
 		return 0
 	end
-	return level - elapsed * op.limit
+	return level - elapsed * limit
 end
 
-local function windowStart(t, p)
-	local r = fmod(t, p)
+local function windowStart(t)
+	local r = fmod(t, period)
 	if r < 0 then
-		r = r + p
+		r = r + period
 	end
 	return t - r
 end
 
-local function fixedAt(st, t, op)
-	local start = windowStart(t, op.period)
-	if st.alg ~= op.alg or st.at < start then
+local function fixedAt(sa, at, n, t)
+	local start = windowStart(t)
+	if sa ~= alg or at < start then
 		return start, 0
 	end
-	return st.at, st.n
+	return at, n
 end
 
-local function slidingAt(st, t, op)
-	local start = windowStart(t, op.period)
-	if st.alg ~= op.alg or st.at < start - op.period then
+local function slidingAt(sa, at, n, prev, t)
+	local start = windowStart(t)
+	if sa ~= alg or at < start - period then
 		return start, 0, 0
 	end
-	if st.at < start then
-		return start, st.n, 0
+	if at < start then
+		return start, n, 0
 	end
-	return st.at, st.prev, st.n
+	return at, prev, n
 end
 
 if hasLog then
 	-- The log's timestamps in the window at t are those > t - period.
-	function logCount(st, t, op)
-		if st.alg ~= LOG then
+	function logCount(sa, t)
+		if sa ~= LOG then
 			return 0
 		end
-		return call('ZCOUNT', op.lk, str(t - op.period + 1), '+inf')
+		return call('ZCOUNT', lk, str(t - period + 1), '+inf')
 	end
 
-	function logNewest(op)
-		local r = call('ZRANGE', op.lk, '-1', '-1', 'WITHSCORES')
+	function logNewest()
+		local r = call('ZRANGE', lk, '-1', '-1', 'WITHSCORES')
 		return tonumber(r[2])
 	end
 
-	-- zcall runs cmd on op's log with args in chunks (Lua's unpack has a
-	-- stack limit), returning the sum of the integer replies.
-	function zcall(cmd, op, args)
+	-- zcall runs cmd on the op's log with args in chunks (Lua's unpack has
+	-- a stack limit), returning the sum of the integer replies.
+	function zcall(cmd, args)
 		local total, i = 0, 1
 		while i <= #args do
-			local chunk = { cmd, op.lk }
+			local chunk = { cmd, lk }
 			for j = i, min(i + 255, #args) do
 				chunk[#chunk + 1] = args[j]
 			end
@@ -246,81 +619,78 @@ end
 
 -- Check ---------------------------------------------------------------------
 
-local function slidingWait(st, t, op, cost)
-	local p = op.period
-	local start, prev, cur = slidingAt(st, t, op)
+local function slidingWait(sa, at, n, prev, t)
+	local p = period
+	local start, pr, cur = slidingAt(sa, at, n, prev, t)
 	local e = max(t - start, 0)
-	local room = op.limit - cur - cost
+	local room = limit - cur - cost
 	if room >= 0 then
-		if prev * (p - e) <= room * p then
+		if pr * (p - e) <= room * p then
 			return 0
 		end
-		return start + p - idiv(room * p, prev) - t
+		return start + p - idiv(room * p, pr) - t
 	end
-	return start + 2 * p - idiv((op.limit - cost) * p, cur) - t
+	return start + 2 * p - idiv((limit - cost) * p, cur) - t
 end
 
 -- check is rules.Check: whether a take of the op's cost fits, the us until
 -- it does (0 now, -1 never), and for a sliding_log the timestamps in the
 -- window (for report).
-local function check(st, t, op)
-	if op.kind == REFUND or op.kind == RESET then
+local function check(sa, at, n, prev, t)
+	if kind == REFUND or kind == RESET then
 		return true, 0, 0
 	end
-	local cost = max(op.cost, 0)
 	local wait, count = 0, 0
-	local a = op.alg
-	if a == GCRA then
-		if cost > op.burst then
+	if alg == GCRA then
+		if cost > burst then
 			wait = -1
 		else
-			local T = idiv(op.period, op.limit)
-			local tat = max(stamp(st, op), t)
-			wait = max(tat + cost * T - t - op.burst * T, 0)
+			local tat = max(stamp(sa, at), t)
+			wait = max(tat + cost * T - t - burst * T, 0)
 		end
-	elseif a == TOKEN then
-		if cost > op.burst then
+	elseif alg == TOKEN then
+		if cost > burst then
 			wait = -1
 		else
-			local need = cost * op.period - tokensAt(st, t, op)
+			local need = cost * period - tokensAt(sa, at, n, t)
 			if need > 0 then
-				wait = skew(st, t, op) + ceildiv(need, op.limit)
+				wait = skew(sa, at, t) + ceildiv(need, limit)
 			end
 		end
-	elseif a == LEAKY then
-		if cost > op.burst then
+	elseif alg == LEAKY then
+		if cost > burst then
 			wait = -1
 		else
-			local excess = levelAt(st, t, op) + cost * op.period - op.burst * op.period
+			local excess = levelAt(sa, at, n, t) + cost * period - burst * period
 			if excess > 0 then
-				wait = skew(st, t, op) + ceildiv(excess, op.limit)
+				wait = skew(sa, at, t) + ceildiv(excess, limit)
 			end
 		end
-	elseif a == FIXED then
-		if cost > op.limit then
+	elseif alg == FIXED then
+		if cost > limit then
 			wait = -1
 		else
-			local start, n = fixedAt(st, t, op)
-			if n + cost > op.limit then
-				wait = start + op.period - t
+			local start, cnt = fixedAt(sa, at, n, t)
+			if cnt + cost > limit then
+				wait = start + period - t
 			end
 		end
-	elseif a == SLIDING then
-		if cost > op.limit then
+	elseif alg == SLIDING then
+		if cost > limit then
 			wait = -1
 		else
-			wait = slidingWait(st, t, op, cost)
+			wait = slidingWait(sa, at, n, prev, t)
 		end
-	elseif a == LOG then
-		count = logCount(st, t, op)
-		if cost > op.limit then
+	elseif alg == LOG then
+		count = logCount(sa, t)
+		if cost > limit then
 			wait = -1
 		else
-			local k = count + cost - op.limit
+			local k = count + cost - limit
 			if k > 0 then
 				-- The k oldest timestamps in the window must leave it.
-				local r = call('ZRANGEBYSCORE', op.lk, str(t - op.period + 1), '+inf', 'WITHSCORES', 'LIMIT', str(k - 1), '1')
-				wait = tonumber(r[2]) + op.period - t
+				local r = call('ZRANGEBYSCORE', lk, str(t - period + 1), '+inf', 'WITHSCORES', 'LIMIT', str(k - 1), '1')
+				wait = tonumber(r[2]) + period - t
 			end
 		end
 	else
@@ -334,61 +704,63 @@ end
 
 -- Consume -------------------------------------------------------------------
 
-local function consumeCount(n, op, cost)
-	if op.kind == TAKE then
-		return min(n + min(cost, op.limit + 1), max(n, op.limit))
-	elseif op.kind == ADD then
-		return min(n + min(cost, 2 * op.limit), max(n, 2 * op.limit))
-	elseif op.kind == REFUND then
+local function consumeCount(n)
+	if kind == TAKE then
+		return min(n + min(cost, limit + 1), max(n, limit))
+	elseif kind == ADD then
+		return min(n + min(cost, 2 * limit), max(n, 2 * limit))
+	elseif kind == REFUND then
 		return max(n - cost, 0)
 	end
 	return n
 end
 
 if hasLog then
-	-- consumeLog is rules' consumeLog on the sorted set. It returns the
-	-- timestamps left (all in the window) and the newest. u, when given,
-	-- collects what an undo needs: the members added and the entries dropped.
-	function consumeLog(st, t, op, cost, u)
-		local n, seq = 0, 0
-		if st.alg == LOG then
-			seq = st.n
+	-- consumeLog is rules' consumeLog on the sorted set, for a state of
+	-- algorithm sa whose n is the last seq used. It returns the new n (the
+	-- seq written), the timestamps left (all in the window) and the newest.
+	-- u, when given, collects what an undo needs: the members added and the
+	-- entries dropped.
+	function consumeLog(sa, seq, t, u)
+		local n = 0
+		if sa == LOG then
 			-- Drop what has left the window, then anything beyond the newest
 			-- Limit (a limit lowered by a reload).
-			local cut = str(t - op.period)
+			local cut = str(t - period)
 			if u then
-				local old = call('ZRANGEBYSCORE', op.lk, '-inf', cut, 'WITHSCORES')
+				local old = call('ZRANGEBYSCORE', lk, '-inf', cut, 'WITHSCORES')
 				for j = 1, #old do
 					u.removed[#u.removed + 1] = old[j]
 				end
 			end
-			call('ZREMRANGEBYSCORE', op.lk, '-inf', cut)
-			n = call('ZCARD', op.lk)
-			if n > op.limit then
+			call('ZREMRANGEBYSCORE', lk, '-inf', cut)
+			n = call('ZCARD', lk)
+			if n > limit then
 				if u then
-					local old = call('ZRANGE', op.lk, '0', str(n - op.limit - 1), 'WITHSCORES')
+					local old = call('ZRANGE', lk, '0', str(n - limit - 1), 'WITHSCORES')
 					for j = 1, #old do
 						u.removed[#u.removed + 1] = old[j]
 					end
 				end
-				call('ZREMRANGEBYRANK', op.lk, '0', str(n - op.limit - 1))
-				n = op.limit
+				call('ZREMRANGEBYRANK', lk, '0', str(n - limit - 1))
+				n = limit
 			end
 		else
-			call('DEL', op.lk) -- another algorithm's, or expired: start afresh
+			seq = 0
+			call('DEL', lk) -- another algorithm's, or expired: start afresh
 		end
 		local newest = 0
-		if op.kind == TAKE or op.kind == ADD then
-			local c = min(cost, op.limit)
-			local drop = n + c - op.limit
+		if kind == TAKE or kind == ADD then
+			local c = min(cost, limit)
+			local drop = n + c - limit
 			if drop > 0 then
-				call('ZREMRANGEBYRANK', op.lk, '0', str(drop - 1))
+				call('ZREMRANGEBYRANK', lk, '0', str(drop - 1))
 				n = n - drop
 			end
 			-- Timestamps stay ascending even when the clock stepped back.
 			local ts, top = t, 0
 			if n > 0 then
-				top = logNewest(op)
+				top = logNewest()
 				ts = max(ts, top)
 			end
 			local args = {}
@@ -400,7 +772,7 @@ if hasLog then
 					u.added[#u.added + 1] = m
 				end
 			end
-			zcall('ZADD', op, args)
+			zcall('ZADD', args)
 			seq = seq + c
 			n = n + c
 			if c > 0 then
@@ -408,51 +780,46 @@ if hasLog then
 			else
 				newest = top
 			end
-		elseif op.kind == REFUND then
+		elseif kind == REFUND then
 			-- Give back the newest units: most likely this request's own.
 			local k = min(cost, n)
 			if k > 0 then
-				call('ZREMRANGEBYRANK', op.lk, str(-k), '-1')
+				call('ZREMRANGEBYRANK', lk, str(-k), '-1')
 				n = n - k
 			end
 			if n > 0 then
-				newest = logNewest(op)
+				newest = logNewest()
 			end
 		end
 		-- Every write changes the meta (seq + 1), so an undo can tell whether
 		-- anything wrote the log after it.
-		st.n = seq + 1
-		return n, newest
+		return seq + 1, n, newest
 	end
 end
 
--- consume is rules.Consume. It returns, for a sliding_log, the timestamps
--- left and the newest.
-local function consume(st, t, op, u)
-	if op.kind == RESET then
-		st.alg, st.at, st.n, st.prev = 0, 0, 0, 0
-		if op.alg == LOG then
-			call('DEL', op.lk)
+-- consume is rules.Consume on the state sa, at, n, prev: it returns the
+-- state after, and for a sliding_log the timestamps left and the newest.
+local function consume(sa, at, n, prev, t, u)
+	if kind == RESET then
+		if alg == LOG then
+			call('DEL', lk)
 		end
-		return 0, 0
+		return 0, 0, 0, 0, 0, 0
 	end
-	local cost = max(op.cost, 0)
-	local a = op.alg
 	local count, newest = 0, 0
-	if a == GCRA then
-		local T = idiv(op.period, op.limit)
-		local tol = op.burst * T
-		local tat = stamp(st, op)
+	if alg == GCRA then
+		local tol = burst * T
+		local tat = stamp(sa, at)
 		local base = max(tat, t)
-		if op.kind == TAKE then
-			if cost <= op.burst and base + cost * T - t <= tol then
+		if kind == TAKE then
+			if cost <= burst and base + cost * T - t <= tol then
 				tat = base + cost * T
 			else
 				tat = max(tat, t + tol) -- full, never lowered
 			end
-		elseif op.kind == ADD then
-			tat = max(tat, min(base + min(cost, 2 * op.burst) * T, t + 2 * tol))
-		elseif op.kind == REFUND then
+		elseif kind == ADD then
+			tat = max(tat, min(base + min(cost, 2 * burst) * T, t + 2 * tol))
+		elseif kind == REFUND then
 			if tat > t then
 				if cost > idiv(tat - t, T) then
 					tat = t
@@ -461,62 +828,61 @@ local function consume(st, t, op, u)
 				end
 			end
 		end
-		st.at = tat
-	elseif a == TOKEN then
-		local cap = op.burst * op.period
-		local tokens = tokensAt(st, t, op)
-		local c = min(cost, 2 * op.burst)
-		if op.kind == TAKE then
-			if cost <= op.burst and tokens >= cost * op.period then
-				tokens = tokens - cost * op.period
+		at = tat
+	elseif alg == TOKEN then
+		local cap = burst * period
+		local tokens = tokensAt(sa, at, n, t)
+		local c = min(cost, 2 * burst)
+		if kind == TAKE then
+			if cost <= burst and tokens >= cost * period then
+				tokens = tokens - cost * period
 			else
 				tokens = min(tokens, 0)
 			end
-		elseif op.kind == ADD then
-			tokens = max(tokens - c * op.period, min(tokens, -cap))
-		elseif op.kind == REFUND then
+		elseif kind == ADD then
+			tokens = max(tokens - c * period, min(tokens, -cap))
+		elseif kind == REFUND then
 			local room = cap - tokens
 			if room > 0 then
-				tokens = tokens + min(c * op.period, room)
+				tokens = tokens + min(c * period, room)
 			end
 		end
-		st.n = tokens
-		st.at = max(stamp(st, op), t)
-	elseif a == LEAKY then
-		local cap = op.burst * op.period
-		local level = levelAt(st, t, op)
-		local c = min(cost, 2 * op.burst)
-		if op.kind == TAKE then
-			if cost <= op.burst and level + cost * op.period <= cap then
-				level = level + cost * op.period
+		n = tokens
+		at = max(stamp(sa, at), t)
+	elseif alg == LEAKY then
+		local cap = burst * period
+		local level = levelAt(sa, at, n, t)
+		local c = min(cost, 2 * burst)
+		if kind == TAKE then
+			if cost <= burst and level + cost * period <= cap then
+				level = level + cost * period
 			else
 				level = max(level, cap)
 			end
-		elseif op.kind == ADD then
-			level = min(level + c * op.period, max(level, 2 * cap))
-		elseif op.kind == REFUND then
-			level = max(level - c * op.period, 0)
+		elseif kind == ADD then
+			level = min(level + c * period, max(level, 2 * cap))
+		elseif kind == REFUND then
+			level = max(level - c * period, 0)
 		end
-		st.n = level
-		st.at = max(stamp(st, op), t)
-	elseif a == FIXED then
-		local start, n = fixedAt(st, t, op)
-		st.at, st.n, st.prev = start, consumeCount(n, op, cost), 0
-	elseif a == SLIDING then
-		local start, prev, cur = slidingAt(st, t, op)
-		if op.kind == REFUND and cost > cur then
+		n = level
+		at = max(stamp(sa, at), t)
+	elseif alg == FIXED then
+		local start, cnt = fixedAt(sa, at, n, t)
+		at, n, prev = start, consumeCount(cnt), 0
+	elseif alg == SLIDING then
+		local start, pr, cur = slidingAt(sa, at, n, prev, t)
+		if kind == REFUND and cost > cur then
 			-- The unit refunded may have been charged in the previous
 			-- window, before the boundary passed.
-			prev = max(prev - (cost - cur), 0)
+			pr = max(pr - (cost - cur), 0)
 		end
-		st.at, st.n, st.prev = start, consumeCount(cur, op, cost), prev
-	elseif a == LOG then
-		count, newest = consumeLog(st, t, op, cost, u)
+		at, n, prev = start, consumeCount(cur), pr
+	elseif alg == LOG then
+		n, count, newest = consumeLog(sa, n, t, u)
 	else
-		return 0, 0
+		return sa, at, n, prev, 0, 0
 	end
-	st.alg = a
-	return count, newest
+	return alg, at, n, prev, count, newest
 end
 
 -- Report --------------------------------------------------------------------
@@ -524,171 +890,203 @@ end
 -- report is rules' reportState: the units left and the us until the state
 -- is back to its full allowance (decayed to empty), its TTL. A
 -- sliding_log's count and newest timestamp come from the caller.
-local function report(st, t, op, count, newest)
-	local a = op.alg
-	if a == GCRA then
-		local T = idiv(op.period, op.limit)
-		local ahead = max(stamp(st, op) - t, 0)
-		return max(idiv(op.burst * T - ahead, T), 0), ahead
-	elseif a == TOKEN then
-		local tokens = tokensAt(st, t, op)
-		local reset = ceildiv(op.burst * op.period - tokens, op.limit)
+local function report(sa, at, n, prev, t, count, newest)
+	if alg == GCRA then
+		local ahead = max(stamp(sa, at) - t, 0)
+		return max(idiv(burst * T - ahead, T), 0), ahead
+	elseif alg == TOKEN then
+		local tokens = tokensAt(sa, at, n, t)
+		local reset = ceildiv(burst * period - tokens, limit)
 		if reset > 0 then
-			reset = reset + skew(st, t, op)
+			reset = reset + skew(sa, at, t)
 		end
-		return idiv(max(tokens, 0), op.period), reset
-	elseif a == LEAKY then
-		local level = levelAt(st, t, op)
-		local reset = ceildiv(level, op.limit)
+		return idiv(max(tokens, 0), period), reset
+	elseif alg == LEAKY then
+		local level = levelAt(sa, at, n, t)
+		local reset = ceildiv(level, limit)
 		if reset > 0 then
-			reset = reset + skew(st, t, op)
+			reset = reset + skew(sa, at, t)
 		end
-		return idiv(max(op.burst * op.period - level, 0), op.period), reset
-	elseif a == FIXED then
-		local start, n = fixedAt(st, t, op)
-		if n == 0 then
-			return op.limit, 0
+		return idiv(max(burst * period - level, 0), period), reset
+	elseif alg == FIXED then
+		local start, cnt = fixedAt(sa, at, n, t)
+		if cnt == 0 then
+			return limit, 0
 		end
-		return max(op.limit - n, 0), start + op.period - t
-	elseif a == SLIDING then
-		local p = op.period
-		local start, prev, cur = slidingAt(st, t, op)
+		return max(limit - cnt, 0), start + period - t
+	elseif alg == SLIDING then
+		local p = period
+		local start, pr, cur = slidingAt(sa, at, n, prev, t)
 		local e = max(t - start, 0)
-		local w = prev * (p - e)
+		local w = pr * (p - e)
 		local reset = 0
 		if cur > 0 then
 			reset = start + 2 * p - t
 		elseif w > 0 then
 			reset = start + p - t
 		end
-		return max(op.limit - cur - ceildiv(w, p), 0), reset
-	elseif a == LOG then
+		return max(limit - cur - ceildiv(w, p), 0), reset
+	elseif alg == LOG then
 		if count == 0 then
-			return op.limit, 0
+			return limit, 0
 		end
-		return max(op.limit - count, 0), newest + op.period - t
+		return max(limit - count, 0), newest + period - t
 	end
 	return 0, 0
 end
 
 if hasLog then
 	-- reportLog reports a sliding_log op from the sorted set as it is.
-	function reportLog(st, t, op)
-		local count, newest = logCount(st, t, op), 0
+	function reportLog(sa, t)
+		local count, newest = logCount(sa, t), 0
 		if count > 0 then
-			newest = logNewest(op)
+			newest = logNewest()
 		end
-		return report(st, t, op, count, newest)
+		return report(sa, 0, 0, 0, t, count, newest)
 	end
 end
 
--- store writes st, which decays in ttl us, to op's keys, or deletes them
--- when ttl is 0 (an empty state is not stored). It returns what it wrote.
-local function store(st, op, t, ttl)
+-- store writes the state, which decays in ttl us, to the op's keys, or
+-- deletes them when ttl is 0 (an empty state is not stored). It returns
+-- what it wrote.
+local function store(sa, at, n, prev, t, ttl)
 	if ttl <= 0 then
-		if op.alg == LOG then
-			call('DEL', op.key, op.lk)
+		if alg == LOG then
+			call('DEL', key, lk)
 		else
-			call('DEL', op.key)
+			call('DEL', key)
 		end
 		return ''
 	end
-	st.x = t + ttl
-	local raw = string.format('%.0f:%.0f:%.0f:%.0f:%.0f', st.alg, st.x, st.at, st.n, st.prev)
+	local raw = format('%.0f:%.0f:%.0f:%.0f:%.0f', sa, t + ttl, at, n, prev)
 	local px = str(ceildiv(ttl, 1000) + slack) -- whole ms, rounded up: never 0
-	call('SET', op.key, raw, 'PX', px)
-	if op.alg == LOG then
-		call('PEXPIRE', op.lk, px)
+	call('SET', key, raw, 'PX', px)
+	if alg == LOG then
+		call('PEXPIRE', lk, px)
 	end
 	return raw
 end
 
 -- Modes ---------------------------------------------------------------------
 
+-- settle is rules.Settle for the op in use, checked by pass 1 (ok, and
+-- count for a sliding_log) against its state (raw: what its key held). It
+-- returns remaining, reset_after_us and, with the flag, the op's undo
+-- payload (0 when none).
+local function settle(refused, raw, sa, at, n, prev, ok, count)
+	-- (Plain ifs: gopher-lua, miniredis' Lua, miscompiles
+	-- "x = a or (b and not c)".)
+	local consumes = true
+	if kind == PEEK then
+		consumes = false
+	elseif kind == TAKE and not attempts then
+		if not ok or refused then
+			consumes = false
+		end
+	end
+	local u
+	if flag and kind == TAKE and not attempts and consumes then
+		-- Another slot may refuse the request: then this key must end as a
+		-- call that does not consume leaves it, which is as it is now, or
+		-- deleted when that state is empty.
+		local newest = 0
+		if alg == LOG and count > 0 then
+			newest = logNewest()
+		end
+		local _, ttl = report(sa, at, n, prev, now, count, newest)
+		u = { restore = '', added = {}, removed = {} }
+		if ttl > 0 then
+			u.restore = raw
+		end
+	end
+	local newest = 0
+	if consumes then
+		sa, at, n, prev, count, newest = consume(sa, at, n, prev, now, u)
+	elseif alg == LOG and count > 0 then
+		newest = logNewest()
+	end
+	local remaining, reset = report(sa, at, n, prev, now, count, newest)
+	if not ok then
+		remaining = 0
+	end
+	local written = ''
+	if consumes then
+		written = store(sa, at, n, prev, now, reset)
+	elseif raw and reset == 0 then
+		store(sa, at, n, prev, now, 0) -- expired, or another algorithm's: as fresh, not stored
+	end
+	local pay = 0
+	if u then
+		pay = { u.restore, written, str(#u.added) }
+		for _, m in ipairs(u.added) do
+			pay[#pay + 1] = m
+		end
+		for _, v in ipairs(u.removed) do
+			pay[#pay + 1] = v
+		end
+	end
+	return remaining, reset, pay
+end
+
 local function take()
 	if now < 0 then
 		now = time()
 	end
-	local undoable = flag
-
-	-- Pass 1: decide every op against the state before the call.
-	local refused = false
-	for _, op in ipairs(ops) do
-		op.st, op.raw = load(op.key, now)
-		op.ok, op.wait, op.count = check(op.st, now, op)
-		if op.kind == TAKE and op.enforce and not op.ok then
+	if nops == 1 then
+		-- One op: pass 1 and pass 2 in a row, no tables.
+		use(1)
+		local raw, sa, at, n, prev = load(now)
+		local ok, wait, count = check(sa, at, n, prev, now)
+		local refused = false
+		if kind == TAKE and enforce and not ok then
 			refused = true
 		end
+		local remaining, reset, pay = settle(refused, raw, sa, at, n, prev, ok, count)
+		local allowed = 0
+		if ok then
+			allowed = 1
+		end
+		if flag then
+			return { now, allowed, remaining, reset, wait, pay }
+		end
+		return { now, allowed, remaining, reset, wait }
+	end
+
+	-- Pass 1: decide every op against the state before the call; keep
+	-- each op's raw, state and decision (8 slots an op) for pass 2.
+	local refused, kept = false, {}
+	for i = 1, nops do
+		use(i)
+		local raw, sa, at, n, prev = load(now)
+		local ok, wait, count = check(sa, at, n, prev, now)
+		if kind == TAKE and enforce and not ok then
+			refused = true
+		end
+		local j = 8 * (i - 1)
+		kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4] = raw, sa, at, n
+		kept[j + 5], kept[j + 6], kept[j + 7], kept[j + 8] = prev, ok, wait, count
 	end
 
 	-- Pass 2: consume per the contract, report the state after, store it.
-	local out, undo = { now }, {}
-	for i, op in ipairs(ops) do
-		local st = op.st
-		-- (Plain ifs: gopher-lua, miniredis' Lua, miscompiles
-		-- "x = a or (b and not c)".)
-		local consumes = true
-		if op.kind == PEEK then
-			consumes = false
-		elseif op.kind == TAKE and not op.attempts then
-			if not op.ok or refused then
-				consumes = false
-			end
+	local out, pays = { now }, {}
+	for i = 1, nops do
+		use(i)
+		local j = 8 * (i - 1)
+		local ok = kept[j + 6]
+		local remaining, reset, pay = settle(refused, kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5], ok, kept[j + 8])
+		local allowed = 0
+		if ok then
+			allowed = 1
 		end
-		local u
-		if undoable and op.kind == TAKE and not op.attempts and consumes then
-			-- Another slot may refuse the request: then this key must
-			-- end as a call that does not consume leaves it, which is
-			-- as it is now, or deleted when that state is empty.
-			local newest = 0
-			if op.alg == LOG and op.count > 0 then
-				newest = logNewest(op)
-			end
-			local _, ttl = report(st, now, op, op.count, newest)
-			u = { restore = '', added = {}, removed = {} }
-			if ttl > 0 then
-				u.restore = op.raw
-			end
-		end
-		local count, newest = op.count, 0
-		if consumes then
-			count, newest = consume(st, now, op, u)
-		elseif op.alg == LOG and count > 0 then
-			newest = logNewest(op)
-		end
-		local remaining, reset = report(st, now, op, count, newest)
-		if not op.ok then
-			remaining = 0
-		end
-		local raw = ''
-		if consumes then
-			raw = store(st, op, now, reset)
-		elseif op.raw and reset == 0 then
-			store(st, op, now, 0) -- expired, or another algorithm's: as fresh, not stored
-		end
-		local ok = 0
-		if op.ok then
-			ok = 1
-		end
-		out[#out + 1] = ok
+		out[#out + 1] = allowed
 		out[#out + 1] = remaining
 		out[#out + 1] = reset
-		out[#out + 1] = op.wait
-		undo[i] = 0
-		if u then
-			local p = { u.restore, raw, str(#u.added) }
-			for _, m in ipairs(u.added) do
-				p[#p + 1] = m
-			end
-			for _, v in ipairs(u.removed) do
-				p[#p + 1] = v
-			end
-			undo[i] = p
-		end
+		out[#out + 1] = kept[j + 7]
+		pays[i] = pay
 	end
-	if undoable then
-		for i = 1, #ops do
-			out[#out + 1] = undo[i]
+	if flag then
+		for i = 1, nops do
+			out[#out + 1] = pays[i]
 		end
 	end
 	return out
@@ -696,17 +1094,30 @@ end
 
 -- The undo mode's functions exist in that mode only.
 if mode == 1 then
-	-- restore puts op's key back as the take found it (nothing wrote it
-	-- since), and reports it at the take's time t0.
-	local function restore(op, raw, added, removed, t0, t)
-		local st = decode(raw)
-		if st == nil then
-			store(fresh(), op, t, 0)
-			return report(fresh(), t0, op, 0, 0)
+	-- decode returns the state raw holds (with its expiry x), nil when it
+	-- holds none.
+	local function decode(raw)
+		if not raw then
+			return nil
 		end
-		if op.alg == LOG then
+		local a, x, at, n, p = match(raw, stateFormat)
+		if not a then
+			return nil
+		end
+		return tonumber(a), tonumber(x), tonumber(at), tonumber(n), tonumber(p)
+	end
+
+	-- restore puts the op's key back as the take found it (nothing wrote it
+	-- since), and reports it at the take's time t0.
+	local function restore(raw, added, removed, t0, t)
+		local sa, x, at, n, prev = decode(raw)
+		if sa == nil then
+			store(0, 0, 0, 0, t, 0)
+			return report(0, 0, 0, 0, t0, 0, 0)
+		end
+		if alg == LOG then
 			if #added > 0 then
-				zcall('ZREM', op, added)
+				zcall('ZREM', added)
 			end
 			if #removed > 0 then
 				local args = {}
@@ -714,89 +1125,87 @@ if mode == 1 then
 					args[#args + 1] = removed[j + 1]
 					args[#args + 1] = removed[j]
 				end
-				zcall('ZADD', op, args)
+				zcall('ZADD', args)
 			end
 		end
-		local ttl = st.x - t
+		local ttl = x - t
 		if ttl > 0 then
 			local px = str(ceildiv(ttl, 1000) + slack)
-			call('SET', op.key, raw, 'PX', px)
-			if op.alg == LOG then
-				call('PEXPIRE', op.lk, px)
+			call('SET', key, raw, 'PX', px)
+			if alg == LOG then
+				call('PEXPIRE', lk, px)
 			end
 		else
-			store(st, op, t, 0)
+			store(sa, at, n, prev, t, 0)
 		end
-		if op.alg == LOG then
-			return reportLog(st, t0, op)
+		if alg == LOG then
+			return reportLog(sa, t0)
 		end
-		return report(st, t0, op, 0, 0)
+		return report(sa, at, n, prev, t0, 0, 0)
 	end
 
 	-- refundOwn gives back, as of t, the part of what the take wrote (ours)
 	-- that is verifiably still in the counter, when other calls wrote it since:
 	-- the units not yet refilled, drained or out of their window. It never
 	-- gives back more than the take took, so an undo never over-admits.
-	local function refundOwn(op, ours, added, t)
-		local st = load(op.key, t)
-		local cost = max(op.cost, 0)
-		local a = op.alg
+	local function refundOwn(ours, added, t)
+		local oa, _, oat, on = decode(ours)
+		local _, sa, at, n, prev = load(t)
 		local changed = false
-		if ours ~= nil and st.alg == a then
-			if a == GCRA then
-				local T = idiv(op.period, op.limit)
-				local own = min(cost * T, max(ours.at - t, 0))
-				if own > 0 and st.at > t then
-					st.at = max(st.at - own, t)
+		if oa ~= nil and sa == alg then
+			if alg == GCRA then
+				local own = min(cost * T, max(oat - t, 0))
+				if own > 0 and at > t then
+					at = max(at - own, t)
 					changed = true
 				end
-			elseif a == TOKEN then
-				local cap = op.burst * op.period
-				local own = min(cost * op.period, cap - tokensAt(ours, t, op))
-				local tokens = tokensAt(st, t, op)
+			elseif alg == TOKEN then
+				local cap = burst * period
+				local own = min(cost * period, cap - tokensAt(oa, oat, on, t))
+				local tokens = tokensAt(sa, at, n, t)
 				if own > 0 and tokens < cap then
-					st.n = min(tokens + own, cap)
-					st.at = max(st.at, t)
+					n = min(tokens + own, cap)
+					at = max(at, t)
 					changed = true
 				end
-			elseif a == LEAKY then
-				local own = min(cost * op.period, levelAt(ours, t, op))
-				local level = levelAt(st, t, op)
+			elseif alg == LEAKY then
+				local own = min(cost * period, levelAt(oa, oat, on, t))
+				local level = levelAt(sa, at, n, t)
 				if own > 0 and level > 0 then
-					st.n = max(level - own, 0)
-					st.at = max(st.at, t)
+					n = max(level - own, 0)
+					at = max(at, t)
 					changed = true
 				end
-			elseif a == FIXED then
-				local start, n = fixedAt(st, t, op)
-				if start == ours.at and n > 0 then
-					st.at, st.n, st.prev = start, max(n - cost, 0), 0
+			elseif alg == FIXED then
+				local start, cnt = fixedAt(sa, at, n, t)
+				if start == oat and cnt > 0 then
+					at, n, prev = start, max(cnt - cost, 0), 0
 					changed = true
 				end
-			elseif a == SLIDING then
-				local start, prev, cur = slidingAt(st, t, op)
-				if start == ours.at and cur > 0 then
-					st.at, st.n, st.prev = start, max(cur - cost, 0), prev
+			elseif alg == SLIDING then
+				local start, pr, cur = slidingAt(sa, at, n, prev, t)
+				if start == oat and cur > 0 then
+					at, n, prev = start, max(cur - cost, 0), pr
 					changed = true
-				elseif start == ours.at + op.period and prev > 0 then
-					st.at, st.n, st.prev = start, cur, max(prev - cost, 0)
+				elseif start == oat + period and pr > 0 then
+					at, n, prev = start, cur, max(pr - cost, 0)
 					changed = true
 				end
-			elseif a == LOG then
-				if #added > 0 and zcall('ZREM', op, added) > 0 then
-					st.n = st.n + 1
+			elseif alg == LOG then
+				if #added > 0 and zcall('ZREM', added) > 0 then
+					n = n + 1
 					changed = true
 				end
 			end
 		end
 		local remaining, reset
-		if a == LOG then
-			remaining, reset = reportLog(st, t, op)
+		if alg == LOG then
+			remaining, reset = reportLog(sa, t)
 		else
-			remaining, reset = report(st, t, op, 0, 0)
+			remaining, reset = report(sa, at, n, prev, t, 0, 0)
 		end
 		if changed then
-			store(st, op, t, reset)
+			store(sa, at, n, prev, t, reset)
 		end
 		return remaining, reset
 	end
@@ -806,26 +1215,28 @@ if mode == 1 then
 		if flag then
 			t = time()
 		end
-		local out, ac = {}, 2
-		for _, op in ipairs(ops) do
+		local out, ac = {}, 4 + width * nops
+		for i = 1, nops do
+			use(i)
+			local m = h[width * i]
 			local raw, ours, nadded = ARGV[ac], ARGV[ac + 1], tonumber(ARGV[ac + 2])
 			local added, removed = {}, {}
 			for j = ac + 3, ac + 2 + nadded do
 				added[#added + 1] = ARGV[j]
 			end
-			for j = ac + 3 + nadded, ac + op.m - 1 do
+			for j = ac + 3 + nadded, ac + m - 1 do
 				removed[#removed + 1] = ARGV[j]
 			end
-			ac = ac + op.m
-			local cur = call('GET', op.key)
+			ac = ac + m
+			local cur = call('GET', key)
 			if not cur then
 				cur = ''
 			end
 			local remaining, reset
 			if cur == ours then
-				remaining, reset = restore(op, raw, added, removed, t0, t)
+				remaining, reset = restore(raw, added, removed, t0, t)
 			else
-				remaining, reset = refundOwn(op, decode(ours), added, t)
+				remaining, reset = refundOwn(ours, added, t)
 			end
 			out[#out + 1] = remaining
 			out[#out + 1] = reset

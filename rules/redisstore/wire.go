@@ -105,22 +105,17 @@ func (s *Store) setKeys(b *batch, ops []rules.Op) {
 	}
 }
 
-// appendHeader appends ARGV[1]'s header: mode + 2×flag, now, slack.
-func (s *Store) appendHeader(a []byte, mode int64, nowUS int64, flag bool) []byte {
+// header is ARGV[1]: mode + 2×flag + 4×ops.
+func header(mode int64, flag bool, ops int) int64 {
 	if flag {
 		mode += 2
 	}
-	a = strconv.AppendInt(a, mode, 10)
-	a = append(a, ' ')
-	a = strconv.AppendInt(a, nowUS, 10)
-	a = append(a, ' ')
-	return strconv.AppendInt(a, s.slackMS, 10)
+	return mode + 4*int64(ops)
 }
 
-// appendOp appends op's fields: kind + 8×algorithm + 64×enforce +
-// 128×attempts (one number: each costs the script a conversion), limit,
-// burst, period and cost.
-func appendOp(a []byte, op *rules.Op) []byte {
+// opCode is an op's first field: kind + 8×algorithm + 64×enforce +
+// 128×attempts (one number: each costs the script a conversion).
+func opCode(op *rules.Op) int64 {
 	code := int64(op.Kind) + 8*int64(op.Algorithm)
 	if op.Enforce {
 		code += 64
@@ -128,11 +123,12 @@ func appendOp(a []byte, op *rules.Op) []byte {
 	if op.Attempts {
 		code += 128
 	}
-	for _, v := range [...]int64{code, op.Limit, op.Burst, op.PeriodUS, op.Cost} {
-		a = append(a, ' ')
-		a = strconv.AppendInt(a, v, 10)
-	}
-	return a
+	return code
+}
+
+// appendOp appends op's fields: its code, limit, burst, period and cost.
+func appendOp(a []any, op *rules.Op) []any {
+	return append(a, opCode(op), op.Limit, op.Burst, op.PeriodUS, op.Cost)
 }
 
 // prepare makes b the take call of ops[idx] (all ops when idx is nil) at
@@ -141,12 +137,12 @@ func (s *Store) prepare(b *batch, ops []rules.Op, idx []int, nowUS int64, undo b
 	b.idx, b.undo = idx, undo
 	s.setKeys(b, ops)
 	n := b.len(ops)
-	a := make([]byte, 0, 32+n*40)
-	a = s.appendHeader(a, modeTake, nowUS, undo)
+	a := make([]any, 0, 3+5*n)
+	a = append(a, header(modeTake, undo, n), nowUS, s.slackMS)
 	for j := range n {
 		a = appendOp(a, &ops[b.op(j)])
 	}
-	b.args = []any{string(a)}
+	b.args = a
 }
 
 func (b *batch) run(ctx context.Context, s *Store, n scripter) {
@@ -260,18 +256,17 @@ func (s *Store) prepareUndo(u *batch, ops []rules.Op, b *batch) bool {
 	}
 	u.idx = idx
 	s.setKeys(u, ops)
-	a := make([]byte, 0, 32+len(idx)*52)
-	a = s.appendHeader(a, modeUndo, b.now, !s.callerClock)
-	args := make([]any, 1, 1+npay)
+	args := make([]any, 0, 3+6*len(idx)+npay)
+	args = append(args, header(modeUndo, !s.callerClock, len(idx)), b.now, s.slackMS)
 	for j := range n {
 		if p := b.pay[j]; p != nil {
-			a = appendOp(a, &ops[b.op(j)])
-			a = append(a, ' ')
-			a = strconv.AppendInt(a, int64(len(p)), 10)
-			args = append(args, p...)
+			args = appendOp(args, &ops[b.op(j)])
+			args = append(args, int64(len(p)))
 		}
 	}
-	args[0] = string(a)
+	for j := range n {
+		args = append(args, b.pay[j]...)
+	}
 	u.args = args
 	return true
 }

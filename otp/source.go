@@ -1,0 +1,146 @@
+package otp
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SourceKind is where an identity source reads its value.
+type SourceKind uint8
+
+// The source kinds, as written before the colon in a policy.
+const (
+	SourceJSON   SourceKind = iota + 1 // json:PATH, a field of a JSON body
+	SourceForm                         // form:NAME, a field of a form body
+	SourceHeader                       // header:NAME, a request header
+	SourceQuery                        // query:NAME, a query-string parameter
+	SourceCookie                       // cookie:NAME, a request cookie
+)
+
+// String returns the kind as a policy writes it ("json").
+func (k SourceKind) String() string {
+	switch k {
+	case SourceJSON:
+		return "json"
+	case SourceForm:
+		return "form"
+	case SourceHeader:
+		return "header"
+	case SourceQuery:
+		return "query"
+	case SourceCookie:
+		return "cookie"
+	}
+	return "invalid"
+}
+
+// MaxPathSegments caps the depth of a json: path.
+const MaxPathSegments = 16
+
+// Source is one place an identity (phone, account, otp_session) is read
+// from, as the identity { } block lists them: "json:user.phone",
+// "form:phone", "header:X-Phone", "query:phone", "cookie:session".
+type Source struct {
+	Kind SourceKind
+	// Name is the text after the colon: the dot path of a json: source,
+	// the exact (case-sensitive) field, parameter or cookie name, or the
+	// header name (matched case-insensitively, as HTTP does).
+	Name string
+	// Path is Name split at its dots, for json: sources only.
+	Path []string
+}
+
+// String returns the source as a policy writes it ("json:user.phone").
+func (s Source) String() string { return s.Kind.String() + ":" + s.Name }
+
+// Body returns the body format the source reads from: BodyJSON for json:,
+// BodyForm for form:, BodyNone for sources outside the body.
+func (s Source) Body() BodyFormat {
+	switch s.Kind {
+	case SourceJSON:
+		return BodyJSON
+	case SourceForm:
+		return BodyForm
+	}
+	return BodyNone
+}
+
+// BodyField reads a json: or form: source from a body of the given format
+// (BodyKind's answer). A source of another format, or a body of none, has
+// nothing to read: found is false and err nil.
+func (s Source) BodyField(format BodyFormat, body []byte) (value string, found bool, err error) {
+	switch {
+	case s.Kind == SourceJSON && format == BodyJSON:
+		return JSONField(body, s.Path)
+	case s.Kind == SourceForm && format == BodyForm:
+		return FormField(body, s.Name)
+	}
+	return "", false, nil
+}
+
+// ParseSource parses a source as the identity { } block writes it. The kind
+// is lower case; the name is not empty. A json: path is dot-separated with
+// no empty segment and at most MaxPathSegments of them; a header or cookie
+// name is an RFC 9110 token; form and query names are matched exactly, so
+// they may hold any character but a control character. The error reads as
+// a diagnostic's detail.
+func ParseSource(s string) (Source, error) {
+	kind, name, ok := strings.Cut(s, ":")
+	if !ok {
+		return Source{}, fmt.Errorf("source %q has no kind: write json:PATH, form:NAME, header:NAME, query:NAME or cookie:NAME", s)
+	}
+	var src Source
+	switch kind {
+	case "json":
+		src.Kind = SourceJSON
+	case "form":
+		src.Kind = SourceForm
+	case "header":
+		src.Kind = SourceHeader
+	case "query":
+		src.Kind = SourceQuery
+	case "cookie":
+		src.Kind = SourceCookie
+	default:
+		return Source{}, fmt.Errorf("source %q has an unknown kind %q: use json, form, header, query or cookie", s, kind)
+	}
+	if name == "" {
+		return Source{}, fmt.Errorf("source %q has an empty name", s)
+	}
+	src.Name = name
+	switch src.Kind {
+	case SourceJSON:
+		path := strings.Split(name, ".")
+		if len(path) > MaxPathSegments {
+			return Source{}, fmt.Errorf("source %q has %d path segments, at most %d are allowed", s, len(path), MaxPathSegments)
+		}
+		for i, seg := range path {
+			if seg == "" {
+				return Source{}, fmt.Errorf("source %q has an empty path segment %d: write a dot path such as user.phone", s, i+1)
+			}
+		}
+		src.Path = path
+	case SourceHeader, SourceCookie:
+		for i := 0; i < len(name); i++ {
+			if !isTokenChar(name[i]) {
+				return Source{}, fmt.Errorf("source %q has a character not allowed in a %s name at byte %d", s, kind, i+len(kind)+1)
+			}
+		}
+	default:
+		for i := 0; i < len(name); i++ {
+			if name[i] < 0x20 || name[i] == 0x7f {
+				return Source{}, fmt.Errorf("source %q has a control character at byte %d", s, i+len(kind)+1)
+			}
+		}
+	}
+	return src, nil
+}
+
+// isTokenChar reports whether c is an RFC 9110 tchar.
+func isTokenChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}

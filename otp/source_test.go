@@ -1,0 +1,174 @@
+package otp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseSource(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in      string
+		want    Source
+		wantErr string // a substring of the error; "" for none
+	}{
+		{in: "json:phone", want: Source{Kind: SourceJSON, Name: "phone", Path: []string{"phone"}}},
+		{in: "json:user.phone", want: Source{Kind: SourceJSON, Name: "user.phone", Path: []string{"user", "phone"}}},
+		{in: "form:phone", want: Source{Kind: SourceForm, Name: "phone"}},
+		{in: "form:user[phone]", want: Source{Kind: SourceForm, Name: "user[phone]"}},
+		{in: "header:X-Phone", want: Source{Kind: SourceHeader, Name: "X-Phone"}},
+		{in: "query:phone", want: Source{Kind: SourceQuery, Name: "phone"}},
+		{in: "cookie:__Host-session", want: Source{Kind: SourceCookie, Name: "__Host-session"}},
+		{in: "json:a:b", want: Source{Kind: SourceJSON, Name: "a:b", Path: []string{"a:b"}}},
+
+		{in: "phone", wantErr: "has no kind"},
+		{in: "body:phone", wantErr: `unknown kind "body"`},
+		{in: "JSON:phone", wantErr: `unknown kind "JSON"`},
+		{in: "json:", wantErr: "empty name"},
+		{in: "json:user..phone", wantErr: "empty path segment 2"},
+		{in: "json:.phone", wantErr: "empty path segment 1"},
+		{in: "json:phone.", wantErr: "empty path segment 2"},
+		{in: "json:" + strings.Repeat("a.", MaxPathSegments) + "a", wantErr: "path segments"},
+		{in: "header:X Phone", wantErr: "not allowed in a header name at byte 8"},
+		{in: "cookie:a=b", wantErr: "not allowed in a cookie name"},
+		{in: "query:a\nb", wantErr: "control character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParseSource(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseSource(%q) = %+v, %v; want an error with %q", tt.in, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseSource(%q): %v", tt.in, err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ParseSource(%q) = %+v, want %+v", tt.in, got, tt.want)
+			}
+			if got.String() != tt.in {
+				t.Errorf("String() = %q, want %q", got.String(), tt.in)
+			}
+		})
+	}
+}
+
+func TestSourceBodyField(t *testing.T) {
+	t.Parallel()
+	jsonSrc, _ := ParseSource("json:phone")
+	formSrc, _ := ParseSource("form:phone")
+	hdrSrc, _ := ParseSource("header:phone")
+	jsonBody := []byte(`{"phone":"1"}`)
+	formBody := []byte(`phone=2`)
+	tests := []struct {
+		name   string
+		src    Source
+		format BodyFormat
+		body   []byte
+		want   string
+		found  bool
+	}{
+		{"json from json", jsonSrc, BodyJSON, jsonBody, "1", true},
+		{"form from form", formSrc, BodyForm, formBody, "2", true},
+		{"json from form", jsonSrc, BodyForm, formBody, "", false},
+		{"form from json", formSrc, BodyJSON, jsonBody, "", false},
+		{"json from none", jsonSrc, BodyNone, jsonBody, "", false},
+		{"header", hdrSrc, BodyJSON, jsonBody, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, found, err := tt.src.BodyField(tt.format, tt.body)
+			if err != nil || got != tt.want || found != tt.found {
+				t.Errorf("BodyField = %q, %v, %v; want %q, %v, nil", got, found, err, tt.want, tt.found)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		src  Source
+		want BodyFormat
+	}{{jsonSrc, BodyJSON}, {formSrc, BodyForm}, {hdrSrc, BodyNone}} {
+		if got := tt.src.Body(); got != tt.want {
+			t.Errorf("%s.Body() = %s, want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestBodyKind(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		ct   string
+		body string
+		want BodyFormat
+	}{
+		{"json", "application/json", `{"a":1}`, BodyJSON},
+		{"json with charset", "application/json; charset=utf-8", `{}`, BodyJSON},
+		{"json upper case", "Application/JSON", `[]`, BodyJSON},
+		{"json with spaces", " application/json ;charset=utf-8", ``, BodyJSON},
+		{"problem+json", "application/problem+json", `{}`, BodyJSON},
+		{"vnd+json", "application/vnd.api+json", `x`, BodyJSON},
+		{"json body without a type", "", `{"phone":"1"}`, BodyJSON},
+		{"json body as text/plain", "text/plain", " \n{\"phone\":\"1\"}", BodyJSON},
+		{"json body with a BOM", "", "\uFEFF{}", BodyJSON},
+		{"json body sent as a form", "application/x-www-form-urlencoded", `{"phone":"1"}`, BodyJSON},
+		{"form", "application/x-www-form-urlencoded", `phone=1`, BodyForm},
+		{"form with charset", "application/x-www-form-urlencoded; charset=UTF-8", `phone=1`, BodyForm},
+		{"form upper case", "APPLICATION/X-WWW-FORM-URLENCODED", ``, BodyForm},
+		{"form body without a type", "", `phone=1`, BodyNone},
+		{"multipart", "multipart/form-data; boundary=x", `--x`, BodyNone},
+		{"text", "text/plain", `phone=1`, BodyNone},
+		{"json array without a type", "", `[{"phone":"1"}]`, BodyNone},
+		{"just +json", "+json", `x`, BodyNone},
+		{"jsonx", "application/jsonx", `x`, BodyNone},
+		{"empty", "", ``, BodyNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := BodyKind(tt.ct, []byte(tt.body)); got != tt.want {
+				t.Errorf("BodyKind(%q, %q) = %s, want %s", tt.ct, tt.body, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAppendSessionKey(t *testing.T) {
+	t.Parallel()
+	pairs := [][2]string{
+		{"+12015550123", "abc"},
+		{"+1201555012", "3abc"},
+		{"+12015550123a", "bc"},
+		{"+12015550123", ""},
+		{"", "+12015550123"},
+		{"", ""},
+		{"+12015550123", strings.Repeat("x", 300)},
+	}
+	seen := map[string][2]string{}
+	for _, p := range pairs {
+		key := AppendSessionKey([]byte("prefix"), p[0], p[1])
+		if !bytes.HasPrefix(key, []byte("prefix")) {
+			t.Fatalf("AppendSessionKey dropped dst: %q", key)
+		}
+		key = key[len("prefix"):]
+		if prev, ok := seen[string(key)]; ok {
+			t.Errorf("pairs %q and %q give one key", prev, p)
+		}
+		seen[string(key)] = p
+		// The key decodes back to its pair.
+		n, w := binary.Uvarint(key)
+		phone := string(key[w : w+int(n)])
+		rest := key[w+int(n):]
+		m, w2 := binary.Uvarint(rest)
+		session := string(rest[w2:])
+		if phone != p[0] || session != p[1] || int(m) != len(session) {
+			t.Errorf("AppendSessionKey(%q, %q) decodes to %q, %q", p[0], p[1], phone, session)
+		}
+	}
+}
