@@ -128,10 +128,12 @@ func TestCgnatCrowdAgainstARealEdge(t *testing.T) {
 	if sent != 200 || passes+refused != sent {
 		t.Errorf("attacker: sent %d, passes %d, refused %d; want 200 = passes + refused", sent, passes, refused)
 	}
-	// Its burst at least; at most the bound, which over about 2 s is the
-	// burst and about 10 refills of 200 ms.
-	if passes < 10 || passes > bound || bound > 22 {
-		t.Errorf("attacker passes %d, bound %d; want 10 ≤ passes ≤ bound ≤ 22", passes, bound)
+	// Its burst at least (it asks 20 times as often as its bucket
+	// refills), and never more than the bound: over about 2 s, the burst
+	// and about 10 refills of 200 ms, more if a loaded machine stretched
+	// the attack.
+	if passes < 10 || passes > bound {
+		t.Errorf("attacker passes %d, bound %d; want 10 ≤ passes ≤ bound", passes, bound)
 	}
 	// The mint budget has over 100 IDs left: every pass mints one.
 	if ids != passes {
@@ -139,26 +141,28 @@ func TestCgnatCrowdAgainstARealEdge(t *testing.T) {
 	}
 }
 
-// TestCgnatCrowdDetectsATightCeiling: with an ip_ceiling of 1000 per 2 s
-// (about 2000 over the run, with its burst) the crowd's 4000 requests
-// cannot all be served, and the scenario says so with exit 1.
+// TestCgnatCrowdDetectsATightCeiling: with the default ip_ceiling, 10 ×
+// limit = 100 per 2 s (its burst of 100 and 50 a second: about 200 over
+// the run, at most 1600 if a loaded machine stretched it to the whole
+// -duration), the crowd's 4000 requests cannot all be served, and the
+// scenario says so with exit 1.
 func TestCgnatCrowdDetectsATightCeiling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real run of a few seconds")
 	}
 	t.Setenv("EDGE_VISITOR_SECRETS", "loadtest-visitor-secret-0123456789")
-	base := startEdge(t, cgnatPolicyPath, append(shortPeriod, "ip_ceiling = 4500", "ip_ceiling = 1000")...)
+	base := startEdge(t, cgnatPolicyPath, append(shortPeriod, "ip_ceiling = 4500", "ip_ceiling = 100")...)
 
-	code, out, stderr := runTool(t, "-scenario", "cgnat-crowd", "-target", base, "-period", "2s", "-ip-ceiling", "1000")
+	code, out, stderr := runTool(t, "-scenario", "cgnat-crowd", "-target", base, "-period", "2s", "-ip-ceiling", "100")
 	if code != exitMismatch {
 		t.Fatalf("exit %d, want %d; stderr %q\n%s", code, exitMismatch, stderr, out)
 	}
-	if !strings.Contains(stderr, "exceed -ip-ceiling 1000") || !strings.Contains(stderr, "crowd requests served") {
+	if !strings.Contains(stderr, "exceed -ip-ceiling 100:") || !strings.Contains(stderr, "crowd requests served") {
 		t.Errorf("stderr %q: want the warning and the failure", stderr)
 	}
 	refused := reportInt(t, out, `\n    refused \(429\)   (\d+)\n    other           \d+\n    new IDs`)
-	if refused < 1000 {
-		t.Errorf("crowd refused %d, want over 1000 of 4000:\n%s", refused, out)
+	if refused < 2000 {
+		t.Errorf("crowd refused %d, want over 2000 of 4000:\n%s", refused, out)
 	}
 	if !strings.Contains(out, "    all served: NO\n") || !strings.Contains(out, "cgnat-crowd: FAIL: ") {
 		t.Errorf("report:\n%s", out)
