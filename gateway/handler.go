@@ -59,6 +59,7 @@ type fields struct{ r *fasthttp.Request }
 func (f *fields) Header(name []byte) []byte { return f.r.Header.PeekBytes(name) }
 func (f *fields) Cookie(name []byte) []byte { return f.r.Header.CookieBytes(name) }
 func (f *fields) Query(name []byte) []byte  { return f.r.URI().QueryArgs().PeekBytes(name) }
+func (f *fields) RawQuery() []byte          { return f.r.URI().QueryString() }
 func (f *fields) Body() (contentType, body []byte) {
 	return f.r.Header.ContentType(), f.r.Body()
 }

@@ -23,6 +23,8 @@ type Fields interface {
 	Header(name []byte) []byte
 	Cookie(name []byte) []byte
 	Query(name []byte) []byte
+	// RawQuery returns the query string as sent, without the '?'.
+	RawQuery() []byte
 	// Body returns the request's Content-Type and body (already capped at
 	// max_body_bytes by the server). The Engine calls it only when a
 	// matching rule needs a body field, and parses the body at most once
@@ -598,7 +600,16 @@ func (e *Engine) lookup(src otp.Source, req *Request, s *Scratch) (string, keySt
 	case otp.SourceHeader:
 		v = req.Fields.Header([]byte(src.Name))
 	case otp.SourceQuery:
-		v = req.Fields.Query([]byte(src.Name))
+		// Read as origins read it: a parameter given twice with
+		// different values is ambiguous, hence invalid.
+		q, found, err := otp.QueryField(req.Fields.RawQuery(), src.Name)
+		switch {
+		case err != nil:
+			return "", keyInvalid
+		case !found || q == "":
+			return "", keyMissing
+		}
+		return q, keyPresent
 	case otp.SourceCookie:
 		v = req.Fields.Cookie([]byte(src.Name))
 	case otp.SourceJSON, otp.SourceForm:

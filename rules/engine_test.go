@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,13 @@ type fields struct {
 }
 
 func (f fields) Body() ([]byte, []byte) { return []byte(f.contentType), []byte(f.body) }
+func (f fields) RawQuery() []byte {
+	var q []string
+	for k, v := range f.query {
+		q = append(q, k+"="+v)
+	}
+	return []byte(strings.Join(q, "&"))
+}
 
 func (f fields) Header(n []byte) []byte { return bytesOf(f.header, n) }
 func (f fields) Cookie(n []byte) []byte { return bytesOf(f.cookie, n) }
@@ -375,5 +383,83 @@ rule "verify-global" {
 		if got := s.Matches[0].Outcome; got != w {
 			t.Errorf("#%d: attempts rule got %v, want %v", i, got, w)
 		}
+	}
+}
+
+func TestEngineIdentities(t *testing.T) {
+	p := load(t, `
+identity {
+  phone        = ["json:phone", "form:phone", "query:phone", "header:X-Phone"]
+  phone_region = "US"
+  otp_session  = ["json:challenge_id"]
+}
+rule "per-phone" {
+  paths     = ["/otp/*"]
+  key       = ["phone"]
+  limit     = 2
+  period    = "1h"
+  sensitive = true
+}
+rule "foreign" {
+  paths  = ["/otp/*"]
+  action = "deny"
+  when {
+    phone_country_not_in = ["US"]
+  }
+}
+rule "per-session" {
+  paths     = ["/otp/verify"]
+  key       = ["otp_session"]
+  limit     = 1
+  period    = "1h"
+  count     = "attempts"
+  reset_on_success = true
+  sensitive = true
+}
+`)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(4)
+	send := func(f fields) rules.Verdict {
+		return check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1", f: f}, s).Verdict
+	}
+	tests := []struct {
+		name string
+		f    fields
+		want rules.Verdict
+	}{
+		{"json", fields{contentType: "application/json", body: `{"phone":"+1 202-555-0100"}`}, rules.Forward},
+		{"form, same phone", fields{contentType: "application/x-www-form-urlencoded", body: "phone=%28202%29+555-0100"}, rules.Forward},
+		{"header, same phone: third", fields{header: map[string]string{"X-Phone": "2025550100"}}, rules.RefuseLimit},
+		{"duplicate json keys", fields{contentType: "application/json", body: `{"phone":"+12025550111","Phone":"+12025550122"}`}, rules.RejectInvalid},
+		{"duplicate query", fields{query: map[string]string{"phone": "+12025550111&phone=+12025550122"}}, rules.RejectInvalid},
+		{"not a number", fields{contentType: "application/json", body: `{"phone":"call me maybe"}`}, rules.RejectInvalid},
+		{"absent on a sensitive rule", fields{contentType: "application/json", body: `{}`}, rules.RejectMissing},
+		{"foreign country", fields{contentType: "application/json", body: `{"phone":"+44 20 7946 0958"}`}, rules.RefuseLimit},
+	}
+	for _, tt := range tests {
+		if got := send(tt.f); got != tt.want {
+			t.Errorf("%s: got verdict %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	// otp_session with reset_on_success: one attempt an hour per code,
+	// cleared by a success.
+	verify := func() rules.Decision {
+		return check(e, p, req{method: "POST", path: "/otp/verify", client: "192.0.2.1", f: fields{contentType: "application/json",
+			body: `{"phone":"+12025550177","challenge_id":"c1"}`}}, s)
+	}
+	if d := verify(); d.Verdict != rules.Forward || !d.Settle {
+		t.Fatalf("first verify: verdict %d settle %v", d.Verdict, d.Settle)
+	}
+	if called, err := e.Settle(context.Background(), t0, s, 200, nil); !called || err != nil {
+		t.Fatalf("settle: %v %v", called, err)
+	}
+	if d := verify(); d.Verdict != rules.Forward {
+		t.Errorf("after a success reset: verdict %d, want forward", d.Verdict)
+	}
+	if _, err := e.Settle(context.Background(), t0, s, 200, []byte("failure")); err != nil {
+		t.Fatal(err)
+	}
+	if d := verify(); d.Verdict != rules.RefuseLimit {
+		t.Errorf("after a failure: verdict %d, want refused (no reset)", d.Verdict)
 	}
 }
