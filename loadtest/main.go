@@ -59,6 +59,9 @@ type config struct {
 
 	// cgnat-crowd only; connections is also its crowd's pool
 	cgnat cgnatParams
+
+	// otp-pumping and otp-guessing only
+	otp otpParams
 }
 
 // scenario is one kind of traffic.
@@ -87,6 +90,9 @@ func scenarios() map[string]scenario {
 			requests: maxRequests,
 			budget:   throughputBudget,
 		},
+
+		"otp-guessing": {run: runOTPGuessing, duration: otpDuration},
+		"otp-pumping":  {run: runOTPPumping, duration: otpDuration},
 	}
 }
 
@@ -127,6 +133,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cg.mintPeriod, "mint-period", cg.mintPeriod, "cgnat-crowd: the policy's visitor mint_period")
 	fs.IntVar(&cg.attacks, "attacker-requests", cg.attacks, fmt.Sprintf("cgnat-crowd: requests the cookie-cycling attacker sends over the period (at most %d)", maxAttackRequests))
 	fs.StringVar(&cg.cookie, "cookie", cg.cookie, "cgnat-crowd: the policy's visitor cookie name")
+	op := defaultOTPParams
+	op.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./loadtest [flags]\n\nscenarios: %s\n\nflags:\n", strings.Join(names, ", "))
 		fs.PrintDefaults()
@@ -176,6 +184,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := cg.check(); err != nil {
 		return usage("%v", err)
 	}
+	if err := op.check(); err != nil {
+		return usage("%v", err)
+	}
 	if !ok {
 		return usage("unknown scenario %q (have %s)", *name, strings.Join(names, ", "))
 	}
@@ -208,6 +219,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		warmup:      *warmup,
 
 		cgnat: cg,
+		otp:   op,
 	}
 	budget := cfg.duration
 	if sc.budget != nil {
