@@ -30,12 +30,13 @@ var errEmptyPath = errors.New("empty json path")
 // and err nil.
 //
 // Keys match the way encoding/json matches struct fields: exact or
-// case-insensitive (bytes.EqualFold after decoding escapes). Go takes the
-// last of several matching keys, JavaScript the last exact one, Go's
-// map decoding and Python the last exact one too, so every key along the
-// path that matches must carry the same value, or err is ErrAmbiguous:
-// byte-identical for objects on the way, the same decoded string or number
-// text at the end ("2" and "\u0032" agree). The value must be a string
+// case-insensitive (bytes.EqualFold after decoding escapes). Of several
+// matching keys, Go's struct decoding takes the last that matches
+// case-insensitively (merging objects), JavaScript, Python and Go's map
+// decoding the last exact match. So every key along the path that matches
+// must carry the same value, or err is ErrAmbiguous: byte-identical text
+// for objects on the way, the same decoded string or number text at the
+// end ("2" and "\u0032" agree). The value must be a string
 // (returned decoded, invalid UTF-8 and lone surrogates replaced by U+FFFD,
 // as encoding/json does) or an integer that every parser reads exactly
 // (returned as its text: at most 2^53-1 in magnitude, no fraction or
@@ -48,21 +49,52 @@ func JSONField(body []byte, path []string) (value string, found bool, err error)
 	if len(path) == 0 {
 		return "", false, errEmptyPath
 	}
+	return ParseJSON(body).Field(path)
+}
+
+// JSONDoc is a JSON body checked once, so that several fields of it (a
+// phone number and a challenge ID) are read without checking it again. It
+// refers to the body, which must not change while the JSONDoc is in use.
+// The zero JSONDoc is an empty body.
+type JSONDoc struct {
+	obj []byte // the top-level object; nil when the body holds none
+	err error  // ErrMalformed or nil
+}
+
+// ParseJSON checks a JSON body as JSONField does. It never fails: a
+// malformed body gives a JSONDoc whose Err and fields are ErrMalformed.
+func ParseJSON(body []byte) JSONDoc {
 	start := skipJSONSpace(body, skipBOM(body))
 	if start == len(body) {
-		return "", false, nil
+		return JSONDoc{}
 	}
 	end, err := validateJSON(body, start)
 	if err != nil {
-		return "", false, err
+		return JSONDoc{err: err}
 	}
 	if skipJSONSpace(body, end) != len(body) {
-		return "", false, ErrMalformed
+		return JSONDoc{err: ErrMalformed}
 	}
 	if body[start] != '{' {
+		return JSONDoc{}
+	}
+	return JSONDoc{obj: body[start:end]}
+}
+
+// Err returns ErrMalformed for a malformed body, nil otherwise.
+func (d JSONDoc) Err() error { return d.err }
+
+// Field reads the field at path as JSONField does.
+func (d JSONDoc) Field(path []string) (value string, found bool, err error) {
+	switch {
+	case len(path) == 0:
+		return "", false, errEmptyPath
+	case d.err != nil:
+		return "", false, d.err
+	case d.obj == nil:
 		return "", false, nil
 	}
-	obj := body[start:end]
+	obj := d.obj
 	for _, seg := range path[:len(path)-1] {
 		v, ok, err := member(obj, seg, false)
 		if err != nil || !ok {
@@ -380,9 +412,9 @@ func validateJSON(b []byte, i int) (int, error) {
 	stack := small[:]
 	depth := 0
 	const (
-		wantValue = iota // a value must start here
-		wantKey          // a key must start here
-		afterValue       // a value just ended
+		wantValue  = iota // a value must start here
+		wantKey           // a key must start here
+		afterValue        // a value just ended
 	)
 	state := wantValue
 	for {

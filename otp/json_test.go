@@ -136,3 +136,38 @@ func TestJSONFieldEmptyPath(t *testing.T) {
 		t.Errorf("JSONField with no path: found %v, err %v; want an error", found, err)
 	}
 }
+
+// TestJSONDoc reads several fields of one body checked once.
+func TestJSONDoc(t *testing.T) {
+	t.Parallel()
+	doc := ParseJSON([]byte(`{"phone":"2025550100","challenge_id":"c-1","user":{"phone":1},"x":null}`))
+	if doc.Err() != nil {
+		t.Fatalf("Err() = %v", doc.Err())
+	}
+	for _, tt := range []struct {
+		path  []string
+		want  string
+		found bool
+		err   error
+	}{
+		{[]string{"phone"}, "2025550100", true, nil},
+		{[]string{"challenge_id"}, "c-1", true, nil},
+		{[]string{"user", "phone"}, "1", true, nil},
+		{[]string{"x"}, "", false, ErrNotIdentity},
+		{[]string{"email"}, "", false, nil},
+		{nil, "", false, errEmptyPath},
+	} {
+		got, found, err := doc.Field(tt.path)
+		if got != tt.want || found != tt.found || err != tt.err {
+			t.Errorf("Field(%q) = %q, %v, %v; want %q, %v, %v", tt.path, got, found, err, tt.want, tt.found, tt.err)
+		}
+	}
+	bad := ParseJSON([]byte(`{"phone":`))
+	if _, _, err := bad.Field([]string{"phone"}); bad.Err() != ErrMalformed || err != ErrMalformed {
+		t.Errorf("malformed: Err() = %v, Field error %v; want ErrMalformed", bad.Err(), err)
+	}
+	var zero JSONDoc
+	if v, found, err := zero.Field([]string{"phone"}); v != "" || found || err != nil {
+		t.Errorf("zero JSONDoc: %q, %v, %v; want not found", v, found, err)
+	}
+}

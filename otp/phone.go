@@ -9,12 +9,12 @@ import (
 	"github.com/nyaruka/phonenumbers"
 )
 
-// MaxPhoneBytes caps the raw text Normalize reads. The longest honest
-// spelling of an E.164 number (15 digits, each a 3-byte full-width digit,
-// with separators, a tel: prefix and an extension) stays well under it, and
-// the cap bounds the regular-expression work phonenumbers does on hostile
-// input.
-const MaxPhoneBytes = 128
+// MaxPhoneBytes caps the raw text Normalize reads. A number written in
+// full-width digits (3 bytes each) with its separators stays under it (the
+// longest test vector is 40 bytes), and the cap bounds the
+// regular-expression work phonenumbers does on hostile input (about
+// linear in the length).
+const MaxPhoneBytes = 64
 
 // UnknownRegion is the region of a possible number that no single region of
 // its country code claims (a NANP number in an unassigned area code, say).
@@ -35,7 +35,7 @@ func (e *phoneError) Error() string        { return "invalid phone number: " + e
 func (e *phoneError) Is(target error) bool { return target == ErrInvalidPhone }
 
 var (
-	errPhoneTooLong     = &phoneError{"longer than 128 bytes"}
+	errPhoneTooLong     = &phoneError{"longer than 64 bytes"}
 	errPhoneEncoding    = &phoneError{"not valid UTF-8"}
 	errPhoneNotNumber   = &phoneError{"not a phone number"}
 	errPhoneCountryCode = &phoneError{"no valid country code"}
@@ -87,8 +87,10 @@ func (p Phone) Country() string { return p.Region }
 // Unicode decimal digits. Without a default region a leading "00" is read
 // as '+', the ITU international prefix.
 //
-// Anything that does not parse, or parses to a number that is not possible
-// (phonenumbers.IsPossibleNumber: the right length for its country), is
+// Anything over MaxPhoneBytes or not UTF-8, anything that does not parse,
+// that parses to a number that is not possible
+// (phonenumbers.IsPossibleNumber: the right length for its country), or
+// whose E.164 form phonenumbers reads back as another number, is
 // ErrInvalidPhone wrapped with the reason. A number need not be valid in
 // the stricter sense (assigned ranges): an unassigned but possible number
 // is still one subscriber's number to the origin, and refusing it would let
@@ -141,14 +143,11 @@ func stableE164(e164 string) bool {
 	return phonenumbers.IsPossibleNumber(&num) && phonenumbers.Format(&num, phonenumbers.E164) == e164
 }
 
-// ValidRegion reports whether region is a region code Normalize knows as a
-// default region or that a phone's Region can take ("US", "GB"; "001" for
-// non-geographic numbers). Use it to check phone_region and the lists of
-// phone_country_in and phone_country_not_in when a policy compiles.
+// ValidRegion reports whether region is a region Normalize knows as a
+// default region (an upper-case ISO 3166-1 alpha-2 code such as "US"). Use
+// it to check phone_region when a policy compiles. A Phone's Region is one
+// of these, "001" for a non-geographic number, or UnknownRegion.
 func ValidRegion(region string) bool {
-	if region == "001" {
-		return true
-	}
 	return phonenumbers.GetCountryCodeForRegion(region) != 0
 }
 

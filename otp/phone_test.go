@@ -331,12 +331,12 @@ func TestNormalizeExactlyAtCap(t *testing.T) {
 
 func TestValidRegion(t *testing.T) {
 	t.Parallel()
-	for _, r := range []string{"US", "GB", "AC", "001"} {
+	for _, r := range []string{"US", "GB", "AC", "VA"} {
 		if !ValidRegion(r) {
 			t.Errorf("ValidRegion(%q) = false, want true", r)
 		}
 	}
-	for _, r := range []string{"", "ZZ", "us", "XX", "USA"} {
+	for _, r := range []string{"", "ZZ", "001", "us", "XX", "USA"} {
 		if ValidRegion(r) {
 			t.Errorf("ValidRegion(%q) = true, want false", r)
 		}
@@ -367,6 +367,24 @@ func TestDigitTables(t *testing.T) {
 	for _, r := range []rune{'a', '+', 'Ⅻ', '½', '²', 0x10FFFF} {
 		if d, ok := digitValue(r); ok {
 			t.Errorf("digitValue(%U) = %d, true; want false", r, d)
+		}
+	}
+}
+
+// TestNormalizeUnknownRegion: a possible number on a shared country code
+// that no region of it claims is keyed with Region ZZ, never "".
+func TestNormalizeUnknownRegion(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ raw, e164 string }{
+		{"+1 200 555 0123", "+12005550123"}, // NANP area code 200 is unassigned
+		{"+1 099 555 0123", "+10995550123"},
+		{"+7 000 000 0000", "+70000000000"},
+		{"+44 1000 000000", "+441000000000"},
+	}
+	for _, tt := range tests {
+		p, err := Normalize(tt.raw, "US")
+		if err != nil || p.E164 != tt.e164 || p.Region != UnknownRegion || p.Country() != UnknownRegion {
+			t.Errorf("Normalize(%q) = %+v, %v; want {%s ZZ}", tt.raw, p, err, tt.e164)
 		}
 	}
 }
