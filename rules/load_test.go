@@ -49,6 +49,8 @@ func TestLoadShippedAndFixturePolicies(t *testing.T) {
 	for _, name := range []string{
 		"policies.hcl",
 		"testdata/fixtures/policies/foundation.hcl",
+		"testdata/fixtures/policies/visitors.hcl",
+		"testdata/fixtures/policies/otp.hcl",
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, diags := LoadFile(filepath.Join(root, name))

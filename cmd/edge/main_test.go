@@ -17,7 +17,13 @@ import (
 const root = "../.."
 
 func TestValidateAcceptsShippedAndFixturePolicies(t *testing.T) {
-	for _, f := range []string{"policies.hcl", "testdata/fixtures/policies/foundation.hcl"} {
+	for _, f := range []string{
+		"policies.hcl",
+		"testdata/fixtures/policies/foundation.hcl",
+		"testdata/fixtures/policies/visitors.hcl",
+		"testdata/fixtures/policies/otp.hcl",
+		"loadtest/testdata/cgnat-crowd.hcl",
+	} {
 		t.Run(f, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := run([]string{"validate", "-config", filepath.Join(root, f)}, &out, &errb)

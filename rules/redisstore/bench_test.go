@@ -60,34 +60,44 @@ func BenchmarkTake(b *testing.B) {
 			return ops
 		}},
 	}
+	modes := []struct {
+		name    string
+		disable bool
+	}{{"coalesced", false}, {"direct", true}}
 	for _, bb := range benches {
-		b.Run(bb.name, func(b *testing.B) {
-			s := mustNew(b, Options{URL: "redis://" + addr, Prefix: testPrefix("bench"), Timeout: time.Second})
-			defer s.Close()
-			if err := s.Ping(ctx); err != nil {
-				b.Fatal(err)
-			}
-			// Every caller's ops and results, made before timing, as the
-			// Engine's pooled scratch holds them.
-			calls := make([][]rules.Op, benchKeys)
-			for i := range calls {
-				calls[i] = bb.ops(i)
-			}
-			var next atomic.Int64
-			b.ReportAllocs()
-			b.SetParallelism(benchParallelism)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				res := make([]rules.Result, len(calls[0]))
-				for pb.Next() {
-					ops := calls[next.Add(1)%benchKeys]
-					if err := s.Take(ctx, time.Now(), ops, res); err != nil {
-						b.Error(err)
-						return
+		for _, mode := range modes {
+			b.Run(bb.name+"/"+mode.name, func(b *testing.B) {
+				s := mustNew(b, Options{URL: "redis://" + addr, Prefix: testPrefix("bench"), Timeout: time.Second, DisableCoalescing: mode.disable})
+				defer s.Close()
+				if err := s.Ping(ctx); err != nil {
+					b.Fatal(err)
+				}
+				// Every caller's ops and results, made before timing, as the
+				// Engine's pooled scratch holds them.
+				calls := make([][]rules.Op, benchKeys)
+				for i := range calls {
+					calls[i] = bb.ops(i)
+				}
+				var next atomic.Int64
+				b.ReportAllocs()
+				b.SetParallelism(benchParallelism)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					res := make([]rules.Result, len(calls[0]))
+					for pb.Next() {
+						ops := calls[next.Add(1)%benchKeys]
+						if err := s.Take(ctx, time.Now(), ops, res); err != nil {
+							b.Error(err)
+							return
+						}
 					}
+				})
+				b.StopTimer()
+				if p := s.Stats().Pipelines; p > 0 {
+					b.ReportMetric(float64(b.N)/float64(p), "calls/pipeline")
 				}
 			})
-		})
+		}
 	}
 	b.Run("redis_rate", func(b *testing.B) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, DisableIdentity: true})

@@ -52,24 +52,25 @@ func (s *Store) takeCluster(ctx context.Context, ops []rules.Op, res []rules.Res
 		single = single && slots[i] == slots[0]
 	}
 	if single {
-		var b batch
-		s.prepare(&b, ops, nil, nowUS, false)
-		n, err := s.masterFor(ctx, b.keys[0])
+		w := s.getWaiter()
+		defer s.putWaiter(w)
+		s.prepare(&w.call, ops, nil, nowUS, false)
+		n, err := s.masterFor(ctx, w.keyString(0))
 		if err != nil {
 			return err
 		}
-		b.run(ctx, s, n)
-		if b.err != nil {
-			s.reloadOnRedirect(ctx, b.err)
-			return b.err
+		w.run(ctx, s, n)
+		if w.err != nil {
+			s.reloadOnRedirect(ctx, w.err)
+			return w.err
 		}
-		return b.decode(ops, res, s.callerNow(&nowUS))
+		return w.decode(ops, res, s.callerNow(&nowUS))
 	}
 	s.crossSlot.Add(1)
 
 	// One batch per slot, ops in call order; route each before sending
 	// anything, so that a routing failure charges nothing.
-	var batches []*batch
+	var batches []*call
 	done := make([]bool, len(ops))
 	for i := range ops {
 		if done[i] {
@@ -82,9 +83,9 @@ func (s *Store) takeCluster(ctx context.Context, ops []rules.Op, res []rules.Res
 				done[j] = true
 			}
 		}
-		b := &batch{}
+		b := &call{}
 		s.prepare(b, ops, idx, nowUS, true)
-		n, err := s.masterFor(ctx, b.keys[0])
+		n, err := s.masterFor(ctx, b.keyString(0))
 		if err != nil {
 			return err
 		}
@@ -110,9 +111,9 @@ func (s *Store) takeCluster(ctx context.Context, ops []rules.Op, res []rules.Res
 		return nil
 	}
 
-	var undos []*batch
+	var undos []*call
 	for _, b := range batches {
-		u := &batch{node: b.node}
+		u := &call{node: b.node}
 		if s.prepareUndo(u, ops, b) {
 			undos = append(undos, u)
 		}
@@ -135,11 +136,11 @@ func (s *Store) takeCluster(ctx context.Context, ops []rules.Op, res []rules.Res
 	return nil
 }
 
-// runAll runs the batches, one pipeline per node, the nodes in parallel.
-func (s *Store) runAll(ctx context.Context, bs []*batch) {
+// runAll runs the calls, one pipeline per node, the nodes in parallel.
+func (s *Store) runAll(ctx context.Context, bs []*call) {
 	type group struct {
 		node scripter
-		bs   []*batch
+		bs   []*call
 	}
 	var groups []group
 next:
@@ -150,7 +151,7 @@ next:
 				continue next
 			}
 		}
-		groups = append(groups, group{b.node, []*batch{b}})
+		groups = append(groups, group{b.node, []*call{b}})
 	}
 	run := func(g group) {
 		if len(g.bs) == 1 {
@@ -169,7 +170,7 @@ next:
 
 // pipeline sends several script calls to one node in one round trip. Calls
 // answered NOSCRIPT did not run and are sent again by EVAL.
-func (s *Store) pipeline(ctx context.Context, n scripter, bs []*batch) {
+func (s *Store) pipeline(ctx context.Context, n scripter, bs []*call) {
 	p, ok := n.(pipeliner)
 	if !ok {
 		for _, b := range bs {
@@ -178,16 +179,18 @@ func (s *Store) pipeline(ctx context.Context, n scripter, bs []*batch) {
 		return
 	}
 	pipe := p.Pipeline()
-	cmds := make([]*redis.Cmd, len(bs))
-	for i, b := range bs {
-		cmds[i] = pipe.EvalSha(ctx, takeSHA, b.keys, b.args...)
+	for _, b := range bs {
+		_ = pipe.Process(ctx, b.command())
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	for i, b := range bs {
-		b.reply, b.err = cmds[i].Result()
+	for _, b := range bs {
+		b.node = n
+		b.reply, b.err = b.cmd.Val(), b.cmd.Err()
 		if b.err != nil && redis.HasErrorPrefix(b.err, "NOSCRIPT") {
 			s.noScript.Add(1)
-			b.reply, b.err = n.Eval(ctx, takeScript, b.keys, b.args...).Result()
+			cmd := b.evalCommand()
+			_ = n.Process(ctx, cmd)
+			b.reply, b.err = cmd.Val(), cmd.Err()
 		}
 	}
 }

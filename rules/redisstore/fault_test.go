@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,26 +33,36 @@ type fakeReply struct {
 	err error
 }
 
-func (f *fakeScripter) next(args []any) *redis.Cmd {
+func (f *fakeScripter) next(args []any) fakeReply {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.args = append(f.args, args)
 	if len(f.replies) == 0 {
-		return redis.NewCmdResult(nil, errors.New("fake: no reply queued"))
+		return fakeReply{err: errors.New("fake: no reply queued")}
 	}
 	r := f.replies[0]
 	f.replies = f.replies[1:]
-	return redis.NewCmdResult(r.val, r.err)
+	return r
 }
 
-func (f *fakeScripter) EvalSha(_ context.Context, _ string, _ []string, args ...any) *redis.Cmd {
-	f.evalSha++
-	return f.next(args)
-}
-
-func (f *fakeScripter) Eval(_ context.Context, _ string, _ []string, args ...any) *redis.Cmd {
-	f.eval++
-	return f.next(args)
+// Process answers a script call (EVALSHA or EVAL) from the queue.
+func (f *fakeScripter) Process(_ context.Context, c redis.Cmder) error {
+	args := c.Args()
+	f.mu.Lock()
+	switch args[0] {
+	case "evalsha":
+		f.evalSha++
+	case "eval":
+		f.eval++
+	default:
+		panic(fmt.Sprintf("fake: unexpected command %v", args[0]))
+	}
+	f.mu.Unlock()
+	r := f.next(args[cmdHead+args[2].(int):])
+	cmd := c.(*redis.Cmd)
+	cmd.SetVal(r.val)
+	cmd.SetErr(r.err)
+	return r.err
 }
 
 func fakeStore(f *fakeScripter) *Store {
@@ -473,7 +484,8 @@ func TestTakeBeforeIO(t *testing.T) {
 	}
 }
 
-// TestArgs pins the wire format the script parses.
+// TestArgs pins the wire format the script parses: the command's
+// arguments as go-redis writes them.
 func TestArgs(t *testing.T) {
 	t.Parallel()
 	s := &Store{prefix: "p:", slackMS: 60000}
@@ -481,21 +493,47 @@ func TestArgs(t *testing.T) {
 		{Kind: rules.OpPeek, Algorithm: rules.SlidingLog, Key: rules.Key{0xab, 23: 0xcd}, Limit: 3, PeriodUS: 1000, Cost: 2, Enforce: true, Attempts: true},
 		{Kind: rules.OpTake, Algorithm: rules.GCRA, Key: rules.Key{1}, Limit: 5, Burst: 7, PeriodUS: 1_000_000, Cost: 1},
 	}
-	var b batch
-	s.prepare(&b, ops, nil, 1_699_920_000_000_001, false)
-	wantKeys := []string{
-		"p:{ab" + strings.Repeat("0", 44) + "cd}",
-		"p:{ab" + strings.Repeat("0", 44) + "cd}:log",
-		"p:{01" + strings.Repeat("0", 46) + "}",
+	var c call
+	// Twice: the second call reuses the first's buffers and command.
+	for range 2 {
+		s.prepare(&c, ops, nil, 1_699_920_000_000_001, false)
+		want := []string{
+			"evalsha", takeSHA, "3",
+			"p:{ab" + strings.Repeat("0", 44) + "cd}",
+			"p:{ab" + strings.Repeat("0", 44) + "cd}:log",
+			"p:{01" + strings.Repeat("0", 46) + "}",
+			// 8 = take (0) + 4×2 ops; 233 = peek (1) + 8×sliding_log
+			// (5) + 64 (enforce) + 128 (attempts).
+			"8", "1699920000000001", "60000",
+			"233", "3", "0", "1000", "2",
+			"0", "5", "7", "1000000", "1",
+		}
+		if got := argStrings(t, c.command().Args()); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("args: got %q, want %q", got, want)
+		}
 	}
-	if strings.Join(b.keys, " ") != strings.Join(wantKeys, " ") {
-		t.Errorf("keys: got %q, want %q", b.keys, wantKeys)
+	if got := c.keyString(2); got != "p:{01"+strings.Repeat("0", 46)+"}" {
+		t.Errorf("keyString(2): got %q", got)
 	}
-	// 8 = take (0) + 4×2 ops; 233 = peek (1) + 8×sliding_log (5) + 64
-	// (enforce) + 128 (attempts).
-	if got, want := fmt.Sprint(b.args...), fmt.Sprint(int64(8), int64(1_699_920_000_000_001), int64(60000),
-		int64(233), int64(3), int64(0), int64(1000), int64(2),
-		int64(0), int64(5), int64(7), int64(1_000_000), int64(1)); got != want {
-		t.Errorf("args: got %q, want %q", got, want)
+}
+
+// argStrings renders a command's arguments as go-redis writes them.
+func argStrings(t *testing.T, args []any) []string {
+	t.Helper()
+	var out []string
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			out = append(out, v)
+		case []byte:
+			out = append(out, string(v))
+		case int:
+			out = append(out, strconv.Itoa(v))
+		case *int64:
+			out = append(out, strconv.FormatInt(*v, 10))
+		default:
+			t.Fatalf("argument %v of type %T", a, a)
+		}
 	}
+	return out
 }

@@ -76,6 +76,15 @@ type Options struct {
 	// since Redis expires keys on its own clock. A fleet must never set it:
 	// its nodes would stop sharing one clock.
 	UseCallerClock bool
+	// DisableCoalescing sends each Take's script call on a connection of
+	// its own, one round trip per call, instead of batching the calls of
+	// concurrent Takes into pipelines (the package doc's "Coalescing").
+	// Each Take is one script call either way.
+	DisableCoalescing bool
+
+	// flushers, when not 0, is the number of coalescing flushers (tests
+	// and benchmarks).
+	flushers int
 }
 
 // Stats counts the events of a Store's life that dashboards should see.
@@ -93,6 +102,9 @@ type Stats struct {
 	// UndoErrors counts undo round trips that failed: their units stay
 	// taken until the keys decay (the package doc's error bound).
 	UndoErrors uint64
+	// Pipelines counts the pipelines coalescing wrote (each carrying the
+	// script calls of one or more Takes).
+	Pipelines uint64
 }
 
 // ErrMalformedReply is Take's error when the script's reply does not have
@@ -106,11 +118,10 @@ var (
 )
 
 // scripter is the slice of go-redis a script call needs (redis_rate's
-// rediser idea). *redis.Client implements it; tests fake it to return
-// malformed replies.
+// rediser idea): running a prepared command. *redis.Client implements it;
+// tests fake it to return malformed replies.
 type scripter interface {
-	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
-	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // pipeliner is implemented by *redis.Client: several script calls to one
@@ -125,12 +136,17 @@ type Store struct {
 	slackMS     int64
 	callerClock bool
 
-	// A single Redis: node. A cluster: masterFor routes a key to its
-	// master's client (cluster is only for Ping, ScriptLoad and Close).
+	// A single Redis: node, and co when coalescing. A cluster: masterFor
+	// routes a key to its master's client (cluster is only for Ping,
+	// ScriptLoad and Close).
 	node      scripter
+	co        *coalescer
 	cluster   *redis.ClusterClient
 	masterFor func(ctx context.Context, key string) (scripter, error)
 	closeFn   func() error
+
+	// waiters pools the calls (and their handoffs) of single-slot Takes.
+	waiters sync.Pool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -196,6 +212,13 @@ func New(opts Options) (*Store, error) {
 	configure(o, opts)
 	c := redis.NewClient(o)
 	s.node, s.closeFn = c, c.Close
+	if !opts.DisableCoalescing {
+		flushers := opts.flushers
+		if flushers == 0 {
+			flushers = defaultFlushers
+		}
+		s.co = newCoalescer(s, c, opts.Timeout, flushers)
+	}
 	return s, nil
 }
 
@@ -312,17 +335,46 @@ func (s *Store) Stats() Stats {
 		CrossSlot:  s.crossSlot.Load(),
 		Undos:      s.undos.Load(),
 		UndoErrors: s.undoErrors.Load(),
+		Pipelines:  s.pipelines(),
 	}
 }
 
-// Close closes the client's connections. It may be called more than once.
+func (s *Store) pipelines() uint64 {
+	if s.co == nil {
+		return 0
+	}
+	return s.co.flushes.Load()
+}
+
+// Close stops coalescing (a Take queued then fails) and closes the
+// client's connections. It may be called more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.co != nil {
+			s.co.close()
+		}
 		if s.closeFn != nil {
 			s.closeErr = s.closeFn()
 		}
+		if s.co != nil {
+			s.co.wait()
+		}
 	})
 	return s.closeErr
+}
+
+// getWaiter returns a pooled call and handoff.
+func (s *Store) getWaiter() *waiter {
+	if w, ok := s.waiters.Get().(*waiter); ok {
+		return w
+	}
+	return newWaiter()
+}
+
+// putWaiter pools w, dropping what it refers to.
+func (s *Store) putWaiter(w *waiter) {
+	w.idx, w.node, w.reply, w.err, w.pay = nil, nil, nil, nil, nil
+	s.waiters.Put(w)
 }
 
 // Take applies ops as rules.Store specifies, in one script call on a single
@@ -350,13 +402,21 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 		}
 	}
 	if s.cluster == nil && s.masterFor == nil {
-		var b batch
-		s.prepare(&b, ops, nil, nowUS, false)
-		b.run(ctx, s, s.node)
-		if b.err != nil {
-			return b.err
+		w := s.getWaiter()
+		s.prepare(&w.call, ops, nil, nowUS, false)
+		if s.co != nil {
+			if gone, err := s.co.do(ctx, w); gone {
+				return err // w is the flusher's now
+			}
+		} else {
+			w.run(ctx, s, s.node)
 		}
-		return b.decode(ops, res, s.callerNow(&nowUS))
+		err := w.err
+		if err == nil {
+			err = w.decode(ops, res, s.callerNow(&nowUS))
+		}
+		s.putWaiter(w)
+		return err
 	}
 	return s.takeCluster(ctx, ops, res, nowUS)
 }
@@ -368,15 +428,4 @@ func (s *Store) callerNow(nowUS *int64) *int64 {
 		return nowUS
 	}
 	return nil
-}
-
-// eval runs the script by its SHA and, when the server's cache does not
-// have it (NOSCRIPT: it did not run), by EVAL, which also caches it again.
-func (s *Store) eval(ctx context.Context, n scripter, keys []string, args []any) (any, error) {
-	v, err := n.EvalSha(ctx, takeSHA, keys, args...).Result()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		s.noScript.Add(1)
-		v, err = n.Eval(ctx, takeScript, keys, args...).Result()
-	}
-	return v, err
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -23,37 +25,64 @@ const (
 	// maxReplyValue bounds every number a reply may carry: the script's
 	// values are exact integers under 2^53 (rules.MaxExact).
 	maxReplyValue = rules.MaxExact
+
+	// cmdHead is the number of a script call's arguments before its keys:
+	// EVALSHA, the SHA and the number of keys.
+	cmdHead = 3
 )
 
-// batch is one script call: the ops of one hash slot (on a single Redis,
-// all of a Take's ops).
-type batch struct {
+// shaArg is takeSHA boxed once: boxing a string allocates.
+var shaArg any = takeSHA
+
+// call is one script call: the ops of one hash slot (on a single Redis,
+// all of a Take's ops), as the command go-redis writes, and its reply.
+//
+// Its buffers are reused from call to call (Take pools them), so that
+// preparing a call allocates nothing once they have grown: each key is a
+// byte buffer of fixed length boxed in an interface once, whose hex digits
+// are rewritten in place; each number is a pointer into nums, which boxes
+// without allocating; and the *redis.Cmd is kept per argument count (it
+// holds args, whose elements are replaced in place).
+type call struct {
 	idx  []int // the call's op indexes, in order; nil: all of them
-	keys []string
-	args []any
-	undo bool // a take returning undo payloads (a cross-slot call)
+	undo bool  // a take returning undo payloads (a cross-slot call)
+
+	args  []any      // evalsha, the SHA, #keys, keys…, ARGV…
+	keys  []*keyBuf  // the key buffers, one per key slot
+	nkeys int        // keys in use
+	nums  []int64    // ARGV's numbers, which args point into
+	cmds  []*redis.Cmd // by len(args): commands over args
+	cmd   *redis.Cmd // the command of the call being prepared or run
 
 	node  scripter
 	reply any
 	err   error
 
 	now int64   // µs, the time the script decided at
-	pay [][]any // per op of the batch: its undo payload, nil when none
+	pay [][]any // per op of the call: its undo payload, nil when none
 }
 
-// len and op map the batch's j-th op to the call's.
-func (b *batch) len(ops []rules.Op) int {
-	if b.idx == nil {
+// keyBuf is one key slot's buffer: the Store's prefix, "{", the Key in
+// hex, "}" and logSuffix; a string key is all of it but the suffix.
+type keyBuf struct {
+	b   []byte
+	key any // b[:len(b)-len(logSuffix)], boxed once
+	log any // b, boxed once
+}
+
+// len and op map the call's j-th op to the Take's.
+func (c *call) len(ops []rules.Op) int {
+	if c.idx == nil {
 		return len(ops)
 	}
-	return len(b.idx)
+	return len(c.idx)
 }
 
-func (b *batch) op(j int) int {
-	if b.idx == nil {
+func (c *call) op(j int) int {
+	if c.idx == nil {
 		return j
 	}
-	return b.idx[j]
+	return c.idx[j]
 }
 
 // appendKey appends k's Redis key: the prefix and the Key in hex inside a
@@ -72,37 +101,90 @@ func (s *Store) keyName(k *rules.Key) string {
 	return string(s.appendKey(make([]byte, 0, len(s.prefix)+hexKeyLen+2), k))
 }
 
-// setKeys fills b.keys for the batch's ops (two keys for a sliding_log),
-// from one string.
-func (s *Store) setKeys(b *batch, ops []rules.Op) {
-	n := b.len(ops)
-	nk := n
-	for j := range n {
-		if ops[b.op(j)].Algorithm == rules.SlidingLog {
-			nk++
-		}
+// keyArg returns key slot i holding k's key (its sorted set's with log),
+// boxed.
+func (s *Store) keyArg(c *call, i int, k *rules.Key, log bool) any {
+	n := len(s.prefix) + 1 + hexKeyLen + 1 + len(logSuffix)
+	for len(c.keys) <= i {
+		c.keys = append(c.keys, nil)
 	}
-	keyLen := len(s.prefix) + hexKeyLen + 2
-	buf := make([]byte, 0, nk*keyLen+(nk-n)*len(logSuffix))
-	for j := range n {
-		op := &ops[b.op(j)]
-		buf = s.appendKey(buf, &op.Key)
-		if op.Algorithm == rules.SlidingLog {
-			buf = s.appendKey(buf, &op.Key)
-			buf = append(buf, logSuffix...)
-		}
+	kb := c.keys[i]
+	if kb == nil || len(kb.b) != n {
+		b := make([]byte, 0, n)
+		b = append(b, s.prefix...)
+		b = append(b, '{')
+		b = append(b, make([]byte, hexKeyLen)...)
+		b = append(b, '}')
+		b = append(b, logSuffix...)
+		kb = &keyBuf{b: b, key: b[:n-len(logSuffix)], log: b}
+		c.keys[i] = kb
 	}
-	all := string(buf)
-	b.keys = make([]string, 0, nk)
-	at := 0
-	for j := range n {
-		b.keys = append(b.keys, all[at:at+keyLen])
-		at += keyLen
-		if ops[b.op(j)].Algorithm == rules.SlidingLog {
-			b.keys = append(b.keys, all[at:at+keyLen+len(logSuffix)])
-			at += keyLen + len(logSuffix)
-		}
+	hex.Encode(kb.b[len(s.prefix)+1:], k[:])
+	if log {
+		return kb.log
 	}
+	return kb.key
+}
+
+// keyString returns the call's i-th key (for routing and tests).
+func (c *call) keyString(i int) string {
+	switch k := c.args[cmdHead+i].(type) {
+	case []byte:
+		return string(k)
+	case string:
+		return k
+	}
+	return ""
+}
+
+// reserve makes room for a call of nk keys and nn numbers (and extra more
+// arguments), so that appending them moves nothing: args' backing array,
+// which cached commands hold, only changes here, dropping them.
+func (c *call) reserve(nk, nn, extra int) {
+	na := cmdHead + nk + nn + extra
+	if cap(c.args) < na {
+		c.args = make([]any, 0, max(na, 2*cap(c.args), 16))
+		c.cmds = nil
+	}
+	if cap(c.nums) < nn {
+		c.nums = make([]int64, 0, max(nn, 2*cap(c.nums), 16))
+	}
+	c.args, c.nums = c.args[:0], c.nums[:0]
+}
+
+// num appends v to ARGV.
+func (c *call) num(v int64) {
+	c.nums = append(c.nums, v)
+	c.args = append(c.args, &c.nums[len(c.nums)-1])
+}
+
+// command returns the call's EVALSHA, ready to run: a cached one when the
+// call had this many arguments before.
+func (c *call) command() *redis.Cmd {
+	n := len(c.args)
+	if n < len(c.cmds) && c.cmds[n] != nil {
+		cmd := c.cmds[n]
+		cmd.SetErr(nil)
+		cmd.SetVal(nil)
+		c.cmd = cmd
+		return cmd
+	}
+	cmd := redis.NewCmd(context.Background(), c.args...)
+	for len(c.cmds) <= n {
+		c.cmds = append(c.cmds, nil)
+	}
+	c.cmds[n] = cmd
+	c.cmd = cmd
+	return cmd
+}
+
+// evalCommand returns the call's EVAL (NOSCRIPT: the server lost the
+// script), a command of its own.
+func (c *call) evalCommand() *redis.Cmd {
+	args := make([]any, len(c.args))
+	copy(args, c.args)
+	args[0], args[1] = "eval", takeScript
+	return redis.NewCmd(context.Background(), args...)
 }
 
 // header is ARGV[1]: mode + 2×flag + 4×ops.
@@ -126,40 +208,77 @@ func opCode(op *rules.Op) int64 {
 	return code
 }
 
-// appendOp appends op's fields: its code, limit, burst, period and cost.
-func appendOp(a []any, op *rules.Op) []any {
-	return append(a, opCode(op), op.Limit, op.Burst, op.PeriodUS, op.Cost)
-}
-
-// prepare makes b the take call of ops[idx] (all ops when idx is nil) at
-// nowUS (-1: the server's TIME); undo asks for undo payloads.
-func (s *Store) prepare(b *batch, ops []rules.Op, idx []int, nowUS int64, undo bool) {
-	b.idx, b.undo = idx, undo
-	s.setKeys(b, ops)
-	n := b.len(ops)
-	a := make([]any, 0, 3+5*n)
-	a = append(a, header(modeTake, undo, n), nowUS, s.slackMS)
+// prepare makes c the take call of ops[idx] (all ops when idx is nil) at
+// nowUS (-1: the server's TIME); undo asks for undo payloads. The keys are
+// one per op, two for a sliding_log (its sorted set beside it); ARGV is
+// the header, now, the slack and each op's code, limit, burst, period and
+// cost, one number each (take.lua's header).
+func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bool) {
+	c.idx, c.undo = idx, undo
+	n := c.len(ops)
+	nk := n
 	for j := range n {
-		a = appendOp(a, &ops[b.op(j)])
+		if ops[c.op(j)].Algorithm == rules.SlidingLog {
+			nk++
+		}
 	}
-	b.args = a
+	nn := 3 + 5*n
+	c.reserve(nk, nn, 0)
+	c.args = append(c.args, "evalsha", shaArg, nk) // a small int boxes without allocating
+	ki := 0
+	for j := range n {
+		op := &ops[c.op(j)]
+		c.args = append(c.args, s.keyArg(c, ki, &op.Key, false))
+		ki++
+		if op.Algorithm == rules.SlidingLog {
+			c.args = append(c.args, s.keyArg(c, ki, &op.Key, true))
+			ki++
+		}
+	}
+	c.nkeys = nk
+	c.num(header(modeTake, undo, n))
+	c.num(nowUS)
+	c.num(s.slackMS)
+	for j := range n {
+		s.appendOp(c, &ops[c.op(j)])
+	}
 }
 
-func (b *batch) run(ctx context.Context, s *Store, n scripter) {
-	b.node = n
-	b.reply, b.err = s.eval(ctx, n, b.keys, b.args)
+// appendOp appends op's fields to ARGV: its code, limit, burst, period
+// and cost.
+func (s *Store) appendOp(c *call, op *rules.Op) {
+	c.num(opCode(op))
+	c.num(op.Limit)
+	c.num(op.Burst)
+	c.num(op.PeriodUS)
+	c.num(op.Cost)
 }
 
-// decode checks a take's reply and fills res for the batch's ops. Every
+// run runs the call on n: one round trip, and one more by EVAL when the
+// server answers NOSCRIPT (the script did not run).
+func (c *call) run(ctx context.Context, s *Store, n scripter) {
+	c.node = n
+	cmd := c.command()
+	_ = n.Process(ctx, cmd) // the command carries its own error
+	c.reply, c.err = cmd.Val(), cmd.Err()
+	if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
+		s.noScript.Add(1)
+		cmd = c.evalCommand()
+		_ = n.Process(ctx, cmd)
+		c.reply, c.err = cmd.Val(), cmd.Err()
+	}
+}
+
+// decode checks a take's reply and fills res for the call's ops. Every
 // element is type-checked and range-checked: a malformed reply is
 // ErrMalformedReply, never a panic, and res is untouched then.
-func (b *batch) decode(ops []rules.Op, res []rules.Result, callerNowUS *int64) error {
-	n := b.len(ops)
+func (c *call) decode(ops []rules.Op, res []rules.Result, callerNowUS *int64) error {
+	n := c.len(ops)
 	want := 1 + resultFields*n
-	if b.undo {
+	if c.undo {
 		want += n
 	}
-	arr, ok := b.reply.([]any)
+	arr, ok := c.reply.([]any)
 	if !ok || len(arr) != want {
 		return ErrMalformedReply
 	}
@@ -183,8 +302,8 @@ func (b *batch) decode(ops []rules.Op, res []rules.Result, callerNowUS *int64) e
 			return ErrMalformedReply
 		}
 	}
-	if b.undo {
-		b.pay = make([][]any, n)
+	if c.undo {
+		c.pay = make([][]any, n)
 		for j := range n {
 			switch p := arr[1+resultFields*n+j].(type) {
 			case int64:
@@ -195,13 +314,13 @@ func (b *batch) decode(ops []rules.Op, res []rules.Result, callerNowUS *int64) e
 				if !validPayload(p) {
 					return ErrMalformedReply
 				}
-				b.pay[j] = p
+				c.pay[j] = p
 			default:
 				return ErrMalformedReply
 			}
 		}
 	}
-	b.now = now
+	c.now = now
 	for j := range n {
 		f := arr[1+resultFields*j : 1+resultFields*(j+1)]
 		retry := f[3].(int64)
@@ -216,7 +335,7 @@ func (b *batch) decode(ops []rules.Op, res []rules.Result, callerNowUS *int64) e
 		default:
 			r.RetryAfter = durationUS(retry)
 		}
-		res[b.op(j)] = r
+		res[c.op(j)] = r
 	}
 	return nil
 }
@@ -239,41 +358,61 @@ func validPayload(p []any) bool {
 	return (len(p)-3-added)%2 == 0
 }
 
-// prepareUndo makes u the undo call of b's ops that returned a payload; it
-// reports false when there are none.
-func (s *Store) prepareUndo(u *batch, ops []rules.Op, b *batch) bool {
-	n := b.len(ops)
+// prepareUndo makes u the undo call of c's ops that returned a payload; it
+// reports false when there are none. ARGV is the header, the take's now,
+// the slack, per op its fields and its payload's length, then the
+// payloads.
+func (s *Store) prepareUndo(u *call, ops []rules.Op, c *call) bool {
+	n := c.len(ops)
 	var idx []int
 	npay := 0
 	for j := range n {
-		if b.pay[j] != nil {
-			idx = append(idx, b.op(j))
-			npay += len(b.pay[j])
+		if c.pay[j] != nil {
+			idx = append(idx, c.op(j))
+			npay += len(c.pay[j])
 		}
 	}
 	if idx == nil {
 		return false
 	}
 	u.idx = idx
-	s.setKeys(u, ops)
-	args := make([]any, 0, 3+6*len(idx)+npay)
-	args = append(args, header(modeUndo, !s.callerClock, len(idx)), b.now, s.slackMS)
+	nk := len(idx)
+	for _, i := range idx {
+		if ops[i].Algorithm == rules.SlidingLog {
+			nk++
+		}
+	}
+	nn := 3 + 6*len(idx)
+	u.reserve(nk, nn, npay)
+	u.args = append(u.args, "evalsha", shaArg, nk)
+	ki := 0
+	for _, i := range idx {
+		u.args = append(u.args, s.keyArg(u, ki, &ops[i].Key, false))
+		ki++
+		if ops[i].Algorithm == rules.SlidingLog {
+			u.args = append(u.args, s.keyArg(u, ki, &ops[i].Key, true))
+			ki++
+		}
+	}
+	u.nkeys = nk
+	u.num(header(modeUndo, !s.callerClock, len(idx)))
+	u.num(c.now)
+	u.num(s.slackMS)
 	for j := range n {
-		if p := b.pay[j]; p != nil {
-			args = appendOp(args, &ops[b.op(j)])
-			args = append(args, int64(len(p)))
+		if p := c.pay[j]; p != nil {
+			s.appendOp(u, &ops[c.op(j)])
+			u.num(int64(len(p)))
 		}
 	}
 	for j := range n {
-		args = append(args, b.pay[j]...)
+		u.args = append(u.args, c.pay[j]...)
 	}
-	u.args = args
 	return true
 }
 
 // decodeUndo checks an undo's reply and sets the Remaining and ResetAfter
 // of its ops: the state after the undo. res is untouched on error.
-func (u *batch) decodeUndo(res []rules.Result) error {
+func (u *call) decodeUndo(res []rules.Result) error {
 	arr, ok := u.reply.([]any)
 	if !ok || len(arr) != undoFields*len(u.idx) {
 		return ErrMalformedReply

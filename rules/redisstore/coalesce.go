@@ -1,0 +1,249 @@
+package redisstore
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Coalescing (the package doc's "Coalescing"): concurrent Takes on one
+// server hand their script calls to a few flushers, each of which writes
+// what is queued, up to maxBatch calls, in one pipeline (one write, one
+// read of the replies) and hands each caller its reply. Each Take is still
+// exactly one EVALSHA, atomic on the server and never retried; only the
+// round trip is shared.
+
+const (
+	// defaultFlushers is the number of pipelines a store keeps in flight
+	// at once: while one waits for its replies, the calls queued meanwhile
+	// go out in the next.
+	defaultFlushers = 2
+	// maxBatch bounds a pipeline's calls.
+	maxBatch = 128
+)
+
+// Waiter states: a waiter is queued or in flight, answered (the flusher
+// set its reply and signalled done) or abandoned (its caller's budget or
+// context ended first; the flusher puts it back in the pool).
+const (
+	waiting int32 = iota
+	answered
+	abandoned
+)
+
+// waiter is a call a Take hands to the coalescer, with the caller's side
+// of the handoff. Waiters are pooled per Store.
+type waiter struct {
+	call
+	done  chan struct{} // capacity 1: the flusher's answer
+	timer *time.Timer   // the caller's budget, reset per call
+	state atomic.Int32
+}
+
+func newWaiter() *waiter {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &waiter{done: make(chan struct{}, 1), timer: t}
+}
+
+// budgetError is the error of a call whose budget passed before its reply
+// came: a timeout, as the client's own would be.
+type budgetError struct{}
+
+func (budgetError) Error() string   { return "redisstore: no reply within the time budget (i/o timeout)" }
+func (budgetError) Timeout() bool   { return true }
+func (budgetError) Temporary() bool { return true }
+
+// errBudget is preallocated: an outage must not become an allocation storm.
+var errBudget error = budgetError{}
+
+// coalescer batches the script calls of one server's Takes.
+type coalescer struct {
+	s      *Store
+	client *redis.Client
+	budget time.Duration
+	ctx    context.Context // the flushers' (cancelled by close)
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	queue  []*waiter
+	closed bool
+
+	wake    chan struct{} // capacity 1: the queue is not empty
+	quit    chan struct{}
+	wg      sync.WaitGroup
+	flushes atomic.Uint64
+}
+
+func newCoalescer(s *Store, client *redis.Client, budget time.Duration, flushers int) *coalescer {
+	co := &coalescer{
+		s:      s,
+		client: client,
+		budget: budget,
+		wake:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+	}
+	co.ctx, co.cancel = context.WithCancel(context.Background())
+	for range flushers {
+		co.wg.Go(co.run)
+	}
+	return co
+}
+
+// do queues w's prepared call and waits for its reply, for the budget at
+// most, or until ctx ends. It returns whether w was abandoned (its caller
+// must then leave it: the flusher puts it back in the pool) and, if so,
+// the error; otherwise w.reply and w.err hold the answer.
+func (co *coalescer) do(ctx context.Context, w *waiter) (bool, error) {
+	w.command()
+	w.state.Store(waiting)
+	w.timer.Reset(co.budget)
+	co.mu.Lock()
+	if co.closed {
+		co.mu.Unlock()
+		w.timer.Stop()
+		w.reply, w.err = nil, redis.ErrClosed
+		return false, nil
+	}
+	co.queue = append(co.queue, w)
+	co.mu.Unlock()
+	select {
+	case co.wake <- struct{}{}:
+	default:
+	}
+	var err error
+	select {
+	case <-w.done:
+		w.timer.Stop()
+		return false, nil
+	case <-w.timer.C:
+		err = errBudget
+	case <-ctx.Done():
+		w.timer.Stop()
+		err = ctx.Err()
+	}
+	if w.state.CompareAndSwap(waiting, abandoned) {
+		return true, err
+	}
+	<-w.done // answered meanwhile: the reply is there
+	return false, nil
+}
+
+// answer hands w its reply, or puts it back in the pool when its caller
+// has gone. The flusher must not touch w afterwards.
+func (co *coalescer) answer(w *waiter) {
+	if w.state.CompareAndSwap(waiting, answered) {
+		w.done <- struct{}{}
+		return
+	}
+	co.s.putWaiter(w)
+}
+
+// run is a flusher: it waits for calls and sends what is queued, a
+// pipeline at a time, until close.
+func (co *coalescer) run() {
+	pipe := co.client.Pipeline()
+	batch := make([]*waiter, 0, maxBatch)
+	for {
+		select {
+		case <-co.wake:
+		case <-co.quit:
+			return
+		}
+		for {
+			batch = co.next(batch[:0])
+			if len(batch) == 0 {
+				break
+			}
+			co.flush(pipe, batch)
+			clear(batch)
+		}
+	}
+}
+
+// next moves up to maxBatch queued waiters to dst, and wakes another
+// flusher when some remain.
+func (co *coalescer) next(dst []*waiter) []*waiter {
+	co.mu.Lock()
+	n := min(len(co.queue), maxBatch)
+	dst = append(dst, co.queue[:n]...)
+	rest := copy(co.queue, co.queue[n:])
+	clear(co.queue[rest:])
+	co.queue = co.queue[:rest]
+	co.mu.Unlock()
+	if rest > 0 {
+		select {
+		case co.wake <- struct{}{}:
+		default:
+		}
+	}
+	return dst
+}
+
+// flush sends batch's calls in one pipeline and answers each. A call
+// answered NOSCRIPT did not run: those go again by EVAL, in one more
+// pipeline. Calls whose callers have gone are not sent.
+func (co *coalescer) flush(pipe redis.Pipeliner, batch []*waiter) {
+	live := batch[:0]
+	for _, w := range batch {
+		if w.state.Load() == abandoned {
+			co.s.putWaiter(w)
+			continue
+		}
+		live = append(live, w)
+	}
+	if len(live) == 0 {
+		return
+	}
+	for _, w := range live {
+		_ = pipe.Process(co.ctx, w.cmd)
+	}
+	_, _ = pipe.Exec(co.ctx) // each command carries its own error
+	co.flushes.Add(1)
+	retry := 0
+	for _, w := range live {
+		w.reply, w.err = w.cmd.Val(), w.cmd.Err()
+		if w.err != nil && redis.HasErrorPrefix(w.err, "NOSCRIPT") && w.state.Load() == waiting {
+			live[retry] = w
+			retry++
+			continue
+		}
+		co.answer(w)
+	}
+	if retry == 0 {
+		return
+	}
+	co.s.noScript.Add(uint64(retry))
+	evals := make([]*redis.Cmd, retry)
+	for i, w := range live[:retry] {
+		evals[i] = w.evalCommand()
+		_ = pipe.Process(co.ctx, evals[i])
+	}
+	_, _ = pipe.Exec(co.ctx)
+	for i, w := range live[:retry] {
+		w.reply, w.err = evals[i].Val(), evals[i].Err()
+		co.answer(w)
+	}
+}
+
+// close stops queuing, fails what is queued and stops the flushers; the
+// caller closes the client (which ends a flusher's round trip in flight)
+// and then waits for them (wait).
+func (co *coalescer) close() {
+	co.mu.Lock()
+	co.closed = true
+	q := co.queue
+	co.queue = nil
+	co.mu.Unlock()
+	close(co.quit)
+	co.cancel()
+	for _, w := range q {
+		w.reply, w.err = nil, redis.ErrClosed
+		co.answer(w)
+	}
+}
+
+func (co *coalescer) wait() { co.wg.Wait() }
