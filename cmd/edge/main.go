@@ -243,6 +243,9 @@ func openStore(p *rules.Policy, flagStore string, haveSecret bool, log *slog.Log
 	if !haveSecret {
 		return nil, nil, fmt.Errorf("the redis store needs the key secret in $%s: a fleet must share one key space, so a random secret cannot do", p.KeySecretEnv)
 	}
+	if log != nil {
+		redisstore.SetLogger(log)
+	}
 	rs, err := redisstore.New(redisstore.Options{URL: url, Timeout: p.Store.Timeout})
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating redis store: %w", err)
