@@ -145,8 +145,7 @@ func (co *coalescer) answer(w *waiter) {
 // run is a flusher: it waits for calls and sends what is queued, a
 // pipeline at a time, until close.
 func (co *coalescer) run() {
-	pipe := co.client.Pipeline()
-	batch := make([]*waiter, 0, maxBatch)
+	f := flusher{pipe: co.client.Pipeline(), batch: make([]*waiter, 0, maxBatch), cmds: make([]redis.Cmder, 0, maxBatch)}
 	for {
 		select {
 		case <-co.wake:
@@ -154,14 +153,22 @@ func (co *coalescer) run() {
 			return
 		}
 		for {
-			batch = co.next(batch[:0])
-			if len(batch) == 0 {
+			f.batch = co.next(f.batch[:0])
+			if len(f.batch) == 0 {
 				break
 			}
-			co.flush(pipe, batch)
-			clear(batch)
+			co.flush(&f)
+			clear(f.batch)
+			clear(f.cmds)
 		}
 	}
+}
+
+// flusher is a flusher's pipeline and reused slices.
+type flusher struct {
+	pipe  redis.Pipeliner
+	batch []*waiter
+	cmds  []redis.Cmder
 }
 
 // next moves up to maxBatch queued waiters to dst, and wakes another
@@ -183,12 +190,13 @@ func (co *coalescer) next(dst []*waiter) []*waiter {
 	return dst
 }
 
-// flush sends batch's calls in one pipeline and answers each. A call
+// flush sends f.batch's calls in one pipeline and answers each. A call
 // answered NOSCRIPT did not run: those go again by EVAL, in one more
 // pipeline. Calls whose callers have gone are not sent.
-func (co *coalescer) flush(pipe redis.Pipeliner, batch []*waiter) {
-	live := batch[:0]
-	for _, w := range batch {
+func (co *coalescer) flush(f *flusher) {
+	pipe := f.pipe
+	live := f.batch[:0]
+	for _, w := range f.batch {
 		if w.state.Load() == abandoned {
 			co.s.putWaiter(w)
 			continue
@@ -198,10 +206,12 @@ func (co *coalescer) flush(pipe redis.Pipeliner, batch []*waiter) {
 	if len(live) == 0 {
 		return
 	}
+	f.cmds = f.cmds[:0]
 	for _, w := range live {
-		_ = pipe.Process(co.ctx, w.cmd)
+		f.cmds = append(f.cmds, w.cmd)
 	}
-	_, _ = pipe.Exec(co.ctx) // each command carries its own error
+	_ = pipe.BatchProcess(co.ctx, f.cmds...) // one allocation: the pipeline's own slice
+	_, _ = pipe.Exec(co.ctx)                 // each command carries its own error
 	co.flushes.Add(1)
 	retry := 0
 	for _, w := range live {

@@ -7,12 +7,19 @@
 // the server, atomically: pass 1 decides every op against the state before
 // the call (rules.Check), pass 2 applies the all-or-nothing contract and
 // stores each key's new state with its TTL (rules.Settle). Every request
-// is one EVALSHA carrying all its keys, so one round trip. The script works
+// is one EVALSHA carrying all its keys, so one round trip (shared with
+// other requests' when coalescing, below). The script works
 // in integer microseconds; rules.ValidateLimits keeps every intermediate
 // value under 2^53, where Lua's doubles are exact, and the script divides
 // without rounding (math.fmod), so it decides bit for bit as memstore
 // does: rules/storetest runs the same tables, the seed trace and a
 // differential run against rules.Check and rules.Settle on both.
+//
+// The script's cost is Redis' CPU per request, which a fleet shares, so
+// it runs a take without a sliding_log (the common call) as straight code
+// with no closure and, for one op, no table but its reply; the port of
+// the algorithms function by function runs the rest (sliding_log ops,
+// undos). take.lua's header says why and how the two agree.
 //
 // # Time
 //
@@ -48,11 +55,14 @@
 // connection, the steady state, fails after about Timeout when the server
 // does not answer; a call that must also wait for a pooled connection or
 // dial a new one (whose setup sends HELLO first) can take a few times
-// Timeout, each phase bounded by it. A caller's ctx deadline, when
-// shorter, ends the call at it. Nothing is retried by the client library
-// (MaxRetries and, in a cluster, MaxRedirects are -1): a retried EVALSHA
-// that did run would charge twice. A Take that fails returns the error and
-// the caller applies each rule's on_store_error (failclosed).
+// Timeout, each phase bounded by it. A coalesced call (below) has a timer
+// of its own: it fails at Timeout after it was queued, whatever the
+// pipelines ahead of it are doing, with an error that is a net.Error
+// whose Timeout() is true. A caller's ctx deadline, when shorter, ends the
+// call at it. Nothing is retried by the client library (MaxRetries and, in
+// a cluster, MaxRedirects are -1): a retried EVALSHA that did run would
+// charge twice. A Take that fails returns the error and the caller applies
+// each rule's on_store_error (failclosed).
 //
 // NOSCRIPT (the server restarted, failed over or flushed its script cache)
 // means the script did not run, so the store runs it once more by EVAL,
@@ -124,9 +134,28 @@
 //     running; the client reloads its slot map in the background, and
 //     later calls go to the new owner.
 //
+// # Coalescing
+//
+// On a single Redis, concurrent Takes share round trips: each queues its
+// prepared script call, and a flusher (two per Store, so that one
+// pipeline can be assembled while another waits for its replies) writes
+// whatever is queued, up to 128 calls, as one pipeline, reads the replies
+// and hands each caller its own. Each Take is still exactly one EVALSHA,
+// atomic on the server and never retried (INFO commandstats counts one
+// per request); what is shared is the write, the read and, on the
+// server, the read and write events, which are most of a round trip's
+// cost beside the script itself. A call whose caller's budget or context
+// ended while it was queued is not sent. Calls answered NOSCRIPT go again
+// by EVAL in one more pipeline. Close fails what is queued, stops the
+// flushers and closes the connections (a pipeline in flight then fails).
+// Options.DisableCoalescing sends each call on a connection of its own;
+// on a Redis Cluster, a single-slot call is sent on its own as well.
+//
 // # Concurrency
 //
-// A Store is safe for concurrent use. Take builds its keys and arguments
-// per call (a few allocations, plus go-redis' own); a cross-slot call on a
+// A Store is safe for concurrent use. A Take's call (its keys, arguments
+// and go-redis command) comes from a pool and is rewritten in place, so a
+// single-slot Take allocates only go-redis' decoding of the reply (and,
+// amortized over a pipeline, the pipeline's own); a cross-slot call on a
 // cluster runs one goroutine per extra master it calls.
 package redisstore

@@ -58,7 +58,8 @@ type Options struct {
 	URL string
 	// Timeout is the budget of one round trip (DefaultTimeout when 0):
 	// the client's dial, pool-wait, write and read timeouts are all set to
-	// it, so a call to a server that does not answer fails after about
+	// it, and so is a coalesced call's own timer from the moment it is
+	// queued, so a call to a server that does not answer fails after about
 	// Timeout (see the package doc for the worst case), and nothing is ever
 	// retried (a retried script call that did run would charge twice).
 	Timeout time.Duration

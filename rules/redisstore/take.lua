@@ -27,12 +27,15 @@
 -- two fall in one microsecond); its string is then the log's meta, with n
 -- the last seq used.
 --
--- ARGV holds one integer per element: ARGV[1] is mode + 2*flag + 4*ops
--- (the flag, in a take: return undo payloads; in an undo: read TIME for
--- the refund), ARGV[2] now (-1: read TIME), ARGV[3] the slack in ms added
--- to every Redis TTL (caller-clock mode), then per op: kind + 8*algorithm
--- + 64*enforce + 128*attempts, limit, burst, period (us), cost, and in undo
--- mode the number of payload strings the op has after the ops' fields.
+-- ARGV holds one integer per element. ARGV[1] is mode + 2*flag + 4*clock
+-- + 8*port + 16*ops: the flag, in a take, asks for undo payloads, and in
+-- an undo to read TIME for the refund; with clock, ARGV[2] and ARGV[3] are
+-- now (-1: read TIME) and the slack in ms added to every Redis TTL
+-- (caller-clock mode, and every undo), else now is -1 and the slack 0;
+-- port says an op is a sliding_log (the port below runs the call). Then
+-- per op: kind + 8*algorithm + 64*enforce + 128*attempts, limit, burst,
+-- period (us), cost, and in undo mode the number of payload strings the
+-- op has after the ops' fields.
 --
 -- Cost. Redis runs the whole chunk on every call, so every function below
 -- is a closure created (and collected) per call, every table is allocated
@@ -61,9 +64,12 @@ if redis.replicate_commands then
 end
 
 local head = tonumber(ARGV[1])
-local mode, flag = head % 2, head % 4 >= 2
-local nops = (head - head % 4) / 4
-local now, slack = tonumber(ARGV[2]), tonumber(ARGV[3])
+local mode, flag, port = head % 2, head % 4 >= 2, head % 16 >= 8
+local nops = (head - head % 16) / 16
+local now, slack, base = -1, 0, 1 -- base: ARGV's index before the ops' fields
+if head % 8 >= 4 then
+	now, slack, base = tonumber(ARGV[2]), tonumber(ARGV[3]), 3
+end
 
 local stateFormat = '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)$'
 
@@ -82,16 +88,7 @@ local stateFormat = '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)$'
 -- consumed state's stamp is at least now, so it reads back as written.
 -- Integer divisions are idiv and ceildiv (below) written out.
 
-local fast = mode == 0
-if fast then
-	for i = 1, nops do
-		if tonumber(ARGV[5 * i - 1]) % 64 >= 8 * LOG then
-			fast = false -- a sliding_log (or an unknown algorithm): the port
-		end
-	end
-end
-
-if fast then
+if mode == 0 and not port then
 	local t = now
 	if t < 0 then
 		local tm = call('TIME')
@@ -110,7 +107,7 @@ if fast then
 	-- Pass 1: decide every op against the state before the call
 	-- (rules.Check).
 	for i = 1, nops do
-		local f = 5 * i - 1
+		local f = base + 5 * i - 4
 		code, limit, burst, period = tonumber(ARGV[f]), tonumber(ARGV[f + 1]), tonumber(ARGV[f + 2]), tonumber(ARGV[f + 3])
 		cost = max(tonumber(ARGV[f + 4]), 0)
 		kind, a = code % 8, (code % 64 - code % 8) / 8
@@ -470,10 +467,10 @@ end
 
 local width = 5 + mode -- an undo's ops carry their payload count too
 
--- h holds the ops' fields, from ARGV[4] on.
+-- h holds the ops' fields.
 local h, hasLog = {}, false
 for j = 1, width * nops do
-	h[j] = tonumber(ARGV[3 + j])
+	h[j] = tonumber(ARGV[base + j])
 end
 for j = 1, width * nops, width do
 	if (h[j] % 64 - h[j] % 8) / 8 == LOG then
@@ -1251,7 +1248,7 @@ if mode == 1 then
 		if flag then
 			t = time()
 		end
-		local out, ac = {}, 4 + width * nops
+		local out, ac = {}, base + 1 + width * nops
 		for i = 1, nops do
 			use(i)
 			local m = h[width * i]

@@ -47,12 +47,12 @@ type call struct {
 	idx  []int // the call's op indexes, in order; nil: all of them
 	undo bool  // a take returning undo payloads (a cross-slot call)
 
-	args  []any      // evalsha, the SHA, #keys, keys…, ARGV…
-	keys  []*keyBuf  // the key buffers, one per key slot
-	nkeys int        // keys in use
-	nums  []int64    // ARGV's numbers, which args point into
+	args  []any        // evalsha, the SHA, #keys, keys…, ARGV…
+	keys  []*keyBuf    // the key buffers, one per key slot
+	nkeys int          // keys in use
+	nums  []int64      // ARGV's numbers, which args point into
 	cmds  []*redis.Cmd // by len(args): commands over args
-	cmd   *redis.Cmd // the command of the call being prepared or run
+	cmd   *redis.Cmd   // the command of the call being prepared or run
 
 	node  scripter
 	reply any
@@ -187,13 +187,26 @@ func (c *call) evalCommand() *redis.Cmd {
 	return redis.NewCmd(context.Background(), args...)
 }
 
-// header is ARGV[1]: mode + 2×flag + 4×ops.
-func header(mode int64, flag bool, ops int) int64 {
+// header is ARGV[1]: mode + 2×flag + 4×clock + 8×port + 16×ops. With
+// clock, ARGV[2] and ARGV[3] are now and the slack; port says an op needs
+// the script's port (a sliding_log), which the fast path does not run.
+func header(mode int64, flag, clock, port bool, ops int) int64 {
+	h := mode + 16*int64(ops)
 	if flag {
-		mode += 2
+		h += 2
 	}
-	return mode + 4*int64(ops)
+	if clock {
+		h += 4
+	}
+	if port {
+		h += 8
+	}
+	return h
 }
+
+// needsPort reports whether op needs the script's port: the fast path runs
+// the algorithms without a sorted set.
+func needsPort(op *rules.Op) bool { return op.Algorithm >= rules.SlidingLog }
 
 // opCode is an op's first field: kind + 8×algorithm + 64×enforce +
 // 128×attempts (one number: each costs the script a conversion).
@@ -211,18 +224,25 @@ func opCode(op *rules.Op) int64 {
 // prepare makes c the take call of ops[idx] (all ops when idx is nil) at
 // nowUS (-1: the server's TIME); undo asks for undo payloads. The keys are
 // one per op, two for a sliding_log (its sorted set beside it); ARGV is
-// the header, now, the slack and each op's code, limit, burst, period and
-// cost, one number each (take.lua's header).
+// the header, now and the slack when the caller's clock decides, and each
+// op's code, limit, burst, period and cost, one number each (take.lua's
+// header).
 func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bool) {
 	c.idx, c.undo = idx, undo
 	n := c.len(ops)
-	nk := n
+	nk, port := n, false
 	for j := range n {
-		if ops[c.op(j)].Algorithm == rules.SlidingLog {
+		op := &ops[c.op(j)]
+		if op.Algorithm == rules.SlidingLog {
 			nk++
 		}
+		port = port || needsPort(op)
 	}
-	nn := 3 + 5*n
+	clock := nowUS >= 0 || s.slackMS != 0
+	nn := 1 + 5*n
+	if clock {
+		nn += 2
+	}
 	c.reserve(nk, nn, 0)
 	c.args = append(c.args, "evalsha", shaArg, nk) // a small int boxes without allocating
 	ki := 0
@@ -236,9 +256,11 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 		}
 	}
 	c.nkeys = nk
-	c.num(header(modeTake, undo, n))
-	c.num(nowUS)
-	c.num(s.slackMS)
+	c.num(header(modeTake, undo, clock, port, n))
+	if clock {
+		c.num(nowUS)
+		c.num(s.slackMS)
+	}
 	for j := range n {
 		s.appendOp(c, &ops[c.op(j)])
 	}
@@ -376,11 +398,12 @@ func (s *Store) prepareUndo(u *call, ops []rules.Op, c *call) bool {
 		return false
 	}
 	u.idx = idx
-	nk := len(idx)
+	nk, port := len(idx), false
 	for _, i := range idx {
 		if ops[i].Algorithm == rules.SlidingLog {
 			nk++
 		}
+		port = port || needsPort(&ops[i])
 	}
 	nn := 3 + 6*len(idx)
 	u.reserve(nk, nn, npay)
@@ -395,7 +418,7 @@ func (s *Store) prepareUndo(u *call, ops []rules.Op, c *call) bool {
 		}
 	}
 	u.nkeys = nk
-	u.num(header(modeUndo, !s.callerClock, len(idx)))
+	u.num(header(modeUndo, !s.callerClock, true, port, len(idx)))
 	u.num(c.now)
 	u.num(s.slackMS)
 	for j := range n {
