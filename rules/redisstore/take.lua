@@ -16,7 +16,10 @@
 -- Go's does: idiv derives it from math.fmod, which is exact, rather than
 -- from math.floor(a / b), whose rounded quotient can be one off. Numbers go
 -- to Redis commands through str (%.0f): Lua's tostring keeps 14 digits, and
--- a timestamp in microseconds has 16.
+-- a timestamp in microseconds has 16. The fast path formats with %d, which
+-- is cheaper and as exact for these integers (Redis' Lua casts to a C
+-- long, gopher-lua to an int64); none of the values it stores can be -0,
+-- the one integer-valued double whose %.0f reads differently.
 --
 -- Keys. Each op's key holds a string "alg:x:at:n:prev": rules.State's
 -- fields and x, the expiry (us) the state was written with. A state at or
@@ -427,9 +430,9 @@ if mode == 0 and not port then
 		local written = ''
 		if consumes then
 			if reset > 0 then
-				written = format('%.0f:%.0f:%.0f:%.0f:%.0f', sa, t + reset, at, n, prev)
+				written = format('%d:%d:%d:%d:%d', sa, t + reset, at, n, prev)
 				local ms = reset + 999 -- whole ms, rounded up: never 0
-				call('SET', KEYS[i], written, 'PX', format('%.0f', (ms - fmod(ms, 1000)) / 1000 + slack))
+				call('SET', KEYS[i], written, 'PX', format('%d', (ms - fmod(ms, 1000)) / 1000 + slack))
 			else
 				call('DEL', KEYS[i]) -- empty: not stored
 			end
