@@ -6,6 +6,7 @@
 //
 //	go run ./loadtest -scenario seed-trace -target http://127.0.0.1:18080
 //	go run ./loadtest -scenario throughput -target http://127.0.0.1:18080 -compare http://127.0.0.1:19000
+//	go run ./loadtest -scenario throughput -target http://127.0.0.1:18080 -compare http://127.0.0.1:19000 -connections 32,128,256 -repeat 3
 //	go run ./loadtest -scenario cgnat-crowd -target http://127.0.0.1:18080
 //
 // Scenarios are functions of a context and a config, registered by name in
@@ -13,6 +14,15 @@
 // them. Every run is bounded in time (-duration) and in requests
 // (-requests), and only loopback targets are accepted: this is a test tool,
 // not a traffic generator for other people's hosts.
+//
+// The throughput scenario measures capacity, the highest rate a target
+// sustains. With a list of -connections levels it reports each target's
+// peak over the levels and the ratio of the peaks: at few connections a
+// target whose requests wait on a network round trip (an edge node on
+// Redis) is bound by latency, rate = connections ÷ latency (Little's law),
+// not by CPU, so the ratio at one such level understates its capacity.
+// -repeat interleaves repetitions of the levels so a shared machine's
+// drift weighs on both targets alike, and the summary gives medians.
 //
 // Exit status: 0 when the scenario passed, 1 when the edge's decisions
 // differed from the expected ones, 2 on a usage or connection error.

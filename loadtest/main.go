@@ -30,8 +30,14 @@ const (
 
 	// throughput
 	maxConnections = 512
+	maxLevels      = 10 // -connections list elements
+	maxRepeat      = 10
 	maxClients     = 1 << 17 // the addresses of 198.18.0.0/15
 	maxWarmup      = 10 * time.Second
+	// maxThroughputLoad bounds the load time of a whole throughput run,
+	// levels × repetitions × targets × (-warmup + -duration), so a list of
+	// levels and -repeat cannot turn a 10-minute -duration into a day.
+	maxThroughputLoad = time.Hour
 )
 
 // errMismatch is returned (wrapped) by a scenario whose observed decisions
@@ -51,7 +57,9 @@ type config struct {
 
 	// throughput only
 	compare     target        // a second target measured after the first; zero: none
-	connections int           // concurrent clients, one connection each
+	connections int           // concurrent clients, one connection each; throughput: levels[0]
+	levels      []int         // throughput: the -connections levels, in the order given; at least one
+	repeat      int           // throughput: how many times the whole set of levels is run, at least 1
 	clients     int           // distinct X-Forwarded-For addresses
 	method      string        // request method
 	path        string        // request path, query included (cgnat-crowd too)
@@ -112,17 +120,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name := fs.String("scenario", "seed-trace", "scenario to run: "+strings.Join(names, ", "))
 	rawTarget := fs.String("target", "http://127.0.0.1:18080", "base URL of the edge node; loopback only")
 	tracePath := fs.String("trace", "testdata/fixtures/seed_trace.json", "seed trace fixture (seed-trace)")
-	duration := fs.Duration("duration", 30*time.Second, "time budget of the whole run; throughput: measured time per target, default 10s (at most "+maxDuration.String()+")")
-	requests := fs.Int("requests", 10_000, fmt.Sprintf("most requests the run may send; throughput: default %d (at most %d)", maxRequests, maxRequests))
+	duration := fs.Duration("duration", 30*time.Second, "time budget of the whole run; throughput: measured time per target, per level and repetition, default 10s (at most "+maxDuration.String()+")")
+	requests := fs.Int("requests", 10_000, fmt.Sprintf("most requests the run may send; throughput: per level and repetition, split evenly between the targets, default %d (at most %d)", maxRequests, maxRequests))
 	timeout := fs.Duration("timeout", 2*time.Second, "per-request timeout (at most "+maxTimeout.String()+")")
 	stagger := fs.Duration("stagger", 500*time.Microsecond,
 		"timed replays send request i an extra i×stagger late, so jitter cannot make a request early relative to an earlier one (at most "+maxStagger.String()+")")
-	connections := fs.Int("connections", 32, fmt.Sprintf("throughput: concurrent clients, one connection each; cgnat-crowd: the crowd's connections (at most %d)", maxConnections))
+	rawConnections := fs.String("connections", "32", fmt.Sprintf("throughput: concurrent clients, one connection each, or a comma-separated list of such `levels` (e.g. 32,128,256; at most %d) "+
+		"measured in turn and summarised; the summary's peak ratio compares each target's highest rate, its capacity, since at few connections "+
+		"a target that waits on a network round trip (an edge on Redis) is bound by latency, rate = connections ÷ latency (Little's law), not by CPU, "+
+		"and one level's ratio understates it; cgnat-crowd: the crowd's connections, one number (each at most %d)", maxLevels, maxConnections))
+	repeat := fs.Int("repeat", 1, fmt.Sprintf("throughput: run the whole set of -connections levels this many times, interleaved "+
+		"(level after level, each level's target then compare), and summarise the medians per level (at most %d)", maxRepeat))
 	clients := fs.Int("clients", 1000, fmt.Sprintf("throughput: distinct X-Forwarded-For addresses from 198.18.0.0/15, in turn (at most %d)", maxClients))
 	method := fs.String("method", "GET", "throughput: request method")
 	path := fs.String("path", "/api/bench", "throughput, cgnat-crowd: request path, query allowed (cgnat-crowd: a path the visitor rule limits)")
 	rawCompare := fs.String("compare", "", "throughput: base URL of a second target (e.g. the origin) measured right after -target; loopback only")
-	warmup := fs.Duration("warmup", time.Second, "throughput: unmeasured load per target before measuring (at most "+maxWarmup.String()+")")
+	warmup := fs.Duration("warmup", time.Second, "throughput: unmeasured load per target, per level and repetition, before measuring (at most "+maxWarmup.String()+")")
 	cg := defaultCgnatParams
 	fs.IntVar(&cg.visitors, "visitors", cg.visitors, fmt.Sprintf("cgnat-crowd: visitors behind the one address (at most %d)", maxVisitors))
 	fs.Float64Var(&cg.share, "visitor-share", cg.share, "cgnat-crowd: share of -limit each visitor sends in the period, (0, 1]")
@@ -170,8 +183,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("-timeout must be in (0, %v], got %v", maxTimeout, *timeout)
 	case *stagger < 0 || *stagger > maxStagger:
 		return usage("-stagger must be in [0, %v], got %v", maxStagger, *stagger)
-	case *connections < 1 || *connections > maxConnections:
-		return usage("-connections must be in [1, %d], got %d", maxConnections, *connections)
+	case *repeat < 1 || *repeat > maxRepeat:
+		return usage("-repeat must be in [1, %d], got %d", maxRepeat, *repeat)
 	case *clients < 1 || *clients > maxClients:
 		return usage("-clients must be in [1, %d], got %d", maxClients, *clients)
 	case !validMethod(*method):
@@ -180,6 +193,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("-path %q: want an origin-form path such as /api/bench, printable ASCII, no spaces", *path)
 	case *warmup < 0 || *warmup > maxWarmup:
 		return usage("-warmup must be in [0, %v], got %v", maxWarmup, *warmup)
+	}
+	levels, err := parseLevels(*rawConnections)
+	if err != nil {
+		return usage("%v", err)
+	}
+	if *name != "throughput" && (len(levels) > 1 || *repeat > 1) {
+		// Only throughput measures levels; anywhere else a list or
+		// repetitions would be silently cut to one.
+		return usage("a list of -connections and -repeat are for -scenario throughput only")
 	}
 	if err := cg.check(); err != nil {
 		return usage("%v", err)
@@ -212,7 +234,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		stderr:    stderr,
 
 		compare:     cmp,
-		connections: *connections,
+		connections: levels[0],
+		levels:      levels,
+		repeat:      *repeat,
 		clients:     *clients,
 		method:      *method,
 		path:        *path,

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +26,14 @@ import (
 // then cfg.duration. With cfg.compare set, it does the same to the second
 // target right after the first, and reports both side by side.
 //
+// With several levels (cfg.levels) or repetitions (cfg.repeat), it does
+// that for each level in turn, and the whole set of levels cfg.repeat
+// times (repetition 1: level A's target, level A's compare, level B's
+// target, …; then repetition 2), so a machine that drifts, shared with
+// other jobs, weighs on both targets alike. Each level's report is printed
+// as soon as it is measured, and a summary (medians per level over the
+// repetitions, and the peak of each target) after the last.
+//
 // Closed loop means the latencies are service times under the load the
 // target let through: a slow answer delays the next request rather than
 // queueing behind it, so they understate what an open-loop (fixed-rate)
@@ -33,11 +43,23 @@ func runThroughput(ctx context.Context, cfg config) error {
 	if cfg.compare.addr != "" {
 		targets = append(targets, cfg.compare)
 	}
-	// The -requests cap is shared evenly, so both targets get the same
-	// chance to reach it.
+	levels := cfg.levels
+	if len(levels) == 0 {
+		levels = []int{cfg.connections}
+	}
+	repeat := max(cfg.repeat, 1)
+	// The -requests cap is per measured run (one target at one level in
+	// one repetition), shared evenly between the targets of a level, so
+	// both get the same chance to reach it; with one level and no
+	// repetition, it is the whole run's cap, as it always was.
 	limit := int64(cfg.requests / len(targets))
-	if limit < int64(cfg.connections) {
-		return fmt.Errorf("-requests %d leaves %d per target, fewer than -connections %d", cfg.requests, limit, cfg.connections)
+	if most := slices.Max(levels); limit < int64(most) {
+		return fmt.Errorf("-requests %d leaves %d per target, fewer than -connections %d", cfg.requests, limit, most)
+	}
+	runs := len(levels) * repeat * len(targets)
+	if load := time.Duration(runs) * (cfg.warmup + cfg.duration); load > maxThroughputLoad {
+		return fmt.Errorf("%d levels × %d repetitions × %d targets × (-warmup %v + -duration %v) is %v of load, over %v: shorten -duration or measure fewer levels or repetitions",
+			len(levels), repeat, len(targets), cfg.warmup, cfg.duration, load, maxThroughputLoad)
 	}
 	// Dial every target first, so a wrong -compare fails now rather than
 	// after the first target's whole run.
@@ -47,17 +69,9 @@ func runThroughput(ctx context.Context, cfg config) error {
 		}
 	}
 
-	h := throughputHeader{
-		method:      cfg.method,
-		path:        cfg.path,
-		connections: cfg.connections,
-		clients:     cfg.clients,
-		warmup:      cfg.warmup,
-		duration:    cfg.duration,
-	}
-	results := make([]*loadResult, 0, len(targets))
-	for _, tg := range targets {
-		res, err := measure(ctx, cfg, tg, limit)
+	if len(levels) == 1 && repeat == 1 {
+		h := newThroughputHeader(cfg, levels[0])
+		results, err := measureLevel(ctx, cfg, targets, levels[0], limit)
 		if err != nil {
 			if len(results) > 0 {
 				// Keep what was measured; the run still failed.
@@ -65,23 +79,129 @@ func runThroughput(ctx context.Context, cfg config) error {
 			}
 			return err
 		}
-		results = append(results, res)
+		if err := writeThroughputReport(cfg.stdout, h, results); err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+		return nil
 	}
-	if err := writeThroughputReport(cfg.stdout, h, results); err != nil {
-		return fmt.Errorf("writing report: %w", err)
+
+	sum := make([]levelResults, len(levels))
+	for i, n := range levels {
+		sum[i] = levelResults{connections: n, runs: make([][]*loadResult, 0, repeat)}
+	}
+	for rep := 1; rep <= repeat; rep++ {
+		for i, n := range levels {
+			h := newThroughputHeader(cfg, n)
+			h.repetition, h.repetitions = rep, repeat
+			h.level, h.levels = i+1, len(levels)
+			results, err := measureLevel(ctx, cfg, targets, n, limit)
+			if err != nil {
+				if len(results) > 0 {
+					_ = writeThroughputRun(cfg.stdout, h, results)
+				}
+				return err
+			}
+			if err := writeThroughputRun(cfg.stdout, h, results); err != nil {
+				return fmt.Errorf("writing report: %w", err)
+			}
+			sum[i].runs = append(sum[i].runs, results)
+		}
+	}
+	sh := summaryHeader{
+		method:      cfg.method,
+		path:        cfg.path,
+		clients:     cfg.clients,
+		warmup:      cfg.warmup,
+		duration:    cfg.duration,
+		levels:      len(levels),
+		repetitions: repeat,
+		bases:       make([]string, len(targets)),
+	}
+	for i, tg := range targets {
+		sh.bases[i] = tg.base
+	}
+	if err := writeThroughputSummary(cfg.stdout, sh, summarize(sum)); err != nil {
+		return fmt.Errorf("writing summary: %w", err)
 	}
 	return nil
 }
 
-// throughputBudget is the throughput scenario's deadline: per target, the
-// time to open the connections (a dial and a request), the warm-up, the
-// measured time, the last answers, and a second of slack.
+// measureLevel loads each of targets in turn with connections clients and
+// returns their results, in the same order. On an error it returns the
+// results measured before it.
+func measureLevel(ctx context.Context, cfg config, targets []target, connections int, limit int64) ([]*loadResult, error) {
+	cfg.connections = connections
+	results := make([]*loadResult, 0, len(targets))
+	for _, tg := range targets {
+		res, err := measure(ctx, cfg, tg, limit)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+// newThroughputHeader describes a run of cfg at one level.
+func newThroughputHeader(cfg config, connections int) throughputHeader {
+	return throughputHeader{
+		method:      cfg.method,
+		path:        cfg.path,
+		connections: connections,
+		clients:     cfg.clients,
+		warmup:      cfg.warmup,
+		duration:    cfg.duration,
+	}
+}
+
+// parseLevels parses -connections: one number, or a comma-separated list
+// of distinct numbers (spaces around them allowed), each in
+// [1, maxConnections], at most maxLevels of them, kept in the order given.
+// Duplicates are refused: a level is measured again with -repeat, and the
+// summary has one row per level.
+func parseLevels(s string) ([]int, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > maxLevels {
+		return nil, fmt.Errorf("-connections %q: at most %d levels, got %d", s, maxLevels, len(parts))
+	}
+	levels := make([]int, 0, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			if len(parts) == 1 {
+				return nil, errors.New("-connections is empty: want a number such as 32 or a list such as 32,128,256")
+			}
+			return nil, fmt.Errorf("-connections %q: element %d is empty", s, i+1)
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("-connections %q: %q is not a whole number in [1, %d]", s, p, maxConnections)
+		}
+		if n < 1 || n > maxConnections {
+			if len(parts) == 1 {
+				return nil, fmt.Errorf("-connections must be in [1, %d], got %d", maxConnections, n)
+			}
+			return nil, fmt.Errorf("-connections must be in [1, %d], got %d in %q", maxConnections, n, s)
+		}
+		if slices.Contains(levels, n) {
+			return nil, fmt.Errorf("-connections %q: %d is listed twice (-repeat measures a level again)", s, n)
+		}
+		levels = append(levels, n)
+	}
+	return levels, nil
+}
+
+// throughputBudget is the throughput scenario's deadline: per measured
+// run (a target at a level in a repetition), the time to open the
+// connections (a dial and a request), the warm-up, the measured time, the
+// last answers, and a second of slack.
 func throughputBudget(cfg config) time.Duration {
 	per := 2*cfg.timeout + cfg.warmup + cfg.duration + cfg.timeout + time.Second
+	runs := max(len(cfg.levels), 1) * max(cfg.repeat, 1)
 	if cfg.compare.addr != "" {
-		return 2 * per
+		runs *= 2
 	}
-	return per
+	return time.Duration(runs) * per
 }
 
 // probe dials tg once and hangs up.

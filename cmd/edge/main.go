@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -112,6 +113,7 @@ func serve(args []string, stderr io.Writer) int {
 	demo := fs.Bool("demo", false, "also run the built-in demo origin on the policy's upstream address")
 	upstream := fs.String("upstream", "", "origin http://HOST:PORT (overrides the policy's upstream)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the node stops")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -119,6 +121,22 @@ func serve(args []string, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "edge:", err)
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "edge: -cpuprofile:", err)
+			return 1
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			fmt.Fprintln(stderr, "edge: -cpuprofile:", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	p, diags := rules.LoadFile(*config)
 	printDiags(stderr, *config, diags)
