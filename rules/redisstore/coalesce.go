@@ -23,6 +23,10 @@ const (
 	defaultFlushers = 2
 	// maxBatch bounds a pipeline's calls.
 	maxBatch = 128
+	// overloadBudgets bounds, in budgets, how long a call may wait while
+	// the store is answering but the node is too busy to run the flusher
+	// that carries it (the package doc's "Failures and the time budget").
+	overloadBudgets = 20
 )
 
 // Waiter states: a waiter is queued or in flight, answered (the flusher
@@ -68,6 +72,12 @@ type coalescer struct {
 	ctx    context.Context // the flushers' (cancelled by close)
 	cancel context.CancelFunc
 
+	// failing is whether the last pipeline a flusher finished failed
+	// below the script (a dial, write or read error, a timeout): the
+	// store, not the node, is slow or down. A queued call past its budget
+	// fails then, and waits on otherwise.
+	failing atomic.Bool
+
 	mu     sync.Mutex
 	queue  []*waiter
 	closed bool
@@ -93,8 +103,8 @@ func newCoalescer(s *Store, client *redis.Client, budget time.Duration, flushers
 	return co
 }
 
-// do queues w's prepared call and waits for its reply, for the budget at
-// most, or until ctx ends. It returns whether w was abandoned (its caller
+// do queues w's prepared call and waits for its reply, as wait says, or
+// until ctx ends. It returns whether w was abandoned (its caller
 // must then leave it: the flusher puts it back in the pool) and, if so,
 // the error; otherwise w.reply and w.err hold the answer.
 func (co *coalescer) do(ctx context.Context, w *waiter) (bool, error) {
@@ -114,22 +124,46 @@ func (co *coalescer) do(ctx context.Context, w *waiter) (bool, error) {
 	case co.wake <- struct{}{}:
 	default:
 	}
-	var err error
-	select {
-	case <-w.done:
-		w.timer.Stop()
+	err := co.wait(ctx, w)
+	if err == nil {
 		return false, nil
-	case <-w.timer.C:
-		err = errBudget
-	case <-ctx.Done():
-		w.timer.Stop()
-		err = ctx.Err()
 	}
 	if w.state.CompareAndSwap(waiting, abandoned) {
 		return true, err
 	}
 	<-w.done // answered meanwhile: the reply is there
 	return false, nil
+}
+
+// wait waits for w's answer (nil) or the end of its wait: errBudget or
+// ctx's error.
+//
+// The budget bounds the store's time, not the node's. A call whose
+// pipeline is out is bounded by the client's own deadlines, set when the
+// flusher writes it; so a call past its budget goes on waiting, while the
+// store answers, for a flusher busy on a node too loaded to run it soon,
+// and fails when the last pipeline failed below the script (the store is
+// slow or down: queued calls then fail at their budget, not after the
+// pipelines ahead of them) or after overloadBudgets budgets in all.
+func (co *coalescer) wait(ctx context.Context, w *waiter) error {
+	var extended time.Duration
+	for {
+		select {
+		case <-w.done:
+			w.timer.Stop()
+			return nil
+		case <-w.timer.C:
+			if co.failing.Load() || extended >= (overloadBudgets-1)*co.budget {
+				return errBudget
+			}
+			step := co.budget / 2
+			extended += step
+			w.timer.Reset(step)
+		case <-ctx.Done():
+			w.timer.Stop()
+			return ctx.Err()
+		}
+	}
 }
 
 // answer hands w its reply, or puts it back in the pool when its caller
@@ -213,6 +247,7 @@ func (co *coalescer) flush(f *flusher) {
 	_ = pipe.BatchProcess(co.ctx, f.cmds...) // one allocation: the pipeline's own slice
 	_, _ = pipe.Exec(co.ctx)                 // each command carries its own error
 	co.flushes.Add(1)
+	co.failing.Store(ioFailed(f.cmds))
 	retry := 0
 	for _, w := range live {
 		w.reply, w.err = w.cmd.Val(), w.cmd.Err()
@@ -241,7 +276,7 @@ func (co *coalescer) flush(f *flusher) {
 
 // close stops queuing, fails what is queued and stops the flushers; the
 // caller closes the client (which ends a flusher's round trip in flight)
-// and then waits for them (wait).
+// and then waits for them (waitFlushers).
 func (co *coalescer) close() {
 	co.mu.Lock()
 	co.closed = true
@@ -256,4 +291,19 @@ func (co *coalescer) close() {
 	}
 }
 
-func (co *coalescer) wait() { co.wg.Wait() }
+func (co *coalescer) waitFlushers() { co.wg.Wait() }
+
+// ioFailed reports whether a pipeline failed below the script: a command
+// that has an error which is not the server's reply (redis.Error: the
+// script's own error, NOSCRIPT, a cluster redirect), which means the
+// dial, write or read failed or timed out.
+func ioFailed(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && err != redis.Nil {
+			if _, reply := err.(redis.Error); !reply {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -56,13 +56,35 @@
 // does not answer; a call that must also wait for a pooled connection or
 // dial a new one (whose setup sends HELLO first) can take a few times
 // Timeout, each phase bounded by it. A coalesced call (below) has a timer
-// of its own: it fails at Timeout after it was queued, whatever the
-// pipelines ahead of it are doing, with an error that is a net.Error
-// whose Timeout() is true. A caller's ctx deadline, when shorter, ends the
-// call at it. Nothing is retried by the client library (MaxRetries and, in
+// of its own from the moment it is queued. The budget bounds the store's
+// time, not the node's: past its budget, a call whose store is answering
+// (the last pipeline finished without an I/O error) goes on waiting for
+// its flusher, which a node short of CPU may run late, up to 20 budgets
+// in all; a call whose store is failing (the last pipeline failed below
+// the script: dial, write or read, a timeout) fails at its budget,
+// whatever the pipelines ahead of it are doing. Either way the error is a
+// net.Error whose Timeout() is true. Without this a node saturated by its
+// own traffic (every core busy, goroutines waiting milliseconds for one)
+// would see its healthy Redis as slow and apply on_store_error to most
+// requests: allow lets a flood through, deny refuses everyone. A
+// caller's ctx deadline, when shorter, ends the call at it. Nothing is retried by the client library (MaxRetries and, in
 // a cluster, MaxRedirects are -1): a retried EVALSHA that did run would
 // charge twice. A Take that fails returns the error and the caller applies
 // each rule's on_store_error (failclosed).
+//
+// # Store time
+//
+// The budget is meant to catch a slow or dead store, not a busy node. Go
+// notices that a socket has data through its network poller, which a
+// node whose every core is busy runs late (when a processor runs out of
+// goroutines, or every 10ms from the runtime's monitor), while it runs
+// timers on time; so under its own load a node can see a read deadline
+// fire with Redis' reply already in the socket. The store's connections
+// (storetime.go) therefore look, when a read times out before its first
+// byte, whether the socket holds data (recv with MSG_PEEK|MSG_DONTWAIT)
+// and if so read it (Stats.LateReads); a server that has not answered is
+// a timeout at the same moment as before. The coalescer's timer follows
+// the same rule (above). BENCHMARKS.md has what this changed under load.
 //
 // NOSCRIPT (the server restarted, failed over or flushed its script cache)
 // means the script did not run, so the store runs it once more by EVAL,

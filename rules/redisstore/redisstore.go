@@ -60,7 +60,8 @@ type Options struct {
 	// the client's dial, pool-wait, write and read timeouts are all set to
 	// it, and so is a coalesced call's own timer from the moment it is
 	// queued, so a call to a server that does not answer fails after about
-	// Timeout (see the package doc for the worst case), and nothing is ever
+	// Timeout (see the package doc for the worst case, and for a node too
+	// loaded to run its flushers in time), and nothing is ever
 	// retried (a retried script call that did run would charge twice).
 	Timeout time.Duration
 	// PoolSize is the number of connections per server (go-redis' default
@@ -106,6 +107,10 @@ type Stats struct {
 	// Pipelines counts the pipelines coalescing wrote (each carrying the
 	// script calls of one or more Takes).
 	Pipelines uint64
+	// LateReads counts reads whose deadline fired while the server's
+	// reply was already in the socket (a node too busy to look in time),
+	// which were read rather than failed (the package doc's "Store time").
+	LateReads uint64
 }
 
 // ErrMalformedReply is Take's error when the script's reply does not have
@@ -157,6 +162,7 @@ type Store struct {
 	beforeUndo func()
 
 	noScript, crossSlot, undos, undoErrors atomic.Uint64
+	late                                   lateReads
 }
 
 var _ rules.Store = (*Store)(nil)
@@ -193,7 +199,7 @@ func New(opts Options) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		configureCluster(co, opts)
+		configureCluster(co, opts, &s.late)
 		cc := redis.NewClusterClient(co)
 		s.cluster = cc
 		s.masterFor = func(ctx context.Context, key string) (scripter, error) {
@@ -210,7 +216,7 @@ func New(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: parsing URL: %w", err)
 	}
-	configure(o, opts)
+	configure(o, opts, &s.late)
 	c := redis.NewClient(o)
 	s.node, s.closeFn = c, c.Close
 	if !opts.DisableCoalescing {
@@ -224,10 +230,11 @@ func New(opts Options) (*Store, error) {
 }
 
 // configure sets what every connection of a single Redis needs.
-func configure(o *redis.Options, opts Options) {
+func configure(o *redis.Options, opts Options, late *lateReads) {
 	o.MaxRetries = -1 // a retried EVALSHA that ran charges twice
 	o.DialTimeout = opts.Timeout
-	o.DialerRetries = 1 // one dial per attempt: retries would outlast the budget
+	o.Dialer = storeTimeDialer(opts.Timeout, opts.Timeout, o.TLSConfig, late) // the package doc's "Store time"
+	o.DialerRetries = 1                                                       // one dial per attempt: retries would outlast the budget
 	o.PoolTimeout = opts.Timeout
 	o.ReadTimeout = opts.Timeout
 	o.WriteTimeout = opts.Timeout
@@ -244,10 +251,11 @@ func configure(o *redis.Options, opts Options) {
 // is -1 too: go-redis' cluster client retries a command after a timeout
 // within its redirect budget. Script calls do not go through that path
 // anyway (Take routes them to the masters' clients itself).
-func configureCluster(o *redis.ClusterOptions, opts Options) {
+func configureCluster(o *redis.ClusterOptions, opts Options, late *lateReads) {
 	o.MaxRetries = -1
 	o.MaxRedirects = -1
 	o.DialTimeout = opts.Timeout
+	o.Dialer = storeTimeDialer(opts.Timeout, opts.Timeout, o.TLSConfig, late)
 	o.DialerRetries = 1
 	o.PoolTimeout = opts.Timeout
 	o.ReadTimeout = opts.Timeout
@@ -337,6 +345,7 @@ func (s *Store) Stats() Stats {
 		Undos:      s.undos.Load(),
 		UndoErrors: s.undoErrors.Load(),
 		Pipelines:  s.pipelines(),
+		LateReads:  s.late.Load(),
 	}
 }
 
@@ -358,7 +367,7 @@ func (s *Store) Close() error {
 			s.closeErr = s.closeFn()
 		}
 		if s.co != nil {
-			s.co.wait()
+			s.co.waitFlushers()
 		}
 	})
 	return s.closeErr

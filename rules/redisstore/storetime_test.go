@@ -1,0 +1,288 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/edge-gateway/edge/rules"
+)
+
+// connPair returns the two ends of a loopback TCP connection.
+func connPair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { server.Close(); client.Close() })
+	return server, client
+}
+
+// waitReadable waits until c's socket holds data, as a reply that came in
+// while the node was busy would.
+func waitReadable(t *testing.T, c net.Conn) {
+	t.Helper()
+	raw, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 {
+		var ready bool
+		_ = raw.Control(func(fd uintptr) { ready = peek(fd) })
+		if ready {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("the data never reached the socket")
+}
+
+// TestLateRead: a read whose deadline has passed while the reply is
+// already in the socket (the node looked too late) returns the reply; with
+// nothing in the socket it is the timeout it was, and the deadline stays
+// passed. A plain connection times out in both cases: the behaviour
+// storeTimeConn exists to correct.
+func TestLateRead(t *testing.T) {
+	const reply = "+PONG\r\n"
+	passed := time.Now().Add(-time.Second)
+	buf := make([]byte, 64)
+
+	t.Run("plain_conn_times_out_with_the_reply_there", func(t *testing.T) {
+		server, client := connPair(t)
+		if _, err := server.Write([]byte(reply)); err != nil {
+			t.Fatal(err)
+		}
+		waitReadable(t, client)
+		_ = client.SetReadDeadline(passed)
+		if _, err := client.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("got %v, want the deadline error (the premise of storeTimeConn)", err)
+		}
+	})
+
+	t.Run("reply_there", func(t *testing.T) {
+		server, client := connPair(t)
+		var late lateReads
+		c := newStoreTimeConn(client, time.Second, &late)
+		if _, err := server.Write([]byte(reply)); err != nil {
+			t.Fatal(err)
+		}
+		waitReadable(t, client)
+		_ = c.SetReadDeadline(passed)
+		n, err := c.Read(buf)
+		if err != nil || string(buf[:n]) != reply {
+			t.Fatalf("got %q, %v; want %q", buf[:n], err, reply)
+		}
+		if late.Load() != 1 {
+			t.Errorf("late reads: got %d, want 1", late.Load())
+		}
+	})
+
+	t.Run("nothing_there", func(t *testing.T) {
+		_, client := connPair(t)
+		var late lateReads
+		c := newStoreTimeConn(client, time.Second, &late)
+		_ = c.SetReadDeadline(passed)
+		start := time.Now()
+		if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("got %v, want the deadline error", err)
+		}
+		if elapsed := time.Since(start); elapsed > 100*time.Millisecond {
+			t.Errorf("the timed-out read took %v: it must not wait for the grace", elapsed)
+		}
+		if late.Load() != 0 {
+			t.Errorf("late reads: got %d, want 0", late.Load())
+		}
+		// The deadline stays passed: the next read fails at once too.
+		if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("second read: got %v, want the deadline error", err)
+		}
+	})
+
+	t.Run("deadline_in_time", func(t *testing.T) {
+		server, client := connPair(t)
+		var late lateReads
+		c := newStoreTimeConn(client, time.Second, &late)
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		go func() {
+			time.Sleep(10 * time.Millisecond)
+			_, _ = server.Write([]byte(reply))
+		}()
+		n, err := c.Read(buf)
+		if err != nil || string(buf[:n]) != reply || late.Load() != 0 {
+			t.Fatalf("got %q, %v, %d late reads; want %q, nil, 0", buf[:n], err, late.Load(), reply)
+		}
+	})
+}
+
+// TestStoreTimeDialer: the store's connections are storeTimeConns, and a
+// dial to a port nothing listens on fails at once.
+func TestStoreTimeDialer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close()
+		}
+	}()
+	var late lateReads
+	dial := storeTimeDialer(time.Second, time.Second, nil, &late)
+	c, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, ok := c.(*storeTimeConn)
+	if !ok {
+		t.Fatalf("got a %T, want a *storeTimeConn", c)
+	}
+	if _, err := sc.SyscallConn(); err != nil {
+		t.Errorf("SyscallConn (go-redis' health check needs it): %v", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if _, err := dial(context.Background(), "tcp", addr); err == nil {
+		t.Error("dialled a closed port")
+	}
+}
+
+// flusherless returns a Store whose coalescer has no flusher: the test
+// plays the flusher, answering queued calls when it likes.
+func flusherless(t *testing.T, budget time.Duration) *Store {
+	t.Helper()
+	s := &Store{prefix: DefaultPrefix}
+	s.co = newCoalescer(s, nil, budget, 0)
+	t.Cleanup(func() {
+		s.co.close()
+		s.co.waitFlushers()
+	})
+	return s
+}
+
+// answerQueued answers every queued call with a well-formed one-op reply
+// and reports how many it answered.
+func answerQueued(s *Store) int {
+	s.co.mu.Lock()
+	q := s.co.queue
+	s.co.queue = nil
+	s.co.mu.Unlock()
+	for _, w := range q {
+		w.reply, w.err = good(1), nil
+		s.co.answer(w)
+	}
+	return len(q)
+}
+
+// TestBudgetIsStoreTime: past its budget, a queued call waits on while the
+// store is answering (its flusher is only late, as on a node whose cores
+// are all busy), fails at its budget when the last pipeline failed, and
+// fails in any case after overloadBudgets budgets.
+func TestBudgetIsStoreTime(t *testing.T) {
+	const budget = 20 * time.Millisecond
+	ops := []rules.Op{gcra('a', 5)}
+
+	t.Run("flusher_late_store_answering", func(t *testing.T) {
+		s := flusherless(t, budget)
+		go func() {
+			time.Sleep(3 * budget)
+			for answerQueued(s) == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		start := time.Now()
+		res := make([]rules.Result, 1)
+		if err := s.Take(context.Background(), time.Now(), ops, res); err != nil {
+			t.Fatalf("got %v after %v, want the reply the late flusher brought", err, time.Since(start))
+		}
+		if elapsed := time.Since(start); elapsed < 3*budget {
+			t.Errorf("answered after %v, before the flusher ran (%v)", elapsed, 3*budget)
+		}
+		if !res[0].Allowed {
+			t.Errorf("got %+v, want the reply's allowed result", res[0])
+		}
+	})
+
+	t.Run("store_failing", func(t *testing.T) {
+		s := flusherless(t, budget)
+		s.co.failing.Store(true)
+		start := time.Now()
+		err := s.Take(context.Background(), time.Now(), ops, make([]rules.Result, 1))
+		elapsed := time.Since(start)
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("got %v, want a timeout", err)
+		}
+		if elapsed < budget || elapsed > budget+50*time.Millisecond {
+			t.Errorf("failed after %v, want at its budget %v", elapsed, budget)
+		}
+	})
+
+	t.Run("cap", func(t *testing.T) {
+		s := flusherless(t, budget)
+		start := time.Now()
+		err := s.Take(context.Background(), time.Now(), ops, make([]rules.Result, 1))
+		elapsed := time.Since(start)
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("got %v, want a timeout", err)
+		}
+		if limit := overloadBudgets * budget; elapsed < limit || elapsed > limit+100*time.Millisecond {
+			t.Errorf("failed after %v, want at %d budgets (%v)", elapsed, overloadBudgets, limit)
+		}
+	})
+}
+
+// TestIOFailed: a pipeline failed below the script when a command has an
+// error that is not the server's own reply.
+func TestIOFailed(t *testing.T) {
+	cmd := func(err error) redis.Cmder {
+		c := redis.NewCmd(context.Background(), "evalsha")
+		c.SetErr(err)
+		return c
+	}
+	tests := []struct {
+		name string
+		errs []error
+		want bool
+	}{
+		{"all_answered", []error{nil, nil}, false},
+		{"script_error", []error{nil, redisError("ERR user_script:1: boom")}, false},
+		{"noscript", []error{redisError("NOSCRIPT No matching script.")}, false},
+		{"nil_reply", []error{redis.Nil}, false},
+		{"timeout", []error{nil, &net.OpError{Op: "read", Err: timeoutErr{}}}, true},
+		{"closed", []error{redis.ErrClosed}, true},
+	}
+	for _, tt := range tests {
+		cmds := make([]redis.Cmder, len(tt.errs))
+		for i, err := range tt.errs {
+			cmds[i] = cmd(err)
+		}
+		if got := ioFailed(cmds); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
