@@ -7,6 +7,7 @@
 //	go run ./loadtest -scenario seed-trace -target http://127.0.0.1:18080
 //	go run ./loadtest -scenario throughput -target http://127.0.0.1:18080 -compare http://127.0.0.1:19000
 //	go run ./loadtest -scenario throughput -target http://127.0.0.1:18080 -compare http://127.0.0.1:19000 -connections 32,128,256 -repeat 3
+//	go run ./loadtest -scenario throughput -target http://127.0.0.1:18080 -target-metrics http://127.0.0.1:19901/metrics -compare http://127.0.0.1:18081 -compare-metrics http://127.0.0.1:19902/metrics -connections 32,128,256 -repeat 3
 //	go run ./loadtest -scenario cgnat-crowd -target http://127.0.0.1:18080
 //
 // Scenarios are functions of a context and a config, registered by name in
@@ -23,6 +24,14 @@
 // not by CPU, so the ratio at one such level understates its capacity.
 // -repeat interleaves repetitions of the levels so a shared machine's
 // drift weighs on both targets alike, and the summary gives medians.
+// -target-metrics and -compare-metrics name an edge node's /metrics,
+// scraped right before and right after each run's measured part (the
+// scrapes bracket it, requests in flight at its edges included), to count
+// the rule decisions its store made and those its rules' on_store_error
+// answered instead (fallbacks): a node that fails open forwards requests
+// uncounted and looks faster, so the peak is taken only over the levels
+// where the store decided every request, and a scrape that fails fails
+// the run.
 //
 // Exit status: 0 when the scenario passed, 1 when the edge's decisions
 // differed from the expected ones, 2 on a usage or connection error.

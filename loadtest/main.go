@@ -135,6 +135,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	method := fs.String("method", "GET", "throughput: request method")
 	path := fs.String("path", "/api/bench", "throughput, cgnat-crowd: request path, query allowed (cgnat-crowd: a path the visitor rule limits)")
 	rawCompare := fs.String("compare", "", "throughput: base URL of a second target (e.g. the origin) measured right after -target; loopback only")
+	rawTargetMetrics := fs.String("target-metrics", "", "throughput: URL of -target's Prometheus metrics, its admin listener's /metrics (e.g. http://127.0.0.1:19901/metrics), "+
+		"scraped as each run's warm-up ends and after its last answer to count the rule decisions its store made and its on_store_error fallbacks; "+
+		"levels with fallbacks are left out of the peak; loopback only")
+	rawCompareMetrics := fs.String("compare-metrics", "", "throughput: the same as -target-metrics, for -compare")
 	warmup := fs.Duration("warmup", time.Second, "throughput: unmeasured load per target, per level and repetition, before measuring (at most "+maxWarmup.String()+")")
 	cg := defaultCgnatParams
 	fs.IntVar(&cg.visitors, "visitors", cg.visitors, fmt.Sprintf("cgnat-crowd: visitors behind the one address (at most %d)", maxVisitors))
@@ -219,6 +223,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cmp target
 	if *rawCompare != "" {
 		if cmp, err = parseFlagTarget("-compare", *rawCompare); err != nil {
+			return usage("%v", err)
+		}
+	}
+	if (*rawTargetMetrics != "" || *rawCompareMetrics != "") && *name != "throughput" {
+		return usage("-target-metrics and -compare-metrics are for -scenario throughput only")
+	}
+	if *rawTargetMetrics != "" {
+		if tg.metrics, err = parseMetricsURL("-target-metrics", *rawTargetMetrics); err != nil {
+			return usage("%v", err)
+		}
+	}
+	if *rawCompareMetrics != "" {
+		if *rawCompare == "" {
+			return usage("-compare-metrics needs -compare")
+		}
+		if cmp.metrics, err = parseMetricsURL("-compare-metrics", *rawCompareMetrics); err != nil {
 			return usage("%v", err)
 		}
 	}

@@ -12,6 +12,10 @@ import (
 type target struct {
 	base string // "http://host:port", no trailing slash
 	addr string // host:port to dial
+
+	// metrics is the node's Prometheus endpoint (throughput:
+	// -target-metrics, -compare-metrics); zero: none.
+	metrics metricsSource
 }
 
 // parseTarget accepts only plain-HTTP base URLs whose host is a loopback

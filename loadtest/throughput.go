@@ -34,6 +34,11 @@ import (
 // as soon as it is measured, and a summary (medians per level over the
 // repetitions, and the peak of each target) after the last.
 //
+// With a target's metrics (-target-metrics, -compare-metrics), each run
+// of it also counts the rule decisions its store made and its
+// on_store_error fallbacks, and the summary's peaks leave out the levels
+// where a target fell back (see capacityLevels).
+//
 // Closed loop means the latencies are service times under the load the
 // target let through: a slow answer delays the next request rather than
 // queueing behind it, so they understate what an open-loop (fixed-rate)
@@ -61,10 +66,22 @@ func runThroughput(ctx context.Context, cfg config) error {
 		return fmt.Errorf("%d levels × %d repetitions × %d targets × (-warmup %v + -duration %v) is %v of load, over %v: shorten -duration or measure fewer levels or repetitions",
 			len(levels), repeat, len(targets), cfg.warmup, cfg.duration, load, maxThroughputLoad)
 	}
-	// Dial every target first, so a wrong -compare fails now rather than
+	// Dial every target first, and read the metrics of those that have
+	// them, so a wrong -compare or -compare-metrics fails now rather than
 	// after the first target's whole run.
 	for _, tg := range targets {
 		if err := probe(ctx, tg, cfg.timeout); err != nil {
+			return err
+		}
+	}
+	for _, tg := range targets {
+		if tg.metrics.url == "" {
+			continue
+		}
+		sc := newScraper(tg.metrics, cfg.timeout)
+		_, err := sc.scrape(ctx)
+		sc.close()
+		if err != nil {
 			return err
 		}
 	}
@@ -194,14 +211,24 @@ func parseLevels(s string) ([]int, error) {
 // throughputBudget is the throughput scenario's deadline: per measured
 // run (a target at a level in a repetition), the time to open the
 // connections (a dial and a request), the warm-up, the measured time, the
-// last answers, and a second of slack.
+// last answers, and a second of slack; for a target with metrics, also
+// its two scrapes per run and the one before the first run, each at most
+// -timeout.
 func throughputBudget(cfg config) time.Duration {
 	per := 2*cfg.timeout + cfg.warmup + cfg.duration + cfg.timeout + time.Second
-	runs := max(len(cfg.levels), 1) * max(cfg.repeat, 1)
+	runs := time.Duration(max(len(cfg.levels), 1) * max(cfg.repeat, 1))
+	targets := []target{cfg.target}
 	if cfg.compare.addr != "" {
-		runs *= 2
+		targets = append(targets, cfg.compare)
 	}
-	return time.Duration(runs) * per
+	var budget time.Duration
+	for _, tg := range targets {
+		budget += runs * per
+		if tg.metrics.url != "" {
+			budget += (2*runs + 1) * cfg.timeout
+		}
+	}
+	return budget
 }
 
 // probe dials tg once and hangs up.
@@ -270,6 +297,11 @@ type loadResult struct {
 	dials    int64                   // connections opened, warm-up included
 	sent     int64                   // requests sent, warm-up included
 	capped   bool                    // the -requests cap ended the run early
+
+	// decisions are the node's rule decisions from a scrape of its
+	// metrics as the warm-up ended to one after the last measured answer
+	// (-target-metrics, -compare-metrics); nil when not scraped.
+	decisions *decisionCounts
 }
 
 // answered returns the number of measured requests that got an answer.
@@ -344,7 +376,10 @@ func (r *loadRun) abort(err error) {
 	r.stop.Store(true)
 }
 
-// measure runs the load against tg and returns what it measured.
+// measure runs the load against tg and returns what it measured. When tg
+// has metrics, it scrapes them as the warm-up ends (while the load goes
+// on) and again after the last measured answer, and adds the node's
+// decisions between the two; a failed scrape fails the run.
 func measure(ctx context.Context, cfg config, tg target, limit int64) (*loadResult, error) {
 	r := &loadRun{
 		cfg:   cfg,
@@ -381,10 +416,23 @@ func measure(ctx context.Context, cfg config, tg target, limit int64) (*loadResu
 
 	from := time.Now().Add(cfg.warmup)
 	to := from.Add(cfg.duration)
+	var sc *scraper
+	var before <-chan scrapeResult
+	loadDone := make(chan struct{})
+	if tg.metrics.url != "" {
+		sc = newScraper(tg.metrics, cfg.timeout)
+		defer sc.close()
+		before = scrapeAt(ctx, sc, from, loadDone, r)
+	}
 	for _, w := range ws {
 		wg.Go(func() { w.loop(r, from, to) })
 	}
 	wg.Wait()
+	close(loadDone)
+	var start scrapeResult
+	if before != nil {
+		start = <-before
+	}
 	if r.fail != nil {
 		return nil, fmt.Errorf("measuring %s: %w", tg.base, r.fail)
 	}
@@ -428,7 +476,65 @@ func measure(ctx context.Context, cfg config, tg target, limit int64) (*loadResu
 	if res.answered() == 0 {
 		return nil, fmt.Errorf("measuring %s: all %d requests failed (first error: %s)", tg.base, res.failed(), firstError(res))
 	}
+	if sc != nil {
+		switch {
+		case start.err != nil:
+			return nil, fmt.Errorf("measuring %s: %w", tg.base, start.err)
+		case start.at.After(last):
+			// The goroutine that scrapes was not run until the load was
+			// over: the counts would miss the run.
+			return nil, fmt.Errorf("measuring %s: scraping %s %s as the warm-up ended took until after the last answer; lengthen -duration", tg.base, tg.metrics.flag, tg.metrics.url)
+		}
+		end, err := sc.scrape(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("measuring %s: %w", tg.base, err)
+		}
+		d, err := end.since(start.counts)
+		if err != nil {
+			return nil, fmt.Errorf("measuring %s: %s %s: %w", tg.base, tg.metrics.flag, tg.metrics.url, err)
+		}
+		res.decisions = &d
+	}
 	return res, nil
+}
+
+// scrapeResult is a scrape's counts, or why there are none, and when it
+// was answered.
+type scrapeResult struct {
+	counts decisionCounts
+	at     time.Time
+	err    error
+}
+
+// errScrapeCancelled ends a scrape that a run no longer needs: its load
+// ended within the warm-up, before the scrape was due.
+var errScrapeCancelled = errors.New("the run's load ended within its warm-up")
+
+// scrapeAt scrapes sc once at, while the load goes on, and sends the
+// result on the returned channel. A failed scrape aborts r, so the load
+// stops at once. When the load ends (loadDone) before at, as when the
+// -requests cap is spent within the warm-up, it does not scrape and sends
+// errScrapeCancelled.
+func scrapeAt(ctx context.Context, sc *scraper, at time.Time, loadDone <-chan struct{}, r *loadRun) <-chan scrapeResult {
+	out := make(chan scrapeResult, 1)
+	go func() {
+		t := time.NewTimer(time.Until(at))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-loadDone:
+			if time.Now().Before(at) {
+				out <- scrapeResult{err: errScrapeCancelled}
+				return
+			}
+		}
+		c, err := sc.scrape(ctx)
+		if err != nil {
+			r.abort(err)
+		}
+		out <- scrapeResult{counts: c, at: time.Now(), err: err}
+	}()
+	return out
 }
 
 // firstError returns the first recorded error message of res, by kind.

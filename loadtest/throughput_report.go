@@ -103,6 +103,27 @@ func appendThroughputText(b *strings.Builder, h throughputHeader, results []*loa
 	}
 	row("max", func(r *loadResult) string { return fmtMS(r.hist.Max()) + "ms" })
 	row("connections", func(r *loadResult) string { return strconv.FormatInt(r.dials, 10) + " opened" })
+	scraped := anyScraped(results)
+	if scraped {
+		row("store decisions", func(r *loadResult) string {
+			if r.decisions == nil {
+				return "n/a"
+			}
+			return strconv.FormatInt(r.decisions.stored(), 10)
+		})
+		row("fallback decisions", func(r *loadResult) string {
+			if r.decisions == nil {
+				return "n/a"
+			}
+			return withBreakdown(r.decisions.fallbacks(), fallbackBreakdown(*r.decisions))
+		})
+		row("fallback share", func(r *loadResult) string {
+			if r.decisions == nil {
+				return "n/a"
+			}
+			return fmtShare(r.decisions.fallbacks(), r.decisions.stored()+r.decisions.fallbacks())
+		})
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -115,6 +136,19 @@ func appendThroughputText(b *strings.Builder, h throughputHeader, results []*loa
 		t, c := results[0], results[1]
 		fmt.Fprintf(b, "\nthroughput ratio (target/compare): %s\n", fmtRatio(t.rate(), c.rate()))
 		fmt.Fprintf(b, "p99 ratio (target/compare): %s\n", fmtRatio(float64(p99(t)), float64(p99(c))))
+	}
+	if scraped {
+		b.WriteString("\nstore decisions (allow, deny, dry_run_deny) and fallback decisions (store_error_allow, store_error_deny, " +
+			"the rules' on_store_error answers): edge_decisions_total summed over the rules, from a scrape as the warm-up ended " +
+			"to one after the last answer\n")
+		for i, r := range results {
+			if r.decisions == nil {
+				continue
+			}
+			if note := decisionsNote(*r.decisions); note != "" {
+				fmt.Fprintf(b, "%s: %s\n", targetLabels[i], note)
+			}
+		}
 	}
 	sep := "\n"
 	for _, r := range results {
@@ -132,8 +166,16 @@ func appendThroughputText(b *strings.Builder, h throughputHeader, results []*loa
 // when there are two.
 func writeMarkdown(b *strings.Builder, h throughputHeader, results []*loadResult) {
 	fmt.Fprintf(b, "%s:\n\n", h.describe())
-	b.WriteString("| target | requests | req/s | 200 | 429 | 503 | other | errors | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	scraped := anyScraped(results)
+	b.WriteString("| target | requests | req/s | 200 | 429 | 503 | other | errors | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |")
+	if scraped {
+		b.WriteString(" store decisions | fallback decisions | fallback share |")
+	}
+	b.WriteString("\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	if scraped {
+		b.WriteString("---:|---:|---:|")
+	}
+	b.WriteString("\n")
 	for _, r := range results {
 		cells := []string{
 			r.base,
@@ -149,6 +191,13 @@ func writeMarkdown(b *strings.Builder, h throughputHeader, results []*loadResult
 			cells = append(cells, fmtMS(r.hist.ValueAtQuantile(lq.q)))
 		}
 		cells = append(cells, fmtMS(r.hist.Max()))
+		switch d := r.decisions; {
+		case d != nil:
+			cells = append(cells, strconv.FormatInt(d.stored(), 10), strconv.FormatInt(d.fallbacks(), 10),
+				fmtShare(d.fallbacks(), d.stored()+d.fallbacks()))
+		case scraped:
+			cells = append(cells, "n/a", "n/a", "n/a")
+		}
 		writeMarkdownRow(b, cells)
 	}
 	if len(results) > 1 {
@@ -158,8 +207,67 @@ func writeMarkdown(b *strings.Builder, h throughputHeader, results []*loadResult
 			cells = append(cells, fmtRatio(float64(t.hist.ValueAtQuantile(lq.q)), float64(c.hist.ValueAtQuantile(lq.q))))
 		}
 		cells = append(cells, fmtRatio(float64(t.hist.Max()), float64(c.hist.Max())))
+		if scraped {
+			cells = append(cells, "", "", "")
+		}
 		writeMarkdownRow(b, cells)
 	}
+}
+
+// anyScraped reports whether any of results has decision counts.
+func anyScraped(results []*loadResult) bool {
+	return slices.ContainsFunc(results, func(r *loadResult) bool { return r.decisions != nil })
+}
+
+// fallbackBreakdown lists the fallback decisions by kind,
+// "store_error_allow: 2".
+func fallbackBreakdown(d decisionCounts) []string {
+	var out []string
+	if d.storeErrorAllow > 0 {
+		out = append(out, fmt.Sprintf("store_error_allow: %d", d.storeErrorAllow))
+	}
+	if d.storeErrorDeny > 0 {
+		out = append(out, fmt.Sprintf("store_error_deny: %d", d.storeErrorDeny))
+	}
+	return out
+}
+
+// decisionsNote says why a run's decisions make its rate no measure of
+// the store's capacity: fallbacks (the store did not decide them) or no
+// decision at all (no rule was at work); "" when neither.
+func decisionsNote(d decisionCounts) string {
+	all := d.stored() + d.fallbacks()
+	switch {
+	case all == 0:
+		return "no rule decided any request (edge_decisions_total did not move): -path matches no rule, or the metrics are another node's; this rate is not the store's capacity"
+	case d.fallbacks() > 0:
+		return fmt.Sprintf("%d of %d rule decisions (%s) were on_store_error fallbacks: the store did not decide every request, so this rate is not its capacity",
+			d.fallbacks(), all, fmtShare(d.fallbacks(), all))
+	}
+	return ""
+}
+
+// fmtShare formats part/whole as a percentage to one decimal, "n/a" when
+// whole is 0. Only none is "0%" and only all "100%": a share that rounds
+// to either is "<0.1%" or ">99.9%", so one fallback among a million
+// decisions does not read as none.
+func fmtShare(part, whole int64) string {
+	switch {
+	case whole == 0:
+		return "n/a"
+	case part == 0:
+		return "0%"
+	case part == whole:
+		return "100%"
+	}
+	s := strconv.FormatFloat(100*float64(part)/float64(whole), 'f', 1, 64)
+	switch s {
+	case "0.0":
+		return "<0.1%"
+	case "100.0":
+		return ">99.9%"
+	}
+	return s + "%"
 }
 
 func writeMarkdownRow(b *strings.Builder, cells []string) {
@@ -249,6 +357,12 @@ type targetSummary struct {
 	non2xx int64     // answers with a status outside 200-299, summed over the repetitions
 	errors int64     // requests without an answer, summed over the repetitions
 	capped int       // repetitions that the -requests cap ended early
+
+	// With the target's metrics scraped on every repetition (scraped),
+	// its rule decisions summed over the repetitions: those its store
+	// made and its on_store_error fallbacks.
+	scraped           bool
+	stored, fallbacks int64
 }
 
 // levelSummary is one level's figures: the target's, then the comparison
@@ -275,10 +389,16 @@ func summarize(levels []levelResults) []levelSummary {
 			continue
 		}
 		for t := range lv.runs[0] {
-			ts := targetSummary{base: lv.runs[0][t].base}
+			ts := targetSummary{base: lv.runs[0][t].base, scraped: true}
 			var p50s, p99s []float64
 			for _, run := range lv.runs {
 				r := run[t]
+				if r.decisions == nil {
+					ts.scraped = false
+				} else {
+					ts.stored += r.decisions.stored()
+					ts.fallbacks += r.decisions.fallbacks()
+				}
 				ts.rates = append(ts.rates, r.rate())
 				p50s = append(p50s, float64(r.hist.ValueAtQuantile(50)))
 				p99s = append(p99s, float64(p99(r)))
@@ -312,6 +432,55 @@ func peaks(levels []levelSummary) []throughputPeak {
 		}
 	}
 	return out
+}
+
+// capacityProblems returns why lv's rates are not capacity figures, one
+// phrase per target whose metrics were scraped and whose store did not
+// decide every request at that level: it made on_store_error fallback
+// decisions, or no rule decided anything. None: lv may give a capacity.
+// Targets without metrics are not judged.
+func (lv levelSummary) capacityProblems() []string {
+	var out []string
+	for t, ts := range lv.targets {
+		if !ts.scraped {
+			continue
+		}
+		all := ts.stored + ts.fallbacks
+		switch {
+		case all == 0:
+			out = append(out, targetLabels[t]+" made no rule decisions")
+		case ts.fallbacks > 0:
+			out = append(out, fmt.Sprintf("%s made %d on_store_error fallback decisions of %d (%s)",
+				targetLabels[t], ts.fallbacks, all, fmtShare(ts.fallbacks, all)))
+		}
+	}
+	return out
+}
+
+// capacityLevels returns the levels whose rates may be read as
+// capacities: those without capacityProblems. A node that falls back to
+// on_store_error "allow" forwards requests uncounted and looks faster
+// while doing less work, so its peak must not come from such a level.
+func capacityLevels(levels []levelSummary) []levelSummary {
+	var out []levelSummary
+	for _, lv := range levels {
+		if len(lv.capacityProblems()) == 0 {
+			out = append(out, lv)
+		}
+	}
+	return out
+}
+
+// anyLevelScraped reports whether any target's metrics were scraped.
+func anyLevelScraped(levels []levelSummary) bool {
+	for _, lv := range levels {
+		for _, ts := range lv.targets {
+			if ts.scraped {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // median returns the median of xs (the mean of the two middle values when
@@ -374,7 +543,10 @@ var targetLabels = [...]string{"target", "compare"}
 // medians (target/compare), the median p50 and p99, and the non-2xx
 // answers and errors summed over the repetitions, so a broken run cannot
 // hide in a median; then each target's peak and the peak ratio; then the
-// same as Markdown tables.
+// same as Markdown tables. With metrics scraped, it also prints the rule
+// decisions summed over the repetitions (the store's and the fallbacks),
+// names the levels where the store did not decide every request, and
+// takes the peaks over the other levels only.
 func writeThroughputSummary(w io.Writer, h summaryHeader, levels []levelSummary) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "summary: %s\n", h.describe())
@@ -383,22 +555,36 @@ func writeThroughputSummary(w io.Writer, h summaryHeader, levels []levelSummary)
 	}
 	b.WriteByte('\n')
 
+	scraped := anyLevelScraped(levels)
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 0, 3, ' ', 0)
-	fmt.Fprint(tw, "connections\t\treq/s\teach repetition\tp50\tp99\tnon-2xx\terrors\t\n")
+	fmt.Fprint(tw, "connections\t\treq/s\teach repetition\tp50\tp99\tnon-2xx\terrors\t")
+	if scraped {
+		fmt.Fprint(tw, "store decisions\tfallback decisions\t")
+	}
+	fmt.Fprint(tw, "\n")
 	for _, lv := range levels {
 		for t, ts := range lv.targets {
 			level := ""
 			if t == 0 {
 				level = strconv.Itoa(lv.connections)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%sms\t%sms\t%d\t%d\t\n", level, targetLabels[t],
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%sms\t%sms\t%d\t%d\t", level, targetLabels[t],
 				fmtRate(ts.rate), fmtRates(ts.rates), fmtMSf(ts.p50), fmtMSf(ts.p99), ts.non2xx, ts.errors)
+			if scraped {
+				stored, fallbacks := summaryDecisions(ts)
+				fmt.Fprintf(tw, "%s\t%s\t", stored, fallbacks)
+			}
+			fmt.Fprint(tw, "\n")
 		}
 		if len(lv.targets) > 1 {
 			t, c := lv.targets[0], lv.targets[1]
-			fmt.Fprintf(tw, "\ttarget/compare\t%s\t\t%s\t%s\t\t\t\n",
+			fmt.Fprintf(tw, "\ttarget/compare\t%s\t\t%s\t%s\t\t\t",
 				fmtRatio(t.rate, c.rate), fmtRatio(t.p50, c.p50), fmtRatio(t.p99, c.p99))
+			if scraped {
+				fmt.Fprint(tw, "\t\t")
+			}
+			fmt.Fprint(tw, "\n")
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -409,8 +595,26 @@ func writeThroughputSummary(w io.Writer, h summaryHeader, levels []levelSummary)
 		b.WriteByte('\n')
 	}
 
-	pk := peaks(levels)
-	b.WriteString("\npeak:")
+	b.WriteByte('\n')
+	usable := levels
+	if scraped {
+		for _, lv := range levels {
+			if problems := lv.capacityProblems(); len(problems) > 0 {
+				fmt.Fprintf(&b, "not valid for capacity: %d connections, where %s: the store did not decide every request\n",
+					lv.connections, strings.Join(problems, " and "))
+			}
+		}
+		usable = capacityLevels(levels)
+	}
+	pk := peaks(usable)
+	switch {
+	case len(pk) == 0:
+		b.WriteString("peak: none: there is no level where the store decided every request, so no rate above is a capacity and there is no peak ratio\n")
+	case scraped:
+		b.WriteString("peak over levels where the store decided every request:")
+	default:
+		b.WriteString("peak:")
+	}
 	for t, p := range pk {
 		if t > 0 {
 			b.WriteByte(',')
@@ -420,7 +624,9 @@ func writeThroughputSummary(w io.Writer, h summaryHeader, levels []levelSummary)
 	if len(pk) > 1 {
 		fmt.Fprintf(&b, "; peak ratio (target/compare): %s", fmtRatio(pk[0].rate, pk[1].rate))
 	}
-	b.WriteByte('\n')
+	if len(pk) > 0 {
+		b.WriteByte('\n')
+	}
 	// A peak at the highest level may not be the target's capacity: its
 	// rate may still be rising with the connections.
 	highest := 0
@@ -435,6 +641,11 @@ func writeThroughputSummary(w io.Writer, h summaryHeader, levels []levelSummary)
 
 	b.WriteString("\nreq/s: median over the repetitions; p50, p99: medians of the repetitions' percentiles; " +
 		"non-2xx (answers outside 200-299) and errors (no answer): summed over the repetitions.\n")
+	if scraped {
+		b.WriteString("store decisions (allow, deny, dry_run_deny) and fallback decisions (store_error_allow, store_error_deny: " +
+			"the rules' on_store_error answers; their share of all decisions): edge_decisions_total summed over the rules and the repetitions, " +
+			"each run's from a scrape as its warm-up ended to one after its last answer; n/a: no metrics for that target.\n")
+	}
 	var capped []string
 	for _, lv := range levels {
 		for t, ts := range lv.targets {
@@ -448,31 +659,81 @@ func writeThroughputSummary(w io.Writer, h summaryHeader, levels []levelSummary)
 	}
 
 	b.WriteByte('\n')
-	writeSummaryMarkdown(&b, h, levels, pk)
+	writeSummaryMarkdown(&b, h, levels, pk, scraped)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
+// summaryDecisions formats a target's summed decisions for the summary:
+// the store's, and the fallbacks with their share of all decisions when
+// there are any; "n/a" for a target without metrics.
+func summaryDecisions(ts targetSummary) (stored, fallbacks string) {
+	if !ts.scraped {
+		return "n/a", "n/a"
+	}
+	stored, fallbacks = strconv.FormatInt(ts.stored, 10), strconv.FormatInt(ts.fallbacks, 10)
+	if ts.fallbacks > 0 {
+		fallbacks += " (" + fmtShare(ts.fallbacks, ts.stored+ts.fallbacks) + ")"
+	}
+	return stored, fallbacks
+}
+
 // writeSummaryMarkdown appends the summary as Markdown tables: one row per
 // level and target, a ratio row per level when there are two targets, and
-// the peaks.
-func writeSummaryMarkdown(b *strings.Builder, h summaryHeader, levels []levelSummary, pk []throughputPeak) {
+// the peaks pk; with scraped metrics, the decisions' columns, the levels
+// not valid for capacity, and the peaks' restriction in the heading.
+func writeSummaryMarkdown(b *strings.Builder, h summaryHeader, levels []levelSummary, pk []throughputPeak, scraped bool) {
 	fmt.Fprintf(b, "%s; medians over the repetitions:\n\n", h.describe())
-	b.WriteString("| connections | target | req/s | each repetition | p50 ms | p99 ms | non-2xx | errors |\n")
-	b.WriteString("|---:|---|---:|---|---:|---:|---:|---:|\n")
+	b.WriteString("| connections | target | req/s | each repetition | p50 ms | p99 ms | non-2xx | errors |")
+	if scraped {
+		b.WriteString(" store decisions | fallback decisions |")
+	}
+	b.WriteString("\n|---:|---|---:|---|---:|---:|---:|---:|")
+	if scraped {
+		b.WriteString("---:|---:|")
+	}
+	b.WriteString("\n")
 	for _, lv := range levels {
 		level := strconv.Itoa(lv.connections)
 		for _, ts := range lv.targets {
-			writeMarkdownRow(b, []string{level, ts.base, fmtRate(ts.rate), fmtRates(ts.rates),
-				fmtMSf(ts.p50), fmtMSf(ts.p99), strconv.FormatInt(ts.non2xx, 10), strconv.FormatInt(ts.errors, 10)})
+			cells := []string{level, ts.base, fmtRate(ts.rate), fmtRates(ts.rates),
+				fmtMSf(ts.p50), fmtMSf(ts.p99), strconv.FormatInt(ts.non2xx, 10), strconv.FormatInt(ts.errors, 10)}
+			if scraped {
+				stored, fallbacks := summaryDecisions(ts)
+				cells = append(cells, stored, fallbacks)
+			}
+			writeMarkdownRow(b, cells)
 		}
 		if len(lv.targets) > 1 {
 			t, c := lv.targets[0], lv.targets[1]
-			writeMarkdownRow(b, []string{level, "target/compare", fmtRatio(t.rate, c.rate), "",
-				fmtRatio(t.p50, c.p50), fmtRatio(t.p99, c.p99), "", ""})
+			cells := []string{level, "target/compare", fmtRatio(t.rate, c.rate), "",
+				fmtRatio(t.p50, c.p50), fmtRatio(t.p99, c.p99), "", ""}
+			if scraped {
+				cells = append(cells, "", "")
+			}
+			writeMarkdownRow(b, cells)
 		}
 	}
-	b.WriteString("\n| peak | req/s | connections |\n|---|---:|---:|\n")
+	if scraped {
+		var invalid []string
+		for _, lv := range levels {
+			if len(lv.capacityProblems()) > 0 {
+				invalid = append(invalid, strconv.Itoa(lv.connections))
+			}
+		}
+		if len(invalid) > 0 {
+			fmt.Fprintf(b, "\nNot valid for capacity (the store did not decide every request): %s connections.\n", strings.Join(invalid, ", "))
+		}
+	}
+	if len(pk) == 0 {
+		b.WriteString("\nNo level where the store decided every request: no peak, no peak ratio.\n")
+		return
+	}
+	if scraped {
+		b.WriteString("\n| peak over levels where the store decided every request | req/s | connections |\n|---|---:|---:|\n")
+	} else {
+		b.WriteString("\n| peak | req/s | connections |\n|---|---:|---:|\n")
+	}
 	for _, p := range pk {
 		writeMarkdownRow(b, []string{p.base, fmtRate(p.rate), strconv.Itoa(p.connections)})
 	}

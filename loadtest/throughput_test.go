@@ -286,6 +286,7 @@ type benchServer struct {
 	closed   sync.Once
 	log      *arrivalLog // when not nil, every request is logged in it under name
 	name     string
+	node     *fakeNode // when not nil, every request is a rule decision of it
 
 	mu      sync.Mutex
 	clients map[string]bool
@@ -302,7 +303,14 @@ func startBenchServer(t *testing.T, method, uri string, closeAfter int64) *bench
 // log under name.
 func startLoggedBenchServer(t *testing.T, method, uri string, closeAfter int64, log *arrivalLog, name string) *benchServer {
 	t.Helper()
-	s := &benchServer{t: t, method: method, uri: uri, closeAfter: closeAfter, clients: make(map[string]bool), log: log, name: name}
+	return serveBench(t, &benchServer{t: t, method: method, uri: uri, closeAfter: closeAfter, log: log, name: name})
+}
+
+// serveBench starts s, configured but not yet started, on a loopback
+// port.
+func serveBench(t *testing.T, s *benchServer) *benchServer {
+	t.Helper()
+	s.clients = make(map[string]bool)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -371,6 +379,9 @@ func (s *benchServer) handle(ctx *fasthttp.RequestCtx) {
 	n := s.received.Add(1)
 	if s.log != nil {
 		s.log.add(s.name)
+	}
+	if s.node != nil {
+		s.node.decide()
 	}
 	if s.closeAfter > 0 && n >= s.closeAfter {
 		s.closed.Do(func() { _ = s.ln.Close() })
