@@ -8,7 +8,8 @@ type BreakerState uint8
 const (
 	// BreakerClosed: the store is healthy and every call reaches it.
 	BreakerClosed BreakerState = iota
-	// BreakerOpen: the store failed FailureThreshold times in a row; calls
+	// BreakerOpen: the store failed FailureThreshold times in a row (over
+	// FailureSpan at least); calls
 	// are answered by on_store_error without reaching it until Cooldown has
 	// passed.
 	BreakerOpen
@@ -36,9 +37,11 @@ func (s BreakerState) String() string {
 type breaker struct {
 	word   atomic.Uint64 // pack(state, t)
 	fails  atomic.Int64  // consecutive failures; reset by a success
+	first  atomic.Int64  // when the run of consecutive failures began
 	outage atomic.Int64  // when the breaker last left closed
 
 	threshold    int64
+	span         int64 // ns the run must last before it opens the breaker (Options.FailureSpan)
 	cooldown     int64 // ns an open breaker waits before a probe
 	probeTimeout int64 // ns after which a silent probe is given up on
 }
@@ -97,10 +100,13 @@ func (b *breaker) success() (recovered bool) {
 
 // failure records a failed call at t; probe is the word acquire returned
 // for it. A failed probe reopens the breaker for another cooldown; a run of
-// threshold failures opens a closed one. opened reports a transition from
-// closed to open.
+// threshold failures lasting span opens a closed one. opened reports a
+// transition from closed to open.
 func (b *breaker) failure(t int64, probe uint64) (opened bool) {
 	n := b.fails.Add(1)
+	if n == 1 {
+		b.first.Store(t)
+	}
 	if probe != 0 {
 		// Fails when another call closed the breaker meanwhile (the store
 		// is back) or took over a silent probe: either way not ours.
@@ -108,7 +114,7 @@ func (b *breaker) failure(t int64, probe uint64) (opened bool) {
 		return false
 	}
 	w := b.word.Load()
-	if !closed(w) || n < b.threshold {
+	if !closed(w) || n < b.threshold || t-b.first.Load() < b.span {
 		return false
 	}
 	if !b.word.CompareAndSwap(w, pack(BreakerOpen, t)) {

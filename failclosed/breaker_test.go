@@ -50,6 +50,46 @@ func TestBreakerOpens(t *testing.T) {
 	}
 }
 
+// TestBreakerFailureSpan: with FailureSpan, a burst of failures (one
+// coalesced round trip failing all its calls at once) does not open the
+// breaker; failures that go on for the span do, and a success in between
+// starts the run again.
+func TestBreakerFailureSpan(t *testing.T) {
+	t.Parallel()
+	const span = 10 * time.Millisecond
+	s, f, c := breakerStore(t, Options{FailureSpan: span})
+	o := op(1, rules.FailOpen, 10, time.Minute)
+	for range 50 { // one burst, at one instant
+		take(t, s, storetest.Base, o)
+	}
+	if s.State() != BreakerClosed {
+		t.Fatalf("after a burst of 50 failures at one instant: got %v, want closed", s.State())
+	}
+	c.Advance(span - time.Microsecond)
+	take(t, s, storetest.Base, o)
+	if s.State() != BreakerClosed {
+		t.Fatalf("failures over %v: got %v, want closed until %v", span-time.Microsecond, s.State(), span)
+	}
+	f.setErr(nil)
+	take(t, s, storetest.Base, o) // a success ends the run
+	f.setErr(errDown)
+	c.Advance(time.Microsecond)
+	take(t, s, storetest.Base, o)
+	take(t, s, storetest.Base, o)
+	take(t, s, storetest.Base, o)
+	if s.State() != BreakerClosed {
+		t.Fatalf("a new run of 3 failures after a success: got %v, want closed", s.State())
+	}
+	c.Advance(span)
+	take(t, s, storetest.Base, o)
+	if s.State() != BreakerOpen {
+		t.Fatalf("failures lasting %v: got %v, want open", span, s.State())
+	}
+	if got := s.Stats().BreakerOpens; got != 1 {
+		t.Errorf("breaker opens: got %d, want 1", got)
+	}
+}
+
 // TestBreakerSuccessResets: failures must be consecutive to open it.
 func TestBreakerSuccessResets(t *testing.T) {
 	t.Parallel()

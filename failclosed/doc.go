@@ -4,8 +4,10 @@
 //
 // It owns four things:
 //
-//   - A circuit breaker. After FailureThreshold consecutive failed calls the
-//     breaker opens and Take stops calling the inner store. After Cooldown
+//   - A circuit breaker. After FailureThreshold consecutive failed calls
+//     (lasting FailureSpan from the first, when set: a burst of failures
+//     from one coalesced round trip does not open it) the breaker opens
+//     and Take stops calling the inner store. After Cooldown
 //     one call, and only one, probes it (half-open); every other call keeps
 //     failing fast until the probe answers. A successful probe closes the
 //     breaker, a failed one reopens it for another Cooldown. A background

@@ -37,6 +37,16 @@ type Options struct {
 	// FailureThreshold is the number of consecutive failed calls that opens
 	// the breaker (DefaultFailureThreshold when 0).
 	FailureThreshold int
+	// FailureSpan, when not 0, is how long the consecutive failures must
+	// have lasted, from the first to the one that would open the breaker,
+	// before it opens. A store that coalesces calls fails every call of a
+	// round trip at once, and a node whose cores are all busy can miss one
+	// reply's deadline: either is a burst of failures within microseconds,
+	// which should cost the calls it failed and not a Cooldown of every
+	// call. A store that is down keeps failing, so it still opens the
+	// breaker, FailureSpan after its first failure. The edge node sets it
+	// to two store budgets.
+	FailureSpan time.Duration
 	// Cooldown is how long an open breaker answers without calling the
 	// store before one call probes it (DefaultCooldown when 0).
 	Cooldown time.Duration
@@ -145,6 +155,8 @@ func New(inner rules.Store, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("failclosed: fleet size %d is negative", opts.FleetSize)
 	case opts.FailureThreshold < 0:
 		return nil, fmt.Errorf("failclosed: failure threshold %d is negative", opts.FailureThreshold)
+	case opts.FailureSpan < 0:
+		return nil, fmt.Errorf("failclosed: failure span %v is negative", opts.FailureSpan)
 	case opts.Cooldown < 0:
 		return nil, fmt.Errorf("failclosed: cooldown %v is negative", opts.Cooldown)
 	case opts.ProbeTimeout < 0:
@@ -181,6 +193,7 @@ func New(inner rules.Store, opts Options) (*Store, error) {
 		epoch: opts.Clock.Now(),
 		br: breaker{
 			threshold:    int64(opts.FailureThreshold),
+			span:         int64(opts.FailureSpan),
 			cooldown:     int64(opts.Cooldown),
 			probeTimeout: int64(opts.ProbeTimeout),
 		},

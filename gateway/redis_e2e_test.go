@@ -67,7 +67,7 @@ func startFleet(t testing.TB, p *rules.Policy, n int) (*DemoOrigin, string, []*f
 		if err != nil {
 			t.Fatal(err)
 		}
-		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize})
+		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize, FailureSpan: 2 * p.Store.Timeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +249,7 @@ func TestRedisOutageDuringLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, err := failclosed.New(rs, failclosed.Options{})
+	fc, err := failclosed.New(rs, failclosed.Options{FailureSpan: 2 * redisTimeout}) // as cmd/edge sets it
 	if err != nil {
 		t.Fatal(err)
 	}

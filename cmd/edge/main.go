@@ -276,7 +276,14 @@ func openStore(p *rules.Policy, flagStore string, haveSecret bool, log *slog.Log
 		log.Warn("redis unreachable at start: serving degraded until it answers", "error", err.Error())
 	}
 	cancel()
-	fc, err = failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize})
+	// The breaker opens on failures lasting two budgets: one coalesced
+	// round trip that fails, failing all its calls at once, or one reply a
+	// saturated node missed, costs those calls, not a cooldown of all.
+	budget := p.Store.Timeout
+	if budget == 0 {
+		budget = redisstore.DefaultTimeout
+	}
+	fc, err = failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize, FailureSpan: 2 * budget})
 	if err != nil {
 		rs.Close()
 		return nil, nil, fmt.Errorf("creating failclosed store: %w", err)

@@ -101,12 +101,23 @@ var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interv
 // keep-alive, TLS when tlsConfig is set) whose connections are
 // storeTimeConns; TLS runs on top of one, so that its reads are retried
 // the same way.
+//
+// A dial that fails returns a deadConn carrying the error, not the error:
+// go-redis' pool counts failed dials over its whole life, and once they
+// reach its PoolSize it stops dialing and fails every call with the last
+// dial error, trying one dial a second in the background until one
+// succeeds (internal/pool/pool.go, dialErrorsNum and tryDial, v9.23). An
+// outage long enough to fail PoolSize dials (four seconds of the breaker's
+// probes, or fewer across several outages) would then keep the node
+// degraded for up to a second after Redis is back, past the one second
+// the node promises. The call on a deadConn fails with the dial's own
+// error, at the same moment, and the pool drops the connection.
 func storeTimeDialer(dialTimeout, grace time.Duration, tlsConfig *tls.Config, late *lateReads) func(context.Context, string, string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		d := net.Dialer{Timeout: dialTimeout, KeepAliveConfig: keepAlive}
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
-			return nil, err
+			return deadConn{err: err}, nil
 		}
 		sc := newStoreTimeConn(c, grace, late)
 		if tlsConfig == nil {
@@ -123,8 +134,27 @@ func storeTimeDialer(dialTimeout, grace time.Duration, tlsConfig *tls.Config, la
 		defer cancel()
 		if err := tc.HandshakeContext(hctx); err != nil {
 			c.Close()
-			return nil, err
+			return deadConn{err: err}, nil
 		}
 		return tc, nil
 	}
 }
+
+// deadConn is a connection whose dial failed: every read and write fails
+// with the dial's error (storeTimeDialer says why it is not returned).
+type deadConn struct{ err error }
+
+func (c deadConn) Read([]byte) (int, error)       { return 0, c.err }
+func (c deadConn) Write([]byte) (int, error)      { return 0, c.err }
+func (deadConn) Close() error                     { return nil }
+func (deadConn) LocalAddr() net.Addr              { return deadAddr{} }
+func (deadConn) RemoteAddr() net.Addr             { return deadAddr{} }
+func (deadConn) SetDeadline(time.Time) error      { return nil }
+func (deadConn) SetReadDeadline(time.Time) error  { return nil }
+func (deadConn) SetWriteDeadline(time.Time) error { return nil }
+
+// deadAddr is a deadConn's address.
+type deadAddr struct{}
+
+func (deadAddr) Network() string { return "tcp" }
+func (deadAddr) String() string  { return "dial failed" }

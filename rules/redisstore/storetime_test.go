@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/edge-gateway/edge/internal/testredis"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -163,11 +164,48 @@ func TestStoreTimeDialer(t *testing.T) {
 	if _, err := sc.SyscallConn(); err != nil {
 		t.Errorf("SyscallConn (go-redis' health check needs it): %v", err)
 	}
+	// A failed dial is a connection that fails with the dial's error (go-redis
+	// must not count it: storeTimeDialer).
 	addr := ln.Addr().String()
 	ln.Close()
-	if _, err := dial(context.Background(), "tcp", addr); err == nil {
-		t.Error("dialled a closed port")
+	dc, err := dial(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatalf("got %v, want a dead connection carrying the error", err)
 	}
+	if _, err := dc.Write([]byte("*1\r\n$4\r\nPING\r\n")); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("write on a failed dial: got %v, want connection refused", err)
+	}
+	if _, err := dc.Read(make([]byte, 8)); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("read on a failed dial: got %v, want connection refused", err)
+	}
+}
+
+// TestRecoversAfterManyFailedDials: after more failed dials than the pool
+// has connections (an outage of a few seconds), the first call after Redis
+// returns succeeds. go-redis alone would fail calls with the last dial
+// error for up to a second more (storeTimeDialer).
+func TestRecoversAfterManyFailedDials(t *testing.T) {
+	r := testredis.Start(t)
+	const poolSize = 4
+	s := mustNew(t, Options{URL: r.URL(), Timeout: 100 * time.Millisecond, PoolSize: poolSize})
+	defer s.Close()
+	ctx := context.Background()
+	op := []rules.Op{gcra('r', 5)}
+	if err := s.Take(ctx, time.Now(), op, make([]rules.Result, 1)); err != nil {
+		t.Fatal(err)
+	}
+	r.Kill()
+	for i := range 5 * poolSize {
+		if err := s.Take(ctx, time.Now(), op, make([]rules.Result, 1)); err == nil {
+			t.Fatalf("take %d succeeded with Redis down", i)
+		}
+	}
+	r.Restart()
+	start := time.Now()
+	if err := s.Take(ctx, time.Now(), op, make([]rules.Result, 1)); err != nil {
+		t.Fatalf("first take after Redis returned: %v (go-redis' dial backoff?)", err)
+	}
+	t.Logf("first take after Redis returned took %v", time.Since(start))
 }
 
 // flusherless returns a Store whose coalescer has no flusher: the test
