@@ -419,13 +419,13 @@ var ErrStoreFallback = errors.New("rules: store unavailable, answered by on_stor
 
 // storeFallback records an op that a failure-handling store answered from
 // its mode: a fail-closed refusal makes the request unavailable (503); a
-// local bucket's refusal is an ordinary over-the-limit refusal (429).
+// local bucket's refusal is an ordinary over-the-limit refusal (429). A
+// dry-run rule's op is a store_error_allow whatever its mode answered, as
+// in storeFailed: what the fallback would refuse says nothing of the rule,
+// and the store error must show in the rule's counts.
 func (e *Engine) storeFallback(d *Decision, m *Match, res *Result) {
 	if res.Allowed || !m.Enforce {
 		m.Outcome = OutcomeStoreErrorAllow
-		if !res.Allowed {
-			m.Outcome = OutcomeDryRunDeny
-		}
 		return
 	}
 	m.Outcome = OutcomeStoreErrorDeny

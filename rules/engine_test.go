@@ -463,3 +463,51 @@ rule "per-session" {
 		t.Errorf("after a failure: verdict %d, want refused (no reset)", d.Verdict)
 	}
 }
+
+// fallbackStore answers every op as a failure-handling store does when its
+// backing store is down and each rule's mode refuses: StoreError, refused.
+type fallbackStore struct{}
+
+func (fallbackStore) Take(_ context.Context, _ time.Time, ops []rules.Op, res []rules.Result) error {
+	for i := range ops {
+		res[i] = rules.Result{StoreError: true, RetryAfter: time.Second}
+	}
+	return nil
+}
+func (fallbackStore) Close() error { return nil }
+
+// TestEngineStoreFallbackOutcomes: a refusal by an op's on_store_error
+// answer is a store_error_deny for an enforcing rule (503 when it fails
+// closed) and a store_error_allow for a dry-run rule, never a dry_run_deny:
+// the counts must show the store error, and say nothing of the rule.
+func TestEngineStoreFallbackOutcomes(t *testing.T) {
+	p := load(t, `
+rule "shadow" {
+  paths     = ["/login"]
+  key       = ["ip"]
+  limit     = 1
+  period    = "1m"
+  sensitive = true
+  dry_run   = true
+}
+rule "closed" {
+  paths     = ["/login"]
+  key       = ["ip"]
+  limit     = 1
+  period    = "1m"
+  sensitive = true
+}
+`)
+	e := newEngine(t, fallbackStore{})
+	s := rules.NewScratch(4)
+	d := check(e, p, req{method: "POST", path: "/login", client: "192.0.2.1"}, s)
+	if !errors.Is(d.StoreErr, rules.ErrStoreFallback) || d.Verdict != rules.Unavailable {
+		t.Errorf("got verdict %d, error %v; want Unavailable, ErrStoreFallback", d.Verdict, d.StoreErr)
+	}
+	if got := s.Matches[0].Outcome; got != rules.OutcomeStoreErrorAllow {
+		t.Errorf("dry-run rule: got outcome %v, want store_error_allow", got)
+	}
+	if got := s.Matches[1].Outcome; got != rules.OutcomeStoreErrorDeny {
+		t.Errorf("enforcing rule: got outcome %v, want store_error_deny", got)
+	}
+}
