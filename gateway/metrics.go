@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edge-gateway/edge/failclosed"
+	"github.com/edge-gateway/edge/rules/redisstore"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -128,5 +129,27 @@ func registerStoreMetrics(reg *prometheus.Registry, st StoreStats) {
 			}
 			return 0
 		}),
+	)
+}
+
+// registerRedisMetrics exports a Redis store's client counters (the
+// package doc of rules/redisstore says what each means).
+func registerRedisMetrics(reg *prometheus.Registry, stats func() redisstore.Stats) {
+	counter := func(name, help string, f func(redisstore.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(stats())) })
+	}
+	reg.MustRegister(
+		counter("edge_redis_pipelines_total", "Pipelines the Redis store wrote, each carrying the script calls of one or more concurrent requests.",
+			func(s redisstore.Stats) uint64 { return s.Pipelines }),
+		counter("edge_redis_late_reads_total", "Redis replies read after their deadline had fired with the reply already in the socket (the node was too busy to look in time).",
+			func(s redisstore.Stats) uint64 { return s.LateReads }),
+		counter("edge_redis_noscript_total", "Script calls answered NOSCRIPT (script cache flushed, restart, failover) and run again by EVAL.",
+			func(s redisstore.Stats) uint64 { return s.NoScript }),
+		counter("edge_redis_cross_slot_total", "Requests whose keys spanned several hash slots of a Redis Cluster.",
+			func(s redisstore.Stats) uint64 { return s.CrossSlot }),
+		counter("edge_redis_undos_total", "Cross-slot requests refused in one slot whose takes in the others were given back.",
+			func(s redisstore.Stats) uint64 { return s.Undos }),
+		counter("edge_redis_undo_errors_total", "Undo round trips that failed: their units stay taken until the keys decay.",
+			func(s redisstore.Stats) uint64 { return s.UndoErrors }),
 	)
 }

@@ -76,6 +76,7 @@ func startFleet(t testing.TB, p *rules.Policy, n int) (*DemoOrigin, string, []*f
 		fn.srv, err = New(Options{
 			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret"),
 			Upstream: "http://" + oln.Addr().String(), Registry: fn.reg, Health: fc, StoreStats: fc,
+			RedisStats: rs.Stats,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -125,6 +126,18 @@ func TestOneRoundTripPerRequest(t *testing.T) {
 	evalAfter, _ := r.CommandCalls("eval")
 	if got := (after - before) + (evalAfter - evalBefore); got != n {
 		t.Errorf("%d requests made %d script calls, want %d", n, got, n)
+	}
+	// One at a time, each request's call is a pipeline of its own; the
+	// Redis client's counters are exported. The first request found a
+	// fresh Redis without the script (NOSCRIPT) and ran it by EVAL.
+	m := do(t, "GET", "http://"+nodes[0].admin+"/metrics", "").body
+	if want := fmt.Sprintf("edge_redis_pipelines_total %d\n", n+1); !strings.Contains(m, want) {
+		t.Errorf("metrics lack %q", want)
+	}
+	for _, want := range []string{"edge_redis_late_reads_total 0\n", "edge_redis_noscript_total 1\n", "edge_redis_undos_total 0\n"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // Server limits, DESIGN §2.1. Headers past ReadBufferSize answer 431 and
@@ -57,6 +58,9 @@ type Options struct {
 	// StoreStats, when set, exports the failure-handling store's counters
 	// and breaker state as metrics (a failclosed.Store does).
 	StoreStats StoreStats
+	// RedisStats, when set, exports a Redis store's client counters as
+	// metrics (redisstore.Store.Stats).
+	RedisStats func() redisstore.Stats
 	// Clock replaces the request time (fasthttp's ctx.Time()) for tests
 	// that script time; nil in production.
 	Clock rules.Clock
@@ -135,6 +139,9 @@ func New(opts Options) (*Server, error) {
 	s.m = newMetrics(s.reg, s)
 	if opts.StoreStats != nil {
 		registerStoreMetrics(s.reg, opts.StoreStats)
+	}
+	if opts.RedisStats != nil {
+		registerRedisMetrics(s.reg, opts.RedisStats)
 	}
 	s.pool.New = func() any { return newReqState() }
 	if err := s.install(opts.Policy); err != nil {

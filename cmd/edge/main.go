@@ -145,7 +145,7 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	secret := []byte(os.Getenv(p.KeySecretEnv))
-	st, fc, err := openStore(p, *store, len(secret) > 0, log)
+	st, fc, rs, err := openStore(p, *store, len(secret) > 0, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "edge:", err)
 		return 1
@@ -158,14 +158,18 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	var health gateway.Health
 	var stats gateway.StoreStats
+	var redisStats func() redisstore.Stats
 	if fc != nil {
 		health, stats = fc, fc
+	}
+	if rs != nil {
+		redisStats = rs.Stats
 	}
 
 	srv, err := gateway.New(gateway.Options{
 		Policy: p, Store: st, KeySecret: secret, DryRun: *dryRun,
 		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
-		Health: health, StoreStats: stats,
+		Health: health, StoreStats: stats, RedisStats: redisStats,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "edge:", err)
@@ -239,34 +243,35 @@ func serve(args []string, stderr io.Writer) int {
 // A Redis store is wrapped in failclosed (time budget, breaker, each rule's
 // on_store_error) and needs the key secret: a fleet must share one key
 // space (DESIGN §4). The memory store never fails and is used as is. fc is
-// the failclosed wrapper, nil for memory; closing st closes everything.
-func openStore(p *rules.Policy, flagStore string, haveSecret bool, log *slog.Logger) (st rules.Store, fc *failclosed.Store, err error) {
+// the failclosed wrapper and rs the Redis store inside it, both nil for
+// memory; closing st closes everything.
+func openStore(p *rules.Policy, flagStore string, haveSecret bool, log *slog.Logger) (st rules.Store, fc *failclosed.Store, rs *redisstore.Store, err error) {
 	kind, url := p.Store.Kind, p.Store.URL
 	switch {
 	case flagStore == "memory":
 		kind, url = "memory", ""
 	case flagStore != "":
 		if err := rules.ValidateStoreURL(flagStore); err != nil {
-			return nil, nil, fmt.Errorf("-store: %w", err)
+			return nil, nil, nil, fmt.Errorf("-store: %w", err)
 		}
 		kind, url = "redis", flagStore
 	}
 	if kind == "memory" {
 		ms, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
 		if err != nil {
-			return nil, nil, fmt.Errorf("creating memory store: %w", err)
+			return nil, nil, nil, fmt.Errorf("creating memory store: %w", err)
 		}
-		return ms, nil, nil
+		return ms, nil, nil, nil
 	}
 	if !haveSecret {
-		return nil, nil, fmt.Errorf("the redis store needs the key secret in $%s: a fleet must share one key space, so a random secret cannot do", p.KeySecretEnv)
+		return nil, nil, nil, fmt.Errorf("the redis store needs the key secret in $%s: a fleet must share one key space, so a random secret cannot do", p.KeySecretEnv)
 	}
 	if log != nil {
 		redisstore.SetLogger(log)
 	}
-	rs, err := redisstore.New(redisstore.Options{URL: url, Timeout: p.Store.Timeout})
+	rs, err = redisstore.New(redisstore.Options{URL: url, Timeout: p.Store.Timeout})
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating redis store: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating redis store: %w", err)
 	}
 	// Load the script now, so the first requests do not pay for it. A Redis
 	// that is down at start does not stop the node: it serves degraded,
@@ -286,9 +291,9 @@ func openStore(p *rules.Policy, flagStore string, haveSecret bool, log *slog.Log
 	fc, err = failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize, FailureSpan: 2 * budget})
 	if err != nil {
 		rs.Close()
-		return nil, nil, fmt.Errorf("creating failclosed store: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating failclosed store: %w", err)
 	}
-	return fc, fc, nil
+	return fc, fc, rs, nil
 }
 
 // reload loads path and swaps it into srv. A policy with errors is
