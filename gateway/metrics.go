@@ -4,8 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edge-gateway/edge/failclosed"
-	"github.com/edge-gateway/edge/rules/redisstore"
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // numOutcomes bounds the per-rule counter table.
