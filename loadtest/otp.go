@@ -212,6 +212,21 @@ func otpCheckOrigin(path string, reached, forwarded, sent int64) error {
 	return nil
 }
 
+// otpOriginBound returns the bound check of one kind of request (what,
+// limited to bound by source): how many of t's requests to path reached
+// the origin between two readings of its counts (otpReached), checked
+// against what the run saw through the edge (otpCheckOrigin).
+func otpOriginBound(before, after otpHits, path string, t otpTally, what string, bound int64, source string) (otpBound, error) {
+	reached, err := otpReached(before, after, path)
+	if err != nil {
+		return otpBound{}, err
+	}
+	if err := otpCheckOrigin(path, reached, t.forwarded, t.sent); err != nil {
+		return otpBound{}, err
+	}
+	return otpBound{what: what, attempted: t.sent, reached: reached, bound: bound, source: source}, nil
+}
+
 // otpClient speaks to one host on one connection: the edge, with a new
 // X-Forwarded-For per request and no cookie, or the origin.
 type otpClient struct {

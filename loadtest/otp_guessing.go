@@ -159,27 +159,11 @@ func runOTPGuessing(ctx context.Context, cfg config) error {
 	}
 	res.elapsed = time.Since(start)
 
-	verifyReached, err := otpReached(before, after, otpVerifyPath)
-	if err != nil {
+	if res.verifyBound, err = otpOriginBound(before, after, otpVerifyPath, res.verifies, "verify attempts", p.phoneCeiling, "-phone-ceiling"); err != nil {
 		return err
 	}
-	sendReached, err := otpReached(before, after, otpSendPath)
-	if err != nil {
+	if res.sendBound, err = otpOriginBound(before, after, otpSendPath, res.sends, "code sends", p.sendLimit, "-send-limit"); err != nil {
 		return err
-	}
-	if err := otpCheckOrigin(otpVerifyPath, verifyReached, res.verifies.forwarded, res.verifies.sent); err != nil {
-		return err
-	}
-	if err := otpCheckOrigin(otpSendPath, sendReached, res.sends.forwarded, res.sends.sent); err != nil {
-		return err
-	}
-	res.verifyBound = otpBound{
-		what: "verify attempts", attempted: res.verifies.sent, reached: verifyReached,
-		bound: p.phoneCeiling, source: "-phone-ceiling",
-	}
-	res.sendBound = otpBound{
-		what: "code sends", attempted: res.sends.sent, reached: sendReached,
-		bound: p.sendLimit, source: "-send-limit",
 	}
 
 	if err := writeGuessingReport(cfg.stdout, res); err != nil {

@@ -228,27 +228,11 @@ func runOTPPumping(ctx context.Context, cfg config) error {
 	}
 	res.elapsed = time.Since(start)
 
-	blockReached, err := otpReached(before, mid, otpSendPath)
-	if err != nil {
+	if res.blockBound, err = otpOriginBound(before, mid, otpSendPath, res.blockSends, "block sends", p.rangeLimit, "-range-limit"); err != nil {
 		return err
 	}
-	foreignReached, err := otpReached(mid, after, otpSendPath)
-	if err != nil {
+	if res.foreignBound, err = otpOriginBound(mid, after, otpSendPath, res.foreignSends, "foreign sends", 0, "the country allow list"); err != nil {
 		return err
-	}
-	if err := otpCheckOrigin(otpSendPath, blockReached, res.blockSends.forwarded, res.blockSends.sent); err != nil {
-		return err
-	}
-	if err := otpCheckOrigin(otpSendPath, foreignReached, res.foreignSends.forwarded, res.foreignSends.sent); err != nil {
-		return err
-	}
-	res.blockBound = otpBound{
-		what: "block sends", attempted: res.blockSends.sent, reached: blockReached,
-		bound: p.rangeLimit, source: "-range-limit",
-	}
-	res.foreignBound = otpBound{
-		what: "foreign sends", attempted: res.foreignSends.sent, reached: foreignReached,
-		bound: 0, source: "the country allow list",
 	}
 
 	if err := writePumpingReport(cfg.stdout, res); err != nil {
