@@ -494,11 +494,7 @@ func TestThroughputMetricsEndToEnd(t *testing.T) {
 
 func TestThroughputMetricsUsageErrors(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	runUsageErrors(t, []string{"-scenario", "throughput", "-target", "http://127.0.0.1:1"}, []usageError{
 		{"remote target metrics", []string{"-target-metrics", "http://192.0.2.1:19901/metrics"},
 			`-target-metrics "http://192.0.2.1:19901/metrics": host "192.0.2.1" is not a loopback address`},
 		{"remote compare metrics", []string{"-compare", "http://127.0.0.1:1", "-compare-metrics", "http://example.com/metrics"},
@@ -508,21 +504,7 @@ func TestThroughputMetricsUsageErrors(t *testing.T) {
 		{"compare metrics without compare", []string{"-compare-metrics", "http://127.0.0.1:19902/metrics"}, "-compare-metrics needs -compare"},
 		{"for another scenario", []string{"-scenario", "seed-trace", "-target-metrics", "http://127.0.0.1:19901/metrics"},
 			"-target-metrics and -compare-metrics are for -scenario throughput only"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			// Nothing listens on port 1: these must fail before dialling.
-			args := append([]string{"-scenario", "throughput", "-target", "http://127.0.0.1:1"}, tt.args...)
-			code, stdout, stderr := runTool(t, args...)
-			if code != exitError || !strings.Contains(stderr, tt.wantErr) {
-				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, exitError, tt.wantErr)
-			}
-			if stdout != "" {
-				t.Errorf("stdout: got %q, want nothing", stdout)
-			}
-		})
-	}
+	})
 }
 
 func TestThroughputBudgetMetrics(t *testing.T) {

@@ -234,11 +234,7 @@ func TestFmtRatio(t *testing.T) {
 
 func TestThroughputUsageErrors(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	runUsageErrors(t, []string{"-scenario", "throughput", "-target", "http://127.0.0.1:1"}, []usageError{
 		{"no connections", []string{"-connections", "0"}, "-connections must be in [1, 512]"},
 		{"too many connections", []string{"-connections", "513"}, "-connections"},
 		{"no clients", []string{"-clients", "0"}, "-clients must be in [1, 131072]"},
@@ -251,20 +247,7 @@ func TestThroughputUsageErrors(t *testing.T) {
 		{"compare with path", []string{"-compare", "http://127.0.0.1:19000/x"}, "-compare"},
 		{"huge duration", []string{"-duration", "11m"}, "-duration"},
 		{"cap below connections", []string{"-requests", "10", "-connections", "8", "-compare", "http://127.0.0.1:1"}, "-requests 10 leaves 5 per target, fewer than -connections 8"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			args := append([]string{"-scenario", "throughput", "-target", "http://127.0.0.1:1"}, tt.args...)
-			code, stdout, stderr := runTool(t, args...)
-			if code != exitError || !strings.Contains(stderr, tt.wantErr) {
-				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, exitError, tt.wantErr)
-			}
-			if stdout != "" {
-				t.Errorf("stdout: got %q, want nothing", stdout)
-			}
-		})
-	}
+	})
 }
 
 // benchServer is a fasthttp server on 127.0.0.1:0 that answers by client
@@ -680,11 +663,7 @@ func TestParseLevels(t *testing.T) {
 
 func TestThroughputLevelsUsageErrors(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	runUsageErrors(t, []string{"-target", "http://127.0.0.1:1"}, []usageError{
 		{"empty element", []string{"-scenario", "throughput", "-connections", "32,,64"}, "element 2 is empty"},
 		{"level over the cap", []string{"-scenario", "throughput", "-connections", "32,600"}, "-connections must be in [1, 512], got 600"},
 		{"duplicate level", []string{"-scenario", "throughput", "-connections", "8,8"}, "8 is listed twice"},
@@ -698,21 +677,7 @@ func TestThroughputLevelsUsageErrors(t *testing.T) {
 			"3 levels × 3 repetitions × 2 targets × (-warmup 10s + -duration 10m0s) is 3h3m0s of load, over 1h0m0s"},
 		{"list for cgnat-crowd", []string{"-scenario", "cgnat-crowd", "-connections", "8,16"}, "for -scenario throughput only"},
 		{"repeat for seed-trace", []string{"-scenario", "seed-trace", "-repeat", "2"}, "for -scenario throughput only"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			// Nothing listens on port 1: these must fail before dialling.
-			args := append([]string{"-target", "http://127.0.0.1:1"}, tt.args...)
-			code, stdout, stderr := runTool(t, args...)
-			if code != exitError || !strings.Contains(stderr, tt.wantErr) {
-				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, exitError, tt.wantErr)
-			}
-			if stdout != "" {
-				t.Errorf("stdout: got %q, want nothing", stdout)
-			}
-		})
-	}
+	})
 }
 
 func TestThroughputBudget(t *testing.T) {
@@ -1122,5 +1087,32 @@ func TestThroughputLevelsEndToEnd(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("output:\n%s", stdout)
+	}
+}
+
+// usageError is a command line the tool must refuse, with the message.
+type usageError struct {
+	name    string
+	args    []string
+	wantErr string
+}
+
+// runUsageErrors runs the tool on prefix followed by each case's args and
+// checks that it exits with a usage error naming the problem, and prints
+// nothing on stdout. Nothing listens on port 1: the cases must fail before
+// dialling.
+func runUsageErrors(t *testing.T, prefix []string, tests []usageError) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := runTool(t, append(slices.Clone(prefix), tt.args...)...)
+			if code != exitError || !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, exitError, tt.wantErr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout: got %q, want nothing", stdout)
+			}
+		})
 	}
 }
