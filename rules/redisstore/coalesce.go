@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,12 +246,12 @@ func (co *coalescer) flush(f *flusher) {
 		f.cmds = append(f.cmds, w.cmd)
 	}
 	_ = pipe.BatchProcess(co.ctx, f.cmds...) // one allocation: the pipeline's own slice
-	_, _ = pipe.Exec(co.ctx)                 // each command carries its own error
+	_, execErr := pipe.Exec(co.ctx)
 	co.flushes.Add(1)
-	co.failing.Store(ioFailed(f.cmds))
+	co.failing.Store(ioFailed(f.cmds) || (execErr != nil && !isReply(execErr)))
 	retry := 0
 	for _, w := range live {
-		w.reply, w.err = w.cmd.Val(), w.cmd.Err()
+		w.reply, w.err = callResult(w.cmd, execErr)
 		if w.err != nil && redis.HasErrorPrefix(w.err, "NOSCRIPT") && w.state.Load() == waiting {
 			live[retry] = w
 			retry++
@@ -267,11 +268,30 @@ func (co *coalescer) flush(f *flusher) {
 		evals[i] = w.evalCommand()
 		_ = pipe.Process(co.ctx, evals[i])
 	}
-	_, _ = pipe.Exec(co.ctx)
+	_, execErr = pipe.Exec(co.ctx)
 	for i, w := range live[:retry] {
-		w.reply, w.err = evals[i].Val(), evals[i].Err()
+		w.reply, w.err = callResult(evals[i], execErr)
 		co.answer(w)
 	}
+}
+
+// callResult returns a pipelined command's reply and error. Each command
+// carries its own error, except when the pipeline failed before any
+// command ran (the connection's setup: AUTH refused, SELECT of a database
+// the server does not have): then the command has neither reply nor
+// error, and the pipeline's error is its.
+func callResult(c *redis.Cmd, execErr error) (any, error) {
+	v, err := c.Val(), c.Err()
+	if err == nil && v == nil && execErr != nil {
+		err = execErr
+	}
+	return v, err
+}
+
+// isReply reports whether err is the server's own error reply.
+func isReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 // close stops queuing, fails what is queued and stops the flushers; the
@@ -299,10 +319,8 @@ func (co *coalescer) waitFlushers() { co.wg.Wait() }
 // dial, write or read failed or timed out.
 func ioFailed(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
-		if err := c.Err(); err != nil && err != redis.Nil {
-			if _, reply := err.(redis.Error); !reply {
-				return true
-			}
+		if err := c.Err(); err != nil && err != redis.Nil && !isReply(err) {
+			return true
 		}
 	}
 	return false

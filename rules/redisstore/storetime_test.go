@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -321,6 +322,22 @@ func TestIOFailed(t *testing.T) {
 		}
 		if got := ioFailed(cmds); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestSetupErrorIsReported: when a connection's setup fails (here SELECT
+// of a database the server does not have; AUTH refused is the same), a
+// Take returns the server's error, coalesced or not, rather than a
+// malformed reply.
+func TestSetupErrorIsReported(t *testing.T) {
+	addr := redisAddr(t)
+	for _, direct := range []bool{false, true} {
+		s := mustNew(t, Options{URL: "redis://" + addr + "/999", Timeout: time.Second, DisableCoalescing: direct})
+		err := s.Take(context.Background(), time.Now(), []rules.Op{gcra('s', 5)}, make([]rules.Result, 1))
+		s.Close()
+		if err == nil || errors.Is(err, ErrMalformedReply) || !strings.Contains(err.Error(), "DB index is out of range") {
+			t.Errorf("direct=%v: got %v, want the server's DB index error", direct, err)
 		}
 	}
 }

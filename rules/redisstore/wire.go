@@ -281,13 +281,11 @@ func (s *Store) appendOp(c *call, op *rules.Op) {
 func (c *call) run(ctx context.Context, s *Store, n scripter) {
 	c.node = n
 	cmd := c.command()
-	_ = n.Process(ctx, cmd) // the command carries its own error
-	c.reply, c.err = cmd.Val(), cmd.Err()
+	c.reply, c.err = callResult(cmd, n.Process(ctx, cmd))
 	if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
 		s.noScript.Add(1)
 		cmd = c.evalCommand()
-		_ = n.Process(ctx, cmd)
-		c.reply, c.err = cmd.Val(), cmd.Err()
+		c.reply, c.err = callResult(cmd, n.Process(ctx, cmd))
 	}
 }
 
