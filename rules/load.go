@@ -352,35 +352,52 @@ func (c *compiler) store(blocks []storeBlock, sc *StoreConfig) {
 // flag take it: "redis://HOST:PORT/DB" (DB optional, 0-15 by default in
 // Redis) or "redis+cluster://HOST:PORT,HOST:PORT".
 func ValidateStoreURL(s string) error {
+	shown := RedactURL(s) // errors are printed and logged: never the password
 	rest, cluster := strings.CutPrefix(s, "redis+cluster://")
 	if !cluster {
 		var ok bool
 		if rest, ok = strings.CutPrefix(s, "redis://"); !ok {
-			return fmt.Errorf("%q is not redis://HOST:PORT/DB or redis+cluster://HOST:PORT,HOST:PORT", s)
+			return fmt.Errorf("%q is not redis://HOST:PORT/DB or redis+cluster://HOST:PORT,HOST:PORT", shown)
 		}
 	}
-	if i := strings.IndexByte(rest, '@'); i >= 0 {
-		rest = rest[i+1:] // credentials
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:] // credentials (the last '@': a password may hold one)
 	}
 	hosts, db, hasDB := strings.Cut(rest, "/")
 	if hasDB && db != "" {
 		if cluster {
-			return fmt.Errorf("%q: Redis Cluster has no database number", s)
+			return fmt.Errorf("%q: Redis Cluster has no database number", shown)
 		}
 		if n, err := strconv.Atoi(db); err != nil || n < 0 {
-			return fmt.Errorf("%q: database %q is not a number", s, db)
+			return fmt.Errorf("%q: database %q is not a number", shown, db)
 		}
 	}
 	list := strings.Split(hosts, ",")
 	if !cluster && len(list) != 1 {
-		return fmt.Errorf("%q: several addresses need redis+cluster://", s)
+		return fmt.Errorf("%q: several addresses need redis+cluster://", shown)
 	}
 	for _, h := range list {
 		if _, _, err := splitHostPort(h); err != nil || h == "" {
-			return fmt.Errorf("%q: %q is not HOST:PORT", s, h)
+			return fmt.Errorf("%q: %q is not HOST:PORT", shown, h)
 		}
 	}
 	return nil
+}
+
+// RedactURL returns a store URL fit to print: its credentials, if any,
+// replaced by "xxxxx" ("redis://xxxxx@10.0.0.1:6379/0").
+func RedactURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	// The last '@': a password may hold '/' or '@' unescaped, and a store
+	// URL's path (a database number) holds neither.
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return s
+	}
+	return scheme + "://xxxxx" + rest[at:]
 }
 
 func (c *compiler) hostPort(s string, rng hcl.Range, attr string) string {

@@ -245,10 +245,47 @@ func TestValidateStoreURL(t *testing.T) {
 		{"redis://127.0.0.1:6379/x", false},
 		{"http://127.0.0.1:6379", false},
 		{"memory", false},
+		{"redis://:pa@ss/w0rd@127.0.0.1:6379/1", true},
+		{"redis://:s3cret@127.0.0.1:6379/x", false},
+		{"redis+cluster://user:s3cret@10.0.0.1:7000/0", false},
+		{"redis://:s3cret@127.0.0.1", false},
 	}
 	for _, tt := range tests {
-		if err := ValidateStoreURL(tt.in); (err == nil) != tt.ok {
+		err := ValidateStoreURL(tt.in)
+		if (err == nil) != tt.ok {
 			t.Errorf("ValidateStoreURL(%q) = %v, want ok=%v", tt.in, err, tt.ok)
 		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ValidateStoreURL(%q): the error shows the password: %v", tt.in, err)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"},
+		{"redis://:s3cret@127.0.0.1:6379/0", "redis://xxxxx@127.0.0.1:6379/0"},
+		{"redis://user:s3cret@127.0.0.1:6379", "redis://xxxxx@127.0.0.1:6379"},
+		{"redis://:pa/ss@w0rd@127.0.0.1:6379/1", "redis://xxxxx@127.0.0.1:6379/1"},
+		{"redis+cluster://u:p@10.0.0.1:7000,10.0.0.2:7000", "redis+cluster://xxxxx@10.0.0.1:7000,10.0.0.2:7000"},
+		{"memory", "memory"},
+	}
+	for _, tt := range tests {
+		if got := RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestStoreURLPasswordNotInDiagnostics: a policy whose store url is wrong
+// is refused without printing its password.
+func TestStoreURLPasswordNotInDiagnostics(t *testing.T) {
+	src := "store \"redis\" {\n  url = \"redis://:s3cret@127.0.0.1:6379/x\"\n}\n"
+	_, diags := Load("p.hcl", []byte(src))
+	if !diags.HasErrors() {
+		t.Fatal("a bad database number was accepted")
+	}
+	if strings.Contains(diags.Error(), "s3cret") {
+		t.Errorf("the diagnostics show the password: %v", diags)
 	}
 }
