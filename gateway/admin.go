@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
@@ -27,16 +28,24 @@ func (s *Server) AdminHandler(ctx *fasthttp.RequestCtx) {
 // readyz answers 200 while the node can serve, even with its store down:
 // a fleet sharing one sick Redis must not be pulled out of its load
 // balancer all at once (DESIGN §7). The body says "degraded" and why;
-// /readyz?strict=1 answers 503 when degraded.
+// /readyz?strict=1 answers 503 when degraded. strict takes 1, true, yes or
+// on (or no value: ?strict) and 0, false, no or off, in any case; any other
+// value is a 400, so that a probe written with a spelling the node does
+// not know fails loudly instead of never failing.
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
-	ctx.SetContentType("application/json")
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
+	strict, ok := parseStrict(ctx.QueryArgs())
+	if !ok {
+		ctx.Error("strict must be 1, true, yes or on, or 0, false, no or off\n", fasthttp.StatusBadRequest)
+		return
+	}
+	ctx.SetContentType("application/json")
 	body := map[string]any{"status": "ok", "dry_run": s.engine.DryRun() || s.Policy().DryRun}
 	if s.health != nil {
 		if degraded, reason := s.health.Degraded(); degraded {
 			body["status"] = "degraded"
 			body["reason"] = reason
-			if string(ctx.QueryArgs().Peek("strict")) == "1" {
+			if strict {
 				ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
 			}
 		}
@@ -50,4 +59,24 @@ func (s *Server) metricsHandler() fasthttp.RequestHandler {
 		s.metricsH = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	})
 	return s.metricsH
+}
+
+// parseStrict reads readyz's strict argument: whether it asks for strict
+// readiness, and whether its value is one the node knows. The name is
+// matched in any case (?STRICT=1 too).
+func parseStrict(args *fasthttp.Args) (strict, ok bool) {
+	ok = true
+	for k, v := range args.All() {
+		if !strings.EqualFold(string(k), "strict") {
+			continue
+		}
+		switch strings.ToLower(string(v)) {
+		case "", "1", "true", "yes", "on":
+			strict = true
+		case "0", "false", "no", "off":
+		default:
+			ok = false
+		}
+	}
+	return strict, ok
 }

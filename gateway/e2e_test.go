@@ -95,6 +95,7 @@ type nodeOptions struct {
 	dryRun bool
 	clock  *fakeClock
 	logs   io.Writer // JSON logs at info level, when set
+	health Health    // the store's health for /readyz, when set
 }
 
 func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
@@ -121,6 +122,7 @@ func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
 	if o.logs != nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(o.logs, nil))
 	}
+	opts.Health = o.health
 	n.srv, err = New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -737,5 +739,44 @@ func TestDemoOriginHooksAreNotReachableThroughTheEdge(t *testing.T) {
 	}
 	if got := n.hits(t)["/api/x"]; got != 1 {
 		t.Errorf("hits after a reset attempt through the edge: %d, want 1", got)
+	}
+}
+
+// sickStore is a Health that reports the store degraded.
+type sickStore struct{}
+
+func (sickStore) Degraded() (bool, string) { return true, "store unreachable: test" }
+
+// TestReadyzStrictSpellings: strict readiness is asked for by every usual
+// spelling, and a spelling the node does not know is a 400, never a
+// silent 200 that a probe would take for ready.
+func TestReadyzStrictSpellings(t *testing.T) {
+	n := startNode(t, loadPolicy(t, foundation), nodeOptions{health: sickStore{}})
+	tests := []struct {
+		query string
+		want  int
+	}{
+		{"", 200},
+		{"?strict=1", 503},
+		{"?strict=true", 503},
+		{"?strict=TRUE", 503},
+		{"?strict=yes", 503},
+		{"?strict=on", 503},
+		{"?strict", 503},
+		{"?STRICT=1", 503},
+		{"?strict=0", 200},
+		{"?strict=false", 200},
+		{"?strict=off", 200},
+		{"?strict=2", 400},
+		{"?strict=maybe", 400},
+	}
+	for _, tt := range tests {
+		r := do(t, "GET", "http://"+n.admin+"/readyz"+tt.query, "")
+		if r.status != tt.want {
+			t.Errorf("/readyz%s: got %d, want %d", tt.query, r.status, tt.want)
+		}
+		if tt.want != 400 && !strings.Contains(r.body, `"status":"degraded"`) {
+			t.Errorf("/readyz%s: body %q does not say degraded", tt.query, r.body)
+		}
 	}
 }
