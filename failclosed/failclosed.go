@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,17 @@ type Options struct {
 	// NoDenyCache turns off the deny cache: every call reaches the store
 	// (while the breaker is closed), and a healthy Store is transparent.
 	NoDenyCache bool
+	// HealthInterval, when not 0, has the background prober ping the store
+	// while the breaker is closed and no call has reached the store for
+	// that long, a failed ping counting as a failed call: an idle node
+	// then notices its store going down, and /readyz says so before the
+	// first request pays for it. Traffic checks the store by itself, so a
+	// busy node sends no pings. Ignored with NoBackgroundProbe.
+	HealthInterval time.Duration
+	// Logger receives the breaker's transitions: a warning when it opens
+	// (the store is failing, with its last error) and a line when it
+	// closes (the store is back, with the outage's length). Nil: none.
+	Logger *slog.Logger
 }
 
 // Pinger is implemented by inner stores that can check their backend
@@ -127,6 +139,10 @@ type Store struct {
 
 	pool sync.Pool // *scratch, for the local fallback
 
+	calls       atomic.Uint64 // calls that reached the inner store (HealthInterval)
+	healthEvery time.Duration
+	log         *slog.Logger // nil: no logging
+
 	wake      chan struct{} // the breaker opened: buffered, never blocks
 	stop      chan struct{}
 	done      chan struct{} // nil without a background prober
@@ -161,6 +177,8 @@ func New(inner rules.Store, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("failclosed: cooldown %v is negative", opts.Cooldown)
 	case opts.ProbeTimeout < 0:
 		return nil, fmt.Errorf("failclosed: probe timeout %v is negative", opts.ProbeTimeout)
+	case opts.HealthInterval < 0:
+		return nil, fmt.Errorf("failclosed: health interval %v is negative", opts.HealthInterval)
 	case opts.LocalMaxKeys < 0:
 		return nil, fmt.Errorf("failclosed: local max keys %d is negative", opts.LocalMaxKeys)
 	}
@@ -197,8 +215,10 @@ func New(inner rules.Store, opts Options) (*Store, error) {
 			cooldown:     int64(opts.Cooldown),
 			probeTimeout: int64(opts.ProbeTimeout),
 		},
-		wake: make(chan struct{}, 1),
-		stop: make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+		healthEvery: opts.HealthInterval,
+		log:         opts.Logger,
 	}
 	s.fleet.Store(int64(opts.FleetSize))
 	s.pool.New = func() any { return new(scratch) }
@@ -252,6 +272,9 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 			s.n.probes.Add(1)
 		}
 	}
+	if s.healthEvery > 0 {
+		s.calls.Add(1)
+	}
 	err := s.inner.Take(ctx, now, ops, res)
 	if err != nil {
 		s.failed(ctx, err, probe)
@@ -259,7 +282,7 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 		return nil
 	}
 	if !closed(w) || s.br.fails.Load() != 0 {
-		s.br.success()
+		s.succeeded()
 	}
 	if s.deny != nil {
 		s.remember(nowUS, ops, res)
@@ -332,10 +355,61 @@ func (s *Store) failed(ctx context.Context, err error, probe uint64) {
 	s.lastErr = err
 	s.errMu.Unlock()
 	if s.br.failure(s.elapsed(), probe) {
-		s.n.breakerOpens.Add(1)
-		select {
-		case s.wake <- struct{}{}:
-		default:
+		s.opened(err)
+	}
+}
+
+// opened records the breaker's opening: counted, logged, and the
+// background prober woken.
+func (s *Store) opened(err error) {
+	s.n.breakerOpens.Add(1)
+	if s.log != nil {
+		s.log.Warn("store failing: circuit breaker open; every rule answers by its on_store_error until the store is back",
+			"error", err.Error(), "consecutive_failures", s.br.fails.Load())
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// succeeded records a call the store answered, and logs the end of an
+// outage when it closed the breaker.
+func (s *Store) succeeded() {
+	if !s.br.success() || s.log == nil {
+		return
+	}
+	outage := time.Duration(s.elapsed() - s.br.outage.Load()).Round(time.Millisecond)
+	s.log.Info("store recovered: circuit breaker closed", "outage", outage.String())
+}
+
+// Check pings the store now (Ping when the inner store has it, else a
+// peek) and returns its error. A failure opens the breaker at once, without
+// waiting for FailureThreshold calls: a node that cannot reach its store
+// when it starts serves degraded from its first request, and /readyz says
+// so. A success records a healthy store.
+func (s *Store) Check(ctx context.Context) error {
+	err := s.ping(ctx)
+	if err == nil {
+		s.succeeded()
+		return nil
+	}
+	s.n.storeErrors.Add(1)
+	s.errMu.Lock()
+	s.lastErr = err
+	s.errMu.Unlock()
+	now := s.elapsed()
+	for {
+		w := s.br.word.Load()
+		if st, _ := unpack(w); st == BreakerOpen {
+			return err
+		}
+		if s.br.word.CompareAndSwap(w, pack(BreakerOpen, now)) {
+			if closed(w) {
+				s.br.outage.Store(now)
+			}
+			s.opened(err)
+			return err
 		}
 	}
 }
@@ -497,11 +571,27 @@ func (s *Store) Close() error {
 // breaker is closed.
 func (s *Store) probeLoop() {
 	defer close(s.done)
+	var tick <-chan time.Time
+	if s.healthEvery > 0 {
+		t := time.NewTicker(s.healthEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	seen := s.calls.Load()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-s.wake:
+		case <-tick:
+			// Calls since the last tick checked the store already.
+			if c := s.calls.Load(); c != seen {
+				seen = c
+				continue
+			}
+			if closed(s.br.word.Load()) {
+				s.healthCheck()
+			}
 		}
 		for {
 			select {
@@ -544,20 +634,38 @@ func (s *Store) probeOnce() {
 	s.n.probes.Add(1)
 	ctx, cancel := context.WithTimeout(s.probeCtx, time.Duration(s.br.probeTimeout))
 	defer cancel()
-	var err error
-	if p, ok := s.inner.(Pinger); ok {
-		err = p.Ping(ctx)
-	} else {
-		ops := [1]rules.Op{{
-			Kind: rules.OpPeek, Algorithm: rules.GCRA, Key: probeKey,
-			Limit: 1, Burst: 1, PeriodUS: int64(time.Second / time.Microsecond), Cost: 1,
-		}}
-		var res [1]rules.Result
-		err = s.inner.Take(ctx, s.clock.Now(), ops[:], res[:])
-	}
-	if err != nil {
+	if err := s.ping(ctx); err != nil {
 		s.failed(ctx, err, probe)
 		return
 	}
-	s.br.success()
+	s.succeeded()
+}
+
+// ping checks the store without deciding anything: Ping when the inner
+// store has it, else a Take of one OpPeek (which never writes) on
+// probeKey.
+func (s *Store) ping(ctx context.Context) error {
+	if p, ok := s.inner.(Pinger); ok {
+		return p.Ping(ctx)
+	}
+	ops := [1]rules.Op{{
+		Kind: rules.OpPeek, Algorithm: rules.GCRA, Key: probeKey,
+		Limit: 1, Burst: 1, PeriodUS: int64(time.Second / time.Microsecond), Cost: 1,
+	}}
+	var res [1]rules.Result
+	return s.inner.Take(ctx, s.clock.Now(), ops[:], res[:])
+}
+
+// healthCheck pings a store whose breaker is closed (HealthInterval): a
+// failure counts as a failed call, a success as an answered one.
+func (s *Store) healthCheck() {
+	ctx, cancel := context.WithTimeout(s.probeCtx, time.Duration(s.br.probeTimeout))
+	defer cancel()
+	if err := s.ping(ctx); err != nil {
+		s.failed(ctx, err, 0)
+		return
+	}
+	if s.br.fails.Load() != 0 {
+		s.succeeded()
+	}
 }

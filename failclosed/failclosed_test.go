@@ -39,6 +39,7 @@ func TestNew(t *testing.T) {
 		{"negative_threshold", &fakeStore{}, Options{FailureThreshold: -1}, "failure threshold -1"},
 		{"negative_cooldown", &fakeStore{}, Options{Cooldown: -time.Second}, "cooldown -1s"},
 		{"negative_span", &fakeStore{}, Options{FailureSpan: -time.Second}, "failure span -1s"},
+		{"negative_health_interval", &fakeStore{}, Options{HealthInterval: -time.Second}, "health interval -1s"},
 		{"negative_probe_timeout", &fakeStore{}, Options{ProbeTimeout: -time.Second}, "probe timeout -1s"},
 		{"negative_local_keys", &fakeStore{}, Options{LocalMaxKeys: -1}, "local max keys -1"},
 	}

@@ -150,6 +150,7 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "edge:", err)
 		return 1
 	}
+	stored := &runningStore{flag: *store, cfg: p.Store, fc: fc}
 	defer st.Close()
 	if len(secret) == 0 {
 		secret = make([]byte, 32)
@@ -214,7 +215,7 @@ func serve(args []string, stderr io.Writer) int {
 	go func() { errc <- srv.ServeAdmin(ctx, aln) }()
 	go func() { errc <- srv.Serve(ctx, ln) }()
 	log.Info("edge listening", "addr", ln.Addr().String(), "admin", aln.Addr().String(),
-		"policy", *config, "rules", len(p.Rules), "dry_run", *dryRun || p.DryRun)
+		"policy", *config, "rules", len(p.Rules), "dry_run", *dryRun || p.DryRun, "store", storeName(p, *store))
 
 	// SIGHUP reloads the policy; a broken one is refused and the running
 	// policy stays.
@@ -226,7 +227,7 @@ func serve(args []string, stderr io.Writer) int {
 	for running > 0 {
 		select {
 		case <-hup:
-			_ = reload(srv, *config, log, stderr)
+			_ = reload(srv, *config, log, stderr, stored)
 		case err := <-errc:
 			running--
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -273,32 +274,92 @@ func openStore(p *rules.Policy, flagStore string, haveSecret bool, log *slog.Log
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("creating redis store: %w", err)
 	}
-	// Load the script now, so the first requests do not pay for it. A Redis
-	// that is down at start does not stop the node: it serves degraded,
-	// each rule by its on_store_error, until the breaker finds Redis back.
-	pctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	if err := rs.Ping(pctx); err != nil && log != nil {
-		log.Warn("redis unreachable at start: serving degraded until it answers", "error", err.Error())
-	}
-	cancel()
 	// The breaker opens on failures lasting two budgets: one coalesced
 	// round trip that fails, failing all its calls at once, or one reply a
-	// saturated node missed, costs those calls, not a cooldown of all.
+	// saturated node missed, costs those calls, not a cooldown of all. An
+	// idle node pings Redis every second, so that /readyz knows.
 	budget := p.Store.Timeout
 	if budget == 0 {
 		budget = redisstore.DefaultTimeout
 	}
-	fc, err = failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize, FailureSpan: 2 * budget})
+	fc, err = failclosed.New(rs, failclosed.Options{
+		FleetSize: p.Store.FleetSize, FailureSpan: 2 * budget, HealthInterval: time.Second, Logger: log,
+	})
 	if err != nil {
 		rs.Close()
 		return nil, nil, nil, fmt.Errorf("creating failclosed store: %w", err)
 	}
+	// Check Redis and load the script now, so the first requests do not pay
+	// for it. A Redis that is down (or refuses us) at start does not stop
+	// the node: it serves degraded from its first request, each rule by its
+	// on_store_error, /readyz says so, and the breaker finds Redis back.
+	pctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	if err := fc.Check(pctx); err != nil && log != nil {
+		log.Warn("redis unreachable at start: serving degraded until it answers", "store", rules.RedactURL(url), "error", err.Error())
+	}
+	cancel()
 	return fc, fc, rs, nil
+}
+
+// storeName names the store the node runs on, credentials redacted.
+func storeName(p *rules.Policy, flagStore string) string {
+	switch {
+	case flagStore == "memory":
+		return "memory"
+	case flagStore != "":
+		return rules.RedactURL(flagStore)
+	case p.Store.Kind == "memory":
+		return "memory"
+	}
+	return rules.RedactURL(p.Store.URL)
+}
+
+// runningStore is the store a node opened at start, for reloads: which of
+// a new policy's store settings apply and which wait for a restart.
+type runningStore struct {
+	flag string            // the -store flag: it overrides the policy's kind and url
+	cfg  rules.StoreConfig // the settings in force
+	fc   *failclosed.Store // nil for the memory store
+}
+
+// apply applies np's store settings that can change while the node runs
+// (fleet_size, which sizes the "local" fallback buckets) and logs a warning
+// naming those that cannot (kind, url, timeout, max_keys: the node keeps
+// its open store until it restarts).
+func (r *runningStore) apply(np *rules.Policy, log *slog.Logger) {
+	if r == nil {
+		return
+	}
+	if np.Store.FleetSize != r.cfg.FleetSize {
+		if r.fc != nil {
+			r.fc.SetFleetSize(np.Store.FleetSize)
+		}
+		log.Info("store fleet_size changed", "from", r.cfg.FleetSize, "to", np.Store.FleetSize)
+		r.cfg.FleetSize = np.Store.FleetSize
+	}
+	var restart []string
+	if r.flag == "" && np.Store.Kind != r.cfg.Kind {
+		restart = append(restart, "kind")
+	}
+	if r.flag == "" && np.Store.URL != r.cfg.URL {
+		restart = append(restart, "url")
+	}
+	if np.Store.Timeout != r.cfg.Timeout {
+		restart = append(restart, "timeout")
+	}
+	if np.Store.MaxKeys != r.cfg.MaxKeys {
+		restart = append(restart, "max_keys")
+	}
+	if len(restart) > 0 {
+		log.Warn("store settings changed in the policy apply at the next restart; the node keeps its running store",
+			"settings", strings.Join(restart, ","), "running_store", storeName(&rules.Policy{Store: r.cfg}, r.flag))
+	}
 }
 
 // reload loads path and swaps it into srv. A policy with errors is
 // refused, with its diagnostics on stderr, and the running policy stays.
-func reload(srv *gateway.Server, path string, log *slog.Logger, stderr io.Writer) error {
+// The store's settings apply as running.apply says (running may be nil).
+func reload(srv *gateway.Server, path string, log *slog.Logger, stderr io.Writer, running *runningStore) error {
 	np, diags := rules.LoadFile(path)
 	printDiags(stderr, path, diags)
 	if diags.HasErrors() {
@@ -310,6 +371,7 @@ func reload(srv *gateway.Server, path string, log *slog.Logger, stderr io.Writer
 		return err
 	}
 	log.Info("policy reloaded", "policy", path, "rules", len(np.Rules))
+	running.apply(np, log)
 	return nil
 }
 

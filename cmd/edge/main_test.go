@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
@@ -135,7 +140,7 @@ func TestReloadKeepsRunningPolicyOnErrors(t *testing.T) {
 	var logs, errb bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	for _, f := range []string{"bad-period.hcl", "syntax.hcl", "duplicate-rule.hcl"} {
-		if err := reload(srv, filepath.Join(root, "testdata/fixtures/policies/broken", f), log, &errb); err == nil {
+		if err := reload(srv, filepath.Join(root, "testdata/fixtures/policies/broken", f), log, &errb, nil); err == nil {
 			t.Errorf("%s: reload accepted a broken policy", f)
 		}
 		if srv.Policy() != p {
@@ -146,7 +151,7 @@ func TestReloadKeepsRunningPolicyOnErrors(t *testing.T) {
 		t.Errorf("refusal not reported:\n%s\n%s", logs.String(), errb.String())
 	}
 	// A good file is swapped in.
-	if err := reload(srv, filepath.Join(root, "policies.hcl"), log, &errb); err != nil {
+	if err := reload(srv, filepath.Join(root, "policies.hcl"), log, &errb, nil); err != nil {
 		t.Fatal(err)
 	}
 	if srv.Policy() == p || srv.Policy().Rule("login-per-visitor") == nil {
@@ -168,5 +173,94 @@ func TestServeRefusesBadStoreFlag(t *testing.T) {
 	code := run([]string{"-config", filepath.Join(root, "policies.hcl"), "-store", "memcached://x:1"}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "-store:") {
 		t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
+	}
+}
+
+// downStore is a store whose backend is unreachable.
+type downStore struct{}
+
+func (downStore) Take(context.Context, time.Time, []rules.Op, []rules.Result) error {
+	return errors.New("connection refused")
+}
+func (downStore) Close() error { return nil }
+
+// TestReloadAppliesFleetSize: a reload applies the store's fleet_size (the
+// "local" fallback's divisor) at once, and warns that the settings which
+// need a new store (url, timeout) wait for a restart.
+func TestReloadAppliesFleetSize(t *testing.T) {
+	fc, err := failclosed.New(downStore{}, failclosed.Options{FleetSize: 1, NoBackgroundProbe: true, FailureThreshold: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	r := &runningStore{cfg: rules.StoreConfig{Kind: "redis", URL: "redis://127.0.0.1:1/0", Timeout: 5 * time.Millisecond, FleetSize: 1}, fc: fc}
+	np, diags := rules.Load("p.hcl", []byte(`
+store "redis" {
+  url        = "redis://:s3cret@127.0.0.1:2/0"
+  timeout    = "20ms"
+  fleet_size = 5
+}
+`))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	r.cfg.MaxKeys = np.Store.MaxKeys // the policy's default: unchanged
+	var logs bytes.Buffer
+	r.apply(np, slog.New(slog.NewJSONHandler(&logs, nil)))
+	// limit 10 over 5 nodes: the local bucket allows 2.
+	op := rules.Op{Kind: rules.OpTake, Algorithm: rules.GCRA, Key: rules.Key{1}, Limit: 10, Burst: 10,
+		PeriodUS: time.Minute.Microseconds(), Cost: 1, Enforce: true, OnError: rules.FailLocal}
+	allowed := 0
+	for range 10 {
+		res := make([]rules.Result, 1)
+		if err := fc.Take(context.Background(), time.Now(), []rules.Op{op}, res); err != nil {
+			t.Fatal(err)
+		}
+		if res[0].Allowed {
+			allowed++
+		}
+	}
+	if allowed != 2 {
+		t.Errorf("after the reload to fleet_size 5: %d of 10 allowed by the local fallback, want ceil(10/5) = 2", allowed)
+	}
+	out := logs.String()
+	for _, want := range []string{`"msg":"store fleet_size changed","from":1,"to":5`, `"settings":"url,timeout"`, "next restart"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("logs lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "s3cret") {
+		t.Errorf("the logs show the password:\n%s", out)
+	}
+}
+
+// TestStoreDownAtStartIsDegraded: a node whose Redis is down when it
+// starts is degraded from the start (its breaker open), so a strict
+// readiness probe keeps it out of the load balancer before any request.
+func TestStoreDownAtStartIsDegraded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	p, diags := rules.LoadFile(filepath.Join(root, "testdata/fixtures/policies/foundation.hcl"))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	var logs bytes.Buffer
+	st, fc, rs, err := openStore(p, "redis://"+addr+"/0", true, slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if fc == nil || rs == nil {
+		t.Fatal("a redis store without its failclosed wrapper")
+	}
+	if degraded, reason := fc.Degraded(); !degraded || !strings.Contains(reason, "refused") {
+		t.Errorf("Redis down at start: Degraded() = %v %q, want degraded", degraded, reason)
+	}
+	if !strings.Contains(logs.String(), "redis unreachable at start") {
+		t.Errorf("no warning logged:\n%s", logs.String())
 	}
 }
