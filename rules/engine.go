@@ -256,13 +256,30 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	missing := false    // an enforcing rule rejects for a missing identity
 	invalid := false    // an enforcing rule rejects for an invalid identity
 	for _, r := range p.Rules {
-		if !r.matches(req) || !e.conditionsHold(r, p, req, s) {
+		if !r.matches(req) {
+			continue
+		}
+		cond := e.conditions(r, p, req, s)
+		if cond == condNotMet || (cond == condInvalid && r.InvalidIdentity != IdentityReject) {
 			continue
 		}
 		if r.Sensitive {
 			d.Sensitive = true
 		}
 		m := Match{Rule: r, Op: -1, CeilingOp: -1, Enforce: !(nodeDry || r.DryRun || r.Action == ActionLog)}
+		if cond == condInvalid {
+			// A condition on an identity that is present but invalid cannot
+			// be decided: the rule rejects as a key on that identity would
+			// (invalid_identity), never as its action, so garbage gets one
+			// answer whatever the condition and the rule's place, and is
+			// charged to the other rules as an attempt.
+			m.Outcome = OutcomeInvalid
+			if m.Enforce {
+				invalid = true
+			}
+			s.Matches = append(s.Matches, m)
+			continue
+		}
 		if r.Action == ActionDeny {
 			if m.Enforce {
 				m.Outcome = OutcomeDeny
@@ -704,13 +721,30 @@ func (e *Engine) resolveSession(p *Policy, req *Request, s *Scratch) *identity {
 	return id
 }
 
-// conditionsHold evaluates a rule's when { } conditions that need request
-// features (the phone's country).
-func (e *Engine) conditionsHold(r *Rule, p *Policy, req *Request, s *Scratch) bool {
+// condStatus is what a rule's when { } conditions make of a request.
+type condStatus uint8
+
+const (
+	condMet     condStatus = iota // every condition holds
+	condNotMet                    // a condition does not hold, or its identity is absent
+	condInvalid                   // a condition needs an identity that is present but invalid
+)
+
+// conditions evaluates a rule's when { } conditions that need request
+// features (the phone's country). A request without a phone meets no
+// phone-country condition (the rule does not apply); one whose phone is
+// present but invalid (it does not parse, is not a possible number, or its
+// body field is ambiguous) is condInvalid, for the rule's invalid_identity
+// to decide: no country can be told from garbage, so neither
+// phone_country_in nor phone_country_not_in may decide it.
+func (e *Engine) conditions(r *Rule, p *Policy, req *Request, s *Scratch) condStatus {
 	for _, c := range r.WhenPhoneCountry {
 		ph := e.resolvePhone(p, req, s)
-		if ph.status != keyPresent {
-			return false
+		switch ph.status {
+		case keyInvalid:
+			return condInvalid
+		case keyMissing:
+			return condNotMet
 		}
 		in := false
 		for _, cc := range c.Countries {
@@ -720,10 +754,10 @@ func (e *Engine) conditionsHold(r *Rule, p *Policy, req *Request, s *Scratch) bo
 			}
 		}
 		if in == c.Not {
-			return false
+			return condNotMet
 		}
 	}
-	return true
+	return condMet
 }
 
 // Settle runs what happens after the origin answered, in one more store
