@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/edge-gateway/edge/rules"
 )
 
 // The OTP tests of issue 5, through the real server on loopback with
@@ -273,5 +275,126 @@ func TestBodyIsNotParsedWithoutAnIdentityRule(t *testing.T) {
 	do(t, "POST", "http://"+n.addr+"/otp/send", `{"phone":"+12025550100"}`)
 	if got, want := n.bodyParses(), 1; got != want {
 		t.Errorf("body parsed %d times, want %d (only /otp/send has identity rules)", got, want)
+	}
+}
+
+// TestOTPUnparsablePhoneGetsOneAnswer: a phone field that is not a phone
+// number is answered 400 with the same problem body whatever country rule
+// the policy has and wherever it stands (the shipped policies.hcl, an
+// allow-list rule ahead of a per-client rule and nothing keyed on the
+// phone, a block-list rule alone), never reaches the origin, and is charged
+// to the per-client rule, so a client that sent garbage up to its limit is
+// refused its next valid send. Valid numbers are decided as before: an
+// allowed country is forwarded, RU is refused with the bare 429.
+func TestOTPUnparsablePhoneGetsOneAnswer(t *testing.T) {
+	const identity = `
+edge {
+  trusted_proxies = ["127.0.0.1/32", "::1/128"]
+}
+identity {
+  phone        = ["json:phone", "form:phone"]
+  phone_region = "US"
+}
+`
+	const perClient = `
+rule "otp-send-per-client" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  key       = ["ip"]
+  algorithm = "sliding_window"
+  limit     = 5
+  period    = "1h"
+  sensitive = true
+}
+`
+	countries := func(cond string) string {
+		return `
+rule "otp-send-countries" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  action    = "deny"
+  sensitive = true
+  when {
+    ` + cond + `
+  }
+}
+`
+	}
+	inline := func(t *testing.T, src string) *rules.Policy {
+		t.Helper()
+		p, diags := rules.Load("inline.hcl", []byte(src))
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		return p
+	}
+	tests := []struct {
+		name      string
+		policy    func(t *testing.T) *rules.Policy
+		perClient int // the per-client rule's limit
+	}{
+		{"shipped policies.hcl", func(t *testing.T) *rules.Policy { return loadPolicy(t, "policies.hcl") }, 20},
+		{"allow list first, nothing keyed on the phone", func(t *testing.T) *rules.Policy {
+			return inline(t, identity+countries(`phone_country_not_in = ["US", "CA", "GB"]`)+perClient)
+		}, 5},
+		{"block list last, nothing keyed on the phone", func(t *testing.T) *rules.Policy {
+			return inline(t, identity+perClient+countries(`phone_country_in = ["RU"]`))
+		}, 5},
+	}
+	garbage := []string{"+44 7700 900123x", "call me 5550199", "call me maybe", "+1 202 5a55 0100", "2025550100*"}
+	var first *reply // the first 400, which every other must equal
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := startNode(t, tt.policy(t), nodeOptions{clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}})
+			client := 0
+			send := func(from, phone string) reply {
+				t.Helper()
+				if from == "" {
+					client++
+					from = fmt.Sprintf("198.51.100.%d", client)
+				}
+				b, _ := json.Marshal(map[string]string{"phone": phone})
+				return do(t, "POST", "http://"+n.addr+"/otp/send", string(b), "X-Forwarded-For", from)
+			}
+			rejected := func(what string, r reply) {
+				t.Helper()
+				if r.status != 400 || r.header.Get("Content-Type") != "application/problem+json" ||
+					r.header.Get("Retry-After") != "" || r.header.Get("RateLimit") != "" {
+					t.Errorf("%s: got %d %v %q, want the 400 problem", what, r.status, r.header, r.body)
+					return
+				}
+				if first == nil {
+					first = &r
+				} else if r.body != first.body {
+					t.Errorf("%s: got body %q, want %q (one answer for garbage)", what, r.body, first.body)
+				}
+			}
+			for _, ph := range garbage {
+				rejected(fmt.Sprintf("%q", ph), send("", ph))
+			}
+			if got := n.hits(t)["/otp/send"]; got != 0 {
+				t.Fatalf("the origin saw %d sends of garbage, want 0", got)
+			}
+			if r := send("", "+1 (202) 555-0100"); r.status != 200 {
+				t.Errorf("allowed US number: got %d %q, want 200", r.status, r.body)
+			}
+			if r := send("", "+7 912 345-67-89"); r.status != 429 || r.body != "Too Many Requests\n" {
+				t.Errorf("RU number: got %d %q, want the bare 429", r.status, r.body)
+			}
+			// Garbage is charged to the per-client rule as an attempt.
+			const garbler = "203.0.113.7"
+			for i := range tt.perClient {
+				rejected(fmt.Sprintf("garbage #%d from one client", i+1), send(garbler, garbage[i%len(garbage)]))
+			}
+			if r := send(garbler, "+1 202 555 0177"); r.status != 429 || r.body != "Too Many Requests\n" {
+				t.Errorf("valid send after %d rejected ones: got %d %q, want the bare 429 (per-client spent)", tt.perClient, r.status, r.body)
+			}
+			if r := send("", "+1 202 555 0177"); r.status != 200 {
+				t.Errorf("the same number from another client: got %d %q, want 200", r.status, r.body)
+			}
+			if got := n.hits(t)["/otp/send"]; got != 2 {
+				t.Errorf("the origin saw %d sends, want the 2 valid allowed ones", got)
+			}
+		})
 	}
 }

@@ -11,9 +11,12 @@
 // dashes, brackets, dots, a national prefix, the default region's
 // international prefix (and a leading 00 when there is no default region),
 // tel: URIs, extensions, full-width and Arabic-Indic or any other Unicode
-// decimal digits. A number that does not parse, is not a possible number
-// for its country, or whose E.164 form reads back as another number is
-// [ErrInvalidPhone]: the rule's invalid_identity decides (400 by default).
+// decimal digits. A number that does not parse, that phonenumbers could
+// read only by skipping words before it or dropping stray letters or
+// symbols ("call me 5550199", "+44 7700 900123x"), that is not a possible
+// number for its country (a local number without its area code included),
+// or whose E.164 form reads back as another number is [ErrInvalidPhone]:
+// the rule's invalid_identity decides (400 by default).
 // [Phone.Range] is the number without its last three digits (the block an
 // SMS pumping run walks through), never empty and always holding the
 // country code; [Phone.Country] its region. [AppendSessionKey] builds the

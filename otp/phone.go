@@ -42,6 +42,8 @@ var (
 	errPhoneTooShort    = &phoneError{"too short"}
 	errPhoneNSNTooLong  = &phoneError{"too long"}
 	errPhoneNotPossible = &phoneError{"not a possible number"}
+	errPhoneLocalOnly   = &phoneError{"a local number without its area code"}
+	errPhoneNotWritten  = &phoneError{"text around or inside the number"}
 	errPhoneParse       = &phoneError{"does not parse"}
 	errPhoneUnstable    = &phoneError{"its E.164 form reads as another number"}
 )
@@ -88,10 +90,12 @@ func (p Phone) Country() string { return p.Region }
 // as '+', the ITU international prefix.
 //
 // Anything over MaxPhoneBytes or not UTF-8, anything that does not parse,
-// that parses to a number that is not possible
-// (phonenumbers.IsPossibleNumber: the right length for its country), or
-// whose E.164 form phonenumbers reads back as another number, is
-// ErrInvalidPhone wrapped with the reason. A number need not be valid in
+// that phonenumbers reads only by skipping or dropping text around or inside
+// the number (writtenAsPhone: "call me 5550199", "+44 7700 900123x"), that
+// parses to a number that is not possible (phonenumbers.IsPossibleNumber:
+// the right length for its country; a number of a locally dialled length
+// only when valid, see possible), or whose E.164 form phonenumbers reads
+// back as another number, is ErrInvalidPhone wrapped with the reason. A number need not be valid in
 // the stricter sense (assigned ranges): an unassigned but possible number
 // is still one subscriber's number to the origin, and refusing it would let
 // it go unlimited when invalid_identity is "skip".
@@ -114,8 +118,11 @@ func Normalize(raw string, defaultRegion string) (Phone, error) {
 	if err := phonenumbers.ParseToNumber(s, region, &num); err != nil {
 		return Phone{}, parseError(err)
 	}
-	if !phonenumbers.IsPossibleNumber(&num) {
-		return Phone{}, errPhoneNotPossible
+	if !writtenAsPhone(s) {
+		return Phone{}, errPhoneNotWritten
+	}
+	if err := possible(&num); err != nil {
+		return Phone{}, err
 	}
 	p := Phone{
 		E164:   phonenumbers.Format(&num, phonenumbers.E164),
@@ -140,7 +147,92 @@ func stableE164(e164 string) bool {
 	if err := phonenumbers.ParseToNumber(e164, UnknownRegion, &num); err != nil {
 		return false
 	}
-	return phonenumbers.IsPossibleNumber(&num) && phonenumbers.Format(&num, phonenumbers.E164) == e164
+	return possible(&num) == nil && phonenumbers.Format(&num, phonenumbers.E164) == e164
+}
+
+// possible returns nil when num is a possible number: the right length for
+// its country (phonenumbers.IsPossibleNumber) and a whole number. A number
+// of a length only dialled locally ("555-0199" in US: IsPossibleNumber
+// says yes) is a whole number only when it is valid in its own right (CA's
+// seven-digit 310 numbers); otherwise its area code is missing, it names a
+// subscriber in every area code at once and has no E.164 form, and it is
+// errPhoneLocalOnly.
+func possible(num *phonenumbers.PhoneNumber) error {
+	switch phonenumbers.IsPossibleNumberWithReason(num) {
+	case phonenumbers.IS_POSSIBLE:
+		return nil
+	case phonenumbers.IS_POSSIBLE_LOCAL_ONLY:
+		if phonenumbers.IsValidNumber(num) {
+			return nil
+		}
+		return errPhoneLocalOnly
+	}
+	return errPhoneNotPossible
+}
+
+// writtenAsPhone reports whether s (folded by foldPhoneText) is written only
+// with what a phone number is written with, so that phonenumbers read all of
+// it: an optional "tel:" prefix (its ";" parameters are phonenumbers' to
+// check), an optional '+' after white space or an opening bracket, digits,
+// the punctuation phonenumbers knows (spaces, dashes, dots, slashes,
+// brackets, tildes), letters only as a vanity number (three or more, which
+// phonenumbers turns into keypad digits), and an extension. phonenumbers
+// itself reads a number out of more: it skips whatever comes before the
+// first digit or '+' ("call me 5550199", "phone: +12025550100"), and
+// drops one or two letters anywhere as "spurious" ("+1 202 5a55 0100",
+// "+44 7700 900123x") and stars ("2025550100*"). Each of those is a guess
+// at what the sender meant, which the edge refuses to make (an origin may
+// read such text otherwise, or not at all): the identity is invalid, for
+// the rule's invalid_identity to decide. One or two letters include the
+// old Brazilian "0xx" carrier placeholder, which is refused with the rest.
+func writtenAsPhone(s string) bool {
+	s = strings.TrimLeft(s, " \t")
+	if len(s) >= 4 && strings.EqualFold(s[:4], "tel:") {
+		s = s[4:]
+		if i := strings.IndexByte(s, ';'); i >= 0 {
+			s = s[:i]
+		}
+	}
+	s, _ = phonenumbers.MaybeSeparateExtensionFromPhone(s)
+	digits, letters := 0, 0
+	for _, r := range s {
+		switch {
+		case '0' <= r && r <= '9':
+			digits++
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+			if digits == 0 {
+				return false // text before the number
+			}
+			letters++
+		case r == '+':
+			if digits > 0 {
+				return false
+			}
+		case r == ' ', r == '\t', r == '(', r == '[':
+		case phonePunct(r):
+			if digits == 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return letters == 0 || letters >= 3
+}
+
+// phonePunct reports whether r is punctuation phonenumbers reads inside a
+// number (its VALID_PUNCTUATION without the letter 'x', after
+// foldPhoneText has mapped the full-width forms to ASCII, and without the
+// space and opening brackets, which writtenAsPhone takes anywhere): ASCII
+// dashes, dots, slashes, closing brackets and tildes, Unicode dashes and
+// minus signs, no-break, zero-width and soft-hyphen spaces.
+func phonePunct(r rune) bool {
+	switch r {
+	case '-', '.', '/', ')', ']', '~',
+		'\u2212', '\u30FC', '\u00A0', '\u00AD', '\u200B', '\u2060', '\u2053', '\u223C':
+		return true
+	}
+	return '\u2010' <= r && r <= '\u2015'
 }
 
 // ValidRegion reports whether region is a region Normalize knows as a

@@ -305,6 +305,17 @@ func TestNormalizeInvalid(t *testing.T) {
 		{"too long for the country", "+1 201 555 01234", "", errPhoneNotPossible},
 		{"00 from US is not an international prefix", "00 44 7400 123456", "US", errPhoneNotPossible},
 		{"nul byte", "+1201555\x000123", "", errPhoneNotNumber},
+		// phonenumbers reads these by skipping or dropping text; the edge
+		// does not guess.
+		{"words before the number", "call me 5550199", "US", errPhoneNotWritten},
+		{"a label before the number", "phone: +12025550100", "US", errPhoneNotWritten},
+		{"a dash before the number", "-2025550100", "US", errPhoneNotWritten},
+		{"a stray letter after the number", "+44 7700 900123x", "US", errPhoneNotWritten},
+		{"a stray letter inside the number", "+1 202 5a55 0100", "US", errPhoneNotWritten},
+		{"two stray letters", "+1 202 555 0100 ab", "US", errPhoneNotWritten},
+		{"a star after the number", "2025550100*", "US", errPhoneNotWritten},
+		{"a local number without its area code", "555-0199", "US", errPhoneLocalOnly},
+		{"a local number in E.164 form", "+1 555 0199", "", errPhoneLocalOnly},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -314,6 +325,33 @@ func TestNormalizeInvalid(t *testing.T) {
 				t.Errorf("Normalize(%q, %q) = %+v, %v; want %v", tt.raw, tt.region, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestNormalizeWrittenAsPhone: what a phone number is written with stays
+// readable: vanity letters (three or more), extensions, tel: URIs, Unicode
+// dashes and spaces, a bracketed country code, trailing punctuation; and a
+// number of a locally dialled length that is valid in its own right.
+func TestNormalizeWrittenAsPhone(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ raw, region, e164 string }{
+		{"1-800-FLOWERS", "US", "+18003569377"},
+		{"+1 800 FLOWERS ext 12", "", "+18003569377"},
+		{"Tel:+12025550100", "US", "+12025550100"},
+		{"+1 202 555 0100;ext=42", "", "+12025550100"},
+		{"+1 202 555 0100 x42", "", "+12025550100"},
+		{"+1 (202) 555-0100 ext 7#", "", "+12025550100"},
+		{"(+44) 7400 123456", "US", "+447400123456"},
+		{"+1\u00a0202\u00a0555\u00a00100", "", "+12025550100"},
+		{"+1\u2010202\u2010555\u20100100", "", "+12025550100"},
+		{"  202.555.0100.  ", "US", "+12025550100"},
+		{"310-1234", "CA", "+13101234"}, // a CA universal access number: seven digits, valid
+	}
+	for _, tt := range tests {
+		got, err := Normalize(tt.raw, tt.region)
+		if err != nil || got.E164 != tt.e164 {
+			t.Errorf("Normalize(%q, %q) = %+v, %v; want %s", tt.raw, tt.region, got, err, tt.e164)
+		}
 	}
 }
 

@@ -66,8 +66,10 @@ type IdentityConfig struct {
 }
 
 // PhoneCountryCond is a phone_country_in (Not false) or
-// phone_country_not_in (Not true) condition. A request without a valid
-// phone meets neither.
+// phone_country_not_in (Not true) condition. A request without a phone
+// meets neither; one whose phone does not parse is decided by the rule's
+// invalid_identity (reject: 400, charged to the per-client rules; skip:
+// the rule does not apply), never by the country lists.
 type PhoneCountryCond struct {
 	Countries []string
 	Not       bool
