@@ -141,6 +141,8 @@ func registerRedisMetrics(reg *prometheus.Registry, stats func() redisstore.Stat
 	reg.MustRegister(
 		counter("edge_redis_pipelines_total", "Pipelines the Redis store wrote, each carrying the script calls of one or more concurrent requests.",
 			func(s redisstore.Stats) uint64 { return s.Pipelines }),
+		counter("edge_redis_shared_calls_total", "Requests whose script call went to Redis together with other concurrent requests' in one shared script call.",
+			func(s redisstore.Stats) uint64 { return s.SharedCalls }),
 		counter("edge_redis_late_reads_total", "Redis replies read after their deadline had fired with the reply already in the socket (the node was too busy to look in time).",
 			func(s redisstore.Stats) uint64 { return s.LateReads }),
 		counter("edge_redis_noscript_total", "Script calls answered NOSCRIPT (script cache flushed, restart, failover) and run again by EVAL.",

@@ -13,9 +13,10 @@ import (
 // Coalescing (the package doc's "Coalescing"): concurrent Takes on one
 // server hand their script calls to a few flushers, each of which writes
 // what is queued, up to maxBatch calls, in one pipeline (one write, one
-// read of the replies) and hands each caller its reply. Each Take is still
-// exactly one EVALSHA, atomic on the server and never retried; only the
-// round trip is shared.
+// read of the replies) and hands each caller its reply. The fast path's
+// takes go in one shared script call, the others in one each; every
+// Take's ops are in one script call, atomic on the server and never
+// retried.
 
 const (
 	// defaultFlushers is the number of pipelines a store keeps in flight
@@ -87,6 +88,7 @@ type coalescer struct {
 	quit    chan struct{}
 	wg      sync.WaitGroup
 	flushes atomic.Uint64
+	shared  atomic.Uint64 // calls sent in shared script calls
 }
 
 func newCoalescer(s *Store, client *redis.Client, budget time.Duration, flushers int) *coalescer {
@@ -201,9 +203,12 @@ func (co *coalescer) run() {
 
 // flusher is a flusher's pipeline and reused slices.
 type flusher struct {
-	pipe  redis.Pipeliner
-	batch []*waiter
-	cmds  []redis.Cmder
+	pipe   redis.Pipeliner
+	batch  []*waiter
+	cmds   []redis.Cmder
+	alone  []*waiter // the batch's calls sent as script calls of their own
+	shared []*waiter // the batch's calls sent together as one script call
+	args   []any     // the shared script call's arguments
 }
 
 // next moves up to maxBatch queued waiters to dst, and wakes another
@@ -225,52 +230,126 @@ func (co *coalescer) next(dst []*waiter) []*waiter {
 	return dst
 }
 
-// flush sends f.batch's calls in one pipeline and answers each. A call
+// flush sends f.batch's calls in one pipeline and answers each. Takes of
+// take.lua's fast path (no sliding_log, no undo payloads) go together as
+// one script call when there are two or more of them (the package doc's
+// "Coalescing"); the others go as script calls of their own. A call
 // answered NOSCRIPT did not run: those go again by EVAL, in one more
 // pipeline. Calls whose callers have gone are not sent.
 func (co *coalescer) flush(f *flusher) {
 	pipe := f.pipe
-	live := f.batch[:0]
+	f.alone, f.shared = f.alone[:0], f.shared[:0]
 	for _, w := range f.batch {
-		if w.state.Load() == abandoned {
+		switch {
+		case w.state.Load() == abandoned:
 			co.s.putWaiter(w)
-			continue
+		case w.shareable:
+			f.shared = append(f.shared, w)
+		default:
+			f.alone = append(f.alone, w)
 		}
-		live = append(live, w)
 	}
-	if len(live) == 0 {
+	if len(f.shared) == 1 {
+		f.alone, f.shared = append(f.alone, f.shared[0]), f.shared[:0]
+	}
+	if len(f.alone)+len(f.shared) == 0 {
 		return
 	}
 	f.cmds = f.cmds[:0]
-	for _, w := range live {
+	for _, w := range f.alone {
 		f.cmds = append(f.cmds, w.cmd)
+	}
+	var shared *redis.Cmd
+	if len(f.shared) > 0 {
+		shared = redis.NewCmd(context.Background(), f.sharedArgs()...)
+		f.cmds = append(f.cmds, shared)
+		co.shared.Add(uint64(len(f.shared)))
 	}
 	_ = pipe.BatchProcess(co.ctx, f.cmds...) // one allocation: the pipeline's own slice
 	_, execErr := pipe.Exec(co.ctx)
 	co.flushes.Add(1)
 	co.failing.Store(ioFailed(f.cmds) || (execErr != nil && !isReply(execErr)))
 	retry := 0
-	for _, w := range live {
+	for _, w := range f.alone {
 		w.reply, w.err = callResult(w.cmd, execErr)
 		if w.err != nil && redis.HasErrorPrefix(w.err, "NOSCRIPT") && w.state.Load() == waiting {
-			live[retry] = w
+			f.alone[retry] = w
 			retry++
 			continue
 		}
 		co.answer(w)
 	}
-	if retry == 0 {
+	var sharedReply any
+	var sharedErr error
+	if shared != nil {
+		sharedReply, sharedErr = callResult(shared, execErr)
+		if sharedErr == nil || !redis.HasErrorPrefix(sharedErr, "NOSCRIPT") {
+			co.answerShared(f.shared, sharedReply, sharedErr)
+			shared = nil
+		}
+	}
+	if retry == 0 && shared == nil {
 		return
 	}
-	co.s.noScript.Add(uint64(retry))
 	evals := make([]*redis.Cmd, retry)
-	for i, w := range live[:retry] {
+	for i, w := range f.alone[:retry] {
 		evals[i] = w.evalCommand()
 		_ = pipe.Process(co.ctx, evals[i])
 	}
+	var sharedEval *redis.Cmd
+	if shared != nil {
+		sharedEval = evalOf(f.args)
+		_ = pipe.Process(co.ctx, sharedEval)
+	}
+	co.s.noScript.Add(uint64(len(evals)))
+	if sharedEval != nil {
+		co.s.noScript.Add(1)
+	}
 	_, execErr = pipe.Exec(co.ctx)
-	for i, w := range live[:retry] {
+	for i, w := range f.alone[:retry] {
 		w.reply, w.err = callResult(evals[i], execErr)
+		co.answer(w)
+	}
+	if sharedEval != nil {
+		sharedReply, sharedErr = callResult(sharedEval, execErr)
+		co.answerShared(f.shared, sharedReply, sharedErr)
+	}
+}
+
+// sharedArgs returns the shared script call of f.shared, in f.args: EVALSHA,
+// the SHA, the calls' keys in order, then ARGV: minus the number of calls
+// and each call's own ARGV in order (take.lua's batch). The elements are
+// the calls' own arguments, boxed once already.
+func (f *flusher) sharedArgs() []any {
+	nk := 0
+	for _, w := range f.shared {
+		nk += w.nkeys
+	}
+	args := append(f.args[:0], "evalsha", shaArg, nk)
+	for _, w := range f.shared {
+		args = append(args, w.args[cmdHead:cmdHead+w.nkeys]...)
+	}
+	args = append(args, int64(-len(f.shared)))
+	for _, w := range f.shared {
+		args = append(args, w.args[cmdHead+w.nkeys:]...)
+	}
+	f.args = args
+	return args
+}
+
+// answerShared hands each call of a shared script call its own reply, the
+// reply's elements in order, or the call's error to all.
+func (co *coalescer) answerShared(ws []*waiter, reply any, err error) {
+	arr, ok := reply.([]any)
+	if err == nil && (!ok || len(arr) != len(ws)) {
+		err = ErrMalformedReply
+	}
+	for i, w := range ws {
+		if err != nil {
+			w.reply, w.err = nil, err
+		} else {
+			w.reply, w.err = arr[i], nil
+		}
 		co.answer(w)
 	}
 }

@@ -16,9 +16,12 @@ import (
 	"github.com/edge-gateway/edge/rules/storetest"
 )
 
-// TestCoalescedRoundTrips: concurrent Takes share pipelines, and each is
-// still exactly one EVALSHA on the server (not run in parallel with the
-// other tests, which share the server's counters).
+// TestCoalescedRoundTrips: concurrent Takes share pipelines and script
+// calls, and each is decided exactly once, in order: every caller's takes
+// see its key's remaining units go down by one (not run in parallel with
+// the other tests, which share the server's counters). Each pipeline holds
+// the calls of its Takes that went alone, one EVALSHA each, and at most
+// one shared EVALSHA for the others.
 func TestCoalescedRoundTrips(t *testing.T) {
 	addr := redisAddr(t)
 	ctx := context.Background()
@@ -33,7 +36,7 @@ func TestCoalescedRoundTrips(t *testing.T) {
 	for _, cmd := range []string{"evalsha", "eval"} {
 		before[cmd] = commandCalls(t, ctx, []*redis.Client{c}, cmd)
 	}
-	pipelines := s.Stats().Pipelines
+	pipelines, shared := s.Stats().Pipelines, s.Stats().SharedCalls
 	var wg sync.WaitGroup
 	for g := range callers {
 		wg.Go(func() {
@@ -52,17 +55,24 @@ func TestCoalescedRoundTrips(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := commandCalls(t, ctx, []*redis.Client{c}, "evalsha") - before["evalsha"]; got != callers*takes {
-		t.Errorf("EVALSHA calls: got %d, want %d (one per Take)", got, callers*takes)
+	p := s.Stats().Pipelines - pipelines
+	sh := s.Stats().SharedCalls - shared
+	if p == 0 || p > callers*takes {
+		t.Errorf("pipelines: got %d for %d Takes", p, callers*takes)
+	}
+	if sh == 0 {
+		t.Errorf("no Take shared a script call, with %d callers at once", callers)
+	}
+	alone := uint64(callers*takes) - sh
+	evalsha := uint64(commandCalls(t, ctx, []*redis.Client{c}, "evalsha") - before["evalsha"])
+	if evalsha <= alone || evalsha > alone+p {
+		t.Errorf("EVALSHA calls: got %d, want %d alone plus between 1 and %d shared", evalsha, alone, p)
 	}
 	if got := commandCalls(t, ctx, []*redis.Client{c}, "eval") - before["eval"]; got != 0 {
 		t.Errorf("EVAL calls: got %d, want 0", got)
 	}
-	p := s.Stats().Pipelines - pipelines
-	if p == 0 || p > callers*takes {
-		t.Errorf("pipelines: got %d for %d Takes", p, callers*takes)
-	}
-	t.Logf("%d Takes in %d pipelines (%.1f a pipeline)", callers*takes, p, float64(callers*takes)/float64(p))
+	t.Logf("%d Takes in %d pipelines (%.1f a pipeline), %d EVALSHA; %d Takes shared a script call",
+		callers*takes, p, float64(callers*takes)/float64(p), evalsha, sh)
 }
 
 // TestConformanceRedisDirect runs the conformance tables against a real
@@ -172,4 +182,92 @@ func TestCloseStopsCoalescing(t *testing.T) {
 	}
 	h.settle(t)
 	goleak.VerifyNone(t, ignore)
+}
+
+// TestSharedScriptCall: the queued takes of the fast path go as one script
+// call, decided one after another in queue order, each all-or-nothing; a
+// take with a sliding_log goes alone; after the server lost the script
+// (NOSCRIPT), both go again by EVAL and nothing is counted twice. The test
+// plays the flusher, so the pipeline's contents are known.
+func TestSharedScriptCall(t *testing.T) {
+	addr := redisAddr(t)
+	ctx := context.Background()
+	s := mustNew(t, Options{URL: "redis://" + addr, Prefix: testPrefix("shared"), Timeout: time.Second, DisableCoalescing: true})
+	defer s.Close()
+	client := s.node.(*redis.Client)
+	s.co = newCoalescer(s, client, time.Second, 0) // no flusher: the test flushes; Close stops it
+	raw := rawClient(t, addr)
+
+	gcraOp := func(key byte, limit int64) rules.Op {
+		return rules.Op{Kind: rules.OpTake, Algorithm: rules.GCRA, Key: rules.Key{'s', key}, Limit: limit, Burst: limit, PeriodUS: 3600_000_000, Cost: 1, Enforce: true}
+	}
+	logOp := rules.Op{Kind: rules.OpTake, Algorithm: rules.SlidingLog, Key: rules.Key{'s', 'L'}, Limit: 5, PeriodUS: 3600_000_000, Cost: 1, Enforce: true}
+	calls := [][]rules.Op{
+		{gcraOp('A', 3)}, {gcraOp('A', 3)}, {gcraOp('A', 3)}, {gcraOp('A', 3)}, {gcraOp('A', 3)},
+		{logOp},
+		{gcraOp('B', 2), gcraOp('C', 1)}, // all-or-nothing: C allows one
+		{gcraOp('B', 2), gcraOp('C', 1)}, // C refuses: B is not taken either
+		{gcraOp('B', 2)},                 // so B still has one
+	}
+	results := make([][]rules.Result, len(calls))
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, ops := range calls {
+		results[i] = make([]rules.Result, len(ops))
+		wg.Go(func() { errs[i] = s.Take(ctx, time.Now(), ops, results[i]) })
+		for { // queue them in order
+			s.co.mu.Lock()
+			n := len(s.co.queue)
+			s.co.mu.Unlock()
+			if n == i+1 {
+				break
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	before := map[string]int64{}
+	for _, cmd := range []string{"evalsha", "eval"} {
+		before[cmd] = commandCalls(t, ctx, []*redis.Client{raw}, cmd)
+	}
+	if err := raw.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f := flusher{pipe: client.Pipeline(), batch: s.co.next(nil)}
+	s.co.flush(&f)
+	wg.Wait()
+
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	allowed := func(i int) bool { return results[i][0].Allowed }
+	for i, want := range []bool{true, true, true, false, false} {
+		if allowed(i) != want {
+			t.Errorf("take %d of key A (limit 3, in queue order): allowed %v, want %v", i, allowed(i), want)
+		}
+	}
+	if !allowed(5) || results[5][0].Remaining != 4 {
+		t.Errorf("sliding_log take: got %+v, want allowed with 4 left", results[5][0])
+	}
+	if r := results[6]; !r[0].Allowed || !r[1].Allowed {
+		t.Errorf("first B+C take: got %+v, want both allowed", r)
+	}
+	if r := results[7]; r[1].Allowed || !r[0].Allowed || r[0].Remaining != 1 {
+		// B's own op allows, C refuses, so the call is refused and takes
+		// nothing: B reports its state after the call, one unit left.
+		t.Errorf("second B+C take: got %+v, want B allowed with 1 left (nothing taken) and C refused", r)
+	}
+	if r := results[8][0]; !r.Allowed || r.Remaining != 0 {
+		t.Errorf("B after the refused call: got %+v, want allowed with its last unit (the refused call took none)", r)
+	}
+	if got := commandCalls(t, ctx, []*redis.Client{raw}, "evalsha") - before["evalsha"]; got != 2 {
+		t.Errorf("EVALSHA: got %d, want 2 (the shared call and the sliding_log take)", got)
+	}
+	if got := commandCalls(t, ctx, []*redis.Client{raw}, "eval") - before["eval"]; got != 2 {
+		t.Errorf("EVAL: got %d, want 2 (both again after NOSCRIPT)", got)
+	}
+	if st := s.Stats(); st.SharedCalls != 8 || st.NoScript != 2 || st.Pipelines != 1 {
+		t.Errorf("stats: got %+v, want 8 shared calls, 2 NOSCRIPT, 1 pipeline", st)
+	}
 }

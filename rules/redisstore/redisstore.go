@@ -107,6 +107,9 @@ type Stats struct {
 	// Pipelines counts the pipelines coalescing wrote (each carrying the
 	// script calls of one or more Takes).
 	Pipelines uint64
+	// SharedCalls counts the Takes whose script call went together with
+	// others' in one script call (the package doc's "Coalescing").
+	SharedCalls uint64
 	// LateReads counts reads whose deadline fired while the server's
 	// reply was already in the socket (a node too busy to look in time),
 	// which were read rather than failed (the package doc's "Store time").
@@ -340,13 +343,21 @@ func loaded(cmd *redis.StringCmd) error {
 // Stats returns the Store's counters since New.
 func (s *Store) Stats() Stats {
 	return Stats{
-		NoScript:   s.noScript.Load(),
-		CrossSlot:  s.crossSlot.Load(),
-		Undos:      s.undos.Load(),
-		UndoErrors: s.undoErrors.Load(),
-		Pipelines:  s.pipelines(),
-		LateReads:  s.late.Load(),
+		NoScript:    s.noScript.Load(),
+		CrossSlot:   s.crossSlot.Load(),
+		Undos:       s.undos.Load(),
+		UndoErrors:  s.undoErrors.Load(),
+		Pipelines:   s.pipelines(),
+		SharedCalls: s.sharedCalls(),
+		LateReads:   s.late.Load(),
 	}
+}
+
+func (s *Store) sharedCalls() uint64 {
+	if s.co == nil {
+		return 0
+	}
+	return s.co.shared.Load()
 }
 
 func (s *Store) pipelines() uint64 {

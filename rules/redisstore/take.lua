@@ -67,11 +67,21 @@ if redis.replicate_commands then
 end
 
 local head = tonumber(ARGV[1])
+-- A batch: ARGV[1] is minus the number of calls, each a take of the fast
+-- path (below) laid out as a call of its own, one after another: its
+-- header, its now and slack with clock, its ops' fields; KEYS are the
+-- calls' keys in the same order. argAt is the ARGV index of the call's
+-- header, kb the KEYS index before its keys.
+local ncalls, argAt, kb, replies = 1, 1, 0, nil
+if head < 0 then
+	ncalls, argAt, replies = -head, 2, {}
+	head = tonumber(ARGV[2])
+end
 local mode, flag, port = head % 2, head % 4 >= 2, head % 16 >= 8
 local nops = (head - head % 16) / 16
-local now, slack, base = -1, 0, 1 -- base: ARGV's index before the ops' fields
+local now, slack, base = -1, 0, argAt -- base: ARGV's index before the ops' fields
 if head % 8 >= 4 then
-	now, slack, base = tonumber(ARGV[2]), tonumber(ARGV[3]), 3
+	now, slack, base = tonumber(ARGV[argAt + 1]), tonumber(ARGV[argAt + 2]), argAt + 2
 end
 
 local stateFormat = '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)$'
@@ -92,375 +102,395 @@ local stateFormat = '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)$'
 -- Integer divisions are idiv and ceildiv (below) written out.
 
 if mode == 0 and not port then
-	local t = now
-	if t < 0 then
-		local tm = call('TIME')
-		t = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
-	end
-	-- The op in hand: its fields (T: gcra's emission interval), its key's
-	-- raw value and state, the view and the decision. A call of several
-	-- ops keeps each op's in kept (15 slots an op) between the passes.
-	local code, kind, a, limit, burst, period, cost, T
-	local raw, sa, at, n, prev, v1, v2, v3, ok, wait
-	local kept, refused = nil, false
-	if nops > 1 then
-		kept = {}
-	end
+	local tnow = -1 -- the server's TIME, read once for all the calls of a batch
+	for ci = 1, ncalls do
+		local t = now
+		if t < 0 then
+			if tnow < 0 then
+				local tm = call('TIME')
+				tnow = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+			end
+			t = tnow
+		end
+		-- The op in hand: its fields (T: gcra's emission interval), its key's
+		-- raw value and state, the view and the decision. A call of several
+		-- ops keeps each op's in kept (15 slots an op) between the passes.
+		local code, kind, a, limit, burst, period, cost, T
+		local raw, sa, at, n, prev, v1, v2, v3, ok, wait
+		local kept, refused = nil, false
+		if nops > 1 then
+			kept = {}
+		end
 
-	-- Pass 1: decide every op against the state before the call
-	-- (rules.Check).
-	for i = 1, nops do
-		local f = base + 5 * i - 4
-		code, limit, burst, period = tonumber(ARGV[f]), tonumber(ARGV[f + 1]), tonumber(ARGV[f + 2]), tonumber(ARGV[f + 3])
-		cost = max(tonumber(ARGV[f + 4]), 0)
-		kind, a = code % 8, (code % 64 - code % 8) / 8
-		raw = call('GET', KEYS[i])
-		sa, at, n, prev = 0, 0, 0, 0
-		if raw then
-			local ra, rx, rat, rn, rp = match(raw, stateFormat)
-			if ra and t < tonumber(rx) then
-				sa, at, n, prev = tonumber(ra), tonumber(rat), tonumber(rn), tonumber(rp)
-			end
-		end
-		-- The view; a state of another algorithm reads as fresh.
-		v1, v2, v3 = 0, 0, 0
-		if a == GCRA then
-			T = (period - fmod(period, limit)) / limit
-			if sa == a then
-				v1 = at -- TAT
-			end
-		elseif a == TOKEN then
-			local cap = burst * period
-			v1 = cap -- tokens; v2: stamp
-			if sa == a then
-				v1, v2 = min(n, cap), at
-				local elapsed = t - at
-				if elapsed > 0 then
-					local d = cap - v1
-					if elapsed > (d - fmod(d, limit)) / limit then
-						v1 = cap
-					else
-						v1 = v1 + elapsed * limit
-					end
-				end
-			end
-		elseif a == LEAKY then
-			if sa == a then
-				v1, v2 = n, at -- level, stamp
-				local elapsed = t - at
-				if elapsed > 0 then
-					if elapsed > (v1 - fmod(v1, limit)) / limit then
-						v1 = 0
-					else
-						v1 = v1 - elapsed * limit
-					end
-				end
-			end
-		else
-			local r = fmod(t, period) -- windows start at multiples of the period
-			if r < 0 then
-				r = r + period
-			end
-			v1 = t - r -- start; fixed_window v2: count; sliding_window v2, v3: prev, cur
-			if a == FIXED then
-				if sa == a and at >= v1 then
-					v1, v2 = at, n
-				end
-			elseif sa == a and at >= v1 - period then
-				if at < v1 then
-					v2 = n
-				else
-					v1, v2, v3 = at, prev, n
-				end
-			end
-		end
-		-- The wait: 0 now, -1 never.
-		wait = 0
-		if kind == REFUND or kind == RESET then
-			wait = 0
-		elseif a == GCRA then
-			if cost > burst then
-				wait = -1
-			else
-				wait = max(max(v1, t) + cost * T - t - burst * T, 0)
-			end
-		elseif a == TOKEN then
-			if cost > burst then
-				wait = -1
-			else
-				local need = cost * period - v1
-				if need > 0 then
-					local q = need + limit - 1
-					wait = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
-				end
-			end
-		elseif a == LEAKY then
-			if cost > burst then
-				wait = -1
-			else
-				local excess = v1 + cost * period - burst * period
-				if excess > 0 then
-					local q = excess + limit - 1
-					wait = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
-				end
-			end
-		elseif a == FIXED then
-			if cost > limit then
-				wait = -1
-			elseif v2 + cost > limit then
-				wait = v1 + period - t
-			end
-		elseif cost > limit then -- sliding_window from here
-			wait = -1
-		else
-			local p = period
-			local room = limit - v3 - cost
-			if room >= 0 then
-				if v2 * (p - max(t - v1, 0)) > room * p then
-					local q = room * p
-					wait = v1 + p - (q - fmod(q, v2)) / v2 - t
-				end
-			else
-				local q = (limit - cost) * p
-				wait = v1 + 2 * p - (q - fmod(q, v3)) / v3 - t
-			end
-		end
-		if wait < 0 then
-			wait = -1
-		end
-		ok = wait == 0
-		if kind == TAKE and code % 128 >= 64 and not ok then
-			refused = true
-		end
-		if kept then
-			local j = 15 * (i - 1)
-			kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5] = code, limit, burst, period, cost
-			kept[j + 6], kept[j + 7], kept[j + 8], kept[j + 9], kept[j + 10] = raw, sa, at, n, prev
-			kept[j + 11], kept[j + 12], kept[j + 13], kept[j + 14], kept[j + 15] = v1, v2, v3, ok, wait
-		end
-	end
-
-	-- Pass 2: consume per the contract, report the state after, store it
-	-- with its TTL (rules.Settle).
-	local out, pays = nil, nil
-	if nops > 1 or flag then
-		out, pays = { t }, {}
-	end
-	for i = 1, nops do
-		if kept then
-			local j = 15 * (i - 1)
-			code, limit, burst, period, cost = kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5]
-			raw, sa, at, n, prev = kept[j + 6], kept[j + 7], kept[j + 8], kept[j + 9], kept[j + 10]
-			v1, v2, v3, ok, wait = kept[j + 11], kept[j + 12], kept[j + 13], kept[j + 14], kept[j + 15]
+		-- Pass 1: decide every op against the state before the call
+		-- (rules.Check).
+		for i = 1, nops do
+			local f = base + 5 * i - 4
+			code, limit, burst, period = tonumber(ARGV[f]), tonumber(ARGV[f + 1]), tonumber(ARGV[f + 2]), tonumber(ARGV[f + 3])
+			cost = max(tonumber(ARGV[f + 4]), 0)
 			kind, a = code % 8, (code % 64 - code % 8) / 8
+			raw = call('GET', KEYS[kb + i])
+			sa, at, n, prev = 0, 0, 0, 0
+			if raw then
+				local ra, rx, rat, rn, rp = match(raw, stateFormat)
+				if ra and t < tonumber(rx) then
+					sa, at, n, prev = tonumber(ra), tonumber(rat), tonumber(rn), tonumber(rp)
+				end
+			end
+			-- The view; a state of another algorithm reads as fresh.
+			v1, v2, v3 = 0, 0, 0
 			if a == GCRA then
 				T = (period - fmod(period, limit)) / limit
-			end
-		end
-		local attempts = code >= 128
-		-- (Plain ifs: gopher-lua, miniredis' Lua, miscompiles
-		-- "x = a or (b and not c)".)
-		local consumes = true
-		if kind == PEEK then
-			consumes = false
-		elseif kind == TAKE and not attempts then
-			if not ok or refused then
-				consumes = false
-			end
-		end
-		-- Step 1 reports the state before (only for an undo payload: when
-		-- another slot refuses the request, this key must end as a call that
-		-- does not consume leaves it, which is as it is now, or deleted when
-		-- that state is empty); step 2 consumes and reports the state after.
-		local first, restore, remaining, reset = 2, nil, 0, 0
-		if flag and kind == TAKE and not attempts and consumes then
-			first = 1
-		end
-		for step = first, 2 do
-			if step == 2 and consumes then
-				if kind == RESET then
-					sa, at, n, prev = 0, 0, 0, 0
-					v1, v2, v3 = 0, 0, 0
-					if a == TOKEN then
-						v1 = burst * period
-					elseif a >= FIXED then
-						local r = fmod(t, period)
-						if r < 0 then
-							r = r + period
-						end
-						v1 = t - r
-					end
-				elseif a == GCRA then
-					local tol = burst * T
-					local tat = v1
-					local base = max(tat, t)
-					if kind == TAKE then
-						if cost <= burst and base + cost * T - t <= tol then
-							tat = base + cost * T
+				if sa == a then
+					v1 = at -- TAT
+				end
+			elseif a == TOKEN then
+				local cap = burst * period
+				v1 = cap -- tokens; v2: stamp
+				if sa == a then
+					v1, v2 = min(n, cap), at
+					local elapsed = t - at
+					if elapsed > 0 then
+						local d = cap - v1
+						if elapsed > (d - fmod(d, limit)) / limit then
+							v1 = cap
 						else
-							tat = max(tat, t + tol) -- full, never lowered
+							v1 = v1 + elapsed * limit
 						end
-					elseif kind == ADD then
-						tat = max(tat, min(base + min(cost, 2 * burst) * T, t + 2 * tol))
-					elseif kind == REFUND then
-						if tat > t then
-							local d = tat - t
-							if cost > (d - fmod(d, T)) / T then
-								tat = t
+					end
+				end
+			elseif a == LEAKY then
+				if sa == a then
+					v1, v2 = n, at -- level, stamp
+					local elapsed = t - at
+					if elapsed > 0 then
+						if elapsed > (v1 - fmod(v1, limit)) / limit then
+							v1 = 0
+						else
+							v1 = v1 - elapsed * limit
+						end
+					end
+				end
+			else
+				local r = fmod(t, period) -- windows start at multiples of the period
+				if r < 0 then
+					r = r + period
+				end
+				v1 = t - r -- start; fixed_window v2: count; sliding_window v2, v3: prev, cur
+				if a == FIXED then
+					if sa == a and at >= v1 then
+						v1, v2 = at, n
+					end
+				elseif sa == a and at >= v1 - period then
+					if at < v1 then
+						v2 = n
+					else
+						v1, v2, v3 = at, prev, n
+					end
+				end
+			end
+			-- The wait: 0 now, -1 never.
+			wait = 0
+			if kind == REFUND or kind == RESET then
+				wait = 0
+			elseif a == GCRA then
+				if cost > burst then
+					wait = -1
+				else
+					wait = max(max(v1, t) + cost * T - t - burst * T, 0)
+				end
+			elseif a == TOKEN then
+				if cost > burst then
+					wait = -1
+				else
+					local need = cost * period - v1
+					if need > 0 then
+						local q = need + limit - 1
+						wait = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+					end
+				end
+			elseif a == LEAKY then
+				if cost > burst then
+					wait = -1
+				else
+					local excess = v1 + cost * period - burst * period
+					if excess > 0 then
+						local q = excess + limit - 1
+						wait = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+					end
+				end
+			elseif a == FIXED then
+				if cost > limit then
+					wait = -1
+				elseif v2 + cost > limit then
+					wait = v1 + period - t
+				end
+			elseif cost > limit then -- sliding_window from here
+				wait = -1
+			else
+				local p = period
+				local room = limit - v3 - cost
+				if room >= 0 then
+					if v2 * (p - max(t - v1, 0)) > room * p then
+						local q = room * p
+						wait = v1 + p - (q - fmod(q, v2)) / v2 - t
+					end
+				else
+					local q = (limit - cost) * p
+					wait = v1 + 2 * p - (q - fmod(q, v3)) / v3 - t
+				end
+			end
+			if wait < 0 then
+				wait = -1
+			end
+			ok = wait == 0
+			if kind == TAKE and code % 128 >= 64 and not ok then
+				refused = true
+			end
+			if kept then
+				local j = 15 * (i - 1)
+				kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5] = code, limit, burst, period, cost
+				kept[j + 6], kept[j + 7], kept[j + 8], kept[j + 9], kept[j + 10] = raw, sa, at, n, prev
+				kept[j + 11], kept[j + 12], kept[j + 13], kept[j + 14], kept[j + 15] = v1, v2, v3, ok, wait
+			end
+		end
+
+		-- Pass 2: consume per the contract, report the state after, store it
+		-- with its TTL (rules.Settle).
+		local out, pays = nil, nil
+		if nops > 1 or flag or replies then
+			out, pays = { t }, {}
+		end
+		for i = 1, nops do
+			if kept then
+				local j = 15 * (i - 1)
+				code, limit, burst, period, cost = kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5]
+				raw, sa, at, n, prev = kept[j + 6], kept[j + 7], kept[j + 8], kept[j + 9], kept[j + 10]
+				v1, v2, v3, ok, wait = kept[j + 11], kept[j + 12], kept[j + 13], kept[j + 14], kept[j + 15]
+				kind, a = code % 8, (code % 64 - code % 8) / 8
+				if a == GCRA then
+					T = (period - fmod(period, limit)) / limit
+				end
+			end
+			local attempts = code >= 128
+			-- (Plain ifs: gopher-lua, miniredis' Lua, miscompiles
+			-- "x = a or (b and not c)".)
+			local consumes = true
+			if kind == PEEK then
+				consumes = false
+			elseif kind == TAKE and not attempts then
+				if not ok or refused then
+					consumes = false
+				end
+			end
+			-- Step 1 reports the state before (only for an undo payload: when
+			-- another slot refuses the request, this key must end as a call that
+			-- does not consume leaves it, which is as it is now, or deleted when
+			-- that state is empty); step 2 consumes and reports the state after.
+			local first, restore, remaining, reset = 2, nil, 0, 0
+			if flag and kind == TAKE and not attempts and consumes then
+				first = 1
+			end
+			for step = first, 2 do
+				if step == 2 and consumes then
+					if kind == RESET then
+						sa, at, n, prev = 0, 0, 0, 0
+						v1, v2, v3 = 0, 0, 0
+						if a == TOKEN then
+							v1 = burst * period
+						elseif a >= FIXED then
+							local r = fmod(t, period)
+							if r < 0 then
+								r = r + period
+							end
+							v1 = t - r
+						end
+					elseif a == GCRA then
+						local tol = burst * T
+						local tat = v1
+						local base = max(tat, t)
+						if kind == TAKE then
+							if cost <= burst and base + cost * T - t <= tol then
+								tat = base + cost * T
 							else
-								tat = tat - cost * T
+								tat = max(tat, t + tol) -- full, never lowered
+							end
+						elseif kind == ADD then
+							tat = max(tat, min(base + min(cost, 2 * burst) * T, t + 2 * tol))
+						elseif kind == REFUND then
+							if tat > t then
+								local d = tat - t
+								if cost > (d - fmod(d, T)) / T then
+									tat = t
+								else
+									tat = tat - cost * T
+								end
 							end
 						end
-					end
-					sa, at, v1 = a, tat, tat
-				elseif a == TOKEN then
-					local cap = burst * period
-					local tokens = v1
-					local c = min(cost, 2 * burst)
-					if kind == TAKE then
-						if cost <= burst and tokens >= cost * period then
-							tokens = tokens - cost * period
-						else
-							tokens = min(tokens, 0)
+						sa, at, v1 = a, tat, tat
+					elseif a == TOKEN then
+						local cap = burst * period
+						local tokens = v1
+						local c = min(cost, 2 * burst)
+						if kind == TAKE then
+							if cost <= burst and tokens >= cost * period then
+								tokens = tokens - cost * period
+							else
+								tokens = min(tokens, 0)
+							end
+						elseif kind == ADD then
+							tokens = max(tokens - c * period, min(tokens, -cap))
+						elseif kind == REFUND then
+							local room = cap - tokens
+							if room > 0 then
+								tokens = tokens + min(c * period, room)
+							end
 						end
-					elseif kind == ADD then
-						tokens = max(tokens - c * period, min(tokens, -cap))
-					elseif kind == REFUND then
-						local room = cap - tokens
-						if room > 0 then
-							tokens = tokens + min(c * period, room)
+						sa, at, n, v1 = a, max(v2, t), tokens, tokens
+					elseif a == LEAKY then
+						local cap = burst * period
+						local level = v1
+						local c = min(cost, 2 * burst)
+						if kind == TAKE then
+							if cost <= burst and level + cost * period <= cap then
+								level = level + cost * period
+							else
+								level = max(level, cap)
+							end
+						elseif kind == ADD then
+							level = min(level + c * period, max(level, 2 * cap))
+						elseif kind == REFUND then
+							level = max(level - c * period, 0)
 						end
-					end
-					sa, at, n, v1 = a, max(v2, t), tokens, tokens
-				elseif a == LEAKY then
-					local cap = burst * period
-					local level = v1
-					local c = min(cost, 2 * burst)
-					if kind == TAKE then
-						if cost <= burst and level + cost * period <= cap then
-							level = level + cost * period
-						else
-							level = max(level, cap)
-						end
-					elseif kind == ADD then
-						level = min(level + c * period, max(level, 2 * cap))
-					elseif kind == REFUND then
-						level = max(level - c * period, 0)
-					end
-					sa, at, n, v1 = a, max(v2, t), level, level
-				else
-					-- The windows: consumeCount on the current count.
-					local cnt = v2
-					if a == SLIDING then
-						cnt = v3
-						if kind == REFUND and cost > cnt then
-							-- The unit refunded may have been charged in the
-							-- previous window, before the boundary passed.
-							v2 = max(v2 - (cost - cnt), 0)
-						end
-					end
-					if kind == TAKE then
-						cnt = min(cnt + min(cost, limit + 1), max(cnt, limit))
-					elseif kind == ADD then
-						cnt = min(cnt + min(cost, 2 * limit), max(cnt, 2 * limit))
-					elseif kind == REFUND then
-						cnt = max(cnt - cost, 0)
-					end
-					if a == FIXED then
-						sa, at, n, prev, v2 = a, v1, cnt, 0, cnt
+						sa, at, n, v1 = a, max(v2, t), level, level
 					else
-						sa, at, n, prev, v3 = a, v1, cnt, v2, cnt
+						-- The windows: consumeCount on the current count.
+						local cnt = v2
+						if a == SLIDING then
+							cnt = v3
+							if kind == REFUND and cost > cnt then
+								-- The unit refunded may have been charged in the
+								-- previous window, before the boundary passed.
+								v2 = max(v2 - (cost - cnt), 0)
+							end
+						end
+						if kind == TAKE then
+							cnt = min(cnt + min(cost, limit + 1), max(cnt, limit))
+						elseif kind == ADD then
+							cnt = min(cnt + min(cost, 2 * limit), max(cnt, 2 * limit))
+						elseif kind == REFUND then
+							cnt = max(cnt - cost, 0)
+						end
+						if a == FIXED then
+							sa, at, n, prev, v2 = a, v1, cnt, 0, cnt
+						else
+							sa, at, n, prev, v3 = a, v1, cnt, v2, cnt
+						end
+					end
+				end
+				-- reportState: the units left, and the us until the state is
+				-- back to its full allowance (decayed to empty), its TTL.
+				if a == GCRA then
+					reset = max(v1 - t, 0)
+					local d = burst * T - reset
+					remaining = max((d - fmod(d, T)) / T, 0)
+				elseif a == TOKEN then
+					local d = burst * period - v1
+					reset = 0
+					if d > 0 then
+						local q = d + limit - 1
+						reset = (q - fmod(q, limit)) / limit + max(v2 - t, 0)
+					end
+					local m = max(v1, 0)
+					remaining = (m - fmod(m, period)) / period
+				elseif a == LEAKY then
+					reset = 0
+					if v1 > 0 then
+						local q = v1 + limit - 1
+						reset = (q - fmod(q, limit)) / limit + max(v2 - t, 0)
+					end
+					local m = max(burst * period - v1, 0)
+					remaining = (m - fmod(m, period)) / period
+				elseif a == FIXED then
+					if v2 == 0 then
+						remaining, reset = limit, 0
+					else
+						remaining, reset = max(limit - v2, 0), v1 + period - t
+					end
+				else
+					local w = v2 * (period - max(t - v1, 0))
+					reset = 0
+					if v3 > 0 then
+						reset = v1 + 2 * period - t
+					elseif w > 0 then
+						reset = v1 + period - t
+					end
+					local cw = 0
+					if w > 0 then
+						local q = w + period - 1
+						cw = (q - fmod(q, period)) / period
+					end
+					remaining = max(limit - v3 - cw, 0)
+				end
+				if step == 1 then
+					restore = ''
+					if reset > 0 then
+						restore = raw
 					end
 				end
 			end
-			-- reportState: the units left, and the us until the state is
-			-- back to its full allowance (decayed to empty), its TTL.
-			if a == GCRA then
-				reset = max(v1 - t, 0)
-				local d = burst * T - reset
-				remaining = max((d - fmod(d, T)) / T, 0)
-			elseif a == TOKEN then
-				local d = burst * period - v1
-				reset = 0
-				if d > 0 then
-					local q = d + limit - 1
-					reset = (q - fmod(q, limit)) / limit + max(v2 - t, 0)
-				end
-				local m = max(v1, 0)
-				remaining = (m - fmod(m, period)) / period
-			elseif a == LEAKY then
-				reset = 0
-				if v1 > 0 then
-					local q = v1 + limit - 1
-					reset = (q - fmod(q, limit)) / limit + max(v2 - t, 0)
-				end
-				local m = max(burst * period - v1, 0)
-				remaining = (m - fmod(m, period)) / period
-			elseif a == FIXED then
-				if v2 == 0 then
-					remaining, reset = limit, 0
-				else
-					remaining, reset = max(limit - v2, 0), v1 + period - t
-				end
-			else
-				local w = v2 * (period - max(t - v1, 0))
-				reset = 0
-				if v3 > 0 then
-					reset = v1 + 2 * period - t
-				elseif w > 0 then
-					reset = v1 + period - t
-				end
-				local cw = 0
-				if w > 0 then
-					local q = w + period - 1
-					cw = (q - fmod(q, period)) / period
-				end
-				remaining = max(limit - v3 - cw, 0)
+			if not ok then
+				remaining = 0
 			end
-			if step == 1 then
-				restore = ''
+			local written = ''
+			if consumes then
 				if reset > 0 then
-					restore = raw
+					written = format('%d:%d:%d:%d:%d', sa, t + reset, at, n, prev)
+					local ms = reset + 999 -- whole ms, rounded up: never 0
+					call('SET', KEYS[kb + i], written, 'PX', format('%d', (ms - fmod(ms, 1000)) / 1000 + slack))
+				else
+					call('DEL', KEYS[kb + i]) -- empty: not stored
 				end
+			elseif raw and reset == 0 then
+				call('DEL', KEYS[kb + i]) -- expired, or another algorithm's: as fresh, not stored
+			end
+			local allowed = 0
+			if ok then
+				allowed = 1
+			end
+			if not out then
+				return { t, allowed, remaining, reset, wait }
+			end
+			out[#out + 1] = allowed
+			out[#out + 1] = remaining
+			out[#out + 1] = reset
+			out[#out + 1] = wait
+			pays[i] = 0
+			if restore then
+				pays[i] = { restore, written, '0' }
 			end
 		end
-		if not ok then
-			remaining = 0
-		end
-		local written = ''
-		if consumes then
-			if reset > 0 then
-				written = format('%d:%d:%d:%d:%d', sa, t + reset, at, n, prev)
-				local ms = reset + 999 -- whole ms, rounded up: never 0
-				call('SET', KEYS[i], written, 'PX', format('%d', (ms - fmod(ms, 1000)) / 1000 + slack))
-			else
-				call('DEL', KEYS[i]) -- empty: not stored
+		if flag then
+			for i = 1, nops do
+				out[#out + 1] = pays[i]
 			end
-		elseif raw and reset == 0 then
-			call('DEL', KEYS[i]) -- expired, or another algorithm's: as fresh, not stored
 		end
-		local allowed = 0
-		if ok then
-			allowed = 1
+		if not replies then
+			return out
 		end
-		if not out then
-			return { t, allowed, remaining, reset, wait }
-		end
-		out[#out + 1] = allowed
-		out[#out + 1] = remaining
-		out[#out + 1] = reset
-		out[#out + 1] = wait
-		pays[i] = 0
-		if restore then
-			pays[i] = { restore, written, '0' }
+		replies[ci] = out
+		-- The next call of the batch: its header follows this call's ops.
+		argAt, kb = base + 5 * nops + 1, kb + nops
+		if ci < ncalls then
+			head = tonumber(ARGV[argAt])
+			flag, nops = head % 4 >= 2, (head - head % 16) / 16
+			now, slack, base = -1, 0, argAt
+			if head % 8 >= 4 then
+				now, slack, base = tonumber(ARGV[argAt + 1]), tonumber(ARGV[argAt + 2]), argAt + 2
+			end
 		end
 	end
-	if flag then
-		for i = 1, nops do
-			out[#out + 1] = pays[i]
-		end
-	end
-	return out
+	return replies
 end
 
 -- The port --------------------------------------------------------------------

@@ -46,6 +46,9 @@ var shaArg any = takeSHA
 type call struct {
 	idx  []int // the call's op indexes, in order; nil: all of them
 	undo bool  // a take returning undo payloads (a cross-slot call)
+	// shareable: a take of take.lua's fast path (no sliding_log, no undo
+	// payloads), which may share a script call with others (coalescing).
+	shareable bool
 
 	args  []any        // evalsha, the SHA, #keys, keys…, ARGV…
 	keys  []*keyBuf    // the key buffers, one per key slot
@@ -180,9 +183,13 @@ func (c *call) command() *redis.Cmd {
 
 // evalCommand returns the call's EVAL (NOSCRIPT: the server lost the
 // script), a command of its own.
-func (c *call) evalCommand() *redis.Cmd {
-	args := make([]any, len(c.args))
-	copy(args, c.args)
+func (c *call) evalCommand() *redis.Cmd { return evalOf(c.args) }
+
+// evalOf returns the EVAL of a script call's EVALSHA arguments, a command
+// of its own.
+func evalOf(evalsha []any) *redis.Cmd {
+	args := make([]any, len(evalsha))
+	copy(args, evalsha)
 	args[0], args[1] = "eval", takeScript
 	return redis.NewCmd(context.Background(), args...)
 }
@@ -256,6 +263,7 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 		}
 	}
 	c.nkeys = nk
+	c.shareable = !undo && !port
 	c.num(header(modeTake, undo, clock, port, n))
 	if clock {
 		c.num(nowUS)
