@@ -355,17 +355,17 @@ func (s *Store) failed(ctx context.Context, err error, probe uint64) {
 	s.lastErr = err
 	s.errMu.Unlock()
 	if s.br.failure(s.elapsed(), probe) {
-		s.opened(err)
+		s.opened(err, "consecutive failures")
 	}
 }
 
-// opened records the breaker's opening: counted, logged, and the
-// background prober woken.
-func (s *Store) opened(err error) {
+// opened records the breaker's opening, for why ("consecutive failures",
+// "check failed"): counted, logged, and the background prober woken.
+func (s *Store) opened(err error, why string) {
 	s.n.breakerOpens.Add(1)
 	if s.log != nil {
 		s.log.Warn("store failing: circuit breaker open; every rule answers by its on_store_error until the store is back",
-			"error", err.Error(), "consecutive_failures", s.br.fails.Load())
+			"error", err.Error(), "why", why)
 	}
 	select {
 	case s.wake <- struct{}{}:
@@ -408,7 +408,7 @@ func (s *Store) Check(ctx context.Context) error {
 			if closed(w) {
 				s.br.outage.Store(now)
 			}
-			s.opened(err)
+			s.opened(err, "check failed")
 			return err
 		}
 	}

@@ -61,14 +61,15 @@ func TestCheck(t *testing.T) {
 		t.Errorf("first request after a failed Check: got %+v, want a fail-closed answer", res[0])
 	}
 	f.setErr(nil)
-	if !eventually(2*time.Second, func() bool { return s.State() == BreakerClosed }) {
+	recovered := func() bool { return strings.Contains(logs.String(), `"msg":"store recovered: circuit breaker closed"`) }
+	if !eventually(2*time.Second, recovered) || s.State() != BreakerClosed {
 		t.Fatalf("the store answers again but the breaker is still %v", s.State())
 	}
 	if err := s.Check(context.Background()); err != nil || s.State() != BreakerClosed {
 		t.Errorf("Check of a healthy store: %v, %v", err, s.State())
 	}
 	out := logs.String()
-	for _, want := range []string{`"level":"WARN","msg":"store failing: circuit breaker open`, "connection refused", `"msg":"store recovered: circuit breaker closed"`, `"outage":`} {
+	for _, want := range []string{`"level":"WARN","msg":"store failing: circuit breaker open`, "connection refused", `"why":"check failed"`, `"outage":`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %q:\n%s", want, out)
 		}
