@@ -195,8 +195,12 @@ func (co *coalescer) run() {
 				break
 			}
 			co.flush(&f)
+			// Drop what the pooled waiters hold until the next flush.
 			clear(f.batch)
 			clear(f.cmds)
+			clear(f.alone)
+			clear(f.shared)
+			clear(f.args)
 		}
 	}
 }
