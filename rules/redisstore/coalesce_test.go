@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/storetest"
 )
 
@@ -269,5 +271,102 @@ func TestSharedScriptCall(t *testing.T) {
 	}
 	if st := s.Stats(); st.SharedCalls != 8 || st.NoScript != 2 || st.Pipelines != 1 {
 		t.Errorf("stats: got %+v, want 8 shared calls, 2 NOSCRIPT, 1 pipeline", st)
+	}
+}
+
+// TestSharedCallsMatchMemory: random rounds of queued calls (every
+// algorithm and op kind, several ops a call, keys shared across calls)
+// flushed by the test, against the memory store running the same calls in
+// the order Redis ran them (the calls that go alone, then the shared call's
+// in queue order), on the caller's clock: every result must be the same.
+func TestSharedCallsMatchMemory(t *testing.T) {
+	addr := redisAddr(t)
+	ctx := context.Background()
+	s := mustNew(t, Options{URL: "redis://" + addr, Prefix: testPrefix("sharedmem"), Timeout: time.Second, DisableCoalescing: true, UseCallerClock: true})
+	defer s.Close()
+	client := s.node.(*redis.Client)
+	s.co = newCoalescer(s, client, time.Second, 0) // no flusher: the test flushes; Close stops it
+	mem, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+
+	rng := rand.New(rand.NewPCG(7, 11))
+	const keys = 8
+	limits := make([]rules.Op, keys) // each key's algorithm and limits
+	for k := range limits {
+		a := algorithms[k%len(algorithms)]
+		limit := int64(2 + rng.IntN(4))
+		limits[k] = rules.Op{Algorithm: a, Key: rules.Key{'m', byte(k)}, Limit: limit, Burst: limit, PeriodUS: int64(1+rng.IntN(3)) * 1_000_000}
+	}
+	now := storetest.Base
+	for round := range 40 {
+		n := 2 + rng.IntN(10)
+		calls := make([][]rules.Op, n)
+		nows := make([]time.Time, n)
+		for i := range calls {
+			for _, k := range rng.Perm(keys)[:1+rng.IntN(3)] {
+				op := limits[k]
+				op.Kind = rules.OpTake
+				if r := rng.IntN(10); r >= 7 {
+					op.Kind = rules.OpKind(1 + rng.IntN(4)) // peek, add, refund, reset
+				}
+				op.Cost = int64(rng.IntN(3))
+				op.Enforce = rng.IntN(4) != 0
+				op.Attempts = rng.IntN(5) == 0
+				calls[i] = append(calls[i], op)
+			}
+			now = now.Add(time.Duration(rng.IntN(400)) * time.Millisecond)
+			nows[i] = now
+		}
+		got := make([][]rules.Result, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range calls {
+			got[i] = make([]rules.Result, len(calls[i]))
+			wg.Go(func() { errs[i] = s.Take(ctx, nows[i], calls[i], got[i]) })
+			for { // queue them in order
+				s.co.mu.Lock()
+				q := len(s.co.queue)
+				s.co.mu.Unlock()
+				if q == i+1 {
+					break
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+		batch := s.co.next(nil)
+		var alone, shared []int // the order Redis runs them: flush's
+		for i, w := range batch {
+			if w.shareable {
+				shared = append(shared, i)
+			} else {
+				alone = append(alone, i)
+			}
+		}
+		if len(shared) == 1 {
+			alone, shared = append(alone, shared[0]), nil
+		}
+		f := flusher{pipe: client.Pipeline(), batch: batch}
+		s.co.flush(&f)
+		wg.Wait()
+		for _, i := range append(alone, shared...) {
+			if errs[i] != nil {
+				t.Fatalf("round %d call %d: %v", round, i, errs[i])
+			}
+			want := make([]rules.Result, len(calls[i]))
+			if err := mem.Take(ctx, nows[i], calls[i], want); err != nil {
+				t.Fatal(err)
+			}
+			for j := range want {
+				if got[i][j] != want[j] {
+					t.Fatalf("round %d call %d op %d (%+v): redis %+v, memory %+v", round, i, j, calls[i][j], got[i][j], want[j])
+				}
+			}
+		}
+	}
+	if st := s.Stats(); st.SharedCalls == 0 {
+		t.Error("no call was shared")
 	}
 }
