@@ -134,7 +134,7 @@ func TestOneRoundTripPerRequest(t *testing.T) {
 	if want := fmt.Sprintf("edge_redis_pipelines_total %d\n", n+1); !strings.Contains(m, want) {
 		t.Errorf("metrics lack %q", want)
 	}
-	for _, want := range []string{"edge_redis_late_reads_total 0\n", "edge_redis_noscript_total 1\n", "edge_redis_undos_total 0\n"} {
+	for _, want := range []string{"edge_redis_late_reads_total 0\n", "edge_redis_noscript_total 1\n", "edge_redis_undos_total 0\n", "edge_redis_shared_calls_total 0\n"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}
