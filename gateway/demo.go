@@ -476,7 +476,7 @@ func (d *DemoOrigin) Serve(ctx context.Context, ln net.Listener) error {
 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), demoShutdownTimeout)
 	defer cancel()
-	err := srv.ShutdownWithContext(sctx)
+	err := shutdownErr(srv.ShutdownWithContext(sctx))
 	// Shutdown before Serve registered ln leaves ln open; closing it here
 	// makes Serve return either way.
 	_ = ln.Close()

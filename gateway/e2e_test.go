@@ -780,3 +780,54 @@ func TestReadyzStrictSpellings(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownWithSilentConnection: a connection that never sends a request
+// (a load balancer's TCP check, a slowloris client) holds neither the edge
+// nor the demo origin past the shutdown grace, and is not an error: Serve
+// returns nil once the grace has run out.
+func TestShutdownWithSilentConnection(t *testing.T) {
+	t.Parallel()
+	p := loadPolicy(t, foundation)
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := New(Options{Policy: p, Store: st, Upstream: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := map[string]func(context.Context, net.Listener) error{
+		"edge":        srv.Serve,
+		"demo origin": NewDemoOrigin().Serve,
+	}
+	var wg sync.WaitGroup
+	for name, serveFn := range serve {
+		wg.Go(func() {
+			ln := listen(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- serveFn(ctx, ln) }()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Error(err)
+				cancel()
+				return
+			}
+			defer c.Close()
+			time.Sleep(50 * time.Millisecond) // let the server accept it; nothing to wait on
+			start := time.Now()
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("%s: Serve returned %v with a silent connection open, want nil", name, err)
+				}
+				t.Logf("%s: stopped %v after cancel", name, time.Since(start).Round(time.Millisecond))
+			case <-time.After(shutdownGrace + 5*time.Second):
+				t.Errorf("%s: Serve did not return within the grace (%v) + 5s", name, shutdownGrace)
+			}
+		})
+	}
+	wg.Wait()
+}
