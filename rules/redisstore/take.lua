@@ -54,7 +54,8 @@
 -- payload per op: 0, or the strings an undo needs (what the key holds when
 -- no unit is taken, what this call wrote, the sliding_log members added,
 -- the member/score pairs dropped). An undo returns {remaining,
--- reset_after_us} per op.
+-- reset_after_us} per op. A batch (ARGV[1] negative: several takes of the
+-- fast path in one script call, below) returns one take's reply per call.
 
 local GCRA, TOKEN, LEAKY, FIXED, SLIDING, LOG = 0, 1, 2, 3, 4, 5
 local TAKE, PEEK, ADD, REFUND, RESET = 0, 1, 2, 3, 4
