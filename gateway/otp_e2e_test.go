@@ -4,6 +4,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -396,5 +398,56 @@ rule "otp-send-countries" {
 				t.Errorf("the origin saw %d sends, want the 2 valid allowed ones", got)
 			}
 		})
+	}
+}
+
+// TestOTPBodyReadTwoWaysIsRefused: a body sent as a form that starts as
+// JSON reads as one phone number to an origin that goes by Content-Type
+// (the demo origin, most frameworks) and as another to one that decodes
+// JSON whatever the type. The edge refuses it (invalid identity, 400)
+// rather than count one number while the origin texts the other, which let
+// a client text a victim past the per-phone limit by naming a decoy.
+func TestOTPBodyReadTwoWaysIsRefused(t *testing.T) {
+	n := startNode(t, loadPolicy(t, "policies.hcl"), nodeOptions{clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}})
+	post := func(ct, body, from string) reply {
+		t.Helper()
+		req, err := http.NewRequest("POST", "http://"+n.addr+"/otp/send", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", ct)
+		req.Header.Set("X-Forwarded-For", from)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return reply{resp.StatusCode, resp.Header, string(b)}
+	}
+	const form = "application/x-www-form-urlencoded"
+	for i := range 8 {
+		body := fmt.Sprintf(`{"a":"&phone=%%2B14155550142&b=","phone":"+1312555%04d"}`, 1000+i)
+		if r := post(form, body, fmt.Sprintf("198.51.100.%d", i+1)); r.status != 400 || r.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("decoy %d: got %d %q, want the 400 problem", i, r.status, r.body)
+		}
+	}
+	if got := n.hits(t)["/otp/send"]; got != 0 {
+		t.Fatalf("the origin saw %d sends of two-way bodies, want 0", got)
+	}
+	// Each way on its own is read as always.
+	if r := post(form, "phone=%2B14155550142", "198.51.100.50"); r.status != 200 {
+		t.Errorf("a form: got %d %q, want 200", r.status, r.body)
+	}
+	if r := post("application/json", `{"phone":"+14155550142"}`, "198.51.100.51"); r.status != 200 {
+		t.Errorf("JSON: got %d %q, want 200", r.status, r.body)
+	}
+	// JSON sent as text/plain is read as JSON by the edge and forwarded;
+	// the demo origin goes by Content-Type, finds no phone and texts no one.
+	if r := post("text/plain", `{"phone":"+14155550142"}`, "198.51.100.52"); r.status != 400 || r.body != `{"error":"missing phone"}` {
+		t.Errorf("JSON sent as text/plain: got %d %q, want the origin's own 400", r.status, r.body)
+	}
+	if got := n.hits(t)["/otp/send"]; got != 3 {
+		t.Errorf("the origin saw %d sends, want the 3 forwarded ones", got)
 	}
 }

@@ -8,18 +8,21 @@ type BodyFormat uint8
 
 // The body formats.
 const (
-	BodyNone BodyFormat = iota // no body field applies
-	BodyJSON                   // json: sources apply
-	BodyForm                   // form: sources apply
+	BodyNone      BodyFormat = iota // no body field applies
+	BodyJSON                        // json: sources apply
+	BodyForm                        // form: sources apply
+	BodyAmbiguous                   // origins read it as JSON or as a form: no source can be trusted
 )
 
-// String returns "none", "json" or "form".
+// String returns "none", "json", "form" or "ambiguous".
 func (f BodyFormat) String() string {
 	switch f {
 	case BodyJSON:
 		return "json"
 	case BodyForm:
 		return "form"
+	case BodyAmbiguous:
+		return "ambiguous"
 	}
 	return "none"
 }
@@ -49,19 +52,31 @@ var (
 // BodyKind tells which parser applies to a body. It is JSON when the media
 // type of contentType is application/json or ends in +json, or when the
 // body's first byte after white space (and a UTF-8 byte order mark) is '{'
-// whatever the media type says, since many handlers decode JSON without
-// looking at Content-Type; form when the media type is
-// application/x-www-form-urlencoded; none otherwise (multipart bodies
-// included).
+// and the media type is another (or none), since many handlers decode JSON
+// without looking at Content-Type; form when the media type is
+// application/x-www-form-urlencoded and the body does not start so; none
+// otherwise (multipart bodies included).
+//
+// A body sent as application/x-www-form-urlencoded that starts with '{' is
+// ambiguous: an origin that goes by Content-Type reads it as a form, one
+// that decodes JSON whatever the type reads it as JSON, and a body written
+// to say one phone number to each ({"a":"&phone=VICTIM&b=","phone":"DECOY"})
+// would have the edge count one number while the origin texts another. No
+// json: or form: source is read from it: the identity is invalid, for the
+// rule's invalid_identity to decide (a 400 by default).
 func BodyKind(contentType string, body []byte) BodyFormat {
 	mt := mediaType(contentType)
 	if equalFoldASCII(mt, "application/json") || (len(mt) > 5 && equalFoldASCII(mt[len(mt)-5:], "+json")) {
 		return BodyJSON
 	}
+	form := equalFoldASCII(mt, "application/x-www-form-urlencoded")
 	if i := skipJSONSpace(body, skipBOM(body)); i < len(body) && body[i] == '{' {
+		if form {
+			return BodyAmbiguous
+		}
 		return BodyJSON
 	}
-	if equalFoldASCII(mt, "application/x-www-form-urlencoded") {
+	if form {
 		return BodyForm
 	}
 	return BodyNone

@@ -67,9 +67,12 @@ func (s Source) Body() BodyFormat {
 
 // BodyField reads a json: or form: source from a body of the given format
 // (BodyKind's answer). A source of another format, or a body of none, has
-// nothing to read: found is false and err nil.
+// nothing to read: found is false and err nil. An ambiguous body is
+// ErrAmbiguous for every body source.
 func (s Source) BodyField(format BodyFormat, body []byte) (value string, found bool, err error) {
 	switch {
+	case format == BodyAmbiguous && s.Body() != BodyNone:
+		return "", false, ErrAmbiguous
 	case s.Kind == SourceJSON && format == BodyJSON:
 		return JSONField(body, s.Path)
 	case s.Kind == SourceForm && format == BodyForm:

@@ -3,6 +3,7 @@ package otp
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -90,6 +91,14 @@ func TestSourceBodyField(t *testing.T) {
 			}
 		})
 	}
+	for _, src := range []Source{jsonSrc, formSrc} {
+		if _, found, err := src.BodyField(BodyAmbiguous, jsonBody); found || !errors.Is(err, ErrAmbiguous) {
+			t.Errorf("%s from an ambiguous body: found %v, error %v; want ErrAmbiguous", src, found, err)
+		}
+	}
+	if _, found, err := hdrSrc.BodyField(BodyAmbiguous, jsonBody); found || err != nil {
+		t.Errorf("header from an ambiguous body: found %v, error %v; want nothing", found, err)
+	}
 	for _, tt := range []struct {
 		src  Source
 		want BodyFormat
@@ -117,7 +126,9 @@ func TestBodyKind(t *testing.T) {
 		{"json body without a type", "", `{"phone":"1"}`, BodyJSON},
 		{"json body as text/plain", "text/plain", " \n{\"phone\":\"1\"}", BodyJSON},
 		{"json body with a BOM", "", "\uFEFF{}", BodyJSON},
-		{"json body sent as a form", "application/x-www-form-urlencoded", `{"phone":"1"}`, BodyJSON},
+		{"json body sent as a form", "application/x-www-form-urlencoded", `{"phone":"1"}`, BodyAmbiguous},
+		{"json and form at once", "application/x-www-form-urlencoded; charset=utf-8", `{"a":"&phone=%2B14155550142&b=","phone":"+13125551037"}`, BodyAmbiguous},
+		{"json body sent as a form, BOM and spaces", "application/x-www-form-urlencoded", "\uFEFF \n{}", BodyAmbiguous},
 		{"form", "application/x-www-form-urlencoded", `phone=1`, BodyForm},
 		{"form with charset", "application/x-www-form-urlencoded; charset=UTF-8", `phone=1`, BodyForm},
 		{"form upper case", "APPLICATION/X-WWW-FORM-URLENCODED", ``, BodyForm},

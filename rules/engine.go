@@ -649,6 +649,8 @@ func (e *Engine) bodyField(src otp.Source, req *Request, s *Scratch) (string, ke
 	var found bool
 	var err error
 	switch kind := otp.BodyKind(string(ct), body); {
+	case kind == otp.BodyAmbiguous:
+		return "", keyInvalid // origins disagree on how to read it (otp.BodyKind)
 	case src.Kind == otp.SourceJSON && kind == otp.BodyJSON:
 		v, found, err = otp.JSONField(body, src.Path)
 	case src.Kind == otp.SourceForm && kind == otp.BodyForm:

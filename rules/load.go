@@ -838,7 +838,8 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 				fail(rng, "ip_ceiling out of range", "the IP ceiling of %d: %v", r.IPCeiling, err)
 			}
 		}
-	} else if rb.IPCeiling != nil {
+	} else if rb.IPCeiling != nil && !hasVisitor {
+		// (A visitor rule whose limit is invalid has its own diagnostic.)
 		fail(rb.IPCeilingRange, "ip_ceiling without visitor", "ip_ceiling applies to rules keyed on \"visitor\"")
 	}
 
