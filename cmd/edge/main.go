@@ -105,6 +105,10 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 func serve(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: edge [serve] [flags]   (also: edge validate -h, edge demo-origin -h)\n\nflags of serve:\n")
+		fs.PrintDefaults()
+	}
 	config := fs.String("config", "policies.hcl", "policy file")
 	listen := fs.String("listen", "", "public listener HOST:PORT (overrides the policy's listen)")
 	admin := fs.String("admin", "", "admin listener HOST:PORT (overrides the policy's admin_listen)")
@@ -155,7 +159,7 @@ func serve(args []string, stderr io.Writer) int {
 	if len(secret) == 0 {
 		secret = make([]byte, 32)
 		_, _ = rand.Read(secret)
-		log.Warn("key secret not set: using a random one; counters will not survive a restart", "env", p.KeySecretEnv)
+		log.Warn("key secret not set: using a random one; counter keys and visitor hashes change at every restart (set it for a fleet: a Redis-backed node refuses to start without it)", "env", p.KeySecretEnv)
 	}
 	var health gateway.Health
 	var stats gateway.StoreStats
@@ -344,10 +348,10 @@ func (r *runningStore) apply(np *rules.Policy, log *slog.Logger) {
 	if r.flag == "" && np.Store.URL != r.cfg.URL {
 		restart = append(restart, "url")
 	}
-	if np.Store.Timeout != r.cfg.Timeout {
+	if np.Store.Timeout != r.cfg.Timeout && r.fc != nil { // timeout is the Redis store's budget
 		restart = append(restart, "timeout")
 	}
-	if np.Store.MaxKeys != r.cfg.MaxKeys {
+	if np.Store.MaxKeys != r.cfg.MaxKeys && r.fc == nil { // max_keys bounds the memory store only
 		restart = append(restart, "max_keys")
 	}
 	if len(restart) > 0 {
