@@ -176,7 +176,7 @@ GET /api/bench, 100 client addresses, 3 levels × 2 repetitions, 1s measured per
 | 64 | http://127.0.0.1:18081 | 1650 | 1700, 1600 | 0.100 | 0.100 | 0 | 0 | 3320 | 0 |
 | 64 | target/compare | 1.21× |  | 1.00× | 1.00× |  |  |  |  |
 
-Not valid for capacity (the store did not decide every request): 64 connections.
+Not valid for capacity (fallback decisions, or no rule decision at all): 64 connections.
 
 | peak over levels where the store decided every request | req/s | connections |
 |---|---:|---:|
@@ -202,7 +202,7 @@ Not valid for capacity (the store did not decide every request): 64 connections.
 		"not valid for capacity: 16 connections, where compare made 1910 on_store_error fallback decisions of 3720 (51.3%): the store did not decide every request",
 		"not valid for capacity: 64 connections, where target made 2010 on_store_error fallback decisions of 4020 (50.0%): the store did not decide every request",
 		"peak: none: there is no level where the store decided every request, so no rate above is a capacity and there is no peak ratio",
-		"Not valid for capacity (the store did not decide every request): 4, 16, 64 connections.",
+		"Not valid for capacity (fallback decisions, or no rule decision at all): 4, 16, 64 connections.",
 		"No level where the store decided every request: no peak, no peak ratio.",
 	} {
 		if !strings.Contains(got, "\n"+line+"\n") {
@@ -607,5 +607,23 @@ func TestThroughputMetricsScrapeFails(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCapacityProblemsWording: a level where a target with metrics made no
+// rule decision says why (no rule matched), not that the store failed; one
+// with fallbacks says the store did not decide every request.
+func TestCapacityProblemsWording(t *testing.T) {
+	lv := levelSummary{connections: 8, targets: []targetSummary{
+		{base: "http://127.0.0.1:1", scraped: true},
+		{base: "http://127.0.0.1:2", scraped: true, stored: 90, fallbacks: 10},
+	}}
+	got := lv.capacityProblems()
+	want := []string{
+		"target made no rule decisions: -path matches no rule there, so the store decided nothing",
+		"compare made 10 on_store_error fallback decisions of 100 (10.0%): the store did not decide every request",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

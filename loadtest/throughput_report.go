@@ -448,9 +448,9 @@ func (lv levelSummary) capacityProblems() []string {
 		all := ts.stored + ts.fallbacks
 		switch {
 		case all == 0:
-			out = append(out, targetLabels[t]+" made no rule decisions")
+			out = append(out, targetLabels[t]+" made no rule decisions: -path matches no rule there, so the store decided nothing")
 		case ts.fallbacks > 0:
-			out = append(out, fmt.Sprintf("%s made %d on_store_error fallback decisions of %d (%s)",
+			out = append(out, fmt.Sprintf("%s made %d on_store_error fallback decisions of %d (%s): the store did not decide every request",
 				targetLabels[t], ts.fallbacks, all, fmtShare(ts.fallbacks, all)))
 		}
 	}
@@ -600,7 +600,7 @@ func writeThroughputSummary(w io.Writer, h summaryHeader, levels []levelSummary)
 	if scraped {
 		for _, lv := range levels {
 			if problems := lv.capacityProblems(); len(problems) > 0 {
-				fmt.Fprintf(&b, "not valid for capacity: %d connections, where %s: the store did not decide every request\n",
+				fmt.Fprintf(&b, "not valid for capacity: %d connections, where %s\n",
 					lv.connections, strings.Join(problems, " and "))
 			}
 		}
@@ -722,7 +722,7 @@ func writeSummaryMarkdown(b *strings.Builder, h summaryHeader, levels []levelSum
 			}
 		}
 		if len(invalid) > 0 {
-			fmt.Fprintf(b, "\nNot valid for capacity (the store did not decide every request): %s connections.\n", strings.Join(invalid, ", "))
+			fmt.Fprintf(b, "\nNot valid for capacity (fallback decisions, or no rule decision at all): %s connections.\n", strings.Join(invalid, ", "))
 		}
 	}
 	if len(pk) == 0 {
