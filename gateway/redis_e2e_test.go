@@ -477,3 +477,39 @@ func TestLocalFallbackWhenRedisIsDown(t *testing.T) {
 		t.Errorf("local fallback counters %+v", st)
 	}
 }
+
+// TestConcurrentRequestsShareScriptCallsExactly: through the real server,
+// concurrent requests' script calls go to Redis together (shared script
+// calls) and the limit still holds exactly: of 32 simultaneous logins from
+// one address, 5 reach the origin, whichever shared call carried them.
+func TestConcurrentRequestsShareScriptCallsExactly(t *testing.T) {
+	r := testredis.Start(t)
+	origin, _, nodes := startFleet(t, countingPolicy(t, r.URL()), 1)
+	const burst, limit = 32, 5
+	metric := func() string { return do(t, "GET", "http://"+nodes[0].admin+"/metrics", "").body }
+	for round := range 5 {
+		ip := fmt.Sprintf("203.0.113.%d", 100+round)
+		statuses := make([]int, burst)
+		var wg sync.WaitGroup
+		for i := range burst {
+			wg.Go(func() {
+				statuses[i] = do(t, "POST", "http://"+nodes[0].addr+"/login", "", "X-Forwarded-For", ip).status
+			})
+		}
+		wg.Wait()
+		count := map[int]int{}
+		for _, st := range statuses {
+			count[st]++
+		}
+		if count[401] != limit || count[429] != burst-limit {
+			t.Fatalf("round %d: got %v, want %d forwarded (401 from the origin) and %d refused", round, count, limit, burst-limit)
+		}
+		if got := origin.Hits()["/login"]; got != int64(limit*(round+1)) {
+			t.Fatalf("round %d: the origin got %d /login, want %d", round, got, limit*(round+1))
+		}
+		if !strings.Contains(metric(), "edge_redis_shared_calls_total 0\n") {
+			return // shared calls happened, and every round so far was exact
+		}
+	}
+	t.Errorf("no script call was shared in 5 rounds of %d concurrent requests:\n%s", burst, metric())
+}

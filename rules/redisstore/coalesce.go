@@ -111,7 +111,6 @@ func newCoalescer(s *Store, client *redis.Client, budget time.Duration, flushers
 // must then leave it: the flusher puts it back in the pool) and, if so,
 // the error; otherwise w.reply and w.err hold the answer.
 func (co *coalescer) do(ctx context.Context, w *waiter) (bool, error) {
-	w.command()
 	w.state.Store(waiting)
 	w.timer.Reset(co.budget)
 	co.mu.Lock()
@@ -261,7 +260,7 @@ func (co *coalescer) flush(f *flusher) {
 	}
 	f.cmds = f.cmds[:0]
 	for _, w := range f.alone {
-		f.cmds = append(f.cmds, w.cmd)
+		f.cmds = append(f.cmds, w.command()) // a shared call's own command is never built
 	}
 	var shared *redis.Cmd
 	if len(f.shared) > 0 {
