@@ -227,6 +227,37 @@ func otpOriginBound(before, after otpHits, path string, t otpTally, what string,
 	return otpBound{what: what, attempted: t.sent, reached: reached, bound: bound, source: source}, nil
 }
 
+// otpRun is how each OTP scenario begins: the edge answering, a client for
+// the origin and one for the edge, the origin's counts before the run, the
+// run's start and the client addresses it sends from.
+type otpRun struct {
+	origin, edge *otpClient
+	before       otpHits
+	start        time.Time
+	addrs        *otpClientAddrs
+}
+
+// startOTPRun probes cfg.target and opens an otpRun against it and origin;
+// close it when the run ends.
+func startOTPRun(ctx context.Context, cfg config, origin target) (*otpRun, error) {
+	if err := probe(ctx, cfg.target, cfg.timeout); err != nil {
+		return nil, err
+	}
+	r := &otpRun{origin: newOTPClient(origin, cfg.timeout), edge: newOTPClient(cfg.target, cfg.timeout)}
+	before, err := r.origin.hits(ctx)
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	r.before, r.start, r.addrs = before, time.Now(), newOTPClientAddrs()
+	return r, nil
+}
+
+func (r *otpRun) close() {
+	r.origin.close()
+	r.edge.close()
+}
+
 // otpClient speaks to one host on one connection: the edge, with a new
 // X-Forwarded-For per request and no cookie, or the origin.
 type otpClient struct {

@@ -95,20 +95,12 @@ func runOTPGuessing(ctx context.Context, cfg config) error {
 		return err
 	}
 	phone := block.phones[rand.IntN(len(block.phones))]
-	if err := probe(ctx, cfg.target, cfg.timeout); err != nil {
-		return err
-	}
-	origin := newOTPClient(p.origin, cfg.timeout)
-	defer origin.close()
-	edge := newOTPClient(cfg.target, cfg.timeout)
-	defer edge.close()
-
-	before, err := origin.hits(ctx)
+	run, err := startOTPRun(ctx, cfg, p.origin)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	addrs := newOTPClientAddrs()
+	defer run.close()
+	origin, edge, before, start, addrs := run.origin, run.edge, run.before, run.start, run.addrs
 	res := &guessingResult{
 		target:      cfg.target.base,
 		origin:      p.origin.base,

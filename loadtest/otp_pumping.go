@@ -176,20 +176,12 @@ func runOTPPumping(ctx context.Context, cfg config) error {
 		return fmt.Errorf("the scenario needs %d requests (%d block sends, %d foreign sends), over -requests %d",
 			need, len(block.phones), len(foreign), cfg.requests)
 	}
-	if err := probe(ctx, cfg.target, cfg.timeout); err != nil {
-		return err
-	}
-	origin := newOTPClient(p.origin, cfg.timeout)
-	defer origin.close()
-	edge := newOTPClient(cfg.target, cfg.timeout)
-	defer edge.close()
-
-	before, err := origin.hits(ctx)
+	run, err := startOTPRun(ctx, cfg, p.origin)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	addrs := newOTPClientAddrs()
+	defer run.close()
+	origin, edge, before, start, addrs := run.origin, run.edge, run.before, run.start, run.addrs
 	res := &pumpingResult{
 		target:  cfg.target.base,
 		origin:  p.origin.base,
