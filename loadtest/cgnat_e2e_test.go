@@ -22,6 +22,14 @@ const cgnatPolicyPath = "testdata/cgnat-crowd.hcl"
 // textual replacements (old, new pairs), and returns the edge's base URL.
 func startEdge(t *testing.T, path string, replace ...string) string {
 	t.Helper()
+	edge, _, _ := startEdgeOrigin(t, path, replace...)
+	return edge
+}
+
+// startEdgeOrigin is startEdge returning also the demo origin and its base
+// URL.
+func startEdgeOrigin(t *testing.T, path string, replace ...string) (edgeURL, originURL string, origin *gateway.DemoOrigin) {
+	t.Helper()
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +51,7 @@ func startEdge(t *testing.T, path string, replace ...string) string {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
 	oln, ln := listenLoopback(t), listenLoopback(t)
-	origin := gateway.NewDemoOrigin()
+	origin = gateway.NewDemoOrigin()
 	wg.Go(func() { _ = origin.Serve(ctx, oln) })
 
 	st, err := memstore.New(memstore.Options{MaxKeys: 100_000})
@@ -56,7 +64,7 @@ func startEdge(t *testing.T, path string, replace ...string) string {
 		t.Fatal(err)
 	}
 	wg.Go(func() { _ = srv.Serve(ctx, ln) })
-	return "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String(), "http://" + oln.Addr().String(), origin
 }
 
 func listenLoopback(t *testing.T) net.Listener {

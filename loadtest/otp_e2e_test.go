@@ -1,16 +1,10 @@
 package main
 
 import (
-	"context"
-	"net"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/edge-gateway/edge/gateway"
-	"github.com/edge-gateway/edge/rules"
-	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // The OTP policy, relative to this package's directory.
@@ -27,53 +21,8 @@ type otpNode struct {
 // the policy's text before it is loaded.
 func startOTPNode(t *testing.T, replace ...string) *otpNode {
 	t.Helper()
-	src, err := os.ReadFile(otpPolicyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(src)
-	for i := 0; i+1 < len(replace); i += 2 {
-		if !strings.Contains(s, replace[i]) {
-			t.Fatalf("%s does not contain %q", otpPolicyPath, replace[i])
-		}
-		s = strings.ReplaceAll(s, replace[i], replace[i+1])
-	}
-	p, diags := rules.Load(otpPolicyPath, []byte(s))
-	if diags.HasErrors() {
-		t.Fatalf("%s: %v", otpPolicyPath, diags)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-
-	oln, ln := otpListen(t), otpListen(t)
-	origin := gateway.NewDemoOrigin()
-	wg.Go(func() { _ = origin.Serve(ctx, oln) })
-	st, err := memstore.New(memstore.Options{MaxKeys: 100_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Upstream: "http://" + oln.Addr().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Go(func() { _ = srv.Serve(ctx, ln) })
-	return &otpNode{
-		edge:      "http://" + ln.Addr().String(),
-		originURL: "http://" + oln.Addr().String(),
-		origin:    origin,
-	}
-}
-
-func otpListen(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
+	edge, originURL, origin := startEdgeOrigin(t, otpPolicyPath, replace...)
+	return &otpNode{edge: edge, originURL: originURL, origin: origin}
 }
 
 // dryRun puts the named rule of otp.hcl in dry_run: it decides and counts
@@ -208,10 +157,10 @@ func TestOTPPumpingWrongOrigin(t *testing.T) {
 // connection error, exit 2, before any report.
 func TestOTPConnectionRefused(t *testing.T) {
 	t.Parallel()
-	ln := otpListen(t)
+	ln := listenLoopback(t)
 	closed := "http://" + ln.Addr().String()
 	ln.Close()
-	live := otpListen(t) // accepts, never answers: only dialled
+	live := listenLoopback(t) // accepts, never answers: only dialled
 	defer live.Close()
 	for _, args := range [][]string{
 		{"-scenario", "otp-pumping", "-phones", otpPhonesPath, "-target", closed},
