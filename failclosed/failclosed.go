@@ -139,7 +139,7 @@ type Store struct {
 
 	pool sync.Pool // *scratch, for the local fallback
 
-	calls       atomic.Uint64 // calls that reached the inner store (HealthInterval)
+	called      atomic.Bool // a call reached the inner store since the prober last looked (HealthInterval)
 	healthEvery time.Duration
 	log         *slog.Logger // nil: no logging
 
@@ -272,8 +272,8 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 			s.n.probes.Add(1)
 		}
 	}
-	if s.healthEvery > 0 {
-		s.calls.Add(1)
+	if s.healthEvery > 0 && !s.called.Load() {
+		s.called.Store(true) // read first: a busy node writes the line once a tick, not once a call
 	}
 	err := s.inner.Take(ctx, now, ops, res)
 	if err != nil {
@@ -577,7 +577,6 @@ func (s *Store) probeLoop() {
 		defer t.Stop()
 		tick = t.C
 	}
-	seen := s.calls.Load()
 	for {
 		select {
 		case <-s.stop:
@@ -585,8 +584,7 @@ func (s *Store) probeLoop() {
 		case <-s.wake:
 		case <-tick:
 			// Calls since the last tick checked the store already.
-			if c := s.calls.Load(); c != seen {
-				seen = c
+			if s.called.Swap(false) {
 				continue
 			}
 			if closed(s.br.word.Load()) {
