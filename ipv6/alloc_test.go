@@ -22,6 +22,14 @@ func TestNoAllocs(t *testing.T) {
 		{"Prefix", func() { Prefix(netip.MustParseAddr("2001:db8::1"), 32, 64) }},
 		{"AppendKey", func() { dst = AppendKey(dst[:0], netip.MustParseAddr("2001:db8::1"), 32, 64) }},
 	}
+	nat := New(Options{NAT64: testNAT64})
+	for _, a := range []string{"2002:c633:6401::1", "2001:dbc:1:2:c6:3364:700:0", "2001:db8::1"} {
+		addr := netip.MustParseAddr(a)
+		tests = append(tests, struct {
+			name string
+			fn   func()
+		}{"Counted " + a, func() { nat.Counted(addr) }})
+	}
 	for _, bc := range benchCases {
 		e := NewExtractor(testTrusted, bc.kind)
 		tests = append(tests,

@@ -67,6 +67,8 @@ type Extractor struct {
 	v4   []range4
 	v6   []range6
 	kind HeaderKind
+	// nat64 are the local NAT64 prefixes, longest first (embedded.go).
+	nat64 []nat64
 
 	// maxHops and maxBytes are the scan limits; tests lower them.
 	maxHops, maxBytes int
@@ -81,16 +83,38 @@ func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b
 
 type range6 struct{ lo, hi u128 }
 
+// Options configures an Extractor. The zero value trusts no proxy, reads
+// X-Forwarded-For and knows only the built-in embedded-IPv4 forms.
+type Options struct {
+	// Trusted are the proxies whose forwarding header is believed. Prefixes
+	// are masked; an IPv4-mapped prefix of length 96 or more
+	// (::ffff:10.0.0.0/104) is taken as the IPv4 prefix it maps
+	// (10.0.0.0/8), since addresses are unmapped before they are looked up;
+	// other IPv6 prefixes match only IPv6 addresses. Trust is decided on
+	// each hop's address as sent, never on an IPv4 address it embeds.
+	Trusted []netip.Prefix
+	// Header is the forwarding header read from trusted proxies.
+	Header HeaderKind
+	// NAT64 are local NAT64 prefixes (RFC 6052 §2.2; the policy's
+	// nat64_prefixes) whose addresses count as the IPv4 address they
+	// embed, each with its length (CheckNAT64Prefix).
+	NAT64 []netip.Prefix
+}
+
 // NewExtractor returns an Extractor that believes the forwarding header of
-// kind only from a peer inside one of the trusted prefixes. Prefixes are
-// masked; an IPv4-mapped prefix of length 96 or more (::ffff:10.0.0.0/104)
-// is taken as the IPv4 prefix it maps (10.0.0.0/8), since addresses are
-// unmapped before they are looked up; other IPv6 prefixes match only IPv6
-// addresses. Invalid prefixes are ignored: the policy's compiler rejects
-// them with a diagnostic before they get here.
+// kind only from a peer inside one of the trusted prefixes, with no local
+// NAT64 prefix: New(Options{Trusted: trusted, Header: kind}).
 func NewExtractor(trusted []netip.Prefix, kind HeaderKind) *Extractor {
-	e := &Extractor{kind: kind, maxHops: maxHops, maxBytes: maxScanBytes}
-	for _, p := range trusted {
+	return New(Options{Trusted: trusted, Header: kind})
+}
+
+// New returns an Extractor configured by o. Invalid prefixes (a trusted
+// prefix that is not valid, a NAT64 prefix CheckNAT64Prefix refuses) are
+// ignored: the policy's compiler rejects them with a diagnostic before they
+// get here.
+func New(o Options) *Extractor {
+	e := &Extractor{kind: o.Header, maxHops: maxHops, maxBytes: maxScanBytes, nat64: newNAT64(o.NAT64)}
+	for _, p := range o.Trusted {
 		if !p.IsValid() {
 			continue
 		}
@@ -219,9 +243,9 @@ func (e *Extractor) Trusted(a netip.Addr) bool {
 
 // Client returns the client address of a request whose socket peer is peer
 // and whose forwarding header (the Extractor's kind) arrived as the field
-// lines in values, in arrival order. The lines are read as one
-// comma-separated list, since a client can send a line of its own ahead of
-// the proxies' line.
+// lines in values, in arrival order, as the client counts for keys. The
+// lines are read as one comma-separated list, since a client can send a
+// line of its own ahead of the proxies' line.
 //
 // From an untrusted peer the header is ignored and the peer is the client.
 // From a trusted peer the hops are read from the right, skipping trusted
@@ -231,20 +255,29 @@ func (e *Extractor) Trusted(a netip.Addr) bool {
 // 4 KiB, or if there is no header, the peer is the client. If every hop is
 // trusted, the left-most one is the client.
 //
+// The address found is then counted (Counted): an IPv6 address that embeds
+// an IPv4 address (6to4, Teredo, NAT64, IPv4-compatible: EmbeddedIPv4) is
+// that IPv4 address, so every key, budget and ceiling built on the client
+// treats one IPv4 host as one client however its address is spelled
+// (DESIGN §2.2, docs/client-address.md). Trust is decided before that, on
+// the hops as sent. AppendForwardedFor keeps the address as sent.
+//
 // The result is unmapped and has no zone. It is valid whenever peer is.
 // Client does not allocate or retain values.
 func (e *Extractor) Client(peer netip.Addr, values [][]byte) netip.Addr {
 	c, _ := e.scan(peer, values, nil)
-	return c
+	return e.Counted(c)
 }
 
 // AppendForwardedFor appends to dst the X-Forwarded-For value the origin
-// should receive: the client as Client finds it, then the trusted hops to
-// its right in the order they arrived, then the peer. When the client is the
-// peer itself (an untrusted peer, no usable header, or a fallback) it is just
-// the peer: a value from an untrusted peer never reaches the origin.
-// Addresses are in canonical text form, separated by ", ". It does not
-// allocate when dst has room.
+// should receive: the client's address as the trusted hops (or the socket)
+// gave it (the address Client finds before it counts an embedded IPv4
+// address as that IPv4 address: the origin hears what was on the wire),
+// then the trusted hops to its right in the order they arrived, then the
+// peer. When the client is the peer itself (an untrusted peer, no usable
+// header, or a fallback) it is just the peer: a value from an untrusted peer
+// never reaches the origin. Addresses are in canonical text form, separated
+// by ", ". It does not allocate when dst has room.
 func (e *Extractor) AppendForwardedFor(dst []byte, peer netip.Addr, values [][]byte) []byte {
 	var hops [maxHops]netip.Addr
 	client, n := e.scan(peer, values, &hops)

@@ -83,6 +83,12 @@ func FuzzClient(f *testing.F) {
 		`a=b;;for=192.0.2.1`,
 		`for="\"", for=1.2.3.4`,
 		`for=1.1.1.1;ext="a\", for=10.0.0.2\\", for=10.0.0.3`,
+		"2002:c633:6401::1, 10.0.0.2",
+		"198.51.100.1, 2002:a00:2::1, 10.0.0.2",
+		"64:ff9b::203.0.113.7, ::ffff:10.0.0.1",
+		"2001:0:4136:e378:8000:63bf:3fff:fdd2",
+		"2001:db8:64::198.51.100.7, 2001:db8:122:c633:64:6400::1",
+		`for="[2002:c633:6401::1]:80"`,
 	}
 	for _, s := range seeds {
 		for _, kind := range []uint8{0, 1} {
@@ -98,7 +104,7 @@ func FuzzClient(f *testing.F) {
 			}
 		}
 		k := HeaderKind(kind & 1)
-		e := NewExtractor(trusted, k)
+		e := New(Options{Trusted: trusted, Header: k, NAT64: fuzzNAT64})
 		if caps != 0 {
 			e.maxHops, e.maxBytes = 1+int(caps&7), int(caps>>3)*8
 		}
@@ -117,16 +123,18 @@ func FuzzClient(f *testing.F) {
 			t.Fatalf("Client(%v, %q) = %v: want a valid, unmapped address without a zone", peer, ls, got)
 		}
 		xff := e.AppendForwardedFor(nil, peer, values)
-		if first, _, _ := bytes.Cut(xff, []byte(", ")); string(first) != got.String() {
-			t.Fatalf("AppendForwardedFor(%v, %q) = %q: want it to start with the client %v", peer, ls, xff, got)
+		first, _, _ := bytes.Cut(xff, []byte(", "))
+		wire, ok := ParseAddr(first)
+		if !ok || e.Counted(wire) != got {
+			t.Fatalf("AppendForwardedFor(%v, %q) = %q: want it to start with an address that counts as the client %v", peer, ls, xff, got)
 		}
 		want, chain, comparable := slowClient(trusted, k, e.maxHops, e.maxBytes, peer, ls)
 		if !comparable {
 			return
 		}
-		if got != want {
-			t.Fatalf("Client(%v, %q) with %v, %v, limits %d hops %d bytes = %v, want %v",
-				peer, ls, trusted, k, e.maxHops, e.maxBytes, got, want)
+		if c := slowCounted(fuzzNAT64, want); got != c {
+			t.Fatalf("Client(%v, %q) with %v, %v, limits %d hops %d bytes = %v, want %v (%v counted)",
+				peer, ls, trusted, k, e.maxHops, e.maxBytes, got, c, want)
 		}
 		if wantXFF := slowForwardedFor(peer, want, chain); string(xff) != wantXFF {
 			t.Fatalf("AppendForwardedFor(%v, %q) with %v, %v = %q, want %q", peer, ls, trusted, k, xff, wantXFF)
@@ -149,6 +157,65 @@ func FuzzKey(f *testing.F) {
 		p := Prefix(a, int(v4bits), int(v6bits))
 		if a.IsValid() && (!p.IsValid() || !p.Contains(a.Unmap()) || p != p.Masked()) {
 			t.Fatalf("Prefix(%v, %d, %d) = %v: want a masked prefix holding the address", a, v4bits, v6bits, p)
+		}
+	})
+}
+
+// fuzzNAT64 are the local NAT64 prefixes FuzzClient's Extractor knows, and
+// those FuzzEmbeddedIPv4 picks from: one of each RFC 6052 length, a
+// nested pair, and prefixes New must ignore (a length RFC 6052 does not
+// define, an IPv4 prefix, a built-in one).
+var fuzzNAT64 = []netip.Prefix{
+	netip.MustParsePrefix("2001:db8:64::/96"),
+	netip.MustParsePrefix("2001:db8:122::/48"),
+	netip.MustParsePrefix("2001:db9::/32"),
+	netip.MustParsePrefix("2001:dba:100::/40"),
+	netip.MustParsePrefix("2001:dbb:1:100::/56"),
+	netip.MustParsePrefix("2001:dbc:1:2::/64"),
+	netip.MustParsePrefix("2001:db9:0:1::/64"), // inside 2001:db9::/32: the longer decides
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("2001:dbd::/33"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("2002:c633::/32"),
+}
+
+// FuzzEmbeddedIPv4 compares EmbeddedIPv4 and Counted with their slow
+// references for any address and any subset of fuzzNAT64 (mask).
+func FuzzEmbeddedIPv4(f *testing.F) {
+	for _, s := range []string{
+		"2002:c633:6401::1", "2002:c633:6401:ffff:1:2:3:4", "2002:7f00:1::", "2002::", "2002:ffff:ffff::",
+		"2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001::ffff:ffff", "2001::", "2001:0:0:0:ffff:ffff:39cc:9b01",
+		"64:ff9b::198.51.100.7", "64:ff9b::10.0.0.1", "64:ff9b::1:0:0", "64:ff9b:1::c633:6401",
+		"::", "::1", "::198.51.100.7", "::127.0.0.1", "::1:0:0", "::ffff:198.51.100.7", "::ffff:0:198.51.100.7",
+		"2001:db8:64::198.51.100.7", "2001:db8:122:c633:64:6400::1", "2001:db8:122:c633:ff64:64ff:ffff:ffff",
+		"2001:db9:c633:6401::", "2001:dba:1c6:3364:1:ff00::", "2001:dbb:1:1c6:33:6401::", "2001:dbc:1:2:c6:3364:100:0",
+		"2001:db9:0:1:c6:3364:100:0", "2001:dbd::1", "2001:db8::1", "fe80::1",
+	} {
+		b := netip.MustParseAddr(s).As16()
+		f.Add(b[:], uint16(0xffff))
+		f.Add(b[:], uint16(0x0001))
+	}
+	f.Add([]byte{198, 51, 100, 7}, uint16(0))
+	f.Add([]byte{}, uint16(0))
+	f.Fuzz(func(t *testing.T, b []byte, mask uint16) {
+		a, _ := netip.AddrFromSlice(b)
+		var nat64 []netip.Prefix
+		for i, p := range fuzzNAT64 {
+			if mask&(1<<i) != 0 {
+				nat64 = append(nat64, p)
+			}
+		}
+		e := New(Options{NAT64: nat64})
+		got, ok := e.EmbeddedIPv4(a)
+		want, wantOK := slowEmbeddedIPv4(nat64, a)
+		if got != want || ok != wantOK {
+			t.Fatalf("EmbeddedIPv4(%v) with %v = %v, %v; want %v, %v", a, nat64, got, ok, want, wantOK)
+		}
+		if ok && !got.Is4() {
+			t.Fatalf("EmbeddedIPv4(%v) = %v: want an IPv4 address", a, got)
+		}
+		if c, wantC := e.Counted(a), slowCounted(nat64, a); c != wantC {
+			t.Fatalf("Counted(%v) with %v = %v, want %v", a, nat64, c, wantC)
 		}
 	})
 }

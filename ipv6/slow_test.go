@@ -297,3 +297,90 @@ func slowKey(a netip.Addr, v4bits, v6bits int) []byte {
 	copy(k[2:], p.Addr().AsSlice())
 	return k
 }
+
+// slowBits returns a's 128 bits as a string of '0' and '1'.
+func slowBits(a netip.Addr) string {
+	var b strings.Builder
+	for _, c := range a.AsSlice() {
+		s := strconv.FormatUint(uint64(c), 2)
+		b.WriteString(strings.Repeat("0", 8-len(s)) + s)
+	}
+	return b.String()
+}
+
+// slowIPv4 reads 32 bits written as '0' and '1' (inverted if inv).
+func slowIPv4(bits string, inv bool) netip.Addr {
+	var v [4]byte
+	for i := range 32 {
+		if (bits[i] == '1') != inv {
+			v[i/8] |= 0x80 >> (i % 8)
+		}
+	}
+	return netip.AddrFrom4(v)
+}
+
+// slowGlobal is the reference for globalIPv4: netip's own predicates, and
+// the networks they do not cover written out as prefixes.
+func slowGlobal(a netip.Addr) bool {
+	if !a.IsGlobalUnicast() || a.IsPrivate() {
+		return false
+	}
+	for _, p := range []string{"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "240.0.0.0/4"} {
+		if netip.MustParsePrefix(p).Contains(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// slowEmbeddedIPv4 is the reference for Extractor.EmbeddedIPv4 with local
+// NAT64 prefixes nat64, written from the RFCs' text on bit strings.
+func slowEmbeddedIPv4(nat64 []netip.Prefix, a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	a = a.WithZone("")
+	if a.Is4In6() {
+		return a.Unmap(), true
+	}
+	bits := slowBits(a)
+	var v4 netip.Addr
+	switch {
+	case netip.MustParsePrefix("2002::/16").Contains(a): // RFC 3056 §2
+		v4 = slowIPv4(bits[16:48], false)
+	case netip.MustParsePrefix("2001::/32").Contains(a): // RFC 4380 §4
+		v4 = slowIPv4(bits[96:], true)
+	case netip.MustParsePrefix("64:ff9b::/96").Contains(a), // RFC 6052 §2.1
+		netip.MustParsePrefix("::/96").Contains(a): // RFC 4291 §2.5.5.1
+		v4 = slowIPv4(bits[96:], false)
+	default:
+		best := netip.Prefix{}
+		for _, p := range nat64 {
+			if CheckNAT64Prefix(p) == nil && p.Masked().Contains(a) && p.Bits() > best.Bits() {
+				best = p
+			}
+		}
+		if !best.IsValid() {
+			return netip.Addr{}, false
+		}
+		// RFC 6052 §2.2: the IPv4 bits follow the prefix, and bits 64-71
+		// are never among them.
+		field := bits[best.Bits():]
+		if best.Bits() <= 64 {
+			field = bits[best.Bits():64] + bits[72:]
+		}
+		return slowIPv4(field[:32], false), true
+	}
+	if !slowGlobal(v4) {
+		return netip.Addr{}, false
+	}
+	return v4, true
+}
+
+// slowCounted is the reference for Extractor.Counted.
+func slowCounted(nat64 []netip.Prefix, a netip.Addr) netip.Addr {
+	if v4, ok := slowEmbeddedIPv4(nat64, a); ok {
+		return v4
+	}
+	return a.Unmap().WithZone("")
+}
