@@ -33,6 +33,14 @@ edge {
   ipv4_prefix = 32
   ipv6_prefix = 64
 
+  # An IPv6 address that embeds an IPv4 address counts as that IPv4 address
+  # (at ipv4_prefix), so one IPv4 host gets one budget however it is spelled:
+  # 6to4 (2002::/16), Teredo (2001::/32), the NAT64 well-known prefix
+  # 64:ff9b::/96 and IPv4-compatible ::a.b.c.d always do. List your own
+  # NAT64/SIIT prefixes here, each with its length (/32, /40, /48, /56, /64
+  # or /96: RFC 6052 places the IPv4 address by it). docs/client-address.md
+  # nat64_prefixes = ["2001:db8:64::/96"]
+
   # Request bodies above this many bytes are refused with 413.
   max_body_bytes = 65536
 

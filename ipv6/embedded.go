@@ -3,6 +3,7 @@ package ipv6
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 )
@@ -49,40 +50,42 @@ type nat64 struct {
 	bits         int
 }
 
-// Errors of CheckNAT64Prefix.
+// Errors of CheckNAT64Prefix, matched with errors.Is.
 var (
-	ErrNAT64NotIPv6  = errors.New("a NAT64 prefix is an IPv6 prefix")
-	ErrNAT64Length   = errors.New("a NAT64 prefix is /32, /40, /48, /56, /64 or /96 (RFC 6052 §2.2)")
-	ErrNAT64Reserved = errors.New("the prefix overlaps one whose embedded IPv4 address is built in (2002::/16, 2001::/32, 64:ff9b::/96, ::/96, ::ffff:0:0/96)")
+	ErrNAT64NotIPv6 = errors.New("not an IPv6 prefix (IPv4 and IPv4-mapped prefixes embed nothing)")
+	ErrNAT64Length  = errors.New("a NAT64 prefix is a /32, /40, /48, /56, /64 or /96 (RFC 6052 §2.2)")
+	ErrNAT64Builtin = errors.New("overlaps a prefix whose embedded IPv4 address is built in")
 )
 
 // builtinEmbedding are the prefixes whose embedded IPv4 address the package
-// knows without configuration (::ffff:0:0/96 is IPv4-mapped, unmapped on
-// parsing); a local NAT64 prefix may not overlap them.
-var builtinEmbedding = [...]netip.Prefix{
-	netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x02}), 16),
-	netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01}), 32),
-	netip.PrefixFrom(netip.AddrFrom16([16]byte{0x00, 0x64, 0xff, 0x9b}), 96),
-	netip.PrefixFrom(netip.IPv6Unspecified(), 96),
-	netip.PrefixFrom(netip.AddrFrom16([16]byte{10: 0xff, 11: 0xff}), 96),
+// knows without configuration; a local NAT64 prefix may not overlap them.
+// (IPv4-mapped ::ffff:0:0/96 is refused as not IPv6.)
+var builtinEmbedding = [...]struct {
+	prefix netip.Prefix
+	name   string
+}{
+	{netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x02}), 16), "6to4, RFC 3056"},
+	{netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01}), 32), "Teredo, RFC 4380"},
+	{netip.PrefixFrom(netip.AddrFrom16([16]byte{0x00, 0x64, 0xff, 0x9b}), 96), "the NAT64 well-known prefix, RFC 6052"},
+	{netip.PrefixFrom(netip.IPv6Unspecified(), 96), "IPv4-compatible, RFC 4291"},
 }
 
 // CheckNAT64Prefix reports whether p can be a local NAT64 prefix: an IPv6
 // (not IPv4-mapped) prefix of one of the lengths of RFC 6052 §2.2 that does
 // not overlap a prefix with a built-in embedding. Host bits are allowed
-// (they are masked). The error is one of the ErrNAT64 values.
+// (they are masked). The error wraps ErrNAT64NotIPv6, ErrNAT64Length or
+// ErrNAT64Builtin; the last names the built-in prefix.
 func CheckNAT64Prefix(p netip.Prefix) error {
-	a := p.Addr()
-	if !p.IsValid() || !a.Is6() || a.Is4In6() {
+	p = p.Masked()
+	if a := p.Addr(); !p.IsValid() || !a.Is6() || a.Is4In6() {
 		return ErrNAT64NotIPv6
 	}
 	if !slices.Contains(nat64Lengths[:], p.Bits()) {
 		return ErrNAT64Length
 	}
-	p = p.Masked()
 	for _, b := range builtinEmbedding {
-		if p.Overlaps(b) {
-			return ErrNAT64Reserved
+		if p.Overlaps(b.prefix) {
+			return fmt.Errorf("%w: %s (%s)", ErrNAT64Builtin, b.prefix, b.name)
 		}
 	}
 	return nil

@@ -159,12 +159,13 @@ func TestCheckNAT64Prefix(t *testing.T) {
 		{"2001:db8::/0", ErrNAT64Length},
 		{"192.0.2.0/24", ErrNAT64NotIPv6},
 		{"::ffff:0:0/96", ErrNAT64NotIPv6},
-		{"64:ff9b::/96", ErrNAT64Reserved},
-		{"64:ff9b::/32", ErrNAT64Reserved},
-		{"2002:c633::/32", ErrNAT64Reserved},
-		{"2001::/32", ErrNAT64Reserved},
-		{"::/96", ErrNAT64Reserved},
-		{"::/32", ErrNAT64Reserved},
+		{"::ffff:0:0/32", ErrNAT64Builtin}, // that is ::/32
+		{"64:ff9b::/96", ErrNAT64Builtin},
+		{"64:ff9b::/32", ErrNAT64Builtin},
+		{"2002:c633::/32", ErrNAT64Builtin},
+		{"2001::/32", ErrNAT64Builtin},
+		{"::/96", ErrNAT64Builtin},
+		{"::/32", ErrNAT64Builtin},
 	}
 	for _, tt := range tests {
 		if got := CheckNAT64Prefix(netip.MustParsePrefix(tt.prefix)); !errors.Is(got, tt.want) {

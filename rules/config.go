@@ -35,6 +35,11 @@ type edgeBlock struct {
 	IPv4Prefix *int `hcl:"ipv4_prefix,optional"`
 	// ipv6_prefix groups IPv6 clients (default 64).
 	IPv6Prefix *int `hcl:"ipv6_prefix,optional"`
+	// nat64_prefixes are local NAT64 prefixes (RFC 6052 §2.2, each /32,
+	// /40, /48, /56, /64 or /96) whose addresses count as the IPv4 address
+	// they embed; 6to4, Teredo, 64:ff9b::/96 and IPv4-compatible addresses
+	// always do (docs/client-address.md).
+	NAT64Prefixes hcl.Expression `hcl:"nat64_prefixes,optional"`
 	// max_body_bytes caps request bodies (default 65536).
 	MaxBodyBytes *int `hcl:"max_body_bytes,optional"`
 	// path_case is "insensitive" (default) or "sensitive".

@@ -46,7 +46,9 @@ type Request struct {
 	Host []byte
 	// Path is the match form of the canonical path (AppendMatchPath).
 	Path []byte
-	// Client is the client address (ipv6.Extractor.Client), never invalid.
+	// Client is the client address as it counts (ipv6.Extractor.Client): an
+	// IPv6 address that embeds an IPv4 address is that IPv4 address
+	// (docs/client-address.md). Never invalid.
 	Client netip.Addr
 	// Fields looks up headers, cookies and query parameters.
 	Fields Fields

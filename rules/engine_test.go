@@ -511,3 +511,53 @@ rule "closed" {
 		t.Errorf("enforcing rule: got outcome %v, want store_error_deny", got)
 	}
 }
+
+// TestEngineEmbeddedIPv4CountsAsTheIPv4 compiles nat64_prefixes and checks
+// that the policy's Extractor hands the Engine the embedded IPv4 address
+// of every embedding form, so they share the IPv4 /24's ip key with the
+// native IPv4 hosts (docs/client-address.md).
+func TestEngineEmbeddedIPv4CountsAsTheIPv4(t *testing.T) {
+	p := load(t, `
+edge {
+  nat64_prefixes = ["2001:db8:64::/96", "2001:db8:122::/48"]
+}
+rule "signup" {
+  paths       = ["/signup"]
+  key         = ["ip"]
+  ipv4_prefix = 24
+  ipv6_prefix = 48
+  limit       = 6
+  period      = "1h"
+}
+`)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(2)
+	for i, peer := range []string{
+		"198.51.100.1",
+		"2002:c633:6402::1",                    // 6to4
+		"2001:0:4136:e378:8000:63bf:39cc:9bfc", // Teredo, client 198.51.100.3
+		"64:ff9b::198.51.100.4",                // NAT64 well-known prefix
+		"2001:db8:64::198.51.100.5",            // local /96
+		"2001:db8:122:c633:64:600::",           // local /48
+		"::198.51.100.7",                       // IPv4-compatible
+		"2002:c633:64ff:1:2:3:4:5",             // 6to4 again: refused
+	} {
+		client := p.Client.Client(netip.MustParseAddr(peer), nil)
+		d := check(e, p, req{method: "POST", path: "/signup", client: client.String()}, s)
+		want := rules.Forward
+		if i >= 6 {
+			want = rules.RefuseLimit
+		}
+		if d.Verdict != want {
+			t.Errorf("signup %d from %s (counted as %v): got verdict %d, want %d", i+1, peer, client, d.Verdict, want)
+		}
+	}
+	// Another /24, and an address whose embedded IPv4 is private (an
+	// ordinary IPv6 address then), have budgets of their own.
+	for _, peer := range []string{"2002:c633:6501::1", "2002:a00:1::1"} {
+		client := p.Client.Client(netip.MustParseAddr(peer), nil)
+		if d := check(e, p, req{method: "POST", path: "/signup", client: client.String()}, s); d.Verdict != rules.Forward {
+			t.Errorf("signup from %s (counted as %v): got verdict %d, want forward", peer, client, d.Verdict)
+		}
+	}
+}

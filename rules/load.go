@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -201,7 +202,7 @@ func (c *compiler) compile(cfg *fileConfig) *Policy {
 		KeySecretEnv:        DefaultKeySecretEnv,
 		Store:               StoreConfig{Kind: "memory", MaxKeys: DefaultMaxKeys, Timeout: DefaultStoreTimeout, FleetSize: 1},
 	}
-	var trusted []netip.Prefix
+	var trusted, nat64 []netip.Prefix
 	kind := ipv6.XForwardedFor
 	if e := cfg.Edge; e != nil {
 		if e.Listen != nil {
@@ -217,6 +218,7 @@ func (c *compiler) compile(cfg *fileConfig) *Policy {
 			}
 		}
 		trusted = c.prefixes(e.TrustedProxies, "trusted_proxies")
+		nat64 = c.nat64Prefixes(e.NAT64Prefixes)
 		if e.ForwardedHeader != nil {
 			k, ok := ipv6.ParseHeaderKind(*e.ForwardedHeader)
 			if !ok {
@@ -258,7 +260,7 @@ func (c *compiler) compile(cfg *fileConfig) *Policy {
 			}
 		}
 	}
-	p.Client = ipv6.NewExtractor(trusted, kind)
+	p.Client = ipv6.New(ipv6.Options{Trusted: trusted, Header: kind, NAT64: nat64})
 	c.store(cfg.Stores, &p.Store)
 	c.unsupportedBlocks(cfg)
 	p.Visitor = c.visitor(cfg.Visitor)
@@ -513,6 +515,52 @@ func (c *compiler) prefixes(expr hcl.Expression, attr string) []netip.Prefix {
 			c.warnf(rngs[i], "Host bits set", "%q has host bits set; it means %s", s, pfx.Masked())
 		}
 		out = append(out, pfx.Masked())
+	}
+	return out
+}
+
+// nat64Prefixes compiles nat64_prefixes: IPv6 prefixes, each with one of
+// the lengths RFC 6052 §2.2 places an IPv4 address after (/32, /40, /48,
+// /56, /64, /96), none overlapping another or a prefix whose embedded IPv4
+// the edge already knows (ipv6.CheckNAT64Prefix). Host bits are masked
+// with a warning, as in trusted_proxies.
+func (c *compiler) nat64Prefixes(expr hcl.Expression) []netip.Prefix {
+	vals, rngs := c.stringList(expr, "nat64_prefixes")
+	var out []netip.Prefix
+	var outRngs []hcl.Range
+	for i, s := range vals {
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			c.errorf(rngs[i], "Invalid NAT64 prefix", "%q is not an IPv6 prefix with its length, such as \"2001:db8:64::/96\": the length says where the IPv4 address sits (RFC 6052 §2.2)", s)
+			continue
+		}
+		switch err := ipv6.CheckNAT64Prefix(pfx); {
+		case err == nil:
+		case errors.Is(err, ipv6.ErrNAT64NotIPv6):
+			c.errorf(rngs[i], "Invalid NAT64 prefix", "%q is %v: a NAT64 prefix looks like \"2001:db8:64::/96\"", s, err)
+			continue
+		case errors.Is(err, ipv6.ErrNAT64Length):
+			c.errorf(rngs[i], "Invalid NAT64 prefix length", "%q is a /%d, but RFC 6052 §2.2 places the IPv4 address only after a /32, /40, /48, /56, /64 or /96", s, pfx.Bits())
+			continue
+		default:
+			c.errorf(rngs[i], "Built-in IPv4 embedding", "%q %v: list only local NAT64 prefixes here", s, err)
+			continue
+		}
+		if pfx.Masked() != pfx {
+			c.warnf(rngs[i], "Host bits set", "%q has host bits set; it means %s", s, pfx.Masked())
+		}
+		pfx = pfx.Masked()
+		overlap := false
+		for j, q := range out {
+			if q.Overlaps(pfx) {
+				c.errorf(rngs[i], "Overlapping NAT64 prefixes", "%q overlaps %s at %s: an address in both would embed two different IPv4 addresses", s, q, outRngs[j])
+				overlap = true
+				break
+			}
+		}
+		if !overlap {
+			out, outRngs = append(out, pfx), append(outRngs, rngs[i])
+		}
 	}
 	return out
 }
