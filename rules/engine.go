@@ -42,7 +42,9 @@ type Request struct {
 	// them ("POST GET "); the request is matched under each as well as its
 	// own (DESIGN §2.3).
 	Overrides []byte
-	// Host is the Host header, lower case, without a port.
+	// Host is the host the request names (the absolute-form target's, or
+	// Host) in AppendHost's name form: lower case, no port, no trailing
+	// dot. The origin receives this host (docs/host-and-path.md §1).
 	Host []byte
 	// Path is the match form of the canonical path (AppendMatchPath).
 	Path []byte

@@ -721,9 +721,20 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 			r.exact = append(r.exact, m)
 		}
 	}
-	hosts, _ := c.stringList(rb.Hosts, "hosts")
-	for _, h := range hosts {
-		r.hosts = append(r.hosts, normalizeHost(h))
+	hosts, hostRngs := c.stringList(rb.Hosts, "hosts")
+	for i, h := range hosts {
+		// The request's host goes through AppendHost too: one spelling on
+		// both sides (docs/host-and-path.md §1).
+		s := strings.TrimSpace(h)
+		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
+			s = "[" + s + "]" // a bare IPv6 address, which Host never spells
+		}
+		_, name, ok := AppendHost(nil, nil, []byte(s))
+		if !ok {
+			c.errorf(hostRngs[i], "Invalid host", "%q is not a host name (letters, digits, '-', '_' and dots), an IPv4 address or a bracketed IPv6 address, optionally with a port; the edge refuses requests naming such a host, so the rule could never match", h)
+			continue
+		}
+		r.hosts = append(r.hosts, string(name))
 	}
 
 	if rb.Sensitive != nil {

@@ -17,3 +17,16 @@ func TestPathNoAllocs(t *testing.T) {
 		t.Errorf("AppendCanonicalPath and AppendMatchPath: got %v allocs per run, want 0", got)
 	}
 }
+
+func TestHostNoAllocs(t *testing.T) {
+	hosts := [][]byte{[]byte("LOGIN.example.com.:0443"), []byte("[0:0::1]:80"), []byte("[::ffff:192.0.2.1]"), []byte("127.0.0.1")}
+	authority, name := make([]byte, 0, 64), make([]byte, 0, 64)
+	got := testing.AllocsPerRun(100, func() {
+		for _, h := range hosts {
+			authority, name, _ = AppendHost(authority[:0], name[:0], h)
+		}
+	})
+	if got != 0 {
+		t.Errorf("AppendHost: got %v allocs per run, want 0", got)
+	}
+}

@@ -3,8 +3,6 @@ package rules
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/edge-gateway/edge/ipv6"
@@ -344,16 +342,4 @@ func (p *Policy) Rule(name string) *Rule {
 		}
 	}
 	return nil
-}
-
-// normalizeHost lower-cases a host and drops a port.
-func normalizeHost(h string) string {
-	h = strings.ToLower(strings.TrimSpace(h))
-	if ap, err := netip.ParseAddrPort(h); err == nil {
-		return ap.Addr().String()
-	}
-	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") && strings.Count(h, ":") == 1 {
-		h = h[:i]
-	}
-	return strings.Trim(h, "[]")
 }
