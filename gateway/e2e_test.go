@@ -94,8 +94,9 @@ func loadPolicy(t testing.TB, rel string, replace ...string) *rules.Policy {
 type nodeOptions struct {
 	dryRun bool
 	clock  *fakeClock
-	logs   io.Writer // JSON logs at info level, when set
-	health Health    // the store's health for /readyz, when set
+	logs   io.Writer   // JSON logs at info level, when set
+	health Health      // the store's health for /readyz, when set
+	store  rules.Store // the counter store, when set (the test closes it); a 10000-key memstore otherwise
 }
 
 func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
@@ -110,11 +111,16 @@ func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = n.origin.Serve(ctx, oln) }()
 
-	st, err := memstore.New(memstore.Options{MaxKeys: 10000})
-	if err != nil {
-		t.Fatal(err)
+	st := o.store
+	if st == nil {
+		ms, err := memstore.New(memstore.Options{MaxKeys: 10000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ms.Close() })
+		st = ms
 	}
-	t.Cleanup(func() { st.Close() })
+	var err error
 	opts := Options{Policy: p, Store: st, Upstream: "http://" + n.oaddr, Registry: n.reg, DryRun: o.dryRun}
 	if o.clock != nil {
 		opts.Clock = o.clock

@@ -65,7 +65,8 @@ type edgeBlock struct {
 // storeBlock is `store "memory" { }` or `store "redis" { }`.
 type storeBlock struct {
 	Kind string `hcl:"kind,label"`
-	// max_keys bounds the memory store (default 100000).
+	// max_keys bounds the memory store's keys of the rules that set no
+	// max_keys of their own, split evenly among them (default 100000).
 	MaxKeys *int `hcl:"max_keys,optional"`
 	// url is the Redis address (redis://host:port/db, redis+cluster://h:p,h:p).
 	URL *string `hcl:"url,optional"`
@@ -151,6 +152,9 @@ type ruleBlock struct {
 	IPCeiling       *int64     `hcl:"ip_ceiling,optional"`
 	InvalidIdentity *string    `hcl:"invalid_identity,optional"`
 	MissingIdentity *string    `hcl:"missing_identity,optional"`
+	// max_keys is the rule's own key budget in the memory store (default:
+	// an equal share of the store's max_keys; docs/memory-store.md).
+	MaxKeys *int `hcl:"max_keys,optional"`
 
 	DefRange             hcl.Range `hcl:",def_range"`
 	NameRange            hcl.Range `hcl:"name,label_range"`
@@ -168,6 +172,7 @@ type ruleBlock struct {
 	IPCeilingRange       hcl.Range `hcl:"ip_ceiling,attr_value_range"`
 	InvalidIdentityRange hcl.Range `hcl:"invalid_identity,attr_value_range"`
 	MissingIdentityRange hcl.Range `hcl:"missing_identity,attr_value_range"`
+	MaxKeysRange         hcl.Range `hcl:"max_keys,attr_value_range"`
 }
 
 // whenBlock is a rule's `when { }`: conditions that must all hold.

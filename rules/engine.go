@@ -334,6 +334,8 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			// of the visitor), in the same call, so stockpiled visitor IDs
 			// cannot multiply a client's budget.
 			ck, _ := e.key(r, p, req, s, true)
+			Sensitive: r.Sensitive,
+			MaxKeys:   int32(r.MaxKeys), // ≤ MaxKeysLimit (load.go)
 			m.CeilingOp = len(s.Ops)
 			op := s.Ops[m.Op]
 			op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
@@ -351,7 +353,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		s.Ops = append(s.Ops, Op{
 			Kind: OpTake, Algorithm: GCRA, Key: e.mintKey(req, p, s),
 			Limit: v.MintLimit, Burst: v.MintLimit, PeriodUS: v.MintPeriod.Microseconds(),
-			Cost: 1, OnError: FailLocal,
+			Cost: 1, OnError: FailLocal, MaxKeys: int32(v.MintMaxKeys),
 		})
 	}
 	if len(s.Ops) > 0 {
@@ -371,6 +373,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		if err := e.store.Take(ctx, now, s.Ops, s.Res); err != nil {
 			d.StoreErr = err
 			e.storeFailed(&d, s)
+			d.setVerdict(denyAction, invalid, missing)
 			return d
 		}
 	}
@@ -420,10 +423,33 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			d.Settle = true
 		}
 	}
+	d.setVerdict(denyAction, invalid, missing)
+	return d
+}
+
+// setVerdict decides what the edge does with the request once every
+// matching rule has its outcome. denyAction: an enforcing action = "deny"
+// matched (d.Refusing is the first such rule); invalid, missing: an
+// enforcing rule rejects the request's identity (missing includes
+// invalid). The refusals no counter can change come first, and hold
+// whether or not the store could decide (issue 9): a deny answers as its
+// rule does (403; the bare 429 when the request is sensitive, DESIGN §6),
+// and a rejected identity is a 400 rather than the 503 of a fail-closed
+// store failure. Otherwise a fail-closed store failure is a 503 (Verdict
+// already Unavailable), a counter's refusal a 429 (it wins over a 400: the
+// attempts a malformed request is charged with can run out), and a
+// rejected identity a 400.
+func (d *Decision) setVerdict(denyAction, invalid, missing bool) {
 	switch {
-	case d.Verdict == Unavailable:
-	case d.Refusing != nil && d.Refusing.Action == ActionDeny && !d.Sensitive:
+	case denyAction && !d.Sensitive:
 		d.Verdict = RefuseForbidden
+	case denyAction:
+		d.Verdict = RefuseLimit
+	case d.Verdict == Unavailable && invalid:
+		d.Verdict = RejectInvalid
+	case d.Verdict == Unavailable && missing:
+		d.Verdict = RejectMissing
+	case d.Verdict == Unavailable:
 	case d.Refusing != nil:
 		d.Verdict = RefuseLimit
 	case invalid:
@@ -431,7 +457,6 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	case missing:
 		d.Verdict = RejectMissing
 	}
-	return d
 }
 
 // ErrStoreFallback marks a Decision some of whose ops a failure-handling
@@ -461,7 +486,10 @@ func (e *Engine) storeFallback(d *Decision, m *Match, res *Result) {
 }
 
 // storeFailed applies each rule's on_store_error when the store could not
-// decide: one fail-closed enforcing rule makes the request unavailable.
+// decide: one fail-closed enforcing rule makes the request unavailable,
+// unless the request is refused whatever the counters say (a deny action, a
+// rejected identity), which setVerdict then answers as it would with a
+// working store.
 func (e *Engine) storeFailed(d *Decision, s *Scratch) {
 	for i := range s.Matches {
 		m := &s.Matches[i]

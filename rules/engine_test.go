@@ -561,3 +561,158 @@ rule "signup" {
 		}
 	}
 }
+
+// modeStore answers every op from its on_store_error mode, as failclosed
+// does while its backing store is down: FailOpen allows, the others refuse
+// (a local bucket would decide; here it refuses), each marked StoreError.
+type modeStore struct{}
+
+func (modeStore) Take(_ context.Context, _ time.Time, ops []rules.Op, res []rules.Result) error {
+	for i := range ops {
+		res[i] = rules.Result{StoreError: true, Allowed: ops[i].OnError == rules.FailOpen}
+	}
+	return nil
+}
+func (modeStore) Close() error { return nil }
+
+// TestEngineStoreErrorKeepsCertainRefusals: a request the Engine refuses
+// whatever the counters say (an enforcing action = "deny", a missing or
+// invalid identity that a rule rejects) gets the same answer when the store
+// fails, with or without a failure-handling store in front (issue 9, item
+// 6): the deny's 403 or bare 429, the identity's 400, never a 503 or a
+// forward. Requests whose answer depends on the counters follow each rule's
+// on_store_error as before.
+func TestEngineStoreErrorKeepsCertainRefusals(t *testing.T) {
+	p := load(t, `
+identity {
+  phone        = ["json:phone"]
+  phone_region = "US"
+}
+rule "block-admin" {
+  paths  = ["/admin/*"]
+  action = "deny"
+}
+rule "admin-per-ip" {
+  paths  = ["/admin/*"]
+  key    = ["ip"]
+  limit  = 100
+  period = "1m"
+}
+rule "admin-closed" {
+  paths          = ["/admin/closed"]
+  key            = ["ip"]
+  limit          = 100
+  period         = "1m"
+  on_store_error = "deny"
+}
+rule "otp-abroad" {
+  paths     = ["/otp/send"]
+  action    = "deny"
+  sensitive = true
+  when {
+    phone_country_not_in = ["US"]
+  }
+}
+rule "otp-per-phone" {
+  paths     = ["/otp/send"]
+  key       = ["phone"]
+  limit     = 100
+  period    = "1h"
+  sensitive = true
+}
+rule "otp-per-ip" {
+  paths          = ["/otp/send"]
+  key            = ["ip"]
+  limit          = 100
+  period         = "1h"
+  on_store_error = "allow"
+}
+rule "api-key" {
+  paths            = ["/api/*"]
+  key              = ["header:X-Api-Key"]
+  missing_identity = "reject"
+  limit            = 100
+  period           = "1m"
+}
+rule "api-per-ip" {
+  paths  = ["/api/*"]
+  key    = ["ip"]
+  limit  = 100
+  period = "1m"
+}
+rule "login-per-account" {
+  paths     = ["/login"]
+  key       = ["header:X-Account"]
+  limit     = 100
+  period    = "1m"
+  sensitive = true
+}
+rule "login-per-ip" {
+  paths     = ["/login"]
+  key       = ["ip"]
+  limit     = 100
+  period    = "1m"
+  sensitive = true
+}
+`)
+	json := func(body string) fields { return fields{contentType: "application/json", body: body} }
+	tests := []struct {
+		name string
+		r    req
+		// want is the verdict with a failing store; certain verdicts are
+		// also what a working store answers.
+		want      rules.Verdict
+		certain   bool
+		sensitive bool
+		refusing  string // the Decision's Refusing rule, "" for none
+	}{
+		{"deny, fail-open counter", req{path: "/admin/x"}, rules.RefuseForbidden, true, false, "block-admin"},
+		{"deny, fail-closed counter", req{path: "/admin/closed"}, rules.RefuseForbidden, true, false, "block-admin"},
+		{"sensitive deny", req{path: "/otp/send", f: json(`{"phone":"+44 20 7946 0958"}`)}, rules.RefuseLimit, true, true, "otp-abroad"},
+		{"missing sensitive identity", req{path: "/otp/send", f: json(`{}`)}, rules.RejectMissing, true, true, ""},
+		{"invalid identity", req{path: "/otp/send", f: json(`{"phone":"call me maybe"}`)}, rules.RejectInvalid, true, true, ""},
+		{"missing identity, reject, fail-open", req{path: "/api/x"}, rules.RejectMissing, true, false, ""},
+		{"missing identity, fail-closed counter", req{path: "/login"}, rules.RejectMissing, true, true, ""},
+		{"counted, fail-open", req{path: "/api/x", f: fields{header: map[string]string{"X-Api-Key": "k"}}}, rules.Forward, true, false, ""},
+		{"counted, fail-closed", req{path: "/otp/send", f: json(`{"phone":"+1 202 555 0100"}`)}, rules.Unavailable, false, true, "otp-per-phone"},
+	}
+	healthy := newEngine(t, nil)
+	for _, store := range []struct {
+		name  string
+		store rules.Store
+	}{{"store error", brokenStore{}}, {"on_store_error answers", modeStore{}}} {
+		e := newEngine(t, store.store)
+		for _, tt := range tests {
+			t.Run(store.name+"/"+tt.name, func(t *testing.T) {
+				tt.r.method, tt.r.client = "POST", "192.0.2.1"
+				s := rules.NewScratch(8)
+				if tt.certain {
+					if d := check(healthy, p, tt.r, s); d.Verdict != tt.want {
+						t.Fatalf("with a working store: got verdict %d, want %d", d.Verdict, tt.want)
+					}
+				}
+				d := check(e, p, tt.r, s)
+				if d.Verdict != tt.want || d.Sensitive != tt.sensitive {
+					t.Errorf("got verdict %d sensitive %v, want %d sensitive %v", d.Verdict, d.Sensitive, tt.want, tt.sensitive)
+				}
+				if d.StoreErr == nil {
+					t.Errorf("got no StoreErr, want the store's failure")
+				}
+				if tt.refusing != "" && (d.Refusing == nil || d.Refusing.Name != tt.refusing) {
+					t.Errorf("got Refusing %v, want %q", d.Refusing, tt.refusing)
+				}
+				if d.Mint || d.Settle {
+					t.Errorf("got Mint %v Settle %v on a store failure, want neither", d.Mint, d.Settle)
+				}
+			})
+		}
+	}
+	// Node-wide dry-run refuses nothing, store or no store.
+	e := newEngine(t, brokenStore{})
+	e.SetDryRun(true)
+	for _, tt := range tests {
+		if d := check(e, p, req{method: "POST", path: tt.r.path, client: "192.0.2.1", f: tt.r.f}, rules.NewScratch(8)); d.Verdict != rules.Forward {
+			t.Errorf("dry-run %s: got verdict %d, want forward", tt.name, d.Verdict)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"net/url"
 	"os"
@@ -30,6 +31,9 @@ const (
 	DefaultMaxKeys      = 100000
 	DefaultStoreTimeout = 5 * time.Millisecond
 	DefaultKeySecretEnv = "EDGE_KEY_SECRET"
+	// MaxKeysLimit bounds a max_keys, the store's and a rule's: a key
+	// budget travels in Op.MaxKeys, an int32.
+	MaxKeysLimit = math.MaxInt32
 )
 
 // LoadFile reads and compiles the policy at path. See Load.
@@ -284,7 +288,37 @@ func (c *compiler) compile(cfg *fileConfig) *Policy {
 			p.Sensitive = true
 		}
 	}
+	keyBudgets(p)
 	return p
+}
+
+// keyBudgets gives every counting rule that sets no max_keys, and the
+// visitor mint budget, an equal share of the store's max_keys: ⌈max_keys ÷
+// n⌉ each for n of them, so that together they hold about max_keys keys and
+// a flood on one cannot evict another's (docs/memory-store.md). A rule's own
+// max_keys comes on top.
+func keyBudgets(p *Policy) {
+	n := 0
+	for _, r := range p.Rules {
+		if r.Action != ActionDeny && !r.maxKeysSet {
+			n++
+		}
+	}
+	if p.Visitor != nil {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	share := max((p.Store.MaxKeys+n-1)/n, 1)
+	for _, r := range p.Rules {
+		if r.Action != ActionDeny && !r.maxKeysSet {
+			r.MaxKeys = share
+		}
+	}
+	if p.Visitor != nil {
+		p.Visitor.MintMaxKeys = share
+	}
 }
 
 // unsupportedBlocks refuses blocks whose features this build does not have
@@ -325,8 +359,9 @@ func (c *compiler) store(blocks []storeBlock, sc *StoreConfig) {
 		sc.Kind = b.Kind
 		if b.MaxKeys != nil {
 			sc.MaxKeys = *b.MaxKeys
-			if sc.MaxKeys < 1 {
-				c.errorf(b.MaxKeysRange, "Invalid max_keys", "max_keys must be at least 1, got %d", sc.MaxKeys)
+			if sc.MaxKeys < 1 || sc.MaxKeys > MaxKeysLimit {
+				c.errorf(b.MaxKeysRange, "Invalid max_keys", "max_keys must be between 1 and %d, got %d", MaxKeysLimit, sc.MaxKeys)
+				sc.MaxKeys = DefaultMaxKeys
 			}
 		}
 		if b.URL != nil {
@@ -923,6 +958,16 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	}
 	if rb.IPv6Prefix != nil {
 		r.IPv6Prefix = c.prefixLen(*rb.IPv6Prefix, 128, rb.IPv6PrefixRange, "ipv6_prefix")
+	}
+	if rb.MaxKeys != nil {
+		switch {
+		case r.Action == ActionDeny:
+			fail(rb.MaxKeysRange, "max_keys not used", "action = \"deny\" counts nothing, so it holds no keys; remove max_keys")
+		case *rb.MaxKeys < 1 || *rb.MaxKeys > MaxKeysLimit:
+			fail(rb.MaxKeysRange, "Invalid max_keys", "max_keys must be between 1 and %d, got %d", MaxKeysLimit, *rb.MaxKeys)
+		default:
+			r.MaxKeys, r.maxKeysSet = *rb.MaxKeys, true
+		}
 	}
 	r.MissingIdentity = IdentitySkip
 	if r.Sensitive {

@@ -88,13 +88,19 @@ type VisitorConfig struct {
 	MaxAge time.Duration
 	// Secure sets the cookie's Secure attribute (default true).
 	Secure bool
+	// MintMaxKeys is the mint budget's key budget in the memory store (one
+	// key per IP): its share of the store's max_keys (StoreConfig.MaxKeys).
+	MintMaxKeys int
 }
 
 // StoreConfig is the policy's `store` block.
 type StoreConfig struct {
 	// Kind is "memory" (the default) or "redis".
 	Kind string
-	// MaxKeys bounds the memory store (default 100000).
+	// MaxKeys is the memory store's max_keys (default 100000): the keys of
+	// the rules that set no max_keys of their own and of the visitor mint
+	// budget, split evenly among them (Rule.MaxKeys,
+	// VisitorConfig.MintMaxKeys; docs/memory-store.md).
 	MaxKeys int
 	// URL is the Redis address for Kind "redis".
 	URL string
@@ -269,6 +275,17 @@ type Rule struct {
 	// FailureStatus and SuccessStatus classify the origin's answers
 	// (defaults [401, 403] and [200, 201, 204]).
 	FailureStatus, SuccessStatus []int
+	// MaxKeys is the rule's key budget in the memory store (Op.MaxKeys):
+	// the most keys it holds at once, its ip_ceiling keys included. It is
+	// the rule's max_keys, or else an equal share of the store's max_keys,
+	// ⌈max_keys ÷ n⌉ for the n counting rules without one (plus the
+	// visitor mint budget); 0 for a rule that counts nothing (action =
+	// "deny"). A sensitive rule whose budget is full of live state answers
+	// a new key by its on_store_error; another evicts its least recently
+	// used key (docs/memory-store.md).
+	MaxKeys int
+	// maxKeysSet is true when the rule sets max_keys itself.
+	maxKeysSet bool
 }
 
 // PeriodUS is the period in microseconds.

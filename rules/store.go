@@ -113,8 +113,26 @@ type Op struct {
 	Attempts bool
 	// OnError is the rule's on_store_error: what a failure-handling store
 	// (failclosed) answers for this op when the backing store cannot
-	// decide. Plain stores ignore it.
+	// decide. Plain stores ignore it, except that the memory store answers
+	// by it for a new key of a Sensitive op whose key budget is full of live
+	// state (MaxKeys).
 	OnError StoreErrorMode
+	// Sensitive marks an op of a sensitive rule: the memory store never
+	// evicts its live state to make room, and when its key budget is full
+	// of live state, a new key is answered by OnError with StoreError set
+	// (docs/memory-store.md). Other stores ignore it.
+	Sensitive bool
+	// MaxKeys is the op's key budget in the memory store: how many keys
+	// the ops whose Key starts with the same rule ID (Key[0:8]) may hold
+	// there at once, so that one rule's flood of new keys never evicts
+	// another rule's counters. The Engine sets the rule's Rule.MaxKeys (its
+	// max_keys, or its share of the store's), so the budget follows the
+	// rule's name across reloads and a reload's new size applies from the
+	// next new key. 0 puts the op in the store's own budget
+	// (memstore.Options.MaxKeys), shared by every op with 0. Other stores
+	// ignore it. Sensitive and MaxKeys fit in Op's padding: an Op is 80
+	// bytes with them as without.
+	MaxKeys int32
 }
 
 // Result is the outcome of one Op.

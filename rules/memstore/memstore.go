@@ -2,21 +2,22 @@ package memstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/edge-gateway/edge/rules"
 )
 
 const (
-	// DefaultMaxKeys is the key bound when Options.MaxKeys is 0.
+	// DefaultMaxKeys is the shared budget's bound when Options.MaxKeys is 0.
 	DefaultMaxKeys = 100_000
 	// DefaultShards is the shard count when Options.Shards is 0.
 	DefaultShards = 64
@@ -30,20 +31,29 @@ const (
 	// cachedOps is how many ops of one call keep their shard and entry on
 	// the stack between the passes; more are looked up again.
 	cachedOps = 16
+	// sweepBatch bounds the entries the sweeper looks at per lock hold, so
+	// requests on a shard wait at most one batch.
+	sweepBatch = 256
+	// maxEvictionsPerKey bounds the keys one new key evicts: one normally,
+	// two while a budget is above its bound (a reload lowered max_keys), so
+	// that it shrinks back.
+	maxEvictionsPerKey = 2
 )
 
 // Options configure a Store. The zero value is ready to use.
 type Options struct {
-	// MaxKeys bounds the keys held across all shards (DefaultMaxKeys when
-	// 0). Each shard holds MaxKeys/Shards, rounded up, and evicts its least
-	// recently used key when full.
+	// MaxKeys bounds the shared budget: the keys of every op whose
+	// rules.Op.MaxKeys is 0, together (DefaultMaxKeys when 0). An op with
+	// MaxKeys set is bounded by its rule's own budget instead (the package
+	// doc's "Key budgets"); the Engine always sets it.
 	MaxKeys int
 	// Shards is the number of independently locked shards, rounded up to a
 	// power of two, at most MaxShards (DefaultShards when 0).
 	Shards int
 	// SweepInterval is how often the background sweeper drops expired
 	// entries (DefaultSweepInterval when 0; negative: no sweeper, expired
-	// entries then only read as fresh and wait for eviction).
+	// entries then only read as fresh and wait to be reclaimed by a new key
+	// of their budget).
 	SweepInterval time.Duration
 	// Clock tells the sweeper the time (rules.SystemClock when nil). Take
 	// never reads it: each call passes its own now.
@@ -56,6 +66,10 @@ type Store struct {
 	mask   uint64
 	shards []shard
 	clock  rules.Clock
+	shared *budget // ops with MaxKeys 0
+
+	budgetsMu sync.Mutex
+	budgets   map[uint64]*budget // by rule ID, ops with MaxKeys > 0
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -64,18 +78,70 @@ type Store struct {
 
 var _ rules.Store = (*Store)(nil)
 
-// shard is one lock and its LRU, padded to its own cache lines so that
-// neighbours' locks do not contend through false sharing.
-type shard struct {
-	mu  sync.Mutex
-	lru *simplelru.LRU[rules.Key, *entry]
-	_   [128 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(uintptr(0))]byte
+// shardState is one lock and the entries it guards.
+type shardState struct {
+	mu sync.Mutex
+	// gen is bumped by whoever takes mu to change entries (a Take, the
+	// sweeper, a reclaim from another shard); an entry touched by the
+	// current holder carries it, and nothing evicts such an entry: a call
+	// never loses its own writes.
+	gen uint32
+	m   map[rules.Key]*entry
+	// shared is this shard's part of the shared budget (nil until used);
+	// parts[i] is its part of the rule budget whose ID is partIDs[i].
+	shared  *part
+	partIDs []uint64
+	parts   []*part
 }
 
-// entry is one key's state and when it has decayed to empty.
+// shard is a shardState padded to its own cache lines, so that
+// neighbours' locks do not contend through false sharing.
+type shard struct {
+	shardState
+	_ [128 - unsafe.Sizeof(shardState{})%128]byte
+}
+
+// entry is one key's state, when it has decayed to empty, and its place in
+// its budget's part of its shard: the recency list and the expiry heap.
 type entry struct {
 	st        rules.State
 	expiresAt int64 // µs since the epoch
+	// heapAt orders the expiry heap: never later than expiresAt (a take
+	// that extends expiresAt leaves it, so the hot path never touches the
+	// heap; it is brought up to date when it reaches the top).
+	heapAt     int64
+	key        rules.Key
+	prev, next *entry // towards the most and the least recently used
+	part       *part
+	idx        int32  // position in part.heap
+	gen        uint32 // the shard's gen when last touched
+}
+
+// part is one budget's entries in one shard.
+type part struct {
+	b          *budget
+	head, tail *entry   // most and least recently used
+	heap       []*entry // min-heap on heapAt
+}
+
+// budget is the key budget of one rule (or the shared one), across shards.
+type budget struct {
+	id     [8]byte
+	shared bool
+	max    atomic.Int64 // the newest op's MaxKeys
+	n      atomic.Int64 // keys held, across shards
+	// evicted counts live keys evicted to make room (non-sensitive ops);
+	// full counts new keys of sensitive ops answered by OnError.
+	evicted, full atomic.Uint64
+
+	// hint: no entry of the budget has a heapAt before it, so a search of
+	// every shard for decayed state is pointless until then (0: unknown).
+	// Lowered on every insert and earlier expiry; raised only by a search
+	// that saw every shard with no lowering meanwhile (ver, scanning).
+	hint     atomic.Int64
+	scanning atomic.Int64
+	hintMu   sync.Mutex
+	ver      uint64 // guarded by hintMu
 }
 
 // errLenMismatch is preallocated: Take's errors never allocate.
@@ -102,20 +168,18 @@ func New(opts Options) (*Store, error) {
 		opts.Clock = rules.SystemClock{}
 	}
 	n := 1 << bits.Len(uint(opts.Shards-1)) // next power of two
-	perShard := (opts.MaxKeys + n - 1) / n
 	s := &Store{
-		seed:   maphash.MakeSeed(),
-		mask:   uint64(n - 1),
-		shards: make([]shard, n),
-		clock:  opts.Clock,
-		stop:   make(chan struct{}),
+		seed:    maphash.MakeSeed(),
+		mask:    uint64(n - 1),
+		shards:  make([]shard, n),
+		clock:   opts.Clock,
+		shared:  &budget{shared: true},
+		budgets: make(map[uint64]*budget),
+		stop:    make(chan struct{}),
 	}
+	s.shared.max.Store(int64(opts.MaxKeys))
 	for i := range s.shards {
-		lru, err := simplelru.NewLRU[rules.Key, *entry](perShard, nil)
-		if err != nil {
-			return nil, fmt.Errorf("memstore: creating shard: %w", err)
-		}
-		s.shards[i].lru = lru
+		s.shards[i].m = make(map[rules.Key]*entry)
 	}
 	if opts.SweepInterval > 0 {
 		s.done = make(chan struct{})
@@ -146,10 +210,14 @@ func (ss *shardSet) add(i uint16) {
 	ss.words[w] |= 1 << (i & 63)
 }
 
+func (ss *shardSet) has(i int) bool { return ss.words[i>>6]&(1<<(i&63)) != 0 }
+
 func (s *Store) lock(ss *shardSet) {
 	for w := ss.lo; w < ss.hi; w++ {
 		for word := ss.words[w]; word != 0; word &= word - 1 {
-			s.shards[int(w)<<6|bits.TrailingZeros64(word)].mu.Lock()
+			sh := &s.shards[int(w)<<6|bits.TrailingZeros64(word)]
+			sh.mu.Lock()
+			sh.gen++
 		}
 	}
 }
@@ -166,6 +234,10 @@ func (s *Store) unlock(ss *shardSet) {
 // an error, having changed nothing, when len(res) != len(ops) or an op fails
 // rules.ValidateOp. ctx is not consulted: nothing here blocks but the shard
 // locks.
+//
+// A new key of a Sensitive take or add whose budget is full of live state
+// is answered as its OnError says, with StoreError set, and not stored
+// (the package doc's "Key budgets").
 func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
 	if len(res) != len(ops) {
 		return errLenMismatch
@@ -193,48 +265,63 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 	s.lock(&set)
 	defer s.unlock(&set)
 
-	// Pass 1: decide every op against the state before the call.
+	// Pass 1: decide every op against the state before the call, and
+	// reserve room for the new keys of sensitive ops.
 	for i := range ops {
 		op := &ops[i]
 		x := s.shardIndex(i, &idx, op)
-		e, ok := s.shards[x].lru.Get(op.Key)
-		if ok && nowUS >= e.expiresAt {
+		sh := &s.shards[x]
+		e := sh.m[op.Key]
+		if i < cachedOps {
+			ents[i] = e
+		}
+		if e == nil {
+			res[i] = rules.Check(&fresh, nowUS, op)
+			if reserves(op) && !s.reserve(sh, x, op, nowUS, &set) {
+				res[i] = fullAnswer(op)
+			}
+			continue
+		}
+		if nowUS >= e.expiresAt {
 			// Expired: read it as the fresh state it equals (rules tests
 			// prove it), keeping the log's array for reuse.
 			e.st = rules.State{Log: e.st.Log[:0]}
 		}
-		if i < cachedOps {
-			ents[i] = e
-		}
-		st := &fresh
-		if ok {
-			st = &e.st
-		}
-		res[i] = rules.Check(st, nowUS, op)
+		sh.touch(e)
+		res[i] = rules.Check(&e.st, nowUS, op)
 	}
 
 	// Pass 2: consume per the contract and report the state after.
 	refused := rules.Refused(ops, res)
 	for i := range ops {
 		op := &ops[i]
-		sh := &s.shards[s.shardIndex(i, &idx, op)]
+		x := s.shardIndex(i, &idx, op)
+		sh := &s.shards[x]
 		var e *entry
 		if i < cachedOps {
 			e = ents[i]
 		} else {
-			e, _ = sh.lru.Peek(op.Key)
+			e = sh.m[op.Key]
 		}
-		if e == nil {
-			var st rules.State
-			if ttl := rules.Settle(&st, nowUS, op, refused, &res[i]); ttl > 0 {
-				sh.lru.Add(op.Key, &entry{st: st, expiresAt: nowUS + ttl})
+		if e != nil {
+			if ttl := rules.Settle(&e.st, nowUS, op, refused, &res[i]); ttl > 0 {
+				sh.setExpiry(e, nowUS+ttl)
+			} else {
+				sh.drop(e) // empty: a missing key reads the same
 			}
 			continue
 		}
-		if ttl := rules.Settle(&e.st, nowUS, op, refused, &res[i]); ttl > 0 {
-			e.expiresAt = nowUS + ttl
-		} else {
-			sh.lru.Remove(op.Key) // empty: a missing key reads the same
+		if res[i].StoreError {
+			continue // its budget is full: answered by OnError, not stored
+		}
+		var st rules.State
+		ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
+		switch {
+		case ttl > 0:
+			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set)
+		case reserves(op):
+			b, _ := s.partOf(sh, op)
+			b.n.Add(-1) // the room pass 1 reserved
 		}
 	}
 	return nil
@@ -248,16 +335,476 @@ func (s *Store) shardIndex(i int, idx *[cachedOps]uint16, op *rules.Op) uint16 {
 	return s.shardOf(&op.Key)
 }
 
-// Len returns the number of keys held, expired ones not yet swept included.
+// reserves reports whether a new key of op reserves its room in pass 1: a
+// sensitive op that may store state (only a take or an add leaves a fresh
+// state non-empty).
+func reserves(op *rules.Op) bool {
+	return op.Sensitive && (op.Kind == rules.OpTake || op.Kind == rules.OpAdd)
+}
+
+// fullAnswer is a new key's result when its sensitive budget is full of
+// live state: the op's OnError answer, as a failure-handling store gives
+// it. "local" refuses: this is the local store, there is no other bucket.
+func fullAnswer(op *rules.Op) rules.Result {
+	if op.OnError == rules.FailOpen {
+		return rules.Result{Allowed: true, StoreError: true}
+	}
+	return rules.Result{StoreError: true}
+}
+
+// ruleID reads the rule ID a key starts with.
+func ruleID(k *rules.Key) uint64 { return binary.LittleEndian.Uint64(k[:8]) }
+
+// budgetOf returns op's budget, creating it on first sight, and records
+// the op's MaxKeys as its bound.
+func (s *Store) budgetOf(op *rules.Op) *budget {
+	if op.MaxKeys <= 0 {
+		return s.shared
+	}
+	id := ruleID(&op.Key)
+	s.budgetsMu.Lock()
+	b := s.budgets[id]
+	if b == nil {
+		b = &budget{}
+		copy(b.id[:], op.Key[:8])
+		s.budgets[id] = b
+	}
+	s.budgetsMu.Unlock()
+	b.setMax(op.MaxKeys)
+	return b
+}
+
+func (b *budget) setMax(m int32) {
+	if b.max.Load() != int64(m) { // a store on every new key would bounce the line between cores
+		b.max.Store(int64(m))
+	}
+}
+
+// partOf returns op's budget and its part in sh, creating both on first
+// sight. sh is locked.
+func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part) {
+	if op.MaxKeys <= 0 {
+		if sh.shared == nil {
+			sh.shared = &part{b: s.shared}
+		}
+		return s.shared, sh.shared
+	}
+	id := ruleID(&op.Key)
+	for i, pid := range sh.partIDs {
+		if pid == id {
+			p := sh.parts[i]
+			p.b.setMax(op.MaxKeys)
+			return p.b, p
+		}
+	}
+	b := s.budgetOf(op)
+	p := &part{b: b}
+	sh.partIDs = append(sh.partIDs, id)
+	sh.parts = append(sh.parts, p)
+	return b, p
+}
+
+// partFor returns b's part in sh, or nil. sh is locked.
+func (sh *shard) partFor(b *budget) *part {
+	if b.shared {
+		return sh.shared
+	}
+	id := binary.LittleEndian.Uint64(b.id[:])
+	for i, pid := range sh.partIDs {
+		if pid == id {
+			return sh.parts[i]
+		}
+	}
+	return nil
+}
+
+// reserve takes room in op's budget for a new key of a sensitive op,
+// reclaiming decayed state if the budget is full, and reports whether it
+// could. It never evicts live state: a budget full of it counts one more
+// full answer and reports false.
+func (s *Store) reserve(sh *shard, x uint16, op *rules.Op, nowUS int64, held *shardSet) bool {
+	b, p := s.partOf(sh, op)
+	for {
+		n := b.n.Load()
+		if n < b.max.Load() {
+			if b.n.CompareAndSwap(n, n+1) {
+				return true
+			}
+			continue
+		}
+		if !s.reclaim(sh, x, b, p, nowUS, held) {
+			b.full.Add(1)
+			return false
+		}
+	}
+}
+
+// insert stores a new key's state, making room first when its budget is
+// full: a non-sensitive op evicts (decayed state first, then the least
+// recently used); a sensitive op reserved its room in pass 1.
+func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expiresAt, nowUS int64, held *shardSet) {
+	b, p := s.partOf(sh, op)
+	var e *entry
+	if !reserves(op) {
+		n := b.n.Add(1)
+		for i := 0; i < maxEvictionsPerKey && n > b.max.Load(); i++ {
+			v, ok := s.evict(sh, x, b, p, nowUS, held)
+			if !ok {
+				break // nothing evictable now: over by one until the next key
+			}
+			if e == nil {
+				e = v // recycled (nil when the room was made in another shard)
+			}
+			n = b.n.Load()
+		}
+	}
+	if e == nil {
+		e = new(entry)
+	} else {
+		*e = entry{}
+	}
+	e.st = *st
+	e.expiresAt, e.heapAt = expiresAt, expiresAt
+	e.key = op.Key
+	e.gen = sh.gen
+	e.part = p
+	sh.m[op.Key] = e
+	p.pushFront(e)
+	p.push(e)
+	b.lower(expiresAt)
+}
+
+// evict makes room in b for a new key of a non-sensitive op in shard x:
+// decayed state first (here, then in the other shards), else the least
+// recently used entry here, else another shard's. It reports whether it
+// made room, and returns the entry it unlinked from sh for reuse (nil when
+// the room was made in another shard). Nothing can go when every candidate
+// was touched by this call or sits in a shard busy with another.
+func (s *Store) evict(sh *shard, x uint16, b *budget, p *part, nowUS int64, held *shardSet) (*entry, bool) {
+	if e, _ := sh.expired(p, nowUS, -1); e != nil {
+		sh.unlink(e)
+		return e, true
+	}
+	if b.hint.Load() <= nowUS && s.reclaimElsewhere(x, b, nowUS, held) {
+		return nil, true
+	}
+	if e := sh.lru(p); e != nil {
+		sh.unlink(e)
+		b.evicted.Add(1)
+		return e, true
+	}
+	// Nothing here (a small budget spread thin, or all of it this call's):
+	// the least recently used of the first other shard that has one.
+	for j := 1; j < len(s.shards); j++ {
+		y := (int(x) + j) & int(s.mask)
+		o := &s.shards[y]
+		mine := held.has(y)
+		if !mine {
+			if !o.mu.TryLock() {
+				continue
+			}
+			o.gen++
+		}
+		var v *entry
+		if op := o.partFor(b); op != nil {
+			if v = o.lru(op); v != nil {
+				o.unlink(v)
+				b.evicted.Add(1)
+			}
+		}
+		if !mine {
+			o.mu.Unlock()
+		}
+		if v != nil {
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+// reclaim drops one decayed entry of b to make room, here or in another
+// shard, and reports whether it found one.
+func (s *Store) reclaim(sh *shard, x uint16, b *budget, p *part, nowUS int64, held *shardSet) bool {
+	if e, _ := sh.expired(p, nowUS, -1); e != nil {
+		sh.unlink(e)
+		return true
+	}
+	if b.hint.Load() > nowUS {
+		return false // no entry of b decays before the hint
+	}
+	return s.reclaimElsewhere(x, b, nowUS, held)
+}
+
+// reclaimElsewhere drops one decayed entry of b from a shard other than x
+// (those this call holds are searched in place, the others only if their
+// lock is free) and reports whether it found one. A search that finds none
+// in any shard raises b's hint to the earliest expiry it saw, so that the
+// next full-budget key does not search again before then.
+func (s *Store) reclaimElsewhere(x uint16, b *budget, nowUS int64, held *shardSet) bool {
+	b.scanning.Add(1)
+	defer b.scanning.Add(-1)
+	b.hintMu.Lock()
+	ver := b.ver
+	b.hintMu.Unlock()
+	complete := true
+	earliest := int64(math.MaxInt64)
+	for j := range len(s.shards) {
+		y := (int(x) + j) & int(s.mask)
+		o := &s.shards[y]
+		mine := held.has(y)
+		if !mine {
+			if !o.mu.TryLock() {
+				complete = false
+				continue
+			}
+			o.gen++
+		}
+		found := false
+		if op := o.partFor(b); op != nil {
+			if e, _ := o.expired(op, nowUS, -1); e != nil {
+				o.unlink(e)
+				found = true
+			} else if len(op.heap) > 0 {
+				earliest = min(earliest, op.heap[0].heapAt)
+			}
+		}
+		if !mine {
+			o.mu.Unlock()
+		}
+		if found {
+			return true
+		}
+	}
+	if complete {
+		b.hintMu.Lock()
+		if b.ver == ver {
+			b.hint.Store(earliest)
+		}
+		b.hintMu.Unlock()
+	}
+	return false
+}
+
+// lower records that an entry of b may decay at at: b's hint must not
+// stay later than that.
+func (b *budget) lower(at int64) {
+	if at >= b.hint.Load() && b.scanning.Load() == 0 {
+		return
+	}
+	b.hintMu.Lock()
+	if at < b.hint.Load() {
+		b.hint.Store(at)
+	}
+	b.ver++ // a search under way saw a shard before this entry: it must not raise the hint
+	b.hintMu.Unlock()
+}
+
+// touch marks e as used by the call holding sh: most recently used, and
+// not to be evicted before the call ends.
+func (sh *shard) touch(e *entry) {
+	e.gen = sh.gen
+	if p := e.part; p.head != e {
+		p.unlinkList(e)
+		p.pushFront(e)
+	}
+}
+
+// setExpiry records e's new expiry; an earlier one than its heap key moves
+// it up the heap (a take only ever moves expiry later, which leaves it).
+func (sh *shard) setExpiry(e *entry, at int64) {
+	e.expiresAt = at
+	if at < e.heapAt {
+		e.heapAt = at
+		e.part.up(int(e.idx))
+		e.part.b.lower(at)
+	}
+}
+
+// drop removes e and gives its room back to its budget.
+func (sh *shard) drop(e *entry) { sh.unlink(e) }
+
+// unlink removes e from sh's map, its part's list and heap, and its
+// budget's count.
+func (sh *shard) unlink(e *entry) {
+	p := e.part
+	delete(sh.m, e.key)
+	p.unlinkList(e)
+	p.remove(int(e.idx))
+	p.b.n.Add(-1)
+}
+
+// expired returns an entry of p that has decayed at nowUS and that the
+// call holding sh has not touched, or nil. It brings the heap's top up to
+// date on the way: each stale heap key it meets is replaced by the entry's
+// expiry, so that work is paid once per extension of an expiry, not per
+// call. An expired entry the current call touched (it is being rewritten)
+// is keyed out of the way until the call sets its new expiry. limit, when
+// not negative, bounds the heap keys it updates (steps; the sweeper's
+// batches): nil with steps == limit means it stopped early.
+func (sh *shard) expired(p *part, nowUS int64, limit int) (e *entry, steps int) {
+	for len(p.heap) > 0 && steps != limit {
+		e := p.heap[0]
+		switch {
+		case e.heapAt > nowUS:
+			return nil, steps
+		case e.expiresAt > nowUS:
+			e.heapAt = e.expiresAt
+		case e.gen == sh.gen:
+			e.heapAt = math.MaxInt64 // setExpiry lowers it again
+		default:
+			return e, steps
+		}
+		p.down(0)
+		steps++
+	}
+	return nil, steps
+}
+
+// lru returns p's least recently used entry that the call holding sh has
+// not touched, or nil. Touched entries are at the front, so this looks at
+// a few entries at most.
+func (sh *shard) lru(p *part) *entry {
+	for e := p.tail; e != nil; e = e.prev {
+		if e.gen != sh.gen {
+			return e
+		}
+	}
+	return nil
+}
+
+// The recency list: head is the most recently used.
+
+func (p *part) pushFront(e *entry) {
+	e.prev, e.next = nil, p.head
+	if p.head != nil {
+		p.head.prev = e
+	} else {
+		p.tail = e
+	}
+	p.head = e
+}
+
+func (p *part) unlinkList(e *entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		p.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		p.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+// The expiry heap: a binary min-heap on heapAt, each entry knowing its
+// index.
+
+func (p *part) push(e *entry) {
+	e.idx = int32(len(p.heap))
+	p.heap = append(p.heap, e)
+	p.up(int(e.idx))
+}
+
+func (p *part) remove(i int) {
+	last := len(p.heap) - 1
+	if i != last {
+		p.swap(i, last)
+	}
+	p.heap[last] = nil
+	p.heap = p.heap[:last]
+	if i != last {
+		p.down(i)
+		p.up(i)
+	}
+}
+
+func (p *part) swap(i, j int) {
+	h := p.heap
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = int32(i), int32(j)
+}
+
+func (p *part) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if p.heap[parent].heapAt <= p.heap[i].heapAt {
+			return
+		}
+		p.swap(i, parent)
+		i = parent
+	}
+}
+
+func (p *part) down(i int) {
+	n := len(p.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && p.heap[r].heapAt < p.heap[l].heapAt {
+			c = r
+		}
+		if p.heap[i].heapAt <= p.heap[c].heapAt {
+			return
+		}
+		p.swap(i, c)
+		i = c
+	}
+}
+
+// Len returns the number of keys held, expired ones not yet swept or
+// reclaimed included.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += sh.lru.Len()
+		n += len(sh.m)
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// Budget is one key budget's counters, for metrics.
+type Budget struct {
+	// ID is the rule ID its keys start with (rules.Rule.ID); zero for the
+	// shared budget.
+	ID [8]byte
+	// Shared marks the shared budget: ops with MaxKeys 0
+	// (Options.MaxKeys).
+	Shared bool
+	// Keys is the number of keys held, expired ones not yet swept or
+	// reclaimed included; MaxKeys the bound (the newest op's MaxKeys).
+	Keys, MaxKeys int64
+	// Evictions counts live keys evicted to make room for a new key of a
+	// non-sensitive op, since New.
+	Evictions uint64
+	// Full counts new keys of sensitive ops answered by their OnError
+	// because the budget was full of live state, since New.
+	Full uint64
+}
+
+// Budgets returns every budget the store has seen, the shared one first.
+func (s *Store) Budgets() []Budget {
+	s.budgetsMu.Lock()
+	bs := make([]*budget, 0, len(s.budgets)+1)
+	bs = append(bs, s.shared)
+	for _, b := range s.budgets {
+		bs = append(bs, b)
+	}
+	s.budgetsMu.Unlock()
+	out := make([]Budget, len(bs))
+	for i, b := range bs {
+		out[i] = Budget{
+			ID: b.id, Shared: b.shared, Keys: b.n.Load(), MaxKeys: b.max.Load(),
+			Evictions: b.evicted.Load(), Full: b.full.Load(),
+		}
+	}
+	return out
 }
 
 // Close stops the sweeper and waits for it. The Store stays usable; Close
@@ -286,30 +833,47 @@ func (s *Store) sweepLoop(interval time.Duration) {
 	}
 }
 
-// sweepBatch bounds how long the sweeper holds a shard's lock at a time.
-const sweepBatch = 256
-
-// sweep drops every entry expired at nowUS, one shard and one batch at a
-// time, so requests on a shard wait at most one batch.
+// sweep drops every entry expired at nowUS, one shard and at most
+// sweepBatch heap steps at a time, so requests on a shard wait at most one
+// batch. The heaps make it proportional to what expired (and to the stale
+// heap keys it brings up to date), not to what is held.
 func (s *Store) sweep(nowUS int64) (dropped int) {
 	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		keys := sh.lru.Keys() // oldest first
-		sh.mu.Unlock()
-		for len(keys) > 0 {
-			batch := keys[:min(len(keys), sweepBatch)]
-			keys = keys[len(batch):]
-			sh.mu.Lock()
-			for _, k := range batch {
-				// Peek: the sweeper must not refresh recency.
-				if e, ok := sh.lru.Peek(k); ok && nowUS >= e.expiresAt {
-					sh.lru.Remove(k)
-					dropped++
-				}
-			}
-			sh.mu.Unlock()
-		}
+		dropped += s.shards[i].sweep(nowUS)
 	}
 	return dropped
+}
+
+func (sh *shard) sweep(nowUS int64) (dropped int) {
+	k := -1 // the part being swept: -1 the shared one, then parts[k]
+	for {
+		sh.mu.Lock()
+		sh.gen++ // nothing is being rewritten: every expired entry may go
+		left := sweepBatch
+		for left > 0 && k < len(sh.parts) {
+			p := sh.shared
+			if k >= 0 {
+				p = sh.parts[k]
+			}
+			if p == nil {
+				k++
+				continue
+			}
+			e, steps := sh.expired(p, nowUS, left)
+			left -= steps
+			switch {
+			case e != nil:
+				sh.unlink(e)
+				dropped++
+				left--
+			case left > 0: // not stopped early: nothing more has expired here
+				k++
+			}
+		}
+		done := k >= len(sh.parts)
+		sh.mu.Unlock()
+		if done {
+			return dropped
+		}
+	}
 }

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -76,11 +77,11 @@ func TestNew(t *testing.T) {
 		name       string
 		opts       Options
 		wantShards int
-		wantPer    int
+		wantKeys   int // the shared budget's bound
 		wantErr    bool
 	}{
-		{"zero value", Options{}, DefaultShards, (DefaultMaxKeys + DefaultShards - 1) / DefaultShards, false},
-		{"rounded up to a power of two", Options{Shards: 3, MaxKeys: 10}, 4, 3, false},
+		{"zero value", Options{}, DefaultShards, DefaultMaxKeys, false},
+		{"rounded up to a power of two", Options{Shards: 3, MaxKeys: 10}, 4, 10, false},
 		{"fewer keys than shards", Options{Shards: 8, MaxKeys: 1}, 8, 1, false},
 		{"negative keys", Options{MaxKeys: -1}, 0, 0, true},
 		{"too many shards", Options{Shards: MaxShards + 1}, 0, 0, true},
@@ -100,13 +101,15 @@ func TestNew(t *testing.T) {
 			if len(s.shards) != tt.wantShards {
 				t.Errorf("got %d shards, want %d", len(s.shards), tt.wantShards)
 			}
-			// Fill one shard past its bound to read the bound.
-			sh := &s.shards[0]
-			for i := range tt.wantPer + 5 {
-				sh.lru.Add(rules.Key{byte(i), byte(i >> 8), byte(i >> 16)}, &entry{})
+			// Take more keys than the bound, one call each, to read it:
+			// the shared budget holds that many across all shards.
+			for i := range tt.wantKeys + 5 {
+				op := gcraOp(0, 1, time.Hour)
+				op.Key[1], op.Key[2], op.Key[3] = byte(i), byte(i>>8), byte(i>>16)
+				take(t, s, storetest.Base, op)
 			}
-			if got := sh.lru.Len(); got != tt.wantPer {
-				t.Errorf("got %d keys per shard, want %d", got, tt.wantPer)
+			if got := s.Len(); got != tt.wantKeys {
+				t.Errorf("got %d keys, want %d", got, tt.wantKeys)
 			}
 		})
 	}
@@ -147,7 +150,7 @@ func TestExpiredEntryIsReusedFresh(t *testing.T) {
 	op.Algorithm, op.Cost = rules.SlidingLog, 5
 	now := storetest.Base
 	take(t, s, now, op)
-	e, _ := s.shards[s.shardOf(&op.Key)].lru.Peek(op.Key)
+	e := s.shards[s.shardOf(&op.Key)].m[op.Key]
 	arr := &e.st.Log[:1][0]
 	// Long after expiry, without a sweep: the same entry, read as fresh,
 	// its log's array reused.
@@ -155,7 +158,7 @@ func TestExpiredEntryIsReusedFresh(t *testing.T) {
 	if !res[0].Allowed {
 		t.Fatalf("got %+v, want allowed: an expired key is fresh", res[0])
 	}
-	e2, _ := s.shards[s.shardOf(&op.Key)].lru.Peek(op.Key)
+	e2 := s.shards[s.shardOf(&op.Key)].m[op.Key]
 	if e2 != e || &e2.st.Log[:1][0] != arr {
 		t.Error("expired entry not reused in place")
 	}
@@ -301,5 +304,59 @@ func TestManyOpsPastTheStackCache(t *testing.T) {
 		if r.Remaining != 1 {
 			t.Errorf("op %d: got %d left, want 1", i, r.Remaining)
 		}
+	}
+}
+
+// TestOneCallKeepsEveryWrite is issue 9's write loss: a call whose ops
+// fall in one shard holding fewer entries than the call has ops must keep
+// every op's write (a call never evicts a key it touches), however the
+// call mixes new and existing keys.
+func TestOneCallKeepsEveryWrite(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		maxKeys  int
+		existing string // keys taken, one call each, before the call
+		call     string // the call's keys, in op order
+	}{
+		{"two new keys, room for one", 1, "", "ab"},
+		{"new key after an existing one", 1, "a", "ab"},
+		{"new key before an existing one", 1, "a", "ba"},
+		{"three new keys, room for two", 2, "", "abc"},
+		{"two new keys, two existing, room for two", 2, "ab", "cadb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t, Options{Shards: 1, MaxKeys: tt.maxKeys, SweepInterval: -1})
+			now := storetest.Base
+			// Two takes per hour each: the existing keys have one left,
+			// the new ones two.
+			op := func(k byte) rules.Op { return gcraOp(k, 2, time.Hour) }
+			for _, k := range []byte(tt.existing) {
+				take(t, s, now, op(k))
+			}
+			var ops []rules.Op
+			for _, k := range []byte(tt.call) {
+				ops = append(ops, op(k))
+			}
+			for i, r := range take(t, s, now, ops...) {
+				if !r.Allowed {
+					t.Fatalf("op %d (%c): got %+v, want allowed", i, tt.call[i], r)
+				}
+			}
+			// Each key of the call, alone: exactly what the call left.
+			for _, k := range []byte(tt.call) {
+				peek := op(k)
+				peek.Kind = rules.OpPeek
+				want := int64(1)
+				if strings.IndexByte(tt.existing, k) >= 0 {
+					want = 0
+				}
+				r := take(t, s, now, peek)[0]
+				if got := r.Remaining; got != want || r.Allowed != (want > 0) {
+					t.Errorf("key %c after the call: got %+v, want %d left (the call's write kept)", k, r, want)
+				}
+			}
+		})
 	}
 }
