@@ -328,14 +328,14 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			Enforce:   m.Enforce,
 			Attempts:  r.Count == CountAttempts,
 			OnError:   r.OnStoreError,
+			Sensitive: r.Sensitive,
+			MaxKeys:   int32(r.MaxKeys), // ≤ MaxKeysLimit (load.go)
 		})
 		if r.IPCeiling > 0 {
 			// All visitors of one IP share a ceiling (key: the IP instead
 			// of the visitor), in the same call, so stockpiled visitor IDs
 			// cannot multiply a client's budget.
 			ck, _ := e.key(r, p, req, s, true)
-			Sensitive: r.Sensitive,
-			MaxKeys:   int32(r.MaxKeys), // ≤ MaxKeysLimit (load.go)
 			m.CeilingOp = len(s.Ops)
 			op := s.Ops[m.Op]
 			op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
