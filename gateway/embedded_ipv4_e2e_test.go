@@ -111,3 +111,25 @@ func TestEmbeddedIPv4SharesTheNativeIPv4Bucket(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddedIPv4DecisionPathAllocatesNothing: counting a 6to4, NAT64 or
+// Teredo client as its IPv4 address adds no allocation to the decision
+// path (HOUSE-STYLE §6; TestDecisionPathAllocatesNothing's setup).
+func TestEmbeddedIPv4DecisionPathAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	for _, xff := range []string{
+		"2002:c633:6409::1, 10.0.0.2",
+		"64:ff9b::198.51.100.9, 10.0.0.2",
+		"2001:0:4136:e378:8000:63bf:39cc:9bf6, 10.0.0.2",
+	} {
+		bs := newBenchSetup(t, "10.1.2.3", xff)
+		if got := bs.rs.req.Client.String(); got != "198.51.100.9" {
+			t.Fatalf("%s: client %s, want 198.51.100.9", xff, got)
+		}
+		if n := testing.AllocsPerRun(200, func() { bs.s.decide(bs.ctx, bs.st, bs.rs) }); n != 0 {
+			t.Errorf("%s: decision path allocates %.1f times per request, want 0", xff, n)
+		}
+	}
+}

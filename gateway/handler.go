@@ -18,6 +18,10 @@ import (
 
 // methodOverrideHeaders are matched as well as the request's own method
 // (DESIGN §2.3), so `GET /login` saying POST lands in a POST /login rule.
+// They are matched under these names in any case (fasthttp's PeekAll);
+// every other spelling an origin reads as one of them ("X_HTTP_Method_Override":
+// PHP, Django and Rack read "_" as "-") is removed before forwarding
+// (dropHeader; docs/host-and-path.md §3).
 var methodOverrideHeaders = [...]string{
 	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
 }
@@ -30,7 +34,8 @@ type reqState struct {
 	canon     []byte
 	match     []byte
 	method    []byte
-	host      []byte
+	host      []byte // the host rules match (rules.AppendHost's name)
+	authority []byte // the Host the origin receives (rules.AppendHost's authority)
 	overrides []byte
 	uri       []byte
 	xff       []byte
@@ -44,12 +49,14 @@ type reqState struct {
 
 func newReqState() any {
 	return &reqState{
-		sc:    rules.NewScratch(16),
-		canon: make([]byte, 0, 256),
-		match: make([]byte, 0, 256),
-		uri:   make([]byte, 0, 512),
-		xff:   make([]byte, 0, 128),
-		hdr:   make([]byte, 0, 512),
+		sc:        rules.NewScratch(16),
+		canon:     make([]byte, 0, 256),
+		match:     make([]byte, 0, 256),
+		host:      make([]byte, 0, 64),
+		authority: make([]byte, 0, 64),
+		uri:       make([]byte, 0, 512),
+		xff:       make([]byte, 0, 128),
+		hdr:       make([]byte, 0, 512),
 	}
 }
 
@@ -124,8 +131,9 @@ func (s *Server) release(rs *reqState) {
 }
 
 // decide is the decision path: client address, canonical and match paths,
-// and the Engine's one store call, leaving the decision in rs.d. It
-// allocates nothing. ok is false for a path that cannot be canonicalised.
+// host, and the Engine's one store call, leaving the decision in rs.d. It
+// allocates nothing. ok is false, for a 400, for a path that cannot be
+// canonicalised or a host that cannot be read one way only (requestHost).
 func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState) (ok bool) {
 	p := st.policy
 	now := ctx.Time()
@@ -150,7 +158,9 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 			rs.overrides = rules.AppendMethodTokens(rs.overrides, v)
 		}
 	}
-	rs.host = appendHost(rs.host[:0], ctx.Request.URI().Host())
+	if !requestHost(ctx, st, rs) {
+		return false
+	}
 
 	rs.fields.r = &ctx.Request
 	var visitor nat.ID
@@ -193,7 +203,7 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		switch m.Outcome {
 		case rules.OutcomeDryRunDeny:
 			level, msg = slog.LevelInfo, "would have refused"
-		case rules.OutcomeDeny, rules.OutcomeMissing:
+		case rules.OutcomeDeny, rules.OutcomeMissing, rules.OutcomeInvalid:
 			level, msg = slog.LevelDebug, "refused"
 		case rules.OutcomeStoreErrorAllow:
 			level, msg = slog.LevelDebug, "store unavailable: allowed"
@@ -246,10 +256,13 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	s.sanitizeHeaders(rs, req, trusted && p.ForwardedHeader == "Forwarded")
 	req.Header.ResetConnectionClose()
 	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
-	if len(req.Header.Host()) == 0 {
-		// HTTP/1.0 without Host: name the origin rather than fail.
-		req.Header.SetHost(st.upstream.Addr)
-	}
+	// The host the rules matched, in the one spelling they matched it
+	// (requestHost): never the client's Host beside another target.
+	req.Header.SetHostBytes(rs.authority)
+	// The origin sees the client's Content-Type or none: fasthttp's client
+	// would add application/octet-stream to a body sent without one, and
+	// an origin reads such a body differently (docs/host-and-path.md §4).
+	req.Header.SetNoDefaultContentType(true)
 	req.SetRequestURIBytes(rs.uri)
 	mint := s.visitorHeader(st, rs, req, d)
 	defer func() {
@@ -294,10 +307,22 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 // clientIPHeaders name the client's address to origins that trust them.
 // The edge is the one authority on who the client is (X-Forwarded-For, which
 // it rewrites), so client-sent copies never reach the origin, in any
-// spelling: CGI, PHP and WSGI origins read "_" as "-".
+// spelling (dropHeader).
 var clientIPHeaders = [...]string{
 	"x-forwarded-for", "x-real-ip", "forwarded", "true-client-ip", "x-client-ip",
 	"x-cluster-client-ip", "cf-connecting-ip", "fastly-client-ip", "x-original-forwarded-for",
+}
+
+// originRouteHeaders are headers from which origins behind a proxy take the
+// request's host or path instead of Host and the request-target:
+// X-Forwarded-Host (Express with "trust proxy", Django's
+// USE_X_FORWARDED_HOST, Werkzeug's ProxyFix, Rails), X-Host,
+// X-Forwarded-Server and X-Original-Host (host), X-Original-URL and
+// X-Rewrite-URL (IIS URL Rewrite, older Symfony: the path). The edge
+// matched Host and the target; a client-sent copy would let the origin
+// route elsewhere, so none reaches it (docs/host-and-path.md §1).
+var originRouteHeaders = [...]string{
+	"x-forwarded-host", "x-host", "x-forwarded-server", "x-original-host", "x-original-url", "x-rewrite-url",
 }
 
 // visitorHeader tells the origin who the visitor is, X-Edge-Visitor: the
@@ -320,10 +345,10 @@ func (s *Server) visitorHeader(st *policyState, rs *reqState, req *fasthttp.Requ
 	return mint
 }
 
-// sanitizeHeaders removes every client-sent X-Edge-* header (only the edge
-// speaks in that namespace to the origin) and every client-IP header, "_"
-// spellings included. keepForwarded keeps a canonical Forwarded header from
-// a trusted proxy under forwarded_header = "forwarded".
+// sanitizeHeaders removes, in every spelling, the client-sent headers only
+// the edge may speak to the origin (dropHeader). keepForwarded keeps a
+// canonical Forwarded header from a trusted proxy under forwarded_header =
+// "forwarded".
 func (s *Server) sanitizeHeaders(rs *reqState, req *fasthttp.Request, keepForwarded bool) {
 	rs.edgeHdrs = rs.edgeHdrs[:0]
 	for k := range req.Header.All() {
@@ -341,31 +366,71 @@ func (s *Server) sanitizeHeaders(rs *reqState, req *fasthttp.Request, keepForwar
 }
 
 // dropHeader reports whether a client-sent header name must not reach the
-// origin.
+// origin. Names are compared as origins compare them: case-insensitively,
+// and with every byte other than a letter or digit read as "-", since CGI
+// (RFC 3875 §4.1.18), PHP's $_SERVER, WSGI (Django's request.META) and Rack
+// name a header HTTP_ plus its name with "-" as "_" (PHP also turns "." and
+// " " into "_"), so "X_Edge_Visitor" and "X.Edge.Visitor" are X-Edge-Visitor
+// to them. Dropped, whatever the name's length:
+//
+//   - the X-Edge-* namespace: only the edge speaks in it to the origin;
+//   - clientIPHeaders, but for keepForwarded's own "Forwarded";
+//   - originRouteHeaders;
+//   - a method override header (methodOverrideHeaders) in a spelling other
+//     than the one the edge matched (letters in any case, "-" between):
+//     matched or removed, never forwarded unmatched.
 func dropHeader(k []byte, keepForwarded bool) bool {
-	if len(k) > 64 {
-		return false
-	}
-	var buf [64]byte
-	n := buf[:len(k)]
-	for i, c := range k {
-		switch {
-		case c == '_':
-			c = '-'
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		}
-		n[i] = c
-	}
-	if bytes.HasPrefix(n, []byte("x-edge-")) {
+	if headerNameHasPrefix(k, "x-edge-") {
 		return true
 	}
 	for _, h := range clientIPHeaders {
-		if string(n) == h {
+		if headerNameIs(k, h) {
 			return !(keepForwarded && h == "forwarded" && bytes.Equal(k, []byte("Forwarded")))
 		}
 	}
+	for _, h := range originRouteHeaders {
+		if headerNameIs(k, h) {
+			return true
+		}
+	}
+	for _, h := range methodOverrideHeaders {
+		if headerNameIs(k, h) {
+			return !bytes.EqualFold(k, []byte(h))
+		}
+	}
 	return false
+}
+
+// headerNameByte folds one byte of a header name as dropHeader compares
+// names: ASCII letters to lower case, digits kept, anything else "-".
+func headerNameByte(c byte) byte {
+	switch {
+	case 'A' <= c && c <= 'Z':
+		return c + 'a' - 'A'
+	case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		return c
+	}
+	return '-'
+}
+
+// headerNameIs reports whether the names k and want fold (headerNameByte)
+// alike.
+func headerNameIs(k []byte, want string) bool {
+	return len(k) == len(want) && headerNameHasPrefix(k, want)
+}
+
+// headerNameHasPrefix reports whether the name k, folded, starts with want,
+// folded.
+func headerNameHasPrefix(k []byte, want string) bool {
+	if len(k) < len(want) {
+		return false
+	}
+	for i := 0; i < len(want); i++ {
+		if headerNameByte(k[i]) != headerNameByte(want[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // hopByHop are the RFC 9110 §7.6.1 connection-specific headers a proxy must
@@ -457,26 +522,27 @@ func appendUpper(dst, b []byte) []byte {
 	return dst
 }
 
-// appendHost appends the host the request names (the absolute-form
-// target's or the Host header's) lower-cased, without userinfo, port or a
-// trailing dot, as an origin would route it.
-func appendHost(dst, h []byte) []byte {
-	if i := bytes.LastIndexByte(h, '@'); i >= 0 {
-		h = h[i+1:]
+// requestHost reads the host the request names into rs.host (for the
+// rules) and rs.authority (the Host the origin receives): one host for both
+// (docs/host-and-path.md §1). It is the absolute-form target's authority if
+// the target has one, which replaces Host (RFC 9112 §3.2.2; fasthttp's
+// URI().Host() already prefers it and drops userinfo), or else Host;
+// rules.AppendHost normalises it. ok is false, for a 400, for an HTTP/1.1
+// request without a Host header or with an empty one (RFC 9112 §3.2: a
+// server MUST answer 400; two Host headers never get here, fasthttp answers
+// them 400) and for a host AppendHost refuses. An HTTP/1.0 request without
+// a host is matched and forwarded under the upstream's address, the Host
+// the origin receives.
+func requestHost(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState) (ok bool) {
+	if ctx.Request.Header.IsHTTP11() && len(ctx.Request.Header.Host()) == 0 {
+		return false
 	}
-	if len(h) > 0 && h[0] == '[' {
-		if i := bytes.IndexByte(h, ']'); i > 0 {
-			h = h[1:i]
-		}
-	} else if i := bytes.LastIndexByte(h, ':'); i >= 0 && bytes.IndexByte(h[:i], ':') < 0 {
-		h = h[:i]
+	h := ctx.Request.URI().Host()
+	if len(h) == 0 {
+		rs.authority = append(rs.authority[:0], st.upstreamAuthority...)
+		rs.host = append(rs.host[:0], st.upstreamHost...)
+		return true
 	}
-	h = bytes.TrimRight(h, ".")
-	for _, c := range h {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
+	rs.authority, rs.host, ok = rules.AppendHost(rs.authority[:0], rs.host[:0], h)
+	return ok
 }

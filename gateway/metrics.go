@@ -13,13 +13,20 @@ const numOutcomes = rules.NumOutcomes
 
 // metricOutcome is the `decision` label of edge_decisions_total for an
 // outcome (DESIGN §8), or "" for outcomes that are not decisions (a rule
-// skipped for a missing optional identity).
+// skipped for a missing optional identity). A 400 for an identity is
+// counted as the outcome names it, never as deny, which is a refusal for
+// the limit or the rule's action; a dry-run rule's would-be 400 is counted
+// the same way (it is the identity that is bad, not the limit).
 func metricOutcome(o rules.Outcome) string {
 	switch o {
 	case rules.OutcomeAllow:
 		return "allow"
-	case rules.OutcomeDeny, rules.OutcomeMissing, rules.OutcomeInvalid:
+	case rules.OutcomeDeny:
 		return "deny"
+	case rules.OutcomeInvalid:
+		return "invalid_identity"
+	case rules.OutcomeMissing:
+		return "missing_identity"
 	case rules.OutcomeDryRunDeny:
 		return "dry_run_deny"
 	case rules.OutcomeStoreErrorAllow:
@@ -55,11 +62,11 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m := &metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_decisions_total",
-			Help: "Decisions of each rule on the requests it matched, by rule and decision (allow, deny, dry_run_deny, store_error_allow, store_error_deny).",
+			Help: "Decisions of each rule on the requests it matched, by rule and decision (allow, deny, dry_run_deny, store_error_allow, store_error_deny, invalid_identity, missing_identity).",
 		}, []string{"rule", "decision"}),
 		malformed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edge_malformed_requests_total",
-			Help: "Requests refused with 400 before any rule, for a path that cannot be canonicalised.",
+			Help: "Requests refused with 400 before any rule, for a path that cannot be canonicalised or a host that cannot be read one way only.",
 		}),
 		upstreamErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edge_upstream_errors_total",
@@ -76,7 +83,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	})
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "edge_requests_total",
-		Help: "Requests the edge decided, by verdict (forward, refuse_limit, refuse_forbidden, reject_missing_identity, unavailable).",
+		Help: "Requests the edge decided, by verdict (forward, refuse_limit, refuse_forbidden, reject_missing_identity, reject_invalid_identity, unavailable).",
 	}, []string{"verdict"})
 	for i, n := range verdictNames {
 		m.verdicts[i] = requests.WithLabelValues(n)

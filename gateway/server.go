@@ -108,6 +108,10 @@ type policyState struct {
 	upstream *fasthttp.HostClient
 	counters [][numOutcomes]prometheus.Counter // per rule, per outcome
 	signer   *nat.Signer                       // visitor IDs; nil without a visitor block
+	// upstreamHost and upstreamAuthority are the upstream's address in
+	// rules.AppendHost's forms: the host of an HTTP/1.0 request without
+	// one (requestHost).
+	upstreamHost, upstreamAuthority []byte
 }
 
 // New returns a Server for opts.
@@ -169,6 +173,10 @@ func (s *Server) install(p *rules.Policy) error {
 		return err
 	}
 	st := &policyState{policy: p, upstream: hc, counters: make([][numOutcomes]prometheus.Counter, len(p.Rules))}
+	var ok bool
+	if st.upstreamAuthority, st.upstreamHost, ok = rules.AppendHost(nil, nil, []byte(hc.Addr)); !ok {
+		return fmt.Errorf("gateway: upstream address %q is not HOST:PORT", hc.Addr)
+	}
 	if v := p.Visitor; v != nil {
 		if st.signer, err = s.visitorSigner(v); err != nil {
 			return err

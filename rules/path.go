@@ -24,7 +24,13 @@ const pathUpperHex = "0123456789ABCDEF"
 // ok is false, and dst is returned unchanged, for a path that must be
 // refused with 400: one that does not start with '/', is longer than 8 KiB,
 // has an invalid percent-escape ("%zz", "%4" at the end) or a control
-// character (below 0x20, or 0x7F), or encodes NUL as %00.
+// character (below 0x20, or 0x7F), encodes NUL as %00, or has a segment of
+// only dots and spaces other than "." and ".." ("...", ". ", "%20"). Here
+// a segment is what AppendMatchPath takes for one: split at '/', '\', %2F
+// and %5C, up to any ";params". Windows origins strip a segment's trailing
+// dots and spaces, so such a segment is empty, "." or ".." to some origins
+// and a name to others: no one match form is right for all of them
+// (docs/host-and-path.md §2).
 //
 // The result is never longer than raw, so AppendCanonicalPath does not
 // allocate when dst has len(raw) bytes of room. It is idempotent: the
@@ -38,6 +44,7 @@ func AppendCanonicalPath(dst, raw []byte) (out []byte, ok bool) {
 	// dst[base:] starts with '/' and, between segments, ends with '/'.
 	for i := 1; ; i++ { // raw[i-1] is a '/'
 		seg := len(dst)
+		var ds dotSpaces // the match-form segment so far
 		for ; i < len(raw) && raw[i] != '/'; i++ {
 			c := raw[i]
 			switch {
@@ -47,6 +54,9 @@ func AppendCanonicalPath(dst, raw []byte) (out []byte, ok bool) {
 					return dst[:base], false
 				}
 				i += 2
+				if !ds.add(v) {
+					return dst[:base], false
+				}
 				if pathUnreserved(v) {
 					dst = append(dst, v)
 				} else {
@@ -56,7 +66,13 @@ func AppendCanonicalPath(dst, raw []byte) (out []byte, ok bool) {
 			case c < 0x20 || c == 0x7f:
 				return dst[:base], false
 			}
+			if !ds.add(c) {
+				return dst[:base], false
+			}
 			dst = append(dst, c)
+		}
+		if ds.ambiguous() {
+			return dst[:base], false
 		}
 		last := i >= len(raw)
 		dst = pathEndSegment(dst, base, seg, last)
@@ -64,6 +80,48 @@ func AppendCanonicalPath(dst, raw []byte) (out []byte, ok bool) {
 			return dst, true
 		}
 	}
+}
+
+// dotSpaces follows one segment of the match form through
+// AppendCanonicalPath's decoded bytes, to refuse a segment of only dots and
+// spaces.
+type dotSpaces struct {
+	n, dots int  // bytes and dots of the segment so far
+	other   bool // it has a byte other than '.' and ' '
+	params  bool // inside ";params", which the match form drops
+}
+
+// add takes the next decoded byte of the path (within a '/'-segment) and
+// reports false if it ends an ambiguous segment: the match form's
+// separators ('\', and '/' from %2F) and ';' end one.
+func (d *dotSpaces) add(c byte) bool {
+	switch {
+	case c == '/' || c == '\\':
+		if d.ambiguous() {
+			return false
+		}
+		*d = dotSpaces{}
+	case d.params:
+	case c == ';':
+		if d.ambiguous() {
+			return false
+		}
+		d.params = true
+	case c == '.':
+		d.n++
+		d.dots++
+	case c == ' ':
+		d.n++
+	default:
+		d.other = true
+	}
+	return true
+}
+
+// ambiguous reports whether the segment is only dots and spaces, and is
+// not "." or "..".
+func (d *dotSpaces) ambiguous() bool {
+	return !d.other && d.n > 0 && !(d.n == d.dots && d.n <= 2)
 }
 
 // AppendMatchPath appends the form of a canonical path (from
@@ -76,6 +134,11 @@ func AppendCanonicalPath(dst, raw []byte) (out []byte, ok bool) {
 //   - drops ";params" from each segment, ';' and %3B alike, as Tomcat and
 //     other servlet containers do before routing ("/login;jsessionid=x",
 //     "/..;/login");
+//   - drops a segment's trailing dots and spaces (' ' and %20), as Windows
+//     origins do (IIS serves "/login." and "/.git./config" as "/login" and
+//     "/.git/config"), unless the segment is "." or ".."; a segment of
+//     nothing else, which AppendCanonicalPath refuses, is left out
+//     (docs/host-and-path.md §2);
 //   - then resolves "." and ".." segments and collapses slashes again;
 //   - drops a trailing slash ("/" stays "/");
 //   - lowercases ASCII letters (not the hex digits of escapes) when
@@ -128,6 +191,7 @@ func appendMatchPath(dst, canonical []byte, caseInsensitive bool) []byte {
 				dst = append(dst, c)
 			}
 		}
+		dst = dst[:seg+trimDotSpaces(dst[seg:])]
 		last := i >= len(p)
 		dst = pathEndSegment(dst, base, seg, last)
 		if last {
@@ -139,6 +203,26 @@ func appendMatchPath(dst, canonical []byte, caseInsensitive bool) []byte {
 		dst = dst[:n-1]
 	}
 	return dst
+}
+
+// trimDotSpaces returns the length of the match-form segment s without its
+// trailing dots, spaces and %20s; a "." or ".." segment is kept whole.
+func trimDotSpaces(s []byte) int {
+	if len(s) == 1 && s[0] == '.' || len(s) == 2 && s[0] == '.' && s[1] == '.' {
+		return len(s)
+	}
+	n := len(s)
+	for n > 0 {
+		switch {
+		case s[n-1] == '.' || s[n-1] == ' ':
+			n--
+		case n >= 3 && s[n-3] == '%' && s[n-2] == '2' && s[n-1] == '0':
+			n -= 3
+		default:
+			return n
+		}
+	}
+	return 0
 }
 
 // pathMatchByte returns the byte at p[i] for AppendMatchPath and how many

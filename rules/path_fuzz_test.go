@@ -12,6 +12,8 @@ func FuzzCanonicalPath(f *testing.F) {
 		"/../../login", "/login;jsessionid=x", "/api%2Flogin", "/%2e%2e/login", "/login%2F",
 		"/%zz", "/%4", "/login%00", "login", "/a\\..\\b", "/x/..;/login", "/a%2F..%2F..%2Fb",
 		"/caf%c3%a9/", "/.%2e/./", "/%3b/%5c/",
+		"/login.", "/login..", "/.git./config", "/login%2E", "/login%20", "/a/..%20/b", "/.../x", "/x%2F...%2Fy",
+		"/login.;x", "/login%EF%BC%8E", "/a.%20.%20/",
 	} {
 		f.Add([]byte(s), true)
 	}

@@ -62,6 +62,26 @@ func TestAppendCanonicalPath(t *testing.T) {
 		{"tab", "/a\tb", ""},
 		{"del", "/a\x7f", ""},
 		{"overlong", "/" + strings.Repeat("a", maxRawPathLen), ""},
+
+		// Segments of only dots and spaces, but "." and "..", are
+		// refused: Windows origins strip them to nothing or to a dot
+		// segment, others serve them as names.
+		{"trailing dot kept", "/login.", "/login."},
+		{"trailing dots and spaces kept", "/login.%20.", "/login.%20."},
+		{"dot dot with params kept", "/..;/login", "/..;/login"},
+		{"three dots", "/.../login", ""},
+		{"three dots last", "/a/...", ""},
+		{"encoded three dots", "/%2e%2E./login", ""},
+		{"dot dot space", "/a/..%20/login", ""},
+		{"dot space", "/x/.%20/login", ""},
+		{"raw dot space", "/x/. /login", ""},
+		{"space", "/%20/login", ""},
+		{"raw space", "/ /login", ""},
+		{"dots behind an encoded slash", "/x%2F...%2Flogin", ""},
+		{"dots behind a backslash", "/x\\...\\login", ""},
+		{"dots before params", "/x/...;a/login", ""},
+		{"dots in params kept", "/x;.../login", "/x;.../login"},
+		{"dot dot behind an encoded slash kept", "/x%2F..%2Flogin", "/x%2F..%2Flogin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,6 +152,19 @@ func TestAppendMatchPath(t *testing.T) {
 		{"no folding when case-sensitive", "/LOG%C4%B0N", false, "/LOG%C4%B0N"},
 		{"only slashes", "/////", true, "/"},
 		{"only dots", "/./../.", true, "/"},
+		{"trailing dot", "/login.", true, "/login"},
+		{"trailing dots", "/login..", true, "/login"},
+		{"encoded trailing dot", "/login%2E", true, "/login"},
+		{"trailing space", "/login%20", true, "/login"},
+		{"trailing dots and spaces", "/login.%20.%20", true, "/login"},
+		{"trailing dot mid path", "/.git./config", true, "/.git/config"},
+		{"trailing space mid path", "/.git%20/config", true, "/.git/config"},
+		{"trailing dot before params", "/login.;x=1", true, "/login"},
+		{"trailing dot before encoded slash", "/a.%2Fb", true, "/a/b"},
+		{"trailing dot case-sensitive", "/Login.", false, "/Login"},
+		{"leading dots kept", "/.htaccess", true, "/.htaccess"},
+		{"inner dots and spaces kept", "/a..b/c%20d", true, "/a..b/c%20d"},
+		{"fullwidth full stop folds and is stripped", "/login%EF%BC%8E", true, "/login"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,6 +190,7 @@ func TestMatchPathLogin(t *testing.T) {
 		"/a/../login", "/../../login", "/login;jsessionid=x", "/login;", "/%2e%2e/login", "/login%2F",
 		"/foo/..;/login", "/foo%2F..%2Flogin", "/foo%5C..%5Clogin", "/foo\\..\\login", "/.%2E/login/.",
 		"/login%3Bx", "/;/login", "/login/;x/", "/login/.;/",
+		"/login.", "/login..", "/login%2E", "/login%20", "/LOGIN./", "/login. ", "/login.;x", "/x/../login.",
 	} {
 		canon, ok := AppendCanonicalPath(nil, []byte(raw))
 		if !ok {
@@ -214,6 +248,18 @@ func slowCanonicalPath(raw string) (string, bool) {
 			b.WriteByte(byte(v))
 		} else {
 			fmt.Fprintf(&b, "%%%02X", v)
+		}
+	}
+	for _, seg := range strings.Split(b.String(), "/") {
+		// The match form's segments: split at '\\', %2F and %5C too, each
+		// up to its ';' (literal or %3B).
+		seg = strings.NewReplacer("%2F", "/", "%5C", "/", "\\", "/", "%3B", ";").Replace(seg)
+		for _, piece := range strings.Split(seg, "/") {
+			piece, _, _ = strings.Cut(piece, ";")
+			piece = strings.ReplaceAll(piece, "%20", " ")
+			if piece != "" && piece != "." && piece != ".." && strings.Trim(piece, ". ") == "" {
+				return "", false
+			}
 		}
 	}
 	segs := strings.Split(b.String()[1:], "/")
@@ -274,6 +320,13 @@ func slowMatchPath(s string, ci bool) string {
 	var out []string
 	for _, seg := range strings.Split(b.String(), "/") {
 		seg, _, _ = strings.Cut(seg, ";")
+		if seg != "." && seg != ".." {
+			// Windows strips a segment's trailing dots and spaces.
+			for trimmed := ""; trimmed != seg; {
+				trimmed = seg
+				seg = strings.TrimSuffix(strings.TrimRight(seg, ". "), "%20")
+			}
+		}
 		switch seg {
 		case "", ".":
 		case "..":
