@@ -54,7 +54,9 @@ func startEdgeOrigin(t *testing.T, path string, replace ...string) (edgeURL, ori
 	origin = gateway.NewDemoOrigin()
 	wg.Go(func() { _ = origin.Serve(ctx, oln) })
 
-	st, err := memstore.New(memstore.Options{MaxKeys: 100_000})
+	// The policy's own bound, as cmd/edge opens the memory store (the
+	// attacks' key flood runs against a small one).
+	st, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
 	if err != nil {
 		t.Fatal(err)
 	}

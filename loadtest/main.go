@@ -68,8 +68,11 @@ type config struct {
 	// cgnat-crowd only; connections is also its crowd's pool
 	cgnat cgnatParams
 
-	// otp-pumping and otp-guessing only
+	// otp-pumping and otp-guessing only; attacks too
 	otp otpParams
+
+	// attacks only
+	attacks attackParams
 }
 
 // scenario is one kind of traffic.
@@ -101,6 +104,8 @@ func scenarios() map[string]scenario {
 
 		"otp-guessing": {run: runOTPGuessing, duration: otpDuration},
 		"otp-pumping":  {run: runOTPPumping, duration: otpDuration},
+
+		"attacks": {run: runAttacks, duration: attacksDuration, requests: attacksRequests},
 	}
 }
 
@@ -152,6 +157,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cg.cookie, "cookie", cg.cookie, "cgnat-crowd: the policy's visitor cookie name")
 	op := defaultOTPParams
 	op.register(fs)
+	at := defaultAttackParams
+	at.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./loadtest [flags]\n\nscenarios: %s\n\nflags:\n", strings.Join(names, ", "))
 		fs.PrintDefaults()
@@ -213,6 +220,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := op.check(); err != nil {
 		return usage("%v", err)
 	}
+	if err := at.check(); err != nil {
+		return usage("%v", err)
+	}
+	at.originSet = set["origin"]
 	if !ok {
 		return usage("unknown scenario %q (have %s)", *name, strings.Join(names, ", "))
 	}
@@ -262,8 +273,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		path:        *path,
 		warmup:      *warmup,
 
-		cgnat: cg,
-		otp:   op,
+		cgnat:   cg,
+		otp:     op,
+		attacks: at,
 	}
 	budget := cfg.duration
 	if sc.budget != nil {

@@ -1,0 +1,304 @@
+# attacks-hosts.hcl: the shipped policies.hcl with its login rules limited
+# to one host, for the attacks scenario's host-confusion class (issue 9):
+# a rule with `hosts` is what an absolute-form target or a second Host
+# line could slip past. Everything else is the shipped policy's, so every
+# other attack class runs against it too, with the same bounds; a test
+# (TestAttacksHostsPolicyIsTheShippedOne) fails when the two drift apart.
+#
+#   go run ./cmd/edge -demo -config loadtest/testdata/attacks-hosts.hcl
+#   go run ./loadtest -scenario attacks -target http://127.0.0.1:8080 \
+#       -policy loadtest/testdata/attacks-hosts.hcl
+#
+# policies.hcl: the shipped example policy for edge.
+#
+# `go run ./cmd/edge -demo` serves it in front of the built-in demo origin;
+# `go run ./cmd/edge validate` checks it. Every attribute is documented in
+# README.md ("Policy reference"). Limits here are realistic but small enough
+# to trip by hand with curl.
+
+edge {
+  # Public listener: clients (or your load balancer) connect here.
+  listen = "127.0.0.1:8080"
+
+  # Admin listener: /healthz, /readyz, /metrics. Keep it on loopback.
+  admin_listen = "127.0.0.1:9901"
+
+  # The origin the edge protects. With -demo, the built-in demo origin
+  # listens here.
+  upstream = "http://127.0.0.1:9000"
+
+  # Peers allowed to say who the client is. Only when the socket peer is in
+  # this list does the edge read the forwarding header, taking the
+  # right-most address that is not itself a trusted proxy. Put your load
+  # balancers here; loopback is trusted so the README's curl examples can
+  # play many clients. Anyone else's X-Forwarded-For is ignored and
+  # replaced before it reaches the origin.
+  trusted_proxies = ["127.0.0.1/32", "::1/128"]
+
+  # The one forwarding header read from trusted proxies:
+  # "x-forwarded-for" (default) or "forwarded" (RFC 7239).
+  forwarded_header = "x-forwarded-for"
+
+  # Client grouping: an IPv4 client is its /32; an IPv6 host picks its own
+  # 64-bit interface ID, so IPv6 clients are counted per /64.
+  ipv4_prefix = 32
+  ipv6_prefix = 64
+
+  # An IPv6 address that embeds an IPv4 address counts as that IPv4 address
+  # (at ipv4_prefix), so one IPv4 host gets one budget however it is spelled:
+  # 6to4 (2002::/16), Teredo (2001::/32), the NAT64 well-known prefix
+  # 64:ff9b::/96 and IPv4-compatible ::a.b.c.d always do. List your own
+  # NAT64/SIIT prefixes here, each with its length (/32, /40, /48, /56, /64
+  # or /96: RFC 6052 places the IPv4 address by it). docs/client-address.md
+  # nat64_prefixes = ["2001:db8:64::/96"]
+
+  # Request bodies above this many bytes are refused with 413.
+  max_body_bytes = 65536
+
+  # "/LOGIN" and "/login" are one route unless this says "sensitive".
+  path_case = "insensitive"
+
+  # true puts every rule in dry-run: decide, log and count "would have
+  # refused" (edge_decisions_total{decision="dry_run_deny"}), refuse nothing.
+  # The -dry-run flag does the same without editing the file.
+  dry_run = false
+
+  # Environment variable holding the secret that keys counter hashes. Unset
+  # with the memory store: a random secret and a warning at start.
+  key_secret_env = "EDGE_KEY_SECRET"
+}
+
+# Counters in this process's memory, bounded: the least recently used keys
+# are evicted beyond max_keys, and every key expires once its state decays.
+store "memory" {
+  max_keys = 100000
+}
+
+# NAT-aware visitor IDs. Carrier-grade NAT puts hundreds of phones behind one
+# public IPv4 address: a per-IP login limit then leaves each user a sliver.
+# The edge sets a signed cookie (a random 128-bit visitor ID, HMAC-SHA256) on
+# forwarded responses, and rules keyed on "visitor" count per IP + visitor.
+# Clients without a valid cookie (none, tampered, expired, unknown secret)
+# share the IP's cookieless bucket; all visitors of an IP share the rule's
+# ip_ceiling, so stockpiled cookies cannot multiply a client's budget.
+visitor {
+  # The cookie's name.
+  cookie = "__edge_vid"
+  # Environment variable with the signing secrets, comma-separated: the first
+  # signs, all verify (rotate by putting the new one first). Unset: a random
+  # secret and a warning (a fleet needs one shared secret).
+  secret_env = "EDGE_VISITOR_SECRETS"
+  # At most mint_limit new visitor IDs per IP per mint_period; beyond it the
+  # edge mints no more and those clients stay in the cookieless bucket, so a
+  # cookie-dropping attacker gains at most this many fresh budgets.
+  mint_limit  = 10
+  mint_period = "1m"
+  # Cookie lifetime.
+  max_age = "720h"
+  # The demo speaks plain HTTP on loopback; keep Secure (true) behind TLS.
+  secure = false
+}
+
+# ---- Login ------------------------------------------------------------------
+# Sensitive rules answer a bare 429 (no RateLimit headers, no rule name, no
+# Retry-After: nothing an attacker can learn from) and fail closed.
+
+# Five login attempts a minute per visitor (a browser with its cookie, or an
+# IP's cookieless clients together), as a burst of five then one every 12
+# seconds (GCRA: one timestamp per key, retry time for free). All visitors
+# of one IP together get at most 100 a minute (ip_ceiling; default 10 × limit).
+rule "login-per-visitor" {
+  methods   = ["POST"]
+  paths     = ["/login"]
+  # hosts limits a rule to some Host names (case, port, a trailing dot and
+  # userinfo ignored); left out, the rule applies to every host.
+  hosts     = ["login.example.com"]
+  key        = ["visitor"]
+  algorithm  = "gcra"
+  limit      = 5
+  period     = "1m"
+  burst      = 5
+  ip_ceiling = 100
+  sensitive  = true
+}
+
+# A whole network (IPv4 /24, IPv6 /48) rotating addresses still shares one
+# hourly budget.
+rule "login-per-network" {
+  methods     = ["POST"]
+  paths       = ["/login"]
+  hosts       = ["login.example.com"]
+  key         = ["ip"]
+  ipv4_prefix = 24
+  ipv6_prefix = 48
+  algorithm   = "sliding_window"
+  limit       = 100
+  period      = "1h"
+  sensitive   = true
+}
+
+# ---- Signup -----------------------------------------------------------------
+
+rule "signup-per-network" {
+  methods     = ["POST"]
+  paths       = ["/signup"]
+  key         = ["ip"]
+  ipv4_prefix = 24
+  ipv6_prefix = 48
+  algorithm   = "sliding_window"
+  limit       = 10
+  period      = "1h"
+  sensitive   = true
+}
+
+# ---- OTP --------------------------------------------------------------------
+# Where identities come from: each a list of sources tried in order
+# (json:PATH, form:NAME, header:NAME, query:NAME, cookie:NAME). Body fields
+# are read the way the origin's parser would; a field given twice with
+# different values is invalid, never a guess. Phone numbers are normalised
+# to E.164, so every way of writing one number counts in one bucket.
+identity {
+  phone        = ["json:phone", "form:phone"]
+  # Region of numbers written without a country code.
+  phone_region = "US"
+  otp_session  = ["json:challenge_id", "form:challenge_id"]
+}
+
+# Each text costs money: an exact sliding log per phone, three sends per
+# 15 minutes (no rolling 15 minutes ever holds more than three). A number
+# that does not parse is answered 400 (invalid_identity = "reject", the
+# default) and charged to the per-client rules as an attempt.
+rule "otp-send-per-phone" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  key       = ["phone"]
+  algorithm = "sliding_log"
+  limit     = 3
+  period    = "15m"
+  sensitive = true
+}
+
+rule "otp-send-per-client" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  key       = ["ip"]
+  algorithm = "sliding_window"
+  limit     = 20
+  period    = "1h"
+  sensitive = true
+}
+
+# SMS pumping walks through a numbering block: the E.164 number without its
+# last three digits.
+rule "otp-send-per-range" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  key       = ["phone_range"]
+  algorithm = "sliding_window"
+  limit     = 5
+  period    = "1h"
+  sensitive = true
+}
+
+# Premium-rate pumping goes abroad: only the countries we serve.
+rule "otp-send-countries" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  action    = "deny"
+  sensitive = true
+
+  when {
+    phone_country_not_in = ["US", "CA", "GB"]
+  }
+}
+
+# Guessing codes: five attempts per code (phone + challenge id), every
+# attempt counting, refused or not.
+rule "otp-verify-per-session" {
+  methods   = ["POST"]
+  paths     = ["/otp/verify"]
+  key       = ["otp_session"]
+  algorithm = "sliding_log"
+  limit     = 5
+  period    = "15m"
+  count     = "attempts"
+  sensitive = true
+}
+
+# A ceiling per phone across codes, so sending a new code does not buy more
+# guesses than this. A successful verify (a success status, or the origin's
+# X-Edge-Outcome: success) clears it.
+rule "otp-verify-per-phone" {
+  methods          = ["POST"]
+  paths            = ["/otp/verify"]
+  key              = ["phone"]
+  algorithm        = "sliding_window"
+  limit            = 15
+  period           = "1h"
+  count            = "attempts"
+  reset_on_success = true
+  # What counts as a success or a failure of the origin (defaults shown).
+  success_status = [200, 201, 204]
+  failure_status = [401, 403]
+  sensitive        = true
+}
+
+rule "otp-verify-per-client" {
+  methods   = ["POST"]
+  paths     = ["/otp/verify"]
+  key       = ["ip"]
+  algorithm = "sliding_window"
+  limit     = 60
+  period    = "1h"
+  count     = "attempts"
+  sensitive = true
+}
+
+# ---- API --------------------------------------------------------------------
+# Ordinary routes: an informative 429 with RateLimit, RateLimit-Policy and
+# Retry-After, and allowed answers carry RateLimit too. They fail open.
+
+# Per API key: 10 a second with bursts to 20. Requests without the header
+# skip this rule (missing_identity defaults to "skip" on ordinary rules).
+rule "api-per-key" {
+  paths          = ["/api/*"]
+  key            = ["header:X-Api-Key"]
+  # What a request without the header does: "skip" this rule (the default
+  # on ordinary rules) or "reject" it with 400 (the default when sensitive).
+  missing_identity = "skip"
+  algorithm      = "gcra"
+  limit          = 10
+  period         = "1s"
+  burst          = 20
+  on_store_error = "allow"
+}
+
+# Per client: 60 a minute, bursts to 20.
+rule "api-per-ip" {
+  paths     = ["/api/*"]
+  key       = ["ip"]
+  algorithm = "token_bucket"
+  limit     = 60
+  period    = "1m"
+  burst     = 20
+}
+
+# A tighter limit being tried in shadow mode: decided and counted as
+# dry_run_deny in the metrics and logs, never refusing.
+rule "api-per-ip-shadow" {
+  paths     = ["/api/*"]
+  key       = ["ip"]
+  algorithm = "fixed_window"
+  limit     = 10
+  period    = "1m"
+  dry_run   = true
+}
+
+# ---- Blocked outright ---------------------------------------------------------
+# action = "deny" refuses every match (403 here; a bare 429 when sensitive)
+# without counting: no key, limit or period. "log" would count and log
+# without ever refusing.
+rule "deny-internal" {
+  paths  = ["/internal/*", "/.env", "/.git/*"]
+  action = "deny"
+}
