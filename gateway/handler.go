@@ -61,7 +61,10 @@ func newReqState() any {
 }
 
 // fields implements rules.Fields over the fasthttp request.
-type fields struct{ r *fasthttp.Request }
+type fields struct {
+	r       *fasthttp.Request
+	cookies []byte // Cookies' buffer, reused across requests
+}
 
 func (f *fields) Header(name []byte) []byte { return f.r.Header.PeekBytes(name) }
 func (f *fields) Cookie(name []byte) []byte { return f.r.Header.CookieBytes(name) }
@@ -69,6 +72,24 @@ func (f *fields) Query(name []byte) []byte  { return f.r.URI().QueryArgs().PeekB
 func (f *fields) RawQuery() []byte          { return f.r.URI().QueryString() }
 func (f *fields) Body() (contentType, body []byte) {
 	return f.r.Header.ContentType(), f.r.Body()
+}
+
+// Cookies renders the request's cookies as fasthttp forwards them: once
+// it has parsed them (as reading them here makes it), it sends one Cookie
+// line of its parsed pairs, "name=value" (or a lone value) joined by "; ".
+func (f *fields) Cookies() []byte {
+	f.cookies = f.cookies[:0]
+	for k, v := range f.r.Header.Cookies() {
+		if len(f.cookies) > 0 {
+			f.cookies = append(f.cookies, "; "...)
+		}
+		if len(k) > 0 {
+			f.cookies = append(f.cookies, k...)
+			f.cookies = append(f.cookies, '=')
+		}
+		f.cookies = append(f.cookies, v...)
+	}
+	return f.cookies
 }
 
 // peerAddr returns the socket peer, unmapped.

@@ -7,80 +7,55 @@ import (
 
 // FormField reads the field name of an application/x-www-form-urlencoded
 // body the way origins' parsers read it, so the edge and the origin never
-// disagree about which value a request names.
+// disagree about which value a request names (docs/body-identities.md §5).
 //
-// Pairs are separated by '&' only (as Go since 1.17, PHP, Express and
-// Python since 3.10 separate them); '+' is a space and %XX a byte. A bad
-// percent escape anywhere in the body is ErrMalformed: Go's ParseForm
-// drops the pair and PHP keeps the '%' as text. A pair without '=' has the
-// empty value. Names are compared exactly (case-sensitive), after decoding.
+// Pairs are separated by '&' (as Go since 1.17, PHP, Express, Rack's body
+// parser and Python since 3.10 separate them); '+' is a space and %XX a
+// byte. A bad percent escape anywhere in the body is ErrMalformed: Go's
+// ParseForm drops the pair, PHP keeps the '%' as text, Rack fails. A pair
+// without '=' has the empty value. Names are compared exactly
+// (case-sensitive), after decoding.
 //
 // Origins disagree about duplicates: Go's FormValue takes the first, PHP
-// the last, Express makes an array. So every pair that names the field
-// must carry the same value, or err is ErrAmbiguous. A pair counts as
-// naming the field when its decoded name is name, or when PHP would file it
-// under name: PHP drops leading spaces, cuts the name at a NUL byte and
-// turns ' ', '.' and an unclosed '[' into '_', so "challenge.id" is
-// challenge_id to a PHP origin. A name that PHP or Express reads as an
-// array or a map ("phone[]", "phone[0]", "phone[x]") is ErrAmbiguous: the
-// origin sees no string there, the edge must not pick one.
+// and Rack the last, Express makes an array. So every pair that names the
+// field must carry the same value, or err is ErrAmbiguous. A pair names
+// the field when any origin's parser files it under name:
 //
-// The value is returned decoded; one that is not valid UTF-8 is
-// ErrMalformed (Express keeps such an escape as its text, Go and PHP turn
-// it into bytes). The work is linear in len(body).
+//   - Go, Django, Flask and Node's querystring: the decoded name itself;
+//   - PHP (php_register_variable_ex): leading spaces dropped, the name cut
+//     at a NUL, ' ' and '.' turned into '_' up to the first '[' (so
+//     "challenge.id" is challenge_id), an unclosed '[' turned into '_'
+//     with every ' ', '.' and '[' after it;
+//   - Rack 2 (Rails): leading '[' and ']' dropped and the name cut at the
+//     next bracket ("[phone]", "phone]" and "]]phone" are phone);
+//   - Node's qs (Express): the text before the first "[...]" group, and
+//     each group ("[phone]" is phone); qs also ends a name at "]=" when
+//     that comes after the first '=' ("a=b]=c" is the name "a=b]");
+//   - Rack's query parser and Python before 3.10 also split pairs at ';',
+//     so a raw ';' in a pair that names the field is ErrAmbiguous.
+//
+// A name that one of them reads as an array or a map ("phone[]",
+// "phone[0]", "phone[x]", "[phone][x]") is ErrAmbiguous: the origin sees
+// no string there, the edge must not pick one.
+//
+// The value is returned decoded; one that is not valid UTF-8 or holds a
+// NUL is ErrMalformed (Express keeps a bad escape as its text, Go and PHP
+// turn it into bytes; C code cuts a string at a NUL). The work is linear
+// in len(body).
 func FormField(body []byte, name string) (value string, found bool, err error) {
+	var t target
+	t.setName(name)
 	var kbuf, vbuf, dbuf [128]byte
-	kb, val := kbuf[:0], vbuf[:0]
-	ambiguous := false // reported once the whole body is known well-formed
-	for len(body) > 0 {
-		var pair []byte
-		if i := bytes.IndexByte(body, '&'); i >= 0 {
-			pair, body = body[:i], body[i+1:]
-		} else {
-			pair, body = body, nil
-		}
-		if len(pair) == 0 {
-			continue
-		}
-		k, v, _ := bytes.Cut(pair, []byte{'='})
-		var ok bool
-		if kb, ok = appendUnescaped(kb[:0], k); !ok {
-			return "", false, ErrMalformed
-		}
-		m := formKeyMatch(kb, name)
-		if m == keyOther || ambiguous {
-			if !validEscapes(v) {
-				return "", false, ErrMalformed
-			}
-			continue
-		}
-		if m == keyArray {
-			if !validEscapes(v) {
-				return "", false, ErrMalformed
-			}
-			ambiguous = true
-			continue
-		}
-		cur := dbuf[:0]
-		if !found {
-			cur = val[:0]
-		}
-		if cur, ok = appendUnescaped(cur, v); !ok || !utf8.Valid(cur) {
-			return "", false, ErrMalformed
-		}
-		if !found {
-			val, found = cur, true
-		} else if !bytes.Equal(val, cur) {
-			ambiguous = true
-		}
-	}
+	sc, err := scanForm(formScan{strict: true}, &t, body, formBufs{kbuf[:0], vbuf[:0], dbuf[:0]})
 	switch {
-	case ambiguous:
+	case err != nil:
+		return "", false, err
+	case sc.conflict:
 		return "", false, ErrAmbiguous
-	case !found:
+	case !sc.found:
 		return "", false, nil
 	}
-	return string(val), true, nil
+	return string(sc.val), true, nil
 }
 
 // QueryField reads the parameter name of a raw query string (without the
@@ -95,55 +70,536 @@ type keyMatch uint8
 const (
 	keyOther keyMatch = iota // names another field
 	keyFlat                  // names the field
-	keyArray                 // names the field as an array or a map
+	keyArray                 // names the field as an array or a map, or a parent or child of it
 )
 
-// formKeyMatch tells whether a decoded form key names the field name, to
-// Go and Express (exactly) or to PHP (php_register_variable_ex: leading
-// spaces dropped, the name cut at a NUL byte, ' ' and '.' turned into '_'
-// up to the first '['; a '[' with a ']' after it makes an array, an
-// unclosed one becomes '_' and so do ' ', '.' and '[' after it). Express's
-// qs reads "name[...]" as an array or a map as PHP does.
-func formKeyMatch(key []byte, name string) keyMatch {
-	if string(key) == name {
-		return keyFlat
+// reader is a set of origin parsers that read a form name.
+type reader uint8
+
+const (
+	readFlat reader = 1 << iota // Go, Django, Flask, Node's querystring: the decoded name
+	readPHP                     // PHP's php_register_variable_ex
+	readRack                    // Rack 2's normalize_params (Rails)
+	readQS                      // Node's qs (Express's extended parsers)
+	readAll  = readFlat | readPHP | readRack | readQS
+	nReaders = 4
+)
+
+// maxNameSegs bounds the segments of a name the readers keep: a json:
+// path's and one more, so a deeper name is still seen to extend the path.
+const maxNameSegs = MaxPathSegments + 1
+
+// nameSeg is one segment of a name as a reader files it: name[lo:hi].
+type nameSeg struct {
+	lo, hi int
+	wild   bool  // an empty index ("[]"): an array append
+	mangle uint8 // PHP's renaming: 1 ' ' and '.' read as '_', 2 '[' too
+}
+
+// nameSegs is a name as a reader files it: n segments, more when it had
+// more than maxNameSegs.
+type nameSegs struct {
+	n    int
+	more bool
+	s    [maxNameSegs]nameSeg
+}
+
+func (ns *nameSegs) add(s nameSeg) {
+	if ns.n == maxNameSegs {
+		ns.more = true
+		return
 	}
-	if i := bytes.IndexByte(key, 0); i >= 0 {
-		key = key[:i]
+	ns.s[ns.n] = s
+	ns.n++
+}
+
+// target is the field a source names, as each reader files it: a form
+// name (form:NAME, and the query or cookie spelling of a one-segment
+// json: path) or a json: path, whose query spelling is a[b][c].
+type target struct {
+	// plain1 holds the name when it is one segment with no byte any
+	// reader treats specially: a plain key then matches it exactly.
+	plain1 string
+	isPlain1 bool
+	// strs[r][i] is the text segment i of reader r indexes.
+	strs [nReaders][maxNameSegs]string
+	segs [nReaders]nameSegs
+}
+
+// setName makes t the form name name, as each reader reads it.
+func (t *target) setName(name string) {
+	t.plain1, t.isPlain1 = name, isPlainName(name)
+	for r := range nReaders {
+		ns := &t.segs[r]
+		readName(reader(1)<<r, name, ns)
+		for i := range ns.n {
+			t.strs[r][i] = name
+		}
 	}
-	for len(key) > 0 && key[0] == ' ' {
-		key = key[1:]
+}
+
+// setPath makes t the json: path, as the readers that nest names read
+// it; the flat reader reads only a one-segment path.
+func (t *target) setPath(path []string) {
+	if len(path) == 1 {
+		t.setName(path[0])
+		return
 	}
-	// Compare PHP's variable name with name, byte by byte, without
-	// building it.
-	n := 0 // bytes of name matched
-	unclosed := false
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		switch {
-		case c == ' ' || c == '.':
-			c = '_'
-		case c == '[' && !unclosed:
-			if bytes.IndexByte(key[i+1:], ']') >= 0 {
-				if n == len(name) && n > 0 {
-					return keyArray
-				}
-				return keyOther
+	for r := range nReaders {
+		ns := &t.segs[r]
+		*ns = nameSegs{}
+		if reader(1)<<r == readFlat {
+			continue
+		}
+		for i, p := range path {
+			var m uint8
+			if i == 0 && reader(1)<<r == readPHP {
+				m = 1
 			}
-			unclosed = true
-			c = '_'
-		case c == '[':
-			c = '_'
+			ns.add(nameSeg{lo: 0, hi: len(p), mangle: m})
+			t.strs[r][min(i, maxNameSegs-1)] = p
 		}
-		if n == len(name) || name[n] != c {
-			return keyOther
-		}
-		n++
 	}
-	if n == len(name) && n > 0 {
+}
+
+// match tells whether the decoded key names t to any reader of rd: an
+// array reading wins over a flat one.
+func (t *target) match(key []byte, rd reader) keyMatch {
+	if t.isPlain1 && isPlainKey(key) {
+		// Every reader reads both as themselves.
+		if string(key) == t.plain1 {
+			return keyFlat
+		}
+		return keyOther
+	}
+	var ks nameSegs
+	flat := false
+	for r := range nReaders {
+		if rd&(1<<r) == 0 {
+			continue
+		}
+		readName(reader(1)<<r, key, &ks)
+		switch relate(key, &ks, &t.strs[r], &t.segs[r]) {
+		case keyArray:
+			return keyArray
+		case keyFlat:
+			flat = true
+		}
+	}
+	if flat {
 		return keyFlat
 	}
 	return keyOther
+}
+
+// relate compares a key's segments with a target's: equal is keyFlat, one
+// a prefix of the other (or equal up to an array index) keyArray.
+func relate(key []byte, ks *nameSegs, strs *[maxNameSegs]string, ts *nameSegs) keyMatch {
+	if ks.n == 0 || ts.n == 0 {
+		return keyOther
+	}
+	for i := range min(ks.n, ts.n) {
+		k, s := ks.s[i], ts.s[i]
+		if k.wild || s.wild {
+			return keyArray
+		}
+		if !segEqual(key[k.lo:k.hi], k.mangle, strs[i][s.lo:s.hi], s.mangle) {
+			return keyOther
+		}
+	}
+	if ks.n == ts.n && !ks.more && !ts.more {
+		return keyFlat
+	}
+	return keyArray
+}
+
+// segEqual compares two segments, each renamed as PHP renames it by its
+// mangle level.
+func segEqual(a []byte, am uint8, b string, bm uint8) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if am == 0 && bm == 0 {
+		return string(a) == b
+	}
+	for i := range len(a) {
+		if phpRename(a[i], am) != phpRename(b[i], bm) {
+			return false
+		}
+	}
+	return true
+}
+
+func phpRename(c, m uint8) byte {
+	switch {
+	case m >= 1 && (c == ' ' || c == '.'):
+		return '_'
+	case m == 2 && c == '[':
+		return '_'
+	}
+	return c
+}
+
+// specialNameByte[c] is true for the bytes some reader treats specially
+// in a name: brackets, '.', ' ' and NUL.
+var specialNameByte = func() (t [256]bool) {
+	for _, c := range []byte("[]. \x00") {
+		t[c] = true
+	}
+	return t
+}()
+
+func isPlainKey(k []byte) bool {
+	for _, c := range k {
+		if specialNameByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
+func isPlainName(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if specialNameByte[k[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// readName splits a decoded name into the segments reader r files it
+// under; n is 0 when r ignores the name.
+func readName[T ~string | ~[]byte](r reader, k T, ns *nameSegs) {
+	*ns = nameSegs{}
+	switch r {
+	case readFlat:
+		if len(k) > 0 {
+			ns.add(nameSeg{lo: 0, hi: len(k)})
+		}
+	case readPHP:
+		phpName(k, ns)
+	case readRack:
+		rackName(k, ns)
+	case readQS:
+		qsName(k, ns)
+	}
+}
+
+// phpName is php_register_variable_ex (PHP 8): leading spaces dropped,
+// the name cut at a NUL; up to the first '[' with a ']' after it, ' ' and
+// '.' read as '_' (an unclosed first '[' reads as '_' with every ' ', '.'
+// and '[' after it); then each "[index]" up to its first ']', while the
+// next one follows at once ("a[b]x[c]" is a[b]; "a[b][c" is a[b]). An
+// empty base name is ignored.
+func phpName[T ~string | ~[]byte](k T, ns *nameSegs) {
+	end := len(k)
+	for i := 0; i < end; i++ {
+		if k[i] == 0 {
+			end = i
+		}
+	}
+	i := 0
+	for i < end && k[i] == ' ' {
+		i++
+	}
+	b := -1
+	for j := i; j < end; j++ {
+		if k[j] == '[' {
+			b = j
+			break
+		}
+	}
+	if b < 0 || indexByteFrom(k, ']', b+1, end) < 0 {
+		if i < end {
+			m := uint8(1)
+			if b >= 0 {
+				m = 2
+			}
+			ns.add(nameSeg{lo: i, hi: end, mangle: m})
+		}
+		return
+	}
+	if b == i {
+		return
+	}
+	ns.add(nameSeg{lo: i, hi: b, mangle: 1})
+	for p := b; p < end && k[p] == '['; {
+		q := indexByteFrom(k, ']', p+1, end)
+		if q < 0 {
+			return
+		}
+		ns.add(nameSeg{lo: p + 1, hi: q, wild: q == p+1})
+		p = q + 1
+	}
+}
+
+// rackName is Rack 2.2's normalize_params: at each level, leading '[' and
+// ']' dropped, the name is the run up to the next bracket, then ']'s are
+// dropped; nothing after is a plain name, "[" keeps the level's whole
+// name, "[]" and "[]..." make an array, anything else is the next level.
+// Leading spaces are dropped too (Rack's separator takes the spaces after
+// it). An empty top-level name is ignored.
+func rackName[T ~string | ~[]byte](k T, ns *nameSegs) {
+	pos := 0
+	for pos < len(k) && k[pos] == ' ' {
+		pos++
+	}
+	for level := 0; ; level++ {
+		i := pos
+		for i < len(k) && (k[i] == '[' || k[i] == ']') {
+			i++
+		}
+		j := i
+		for j < len(k) && k[j] != '[' && k[j] != ']' {
+			j++
+		}
+		if j == i {
+			if level > 0 {
+				ns.add(nameSeg{lo: i, hi: i, wild: true})
+			}
+			return
+		}
+		m := j
+		for m < len(k) && k[m] == ']' {
+			m++
+		}
+		rest := len(k) - m
+		switch {
+		case rest == 0:
+			ns.add(nameSeg{lo: i, hi: j})
+			return
+		case rest == 1 && k[m] == '[':
+			ns.add(nameSeg{lo: pos, hi: len(k)})
+			return
+		case rest >= 2 && k[m] == '[' && k[m+1] == ']':
+			ns.add(nameSeg{lo: i, hi: j})
+			ns.add(nameSeg{lo: m, hi: m, wild: true})
+			ns.more = ns.more || rest > 2
+			return
+		}
+		ns.add(nameSeg{lo: i, hi: j})
+		if ns.more {
+			return
+		}
+		pos = m
+	}
+}
+
+// qsName is qs 6's parseKeys: the text before the first "[...]" group
+// (a '[', no bracket, a ']') is the parent, then every group after it,
+// each without its brackets ("[]" an array). Its depth is unbounded, as
+// body-parser sets it. A name that is only "[]" is ignored.
+func qsName[T ~string | ~[]byte](k T, ns *nameSegs) {
+	g, h := qsGroup(k, 0)
+	if g < 0 {
+		if len(k) > 0 {
+			ns.add(nameSeg{lo: 0, hi: len(k)})
+		}
+		return
+	}
+	if g > 0 {
+		ns.add(nameSeg{lo: 0, hi: g})
+	} else if h == g+1 {
+		return
+	}
+	for g >= 0 && !ns.more {
+		ns.add(nameSeg{lo: g + 1, hi: h, wild: h == g+1})
+		g, h = qsGroup(k, h+1)
+	}
+}
+
+// qsGroup finds the first "[...]" group at or after from: the index of
+// its '[' and of its ']', or -1.
+func qsGroup[T ~string | ~[]byte](k T, from int) (int, int) {
+	open := -1
+	for i := from; i < len(k); i++ {
+		switch k[i] {
+		case '[':
+			open = i
+		case ']':
+			if open >= 0 {
+				return open, i
+			}
+		}
+	}
+	return -1, -1
+}
+
+func indexByteFrom[T ~string | ~[]byte](k T, c byte, from, end int) int {
+	for i := from; i < end; i++ {
+		if k[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// formScan is what the readings of form-encoded text filed under one
+// target so far: the value all of them agree on, or a conflict. It is
+// passed and returned by value, and its scratch buffers are the caller's,
+// so that nothing escapes to the heap.
+type formScan struct {
+	// strict: a bad escape anywhere is ErrMalformed, and a value that is
+	// not UTF-8 or holds a NUL too (a body or a query: source). Otherwise
+	// (the query and cookies of a body source) only the readings that
+	// name the target matter, and a bad escape there is a conflict.
+	strict bool
+	// seeded: val and found were set before the scan (the body's reading),
+	// and a reading that names the target must agree with them.
+	seeded   bool
+	val      []byte
+	found    bool
+	conflict bool
+}
+
+// formBufs are a scan's scratch buffers: the decoded key, the first
+// value found, and each later one.
+type formBufs struct {
+	k, v, d []byte
+}
+
+// scanForm reads text as application/x-www-form-urlencoded pairs (a body
+// or a query string).
+func scanForm(sc formScan, t *target, text []byte, b formBufs) (formScan, error) {
+	var err error
+	for len(text) > 0 {
+		var pair []byte
+		if i := bytes.IndexByte(text, '&'); i >= 0 {
+			pair, text = text[:i], text[i+1:]
+		} else {
+			pair, text = text, nil
+		}
+		if len(pair) == 0 {
+			continue
+		}
+		eq := bytes.IndexByte(pair, '=')
+		k, v := pair, []byte(nil)
+		if eq >= 0 {
+			k, v = pair[:eq], pair[eq+1:]
+		}
+		if sc, b.k, err = reading(sc, t, b, k, v, readAll); err != nil {
+			return sc, err
+		}
+		// qs ends the name at "]=" when that comes after the first '='.
+		if eq >= 0 {
+			if j := bytes.Index(pair[eq:], []byte("]=")); j >= 0 {
+				qe := eq + j + 1
+				if sc, b.k, err = reading(sc, t, b, pair[:qe], pair[qe+1:], readQS); err != nil {
+					return sc, err
+				}
+			}
+		}
+		// Rack's query parser and Python before 3.10 split at ';' too.
+		if bytes.IndexByte(pair, ';') >= 0 {
+			for rest := pair; len(rest) > 0; {
+				var part []byte
+				if i := bytes.IndexByte(rest, ';'); i >= 0 {
+					part, rest = rest[:i], rest[i+1:]
+				} else {
+					part, rest = rest, nil
+				}
+				k, v, _ := bytes.Cut(part, []byte{'='})
+				if sc, b.k, err = reading(sc, t, b, k, v, readFlat|readRack); err != nil {
+					return sc, err
+				}
+			}
+		}
+	}
+	return sc, nil
+}
+
+// reading takes one reading of a pair: its raw key and value, for the
+// readers rd. It returns the key buffer for reuse.
+func reading(sc formScan, t *target, b formBufs, k, v []byte, rd reader) (formScan, []byte, error) {
+	kb, ok := appendUnescaped(b.k[:0], k)
+	if !ok {
+		if sc.strict {
+			return sc, kb, ErrMalformed
+		}
+		// PHP and qs keep a bad escape as text, Go drops the pair, Rack
+		// fails: if any of them could see the target here, they disagree.
+		kb = appendLenient(kb[:0], k)
+		if t.match(kb, rd) != keyOther {
+			sc.conflict = true
+		}
+		return sc, kb, nil
+	}
+	m := t.match(kb, rd)
+	if m == keyOther || sc.conflict {
+		if sc.strict && !validEscapes(v) {
+			return sc, kb, ErrMalformed
+		}
+		return sc, kb, nil
+	}
+	if m == keyArray {
+		if sc.strict && !validEscapes(v) {
+			return sc, kb, ErrMalformed
+		}
+		sc.conflict = true
+		return sc, kb, nil
+	}
+	cur := b.d[:0]
+	if !sc.found && !sc.seeded {
+		cur = b.v[:0]
+	}
+	if cur, ok = appendUnescaped(cur, v); !ok {
+		if sc.strict {
+			return sc, kb, ErrMalformed
+		}
+		sc.conflict = true
+		return sc, kb, nil
+	}
+	if sc.strict && (!utf8.Valid(cur) || bytes.IndexByte(cur, 0) >= 0) {
+		return sc, kb, ErrMalformed
+	}
+	return sc.agree(cur), kb, nil
+}
+
+// agree records a value a reading files under the target.
+func (sc formScan) agree(cur []byte) formScan {
+	switch {
+	case !sc.found && sc.seeded:
+		sc.conflict = true // the body lacks what the query or a cookie says
+	case !sc.found:
+		sc.val, sc.found = cur, true
+	case !bytes.Equal(sc.val, cur):
+		sc.conflict = true
+	}
+	return sc
+}
+
+// scanCookies reads a Cookie header as PHP reads it into $_COOKIE (and
+// $_REQUEST): pairs split at ';', leading white space dropped from a
+// name, names not decoded, values raw-URL-decoded (%XX; '+' stays, a bad
+// escape stays as text), and each name filed by php_register_variable_ex.
+func scanCookies(sc formScan, t *target, cookies []byte, b formBufs) formScan {
+	for len(cookies) > 0 && !sc.conflict {
+		var part []byte
+		if i := bytes.IndexByte(cookies, ';'); i >= 0 {
+			part, cookies = cookies[:i], cookies[i+1:]
+		} else {
+			part, cookies = cookies, nil
+		}
+		for len(part) > 0 && isCSpace(part[0]) {
+			part = part[1:]
+		}
+		k, v, _ := bytes.Cut(part, []byte{'='})
+		if len(k) == 0 {
+			continue
+		}
+		switch t.match(k, readPHP) {
+		case keyArray:
+			sc.conflict = true
+		case keyFlat:
+			sc = sc.agree(appendRawLenient(b.d[:0], v))
+		}
+	}
+	return sc
+}
+
+// isCSpace is C's isspace.
+func isCSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
 // appendUnescaped appends the form-decoded s ('+' is a space, %XX a byte)
@@ -164,6 +620,37 @@ func appendUnescaped(dst, s []byte) ([]byte, bool) {
 		}
 	}
 	return dst, true
+}
+
+// appendLenient is appendUnescaped keeping a bad escape as text, as PHP's
+// urldecode does.
+func appendLenient(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '+':
+			dst = append(dst, ' ')
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// appendRawLenient is PHP's rawurldecode: %XX a byte, everything else
+// (a '+', a bad escape) as it is.
+func appendRawLenient(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+		} else {
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // validEscapes reports whether every '%' in s starts a %XX escape.

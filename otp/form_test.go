@@ -26,8 +26,14 @@ func TestFormField(t *testing.T) {
 		{name: "no equals sign", body: "phone&a=1", field: "phone", want: "", wantFound: true},
 		{name: "equals sign in the value", body: "phone=a=b", field: "phone", want: "a=b", wantFound: true},
 		{name: "empty pairs", body: "&&phone=1&&", field: "phone", want: "1", wantFound: true},
-		{name: "semicolon is not a separator", body: "phone=1;x=2", field: "phone", want: "1;x=2", wantFound: true},
-		{name: "semicolon before", body: "x=2;phone=1", field: "phone"},
+		// Rack's query parser and Python before 3.10 split at ';' as well:
+		// a ';' in a pair that names the field gives two readings.
+		{name: "semicolon in the value", body: "phone=1;x=2", field: "phone", wantErr: ErrAmbiguous},
+		{name: "semicolon before the name", body: "x=2;phone=1", field: "phone", want: "1", wantFound: true},
+		{name: "semicolon between two spellings", body: "phone=1&x=2;phone=3", field: "phone", wantErr: ErrAmbiguous},
+		{name: "semicolon, same value", body: "phone=1&x=2;phone=1", field: "phone", want: "1", wantFound: true},
+		{name: "semicolon elsewhere", body: "a=1;b=2&phone=1", field: "phone", want: "1", wantFound: true},
+		{name: "encoded semicolon", body: "phone=1%3Bx", field: "phone", want: "1;x", wantFound: true},
 		{name: "long value", body: "phone=" + string(make128('7')) + string(make128('7')), field: "phone", want: string(make128('7')) + string(make128('7')), wantFound: true},
 
 		{name: "missing", body: "a=1&b=2", field: "phone"},
@@ -56,6 +62,30 @@ func TestFormField(t *testing.T) {
 		{name: "PHP variants agree", body: "challenge_id=1&challenge.id=1", field: "challenge_id", want: "1", wantFound: true},
 		{name: "bracket in a longer name", body: "phonex[]=1&phone=2", field: "phone", want: "2", wantFound: true},
 		{name: "dotted name read exactly", body: "user.phone=1", field: "user.phone", want: "1", wantFound: true},
+		{name: "PHP index up to its bracket", body: "a[b[c]=1", field: "a", wantErr: ErrAmbiguous},
+		{name: "PHP empty base ignored, Rack and qs read it", body: "[phone]=2", field: "phone", want: "2", wantFound: true},
+
+		// Rack 2 (Rails) drops brackets around a name; qs (Express) reads
+		// a leading group as the name.
+		{name: "Rack and qs: bracketed name", body: "phone=1&[phone]=2", field: "phone", wantErr: ErrAmbiguous},
+		{name: "Rack: trailing bracket", body: "phone=1&phone]=2", field: "phone", wantErr: ErrAmbiguous},
+		{name: "Rack: leading brackets", body: "phone=1&]]phone=2", field: "phone", wantErr: ErrAmbiguous},
+		{name: "Rack: unopened bracket", body: "phone=1&[phone=2", field: "phone", wantErr: ErrAmbiguous},
+		{name: "Rack: encoded brackets", body: "phone=1&%5Bphone%5D=2", field: "phone", wantErr: ErrAmbiguous},
+		{name: "Rack: bracketed, same value", body: "phone=1&[phone]=1", field: "phone", want: "1", wantFound: true},
+		{name: "Rack: a map after a bracket", body: "phone]x=1", field: "phone", wantErr: ErrAmbiguous},
+		{name: "Rack: trailing open bracket is a plain name", body: "phone[=1&phone=2", field: "phone", want: "2", wantFound: true},
+		{name: "Rack: spaces after the separator", body: "phone=1&++phone=2", field: "phone", wantErr: ErrAmbiguous},
+		{name: "qs: a group after other text", body: "x]y[phone]=1", field: "phone"},
+		{name: "qs: nested group", body: "[phone][x]=1", field: "phone", wantErr: ErrAmbiguous},
+		{name: "qs: name ends at ]= after the first =", body: "phone=1&[phone=x]=2", field: "phone", wantErr: ErrAmbiguous},
+		{name: "qs: ]= split, other name", body: "a=b]=c&phone=1", field: "phone", want: "1", wantFound: true},
+		{name: "qs: ]= split names the field", body: "phone=1&phone=b]=c", field: "phone", wantErr: ErrAmbiguous},
+
+		// form: names with brackets are read as each parser nests them.
+		{name: "bracketed form name", body: "user[phone]=1", field: "user[phone]", want: "1", wantFound: true},
+		{name: "bracketed form name, Rack spelling", body: "user[phone]=1&user]phone=2", field: "user[phone]", wantErr: ErrAmbiguous},
+		{name: "bracketed form name, parent", body: "user=1&user[phone]=1", field: "user[phone]", wantErr: ErrAmbiguous},
 
 		{name: "bad escape in the value", body: "phone=%zz", field: "phone", wantErr: ErrMalformed},
 		{name: "truncated escape", body: "phone=1%2", field: "phone", wantErr: ErrMalformed},
@@ -66,6 +96,10 @@ func TestFormField(t *testing.T) {
 		{name: "invalid UTF-8 value", body: "phone=%FF1", field: "phone", wantErr: ErrMalformed},
 		{name: "raw invalid UTF-8 value", body: "phone=\xff1", field: "phone", wantErr: ErrMalformed},
 		{name: "invalid UTF-8 elsewhere", body: "a=%FF&phone=1", field: "phone", want: "1", wantFound: true},
+		{name: "overlong UTF-8 value", body: "phone=%C0%AF1", field: "phone", wantErr: ErrMalformed},
+		{name: "NUL in the value", body: "phone=1%002", field: "phone", wantErr: ErrMalformed},
+		{name: "raw NUL in the value", body: "phone=1\x002", field: "phone", wantErr: ErrMalformed},
+		{name: "NUL elsewhere", body: "a=%00&phone=1", field: "phone", want: "1", wantFound: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,14 +20,19 @@ var errEmptyPath = errors.New("empty json path")
 
 // JSONField reads the field at path (["user", "phone"] for json:user.phone)
 // of a JSON body, the way the origin's parser reads it, so the edge and the
-// origin never disagree about which value a request names.
+// origin never disagree about which value a request names
+// (docs/body-identities.md §4).
 //
 // The whole body must be well-formed JSON (RFC 8259, nested at most as
-// deep as encoding/json allows; a leading UTF-8 byte order mark is skipped,
-// as Express and Python do), or err is ErrMalformed. An empty or all-space
-// body, a top-level value that is not an object, a key missing along the
-// path, or a step through something that is not an object: found is false
-// and err nil.
+// deep as encoding/json allows) and more: valid UTF-8 throughout (Go and
+// Express replace a bad byte with U+FFFD, Python and PHP fail), no \u
+// escape of a lone surrogate (Go replaces it, Python keeps it, PHP fails)
+// and no \u0000 (origins written in C, and databases, cut strings at a
+// NUL), or err is ErrMalformed. A leading byte order mark is ErrMalformed
+// too (Python skips it, PHP and Go fail). An empty or all-space body, a
+// top-level value that is not an object, a key missing along the path, or
+// a step through something that is not an object: found is false and err
+// nil.
 //
 // Keys match the way encoding/json matches struct fields: exact or
 // case-insensitive (bytes.EqualFold after decoding escapes). Of several
@@ -36,12 +41,11 @@ var errEmptyPath = errors.New("empty json path")
 // decoding the last exact match. So every key along the path that matches
 // must carry the same value, or err is ErrAmbiguous: byte-identical text
 // for objects on the way, the same decoded string or number text at the
-// end ("2" and "\u0032" agree). The value must be a string
-// (returned decoded, invalid UTF-8 and lone surrogates replaced by U+FFFD,
-// as encoding/json does) or an integer that every parser reads exactly
-// (returned as its text: at most 2^53-1 in magnitude, no fraction or
-// exponent, not -0; other numbers are ErrAmbiguous). An object, array,
-// boolean or null there is ErrNotIdentity.
+// end ("2" and "\u0032" agree). The value must be a string (returned
+// decoded) or an integer that every parser reads exactly (returned as its
+// text: at most 2^53-1 in magnitude, no fraction or exponent, not -0;
+// other numbers are ErrAmbiguous). An object, array, boolean or null there
+// is ErrNotIdentity.
 //
 // The work is linear in len(body) times len(path); the caller caps the body
 // at max_body_bytes.
@@ -64,9 +68,12 @@ type JSONDoc struct {
 // ParseJSON checks a JSON body as JSONField does. It never fails: a
 // malformed body gives a JSONDoc whose Err and fields are ErrMalformed.
 func ParseJSON(body []byte) JSONDoc {
-	start := skipJSONSpace(body, skipBOM(body))
+	start := skipJSONSpace(body, 0)
 	if start == len(body) {
 		return JSONDoc{}
+	}
+	if !utf8.Valid(body) {
+		return JSONDoc{err: ErrMalformed}
 	}
 	end, err := validateJSON(body, start)
 	if err != nil {
@@ -534,8 +541,9 @@ func validateJSON(b []byte, i int) (int, error) {
 }
 
 // scanString checks the string at b[i] ('"') and returns the index just
-// past its closing quote. Control characters and unknown escapes are
-// refused; invalid UTF-8 is accepted, as encoding/json accepts it.
+// past its closing quote. Control characters, unknown escapes, \u0000 and
+// \u escapes of lone surrogates are refused (docs/body-identities.md
+// §4); the caller checks UTF-8.
 func scanString(b []byte, i int) (int, bool) {
 	i++
 	for i < len(b) {
@@ -556,10 +564,18 @@ func scanString(b []byte, i int) (int, bool) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if getu4(b[i:]) < 0 {
-					return 0, false
+				r := getu4(b[i:])
+				switch {
+				case r <= 0, 0xDC00 <= r && r <= 0xDFFF:
+					return 0, false // bad hex, NUL, a lone low surrogate
+				case 0xD800 <= r && r <= 0xDBFF:
+					if lo := getu4(b[i+6:]); lo < 0xDC00 || lo > 0xDFFF {
+						return 0, false // a high surrogate not followed by a low one
+					}
+					i += 12
+				default:
+					i += 6
 				}
-				i += 6
 			default:
 				return 0, false
 			}

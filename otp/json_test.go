@@ -37,7 +37,7 @@ func TestJSONField(t *testing.T) {
 		{name: "top-level number", body: `2025550100`, path: "phone"},
 		{name: "empty body", body: ``, path: "phone"},
 		{name: "white space body", body: " \n\t\r", path: "phone"},
-		{name: "only a BOM", body: "\uFEFF", path: "phone"},
+		{name: "only a BOM", body: "\uFEFF", path: "phone", wantErr: ErrMalformed},
 
 		{name: "integer", body: `{"phone":2025550100}`, path: "phone", want: "2025550100", wantFound: true},
 		{name: "zero", body: `{"code":0}`, path: "code", want: "0", wantFound: true},
@@ -56,13 +56,28 @@ func TestJSONField(t *testing.T) {
 		{name: "escaped key", body: `{"\u0070hone":"2025550100"}`, path: "phone", want: "2025550100", wantFound: true},
 		{name: "short escapes", body: `{"s":"a\"b\\c\/d\be\ff\ng\rh\ti"}`, path: "s", want: "a\"b\\c/d\be\ff\ng\rh\ti", wantFound: true},
 		{name: "surrogate pair", body: `{"s":"\ud83d\ude00"}`, path: "s", want: "😀", wantFound: true},
-		{name: "lone high surrogate", body: `{"s":"\ud83dx"}`, path: "s", want: "\uFFFDx", wantFound: true},
-		{name: "high surrogate then escape", body: `{"s":"\ud83d\u0041"}`, path: "s", want: "\uFFFDA", wantFound: true},
-		{name: "lone low surrogate", body: `{"s":"\ude00"}`, path: "s", want: "\uFFFD", wantFound: true},
+		// Go replaces a lone surrogate, Python keeps it, PHP fails.
+		{name: "lone high surrogate", body: `{"s":"\ud83dx"}`, path: "s", wantErr: ErrMalformed},
+		{name: "high surrogate then escape", body: `{"s":"\ud83d\u0041"}`, path: "s", wantErr: ErrMalformed},
+		{name: "high surrogate at the end", body: `{"s":"\ud83d"}`, path: "s", wantErr: ErrMalformed},
+		{name: "two high surrogates", body: `{"s":"\ud83d\ud83d"}`, path: "s", wantErr: ErrMalformed},
+		{name: "lone low surrogate", body: `{"s":"\ude00"}`, path: "s", wantErr: ErrMalformed},
+		{name: "lone surrogate elsewhere", body: `{"x":"\ude00","s":"1"}`, path: "s", wantErr: ErrMalformed},
+		{name: "lone surrogate in a key", body: `{"\ude00":1,"s":"1"}`, path: "s", wantErr: ErrMalformed},
+		// C code and databases cut a string at a NUL.
+		{name: "escaped NUL", body: `{"s":"1\u0000"}`, path: "s", wantErr: ErrMalformed},
+		{name: "escaped NUL in a key", body: `{"s\u0000x":"2","s":"1"}`, path: "s", wantErr: ErrMalformed},
+		{name: "escaped NUL elsewhere", body: `{"x":["\u0000"],"s":"1"}`, path: "s", wantErr: ErrMalformed},
+		{name: "escaped U+0001", body: `{"s":"1\u0001"}`, path: "s", want: "1\x01", wantFound: true},
 		{name: "raw UTF-8", body: `{"s":"٢٠٢٥٥٥٠١٠٠"}`, path: "s", want: "٢٠٢٥٥٥٠١٠٠", wantFound: true},
-		{name: "invalid UTF-8 becomes U+FFFD", body: "{\"s\":\"a\xffb\xc3\"}", path: "s", want: "a\uFFFDb\uFFFD", wantFound: true},
-		{name: "BOM", body: "\uFEFF{\"phone\":\"2025550100\"}", path: "phone", want: "2025550100", wantFound: true},
-		{name: "BOM and space", body: "\uFEFF \n{\"phone\":\"1\"}", path: "phone", want: "1", wantFound: true},
+		// Go and Express replace invalid UTF-8 with U+FFFD, Python and PHP fail.
+		{name: "invalid UTF-8", body: "{\"s\":\"a\xffb\xc3\"}", path: "s", wantErr: ErrMalformed},
+		{name: "overlong UTF-8", body: "{\"s\":\"\xc0\xaf\"}", path: "s", wantErr: ErrMalformed},
+		{name: "UTF-8 surrogate", body: "{\"s\":\"\xed\xa0\x80\"}", path: "s", wantErr: ErrMalformed},
+		{name: "invalid UTF-8 elsewhere", body: "{\"x\":\"\xff\",\"s\":\"1\"}", path: "s", wantErr: ErrMalformed},
+		// Python skips a byte order mark, PHP and Go fail.
+		{name: "BOM", body: "\uFEFF{\"phone\":\"2025550100\"}", path: "phone", wantErr: ErrMalformed},
+		{name: "BOM and space", body: "\uFEFF \n{\"phone\":\"1\"}", path: "phone", wantErr: ErrMalformed},
 
 		{name: "identical duplicates", body: `{"phone":"1","phone":"1"}`, path: "phone", want: "1", wantFound: true},
 		{name: "duplicates equal once decoded", body: `{"phone":"12","phone":"\u00312"}`, path: "phone", want: "12", wantFound: true},

@@ -68,17 +68,63 @@ func (s Source) Body() BodyFormat {
 // BodyField reads a json: or form: source from a body of the given format
 // (BodyKind's answer). A source of another format, or a body of none, has
 // nothing to read: found is false and err nil. An ambiguous body is
-// ErrAmbiguous for every body source.
+// ErrAmbiguous and an unreadable one ErrUnreadable for every body source
+// (docs/body-identities.md §1).
 func (s Source) BodyField(format BodyFormat, body []byte) (value string, found bool, err error) {
 	switch {
-	case format == BodyAmbiguous && s.Body() != BodyNone:
+	case s.Body() == BodyNone:
+	case format == BodyAmbiguous:
 		return "", false, ErrAmbiguous
+	case format == BodyUnreadable:
+		return "", false, ErrUnreadable
 	case s.Kind == SourceJSON && format == BodyJSON:
 		return JSONField(body, s.Path)
 	case s.Kind == SourceForm && format == BodyForm:
 		return FormField(body, s.Name)
 	}
 	return "", false, nil
+}
+
+// CheckMerged checks a body source's reading (value, found: BodyField's
+// answer) against the query string (raw, without the '?') and the Cookie
+// header, as origins that merge them into the body's fields read them
+// (docs/body-identities.md §6): PHP's $_REQUEST (the query, the body and,
+// when request_order is unset, cookies, the later winning), Go's
+// FormValue (the body first), Flask's request.values and Django's
+// request.REQUEST (the query first), Rails' params (the body over the
+// query, JSON bodies included).
+//
+// The source's name is looked for in the query as FormField looks for it
+// in a form body (every parser's spelling: "phone", "+phone",
+// "challenge.id" for challenge_id, "[phone]"), and a json: path's also as
+// its bracket spelling (user[phone] for json:user.phone); in cookies as
+// PHP files cookie names. Wherever it is found, the body must have found
+// the same value: a name present with another value, present while the
+// body lacks it, given as an array or a map (phone[]=…, user=… for
+// json:user.phone), or with a bad escape in its value is ErrMerged. A
+// source outside the body, or a request with neither a query nor cookies,
+// is never in conflict.
+//
+// It allocates nothing unless value is over 128 bytes.
+func (s Source) CheckMerged(rawQuery, cookies []byte, value string, found bool) error {
+	if s.Body() == BodyNone || len(rawQuery) == 0 && len(cookies) == 0 {
+		return nil
+	}
+	var t target
+	if s.Kind == SourceJSON {
+		t.setPath(s.Path)
+	} else {
+		t.setName(s.Name)
+	}
+	var kbuf, vbuf, dbuf [128]byte
+	b := formBufs{kbuf[:0], vbuf[:0], dbuf[:0]}
+	sc := formScan{seeded: true, found: found, val: append(vbuf[:0], value...)}
+	sc, _ = scanForm(sc, &t, rawQuery, b) // a lenient scan never fails
+	sc = scanCookies(sc, &t, cookies, b)
+	if sc.conflict {
+		return ErrMerged
+	}
+	return nil
 }
 
 // ParseSource parses a source as the identity { } block writes it. The kind

@@ -96,6 +96,11 @@ func TestSourceBodyField(t *testing.T) {
 			t.Errorf("%s from an ambiguous body: found %v, error %v; want ErrAmbiguous", src, found, err)
 		}
 	}
+	for _, src := range []Source{jsonSrc, formSrc} {
+		if _, found, err := src.BodyField(BodyUnreadable, jsonBody); found || !errors.Is(err, ErrUnreadable) {
+			t.Errorf("%s from an unreadable body: found %v, error %v; want ErrUnreadable", src, found, err)
+		}
+	}
 	if _, found, err := hdrSrc.BodyField(BodyAmbiguous, jsonBody); found || err != nil {
 		t.Errorf("header from an ambiguous body: found %v, error %v; want nothing", found, err)
 	}
@@ -123,22 +128,42 @@ func TestBodyKind(t *testing.T) {
 		{"json with spaces", " application/json ;charset=utf-8", ``, BodyJSON},
 		{"problem+json", "application/problem+json", `{}`, BodyJSON},
 		{"vnd+json", "application/vnd.api+json", `x`, BodyJSON},
-		{"json body without a type", "", `{"phone":"1"}`, BodyJSON},
-		{"json body as text/plain", "text/plain", " \n{\"phone\":\"1\"}", BodyJSON},
-		{"json body with a BOM", "", "\uFEFF{}", BodyJSON},
 		{"json body sent as a form", "application/x-www-form-urlencoded", `{"phone":"1"}`, BodyAmbiguous},
 		{"json and form at once", "application/x-www-form-urlencoded; charset=utf-8", `{"a":"&phone=%2B14155550142&b=","phone":"+13125551037"}`, BodyAmbiguous},
-		{"json body sent as a form, BOM and spaces", "application/x-www-form-urlencoded", "\uFEFF \n{}", BodyAmbiguous},
+		{"json body sent as a form, spaces", "application/x-www-form-urlencoded", " \n\t\r{}", BodyAmbiguous},
 		{"form", "application/x-www-form-urlencoded", `phone=1`, BodyForm},
 		{"form with charset", "application/x-www-form-urlencoded; charset=UTF-8", `phone=1`, BodyForm},
 		{"form upper case", "APPLICATION/X-WWW-FORM-URLENCODED", ``, BodyForm},
-		{"form body without a type", "", `phone=1`, BodyNone},
-		{"multipart", "multipart/form-data; boundary=x", `--x`, BodyNone},
-		{"text", "text/plain", `phone=1`, BodyNone},
-		{"json array without a type", "", `[{"phone":"1"}]`, BodyNone},
-		{"just +json", "+json", `x`, BodyNone},
-		{"jsonx", "application/jsonx", `x`, BodyNone},
+		{"form, brace later", "application/x-www-form-urlencoded", `a={"phone":"1"}`, BodyForm},
 		{"empty", "", ``, BodyNone},
+
+		// docs/body-identities.md §1: a type that does not parse, or names
+		// another type or charset.
+		{"bypass 1: comma", "application/x-www-form-urlencoded,x", `{"phone":"+12025550100","a":"&phone=%2B79161234567&b="}`, BodyUnreadable},
+		{"bypass 1: space", "application/x-www-form-urlencoded x", `{"phone":"1"}`, BodyUnreadable},
+		{"bypass 1: longer subtype", "application/x-www-form-urlencodedfoo", `{"phone":"1"}`, BodyUnreadable},
+		{"bypass 1: slash", "application/x-www-form-urlencoded/", `{"phone":"1"}`, BodyUnreadable},
+		{"json, comma", "application/json,application/x-www-form-urlencoded", `{"phone":"1"}`, BodyUnreadable},
+		{"json, another charset", "application/json; charset=utf-16", `{"phone":"1"}`, BodyUnreadable},
+		{"form, another charset", "application/x-www-form-urlencoded; charset=latin1", `phone=1`, BodyUnreadable},
+		{"text", "text/plain", `phone=1`, BodyUnreadable},
+		{"json body as text/plain", "text/plain", " \n{\"phone\":\"1\"}", BodyUnreadable},
+		{"text/json", "text/json", `{"phone":"1"}`, BodyUnreadable},
+		{"jsonx", "application/jsonx", `x`, BodyUnreadable},
+		{"just +json", "+json", `x`, BodyUnreadable},
+		{"other type before an empty body", "text/plain", ``, BodyUnreadable},
+		// §2: multipart.
+		{"multipart", "multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"phone\"\r\n\r\n1\r\n--x--", BodyUnreadable},
+		// §2: no Content-Type before a body (Rack reads a form, PHP's
+		// json_decode(php://input) JSON).
+		{"json body without a type", "", `{"phone":"1"}`, BodyUnreadable},
+		{"form body without a type", "", `phone=1`, BodyUnreadable},
+		{"json array without a type", "", `[{"phone":"1"}]`, BodyUnreadable},
+		// §4: a byte order mark.
+		{"json with a BOM", "application/json", "\uFEFF{}", BodyUnreadable},
+		{"form with a BOM", "application/x-www-form-urlencoded", "\uFEFFphone=1", BodyUnreadable},
+		{"json body sent as a form, BOM and spaces", "application/x-www-form-urlencoded", "\uFEFF \n{}", BodyUnreadable},
+		{"json body with a BOM, no type", "", "\uFEFF{}", BodyUnreadable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,7 +171,96 @@ func TestBodyKind(t *testing.T) {
 			if got := BodyKind(tt.ct, []byte(tt.body)); got != tt.want {
 				t.Errorf("BodyKind(%q, %q) = %s, want %s", tt.ct, tt.body, got, tt.want)
 			}
+			if got := BodyKind([]byte(tt.ct), []byte(tt.body)); got != tt.want {
+				t.Errorf("BodyKind([]byte(%q), %q) = %s, want %s", tt.ct, tt.body, got, tt.want)
+			}
 		})
+	}
+}
+
+// TestParseMediaType: RFC 9110 §8.3.1's grammar, and nothing else.
+func TestParseMediaType(t *testing.T) {
+	t.Parallel()
+	long := "application/json; x=" + strings.Repeat("a", MaxContentTypeBytes)
+	tests := []struct {
+		ct   string
+		want Media
+	}{
+		{"application/json", MediaJSON},
+		{"APPLICATION/JSON", MediaJSON},
+		{"application/problem+json", MediaJSON},
+		{"application/vnd.example.v1+JSON", MediaJSON},
+		{"application/x-www-form-urlencoded", MediaForm},
+		{"Application/X-WWW-Form-URLEncoded", MediaForm},
+		{" \tapplication/json \t", MediaJSON},
+		{"application/json;charset=utf-8", MediaJSON},
+		{"application/json ; charset=UTF-8", MediaJSON},
+		{"application/json;\tcharset=Utf-8", MediaJSON},
+		{`application/json; charset="utf-8"`, MediaJSON},
+		{`application/json; charset="u\tf-8"`, MediaJSON},
+		{`application/json; charset="utf-8"; x="a;b,c\"d"`, MediaJSON},
+		{"application/json; x=1; y=2", MediaJSON},
+		{"application/json;", MediaJSON},
+		{"application/json;;charset=utf-8;", MediaJSON},
+		{"application/json; ;", MediaJSON},
+		{"application/x-www-form-urlencoded; CHARSET=utf-8", MediaForm},
+		{"application/json; charset=", MediaInvalid},
+		{"application/json; charset=utf-8; charset=utf-8", MediaInvalid},
+		{"application/json; charset=utf-8; Charset=latin1", MediaInvalid},
+		{"application/json; charset=latin1", MediaCharset},
+		{"application/json; charset=utf8", MediaCharset},
+		{"application/json; charset=utf-16", MediaCharset},
+		{`application/json; charset="utf-8 "`, MediaCharset},
+		{`application/json; charset="utf-8x"`, MediaCharset},
+		{`application/json; charset="utf"`, MediaCharset},
+		{"application/x-www-form-urlencoded; charset=iso-8859-1", MediaCharset},
+		{"text/plain; charset=latin1", MediaOther},
+		{"text/plain", MediaOther},
+		{"text/json", MediaOther},
+		{"multipart/form-data; boundary=XyZ", MediaOther},
+		{`multipart/form-data; boundary="a b"`, MediaOther},
+		{"application/xml", MediaOther},
+		{"application/jsonx", MediaOther},
+		{"application/+json", MediaOther},
+		{"application/x-www-form-urlencodedfoo", MediaOther},
+		{"x/json", MediaOther},
+
+		{"", MediaInvalid},
+		{" ", MediaInvalid},
+		{"application", MediaInvalid},
+		{"application/", MediaInvalid},
+		{"/json", MediaInvalid},
+		{"application/x-www-form-urlencoded,x", MediaInvalid},
+		{"application/x-www-form-urlencoded, application/json", MediaInvalid},
+		{"application/x-www-form-urlencoded x", MediaInvalid},
+		{"application/x-www-form-urlencoded/", MediaInvalid},
+		{"application/json/x", MediaInvalid},
+		{"application /json", MediaInvalid},
+		{"application/ json", MediaInvalid},
+		{"application/json; charset = utf-8", MediaInvalid},
+		{"application/json; charset =utf-8", MediaInvalid},
+		{"application/json; charset= utf-8", MediaInvalid},
+		{"application/json; =utf-8", MediaInvalid},
+		{"application/json; charset", MediaInvalid},
+		{"application/json; charset=utf-8 x", MediaInvalid},
+		{"application/json; charset=utf-8,x", MediaInvalid},
+		{`application/json; charset="utf-8`, MediaInvalid},
+		{`application/json; charset="utf-8\`, MediaInvalid},
+		{"application/json; x=\"a\x7fb\"", MediaInvalid},
+		{"application/json; x=\"a\x01b\"", MediaInvalid},
+		{`application/json; x="a"b`, MediaInvalid},
+		{"application/json\x00", MediaInvalid},
+		{"application/json\r\n", MediaInvalid},
+		{"application/j\xc3\xa9son", MediaInvalid},
+		{"application/json x", MediaInvalid},
+		{"application/json\v", MediaInvalid},
+		{long, MediaInvalid},
+		{long[:MaxContentTypeBytes], MediaJSON},
+	}
+	for _, tt := range tests {
+		if got := ParseMediaType(tt.ct); got != tt.want {
+			t.Errorf("ParseMediaType(%.60q) = %s, want %s", tt.ct, got, tt.want)
+		}
 	}
 }
 

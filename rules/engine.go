@@ -30,6 +30,12 @@ type Fields interface {
 	// matching rule needs a body field, and parses the body at most once
 	// per identity.
 	Body() (contentType, body []byte)
+	// Cookies returns the request's cookies exactly as the origin
+	// receives them: the cookie-pairs of every Cookie field line, joined
+	// by "; " (RFC 6265 §4.2.1), or nil. The Engine calls it only for body
+	// identities, which must agree with a cookie of the same name
+	// (docs/body-identities.md §6).
+	Cookies() []byte
 }
 
 // Request is what the Engine needs to know about a request. The gateway
@@ -638,8 +644,8 @@ type identity struct {
 }
 
 // lookup reads one identity source. A body field is read the way the
-// origin's parser would (otp.JSONField, otp.FormField): an ambiguous or
-// malformed one is invalid, never a guess.
+// origin's parser would (bodyField): an ambiguous, malformed or
+// unreadable one is invalid, never a guess.
 func (e *Engine) lookup(src otp.Source, req *Request, s *Scratch) (string, keyStatus) {
 	if req.Fields == nil {
 		return "", keyMissing
@@ -670,30 +676,46 @@ func (e *Engine) lookup(src otp.Source, req *Request, s *Scratch) (string, keySt
 	return string(v), keyPresent
 }
 
-// bodyField reads a json: or form: field from the body.
+// contentEncoding is the header that makes a body identity unreadable.
+var contentEncoding = []byte("Content-Encoding")
+
+// bodyField reads a json: or form: field from the body, only where every
+// origin reads the same value (docs/body-identities.md):
+//
+//   - a request with a Content-Encoding is invalid (§3: Express inflates
+//     gzip and deflate bodies, other stacks read the compressed bytes);
+//   - a body otp.BodyKind finds ambiguous or unreadable is invalid (§1,
+//     §2: a Content-Type that does not parse, names another type or
+//     charset, or is missing before a body; multipart; a BOM);
+//   - a JSON or form body is read by the source of its format (a source
+//     of the other format is missing: the next source is tried), and
+//     malformed, ambiguous or non-string fields are invalid (§4, §5);
+//   - the field's name in the query string or a cookie must agree with
+//     the body's reading, present or absent (§6: PHP's $_REQUEST, Go's
+//     FormValue, Flask's request.values and Rails' params merge them);
+//     a body of no format (no body, no Content-Type) holds nothing, so a
+//     name there is invalid too.
 func (e *Engine) bodyField(src otp.Source, req *Request, s *Scratch) (string, keyStatus) {
 	if req.Fields == nil {
 		return "", keyMissing
 	}
 	ct, body := req.Fields.Body()
 	s.BodyParsed = true
-	var v string
-	var found bool
-	var err error
-	switch kind := otp.BodyKind(string(ct), body); {
-	case kind == otp.BodyAmbiguous:
-		return "", keyInvalid // origins disagree on how to read it (otp.BodyKind)
-	case src.Kind == otp.SourceJSON && kind == otp.BodyJSON:
-		v, found, err = otp.JSONField(body, src.Path)
-	case src.Kind == otp.SourceForm && kind == otp.BodyForm:
-		v, found, err = otp.FormField(body, src.Name)
-	default:
-		return "", keyMissing
-	}
-	switch {
-	case err != nil:
+	if len(req.Fields.Header(contentEncoding)) > 0 {
 		return "", keyInvalid
-	case !found || v == "":
+	}
+	kind := otp.BodyKind(ct, body)
+	if kind != otp.BodyNone && kind != otp.BodyAmbiguous && kind != otp.BodyUnreadable && kind != src.Body() {
+		return "", keyMissing // a body of the other format: its source reads it
+	}
+	v, found, err := src.BodyField(kind, body)
+	if err != nil {
+		return "", keyInvalid
+	}
+	if err := src.CheckMerged(req.Fields.RawQuery(), req.Fields.Cookies(), v, found); err != nil {
+		return "", keyInvalid
+	}
+	if !found || v == "" {
 		return "", keyMissing
 	}
 	return v, keyPresent

@@ -2,11 +2,22 @@ package rules_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/edge-gateway/edge/rules"
 )
+
+// Cookies joins the cookie map as a Cookie header, in name order.
+func (f fields) Cookies() []byte {
+	var pairs []string
+	for _, k := range slices.Sorted(maps.Keys(f.cookie)) {
+		pairs = append(pairs, k+"="+f.cookie[k])
+	}
+	return []byte(strings.Join(pairs, "; "))
+}
 
 // phoneCountryPolicy builds an OTP policy from its parts, in order: an
 // identity block, then the given rules.
