@@ -52,8 +52,10 @@ edge {
   # The -dry-run flag does the same without editing the file.
   dry_run = false
 
-  # Environment variable holding the secret that keys counter hashes. Unset
-  # with the memory store: a random secret and a warning at start.
+  # Environment variable holding the secret that keys counter hashes, used
+  # as given. Unset with the memory store: a random secret and a warning at
+  # start. With a Redis store it must be set, to at least 32 bytes (for
+  # example `openssl rand -hex 32`), or the node refuses to start.
   key_secret_env = "EDGE_KEY_SECRET"
 }
 
@@ -99,8 +101,10 @@ visitor {
 rule "login-per-visitor" {
   methods   = ["POST"]
   paths     = ["/login"]
-  # hosts limits a rule to some Host names (case, port, a trailing dot and
-  # userinfo ignored); left out, the rule applies to every host.
+  # hosts limits a rule to some hosts (case, port, a trailing dot and
+  # userinfo ignored); left out, the rule applies to every host. The host is
+  # the absolute-form target's, or else Host, and the origin receives it
+  # as matched; docs/host-and-path.md.
   # hosts   = ["login.example.com"]
   key        = ["visitor"]
   algorithm  = "gcra"

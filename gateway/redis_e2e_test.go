@@ -74,7 +74,7 @@ func startFleet(t testing.TB, p *rules.Policy, n int) (*DemoOrigin, string, []*f
 		t.Cleanup(func() { fc.Close() })
 		fn := &fleetNode{fc: fc, reg: prometheus.NewRegistry()}
 		fn.srv, err = New(Options{
-			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret"),
+			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret, 32+ bytes long"), // as cmd/edge requires with Redis
 			Upstream: "http://" + oln.Addr().String(), Registry: fn.reg, Health: fc, StoreStats: fc,
 			RedisStats: rs.Stats,
 		})
@@ -266,7 +266,7 @@ func TestRedisOutageDuringLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Policy: p, Store: fc, KeySecret: []byte("k"), Upstream: "http://" + oln.Addr().String(), Health: fc, StoreStats: fc})
+	srv, err := New(Options{Policy: p, Store: fc, KeySecret: []byte("a Redis-backed node needs 32 bytes"), Upstream: "http://" + oln.Addr().String(), Health: fc, StoreStats: fc})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,8 +90,27 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	if diags.HasErrors() {
 		return 1
 	}
+	if p.Store.Kind == "redis" {
+		// The secret belongs to the deployment, not the file: validate
+		// warns about a short one in its environment, and serve refuses it.
+		if n := len(os.Getenv(p.KeySecretEnv)); n > 0 && n < minRedisKeySecret {
+			fmt.Fprintf(stderr, "warning: %s: %s\n", *config, shortSecretError(p.KeySecretEnv, n))
+		}
+	}
 	fmt.Fprintf(stdout, "%s: valid, %d rules\n", *config, len(p.Rules))
 	return 0
+}
+
+// minRedisKeySecret is the shortest key secret a Redis-backed node accepts,
+// in bytes of the variable's value, used as given (no hex or base64
+// decoding): 32 bytes, the output length of HMAC-SHA256 (RFC 2104 §3:
+// keys shorter than it are strongly discouraged).
+const minRedisKeySecret = 32
+
+// shortSecretError says why a key secret of n bytes in $env is refused with
+// a Redis store.
+func shortSecretError(env string, n int) error {
+	return fmt.Errorf("the redis store needs a key secret of at least %d bytes in $%s (it has %d): keys in Redis are keyed hashes of phone numbers, accounts and IPs, and a short secret lets whoever reads Redis recover them by trying every secret; make one with `openssl rand -hex 32`", minRedisKeySecret, env, n)
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
@@ -149,17 +168,22 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	secret := []byte(os.Getenv(p.KeySecretEnv))
-	st, fc, rs, err := openStore(p, *store, len(secret) > 0, log)
+	st, fc, rs, err := openStore(p, *store, len(secret), log)
 	if err != nil {
 		fmt.Fprintln(stderr, "edge:", err)
 		return 1
 	}
 	stored := &runningStore{flag: *store, cfg: p.Store, fc: fc}
 	defer st.Close()
-	if len(secret) == 0 {
+	switch {
+	case len(secret) == 0:
 		secret = make([]byte, 32)
 		_, _ = rand.Read(secret)
 		log.Warn("key secret not set: using a random one; counter keys and visitor hashes change at every restart (set it for a fleet: a Redis-backed node refuses to start without it)", "env", p.KeySecretEnv)
+	case len(secret) < minRedisKeySecret:
+		// The memory store keeps its keys in this process; a Redis store
+		// refuses such a secret (openStore).
+		log.Warn("key secret shorter than 32 bytes: key hashes in the logs can be reversed by trying secrets, and a Redis-backed node refuses it", "env", p.KeySecretEnv, "bytes", len(secret))
 	}
 	var health gateway.Health
 	var stats gateway.StoreStats
@@ -246,11 +270,13 @@ func serve(args []string, stderr io.Writer) int {
 
 // openStore opens the counter store the policy (or the -store flag) names.
 // A Redis store is wrapped in failclosed (time budget, breaker, each rule's
-// on_store_error) and needs the key secret: a fleet must share one key
-// space (DESIGN §4). The memory store never fails and is used as is. fc is
-// the failclosed wrapper and rs the Redis store inside it, both nil for
-// memory; closing st closes everything.
-func openStore(p *rules.Policy, flagStore string, haveSecret bool, log *slog.Logger) (st rules.Store, fc *failclosed.Store, rs *redisstore.Store, err error) {
+// on_store_error) and needs the key secret, secretLen bytes long, to be set
+// (a fleet must share one key space, DESIGN §4) and at least
+// minRedisKeySecret bytes long (Redis holds the keyed hashes). The memory
+// store never fails and is used as is. fc is the failclosed wrapper and rs
+// the Redis store inside it, both nil for memory; closing st closes
+// everything.
+func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logger) (st rules.Store, fc *failclosed.Store, rs *redisstore.Store, err error) {
 	kind, url := p.Store.Kind, p.Store.URL
 	switch {
 	case flagStore == "memory":
@@ -268,8 +294,11 @@ func openStore(p *rules.Policy, flagStore string, haveSecret bool, log *slog.Log
 		}
 		return ms, nil, nil, nil
 	}
-	if !haveSecret {
+	if secretLen == 0 {
 		return nil, nil, nil, fmt.Errorf("the redis store needs the key secret in $%s: a fleet must share one key space, so a random secret cannot do", p.KeySecretEnv)
+	}
+	if secretLen < minRedisKeySecret {
+		return nil, nil, nil, shortSecretError(p.KeySecretEnv, secretLen)
 	}
 	if log != nil {
 		redisstore.SetLogger(log)

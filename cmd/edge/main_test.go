@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -168,6 +169,70 @@ func TestServeRefusesRedisWithoutKeySecret(t *testing.T) {
 	}
 }
 
+// TestServeRefusesRedisWithShortKeySecret: with a Redis store, the key
+// secret's value needs at least 32 bytes, counted as given (a 31-character
+// value is refused, whatever it encodes); the node does not start.
+func TestServeRefusesRedisWithShortKeySecret(t *testing.T) {
+	tests := []struct {
+		name, secret string
+		store        []string // -store flag, or the policy's own store
+		refused      bool
+	}{
+		{"one byte", "k", []string{"-store", "redis://127.0.0.1:1/0"}, true},
+		{"31 bytes", strings.Repeat("s", 31), []string{"-store", "redis://127.0.0.1:1/0"}, true},
+		{"15 bytes in hex: 30 bytes as given", "00112233445566778899aabbccddee", []string{"-store", "redis://127.0.0.1:1/0"}, true},
+		{"the policy's redis store", "short", nil, true},
+		{"32 bytes", strings.Repeat("s", 32), []string{"-store", "redis://127.0.0.1:1/0"}, false},
+	}
+	policy := filepath.Join(t.TempDir(), "redis.hcl")
+	src, err := os.ReadFile(filepath.Join(root, "testdata/fixtures/policies/foundation.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisSrc := strings.Replace(string(src), `store "memory" {
+  max_keys = 100000
+}`, `store "redis" {
+  url = "redis://127.0.0.1:1/0"
+}`, 1)
+	if redisSrc == string(src) {
+		t.Fatal("foundation.hcl has no memory store block to replace")
+	}
+	if err := os.WriteFile(policy, []byte(redisSrc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("EDGE_KEY_SECRET", tt.secret)
+			if !tt.refused {
+				// Past the secret check the node would start serving:
+				// open the store alone.
+				p, diags := rules.LoadFile(policy)
+				if diags.HasErrors() {
+					t.Fatal(diags.Error())
+				}
+				st, _, _, err := openStore(p, tt.store[1], len(tt.secret), nil)
+				if err != nil {
+					t.Fatalf("openStore with a %d-byte secret: %v", len(tt.secret), err)
+				}
+				st.Close()
+				return
+			}
+			var out, errb bytes.Buffer
+			args := append([]string{"-config", policy}, tt.store...)
+			code := run(args, &out, &errb)
+			want := fmt.Sprintf("needs a key secret of at least 32 bytes in $EDGE_KEY_SECRET (it has %d)", len(tt.secret))
+			if code != 1 || !strings.Contains(errb.String(), want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and %q", code, errb.String(), want)
+			}
+			// validate checks the file, and warns about the secret.
+			errb.Reset()
+			if code := run([]string{"validate", "-config", policy}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "warning: "+policy+": the redis store needs a key secret") || !strings.Contains(errb.String(), want) {
+				t.Errorf("validate: exit %d, stderr:\n%s\nwant exit 0 and a warning %q", code, errb.String(), want)
+			}
+		})
+	}
+}
+
 func TestServeRefusesBadStoreFlag(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"-config", filepath.Join(root, "policies.hcl"), "-store", "memcached://x:1"}, &out, &errb)
@@ -249,7 +314,7 @@ func TestStoreDownAtStartIsDegraded(t *testing.T) {
 		t.Fatal(diags.Error())
 	}
 	var logs bytes.Buffer
-	st, fc, rs, err := openStore(p, "redis://"+addr+"/0", true, slog.New(slog.NewJSONHandler(&logs, nil)))
+	st, fc, rs, err := openStore(p, "redis://"+addr+"/0", minRedisKeySecret, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
