@@ -110,7 +110,7 @@ func TestMixedModes(t *testing.T) {
 	local := op(3, rules.FailLocal, 2, time.Minute)
 	for range 5 {
 		res := take(t, s, now, op(1, rules.FailOpen, 1, time.Minute), op(2, rules.FailClosed, 1, time.Minute), local)
-		want := []rules.Result{{Allowed: true, StoreError: true}, {StoreError: true}, {Allowed: true, Remaining: 2, StoreError: true}}
+		want := []rules.Result{{Allowed: true, StoreError: true}, {StoreError: true}, {Allowed: true, Remaining: 2, ResetAfter: 30 * time.Second, StoreError: true}}
 		for i := range want {
 			if res[i] != want[i] {
 				t.Fatalf("op %d: got %+v, want %+v", i, res[i], want[i])

@@ -23,8 +23,9 @@ import (
 //	for i := range ops { ttl[i] = Settle(&st[i], now, &ops[i], refused, &res[i]) }
 //
 // Check decides against the state before the call; Settle applies what the
-// contract says the op does (Consume) and fills Remaining and ResetAfter from
-// the state after it. Every stored key gets the TTL Settle returns: the time
+// contract says the op does (Consume) and fills Remaining, ResetAfter (the
+// effective window, RateLimit's t) and a refused op's RetryAfter from the
+// state after it. Every stored key gets the TTL Settle returns: the time
 // until its state has decayed to empty, after which a missing key and the
 // stored one decide alike. A TTL of 0 means the state is empty and need not
 // be stored at all.
@@ -192,114 +193,201 @@ func Consumes(op *Op, allowed, refused bool) bool {
 }
 
 // Settle finishes op after every op of the call has been decided: it
-// consumes when Consumes says so, fills r's Remaining (0 when r is not
-// Allowed) and ResetAfter from the state after the call, and returns the TTL
-// to store st with (0: st is empty).
+// consumes when Consumes says so, fills r from the state after the call,
+// and returns the TTL to store st with (0: st is empty):
+//
+//   - Remaining: the units left (0 when r is not Allowed).
+//   - RetryAfter, when r is not Allowed: the wait until a take of the op's
+//     Cost fits the state after the call (RetryNever stays), recomputed
+//     because an Attempts op that consumed while refused has moved it.
+//     A client that retries then, and sends nothing meanwhile, is admitted
+//     by this op (waitUS).
+//   - ResetAfter: RateLimit's t, the effective window of
+//     draft-ietf-httpapi-ratelimit-headers-11 §4.1.2, "the time within
+//     which the client can use no more than the available quota". When not
+//     Allowed it equals RetryAfter (r is 0 until then). When Allowed it is
+//     windowUS: the time until one unit more than Remaining could be
+//     admitted, however the client spends them. See docs/headers.md for the
+//     bounds (at most the period, or period + ⌈period ÷ limit⌉ for
+//     sliding_window, without debt).
+//
+// The TTL is the time until st has decayed to empty, which can be longer
+// than ResetAfter (TTL).
 func Settle(st *State, nowUS int64, op *Op, refused bool, r *Result) (ttlUS int64) {
 	if Consumes(op, r.Allowed, refused) {
 		Consume(st, nowUS, op)
 	}
-	remaining, resetUS := reportState(st, nowUS, op)
-	if !r.Allowed {
-		remaining = 0
+	remaining, ttlUS := reportState(st, nowUS, op)
+	switch {
+	case r.Allowed:
+		r.Remaining = remaining
+		r.ResetAfter = durationUS(windowUS(st, nowUS, op))
+	case r.RetryAfter == RetryNever:
+		r.Remaining = 0
+		r.ResetAfter = durationUS(windowUS(st, nowUS, op))
+	default:
+		// Refused means the wait before the call was > 0, and no op makes
+		// a refused op's state emptier, so this wait is > 0 too.
+		r.Remaining = 0
+		r.RetryAfter = durationUS(waitUS(st, nowUS, op, max(op.Cost, 0)))
+		r.ResetAfter = r.RetryAfter
 	}
-	r.Remaining = remaining
-	r.ResetAfter = durationUS(resetUS)
-	return resetUS
+	return ttlUS
 }
 
 // TTL returns the time in µs until st has decayed to empty at op's
-// parameters; 0 when it is empty now. It equals the ResetAfter Settle
-// reports: back to the full allowance is the same as empty.
+// parameters (back to the full allowance); 0 when it is empty now. It is
+// the TTL Settle returns.
 func TTL(st *State, nowUS int64, op *Op) int64 {
 	_, resetUS := reportState(st, nowUS, op)
 	return resetUS
 }
 
+// windowUS returns the effective window of st at nowUS, in µs: the time
+// until a take of one unit would fit had the client spent the r units left
+// (reportState's remaining) at nowUS. Spending them at nowUS is what frees
+// the next unit soonest for every algorithm (a unit counted later decays
+// later), so within the window no schedule of requests gets more than r
+// units admitted, and at its end one does: it is the longest window the
+// draft's "no more than the available quota" holds for. It is > 0 (a full
+// counter's window is the time its first unit takes to come back).
+//
+// Without debt (OpAdd) and clock steps back it is at most: gcra and the
+// buckets, the emission interval ⌈period ÷ limit⌉; fixed_window, the rest of
+// the window; sliding_log, the period; sliding_window, period +
+// ⌈period ÷ limit⌉ (the limit spent at a window's start: the estimate lets
+// one more in once the previous window's weight has fallen by one unit).
+func windowUS(st *State, nowUS int64, op *Op) int64 {
+	switch op.Algorithm {
+	case GCRA:
+		// r = ⌊(tol−ahead)/T⌋ units left; spent, TAT is ahead + r×T, and
+		// one more fits once ahead + (r+1)×T − tol has passed.
+		t := op.PeriodUS / op.Limit
+		tol := op.Burst * t
+		ahead := max(gcraTAT(st, op)-nowUS, 0)
+		r := max((tol-ahead)/t, 0)
+		return ahead + (r+1)*t - tol
+	case TokenBucket:
+		tokens := tokensAt(st, nowUS, op)
+		r := max(tokens, 0) / op.PeriodUS
+		return skew(st, nowUS, op) + ceilDiv((r+1)*op.PeriodUS-tokens, op.Limit)
+	case LeakyBucket:
+		capacity := op.Burst * op.PeriodUS
+		level := levelAt(st, nowUS, op)
+		r := max(capacity-level, 0) / op.PeriodUS
+		return skew(st, nowUS, op) + ceilDiv(level+(r+1)*op.PeriodUS-capacity, op.Limit)
+	case FixedWindow:
+		// Spent, the window is full until it ends.
+		start, _ := fixedAt(st, nowUS, op)
+		return start + op.PeriodUS - nowUS
+	case SlidingWindow:
+		p := op.PeriodUS
+		start, prev, cur := slidingAt(st, nowUS, op)
+		e := max(nowUS-start, 0)
+		r := max(op.Limit-cur-ceilDiv(prev*(p-e), p), 0)
+		return slidingWait(start, prev, cur+r, nowUS, op, 1)
+	case SlidingLog:
+		// Spent, the log holds max(n, limit) timestamps (the r new ones at
+		// nowUS); one more fits once the k-th oldest has left.
+		log := logAt(st, nowUS, op)
+		n := int64(len(log))
+		if k := max(n, op.Limit) + 1 - op.Limit; k <= n {
+			return log[k-1] + op.PeriodUS - nowUS
+		}
+		return op.PeriodUS
+	}
+	return 0
+}
+
 // Check decides op against st at nowUS without changing st: Allowed, and
 // RetryAfter when refused (RetryNever when Cost exceeds the burst or limit).
 // Remaining and ResetAfter are left zero for Settle, since they describe the
-// state after the whole call. Allowed means a take of Cost would fit, for
-// every kind that checks (OpTake, OpPeek, OpAdd); OpRefund and OpReset are
-// always Allowed.
+// state after the whole call (and Settle recomputes RetryAfter from it).
+// Allowed means a take of Cost would fit, for every kind that checks
+// (OpTake, OpPeek, OpAdd); OpRefund and OpReset are always Allowed.
 func Check(st *State, nowUS int64, op *Op) Result {
 	if op.Kind == OpRefund || op.Kind == OpReset {
 		return Result{Allowed: true}
 	}
-	cost := max(op.Cost, 0)
-	var wait int64 // µs until a take of cost fits; 0 now, <0 never
+	switch wait := waitUS(st, nowUS, op, max(op.Cost, 0)); {
+	case wait == 0:
+		return Result{Allowed: true}
+	case wait < 0:
+		return Result{RetryAfter: RetryNever}
+	default:
+		return Result{RetryAfter: durationUS(wait)}
+	}
+}
+
+// waitUS returns the µs from nowUS until a take of cost would fit st, with
+// nothing else happening meanwhile: 0 when it fits now, -1 when it never
+// can (cost over the burst or limit). Every algorithm's state only decays
+// towards empty while idle, so the take fits at any time from then on: a
+// client retrying after the wait is admitted.
+func waitUS(st *State, nowUS int64, op *Op, cost int64) (wait int64) {
 	switch op.Algorithm {
 	case GCRA:
 		t := op.PeriodUS / op.Limit
 		tol := op.Burst * t
 		if cost > op.Burst {
-			wait = -1
-			break
+			return -1
 		}
 		tat := max(gcraTAT(st, op), nowUS)
-		wait = max(tat+cost*t-nowUS-tol, 0)
+		return max(tat+cost*t-nowUS-tol, 0)
 	case TokenBucket:
 		if cost > op.Burst {
-			wait = -1
-			break
+			return -1
 		}
 		tokens := tokensAt(st, nowUS, op)
 		if need := cost*op.PeriodUS - tokens; need > 0 {
-			wait = skew(st, nowUS, op) + ceilDiv(need, op.Limit)
+			return skew(st, nowUS, op) + ceilDiv(need, op.Limit)
 		}
+		return 0
 	case LeakyBucket:
 		if cost > op.Burst {
-			wait = -1
-			break
+			return -1
 		}
 		level := levelAt(st, nowUS, op)
 		if excess := level + cost*op.PeriodUS - op.Burst*op.PeriodUS; excess > 0 {
-			wait = skew(st, nowUS, op) + ceilDiv(excess, op.Limit)
+			return skew(st, nowUS, op) + ceilDiv(excess, op.Limit)
 		}
+		return 0
 	case FixedWindow:
 		if cost > op.Limit {
-			wait = -1
-			break
+			return -1
 		}
 		start, n := fixedAt(st, nowUS, op)
 		if n+cost > op.Limit {
-			wait = start + op.PeriodUS - nowUS
+			return start + op.PeriodUS - nowUS
 		}
+		return 0
 	case SlidingWindow:
 		if cost > op.Limit {
-			wait = -1
-			break
+			return -1
 		}
-		wait = slidingWait(st, nowUS, op, cost)
+		start, prev, cur := slidingAt(st, nowUS, op)
+		return slidingWait(start, prev, cur, nowUS, op, cost)
 	case SlidingLog:
 		if cost > op.Limit {
-			wait = -1
-			break
+			return -1
 		}
 		log := logAt(st, nowUS, op)
 		if k := int64(len(log)) + cost - op.Limit; k > 0 {
 			// The k oldest timestamps in the window must leave it; the
 			// k-th leaves at its time + period (out when t ≤ now-period).
-			wait = log[k-1] + op.PeriodUS - nowUS
+			return log[k-1] + op.PeriodUS - nowUS
 		}
-	default:
-		wait = -1
+		return 0
 	}
-	switch {
-	case wait == 0:
-		return Result{Allowed: true}
-	case wait < 0:
-		return Result{RetryAfter: RetryNever}
-	}
-	return Result{RetryAfter: durationUS(wait)}
+	return -1
 }
 
 // slidingWait returns the µs until a take of cost (≤ limit) fits the
 // two-counter estimate prev×(P−e)/P + cur + cost ≤ limit, e being the time
-// elapsed in the current window; the comparison is multiplied out by P.
-func slidingWait(st *State, nowUS int64, op *Op, cost int64) int64 {
+// elapsed in the current window (which starts at start); the comparison is
+// multiplied out by P.
+func slidingWait(start, prev, cur, nowUS int64, op *Op, cost int64) int64 {
 	p := op.PeriodUS
-	start, prev, cur := slidingAt(st, nowUS, op)
 	e := max(nowUS-start, 0)
 	room := op.Limit - cur - cost
 	if room >= 0 {

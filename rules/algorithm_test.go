@@ -3,6 +3,7 @@ package rules
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -88,7 +89,9 @@ func TestGCRALessonNumbers(t *testing.T) {
 	op := lessonOp(GCRA, OpTake, 1)
 	for i := range 5 {
 		r, ttl := applyOne(&st, algBase, &op)
-		want := Result{Allowed: true, Remaining: int64(4 - i), ResetAfter: ms(200 * float64(i+1))}
+		// t: whatever is left, one more unit fits an interval after it is
+		// spent. The TTL is the time back to full, TAT − now.
+		want := Result{Allowed: true, Remaining: int64(4 - i), ResetAfter: ms(200)}
 		if r != want {
 			t.Fatalf("request %d: got %+v, want %+v", i+1, r, want)
 		}
@@ -100,7 +103,7 @@ func TestGCRALessonNumbers(t *testing.T) {
 		}
 	}
 	r, _ := applyOne(&st, algBase, &op)
-	if want := (Result{ResetAfter: ms(1000), RetryAfter: ms(200)}); r != want {
+	if want := (Result{ResetAfter: ms(200), RetryAfter: ms(200)}); r != want {
 		t.Fatalf("sixth request: got %+v, want %+v", r, want)
 	}
 }
@@ -131,39 +134,45 @@ func TestAlgorithmResults(t *testing.T) {
 	// gcra, token_bucket and leaky_bucket make identical decisions with an
 	// exact emission interval (here 200ms), and report identical values.
 	buckets := []algStep{
-		{at: 0, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 5}},
+		// ResetAfter is the effective window: a fresh bucket's next unit
+		// comes back one emission interval after it is spent.
+		{at: 0, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 5, ResetAfter: ms(200)}},
 		{at: 0, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 4, ResetAfter: ms(200)}},
-		{at: 0, kind: OpTake, cost: 3, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(800)}},
-		{at: 0, kind: OpTake, cost: 2, want: Result{ResetAfter: ms(800), RetryAfter: ms(200)}},
-		{at: 0, kind: OpTake, cost: 6, want: Result{ResetAfter: ms(800), RetryAfter: RetryNever}},
-		{at: 100, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(900)}},
-		{at: 150, kind: OpPeek, cost: 1, want: Result{ResetAfter: ms(850), RetryAfter: ms(50)}},
-		// An attempt over the limit leaves the counter full: no debt.
-		{at: 150, kind: OpTake, cost: 5, attempts: true, want: Result{ResetAfter: ms(1000), RetryAfter: ms(850)}},
+		{at: 0, kind: OpTake, cost: 3, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(200)}},
+		// Refused: t is the wait.
+		{at: 0, kind: OpTake, cost: 2, want: Result{ResetAfter: ms(200), RetryAfter: ms(200)}},
+		{at: 0, kind: OpTake, cost: 6, want: Result{ResetAfter: ms(200), RetryAfter: RetryNever}},
+		{at: 100, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(100)}},
+		{at: 150, kind: OpPeek, cost: 1, want: Result{ResetAfter: ms(50), RetryAfter: ms(50)}},
+		// An attempt over the limit leaves the counter full, no debt: the
+		// wait is from the state it leaves (1000ms), not the one it found
+		// (850ms), or a retry at RetryAfter would be refused.
+		{at: 150, kind: OpTake, cost: 5, attempts: true, want: Result{ResetAfter: ms(1000), RetryAfter: ms(1000)}},
 		// A refund gives back; never below empty.
-		{at: 150, kind: OpRefund, cost: 2, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(600)}},
-		{at: 150, kind: OpRefund, cost: 50, want: Result{Allowed: true, Remaining: 5}},
+		{at: 150, kind: OpRefund, cost: 2, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(200)}},
+		{at: 150, kind: OpRefund, cost: 50, want: Result{Allowed: true, Remaining: 5, ResetAfter: ms(200)}},
 		// Add counts after the fact, into at most one allowance of debt.
-		{at: 200, kind: OpAdd, cost: 3, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(600)}},
-		{at: 200, kind: OpAdd, cost: 4, want: Result{ResetAfter: ms(1400), RetryAfter: ms(400)}},
-		{at: 200, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(1400), RetryAfter: ms(600)}},
-		{at: 200, kind: OpAdd, cost: 1 << 40, want: Result{ResetAfter: ms(2000), RetryAfter: RetryNever}},
+		{at: 200, kind: OpAdd, cost: 3, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(200)}},
+		{at: 200, kind: OpAdd, cost: 4, want: Result{ResetAfter: ms(1200), RetryAfter: ms(1200)}},
+		{at: 200, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(600), RetryAfter: ms(600)}},
+		{at: 200, kind: OpAdd, cost: 1 << 40, want: Result{ResetAfter: ms(1200), RetryAfter: RetryNever}},
 		// Without the debt the counter would be empty by 1200.
-		{at: 1400, kind: OpPeek, cost: 2, want: Result{ResetAfter: ms(800), RetryAfter: ms(200)}},
-		{at: 1400, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(800)}},
-		{at: 1600, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(800)}},
-		{at: 1600, kind: OpReset, cost: 1, want: Result{Allowed: true, Remaining: 5}},
-		{at: 1600, kind: OpTake, cost: 5, want: Result{Allowed: true, ResetAfter: ms(1000)}},
+		{at: 1400, kind: OpPeek, cost: 2, want: Result{ResetAfter: ms(200), RetryAfter: ms(200)}},
+		{at: 1400, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(200)}},
+		{at: 1600, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(200)}},
+		{at: 1600, kind: OpReset, cost: 1, want: Result{Allowed: true, Remaining: 5, ResetAfter: ms(200)}},
+		{at: 1600, kind: OpTake, cost: 5, want: Result{Allowed: true, ResetAfter: ms(200)}},
 		// Idle for its whole reset time: the full burst again.
-		{at: 2600, kind: OpTake, cost: 5, want: Result{Allowed: true, ResetAfter: ms(1000)}},
-		{at: 3600, kind: OpTake, cost: 0, want: Result{Allowed: true, Remaining: 5}},
+		{at: 2600, kind: OpTake, cost: 5, want: Result{Allowed: true, ResetAfter: ms(200)}},
+		{at: 3600, kind: OpTake, cost: 0, want: Result{Allowed: true, Remaining: 5, ResetAfter: ms(200)}},
 	}
 	for _, alg := range []Algorithm{GCRA, TokenBucket, LeakyBucket} {
 		t.Run(alg.String(), func(t *testing.T) { runAlgSteps(t, alg, buckets) })
 	}
 	t.Run("fixed_window", func(t *testing.T) {
 		runAlgSteps(t, FixedWindow, []algStep{
-			{at: 300, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 5}},
+			// However many are left, none more before the window ends.
+			{at: 300, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 5, ResetAfter: ms(700)}},
 			{at: 300, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 4, ResetAfter: ms(700)}},
 			{at: 400, kind: OpTake, cost: 4, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(600)}},
 			{at: 500, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(500), RetryAfter: ms(500)}},
@@ -174,46 +183,52 @@ func TestAlgorithmResults(t *testing.T) {
 			// The window starts at 1000ms since the epoch, not 1000ms after
 			// the first request.
 			{at: 1000, kind: OpTake, cost: 5, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1000)}},
-			{at: 1000, kind: OpReset, cost: 1, want: Result{Allowed: true, Remaining: 5}},
+			{at: 1000, kind: OpReset, cost: 1, want: Result{Allowed: true, Remaining: 5, ResetAfter: ms(1000)}},
 		})
 	})
 	t.Run("sliding_window", func(t *testing.T) {
 		runAlgSteps(t, SlidingWindow, []algStep{
-			{at: 300, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 4, ResetAfter: ms(1700)}},
-			{at: 300, kind: OpTake, cost: 4, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1700)}},
-			// Over: next window, once 5×(1−e) + 0 + 1 ≤ 5, at e = 200ms.
-			{at: 300, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(1700), RetryAfter: ms(900)}},
-			{at: 1199.999, kind: OpTake, cost: 1, want: Result{Remaining: 0, ResetAfter: ms(800.001), RetryAfter: ms(0.001)}},
-			// The lesson's "5 × 0.8 + 0 = 4 and the request passes as the fifth".
-			{at: 1200, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1800)}},
-			// At 1500: 5×0.5 + 1 = 3.5, so one more unit fits (4.5 ≤ 5).
-			{at: 1500, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(1500)}},
-			{at: 1500, kind: OpTake, cost: 2, want: Result{ResetAfter: ms(1500), RetryAfter: ms(100)}},
+			// Five spent at 300ms: the next unit fits at 1200ms, once
+			// 5×(1−e) + 0 + 1 ≤ 5 in the next window (e = 200ms).
+			{at: 300, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 4, ResetAfter: ms(900)}},
+			{at: 300, kind: OpTake, cost: 4, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(900)}},
+			{at: 300, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(900), RetryAfter: ms(900)}},
+			{at: 1199.999, kind: OpTake, cost: 1, want: Result{Remaining: 0, ResetAfter: ms(0.001), RetryAfter: ms(0.001)}},
+			// The lesson's "5 × 0.8 + 0 = 4 and the request passes as the
+			// fifth"; the next fits once 5×(1−e) + 1 + 1 ≤ 5, at e = 400ms.
+			{at: 1200, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(200)}},
+			// At 1500: 5×0.5 + 1 = 3.5, so one more unit fits (4.5 ≤ 5),
+			// and a second once 5×(1−e) + 3 ≤ 5, at e = 600ms.
+			{at: 1500, kind: OpPeek, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(100)}},
+			{at: 1500, kind: OpTake, cost: 2, want: Result{ResetAfter: ms(100), RetryAfter: ms(100)}},
 			// Within the window: 5×(1−e) + 1 + 2 ≤ 5 at e = 600ms.
-			{at: 1600, kind: OpTake, cost: 2, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1400)}},
-			// A refund larger than this window's count reaches into the last.
-			{at: 1600, kind: OpRefund, cost: 4, want: Result{Allowed: true, Remaining: 3, ResetAfter: ms(400)}},
-			{at: 2000, kind: OpTake, cost: 5, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(2000)}},
-			{at: 4000, kind: OpPeek, cost: 5, want: Result{Allowed: true, Remaining: 5}},
+			{at: 1600, kind: OpTake, cost: 2, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(200)}},
+			// A refund larger than this window's count reaches into the
+			// last: 4×(1−e) + 0 + 3 + 1 ≤ 5 at e = 750ms.
+			{at: 1600, kind: OpRefund, cost: 4, want: Result{Allowed: true, Remaining: 3, ResetAfter: ms(150)}},
+			{at: 2000, kind: OpTake, cost: 5, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1200)}},
+			{at: 4000, kind: OpPeek, cost: 5, want: Result{Allowed: true, Remaining: 5, ResetAfter: ms(1200)}},
 		})
 	})
 	t.Run("sliding_log", func(t *testing.T) {
 		runAlgSteps(t, SlidingLog, []algStep{
+			// The next unit fits once the oldest timestamp has left.
 			{at: 300, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 4, ResetAfter: ms(1000)}},
-			{at: 400, kind: OpTake, cost: 2, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(1000)}},
-			{at: 700, kind: OpTake, cost: 2, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1000)}},
+			{at: 400, kind: OpTake, cost: 2, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(900)}},
+			{at: 700, kind: OpTake, cost: 2, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(600)}},
 			// Two must leave: the 300 one at 1300, then the 400s at 1400.
-			{at: 800, kind: OpTake, cost: 2, want: Result{ResetAfter: ms(900), RetryAfter: ms(600)}},
-			{at: 800, kind: OpTake, cost: 6, want: Result{ResetAfter: ms(900), RetryAfter: RetryNever}},
+			{at: 800, kind: OpTake, cost: 2, want: Result{ResetAfter: ms(600), RetryAfter: ms(600)}},
+			{at: 800, kind: OpTake, cost: 6, want: Result{ResetAfter: ms(500), RetryAfter: RetryNever}},
 			// Out of the window exactly when t ≤ now − period.
-			{at: 1299.999, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(400.001), RetryAfter: ms(0.001)}},
-			{at: 1300, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(1000)}},
+			{at: 1299.999, kind: OpTake, cost: 1, want: Result{ResetAfter: ms(0.001), RetryAfter: ms(0.001)}},
+			{at: 1300, kind: OpTake, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(100)}},
 			// The refund gives back the newest unit.
-			{at: 1300, kind: OpRefund, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(400)}},
-			// An attempt over the limit keeps the newest Limit timestamps.
-			{at: 1500, kind: OpTake, cost: 5, attempts: true, want: Result{ResetAfter: ms(1000), RetryAfter: ms(200)}},
+			{at: 1300, kind: OpRefund, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(100)}},
+			// An attempt over the limit keeps the newest Limit timestamps:
+			// its own five, which leave a period later.
+			{at: 1500, kind: OpTake, cost: 5, attempts: true, want: Result{ResetAfter: ms(1000), RetryAfter: ms(1000)}},
 			{at: 2499.999, kind: OpPeek, cost: 1, want: Result{ResetAfter: ms(0.001), RetryAfter: ms(0.001)}},
-			{at: 2500, kind: OpPeek, cost: 5, want: Result{Allowed: true, Remaining: 5}},
+			{at: 2500, kind: OpPeek, cost: 5, want: Result{Allowed: true, Remaining: 5, ResetAfter: ms(1000)}},
 		})
 	})
 }
@@ -384,7 +399,7 @@ func TestWindowsAlignedToEpoch(t *testing.T) {
 	for _, alg := range []Algorithm{FixedWindow, SlidingWindow} {
 		var st State
 		op := Op{Kind: OpTake, Algorithm: alg, Limit: 2, PeriodUS: period, Cost: 2, Enforce: true}
-		if r, _ := applyOne(&st, boundary-1, &op); !r.Allowed || r.ResetAfter != time.Microsecond*time.Duration(map[Algorithm]int64{FixedWindow: 1, SlidingWindow: period + 1}[alg]) {
+		if r, _ := applyOne(&st, boundary-1, &op); !r.Allowed || r.ResetAfter != time.Microsecond*time.Duration(map[Algorithm]int64{FixedWindow: 1, SlidingWindow: period/2 + 1}[alg]) {
 			t.Fatalf("%s: take just before the boundary: got %+v", alg, r)
 		}
 		op.Cost = 1
@@ -582,5 +597,172 @@ func TestExtremes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRetryAfterAndWindowAreExact is the property behind the RateLimit and
+// Retry-After headers (docs/headers.md), over generated schedules of every
+// algorithm with small random parameters:
+//
+//   - refused (RetryAfter w ≠ RetryNever): ResetAfter equals w; the same
+//     request sent again at now+w is admitted, at now+w−1µs it is not, and
+//     it stays admitted from w on (at w rounded up to whole seconds, as
+//     Retry-After says, or later);
+//   - allowed (ResetAfter t, Remaining r): whatever times in [now, now+t)
+//     the client sends at, no more than r of its one-unit requests are
+//     admitted; spending r at now, one more is admitted at now+t and not at
+//     now+t−1µs;
+//   - without debt (no OpAdd) or a clock step back, t and a one-unit
+//     request's w are at most the emission interval for gcra and the
+//     buckets, the period for the fixed window and the log, and
+//     period + ⌈period ÷ limit⌉ for the sliding window counter.
+func TestRetryAfterAndWindowAreExact(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(11, 12))
+	clone := func(st *State) State {
+		c := *st
+		c.Log = slices.Clone(st.Log)
+		return c
+	}
+	take1 := func(op Op) Op { op.Kind, op.Cost, op.Attempts = OpTake, 1, false; return op }
+	for _, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			for run := range 300 {
+				withDebt := run%3 == 0 // OpAdd can run the counter into debt
+				op := randomOp(rng, alg)
+				if rng.IntN(2) == 0 {
+					op.PeriodUS = op.Limit * (rng.Int64N(3_000_000) + 1) // up to seconds per unit
+				}
+				var st State
+				now := int64(algBase)
+				for step := range 40 {
+					now += rng.Int64N(op.PeriodUS/2 + 1)
+					kinds := []OpKind{OpTake, OpTake, OpTake, OpTake, OpPeek, OpRefund, OpReset}
+					if withDebt {
+						kinds = append(kinds, OpAdd, OpAdd)
+					}
+					op.Kind = kinds[rng.IntN(len(kinds))]
+					op.Cost = 1
+					if rng.IntN(4) == 0 {
+						op.Cost = rng.Int64N(op.Limit+op.Burst+1) + 1
+					}
+					op.Attempts = rng.IntN(4) == 0
+					r, _ := applyOne(&st, now, &op)
+					where := func() string {
+						return fmt.Sprintf("run %d step %d: %s %+v at %dµs: %+v, state %+v", run, step, alg, op, now-algBase, r, st)
+					}
+					bound := op.PeriodUS
+					switch alg {
+					case GCRA, TokenBucket, LeakyBucket:
+						bound = ceilDiv(op.PeriodUS, op.Limit)
+					case SlidingWindow:
+						bound = op.PeriodUS + ceilDiv(op.PeriodUS, op.Limit)
+					}
+					check := op
+					check.Kind, check.Attempts = OpPeek, false
+					if !r.Allowed {
+						if r.RetryAfter == RetryNever {
+							continue
+						}
+						w := r.RetryAfter.Microseconds()
+						if w <= 0 || r.ResetAfter != r.RetryAfter {
+							t.Fatalf("%s: want RetryAfter > 0 and ResetAfter = RetryAfter", where())
+						}
+						if !withDebt && op.Cost == 1 && op.Kind != OpAdd && w > bound {
+							t.Fatalf("%s: RetryAfter %dµs over the bound %dµs", where(), w, bound)
+						}
+						if op.Kind == OpRefund || op.Kind == OpReset {
+							continue
+						}
+						seconds := ceilDiv(w, 1_000_000) * 1_000_000
+						for _, at := range []int64{w - 1, w, seconds, w + rng.Int64N(op.PeriodUS+1)} {
+							c := clone(&st)
+							if got := Check(&c, now+at, &check).Allowed; got != (at >= w) {
+								t.Fatalf("%s: the same request %dµs later: allowed=%v, want %v", where(), at, got, at >= w)
+							}
+						}
+						continue
+					}
+					win, left := r.ResetAfter.Microseconds(), r.Remaining
+					if win <= 0 {
+						t.Fatalf("%s: want ResetAfter > 0", where())
+					}
+					if !withDebt && win > bound {
+						t.Fatalf("%s: ResetAfter %dµs over the bound %dµs", where(), win, bound)
+					}
+					// A client sending at random times within the window.
+					c := clone(&st)
+					times := make([]int64, rng.IntN(int(left)+4)+1)
+					for i := range times {
+						times[i] = now + rng.Int64N(win)
+					}
+					slices.Sort(times)
+					times[0] = now
+					admitted := int64(0)
+					one := take1(op)
+					for _, at := range times {
+						if res, _ := applyOne(&c, at, &one); res.Allowed {
+							admitted++
+						}
+					}
+					if admitted > left {
+						t.Fatalf("%s: %d one-unit requests admitted within the window %dµs, %d left", where(), admitted, win, left)
+					}
+					// Spending the r left at now: one more fits at now+t exactly.
+					c = clone(&st)
+					spend := one
+					spend.Cost = left
+					if left > 0 {
+						if res, _ := applyOne(&c, now, &spend); !res.Allowed {
+							t.Fatalf("%s: spending the %d left was refused: %+v", where(), left, res)
+						}
+					}
+					peek1 := one
+					peek1.Kind = OpPeek
+					for _, at := range []int64{win - 1, win} {
+						c2 := clone(&c)
+						if got := Check(&c2, now+at, &peek1).Allowed; got != (at >= win) {
+							t.Fatalf("%s: r spent, one more %dµs later: allowed=%v, want %v", where(), at, got, at >= win)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestIssueSlidingWindowExample is the report that opened the fix: a
+// sliding_window of 3 per 20s answered t=40 and Retry-After: 22. Three at
+// the start of a window plus 4⅔s: the next request fits in the next
+// window once 3×(1−e/20) + 0 + 1 ≤ 3, at e = 6⅔s, so both are 22s.
+func TestIssueSlidingWindowExample(t *testing.T) {
+	t.Parallel()
+	const period = 20_000_000
+	start := int64(algBase/period+1) * period
+	op := Op{Kind: OpTake, Algorithm: SlidingWindow, Limit: 3, PeriodUS: period, Cost: 1, Enforce: true}
+	var st State
+	for range 3 {
+		if r, _ := applyOne(&st, start, &op); !r.Allowed {
+			t.Fatalf("refused early: %+v", r)
+		}
+	}
+	now := start + 4_666_667
+	r, _ := applyOne(&st, now, &op)
+	wait := int64(period - 4_666_667 + (period - 2*period/3)) // rest of the window, then e = ⌈20s/3⌉
+	if r.Allowed || r.RetryAfter != durationUS(wait) || r.ResetAfter != r.RetryAfter {
+		t.Fatalf("got %+v, want refused with RetryAfter = ResetAfter = %v", r, durationUS(wait))
+	}
+	if s := ceilDiv(wait, 1_000_000); s != 22 {
+		t.Fatalf("Retry-After: got %d s, want 22", s)
+	}
+	// The worst case: the limit spent at a window's very start waits
+	// 20s + ⌈20s/3⌉ = 26⅔s, under w + ⌈w÷limit⌉ = 27s.
+	var worst State
+	for range 3 {
+		applyOne(&worst, start, &op)
+	}
+	r, _ = applyOne(&worst, start, &op)
+	if got, want := r.RetryAfter, durationUS(period+period-2*period/3); got != want {
+		t.Fatalf("worst case: got RetryAfter %v, want %v", got, want)
 	}
 }

@@ -142,11 +142,15 @@ type Result struct {
 	// Remaining is the number of units left after this request (0 when
 	// refused), for RateLimit's r= parameter.
 	Remaining int64
-	// ResetAfter is the time until the counter is back to its full
-	// allowance, for RateLimit's t= parameter.
+	// ResetAfter is RateLimit's t= parameter, the effective window of
+	// draft-ietf-httpapi-ratelimit-headers-11 §4.1.2: when refused, equal to
+	// RetryAfter; when allowed, the time until one unit more than Remaining
+	// could be admitted (rules.Settle, docs/headers.md). It is not the time
+	// until the counter is back to full (a key's TTL), which can be longer.
 	ResetAfter time.Duration
 	// RetryAfter is, when refused, the time until a request of the same cost
-	// could be allowed; 0 when allowed.
+	// is allowed if nothing else is sent meanwhile, from the state after the
+	// call; 0 when allowed.
 	RetryAfter time.Duration
 	// StoreError is set when the backing store could not decide this op and
 	// Allowed comes from the op's OnError mode instead: FailOpen allows,

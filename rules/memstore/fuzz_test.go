@@ -63,13 +63,8 @@ func (m *gcraModel) apply(now int64, kind rules.OpKind, cost int64, attempts boo
 		r.Allowed = true
 	default:
 		r.Allowed = cost <= m.burst && m.tokens.Cmp(c) >= 0
-		if !r.Allowed {
-			if cost > m.burst {
-				r.RetryAfter = rules.RetryNever
-			} else {
-				// (cost − tokens) tokens at T µs each.
-				r.RetryAfter = toUS(new(big.Rat).Mul(new(big.Rat).Sub(c, m.tokens), rat(m.t)))
-			}
+		if !r.Allowed && cost > m.burst {
+			r.RetryAfter = rules.RetryNever
 		}
 	}
 	switch kind {
@@ -87,12 +82,22 @@ func (m *gcraModel) apply(now int64, kind rules.OpKind, cost int64, attempts boo
 	case rules.OpReset:
 		m.tokens = full
 	}
-	if r.Allowed {
-		left := maxRat(m.tokens, rat(0))
-		r.Remaining = new(big.Int).Quo(left.Num(), left.Denom()).Int64()
+	left := maxRat(m.tokens, rat(0))
+	whole := new(big.Int).Quo(left.Num(), left.Denom()).Int64()
+	switch {
+	case r.Allowed:
+		r.Remaining = whole
+		// The effective window (RateLimit's t): the whole tokens left
+		// spent, the next one is (whole + 1 − tokens) × T µs away.
+		r.ResetAfter = toUS(new(big.Rat).Mul(new(big.Rat).Sub(rat(whole+1), m.tokens), rat(m.t)))
+	case r.RetryAfter == rules.RetryNever:
+		r.ResetAfter = toUS(new(big.Rat).Mul(new(big.Rat).Sub(rat(whole+1), m.tokens), rat(m.t)))
+	default:
+		// Refused: the wait for cost from the tokens the op left (an
+		// attempt emptied the bucket), and t is that wait.
+		r.RetryAfter = toUS(new(big.Rat).Mul(new(big.Rat).Sub(c, m.tokens), rat(m.t)))
+		r.ResetAfter = r.RetryAfter
 	}
-	// Back to full: (burst − tokens) × T µs.
-	r.ResetAfter = toUS(new(big.Rat).Mul(new(big.Rat).Sub(full, m.tokens), rat(m.t)))
 	return r
 }
 

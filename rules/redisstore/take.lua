@@ -50,11 +50,14 @@
 -- op needs them.
 --
 -- A take returns {now, then per op: allowed (0/1), remaining,
--- reset_after_us, retry_after_us (-1: never)}, then with the flag one
+-- reset_after_us, retry_after_us (-1: never)}, the last two as
+-- rules.Settle fills ResetAfter and RetryAfter from the state after the
+-- call (reset_after_us: the effective window, RateLimit's t, not the TTL;
+-- retry_after_us: the wait from that state), then with the flag one
 -- payload per op: 0, or the strings an undo needs (what the key holds when
 -- no unit is taken, what this call wrote, the sliding_log members added,
 -- the member/score pairs dropped). An undo returns {remaining,
--- reset_after_us} per op. A batch (ARGV[1] negative: several takes of the
+-- reset_after_us (the effective window)} per op. A batch (ARGV[1] negative: several takes of the
 -- fast path in one script call, below) returns one take's reply per call.
 
 local GCRA, TOKEN, LEAKY, FIXED, SLIDING, LOG = 0, 1, 2, 3, 4, 5
@@ -440,6 +443,85 @@ if mode == 0 and not port then
 					end
 				end
 			end
+			-- What the reply shows as reset_after (rules.Settle): allowed
+			-- (or never), the effective window, rules' windowUS: the units
+			-- left spent now, the us until one more fits; refused, the wait
+			-- from the state the call leaves, which only a refused op that
+			-- consumed (an attempt, an add) has moved. reset stays the TTL.
+			local shown = wait
+			if ok or wait < 0 then
+				if a == GCRA then
+					local tol = burst * T
+					local ahead = max(v1 - t, 0)
+					local d = tol - ahead
+					shown = ahead + (max((d - fmod(d, T)) / T, 0) + 1) * T - tol
+				elseif a == TOKEN then
+					local m = max(v1, 0)
+					local q = ((m - fmod(m, period)) / period + 1) * period - v1 + limit - 1
+					shown = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+				elseif a == LEAKY then
+					local cap = burst * period
+					local m = max(cap - v1, 0)
+					local q = v1 + ((m - fmod(m, period)) / period + 1) * period - cap + limit - 1
+					shown = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+				elseif a == FIXED then
+					shown = v1 + period - t
+				else
+					-- sliding_window: slidingWait for one unit with the r
+					-- left added to the current count.
+					local p = period
+					local w = v2 * (p - max(t - v1, 0))
+					local cw = 0
+					if w > 0 then
+						local q = w + p - 1
+						cw = (q - fmod(q, p)) / p
+					end
+					local c = v3 + max(limit - v3 - cw, 0)
+					local room = limit - c - 1
+					if room >= 0 then
+						local q = room * p
+						shown = v1 + p - (q - fmod(q, v2)) / v2 - t
+					else
+						local q = (limit - 1) * p
+						shown = v1 + 2 * p - (q - fmod(q, c)) / c - t
+					end
+				end
+			elseif consumes then
+				-- rules.Check's wait again, on the view after the call.
+				wait = 0
+				if a == GCRA then
+					wait = max(max(v1, t) + cost * T - t - burst * T, 0)
+				elseif a == TOKEN then
+					local need = cost * period - v1
+					if need > 0 then
+						local q = need + limit - 1
+						wait = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+					end
+				elseif a == LEAKY then
+					local excess = v1 + cost * period - burst * period
+					if excess > 0 then
+						local q = excess + limit - 1
+						wait = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+					end
+				elseif a == FIXED then
+					if v2 + cost > limit then
+						wait = v1 + period - t
+					end
+				else
+					local p = period
+					local room = limit - v3 - cost
+					if room >= 0 then
+						if v2 * (p - max(t - v1, 0)) > room * p then
+							local q = room * p
+							wait = v1 + p - (q - fmod(q, v2)) / v2 - t
+						end
+					else
+						local q = (limit - cost) * p
+						wait = v1 + 2 * p - (q - fmod(q, v3)) / v3 - t
+					end
+				end
+				shown = wait
+			end
 			if not ok then
 				remaining = 0
 			end
@@ -460,11 +542,11 @@ if mode == 0 and not port then
 				allowed = 1
 			end
 			if not out then
-				return { t, allowed, remaining, reset, wait }
+				return { t, allowed, remaining, shown, wait }
 			end
 			out[#out + 1] = allowed
 			out[#out + 1] = remaining
-			out[#out + 1] = reset
+			out[#out + 1] = shown
 			out[#out + 1] = wait
 			pays[i] = 0
 			if restore then
@@ -686,18 +768,19 @@ end
 
 -- Check ---------------------------------------------------------------------
 
-local function slidingWait(sa, at, n, prev, t)
+-- slidingWait is rules' slidingWait: the us until a take of c fits the
+-- estimate of a window starting at start with counts pr and cur.
+local function slidingWait(start, pr, cur, t, c)
 	local p = period
-	local start, pr, cur = slidingAt(sa, at, n, prev, t)
 	local e = max(t - start, 0)
-	local room = limit - cur - cost
+	local room = limit - cur - c
 	if room >= 0 then
 		if pr * (p - e) <= room * p then
 			return 0
 		end
 		return start + p - idiv(room * p, pr) - t
 	end
-	return start + 2 * p - idiv((limit - cost) * p, cur) - t
+	return start + 2 * p - idiv((limit - c) * p, cur) - t
 end
 
 -- check is rules.Check: whether a take of the op's cost fits, the us until
@@ -746,7 +829,8 @@ local function check(sa, at, n, prev, t)
 		if cost > limit then
 			wait = -1
 		else
-			wait = slidingWait(sa, at, n, prev, t)
+			local start, pr, cur = slidingAt(sa, at, n, prev, t)
+			wait = slidingWait(start, pr, cur, t, cost)
 		end
 	elseif alg == LOG then
 		count = logCount(sa, t)
@@ -767,6 +851,58 @@ local function check(sa, at, n, prev, t)
 		wait = -1
 	end
 	return wait == 0, wait, count
+end
+
+-- window is rules' windowUS, the effective window (RateLimit's t) of the
+-- state at t: the us until one unit more than those left fits, had the
+-- client spent them at t.
+local function window(sa, at, n, prev, t)
+	if alg == GCRA then
+		local tol = burst * T
+		local ahead = max(stamp(sa, at) - t, 0)
+		return ahead + (max(idiv(tol - ahead, T), 0) + 1) * T - tol
+	elseif alg == TOKEN then
+		local tokens = tokensAt(sa, at, n, t)
+		local r = idiv(max(tokens, 0), period)
+		return skew(sa, at, t) + ceildiv((r + 1) * period - tokens, limit)
+	elseif alg == LEAKY then
+		local cap = burst * period
+		local level = levelAt(sa, at, n, t)
+		local r = idiv(max(cap - level, 0), period)
+		return skew(sa, at, t) + ceildiv(level + (r + 1) * period - cap, limit)
+	elseif alg == FIXED then
+		local start = fixedAt(sa, at, n, t)
+		return start + period - t
+	elseif alg == SLIDING then
+		local p = period
+		local start, pr, cur = slidingAt(sa, at, n, prev, t)
+		local r = max(limit - cur - ceildiv(pr * (p - max(t - start, 0)), p), 0)
+		return slidingWait(start, pr, cur + r, t, 1)
+	elseif alg == LOG then
+		-- Spent, the log holds max(count, limit) timestamps; one more fits
+		-- once the k-th oldest has left.
+		local count = logCount(sa, t)
+		local k = max(count, limit) + 1 - limit
+		if k <= count then
+			local r = call('ZRANGEBYSCORE', lk, str(t - period + 1), '+inf', 'WITHSCORES', 'LIMIT', str(k - 1), '1')
+			return tonumber(r[2]) + period - t
+		end
+		return period
+	end
+	return 0
+end
+
+-- shownAfter is what a reply shows as reset_after_us and retry_after_us for the
+-- op (rules.Settle) from its state after the call: allowed (ok), the
+-- effective window and 0; refused, the wait from that state twice (an
+-- attempt or an add that consumed while refused has moved it); never
+-- (wait -1), the window and -1.
+local function shownAfter(ok, wait, sa, at, n, prev, t)
+	if ok or wait < 0 then
+		return window(sa, at, n, prev, t), wait
+	end
+	local _, w = check(sa, at, n, prev, t)
+	return w, w
 end
 
 -- Consume -------------------------------------------------------------------
@@ -1036,11 +1172,11 @@ end
 
 -- Modes ---------------------------------------------------------------------
 
--- settle is rules.Settle for the op in use, checked by pass 1 (ok, and
--- count for a sliding_log) against its state (raw: what its key held). It
--- returns remaining, reset_after_us and, with the flag, the op's undo
--- payload (0 when none).
-local function settle(refused, raw, sa, at, n, prev, ok, count)
+-- settle is rules.Settle for the op in use, checked by pass 1 (ok and
+-- wait, and count for a sliding_log) against its state (raw: what its key
+-- held). It returns remaining, reset_after_us, retry_after_us (shownAfter)
+-- and, with the flag, the op's undo payload (0 when none).
+local function settle(refused, raw, sa, at, n, prev, ok, wait, count)
 	-- (Plain ifs: gopher-lua, miniredis' Lua, miscompiles
 	-- "x = a or (b and not c)".)
 	local consumes = true
@@ -1076,6 +1212,7 @@ local function settle(refused, raw, sa, at, n, prev, ok, count)
 	if not ok then
 		remaining = 0
 	end
+	local shownReset, shownWait = shownAfter(ok, wait, sa, at, n, prev, now)
 	local written = ''
 	if consumes then
 		written = store(sa, at, n, prev, now, reset)
@@ -1092,7 +1229,7 @@ local function settle(refused, raw, sa, at, n, prev, ok, count)
 			pay[#pay + 1] = v
 		end
 	end
-	return remaining, reset, pay
+	return remaining, shownReset, shownWait, pay
 end
 
 local function take()
@@ -1108,15 +1245,15 @@ local function take()
 		if kind == TAKE and enforce and not ok then
 			refused = true
 		end
-		local remaining, reset, pay = settle(refused, raw, sa, at, n, prev, ok, count)
+		local remaining, reset, retry, pay = settle(refused, raw, sa, at, n, prev, ok, wait, count)
 		local allowed = 0
 		if ok then
 			allowed = 1
 		end
 		if flag then
-			return { now, allowed, remaining, reset, wait, pay }
+			return { now, allowed, remaining, reset, retry, pay }
 		end
-		return { now, allowed, remaining, reset, wait }
+		return { now, allowed, remaining, reset, retry }
 	end
 
 	-- Pass 1: decide every op against the state before the call; keep
@@ -1140,7 +1277,7 @@ local function take()
 		use(i)
 		local j = 8 * (i - 1)
 		local ok = kept[j + 6]
-		local remaining, reset, pay = settle(refused, kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5], ok, kept[j + 8])
+		local remaining, reset, retry, pay = settle(refused, kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5], ok, kept[j + 7], kept[j + 8])
 		local allowed = 0
 		if ok then
 			allowed = 1
@@ -1148,7 +1285,7 @@ local function take()
 		out[#out + 1] = allowed
 		out[#out + 1] = remaining
 		out[#out + 1] = reset
-		out[#out + 1] = kept[j + 7]
+		out[#out + 1] = retry
 		pays[i] = pay
 	end
 	if flag then
@@ -1180,7 +1317,8 @@ if mode == 1 then
 		local sa, x, at, n, prev = decode(raw)
 		if sa == nil then
 			store(0, 0, 0, 0, t, 0)
-			return report(0, 0, 0, 0, t0, 0, 0)
+			local remaining = report(0, 0, 0, 0, t0, 0, 0)
+			return remaining, window(0, 0, 0, 0, t0)
 		end
 		if alg == LOG then
 			if #added > 0 then
@@ -1205,10 +1343,13 @@ if mode == 1 then
 		else
 			store(sa, at, n, prev, t, 0)
 		end
+		local remaining
 		if alg == LOG then
-			return reportLog(sa, t0)
+			remaining = reportLog(sa, t0)
+		else
+			remaining = report(sa, at, n, prev, t0, 0, 0)
 		end
-		return report(sa, at, n, prev, t0, 0, 0)
+		return remaining, window(sa, at, n, prev, t0)
 	end
 
 	-- refundOwn gives back, as of t, the part of what the take wrote (ours)
@@ -1274,7 +1415,7 @@ if mode == 1 then
 		if changed then
 			store(sa, at, n, prev, t, reset)
 		end
-		return remaining, reset
+		return remaining, window(sa, at, n, prev, t)
 	end
 
 	local function undo()
