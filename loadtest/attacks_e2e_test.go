@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // The attacks policy, relative to this package's directory: the shipped
@@ -85,5 +93,152 @@ func TestAttacksShortSuite(t *testing.T) {
 	}
 	if strings.Contains(out, " skipped: ") {
 		t.Errorf("cases were skipped: the CI form must run every class")
+	}
+}
+
+// dryRunRule puts the named rule of the attacks policy in dry_run.
+func dryRunRule(name string) []string { return dryRun(name) }
+
+// TestAttacksDetectBreaches: a node whose policy is weaker than the one
+// the tool reads (rules in dry_run: they decide, never refuse) lets
+// through more than the bounds, and the suite says BREACH for exactly
+// the cases those rules hold, exit 1; a class they do not touch stays ok.
+func TestAttacksDetectBreaches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real edge")
+	}
+	strict := writeAttacksPolicy(t, shortStore...)
+	var weak []string
+	weak = append(weak, shortStore...)
+	for _, r := range []string{"login-per-visitor", "signup-per-network", "deny-internal"} {
+		weak = append(weak, dryRunRule(r)...)
+	}
+	edge, origin, _ := startEdgeOrigin(t, writeAttacksPolicy(t, weak...))
+	code, out, stderr := runAttacksTool(t, edge, origin, strict, "-classes", "path-spelling,embedded-ipv4,sms-pumping")
+	if code != exitMismatch {
+		t.Fatalf("exit %d, want %d; stderr %q\n%s", code, exitMismatch, stderr, out)
+	}
+	got := map[string][]string{}
+	for _, m := range attackLine.FindAllStringSubmatch(out, -1) {
+		got[m[1]] = m[2:]
+	}
+	for _, tt := range []struct {
+		name              string
+		gain, bound, word string
+	}{
+		{"path-spelling:/login", "8", "5", "BREACH"},       // per-visitor off: the per-/48 100 does not bind
+		{"path-spelling:/%6Cogin", "8", "5", "BREACH"},     // every spelling alike
+		{"path-spelling:/.git/config", "3", "0", "BREACH"}, // the deny rule off
+		{"embedded-ipv4/native", "24", "10", "BREACH"},     // the per-/24 signup rule off
+		{"sms-pumping/one-block", "5", "5", "ok"},          // untouched
+		{"sms-pumping/foreign-countries", "0", "0", "ok"},
+	} {
+		if g := got[tt.name]; g == nil || g[0] != tt.gain || g[1] != tt.bound || g[2] != tt.word {
+			t.Errorf("%s: got %q, want gain %s bound %s %s", tt.name, g, tt.gain, tt.bound, tt.word)
+		}
+	}
+	if !strings.Contains(out, "attacks: BREACH in ") || !strings.Contains(stderr, "attack cases breached the policy's bounds") {
+		t.Errorf("no summary of the breaches:\n%s\nstderr %q", out, stderr)
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", out)
+	}
+}
+
+// forgetfulStore is a memory store that forgets every counter once, at
+// its forget-th call: what an LRU evicting live state does to the keys
+// it evicts.
+type forgetfulStore struct {
+	forget int64
+	calls  atomic.Int64
+	inner  atomic.Pointer[memstore.Store]
+}
+
+func (f *forgetfulStore) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
+	if f.calls.Add(1) == f.forget {
+		fresh, err := memstore.New(memstore.Options{})
+		if err != nil {
+			return err
+		}
+		f.inner.Swap(fresh).Close()
+	}
+	return f.inner.Load().Take(ctx, now, ops, res)
+}
+
+func (f *forgetfulStore) Close() error { return f.inner.Load().Close() }
+
+// startAttacksNode is startEdgeOrigin over the given store, for the
+// policy file at path.
+func startAttacksNode(t *testing.T, path string, st rules.Store) (edgeURL, originURL string) {
+	t.Helper()
+	p, diags := rules.LoadFile(path)
+	if diags.HasErrors() {
+		t.Fatalf("%s: %v", path, diags)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
+	oln, ln := listenLoopback(t), listenLoopback(t)
+	wg.Go(func() { _ = gateway.NewDemoOrigin().Serve(ctx, oln) })
+	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Upstream: "http://" + oln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { _ = srv.Serve(ctx, ln) })
+	return "http://" + ln.Addr().String(), "http://" + oln.Addr().String()
+}
+
+// TestAttacksKeyFloodDetectsForgetting: a node whose store forgets the
+// victim's counter during the flood (as the memory store's shared LRU did
+// before per-rule budgets: bypass 3) lets the victim's sends through
+// again, and key-flood says BREACH.
+func TestAttacksKeyFloodDetectsForgetting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real edge")
+	}
+	policy := writeAttacksPolicy(t)
+	ms, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Call 1 is the upstream check, 2-5 the victim's sends (3 passed, the
+	// fourth refused), then 200 flood requests: forget in the middle.
+	st := &forgetfulStore{forget: 100}
+	st.inner.Store(ms)
+	edge, origin := startAttacksNode(t, policy, st)
+	code, out, stderr := runAttacksTool(t, edge, origin, policy, "-classes", "key-flood", "-flood", "200")
+	if code != exitMismatch {
+		t.Fatalf("exit %d, want %d; stderr %q\n%s", code, exitMismatch, stderr, out)
+	}
+	if !strings.Contains(out, "attack: key-flood gain=6 bound=3 BREACH\n") {
+		t.Errorf("report:\n%s", out)
+	}
+	// And the same node without forgetting holds.
+	ms2, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge, origin = startAttacksNode(t, policy, ms2)
+	code, out, stderr = runAttacksTool(t, edge, origin, policy, "-classes", "key-flood", "-flood", "200")
+	if code != exitOK || !strings.Contains(out, "attack: key-flood gain=3 bound=3 ok\n") {
+		t.Errorf("exit %d, stderr %q, report:\n%s", code, stderr, out)
+	}
+}
+
+// TestAttacksWrongOrigin: an -origin that is not the edge's upstream is a
+// run error (exit 2), before any case: what reaches it says nothing.
+func TestAttacksWrongOrigin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real edge")
+	}
+	policy := writeAttacksPolicy(t)
+	edge, _, _ := startEdgeOrigin(t, policy)
+	_, other, _ := startEdgeOrigin(t, policy)
+	code, out, stderr := runAttacksTool(t, edge, other, policy)
+	if code != exitError || !strings.Contains(stderr, "is it the edge's upstream (-origin)?") {
+		t.Errorf("exit %d, stderr %q; want exit %d and the origin mismatch", code, stderr, exitError)
+	}
+	if strings.Contains(out, "attack: ") {
+		t.Errorf("cases ran:\n%s", out)
 	}
 }

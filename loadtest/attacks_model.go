@@ -167,6 +167,7 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 				break
 			}
 		}
+		return v, nil
 	}
 	for _, mt := range m.s.Matches {
 		if !mt.Enforce || mt.Op < 0 {
@@ -296,7 +297,7 @@ func caseBound(vs []canonVerdict, start, end time.Time) caseBoundResult {
 			ka.count++
 		}
 	}
-	best := caseBoundResult{bound: n, why: "no rule holds these requests"}
+	best := caseBoundResult{bound: n, why: "every one may pass: no rule holds them to fewer"}
 	if n == 0 {
 		best.why = "the policy refuses every one of them"
 		if refusedWhy != "" {
