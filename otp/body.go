@@ -70,6 +70,9 @@ var (
 	// origins that merge them (PHP's $_REQUEST, Go's FormValue, Flask's
 	// request.values, Rails' params) may read that value instead.
 	ErrMerged = errors.New("field also in the query or a cookie")
+	// ErrOnlyInQuery reports a body field the body lacks while the query
+	// string has it: origins that merge them read the query's value.
+	ErrOnlyInQuery = errors.New("field only in the query")
 )
 
 // BodyKind tells which parser applies to a body, from its Content-Type

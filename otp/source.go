@@ -90,20 +90,23 @@ func (s Source) BodyField(format BodyFormat, body []byte) (value string, found b
 // header, as origins that merge them into the body's fields read them
 // (docs/body-identities.md §6): PHP's $_REQUEST (the query, the body and,
 // when request_order is unset, cookies, the later winning), Go's
-// FormValue (the body first), Flask's request.values and Django's
-// request.REQUEST (the query first), Rails' params (the body over the
-// query, JSON bodies included).
+// FormValue (the body first), Flask's request.values (the query first),
+// Rails' params (the body over the query, JSON bodies included).
 //
 // The source's name is looked for in the query as FormField looks for it
 // in a form body (every parser's spelling: "phone", "+phone",
 // "challenge.id" for challenge_id, "[phone]"), and a json: path's also as
 // its bracket spelling (user[phone] for json:user.phone); in cookies as
 // PHP files cookie names. Wherever it is found, the body must have found
-// the same value: a name present with another value, present while the
-// body lacks it, given as an array or a map (phone[]=…, user=… for
-// json:user.phone), or with a bad escape in its value is ErrMerged. A
-// source outside the body, or a request with neither a query nor cookies,
-// is never in conflict.
+// the same value: a name present with another value, given as an array
+// or a map (phone[]=…, user=… for json:user.phone), or with a bad escape
+// in its value is ErrMerged. When the body lacks the field and the query
+// has it (cookies agreeing or silent), err is ErrOnlyInQuery: a merging
+// origin reads the query's value, which the caller may read too (a
+// query: source of the same name) or must refuse. A cookie of the name
+// while neither the body nor the query has it is ErrMerged. A source
+// outside the body, or a request with neither a query nor cookies, is
+// never in conflict.
 //
 // It allocates nothing unless value is over 128 bytes.
 func (s Source) CheckMerged(rawQuery, cookies []byte, value string, found bool) error {
@@ -118,13 +121,39 @@ func (s Source) CheckMerged(rawQuery, cookies []byte, value string, found bool) 
 	}
 	var kbuf, vbuf, dbuf [128]byte
 	b := formBufs{kbuf[:0], vbuf[:0], dbuf[:0]}
-	sc := formScan{seeded: true, found: found, val: append(vbuf[:0], value...)}
-	sc, _ = scanForm(sc, &t, rawQuery, b) // a lenient scan never fails
-	sc = scanCookies(sc, &t, cookies, b)
-	if sc.conflict {
+	sc := formScan{seeded: true, found: found}
+	if found {
+		sc.val = append(vbuf[:0], value...)
+		sc, _ = scanForm(sc, &t, rawQuery, b) // a lenient scan never fails
+	} else {
+		// The query's own reading, which cookies must then agree with.
+		sc, _ = scanForm(formScan{}, &t, rawQuery, b)
+		sc.seeded = true
+	}
+	if !sc.conflict {
+		sc = scanCookies(sc, &t, cookies, b)
+	}
+	switch {
+	case sc.conflict:
 		return ErrMerged
+	case !found && sc.found:
+		return ErrOnlyInQuery
 	}
 	return nil
+}
+
+// MergedName is the name a merging origin files the source's field
+// under in the query string (docs/body-identities.md §6): a form: name,
+// a one-segment json: path; "" for a deeper path or a source outside the
+// body.
+func (s Source) MergedName() string {
+	switch {
+	case s.Kind == SourceForm:
+		return s.Name
+	case s.Kind == SourceJSON && len(s.Path) == 1:
+		return s.Path[0]
+	}
+	return ""
 }
 
 // ParseSource parses a source as the identity { } block writes it. The kind

@@ -592,7 +592,7 @@ func (e *Engine) key(r *Rule, p *Policy, req *Request, s *Scratch, ceiling bool)
 			}
 			buf = appendValue(buf, v)
 		case CharJSON, CharForm:
-			v, st := e.bodyField(ch.Source, req, s)
+			v, st := e.bodyField(ch.Source, nil, req, s)
 			if st != keyPresent {
 				return k, st
 			}
@@ -643,10 +643,11 @@ type identity struct {
 	value    string
 }
 
-// lookup reads one identity source. A body field is read the way the
-// origin's parser would (bodyField): an ambiguous, malformed or
+// lookup reads one identity source of an identity whose sources are all
+// (the identity block's list, which holds src). A body field is read the
+// way the origin's parser would (bodyField): an ambiguous, malformed or
 // unreadable one is invalid, never a guess.
-func (e *Engine) lookup(src otp.Source, req *Request, s *Scratch) (string, keyStatus) {
+func (e *Engine) lookup(src otp.Source, all []otp.Source, req *Request, s *Scratch) (string, keyStatus) {
 	if req.Fields == nil {
 		return "", keyMissing
 	}
@@ -664,11 +665,22 @@ func (e *Engine) lookup(src otp.Source, req *Request, s *Scratch) (string, keySt
 		case !found || q == "":
 			return "", keyMissing
 		}
+		// Origins that merge the query and the body read a body field of
+		// the name first (Go's FormValue, Rails' params): when the
+		// identity lists one, the body must agree with the query
+		// (docs/body-identities.md §6).
+		for _, b := range all {
+			if b.MergedName() == src.Name {
+				if _, st := e.bodyField(b, all, req, s); st == keyInvalid {
+					return "", keyInvalid
+				}
+			}
+		}
 		return q, keyPresent
 	case otp.SourceCookie:
 		v = req.Fields.Cookie([]byte(src.Name))
 	case otp.SourceJSON, otp.SourceForm:
-		return e.bodyField(src, req, s)
+		return e.bodyField(src, all, req, s)
 	}
 	if len(v) == 0 {
 		return "", keyMissing
@@ -680,7 +692,8 @@ func (e *Engine) lookup(src otp.Source, req *Request, s *Scratch) (string, keySt
 var contentEncoding = []byte("Content-Encoding")
 
 // bodyField reads a json: or form: field from the body, only where every
-// origin reads the same value (docs/body-identities.md):
+// origin reads the same value (docs/body-identities.md). all is the
+// identity's list of sources (nil for a key that names the field itself).
 //
 //   - a request with a Content-Encoding is invalid (§3: Express inflates
 //     gzip and deflate bodies, other stacks read the compressed bytes);
@@ -691,11 +704,13 @@ var contentEncoding = []byte("Content-Encoding")
 //     of the other format is missing: the next source is tried), and
 //     malformed, ambiguous or non-string fields are invalid (§4, §5);
 //   - the field's name in the query string or a cookie must agree with
-//     the body's reading, present or absent (§6: PHP's $_REQUEST, Go's
-//     FormValue, Flask's request.values and Rails' params merge them);
-//     a body of no format (no body, no Content-Type) holds nothing, so a
-//     name there is invalid too.
-func (e *Engine) bodyField(src otp.Source, req *Request, s *Scratch) (string, keyStatus) {
+//     the body's reading (§6: PHP's $_REQUEST, Go's FormValue, Flask's
+//     request.values and Rails' params merge them). A name only in the
+//     query, the body lacking it or having none, is missing when all
+//     lists a query: source of that name (which reads it as the merging
+//     origin does) and invalid otherwise: a rule that skips a missing
+//     identity would let the origin act on a value no counter saw.
+func (e *Engine) bodyField(src otp.Source, all []otp.Source, req *Request, s *Scratch) (string, keyStatus) {
 	if req.Fields == nil {
 		return "", keyMissing
 	}
@@ -712,13 +727,27 @@ func (e *Engine) bodyField(src otp.Source, req *Request, s *Scratch) (string, ke
 	if err != nil {
 		return "", keyInvalid
 	}
-	if err := src.CheckMerged(req.Fields.RawQuery(), req.Fields.Cookies(), v, found); err != nil {
+	switch err := src.CheckMerged(req.Fields.RawQuery(), req.Fields.Cookies(), v, found); {
+	case err == nil:
+	case err == otp.ErrOnlyInQuery && hasQuerySource(all, src.MergedName()):
+		return "", keyMissing
+	default:
 		return "", keyInvalid
 	}
 	if !found || v == "" {
 		return "", keyMissing
 	}
 	return v, keyPresent
+}
+
+// hasQuerySource reports whether all lists query:name.
+func hasQuerySource(all []otp.Source, name string) bool {
+	for _, o := range all {
+		if o.Kind == otp.SourceQuery && o.Name == name && name != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // resolvePhone finds the request's phone number, at most once per request:
@@ -734,7 +763,7 @@ func (e *Engine) resolvePhone(p *Policy, req *Request, s *Scratch) *identity {
 		return id
 	}
 	for _, src := range p.Identity.Phone {
-		v, st := e.lookup(src, req, s)
+		v, st := e.lookup(src, p.Identity.Phone, req, s)
 		if st == keyMissing {
 			continue
 		}
@@ -764,7 +793,7 @@ func (e *Engine) resolveSession(p *Policy, req *Request, s *Scratch) *identity {
 		return id
 	}
 	for _, src := range p.Identity.OTPSession {
-		v, st := e.lookup(src, req, s)
+		v, st := e.lookup(src, p.Identity.OTPSession, req, s)
 		if st == keyMissing {
 			continue
 		}

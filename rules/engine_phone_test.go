@@ -209,3 +209,161 @@ func ruleName(r *rules.Rule) string {
 	}
 	return r.Name
 }
+
+// TestEngineBodyIdentityMergedWithQueryAndCookies: origins that merge the
+// query string (and PHP's $_REQUEST cookies) into the body's fields read
+// a body identity from there too, so a body field's name elsewhere must
+// agree with the body (docs/body-identities.md §6), and a name only in
+// the query is read only when the identity lists that query source.
+func TestEngineBodyIdentityMergedWithQueryAndCookies(t *testing.T) {
+	t.Parallel()
+	const (
+		a    = "%2B12025550100" // +12025550100, as a query writes it
+		b    = "%2B12025550177"
+		jA   = `{"phone":"+12025550100"}`
+		json = "application/json"
+		form = "application/x-www-form-urlencoded"
+	)
+	perPhone := func(extra string) string {
+		return `
+rule "per-phone" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  key       = ["phone"]
+  limit     = 100
+  period    = "1h"
+  ` + extra + `
+}`
+	}
+	identity := func(sources string) string {
+		return `
+identity {
+  phone        = [` + sources + `]
+  phone_region = "US"
+}`
+	}
+	bodyOnly := identity(`"json:phone", "form:phone"`) + perPhone("sensitive = true")
+	skipping := identity(`"json:phone", "form:phone"`) + perPhone(`missing_identity = "skip"`)
+	queryLast := identity(`"json:phone", "form:phone", "query:phone"`) + perPhone("sensitive = true")
+	queryFirst := identity(`"query:phone", "json:phone"`) + perPhone("sensitive = true")
+	nested := identity(`"json:user.phone"`) + perPhone("sensitive = true")
+	jsonKey := `
+rule "per-phone" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  key       = ["json:phone"]
+  limit     = 100
+  period    = "1h"
+  sensitive = true
+}`
+	q := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name   string
+		policy string
+		f      fields
+		want   rules.Verdict
+	}{
+		{"json, no query", bodyOnly, fields{contentType: json, body: jA}, rules.Forward},
+		{"json, query agrees", bodyOnly, fields{contentType: json, body: jA, query: q("phone", a)}, rules.Forward},
+		{"json, query differs", bodyOnly, fields{contentType: json, body: jA, query: q("phone", b)}, rules.RejectInvalid},
+		{"json, query in PHP's spelling", bodyOnly, fields{contentType: json, body: jA, query: q("+phone", b)}, rules.RejectInvalid},
+		{"json, query in Rack's spelling", bodyOnly, fields{contentType: json, body: jA, query: q("[phone]", b)}, rules.RejectInvalid},
+		{"json, query array", bodyOnly, fields{contentType: json, body: jA, query: q("phone[]", a)}, rules.RejectInvalid},
+		{"json, query bad escape", bodyOnly, fields{contentType: json, body: jA, query: q("phone", "%2B1202555010%")}, rules.RejectInvalid},
+		{"json, other query", bodyOnly, fields{contentType: json, body: jA, query: q("phones", b, "xphone", b)}, rules.Forward},
+		{"json lacks it, query has it", bodyOnly, fields{contentType: json, body: `{}`, query: q("phone", a)}, rules.RejectInvalid},
+		{"no body, query has it", bodyOnly, fields{query: q("phone", a)}, rules.RejectInvalid},
+		{"no body, query has it, skipping rule", skipping, fields{query: q("phone", a)}, rules.RejectInvalid},
+		{"no body, no query, skipping rule", skipping, fields{}, rules.Forward},
+		{"form, query differs", bodyOnly, fields{contentType: form, body: "phone=" + a, query: q("phone", b)}, rules.RejectInvalid},
+		{"form, query agrees", bodyOnly, fields{contentType: form, body: "phone=" + a, query: q("phone", a)}, rules.Forward},
+		{"json, cookie differs", bodyOnly, fields{contentType: json, body: jA, cookie: q("phone", b)}, rules.RejectInvalid},
+		{"json, cookie agrees", bodyOnly, fields{contentType: json, body: jA, cookie: q("phone", a)}, rules.Forward},
+		{"json, cookie plus is a plus", bodyOnly, fields{contentType: json, body: jA, cookie: q("phone", "+12025550100")}, rules.Forward},
+		{"json, cookie in PHP's spelling", bodyOnly, fields{contentType: json, body: jA, cookie: q(" phone", b)}, rules.RejectInvalid},
+		{"json, cookie array", bodyOnly, fields{contentType: json, body: jA, cookie: q("phone[x]", a)}, rules.RejectInvalid},
+		{"json, other cookie", bodyOnly, fields{contentType: json, body: jA, cookie: q("phone.", b, "phones", b)}, rules.Forward},
+		{"no body, cookie only", bodyOnly, fields{cookie: q("phone", a)}, rules.RejectInvalid},
+
+		// A query: source after the body's reads the query when the body
+		// lacks the field; the body must agree when it has it.
+		{"query source: no body", queryLast, fields{query: q("phone", a)}, rules.Forward},
+		{"query source: json lacks it", queryLast, fields{contentType: json, body: `{}`, query: q("phone", a)}, rules.Forward},
+		{"query source: json differs", queryLast, fields{contentType: json, body: jA, query: q("phone", b)}, rules.RejectInvalid},
+		{"query source: cookie differs from the query", queryLast, fields{query: q("phone", a), cookie: q("phone", b)}, rules.RejectInvalid},
+		{"query source first: json differs", queryFirst, fields{contentType: json, body: `{"phone":"+12025550177"}`, query: q("phone", a)}, rules.RejectInvalid},
+		{"query source first: json agrees", queryFirst, fields{contentType: json, body: jA, query: q("phone", a)}, rules.Forward},
+		{"query source first: multipart body", queryFirst, fields{contentType: "multipart/form-data; boundary=x", body: "--x--", query: q("phone", a)}, rules.RejectInvalid},
+
+		// json:user.phone is user[phone] in a query.
+		{"nested: query agrees", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("user[phone]", a)}, rules.Forward},
+		{"nested: query differs", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("user[phone]", b)}, rules.RejectInvalid},
+		{"nested: query names the parent", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("user", b)}, rules.RejectInvalid},
+		{"nested: query names a sibling", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("user[name]", b)}, rules.Forward},
+		{"nested: Rack spelling", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("user]phone", b)}, rules.RejectInvalid},
+		{"nested: flat name is another field", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("phone", b)}, rules.Forward},
+
+		// A key naming the body field itself is held to the same.
+		{"json key: query differs", jsonKey, fields{contentType: json, body: jA, query: q("phone", b)}, rules.RejectInvalid},
+		{"json key: query agrees", jsonKey, fields{contentType: json, body: `{"phone":"x"}`, query: q("phone", "x")}, rules.Forward},
+
+		// Other seams of the body itself.
+		{"content encoding", bodyOnly, fields{contentType: json, body: jA, header: q("Content-Encoding", "gzip")}, rules.RejectInvalid},
+		{"multipart, skipping rule", skipping, fields{contentType: "multipart/form-data; boundary=x", body: "--x--"}, rules.RejectInvalid},
+		{"no type, skipping rule", skipping, fields{body: jA}, rules.RejectInvalid},
+		{"bypass 1 type, skipping rule", skipping, fields{contentType: "application/x-www-form-urlencoded,x", body: jA}, rules.RejectInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := load(t, tt.policy)
+			e := newEngine(t, nil)
+			s := rules.NewScratch(4)
+			d := check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1", f: tt.f}, s)
+			if d.Verdict != tt.want {
+				t.Errorf("got verdict %d by %v, want %d", d.Verdict, ruleName(d.Refusing), tt.want)
+			}
+		})
+	}
+}
+
+// TestEngineQuerySourceCountsTheQuery: with query:phone after the body
+// sources, a phone only in the query is counted under its own number: the
+// same bucket as the body's spelling of it.
+func TestEngineQuerySourceCountsTheQuery(t *testing.T) {
+	t.Parallel()
+	p := load(t, `
+identity {
+  phone        = ["json:phone", "query:phone"]
+  phone_region = "US"
+}
+rule "per-phone" {
+  methods   = ["POST"]
+  paths     = ["/otp/send"]
+  key       = ["phone"]
+  algorithm = "sliding_log"
+  limit     = 2
+  period    = "1h"
+  sensitive = true
+}`)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(4)
+	send := func(f fields) rules.Verdict {
+		return check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1", f: f}, s).Verdict
+	}
+	if v := send(fields{query: map[string]string{"phone": "%2B1+202+555+0100"}}); v != rules.Forward {
+		t.Fatalf("query: got %d, want Forward", v)
+	}
+	if v := send(fields{contentType: "application/json", body: `{"phone":"(202) 555-0100"}`}); v != rules.Forward {
+		t.Fatalf("json: got %d, want Forward", v)
+	}
+	if v := send(fields{contentType: "application/json", body: `{}`, query: map[string]string{"phone": "2025550100"}}); v != rules.RefuseLimit {
+		t.Fatalf("third send, query: got %d, want RefuseLimit (one phone, one bucket)", v)
+	}
+}
