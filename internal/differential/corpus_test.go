@@ -364,6 +364,9 @@ func corpus() []corpusCase {
 	add(classQuery, "bad-escape-then-field", func(v vals) request {
 		return request{Query: "x=%zz&phone=" + q(v.Victim) + "&username=" + q(v.User)}
 	})
+	add(classQuery, "fragment", func(v vals) request {
+		return request{Query: "username=" + q(v.UserDecoy) + "#&username=" + q(v.User) + "&phone=" + q(v.Victim)}
+	})
 	add(classQuery, "plus-and-space", func(v vals) request {
 		return request{Query: "username=" + strings.ReplaceAll(v.User, "0", "+") + "&challenge_id=" + strings.ReplaceAll(v.Chal, "0", "%20")}
 	})
@@ -592,6 +595,26 @@ func corpus() []corpusCase {
 		add(classFraming, "chunked/"+b.name, func(v vals) request { r := typed(ct, b.build(v)); r.Chunked = true; return r })
 		add(classFraming, "expect/"+b.name, func(v vals) request { return typed(ct, b.build(v)).withHeader("Expect", "100-continue") })
 	}
+	// Framing the edge re-frames: both Content-Length and chunked (RFC
+	// 9112 §6.3: chunked wins, or refuse), and a Content-Type folded onto
+	// a second line (obs-fold, §5.2).
+	add(classFraming, "chunked-and-length/bypass-1", func(v vals) request {
+		r := typed(formType+",x", bypass1All(v))
+		r.Chunked = true
+		return r.withHeader("Content-Length", "4")
+	})
+	add(classFraming, "chunked-upper/form", func(v vals) request {
+		body := formBody(v)
+		r := typed(formType, fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)).withHeader("Transfer-Encoding", "Chunked")
+		r.Framed = true
+		return r
+	})
+	add(classFraming, "obs-fold-type/bypass-1", func(v vals) request {
+		return typed(formType+"\r\n ,x", bypass1All(v))
+	})
+	add(classFraming, "obs-fold-type/form", func(v vals) request {
+		return typed("text/plain;\r\n\tx=y", formBody(v)).withHeader("Content-Type", formType)
+	})
 	add(classFraming, "near-limit/form", func(v vals) request {
 		body := formBody(v)
 		return typed(formType, "pad="+strings.Repeat("a", 65536-4-1-len(body))+"&"+body)
@@ -808,7 +831,8 @@ func mutate(r *rand.Rand, req request, v vals, types []string) request {
 			if r.IntN(2) == 0 {
 				req.Body = append(req.Body[:i], req.Body[i+1:]...)
 			} else {
-				req.Body[i] = "&=;[]. \x00{}\"%+"[r.IntN(15)]
+				const bytes = "&=;[]. \x00{}\"%+"
+				req.Body[i] = bytes[r.IntN(len(bytes))]
 			}
 		}
 	case 6: // the query

@@ -44,7 +44,7 @@ var stacks = []stack{
 	},
 	{
 		name:     "php",
-		variants: []string{"php-post", "php-request", "php-json"},
+		variants: []string{"php-post", "php-request", "php-json", "php-parse-str"},
 		start: processStack(process{
 			bin:  "/usr/bin/php",
 			args: func(port int) []string { return []string{"-S", "127.0.0.1:" + strconv.Itoa(port), "app.php"} },

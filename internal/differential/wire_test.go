@@ -22,6 +22,7 @@ type request struct {
 	Header  [][2]string // sent in order, as written (Host, framing and the nonce are added)
 	Body    []byte
 	Chunked bool // Transfer-Encoding: chunked instead of Content-Length
+	Framed  bool // Header and Body carry their own framing: nothing is added
 }
 
 func (r request) method() string {
@@ -65,6 +66,7 @@ func rawRequest(r request, path, nonce string) []byte {
 		fmt.Fprintf(&b, "%s: %s\r\n", h[0], h[1])
 	}
 	switch {
+	case r.Framed:
 	case r.Chunked:
 		b.WriteString("Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
 		if len(r.Body) > 0 {

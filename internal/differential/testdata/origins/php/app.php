@@ -8,6 +8,8 @@
 //   /v/php-post           $_POST['phone']
 //   /v/php-request        $_REQUEST['phone'] (query and body merged, request_order)
 //   /v/php-json           json_decode(file_get_contents('php://input'), true)['phone']
+//   /v/php-parse-str      parse_str(file_get_contents('php://input'), $body); $body['phone']
+//                         (how PHP reads a PUT or PATCH form, which $_POST never holds)
 //   /probe/*              200: a probe the edge forwarded
 //
 // The echo is JSON: {"variant", "ct" (hex of the Content-Type PHP saw),
@@ -77,6 +79,10 @@ case '/v/php-request':
 case '/v/php-json':
     $d = json_decode(file_get_contents('php://input'), true);
     echo_json('php-json', is_array($d) ? $d : null, json_last_error() === JSON_ERROR_NONE ? '' : json_last_error_msg());
+    break;
+case '/v/php-parse-str':
+    parse_str(file_get_contents('php://input'), $body);
+    echo_json('php-parse-str', $body);
     break;
 default:
     http_response_code(404);
