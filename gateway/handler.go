@@ -322,6 +322,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		stripRateLimitHeaders(rs, &resp.Header)
 		return
 	}
+	if sharedStorable(&resp.Header) {
+		// A shared cache would serve this client's RateLimit values to
+		// others (docs/headers.md): none are added.
+		return
+	}
 	s.setRateLimitHeaders(ctx, rs)
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"strconv"
 	"time"
 
@@ -65,13 +66,17 @@ const quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exc
 // informative429 answers a refusal on an ordinary route: RateLimit and
 // RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers-11), Retry-After
 // in whole seconds rounded up and never 0 (RFC 9110 §10.2.3, the lesson),
-// and a problem body naming the violated policies.
+// and a problem body naming the violated policies. Retry-After is the
+// longest wait of the enforcing limits with nothing left (retryAfter), so a
+// client that retries then, and sends nothing meanwhile, is admitted by
+// every one of them; each such limit's RateLimit t is its own wait, and
+// the longest equals Retry-After (docs/headers.md).
 func (s *Server) informative429(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision) {
 	ctx.Response.Reset()
 	ctx.Response.SetStatusCode(fasthttp.StatusTooManyRequests)
 	ctx.Response.Header.SetContentType("application/problem+json")
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
-	rs.hdr = strconv.AppendInt(rs.hdr[:0], ceilSeconds(d.RetryAfter), 10)
+	rs.hdr = strconv.AppendInt(rs.hdr[:0], ceilSeconds(retryAfter(rs, d)), 10)
 	ctx.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, rs.hdr)
 	s.setRateLimitHeaders(ctx, rs)
 
@@ -107,16 +112,20 @@ var (
 // limit rules that counted this request, one list member per rule:
 //
 //	RateLimit-Policy: "api-per-client";q=10;w=60
-//	RateLimit: "api-per-client";r=7;t=18
+//	RateLimit: "api-per-client";r=7;t=6
 //
-// q is the rule's limit per w seconds; r the units left; t the seconds
-// until the counter is back to full, rounded up.
+// q is the rule's limit per w seconds (the period rounded up); r the units
+// left; t the effective window in whole seconds rounded up (draft-11
+// §4.1.2, rules.Result.ResetAfter): no schedule of requests gets more than
+// r admitted within it, and on a refusal it is the rule's wait. A rule the
+// store could not decide (a store-outage answer) has no RateLimit member:
+// its counter's state is unknown.
 func (s *Server) setRateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState) {
 	b := rs.hdr[:0]
 	n := 0
 	for i := range rs.sc.Matches {
 		m := &rs.sc.Matches[i]
-		if m.Op < 0 || !m.Enforce || m.Rule.Action != rules.ActionLimit {
+		if !shownLimit(m) {
 			continue
 		}
 		if n > 0 {
@@ -137,22 +146,178 @@ func (s *Server) setRateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState) {
 	n = 0
 	for i := range rs.sc.Matches {
 		m := &rs.sc.Matches[i]
-		if m.Op < 0 || !m.Enforce || m.Rule.Action != rules.ActionLimit {
+		if !shownLimit(m) {
 			continue
 		}
-		res := &rs.sc.Res[m.Op]
+		r, t, ok := serviceLimit(rs, m)
+		if !ok {
+			continue
+		}
 		if n > 0 {
 			b = append(b, ", "...)
 		}
 		n++
 		b = strconv.AppendQuote(b, m.Rule.Name)
 		b = append(b, ";r="...)
-		b = strconv.AppendInt(b, max(res.Remaining, 0), 10)
+		b = strconv.AppendInt(b, r, 10)
 		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, ceilSecondsOrZero(res.ResetAfter), 10)
+		b = strconv.AppendInt(b, ceilSecondsOrZero(t), 10)
 	}
-	ctx.Response.Header.SetCanonical(hdrRateLimit, b[mark:])
+	if n > 0 {
+		ctx.Response.Header.SetCanonical(hdrRateLimit, b[mark:])
+	}
 	rs.hdr = b
+}
+
+// shownLimit reports whether m gets RateLimit headers: an enforcing limit
+// rule that counted the request.
+func shownLimit(m *rules.Match) bool {
+	return m.Op >= 0 && m.Enforce && m.Rule.Action == rules.ActionLimit
+}
+
+// serviceLimit returns the units left (r) and the effective window (t) of
+// a shown limit rule. A visitor rule with an IP ceiling is two counters,
+// both of which must admit: r is the smaller r, and t that counter's t, or
+// the longer t when the two r are equal (one more unit needs both). ok is
+// false when the store could not decide one of its counters.
+func serviceLimit(rs *reqState, m *rules.Match) (r int64, t time.Duration, ok bool) {
+	res := &rs.sc.Res[m.Op]
+	if res.StoreError {
+		return 0, 0, false
+	}
+	r, t = max(res.Remaining, 0), res.ResetAfter
+	if m.CeilingOp >= 0 {
+		c := &rs.sc.Res[m.CeilingOp]
+		if c.StoreError {
+			return 0, 0, false
+		}
+		cr := max(c.Remaining, 0)
+		switch {
+		case cr < r:
+			r, t = cr, c.ResetAfter
+		case cr == r:
+			t = max(t, c.ResetAfter)
+		}
+	}
+	return r, t, true
+}
+
+// retryAfter returns a refusal's Retry-After before rounding: the longest
+// t among the shown limits with nothing left (those refusing, and an
+// attempts rule that spent its last unit on this refused request), and at
+// least the Engine's RetryAfter (which covers refusals the headers do not
+// show, such as a local fallback bucket's).
+func retryAfter(rs *reqState, d *rules.Decision) time.Duration {
+	wait := d.RetryAfter
+	for i := range rs.sc.Matches {
+		m := &rs.sc.Matches[i]
+		if !shownLimit(m) {
+			continue
+		}
+		if r, t, ok := serviceLimit(rs, m); ok && r == 0 && t > wait {
+			wait = t
+		}
+	}
+	return wait
+}
+
+// sharedStorable reports whether a shared cache (a CDN, a reverse proxy's
+// cache) may store the origin's response, which would then serve one
+// client's RateLimit values to others (docs/headers.md). RFC 9111 §3: a
+// shared cache stores a response with Cache-Control public, s-maxage or
+// max-age, or with Expires, unless Cache-Control says no-store (§5.2.2.5)
+// or private (§5.2.2.7). Read conservatively, since a wrong "no" leaks:
+//
+//   - every Cache-Control field line counts, as one list (RFC 9110 §5.3),
+//     directive names in any case (RFC 9111 §5.2), commas inside a quoted
+//     argument not splitting it (RFC 9110 §5.6.4);
+//   - private only counts unqualified: private="Set-Cookie" lets a shared
+//     cache store the rest (§5.2.2.7), and no-store only without an
+//     argument, which it takes none of;
+//   - any Expires counts, a malformed one too (it means already expired,
+//     §5.3: still stored);
+//   - no-cache does not prevent storing (§5.2.2.4: reuse after validation),
+//     so it changes nothing;
+//   - the fields that target one kind of cache and override Cache-Control
+//     there: CDN-Cache-Control (RFC 9213) and Surrogate-Control, read as
+//     Cache-Control is, and nginx's X-Accel-Expires unless "0".
+//
+// Vary does not change the answer: the edge's keys (an IP, a /64, a phone)
+// are no request header a cache could vary on. Heuristic freshness
+// (§4.2.2, a response without any of these) is out of reach: see
+// docs/headers.md. It allocates nothing.
+func sharedStorable(h *fasthttp.ResponseHeader) bool {
+	var cc, targeted cacheDirectives
+	for k, v := range h.All() {
+		switch {
+		case bytes.EqualFold(k, strCacheControl):
+			cc.parse(v)
+		case bytes.EqualFold(k, strExpires):
+			cc.storable = true
+		case bytes.EqualFold(k, strCDNCacheControl), bytes.EqualFold(k, strSurrogateControl):
+			targeted.parse(v)
+		case bytes.EqualFold(k, strXAccelExpires):
+			if string(bytes.TrimSpace(v)) != "0" {
+				targeted.storable = true
+			}
+		}
+	}
+	return cc.shared() || targeted.shared()
+}
+
+var (
+	strCacheControl     = []byte("Cache-Control")
+	strExpires          = []byte("Expires")
+	strCDNCacheControl  = []byte("CDN-Cache-Control")
+	strSurrogateControl = []byte("Surrogate-Control")
+	strXAccelExpires    = []byte("X-Accel-Expires")
+)
+
+// cacheDirectives is what sharedStorable reads from Cache-Control lines.
+type cacheDirectives struct {
+	storable  bool // public, s-maxage, max-age (or Expires)
+	forbidden bool // unqualified no-store or private
+}
+
+func (c *cacheDirectives) shared() bool { return c.storable && !c.forbidden }
+
+// parse reads one field line's directives: cache-directive = token [ "="
+// ( token / quoted-string ) ], comma separated with optional whitespace
+// (RFC 9111 §5.2). A member that is not a token is skipped; an unterminated
+// quoted string runs to the end of the line.
+func (c *cacheDirectives) parse(v []byte) {
+	for len(v) > 0 {
+		// One member: up to a comma outside a quoted string.
+		end, inQuote := len(v), false
+	scan:
+		for i := 0; i < len(v); i++ {
+			switch ch := v[i]; {
+			case inQuote && ch == '\\':
+				i++ // a quoted-pair
+			case ch == '"':
+				inQuote = !inQuote
+			case !inQuote && ch == ',':
+				end = i
+				break scan
+			}
+		}
+		member := bytes.TrimSpace(v[:end])
+		if end < len(v) {
+			v = v[end+1:]
+		} else {
+			v = nil
+		}
+		name, hasArg := member, false
+		if i := bytes.IndexByte(member, '='); i >= 0 {
+			name, hasArg = bytes.TrimSpace(member[:i]), true
+		}
+		switch {
+		case bytes.EqualFold(name, []byte("public")), bytes.EqualFold(name, []byte("s-maxage")), bytes.EqualFold(name, []byte("max-age")):
+			c.storable = true
+		case !hasArg && (bytes.EqualFold(name, []byte("no-store")) || bytes.EqualFold(name, []byte("private"))):
+			c.forbidden = true
+		}
+	}
 }
 
 // ceilSeconds rounds d up to whole seconds, at least 1: a token due in
