@@ -34,9 +34,9 @@ import (
 const (
 	attacksDuration = 5 * time.Minute
 	attacksRequests = 400_000
-	// attacksFloodFactor is the key flood's size as a multiple of the
-	// memory store's max_keys: the 110,000 for 100,000.
-	attacksFloodFactor = 1.1
+	// attacksFloodTenths is the key flood's size in tenths of the memory
+	// store's max_keys, rounded up: the 110,000 for 100,000.
+	attacksFloodTenths = 11
 	// attacksFloodConns is how many connections the key flood uses.
 	attacksFloodConns = 16
 	// attackHost is the default -host.
@@ -58,8 +58,12 @@ var defaultAttackParams = attackParams{policy: "policies.hcl", host: attackHost}
 func (p *attackParams) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.policy, "policy", p.policy, "attacks: the policy file the node serves, relative to the working directory; every bound is computed from it")
 	fs.StringVar(&p.host, "host", p.host, "attacks: the Host every request names; host-confusion runs when the policy's login rules are limited to it (hosts)")
-	fs.StringVar(&p.classes, "classes", p.classes, "attacks: comma-separated attack classes to run (default all; -h of the README lists them)")
-	fs.IntVar(&p.flood, "flood", p.flood, fmt.Sprintf("attacks: key-flood requests, each from a new /64 (default: the policy's memory max_keys × %.1f; at most %d)", attacksFloodFactor, maxRequests))
+	names := make([]string, 0, len(attackClasses()))
+	for _, c := range attackClasses() {
+		names = append(names, c.name)
+	}
+	fs.StringVar(&p.classes, "classes", p.classes, "attacks: comma-separated attack classes to run, default all: "+strings.Join(names, ", "))
+	fs.IntVar(&p.flood, "flood", p.flood, fmt.Sprintf("attacks: key-flood requests, each from a new /64 (default: the policy's memory max_keys × 1.1; at most %d)", maxRequests))
 }
 
 // check reports a flag out of range.

@@ -94,6 +94,30 @@ func TestAttacksShortSuite(t *testing.T) {
 	if strings.Contains(out, " skipped: ") {
 		t.Errorf("cases were skipped: the CI form must run every class")
 	}
+	if strings.Contains(stderr, "loadtest: warning: ") {
+		t.Errorf("warnings: a case the edge could not decide, or a baseline under its bound:\n%s", stderr)
+	}
+	// The measurement is live: on a fresh node the canonical requests get
+	// exactly what the shipped policy's numbers allow.
+	for _, want := range []string{
+		"attack: ipv6-rotation/within-a-64 gain=5 bound=5 ok\n",
+		"attack: ipv6-rotation/across-a-56 gain=100 bound=100 ok\n",
+		"attack: path-spelling:/login gain=5 bound=5 ok\n",
+		"attack: host-confusion/plain gain=5 bound=5 ok\n",
+		"attack: method-override/X-HTTP-Method-Override gain=5 bound=5 ok\n",
+		"attack: spoofing/chain-left gain=5 bound=5 ok\n",
+		"attack: phone-format gain=3 bound=3 ok\n",
+		"attack: cookie-cycling/logins gain=55 bound=55 ok\n",
+		"attack: cookie-cycling/visitor-ids gain=10 bound=10 ok\n",
+		"attack: otp-guessing/codes-sent gain=3 bound=3 ok\n",
+		"attack: sms-pumping/one-block gain=5 bound=5 ok\n",
+		"attack: embedded-ipv4/native gain=10 bound=10 ok\n",
+		"attack: key-flood gain=3 bound=3 ok\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
 }
 
 // dryRunRule puts the named rule of the attacks policy in dry_run.

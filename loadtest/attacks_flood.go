@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -32,7 +31,7 @@ func (a *attackRun) floodSize() int {
 	if a.m.p.Store.Kind != "memory" || a.m.p.Store.MaxKeys <= 0 {
 		return 0
 	}
-	return int(math.Ceil(float64(a.m.p.Store.MaxKeys) * attacksFloodFactor))
+	return (a.m.p.Store.MaxKeys*attacksFloodTenths + 9) / 10
 }
 
 func keyFloodRequests(a *attackRun) int64 {

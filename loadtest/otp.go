@@ -72,7 +72,7 @@ var defaultOTPParams = otpParams{
 
 // register defines the OTP flags on fs, writing into p.
 func (p *otpParams) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.rawOrigin, "origin", p.rawOrigin, "otp-pumping, otp-guessing: base URL of the demo origin behind the edge, whose /__origin/hits is read directly; loopback only")
+	fs.StringVar(&p.rawOrigin, "origin", p.rawOrigin, "otp-pumping, otp-guessing, attacks: base URL of the demo origin behind the edge, whose /__origin/hits is read directly; loopback only (attacks: default the policy's upstream)")
 	fs.StringVar(&p.phones, "phones", p.phones, "otp-pumping: the libphonenumber example-numbers fixture, relative to the working directory")
 	fs.Int64Var(&p.rangeLimit, "range-limit", p.rangeLimit, "otp-pumping: the policy's per-range send limit (otp-send-per-range), the bound on block sends reaching the origin")
 	fs.IntVar(&p.foreign, "foreign-numbers", p.foreign, fmt.Sprintf("otp-pumping: numbers outside the allowed countries to send to, one per country (at most %d)", maxOTPForeign))
