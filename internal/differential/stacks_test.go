@@ -346,10 +346,15 @@ func writeEcho(w http.ResponseWriter, r *http.Request, variant string, get func(
 	json.NewEncoder(w).Encode(e)
 }
 
-// goLeaves appends v's string leaves, hex-encoded, as fmt prints them.
+// goLeaves appends v's string leaves, hex-encoded: a string as it is, a
+// number as its shortest decimal text without an exponent (what an app
+// that wants a phone's digits writes, and JavaScript's String(n) for
+// integers), anything else as fmt prints it.
 func goLeaves(v any, out *[]string) {
 	switch x := v.(type) {
 	case nil:
+	case float64:
+		*out = append(*out, hex.EncodeToString([]byte(strconv.FormatFloat(x, 'f', -1, 64))))
 	case map[string]any:
 		for _, y := range x {
 			goLeaves(y, out)
