@@ -6,11 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -550,9 +550,10 @@ func (a *attackRun) block() (otpBlock, error) {
 		if err != nil {
 			return otpBlock{}, err
 		}
-		npa := b.phones[0][2:5]
-		n := 0
-		fmt.Sscan(npa, &n)
+		n, err := strconv.Atoi(b.phones[0][2:5]) // +1NPA…
+		if err != nil {
+			return otpBlock{}, err
+		}
 		if !a.npas[n] {
 			a.npas[n] = true
 			return b, nil
@@ -580,6 +581,3 @@ func (a *attackRun) loginRequest(method, target string, i int) (*rawRequest, map
 	r.body = body
 	return r, fields
 }
-
-// sortedKeys returns m's keys sorted.
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -120,9 +120,6 @@ func TestAttacksShortSuite(t *testing.T) {
 	}
 }
 
-// dryRunRule puts the named rule of the attacks policy in dry_run.
-func dryRunRule(name string) []string { return dryRun(name) }
-
 // TestAttacksDetectBreaches: a node whose policy is weaker than the one
 // the tool reads (rules in dry_run: they decide, never refuse) lets
 // through more than the bounds, and the suite says BREACH for exactly
@@ -135,7 +132,7 @@ func TestAttacksDetectBreaches(t *testing.T) {
 	var weak []string
 	weak = append(weak, shortStore...)
 	for _, r := range []string{"login-per-visitor", "signup-per-network", "deny-internal"} {
-		weak = append(weak, dryRunRule(r)...)
+		weak = append(weak, dryRun(r)...)
 	}
 	edge, origin, _ := startEdgeOrigin(t, writeAttacksPolicy(t, weak...))
 	code, out, stderr := runAttacksTool(t, edge, origin, strict, "-classes", "path-spelling,embedded-ipv4,sms-pumping")

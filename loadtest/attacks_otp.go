@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -426,10 +427,7 @@ func runSMSPumping(a *attackRun) error {
 	if err != nil {
 		return err
 	}
-	var numbers []string
-	for _, p := range b.phones {
-		numbers = append(numbers, p)
-	}
+	numbers := slices.Clone(b.phones)
 	if err := a.sendsCase("sms-pumping", "one-block", numbers, "sends to "+b.rng+"…"); err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-func TestAllowance(t *testing.T) {
+func TestAttackAllowance(t *testing.T) {
 	t.Parallel()
 	// 12:00:00.5 UTC: half a second into a one-second window, on an hour
 	// boundary for the hour-long ones.
@@ -50,7 +50,7 @@ func TestAllowance(t *testing.T) {
 	}
 }
 
-func TestCaseBound(t *testing.T) {
+func TestAttackCaseBound(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 2, 12, 0, 0, 500_000_000, time.UTC)
 	gcra := rules.Op{Algorithm: rules.GCRA, Limit: 5, Burst: 5, PeriodUS: time.Minute.Microseconds()}
@@ -114,7 +114,7 @@ func loadTestModel(t *testing.T, path string) *policyModel {
 
 // TestPolicyModel: the model finds in the attacks policy the rules the
 // shipped policy's comments promise for each canonical request.
-func TestPolicyModel(t *testing.T) {
+func TestAttackPolicyModel(t *testing.T) {
 	t.Parallel()
 	m := loadTestModel(t, attacksPolicyPath)
 	client := m.counted(netip.MustParseAddr("2001:db8:1:2:3:4:5:6"))
@@ -242,7 +242,7 @@ func equalJSON(a, b any) bool {
 // TestEmbeddedForms checks each spelling against its RFC's layout, and
 // that the bits an attacker varies put each in an IPv6 network of its
 // own where the layout allows it.
-func TestEmbeddedForms(t *testing.T) {
+func TestAttackEmbeddedForms(t *testing.T) {
 	t.Parallel()
 	v := netip.MustParseAddr("198.51.100.7")
 	tests := []struct {
@@ -289,7 +289,7 @@ func TestEmbeddedForms(t *testing.T) {
 	}
 }
 
-func TestHeaderNaming(t *testing.T) {
+func TestAttackHeaderNaming(t *testing.T) {
 	t.Parallel()
 	s4 := netip.MustParseAddr("203.0.113.5")
 	s6 := netip.MustParseAddr("2001:db8:5::1")
@@ -315,7 +315,7 @@ func TestHeaderNaming(t *testing.T) {
 	}
 }
 
-func TestOriginSeesPost(t *testing.T) {
+func TestAttackOriginSeesPost(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		method  string
@@ -339,7 +339,7 @@ func TestOriginSeesPost(t *testing.T) {
 	}
 }
 
-func TestOriginSeesHost(t *testing.T) {
+func TestAttackOriginSeesHost(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		headers map[string]string
@@ -364,7 +364,7 @@ func TestOriginSeesHost(t *testing.T) {
 	}
 }
 
-func TestHeaderNamesMatch(t *testing.T) {
+func TestAttackHeaderNamesMatch(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		a, b string
@@ -386,7 +386,7 @@ func TestHeaderNamesMatch(t *testing.T) {
 // TestPolyglot: bypass 1's body reads as the decoy to a JSON parser and as
 // the real fields to a form parser, which is what the content-type cases
 // rely on.
-func TestPolyglot(t *testing.T) {
+func TestAttackPolyglot(t *testing.T) {
 	t.Parallel()
 	body := polyglot(map[string]string{"phone": "+12025550100", "challenge_id": "decoy"}, []string{"phone", "challenge_id"},
 		[][2]string{{"phone", "+14155550123"}, {"challenge_id", "REAL2ID"}, {"code", "123456"}})
@@ -410,7 +410,7 @@ func TestPolyglot(t *testing.T) {
 // reads every spelling as the victim's number, so a send that reaches the
 // origin in any of them is a text to the victim for an origin that
 // normalises.
-func TestPhoneSpellings(t *testing.T) {
+func TestAttackPhoneSpellings(t *testing.T) {
 	t.Parallel()
 	const victim = "+14155550123"
 	for _, s := range phoneSpellings(victim) {
@@ -444,7 +444,7 @@ func TestPhoneSpellings(t *testing.T) {
 	}
 }
 
-func TestRawRequestWire(t *testing.T) {
+func TestAttackRawRequestWire(t *testing.T) {
 	t.Parallel()
 	r := &rawRequest{method: "POST", target: "http://other/login", body: []byte(`{}`), tag: "t1"}
 	r.add("Host", "login.example.com").add("X_HTTP_Method_Override", "POST").add("Host", "second")
@@ -459,7 +459,7 @@ func TestRawRequestWire(t *testing.T) {
 	}
 }
 
-func TestHitsDelta(t *testing.T) {
+func TestAttackHitsDelta(t *testing.T) {
 	t.Parallel()
 	before := otpHits{"/login": 3, "/x": 1}
 	after := otpHits{"/login": 5, "/x": 1, "/y": 2}
