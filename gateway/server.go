@@ -147,6 +147,9 @@ func New(opts Options) (*Server, error) {
 	if opts.RedisStats != nil {
 		registerRedisMetrics(s.reg, opts.RedisStats)
 	}
+	if kb, ok := opts.Store.(KeyBudgets); ok {
+		s.reg.MustRegister(newBudgetCollector(s, kb))
+	}
 	s.pool.New = func() any { return newReqState() }
 	if err := s.install(opts.Policy); err != nil {
 		return nil, err

@@ -351,6 +351,11 @@ func ruleID(name string) [8]byte {
 	return id
 }
 
+// MintBudgetID is the rule ID the visitor mint budget's keys start with,
+// as a rule's keys start with its Rule.ID: the memory store's key budget of
+// the mint keys goes by it.
+func MintBudgetID() [8]byte { return mintKeyID }
+
 // Rule returns the rule named name, or nil.
 func (p *Policy) Rule(name string) *Rule {
 	for _, r := range p.Rules {

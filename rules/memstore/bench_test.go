@@ -19,35 +19,56 @@ func BenchmarkTake(b *testing.B) {
 	})
 }
 
-// BenchmarkMemoryPerGCRAKey reports the heap a tracked GCRA key costs, at
-// one million keys: entry, LRU element and map slot.
-func BenchmarkMemoryPerGCRAKey(b *testing.B) {
+// BenchmarkMemoryPerKey reports the heap a tracked key costs, at one
+// million keys of one rule's budget, per algorithm: the entry (with its
+// place in the recency list and the expiry heap), the map slot and the
+// heap slot, and for sliding_log the timestamps (a full log: every key
+// took its limit). docs/memory-store.md quotes it.
+func BenchmarkMemoryPerKey(b *testing.B) {
 	const keys = 1_000_000
-	ctx := context.Background()
-	op := []rules.Op{{Kind: rules.OpTake, Algorithm: rules.GCRA, Limit: 5, Burst: 5, PeriodUS: 1_000_000, Cost: 1, Enforce: true}}
-	res := make([]rules.Result, 1)
-	b.ReportAllocs()
-	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s, err := New(Options{MaxKeys: 2 * keys, SweepInterval: -1}) // no shard evicts
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i := range keys {
-			op[0].Key = rules.Key{byte(i), byte(i >> 8), byte(i >> 16), 'm'}
-			if err := s.Take(ctx, storetest.Base, op, res); err != nil {
-				b.Fatal(err)
+	type bench struct {
+		name  string
+		alg   rules.Algorithm
+		limit int64
+	}
+	benches := []bench{
+		{"gcra", rules.GCRA, 5}, {"token_bucket", rules.TokenBucket, 5}, {"leaky_bucket", rules.LeakyBucket, 5},
+		{"fixed_window", rules.FixedWindow, 5}, {"sliding_window", rules.SlidingWindow, 5},
+		{"sliding_log_3", rules.SlidingLog, 3}, {"sliding_log_5", rules.SlidingLog, 5}, {"sliding_log_15", rules.SlidingLog, 15},
+	}
+	for _, bb := range benches {
+		b.Run(bb.name, func(b *testing.B) {
+			ctx := context.Background()
+			cost := int64(1)
+			if bb.alg == rules.SlidingLog {
+				cost = bb.limit
 			}
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		if n := s.Len(); n != keys {
-			b.Fatalf("got %d keys, want %d", n, keys)
-		}
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/keys, "bytes/key")
-		runtime.KeepAlive(s)
-		s.Close()
+			op := []rules.Op{{Kind: rules.OpTake, Algorithm: bb.alg, Limit: bb.limit, Burst: bb.limit, PeriodUS: 60_000_000, Cost: cost, Enforce: true, MaxKeys: keys}}
+			res := make([]rules.Result, 1)
+			b.ReportAllocs()
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				s, err := New(Options{SweepInterval: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range keys {
+					op[0].Key = rules.Key{'m', 'e', 'm', 0, 0, 0, 0, 0, byte(i), byte(i >> 8), byte(i >> 16)}
+					if err := s.Take(ctx, storetest.Base, op, res); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				if n := s.Len(); n != keys {
+					b.Fatalf("got %d keys, want %d", n, keys)
+				}
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/keys, "bytes/key")
+				runtime.KeepAlive(s)
+				s.Close()
+			}
+		})
 	}
 }

@@ -272,23 +272,34 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		x := s.shardIndex(i, &idx, op)
 		sh := &s.shards[x]
 		e := sh.m[op.Key]
+		if e != nil && nowUS >= e.expiresAt && (op.MaxKeys <= 0) != e.part.b.shared {
+			sh.drop(e) // expired, and a reload moved its rule to another budget
+			e = nil
+		}
 		if i < cachedOps {
 			ents[i] = e
 		}
-		if e == nil {
+		switch {
+		case e == nil:
 			res[i] = rules.Check(&fresh, nowUS, op)
-			if reserves(op) && !s.reserve(sh, x, op, nowUS, &set) {
-				res[i] = fullAnswer(op)
-			}
+		case nowUS >= e.expiresAt:
+			// Expired: the same as a missing key (rules tests prove it),
+			// so the op counts as the new key it is: the entry's room goes
+			// back to its budget, as if the sweeper had been by, and the
+			// entry (with its log's array) stays in place, touched, for
+			// the new state. Pass 2 knows it by its expiry (≤ now).
+			e.st = rules.State{Log: e.st.Log[:0]}
+			e.part.b.n.Add(-1)
+			sh.touch(e)
+			res[i] = rules.Check(&e.st, nowUS, op)
+		default:
+			sh.touch(e)
+			res[i] = rules.Check(&e.st, nowUS, op)
 			continue
 		}
-		if nowUS >= e.expiresAt {
-			// Expired: read it as the fresh state it equals (rules tests
-			// prove it), keeping the log's array for reuse.
-			e.st = rules.State{Log: e.st.Log[:0]}
+		if reserves(op) && !s.reserve(sh, x, op, nowUS, &set) {
+			res[i] = fullAnswer(op)
 		}
-		sh.touch(e)
-		res[i] = rules.Check(&e.st, nowUS, op)
 	}
 
 	// Pass 2: consume per the contract and report the state after.
@@ -303,7 +314,22 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		} else {
 			e = sh.m[op.Key]
 		}
-		if e != nil {
+		if e == nil {
+			if res[i].StoreError {
+				continue // its budget is full: answered by OnError, not stored
+			}
+			var st rules.State
+			ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
+			switch {
+			case ttl > 0:
+				s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set)
+			case reserves(op):
+				b, _ := s.partOf(sh, op)
+				b.n.Add(-1) // the room pass 1 reserved
+			}
+			continue
+		}
+		if e.expiresAt > nowUS { // a live key
 			if ttl := rules.Settle(&e.st, nowUS, op, refused, &res[i]); ttl > 0 {
 				sh.setExpiry(e, nowUS+ttl)
 			} else {
@@ -311,17 +337,23 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			}
 			continue
 		}
+		// An expired key, uncounted since pass 1: a new key in place.
 		if res[i].StoreError {
-			continue // its budget is full: answered by OnError, not stored
+			sh.remove(e) // its budget is full: answered by OnError, not stored
+			continue
 		}
-		var st rules.State
-		ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
+		ttl := rules.Settle(&e.st, nowUS, op, refused, &res[i])
 		switch {
 		case ttl > 0:
-			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set)
+			if !reserves(op) {
+				s.makeRoom(sh, x, e.part, nowUS, &set)
+			}
+			sh.touch(e) // most recent as of now, as a new key would be
+			sh.setExpiry(e, nowUS+ttl)
 		case reserves(op):
-			b, _ := s.partOf(sh, op)
-			b.n.Add(-1) // the room pass 1 reserved
+			sh.drop(e) // and the room pass 1 reserved
+		default:
+			sh.remove(e)
 		}
 	}
 	return nil
@@ -443,20 +475,10 @@ func (s *Store) reserve(sh *shard, x uint16, op *rules.Op, nowUS int64, held *sh
 // full: a non-sensitive op evicts (decayed state first, then the least
 // recently used); a sensitive op reserved its room in pass 1.
 func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expiresAt, nowUS int64, held *shardSet) {
-	b, p := s.partOf(sh, op)
+	_, p := s.partOf(sh, op)
 	var e *entry
 	if !reserves(op) {
-		n := b.n.Add(1)
-		for i := 0; i < maxEvictionsPerKey && n > b.max.Load(); i++ {
-			v, ok := s.evict(sh, x, b, p, nowUS, held)
-			if !ok {
-				break // nothing evictable now: over by one until the next key
-			}
-			if e == nil {
-				e = v // recycled (nil when the room was made in another shard)
-			}
-			n = b.n.Load()
-		}
+		e = s.makeRoom(sh, x, p, nowUS, held)
 	}
 	if e == nil {
 		e = new(entry)
@@ -471,7 +493,28 @@ func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expir
 	sh.m[op.Key] = e
 	p.pushFront(e)
 	p.push(e)
-	b.lower(expiresAt)
+	p.b.lower(expiresAt)
+}
+
+// makeRoom counts one more key in p's budget for a non-sensitive op in
+// shard x and evicts while the budget is over its bound (at most
+// maxEvictionsPerKey keys). It returns an entry it evicted from sh, for
+// reuse, or nil. When nothing can be evicted, the budget stays over by one
+// until its next new key.
+func (s *Store) makeRoom(sh *shard, x uint16, p *part, nowUS int64, held *shardSet) (recycled *entry) {
+	b := p.b
+	n := b.n.Add(1)
+	for i := 0; i < maxEvictionsPerKey && n > b.max.Load(); i++ {
+		v, ok := s.evict(sh, x, b, p, nowUS, held)
+		if !ok {
+			break
+		}
+		if recycled == nil {
+			recycled = v // nil when the room was made in another shard
+		}
+		n = b.n.Load()
+	}
+	return recycled
 }
 
 // evict makes room in b for a new key of a non-sensitive op in shard x:
@@ -482,14 +525,14 @@ func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expir
 // was touched by this call or sits in a shard busy with another.
 func (s *Store) evict(sh *shard, x uint16, b *budget, p *part, nowUS int64, held *shardSet) (*entry, bool) {
 	if e, _ := sh.expired(p, nowUS, -1); e != nil {
-		sh.unlink(e)
+		sh.drop(e)
 		return e, true
 	}
 	if b.hint.Load() <= nowUS && s.reclaimElsewhere(x, b, nowUS, held) {
 		return nil, true
 	}
 	if e := sh.lru(p); e != nil {
-		sh.unlink(e)
+		sh.drop(e)
 		b.evicted.Add(1)
 		return e, true
 	}
@@ -508,7 +551,7 @@ func (s *Store) evict(sh *shard, x uint16, b *budget, p *part, nowUS int64, held
 		var v *entry
 		if op := o.partFor(b); op != nil {
 			if v = o.lru(op); v != nil {
-				o.unlink(v)
+				o.drop(v)
 				b.evicted.Add(1)
 			}
 		}
@@ -526,7 +569,7 @@ func (s *Store) evict(sh *shard, x uint16, b *budget, p *part, nowUS int64, held
 // shard, and reports whether it found one.
 func (s *Store) reclaim(sh *shard, x uint16, b *budget, p *part, nowUS int64, held *shardSet) bool {
 	if e, _ := sh.expired(p, nowUS, -1); e != nil {
-		sh.unlink(e)
+		sh.drop(e)
 		return true
 	}
 	if b.hint.Load() > nowUS {
@@ -562,7 +605,7 @@ func (s *Store) reclaimElsewhere(x uint16, b *budget, nowUS int64, held *shardSe
 		found := false
 		if op := o.partFor(b); op != nil {
 			if e, _ := o.expired(op, nowUS, -1); e != nil {
-				o.unlink(e)
+				o.drop(e)
 				found = true
 			} else if len(op.heap) > 0 {
 				earliest = min(earliest, op.heap[0].heapAt)
@@ -621,26 +664,28 @@ func (sh *shard) setExpiry(e *entry, at int64) {
 }
 
 // drop removes e and gives its room back to its budget.
-func (sh *shard) drop(e *entry) { sh.unlink(e) }
+func (sh *shard) drop(e *entry) {
+	sh.remove(e)
+	e.part.b.n.Add(-1)
+}
 
-// unlink removes e from sh's map, its part's list and heap, and its
-// budget's count.
-func (sh *shard) unlink(e *entry) {
+// remove takes e out of sh's map and its part's list and heap; its
+// budget's count is the caller's.
+func (sh *shard) remove(e *entry) {
 	p := e.part
 	delete(sh.m, e.key)
 	p.unlinkList(e)
 	p.remove(int(e.idx))
-	p.b.n.Add(-1)
 }
 
 // expired returns an entry of p that has decayed at nowUS and that the
 // call holding sh has not touched, or nil. It brings the heap's top up to
 // date on the way: each stale heap key it meets is replaced by the entry's
 // expiry, so that work is paid once per extension of an expiry, not per
-// call. An expired entry the current call touched (it is being rewritten)
-// is keyed out of the way until the call sets its new expiry. limit, when
-// not negative, bounds the heap keys it updates (steps; the sweeper's
-// batches): nil with steps == limit means it stopped early.
+// call. An expired entry the current call touched (an op is storing a new
+// state in it) is keyed out of the way until the call sets its new expiry.
+// limit, when not negative, bounds the heap keys it updates (steps; the
+// sweeper's batches): nil with steps == limit means it stopped early.
 func (sh *shard) expired(p *part, nowUS int64, limit int) (e *entry, steps int) {
 	for len(p.heap) > 0 && steps != limit {
 		e := p.heap[0]
@@ -863,7 +908,7 @@ func (sh *shard) sweep(nowUS int64) (dropped int) {
 			left -= steps
 			switch {
 			case e != nil:
-				sh.unlink(e)
+				sh.drop(e)
 				dropped++
 				left--
 			case left > 0: // not stopped early: nothing more has expired here

@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
+)
+
+// KeyBudgets is implemented by a store that bounds each rule's keys
+// (memstore.Store): New exports its budgets as metrics when Options.Store
+// has it.
+type KeyBudgets interface {
+	Budgets() []memstore.Budget
+}
+
+// mintBudgetLabel is the rule label of the visitor mint budget's keys,
+// which belong to no rule.
+const mintBudgetLabel = "(visitor mint)"
+
+// budgetCollector exports a memory store's per-rule key budgets
+// (docs/memory-store.md) at scrape time, labelled by the rule names of the
+// policy being served: a budget follows its rule's name (rules.Rule.ID),
+// and one whose rule a reload removed is no longer exported.
+type budgetCollector struct {
+	s                              *Server
+	kb                             KeyBudgets
+	evictions, full, keys, maxKeys *prometheus.Desc
+}
+
+func newBudgetCollector(s *Server, kb KeyBudgets) *budgetCollector {
+	rule := []string{"rule"}
+	return &budgetCollector{
+		s: s, kb: kb,
+		evictions: prometheus.NewDesc("edge_store_evictions_total",
+			"Live keys the memory store evicted from a rule's key budget to make room for the rule's new keys (least recently used first; decayed state is forgotten first and not counted). A sensitive rule never evicts.", rule, nil),
+		full: prometheus.NewDesc("edge_store_budget_full_total",
+			"New keys of a sensitive rule answered by its on_store_error because the rule's key budget in the memory store was full of live state (also counted as edge_decisions_total store_error_*).", rule, nil),
+		keys: prometheus.NewDesc("edge_store_keys",
+			"Keys a rule holds in the memory store (decayed ones not yet forgotten included).", rule, nil),
+		maxKeys: prometheus.NewDesc("edge_store_max_keys",
+			"A rule's key budget in the memory store: its max_keys, or its share of the store's.", rule, nil),
+	}
+}
+
+func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.evictions
+	ch <- c.full
+	ch <- c.keys
+	ch <- c.maxKeys
+}
+
+func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
+	p := c.s.Policy()
+	names := make(map[[8]byte]string, len(p.Rules)+1)
+	for _, r := range p.Rules {
+		names[r.ID] = r.Name
+	}
+	if p.Visitor != nil {
+		names[rules.MintBudgetID()] = mintBudgetLabel
+	}
+	for _, b := range c.kb.Budgets() {
+		name, ok := names[b.ID]
+		if b.Shared || !ok {
+			continue // no rule's: the shared budget (ops without MaxKeys), or a removed rule's
+		}
+		ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(b.Evictions), name)
+		ch <- prometheus.MustNewConstMetric(c.full, prometheus.CounterValue, float64(b.Full), name)
+		ch <- prometheus.MustNewConstMetric(c.keys, prometheus.GaugeValue, float64(b.Keys), name)
+		ch <- prometheus.MustNewConstMetric(c.maxKeys, prometheus.GaugeValue, float64(b.MaxKeys), name)
+	}
+}

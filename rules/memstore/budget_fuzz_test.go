@@ -1,0 +1,299 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/storetest"
+)
+
+// budgetModel is a naive model of what the package doc's "Key budgets"
+// says the store keeps: a map of keys, each budget's count, a clock of
+// last use for recency, and linear scans for every choice the store makes
+// with lists, heaps and hints. The algorithms are rules.Check and
+// rules.Settle, as in the store: what it checks is which state is kept,
+// evicted or refused. Its one freedom: which decayed entry it forgets
+// (any is invisible, the clock never stepping back).
+type budgetModel struct {
+	shardOf func(*rules.Key) uint16
+	shards  int
+	keys    map[rules.Key]*modelEntry
+	count   [3]int64 // per budget: keys held + rooms reserved by the call
+	max     [3]int64
+	evicted [3]uint64
+	full    [3]uint64
+	clock   int64
+}
+
+type modelEntry struct {
+	st        rules.State
+	expiresAt int64
+	budget    int
+	used      int64 // the model's clock at the last touch or insert
+	touched   bool  // by the current call
+}
+
+// budgetIndex is op's budget in the model: 0 the shared one (MaxKeys 0),
+// else the rule's (Key[1]).
+func budgetIndex(op *rules.Op) int {
+	if op.MaxKeys == 0 {
+		return 0
+	}
+	return int(op.Key[1])
+}
+
+func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
+	for _, e := range m.keys {
+		e.touched = false
+	}
+	want := make([]rules.Result, len(ops))
+	reserved := make([]bool, len(ops))
+	var fresh rules.State
+	for i := range ops {
+		op := &ops[i]
+		if e := m.keys[op.Key]; e != nil && nowUS >= e.expiresAt {
+			m.remove(op.Key) // decayed: a new key
+		}
+		if e := m.keys[op.Key]; e != nil {
+			m.clock++
+			e.touched, e.used = true, m.clock
+			want[i] = rules.Check(&e.st, nowUS, op)
+			continue
+		}
+		want[i] = rules.Check(&fresh, nowUS, op)
+		if !reserves(op) {
+			continue
+		}
+		b := budgetIndex(op)
+		for {
+			if m.count[b] < m.max[b] {
+				m.count[b]++
+				reserved[i] = true
+				break
+			}
+			if !m.forgetDecayed(b, nowUS) {
+				want[i] = fullAnswer(op)
+				m.full[b]++
+				break
+			}
+		}
+	}
+	refused := rules.Refused(ops, want)
+	for i := range ops {
+		op := &ops[i]
+		b := budgetIndex(op)
+		if e := m.keys[op.Key]; e != nil {
+			if ttl := rules.Settle(&e.st, nowUS, op, refused, &want[i]); ttl > 0 {
+				e.expiresAt = nowUS + ttl
+			} else {
+				m.remove(op.Key)
+			}
+			continue
+		}
+		if want[i].StoreError {
+			continue
+		}
+		var st rules.State
+		ttl := rules.Settle(&st, nowUS, op, refused, &want[i])
+		if ttl == 0 {
+			if reserved[i] {
+				m.count[b]--
+			}
+			continue
+		}
+		if !reserved[i] {
+			m.count[b]++
+			for k := 0; k < maxEvictionsPerKey && m.count[b] > m.max[b]; k++ {
+				if !m.evict(b, nowUS, m.shardOf(&op.Key)) {
+					break
+				}
+			}
+		}
+		m.clock++
+		m.keys[op.Key] = &modelEntry{st: st, expiresAt: nowUS + ttl, budget: b, used: m.clock, touched: true}
+	}
+	return want
+}
+
+func (m *budgetModel) remove(k rules.Key) {
+	m.count[m.keys[k].budget]--
+	delete(m.keys, k)
+}
+
+// forgetDecayed drops one decayed entry of budget b that the call has not
+// touched, and reports whether there was one.
+func (m *budgetModel) forgetDecayed(b int, nowUS int64) bool {
+	for k, e := range m.keys {
+		if e.budget == b && !e.touched && nowUS >= e.expiresAt {
+			m.remove(k)
+			return true
+		}
+	}
+	return false
+}
+
+// evict makes room in b for a new key of a non-sensitive op in shard x:
+// decayed state anywhere, else the least recently used untouched entry of
+// shard x, else of the next shard that has one.
+func (m *budgetModel) evict(b int, nowUS int64, x uint16) bool {
+	if m.forgetDecayed(b, nowUS) {
+		return true
+	}
+	for j := range m.shards {
+		y := (int(x) + j) % m.shards
+		var victim *rules.Key
+		var used int64
+		for k, e := range m.keys {
+			if e.budget == b && !e.touched && int(m.shardOf(&k)) == y && (victim == nil || e.used < used) {
+				k := k
+				victim, used = &k, e.used
+			}
+		}
+		if victim != nil {
+			m.remove(*victim)
+			m.evicted[b]++
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzBudgets drives the store and the naive model with the same calls
+// and requires identical results, key counts and budget counters. Input:
+// shards, the three budgets' bounds, the rules' sensitivity and
+// on_store_error, their algorithms, then per call one byte of elapsed
+// time and one of op count, cost and whether the sweeper runs first, and
+// one byte per op (rule, key, kind). Rule 0 counts in the shared budget (MaxKeys 0), rules 1 and 2 in
+// their own.
+func FuzzBudgets(f *testing.F) {
+	f.Add([]byte{1, 2, 2, 2, 0b111, 0, 1, 5, 10, 1, 0x05, 20, 2, 0x06, 0x0a, 30, 3, 0x09, 0x0d, 0x11, 200, 1, 0x05})
+	f.Add([]byte{8, 1, 1, 3, 0b010_110, 5, 5, 3, 0, 3, 0x02, 0x06, 0x0a, 0, 3, 0x0e, 0x12, 0x16, 50, 2, 0x82, 0xa6, 255, 3, 0x06, 0x0a, 0x0e})
+	f.Add([]byte{2, 3, 1, 1, 0b001_100, 1, 3, 4, 1, 2, 0x01, 0x05, 1, 2, 0x09, 0x0d, 1, 2, 0x11, 0x15, 1, 2, 0x19, 0x1d, 255, 1, 0x01})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 8 {
+			return
+		}
+		shards := []int{1, 2, 8, 1}[in[0]&3]
+		maxKeys := [3]int64{int64(in[1]&3) + 1, int64(in[2]&3) + 1, int64(in[3]&3) + 1}
+		s, err := New(Options{Shards: shards, MaxKeys: int(maxKeys[0]), SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		m := &budgetModel{shardOf: s.shardOf, shards: shards, keys: map[rules.Key]*modelEntry{}, max: maxKeys}
+		var templates [3]rules.Op
+		for r := range templates {
+			alg := []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket, rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog}[in[5+r]%6]
+			limit := int64(in[5+r]>>3&1) + 2
+			templates[r] = rules.Op{
+				Algorithm: alg, Limit: limit, Burst: limit, PeriodUS: limit * 1000 * (int64(in[5+r]>>4&3) + 1),
+				Enforce: true, Sensitive: in[4]>>r&1 != 0,
+				OnError: []rules.StoreErrorMode{rules.FailClosed, rules.FailOpen, rules.FailLocal, rules.FailClosed}[in[4]>>(3+r)&1+in[4]>>6&2],
+			}
+			if r > 0 {
+				templates[r].MaxKeys = int32(maxKeys[r])
+			}
+		}
+		kinds := []rules.OpKind{rules.OpTake, rules.OpTake, rules.OpTake, rules.OpTake, rules.OpPeek, rules.OpAdd, rules.OpRefund, rules.OpReset}
+		nowUS := storetest.Base.UnixMicro()
+		script := in[8:]
+		for call := 0; len(script) >= 2; call++ {
+			nowUS += int64(script[0]) * 40
+			n, cost := int(script[1]&3), int64(script[1]>>2&3)
+			if script[1]&0x80 != 0 {
+				s.sweep(nowUS) // drops decayed entries only: invisible
+			}
+			script = script[2:]
+			var ops []rules.Op
+			seen := map[rules.Key]bool{}
+			for ; n > 0 && len(script) > 0; n-- {
+				v := script[0]
+				script = script[1:]
+				r := int(v&3) % 3
+				op := templates[r]
+				op.Key = rules.Key{'b', byte(r), 'u', 'd', 'g', 'e', 't', 0, byte(v >> 2 & 7 % 5)}
+				op.Kind = kinds[v>>5]
+				op.Cost = max(cost, 1)
+				if op.Kind == rules.OpAdd || op.Kind == rules.OpRefund {
+					op.Cost = cost
+				}
+				if !seen[op.Key] {
+					seen[op.Key] = true
+					ops = append(ops, op)
+				}
+			}
+			if len(ops) == 0 {
+				continue
+			}
+			got := make([]rules.Result, len(ops))
+			if err := s.Take(context.Background(), time.UnixMicro(nowUS), ops, got); err != nil {
+				t.Fatal(err)
+			}
+			want := m.take(nowUS, ops)
+			for i := range ops {
+				if got[i] != want[i] {
+					t.Fatalf("call %d at +%dµs, op %d (kind %d rule %d key %d sensitive %v): got %+v, want %+v",
+						call, nowUS-storetest.Base.UnixMicro(), i, ops[i].Kind, ops[i].Key[1], ops[i].Key[8], ops[i].Sensitive, got[i], want[i])
+				}
+			}
+			// Decayed entries are invisible, and which of them each side
+			// forgot is free: the live keys, their expiries, and each
+			// budget's counters must be the same.
+			if got, want := liveKeys(s, nowUS), m.liveKeys(nowUS); !slices.Equal(got, want) {
+				t.Fatalf("call %d: got live keys %v, the model %v", call, got, want)
+			}
+			for _, b := range s.Budgets() {
+				i := 0
+				if !b.Shared {
+					i = int(b.ID[1])
+				}
+				if b.Keys < int64(len(m.live(i, nowUS))) || b.Evictions != m.evicted[i] || b.Full != m.full[i] {
+					t.Fatalf("call %d: budget %d: got %+v, the model %d live keys, %d evictions, %d full", call, i, b, len(m.live(i, nowUS)), m.evicted[i], m.full[i])
+				}
+			}
+		}
+	})
+}
+
+// liveKeys lists the store's keys that have not decayed at nowUS, as
+// rule/key(µs to expiry), sorted.
+func liveKeys(s *Store, nowUS int64) []string {
+	var out []string
+	for i := range s.shards {
+		for k, e := range s.shards[i].m {
+			if nowUS < e.expiresAt {
+				out = append(out, fmt.Sprintf("%d/%d(%d)", k[1], k[8], e.expiresAt-nowUS))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// liveKeys lists the model's keys that have not decayed at nowUS, as the
+// store's liveKeys does.
+func (m *budgetModel) liveKeys(nowUS int64) []string {
+	var out []string
+	for k, e := range m.keys {
+		if nowUS < e.expiresAt {
+			out = append(out, fmt.Sprintf("%d/%d(%d)", k[1], k[8], e.expiresAt-nowUS))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// live returns budget b's keys that have not decayed at nowUS.
+func (m *budgetModel) live(b int, nowUS int64) []rules.Key {
+	var out []rules.Key
+	for k, e := range m.keys {
+		if e.budget == b && nowUS < e.expiresAt {
+			out = append(out, k)
+		}
+	}
+	return out
+}
