@@ -509,6 +509,10 @@ func TestCacheableAnswersGetNoRateLimit(t *testing.T) {
 			// Header names as sent, not canonicalised.
 			w.Header()[strings.ToLower(hs[j])] = append(w.Header()[strings.ToLower(hs[j])], hs[j+1])
 		}
+		if r.URL.Query().Has("not-modified") {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})}
 	oln := listen(t)
@@ -527,6 +531,17 @@ func TestCacheableAnswersGetNoRateLimit(t *testing.T) {
 			t.Errorf("%s: got %d, RateLimit %q, RateLimit-Policy %q; want them only when no shared cache may store it", tt.name, r.status, r.header.Get("RateLimit"), r.header.Get("RateLimit-Policy"))
 		}
 	}
+	// A 304 updates the stored answer's fields (RFC 9111 §4.3.4): the same
+	// test on its own fields (cases 0: none, 3: max-age).
+	for _, c := range []struct {
+		i      int
+		shared bool
+	}{{0, false}, {3, true}} {
+		r := do(t, "GET", fmt.Sprintf("http://%s/h/fixed?case=%d&not-modified", n.addr, c.i), "", "X-Forwarded-For", "192.0.2.100")
+		if has := r.header.Get("RateLimit") != ""; r.status != 304 || has == c.shared {
+			t.Errorf("304 with %v: got %d, RateLimit %q", cacheHeaderCases[c.i].headers, r.status, r.header.Get("RateLimit"))
+		}
+	}
 	// The edge's own refusal: no-store, informative.
 	var r reply
 	for range 4 {
@@ -534,6 +549,34 @@ func TestCacheableAnswersGetNoRateLimit(t *testing.T) {
 	}
 	if r.status != 429 || r.header.Get("Cache-Control") != "no-store" || r.header.Get("RateLimit") == "" {
 		t.Errorf("the edge's 429: got %d, Cache-Control %q, RateLimit %q", r.status, r.header.Get("Cache-Control"), r.header.Get("RateLimit"))
+	}
+}
+
+// TestStoreFallbackHasNoRateLimitMember: a rule the store could not decide
+// keeps its RateLimit-Policy member and has no RateLimit member (its
+// counter's state is unknown); the others keep theirs.
+func TestStoreFallbackHasNoRateLimitMember(t *testing.T) {
+	bs := newBenchSetup(t, "10.1.2.3", "203.0.113.9, 10.0.0.2")
+	bs.rs.sc.Res[bs.rs.sc.Matches[0].Op].StoreError = true
+	bs.s.setRateLimitHeaders(bs.ctx, bs.rs)
+	var h fasthttp.ResponseHeader
+	bs.ctx.Response.Header.CopyTo(&h)
+	all := string(h.Header())
+	policy, limit := "", ""
+	for line := range strings.SplitSeq(all, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "RateLimit-Policy: "); ok {
+			policy = v
+		} else if v, ok := strings.CutPrefix(line, "RateLimit: "); ok {
+			limit = v
+		}
+	}
+	first := bs.rs.sc.Matches[0].Rule.Name
+	if _, ok := limits(t, policy)[first]; !ok {
+		t.Errorf("RateLimit-Policy %q lacks %s", policy, first)
+	}
+	got := limits(t, limit)
+	if _, ok := got[first]; ok || len(got) != 3 {
+		t.Errorf("RateLimit %q: want the three other enforcing rules, not %s", limit, first)
 	}
 }
 
