@@ -481,7 +481,9 @@ func TestShadowRuleNeverRefusesButCounts(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("request %d: got %d, want 200", i+1, r.status)
 		}
-		wantRL := fmt.Sprintf(`"api-per-client";r=%d;t=%d`, 9-i, 6*(i+1))
+		// t is the effective window (docs/headers.md): with r left, one
+		// more unit comes back 6 s after they are spent.
+		wantRL := fmt.Sprintf(`"api-per-client";r=%d;t=6`, 9-i)
 		if got := r.header.Get("RateLimit"); got != wantRL {
 			t.Errorf("request %d: RateLimit %q, want %q", i+1, got, wantRL)
 		}
@@ -522,13 +524,13 @@ func TestShadowRuleNeverRefusesButCounts(t *testing.T) {
 		t.Fatalf("11th: got %d, want 429", r.status)
 	}
 	// TAT is 60 s ahead; the next unit frees at 6 s after the first: 5 s
-	// from now.
+	// from now, and t says the same (not the 59 s back to full).
 	checks := map[string]string{
 		"Retry-After":      "5",
 		"Cache-Control":    "no-store",
 		"Content-Type":     "application/problem+json",
 		"RateLimit-Policy": `"api-per-client";q=10;w=60`,
-		"RateLimit":        `"api-per-client";r=0;t=59`,
+		"RateLimit":        `"api-per-client";r=0;t=5`,
 	}
 	for k, want := range checks {
 		if got := r.header.Get(k); got != want {
