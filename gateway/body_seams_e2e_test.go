@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edge-gateway/edge/rules"
 )
 
 // The seams between the body identities the edge reads and the ones an
@@ -276,15 +278,15 @@ func TestBodySeams(t *testing.T) {
 // only in the query, is invalid (400 by invalid_identity's default), never
 // missing, or the origin would text a number no counter saw.
 func TestBodySeamsOnANonSensitiveRule(t *testing.T) {
-	p := loadPolicy(t, "policies.hcl", `rule "otp-send-per-phone" {
-  methods   = ["POST"]
-  paths     = ["/otp/send"]
-  key       = ["phone"]
-  algorithm = "sliding_log"
-  limit     = 3
-  period    = "15m"
-  sensitive = true
-}`, `rule "otp-send-per-phone" {
+	p, diags := rules.Load("inline.hcl", []byte(`
+edge {
+  trusted_proxies = ["127.0.0.1/32", "::1/128"]
+}
+identity {
+  phone        = ["json:phone", "form:phone"]
+  phone_region = "US"
+}
+rule "otp-send-per-phone" {
   methods          = ["POST"]
   paths            = ["/otp/send"]
   key              = ["phone"]
@@ -292,24 +294,11 @@ func TestBodySeamsOnANonSensitiveRule(t *testing.T) {
   limit            = 3
   period           = "15m"
   missing_identity = "skip"
-}`, `rule "otp-send-per-range" {
-  methods   = ["POST"]
-  paths     = ["/otp/send"]
-  key       = ["phone_range"]
-  algorithm = "sliding_window"
-  limit     = 5
-  period    = "1h"
-  sensitive = true
-}`, ``, `rule "otp-send-countries" {
-  methods   = ["POST"]
-  paths     = ["/otp/send"]
-  action    = "deny"
-  sensitive = true
-
-  when {
-    phone_country_not_in = ["US", "CA", "GB"]
-  }
-}`, ``)
+}
+`))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
 	n := startNode(t, p, nodeOptions{clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}})
 	url := "http://" + n.addr + "/otp/send"
 	tests := []struct {

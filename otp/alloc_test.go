@@ -5,13 +5,20 @@ package otp
 import "testing"
 
 // TestAllocs holds the body readers to one allocation, the returned
-// string, and BodyKind and AppendSessionKey (with room in dst) to none.
+// string, and BodyKind, ParseMediaType, CheckMerged and AppendSessionKey
+// (with room in dst) to none.
 // Normalize is phonenumbers' and is measured by BenchmarkNormalize only.
 func TestAllocs(t *testing.T) {
 	formBody := []byte("channel=sms&phone=%28202%29+555-0100&phone=(202)+555-0100&request_id=9f1c")
 	escaped := []byte(`{"\u0070hone":"\u0032\u0030\u0032","phone":"202","x":[1,{"y":"\ud83d\ude00"}]}`)
 	dst := make([]byte, 0, 64)
 	long := string(otpSendBody)
+	ctBytes := []byte("application/json; charset=utf-8")
+	oddForm := []byte("a=1;b=2&[x]=1&phone]=%2B1&x=y]=z&phone=%2B1&challenge.id=3&phone[=4")
+	jsonSrc, _ := ParseSource("json:phone")
+	nestedSrc, _ := ParseSource("json:user.phone")
+	query := []byte("utm=1&user[phone]=%2B12025550100&[phone]=%2B12025550100;x=1&a.b[c]=2")
+	cookies := []byte("_ga=GA1.2; phone=%2B12025550100; user[phone]=%2B12025550100")
 	tests := []struct {
 		name string
 		max  float64
@@ -25,6 +32,12 @@ func TestAllocs(t *testing.T) {
 		{"FormField duplicates", 1, func() { benchSink, _, _ = FormField(formBody, "phone") }},
 		{"FormField missing", 0, func() { benchSink, _, _ = FormField(formBody, "email") }},
 		{"BodyKind", 0, func() { _ = BodyKind("application/x-www-form-urlencoded; charset=utf-8", formBody) }},
+		{"BodyKind on bytes", 0, func() { _ = BodyKind(ctBytes, formBody) }},
+		{"ParseMediaType, quoted charset", 0, func() { _ = ParseMediaType(`application/json; charset="utf-8"; x=y`) }},
+		{"FormField, every reading", 1, func() { benchSink, _, _ = FormField(oddForm, "phone") }},
+		{"CheckMerged", 0, func() { _ = jsonSrc.CheckMerged(query, cookies, "+12025550100", true) }},
+		{"CheckMerged, nested path", 0, func() { _ = nestedSrc.CheckMerged(query, cookies, "+12025550100", true) }},
+		{"CheckMerged, only in the query", 0, func() { _ = jsonSrc.CheckMerged(query, cookies, "", false) }},
 		{"AppendSessionKey", 0, func() { dst = AppendSessionKey(dst[:0], "+12025550100", "9f1c2b7e-4d3a-4f8e-9a6b") }},
 		{"Normalize invalid, too long", 0, func() { _, _ = Normalize(long, "US") }},
 	}

@@ -123,3 +123,27 @@ func BenchmarkBodyKind(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkParseMediaType(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if ParseMediaType(`application/x-www-form-urlencoded; charset="UTF-8"`) != MediaForm {
+			b.Fatal("not a form")
+		}
+	}
+}
+
+// BenchmarkCheckMerged: a body phone against a typical query string and
+// Cookie header, none of which names it.
+func BenchmarkCheckMerged(b *testing.B) {
+	src, _ := ParseSource("json:phone")
+	query := []byte("utm_source=newsletter&utm_medium=email&utm_campaign=spring&ref=abc123")
+	cookies := []byte("_ga=GA1.2.1234567890.1234567890; _gid=GA1.2.987654321.1234567890; session=9f1c2b7e4d3a4f8e9a6b1c2d3e4f5a6b; locale=en-US")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(query) + len(cookies)))
+	for b.Loop() {
+		if err := src.CheckMerged(query, cookies, "+12025550100", true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -77,7 +77,7 @@ var (
 
 // BodyKind tells which parser applies to a body, from its Content-Type
 // (the field value as received, without the name) and the body
-// (docs/body-identities.md §1, §2, §7):
+// (docs/body-identities.md §1, §2, §4):
 //
 //   - no Content-Type (or an empty one) and an empty body: BodyNone;
 //   - no Content-Type before a body: BodyUnreadable (Rack reads it as a

@@ -91,7 +91,7 @@ const maxNameSegs = MaxPathSegments + 1
 
 // nameSeg is one segment of a name as a reader files it: name[lo:hi].
 type nameSeg struct {
-	lo, hi int
+	lo, hi int32
 	wild   bool  // an empty index ("[]"): an array append
 	mangle uint8 // PHP's renaming: 1 ' ' and '.' read as '_', 2 '[' too
 }
@@ -104,12 +104,12 @@ type nameSegs struct {
 	s    [maxNameSegs]nameSeg
 }
 
-func (ns *nameSegs) add(s nameSeg) {
+func (ns *nameSegs) add(lo, hi int, wild bool, mangle uint8) {
 	if ns.n == maxNameSegs {
 		ns.more = true
 		return
 	}
-	ns.s[ns.n] = s
+	ns.s[ns.n] = nameSeg{lo: int32(lo), hi: int32(hi), wild: wild, mangle: mangle}
 	ns.n++
 }
 
@@ -117,25 +117,22 @@ func (ns *nameSegs) add(s nameSeg) {
 // name (form:NAME, and the query or cookie spelling of a one-segment
 // json: path) or a json: path, whose query spelling is a[b][c].
 type target struct {
-	// plain1 holds the name when it is one segment with no byte any
-	// reader treats specially: a plain key then matches it exactly.
-	plain1 string
-	isPlain1 bool
-	// strs[r][i] is the text segment i of reader r indexes.
-	strs [nReaders][maxNameSegs]string
-	segs [nReaders]nameSegs
+	// name is the form name; its segments index it. For a json: path,
+	// path[i] is segment i's text.
+	name string
+	path []string
+	// plain: name is one segment with no byte any reader treats
+	// specially, so a plain key matches it exactly.
+	plain bool
+	// segs[r] is the target as reader 1<<r reads it; built on first use
+	// for a plain name.
+	segs  [nReaders]nameSegs
+	built bool
 }
 
-// setName makes t the form name name, as each reader reads it.
+// setName makes t the form name name.
 func (t *target) setName(name string) {
-	t.plain1, t.isPlain1 = name, isPlainName(name)
-	for r := range nReaders {
-		ns := &t.segs[r]
-		readName(reader(1)<<r, name, ns)
-		for i := range ns.n {
-			t.strs[r][i] = name
-		}
-	}
+	t.name, t.plain = name, isPlainName(name)
 }
 
 // setPath makes t the json: path, as the readers that nest names read
@@ -145,9 +142,9 @@ func (t *target) setPath(path []string) {
 		t.setName(path[0])
 		return
 	}
+	t.path, t.built = path, true
 	for r := range nReaders {
 		ns := &t.segs[r]
-		*ns = nameSegs{}
 		if reader(1)<<r == readFlat {
 			continue
 		}
@@ -156,21 +153,39 @@ func (t *target) setPath(path []string) {
 			if i == 0 && reader(1)<<r == readPHP {
 				m = 1
 			}
-			ns.add(nameSeg{lo: 0, hi: len(p), mangle: m})
-			t.strs[r][min(i, maxNameSegs-1)] = p
+			ns.add(0, len(p), false, m)
 		}
 	}
+}
+
+// build reads the form name by every reader.
+func (t *target) build() {
+	t.built = true
+	for r := range nReaders {
+		readName(reader(1)<<r, t.name, &t.segs[r])
+	}
+}
+
+// text is the string segment i of the target indexes.
+func (t *target) text(i int) string {
+	if t.path != nil {
+		return t.path[i]
+	}
+	return t.name
 }
 
 // match tells whether the decoded key names t to any reader of rd: an
 // array reading wins over a flat one.
 func (t *target) match(key []byte, rd reader) keyMatch {
-	if t.isPlain1 && isPlainKey(key) {
+	if t.plain && isPlainKey(key) {
 		// Every reader reads both as themselves.
-		if string(key) == t.plain1 {
+		if string(key) == t.name {
 			return keyFlat
 		}
 		return keyOther
+	}
+	if !t.built {
+		t.build()
 	}
 	var ks nameSegs
 	flat := false
@@ -179,7 +194,7 @@ func (t *target) match(key []byte, rd reader) keyMatch {
 			continue
 		}
 		readName(reader(1)<<r, key, &ks)
-		switch relate(key, &ks, &t.strs[r], &t.segs[r]) {
+		switch t.relate(key, &ks, &t.segs[r]) {
 		case keyArray:
 			return keyArray
 		case keyFlat:
@@ -192,9 +207,9 @@ func (t *target) match(key []byte, rd reader) keyMatch {
 	return keyOther
 }
 
-// relate compares a key's segments with a target's: equal is keyFlat, one
+// relate compares a key's segments with the target's: equal is keyFlat, one
 // a prefix of the other (or equal up to an array index) keyArray.
-func relate(key []byte, ks *nameSegs, strs *[maxNameSegs]string, ts *nameSegs) keyMatch {
+func (t *target) relate(key []byte, ks, ts *nameSegs) keyMatch {
 	if ks.n == 0 || ts.n == 0 {
 		return keyOther
 	}
@@ -203,7 +218,7 @@ func relate(key []byte, ks *nameSegs, strs *[maxNameSegs]string, ts *nameSegs) k
 		if k.wild || s.wild {
 			return keyArray
 		}
-		if !segEqual(key[k.lo:k.hi], k.mangle, strs[i][s.lo:s.hi], s.mangle) {
+		if !segEqual(key[k.lo:k.hi], k.mangle, t.text(i)[s.lo:s.hi], s.mangle) {
 			return keyOther
 		}
 	}
@@ -274,7 +289,7 @@ func readName[T ~string | ~[]byte](r reader, k T, ns *nameSegs) {
 	switch r {
 	case readFlat:
 		if len(k) > 0 {
-			ns.add(nameSeg{lo: 0, hi: len(k)})
+			ns.add(0, len(k), false, 0)
 		}
 	case readPHP:
 		phpName(k, ns)
@@ -315,20 +330,20 @@ func phpName[T ~string | ~[]byte](k T, ns *nameSegs) {
 			if b >= 0 {
 				m = 2
 			}
-			ns.add(nameSeg{lo: i, hi: end, mangle: m})
+			ns.add(i, end, false, m)
 		}
 		return
 	}
 	if b == i {
 		return
 	}
-	ns.add(nameSeg{lo: i, hi: b, mangle: 1})
+	ns.add(i, b, false, 1)
 	for p := b; p < end && k[p] == '['; {
 		q := indexByteFrom(k, ']', p+1, end)
 		if q < 0 {
 			return
 		}
-		ns.add(nameSeg{lo: p + 1, hi: q, wild: q == p+1})
+		ns.add(p + 1, q, q == p+1, 0)
 		p = q + 1
 	}
 }
@@ -355,7 +370,7 @@ func rackName[T ~string | ~[]byte](k T, ns *nameSegs) {
 		}
 		if j == i {
 			if level > 0 {
-				ns.add(nameSeg{lo: i, hi: i, wild: true})
+				ns.add(i, i, true, 0)
 			}
 			return
 		}
@@ -366,18 +381,18 @@ func rackName[T ~string | ~[]byte](k T, ns *nameSegs) {
 		rest := len(k) - m
 		switch {
 		case rest == 0:
-			ns.add(nameSeg{lo: i, hi: j})
+			ns.add(i, j, false, 0)
 			return
 		case rest == 1 && k[m] == '[':
-			ns.add(nameSeg{lo: pos, hi: len(k)})
+			ns.add(pos, len(k), false, 0)
 			return
 		case rest >= 2 && k[m] == '[' && k[m+1] == ']':
-			ns.add(nameSeg{lo: i, hi: j})
-			ns.add(nameSeg{lo: m, hi: m, wild: true})
+			ns.add(i, j, false, 0)
+			ns.add(m, m, true, 0)
 			ns.more = ns.more || rest > 2
 			return
 		}
-		ns.add(nameSeg{lo: i, hi: j})
+		ns.add(i, j, false, 0)
 		if ns.more {
 			return
 		}
@@ -393,17 +408,17 @@ func qsName[T ~string | ~[]byte](k T, ns *nameSegs) {
 	g, h := qsGroup(k, 0)
 	if g < 0 {
 		if len(k) > 0 {
-			ns.add(nameSeg{lo: 0, hi: len(k)})
+			ns.add(0, len(k), false, 0)
 		}
 		return
 	}
 	if g > 0 {
-		ns.add(nameSeg{lo: 0, hi: g})
+		ns.add(0, g, false, 0)
 	} else if h == g+1 {
 		return
 	}
 	for g >= 0 && !ns.more {
-		ns.add(nameSeg{lo: g + 1, hi: h, wild: h == g+1})
+		ns.add(g + 1, h, h == g+1, 0)
 		g, h = qsGroup(k, h+1)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,15 +116,21 @@ var jsonSeeds = []string{
 	"\uFEFF{\"phone\":\"1\"}",
 	`{"phone":{"a":[]}}`,
 	`{"phone":"1",}`,
+	`{"phone":"1\u0000"}`,
+	`{"phone":"\ud83d\u0041","x":"\udc00"}`,
+	"{\"phone\":\"\xc0\xaf\"}",
+	"{\"phone\":\"\xed\xa0\x80\"}",
 	`[]`,
 	``,
 }
 
 // FuzzJSONField: no panic; a found value never comes with an error; and,
 // against encoding/json: the body is malformed exactly when json.Valid
-// says so (after a BOM), and when the body decodes and has no duplicate
-// keys (compared case-insensitively), the field is what encoding/json sees
-// when it matches keys as it matches struct fields.
+// says so (a byte order mark included), when it is not UTF-8, or when it
+// holds a \u escape of NUL or of a lone surrogate (docs/body-identities.md
+// §4); and when the body decodes and has no duplicate keys (compared
+// case-insensitively), the field is what encoding/json sees when it
+// matches keys as it matches struct fields.
 func FuzzJSONField(f *testing.F) {
 	for _, s := range jsonSeeds {
 		f.Add([]byte(s), "phone")
@@ -152,8 +160,9 @@ func FuzzJSONField(f *testing.F) {
 			}
 			return
 		}
-		if valid := json.Valid(doc); valid != (err != ErrMalformed) {
-			t.Fatalf("json.Valid = %v, JSONField error %v", valid, err)
+		valid := json.Valid(doc) && utf8.Valid(doc) && !slowJSONEscapesBad(string(doc))
+		if valid != (err != ErrMalformed) {
+			t.Fatalf("JSONField(%q) error %v; json.Valid %v, utf8.Valid %v, bad escapes %v", body, err, json.Valid(doc), utf8.Valid(doc), json.Valid(doc) && slowJSONEscapesBad(string(doc)))
 		}
 		if err == ErrMalformed || hasFoldedDuplicateKeys(doc) {
 			return
@@ -257,15 +266,20 @@ func hasFoldedDuplicateKeys(doc []byte) bool {
 }
 
 // FuzzFormField: no panic; a found value never comes with an error; and,
-// against net/url.ParseQuery (Go's ParseForm): a bad escape is
-// ErrMalformed; and when the body parses, the field is found exactly when
-// Go sees it or PHP files a pair under its name, ambiguous when they see
-// more than one value or PHP or Express an array, and otherwise equal to
-// Go's value.
+// against the slow references of slow_test.go (each parser's reading of a
+// name, from Go, PHP, Rack and qs): a bad escape anywhere is ErrMalformed;
+// otherwise readings that disagree or make the field an array are
+// ErrAmbiguous, a value read that is not UTF-8 or holds a NUL is
+// ErrMalformed (either, when both), and the field is found exactly when a
+// reading names it, with the value they agree on. Go's own url.ParseQuery
+// never sees a value of the field that the edge does not.
 func FuzzFormField(f *testing.F) {
 	for _, s := range []string{
 		"phone=2025550100", "a=1&phone=%2B1+202&b", "phone=1&phone=2", "phone[]=1",
 		"+phone=1", "challenge.id=1&challenge_id=1", "phone=%zz", "phone=%FF", "a[b.c=1", "phone%00x=1",
+		"[phone]=1&phone=2", "phone]=1", "]]phone=2", "[phone=3", "phone]x=1", "[phone][x]=1",
+		"x=1;phone=2", "phone=1;x", "a=b]=c&phone=1", "phone=b]=c", "++phone=1", "phone=1%00",
+		"user[phone]=1&user]phone=2", "challenge[id=1", "x]y[phone]=1", "[]=1&phone=1",
 	} {
 		f.Add([]byte(s), "phone")
 		f.Add([]byte(s), "challenge_id")
@@ -278,52 +292,189 @@ func FuzzFormField(f *testing.F) {
 		if !found && v != "" {
 			t.Fatalf("not found, but value %q", v)
 		}
-		if name == "" || bytes.IndexByte(body, ';') >= 0 {
-			return // Go drops pairs with a semicolon and reports an error
-		}
-		q, qerr := url.ParseQuery(string(body))
-		if qerr != nil {
-			if err != ErrMalformed {
-				t.Fatalf("ParseQuery: %v, FormField error %v", qerr, err)
-			}
+		if name == "" || !isPlainName(name) {
 			return
 		}
-		goVals := q[name]
-		var phpVals []string
-		phpArray := false
-		for _, pair := range strings.Split(string(body), "&") {
-			if pair == "" {
-				continue
-			}
-			k, val, _ := strings.Cut(pair, "=")
-			k, _ = url.QueryUnescape(k)
-			val, _ = url.QueryUnescape(val)
-			switch base, array := slowPHPName(k); {
-			case base != name || k == name:
-			case array:
-				phpArray = true
-			default:
-				phpVals = append(phpVals, val)
-			}
+		ref := slowFormField(string(body), name)
+		bad := func(want string) {
+			t.Helper()
+			t.Fatalf("FormField(%q, %q) = %q, %v, %v; want %s (reference %+v)", body, name, v, found, err, want, ref)
 		}
-		all := append(append([]string(nil), goVals...), phpVals...)
 		switch {
-		case phpArray || len(all) > 1 && !allEqual(all):
-			if err != ErrAmbiguous && err != ErrMalformed {
-				t.Fatalf("FormField(%q, %q) = %q, %v, %v; want ErrAmbiguous (Go %q, PHP %q, array %v)", body, name, v, found, err, goVals, phpVals, phpArray)
-			}
-		case len(all) == 0:
-			if found || err != nil {
-				t.Fatalf("FormField(%q, %q) = %q, %v, %v; want not found", body, name, v, found, err)
-			}
-		case !utf8.ValidString(all[0]):
+		case ref.badEscape:
 			if err != ErrMalformed {
-				t.Fatalf("FormField(%q, %q) = %q, %v, %v; want ErrMalformed for invalid UTF-8", body, name, v, found, err)
+				bad("ErrMalformed")
+			}
+		case ref.conflict && ref.badValue:
+			if err != ErrAmbiguous && err != ErrMalformed {
+				bad("ErrAmbiguous or ErrMalformed")
+			}
+		case ref.conflict:
+			if err != ErrAmbiguous {
+				bad("ErrAmbiguous")
+			}
+		case ref.badValue:
+			if err != ErrMalformed {
+				bad("ErrMalformed")
+			}
+		case !ref.found:
+			if found || err != nil {
+				bad("not found")
 			}
 		default:
-			if !found || err != nil || v != all[0] {
-				t.Fatalf("FormField(%q, %q) = %q, %v, %v; want %q", body, name, v, found, err, all[0])
+			if !found || err != nil || v != ref.value {
+				bad(fmt.Sprintf("%q", ref.value))
 			}
+		}
+		// Go's ParseForm: whatever it reads under the name, the edge read
+		// the same or refused.
+		if q, qerr := url.ParseQuery(string(body)); qerr == nil && err == nil {
+			for _, gv := range q[name] {
+				if !found || gv != v {
+					t.Fatalf("FormField(%q, %q) = %q, %v; Go reads %q", body, name, v, found, gv)
+				}
+			}
+		}
+	})
+}
+
+// FuzzCheckMerged: no panic, and CheckMerged answers exactly as the slow
+// reference does for a plain name and a plain two-segment json: path:
+// every reading of the query (by Go, PHP, Rack and qs) and of the Cookie
+// header (by PHP) that names the field agrees with the body's value, or
+// with the query's when the body lacks it.
+func FuzzCheckMerged(f *testing.F) {
+	for _, s := range [][3]string{
+		{"phone=%2B1", "", "+1"}, {"phone=2", "", "1"}, {"[phone]=1", "", "1"}, {"+phone=2", "", "1"},
+		{"phone[]=1", "", "1"}, {"x=1;phone=2", "", "2"}, {"phone=%zz", "", "%zz"}, {"ph%one=1", "", ""},
+		{"", "phone=1", "1"}, {"", " phone=%2B1", "+1"}, {"", "phone=+1", "+1"}, {"", "phone.=1; a=b", "1"},
+		{"user[phone]=1", "", "1"}, {"user=1", "", "1"}, {"user]phone=1", "user[phone]=2", "1"},
+		{"a=b]=c", "", "c"}, {"phone=1", "phone=2", ""},
+	} {
+		f.Add([]byte(s[0]), []byte(s[1]), s[2], true, false)
+		f.Add([]byte(s[0]), []byte(s[1]), s[2], false, true)
+	}
+	f.Fuzz(func(t *testing.T, query, cookies []byte, value string, found, nested bool) {
+		src, _ := ParseSource("form:phone")
+		path := []string{"phone"}
+		if nested {
+			src, _ = ParseSource("json:user.phone")
+			path = []string{"user", "phone"}
+		}
+		if !found {
+			value = ""
+		}
+		got := src.CheckMerged(query, cookies, value, found)
+		want := slowCheckMerged(string(query), string(cookies), path, value, found)
+		if len(query) == 0 && len(cookies) == 0 {
+			want = nil
+		}
+		if got != want {
+			t.Fatalf("%s.CheckMerged(%q, %q, %q, %v) = %v, want %v", src, query, cookies, value, found, got, want)
+		}
+		// The one-segment json: path reads as the form name does.
+		if !nested {
+			js, _ := ParseSource("json:phone")
+			if jg := js.CheckMerged(query, cookies, value, found); jg != got {
+				t.Fatalf("json:phone.CheckMerged = %v, form:phone's %v", jg, got)
+			}
+		}
+	})
+}
+
+// The RFC 9110 §5.6.2, §5.6.4 and §8.3.1 grammar as regular expressions,
+// for FuzzParseMediaType. Input bytes over 0x7F are mapped to \x01 first
+// (and \x01 itself to \x00), so obs-text is \x01 here.
+const (
+	reToken  = "[!#$%&'*+\\-.^_`|~0-9A-Za-z]+"
+	reQuoted = `"(?:[\t !#-\[\]-~\x01]|\\[\t -~\x01])*"`
+)
+
+var (
+	reMediaType = regexp.MustCompile(`^[ \t]*(` + reToken + `)/(` + reToken + `)((?:[ \t]*;[ \t]*(?:` + reToken + `=(?:` + reToken + `|` + reQuoted + `))?)*)[ \t]*$`)
+	reParam     = regexp.MustCompile(`;[ \t]*(` + reToken + `)=(` + reToken + `|` + reQuoted + `)`)
+)
+
+// slowMediaType is ParseMediaType written with the grammar's regular
+// expressions.
+func slowMediaType(ct string) Media {
+	if len(ct) > MaxContentTypeBytes {
+		return MediaInvalid
+	}
+	b := []byte(ct)
+	for i, c := range b {
+		switch {
+		case c >= 0x80:
+			b[i] = 1
+		case c == 1:
+			b[i] = 0
+		}
+	}
+	m := reMediaType.FindStringSubmatch(string(b))
+	if m == nil {
+		return MediaInvalid
+	}
+	typ, sub := strings.ToLower(m[1]), strings.ToLower(m[2])
+	kind := MediaOther
+	switch {
+	case typ != "application":
+	case sub == "json" || len(sub) > 5 && strings.HasSuffix(sub, "+json"):
+		kind = MediaJSON
+	case sub == "x-www-form-urlencoded":
+		kind = MediaForm
+	}
+	charsets := 0
+	other := false
+	for _, p := range reParam.FindAllStringSubmatch(m[3], -1) {
+		if strings.ToLower(p[1]) != "charset" {
+			continue
+		}
+		charsets++
+		v := p[2]
+		if strings.HasPrefix(v, `"`) {
+			v = regexp.MustCompile(`\\(.)`).ReplaceAllString(v[1:len(v)-1], "$1")
+		}
+		other = other || strings.ToLower(v) != "utf-8"
+	}
+	switch {
+	case charsets > 1:
+		return MediaInvalid
+	case other && kind != MediaOther:
+		return MediaCharset
+	}
+	return kind
+}
+
+// FuzzParseMediaType: ParseMediaType is the RFC 9110 grammar exactly (as
+// slowMediaType writes it), the same on a string and on bytes, and
+// BodyKind follows it.
+func FuzzParseMediaType(f *testing.F) {
+	for _, s := range []string{
+		"application/json", "application/json; charset=utf-8", `application/json; charset="UTF-8"`,
+		"application/x-www-form-urlencoded,x", "application/x-www-form-urlencoded x", "application/x-www-form-urlencodedfoo",
+		"application/x-www-form-urlencoded/", "application/vnd.a+json;;", "multipart/form-data; boundary=\"a;b\"",
+		"text/plain; charset=latin1", "application/json; charset=utf-8; charset=utf-8", "application/json ; x=\"\\\"\"",
+		" application/json\t", "application/json; charset= utf-8", "application/json; x=\"\xff\"", "\xff/json",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ct string) {
+		got := ParseMediaType(ct)
+		if want := slowMediaType(ct); got != want {
+			t.Fatalf("ParseMediaType(%q) = %s, want %s", ct, got, want)
+		}
+		if b := ParseMediaType([]byte(ct)); b != got {
+			t.Fatalf("ParseMediaType([]byte(%q)) = %s, on a string %s", ct, b, got)
+		}
+		kind := BodyKind(ct, []byte("a=1"))
+		switch {
+		case ct == "":
+			if kind != BodyUnreadable {
+				t.Fatalf("BodyKind(%q, a body) = %s", ct, kind)
+			}
+		case got == MediaJSON && kind != BodyJSON, got == MediaForm && kind != BodyForm,
+			got != MediaJSON && got != MediaForm && kind != BodyUnreadable:
+			t.Fatalf("BodyKind(%q) = %s, ParseMediaType %s", ct, kind, got)
 		}
 	})
 }

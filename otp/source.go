@@ -215,10 +215,16 @@ func ParseSource(s string) (Source, error) {
 }
 
 // isTokenChar reports whether c is an RFC 9110 tchar.
-func isTokenChar(c byte) bool {
-	switch {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		return true
+func isTokenChar(c byte) bool { return tokenChar[c] }
+
+var tokenChar = func() (t [256]bool) {
+	for c := range 256 {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+			t[c] = true
+		default:
+			t[c] = strings.IndexByte("!#$%&'*+-.^_`|~", byte(c)) >= 0
+		}
 	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
+	return t
+}()
