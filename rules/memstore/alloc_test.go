@@ -72,3 +72,55 @@ func TestTakeAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetAllocs guards the paths a flood of new keys takes once its
+// budget is full: a sensitive rule's new keys answered by OnError, and a
+// non-sensitive rule's evicting its least recently used key (the evicted
+// entry holds the new key), allocate nothing; nor do takes on existing
+// keys of rule budgets.
+func TestBudgetAllocs(t *testing.T) {
+	tests := []struct {
+		name      string
+		sensitive bool
+		newKeys   bool
+	}{
+		{"existing keys, sensitive", true, false},
+		{"existing keys", false, false},
+		{"new keys, sensitive budget full", true, true},
+		{"new keys, budget full, evicting", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(Options{Shards: 4, SweepInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ops := []rules.Op{{Kind: rules.OpTake, Algorithm: rules.GCRA, Limit: 1000, Burst: 1000, PeriodUS: 1_000_000_000, Cost: 1,
+				Enforce: true, Sensitive: tt.sensitive, OnError: rules.FailClosed, MaxKeys: 256}}
+			res := make([]rules.Result, 1)
+			ctx := context.Background()
+			n := 0
+			take := func() {
+				n++
+				k := n % 256 // the existing keys
+				if tt.newKeys {
+					k = n
+				}
+				ops[0].Key = rules.Key{'a', 'l', 'l', 'o', 'c', 0, 0, 0, byte(k), byte(k >> 8), byte(k >> 16), byte(k >> 24)}
+				if err := s.Take(ctx, storetest.Base, ops, res); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 512 { // fill the budget, grow the maps
+				take()
+			}
+			if allocs := testing.AllocsPerRun(2000, take); allocs != 0 {
+				t.Errorf("got %v allocs per Take, want 0", allocs)
+			}
+			if want := !tt.sensitive || !tt.newKeys; res[0].Allowed != want || res[0].StoreError == want {
+				t.Errorf("last take: got %+v, want allowed=%v by the store=%v", res[0], want, want)
+			}
+		})
+	}
+}
