@@ -24,16 +24,22 @@
 //
 // # Body fields
 //
-// [BodyKind] tells from Content-Type and the body whether json: or form:
-// sources apply. [JSONField] and [FormField] (and [QueryField] for query
-// strings) read a field the way origins' parsers read it, and refuse to
-// guess where parsers disagree: a field given twice with different values
-// (JSON keys compared case-insensitively, as encoding/json matches struct
-// fields; form names as Go, PHP and Express file them) is [ErrAmbiguous],
-// a body that is not well-formed is [ErrMalformed], a JSON object, array,
-// boolean or null where the value should be is [ErrNotIdentity]. The edge
-// and the origin therefore never name two different phone numbers for one
-// request. [ParseSource] parses the identity block's source strings.
+// [BodyKind] tells from Content-Type ([ParseMediaType], RFC 9110's
+// media-type grammar) and the body whether json: or form: sources apply,
+// or whether the body is one origins read in ways the edge cannot follow
+// (docs/body-identities.md). [JSONField] and [FormField] (and [QueryField]
+// for query strings) read a field the way origins' parsers read it, and
+// refuse to guess where parsers disagree: a field given twice with
+// different values (JSON keys compared case-insensitively, as
+// encoding/json matches struct fields; form names as Go, PHP, Rack and
+// Express file them) is [ErrAmbiguous], a body that is not well-formed
+// (or holds invalid UTF-8, a lone surrogate or a NUL) is [ErrMalformed],
+// a JSON object, array, boolean or null where the value should be is
+// [ErrNotIdentity]. [Source.CheckMerged] holds a body field to the query
+// string and cookies of the same name, which PHP's $_REQUEST, Go's
+// FormValue and Rails' params merge in. The edge and the origin therefore
+// never name two different phone numbers for one request. [ParseSource]
+// parses the identity block's source strings.
 //
 // # Concurrency and cost
 //
@@ -44,7 +50,7 @@
 // several fields) refers to its body.
 // The body readers are linear in the body's length (times the path's depth
 // for JSON), allocate only the returned string, and return preallocated
-// errors; Normalize costs what phonenumbers costs, some microseconds and
+// errors; BodyKind, ParseMediaType and CheckMerged allocate nothing; Normalize costs what phonenumbers costs, some microseconds and
 // tens of allocations, and refuses input over [MaxPhoneBytes] before
 // parsing.
 package otp

@@ -343,7 +343,7 @@ func phpName[T ~string | ~[]byte](k T, ns *nameSegs) {
 		if q < 0 {
 			return
 		}
-		ns.add(p + 1, q, q == p+1, 0)
+		ns.add(p+1, q, q == p+1, 0)
 		p = q + 1
 	}
 }
@@ -418,7 +418,7 @@ func qsName[T ~string | ~[]byte](k T, ns *nameSegs) {
 		return
 	}
 	for g >= 0 && !ns.more {
-		ns.add(g + 1, h, h == g+1, 0)
+		ns.add(g+1, h, h == g+1, 0)
 		g, h = qsGroup(k, h+1)
 	}
 }

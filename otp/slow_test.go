@@ -200,7 +200,7 @@ func slowUnescape(s string) (string, bool) {
 // or holds a NUL, and the value they agree on.
 type slowFormVerdict struct {
 	badEscape, conflict, badValue, found bool
-	value                               string
+	value                                string
 }
 
 func slowFormField(body, name string) slowFormVerdict {
