@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -113,6 +114,30 @@ type process struct {
 	dir   string // under testdata/origins/
 }
 
+// foreignEnv are variables that would point Debian's interpreters at
+// another installation's modules or configuration (a pyenv's PYTHONPATH,
+// a PHPRC whose php.ini sets another request_order): the origins run
+// without them.
+var foreignEnv = []string{
+	"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "RUBYLIB", "RUBYOPT", "GEM_HOME", "GEM_PATH",
+	"BUNDLE_GEMFILE", "NODE_OPTIONS", "PHPRC", "PHP_INI_SCAN_DIR", "PHP_CLI_SERVER_WORKERS",
+}
+
+// originEnv is the test's environment without foreignEnv, plus extra.
+func originEnv(extra []string) []string {
+	var env []string
+next:
+	for _, kv := range os.Environ() {
+		for _, k := range foreignEnv {
+			if strings.HasPrefix(kv, k+"=") {
+				continue next
+			}
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
 // readyDeadline bounds an origin's start-up (an interpreter loading its
 // framework on a busy machine); readiness itself is the health answer.
 const readyDeadline = 60 * time.Second
@@ -125,7 +150,7 @@ func processStack(p process) func(t *testing.T) string {
 		}
 		if p.check != nil {
 			cmd := exec.Command(p.bin, p.check...)
-			cmd.Env = append(os.Environ(), p.env...)
+			cmd.Env = originEnv(p.env)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				missing(t, "%s %q: %v\n%s", p.bin, p.check, err, out)
 			}
@@ -160,7 +185,7 @@ func startProcess(t *testing.T, p process, dir string) (string, error) {
 	}
 	cmd := exec.Command(p.bin, p.args(port)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), p.env...)
+	cmd.Env = originEnv(p.env)
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
