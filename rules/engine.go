@@ -375,6 +375,12 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 				}
 			}
 		}
+		if cap(s.Res) < len(s.Ops) {
+			// More ops than the Scratch was sized for (a visitor rule's
+			// ceiling, the mint budget): Ops grew by append, Res grows here,
+			// once per pooled Scratch.
+			s.Res = make([]Result, len(s.Ops))
+		}
 		s.Res = s.Res[:len(s.Ops)]
 		if err := e.store.Take(ctx, now, s.Ops, s.Res); err != nil {
 			d.StoreErr = err

@@ -962,7 +962,7 @@ func (c *compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	if rb.MaxKeys != nil {
 		switch {
 		case r.Action == ActionDeny:
-			fail(rb.MaxKeysRange, "max_keys not used", "action = \"deny\" counts nothing, so it holds no keys; remove max_keys")
+			fail(rb.MaxKeysRange, "Unused max_keys", "action = \"deny\" counts nothing, so it holds no keys; remove max_keys")
 		case *rb.MaxKeys < 1 || *rb.MaxKeys > MaxKeysLimit:
 			fail(rb.MaxKeysRange, "Invalid max_keys", "max_keys must be between 1 and %d, got %d", MaxKeysLimit, *rb.MaxKeys)
 		default:
