@@ -94,6 +94,8 @@ func Cases() []Case {
 			costOverBurst(alg),
 			clockBackwards(alg),
 			retryAdmitted(alg),
+			withRoomyBudget(allOrNothing(alg)),
+			withRoomyBudget(kinds(alg)),
 		)
 	}
 	cs = append(cs, attemptRetryCases()...)
@@ -249,6 +251,24 @@ func allOrNothing(alg rules.Algorithm) Case {
 			Want: want(allowedLeft(3), allowedLeft(5), refused), Ignore: values},
 		{At: at, Ops: ops(peek("added", alg, 3), peek("peeked", alg, 5)), Want: want(allowedLeft(3), allowedLeft(5)), Ignore: values},
 	}}
+}
+
+// withRoomyBudget is c with every op marked Sensitive, failing closed, in a
+// key budget of 64 keys (rules.Op.MaxKeys, docs/memory-store.md), which no
+// case fills: a budget with room changes no decision, and a store without
+// budgets ignores the fields.
+func withRoomyBudget(c Case) Case {
+	c.Name += "/roomy_budget"
+	steps := make([]Step, len(c.Steps))
+	for i, st := range c.Steps {
+		st.Ops = append([]rules.Op(nil), st.Ops...)
+		for j := range st.Ops {
+			st.Ops[j].Sensitive, st.Ops[j].OnError, st.Ops[j].MaxKeys = true, rules.FailClosed, 64
+		}
+		steps[i] = st
+	}
+	c.Steps = steps
+	return c
 }
 
 // dryRun: a dry-run op is decided exactly as if it enforced (consuming when

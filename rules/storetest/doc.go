@@ -13,8 +13,9 @@
 // attempts ops, peek/add/refund/reset, Remaining/ResetAfter/RetryAfter
 // (rules.RetryNever for a cost over the burst), expiry, costs above 1,
 // windows aligned to the epoch, clock steps back, a key whose algorithm
-// changed, and invalid ops (an error, never a panic, and nothing
-// consumed). Generated checks add a sliding_log exactness property (no
+// changed, key budgets with room (rules.Op.Sensitive and MaxKeys, which
+// change no decision until a memory store's budget is full), and invalid
+// ops (an error, never a panic, and nothing consumed). Generated checks add a sliding_log exactness property (no
 // rolling period ever holds more than Limit), a concurrency check of one
 // call's atomicity, and a differential run against rules.Check and
 // rules.Settle, which every store must match bit for bit.

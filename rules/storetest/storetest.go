@@ -244,8 +244,8 @@ func slidingLogProperty(t *testing.T, s rules.Store, ks keyspace) {
 }
 
 // reference replays generated multi-op calls (every algorithm, kind and
-// flag, a few keys, the clock mostly forward with steps back and long idle
-// gaps) against s and against rules.Check and rules.Settle: the results
+// flag, key budgets with room among them, a few keys, the clock mostly
+// forward with steps back and long idle gaps) against s and against rules.Check and rules.Settle: the results
 // must be identical. The model keeps keys as the package doc says every
 // store must: not at all when Settle's TTL is 0, and as fresh from their
 // expiry on.
@@ -293,6 +293,9 @@ func reference(t *testing.T, s rules.Store, ks keyspace) {
 			op.Cost = rng.Int64N(op.Limit+1) + rng.Int64N(2)
 			op.Enforce = rng.IntN(5) != 0
 			op.Attempts = rng.IntN(5) == 0
+			// A key budget with room (or none) changes no decision.
+			op.Sensitive = rng.IntN(2) == 0
+			op.MaxKeys = []int32{0, 64}[rng.IntN(2)]
 			ops = append(ops, op)
 			picked = append(picked, c)
 		}
