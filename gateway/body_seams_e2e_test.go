@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/edge-gateway/edge/rules"
 )
@@ -165,6 +166,15 @@ func gzipped(t *testing.T, s string) string {
 	return b.String()
 }
 
+// utf16LE encodes s as UTF-16LE.
+func utf16LE(s string) string {
+	var b []byte
+	for _, u := range utf16.Encode([]rune(s)) {
+		b = append(b, byte(u), byte(u>>8))
+	}
+	return string(b)
+}
+
 // TestBodySeams: every seam of docs/body-identities.md, one request each
 // to /otp/send under the shipped policy. A request an origin could read
 // as another phone than the edge's is refused with 400 as an invalid
@@ -216,6 +226,14 @@ func TestBodySeams(t *testing.T) {
 		{name: "json lone surrogate", ct: "application/json", body: `{"x":"\udc00","phone":"+12025550100"}`, want: 400},
 		{name: "json invalid UTF-8", ct: "application/json", body: "{\"x\":\"\xff\",\"phone\":\"+12025550100\"}", want: 400},
 		{name: "json overlong UTF-8", ct: "application/json", body: "{\"x\":\"\xc0\xaf\",\"phone\":\"+12025550100\"}", want: 400},
+		// PHP's parse_str(php://input) reads any body as a form.
+		{name: "json read as a form", ct: "application/json", body: `{"phone":"+12025550100","a":"&phone=%2B12025550177&b="}`, want: 400},
+		{name: "json read as a form, json lacks it", ct: "application/json", body: `{"a":"&phone=%2B12025550177&b="}`, want: 400},
+		{name: "json with & and = elsewhere", ct: "application/json", body: `{"phone":"+12025550100","next":"/a?b=1&c=2"}`, want: 200},
+		// Python's json.loads reads UTF-16 bodies whatever the type says.
+		{name: "UTF-16 JSON as a form", ct: "application/x-www-form-urlencoded", body: utf16LE("\uFEFF{\"phone\":\"+12025550177\"}"), want: 400},
+		{name: "UTF-16 JSON without a mark as a form", ct: "application/x-www-form-urlencoded", body: utf16LE(`{"phone":"+12025550177"}`), want: 400},
+		{name: "UTF-16 JSON as JSON", ct: "application/json", body: utf16LE(`{"phone":"+12025550177"}`), want: 400},
 		// §5: forms.
 		{name: "form duplicate", ct: "application/x-www-form-urlencoded", body: "phone=%2B12025550100&" + victimQ, want: 400},
 		{name: "form array", ct: "application/x-www-form-urlencoded", body: "phone[]=%2B12025550100", want: 400},

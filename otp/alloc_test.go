@@ -2,7 +2,10 @@
 
 package otp
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestAllocs holds the body readers to one allocation, the returned
 // string, and BodyKind, ParseMediaType, CheckMerged and AppendSessionKey
@@ -16,6 +19,7 @@ func TestAllocs(t *testing.T) {
 	ctBytes := []byte("application/json; charset=utf-8")
 	oddForm := []byte("a=1;b=2&[x]=1&phone]=%2B1&x=y]=z&phone=%2B1&challenge.id=3&phone[=4")
 	jsonSrc, _ := ParseSource("json:phone")
+	ampJSON := []byte(`{"phone":"+12025550100","next":"https://example.com/?a=1&b=2&c=` + strings.Repeat("x", 300) + `","t":"YQ=="}`)
 	nestedSrc, _ := ParseSource("json:user.phone")
 	query := []byte("utm=1&user[phone]=%2B12025550100&[phone]=%2B12025550100;x=1&a.b[c]=2")
 	cookies := []byte("_ga=GA1.2; phone=%2B12025550100; user[phone]=%2B12025550100")
@@ -35,6 +39,8 @@ func TestAllocs(t *testing.T) {
 		{"BodyKind on bytes", 0, func() { _ = BodyKind(ctBytes, formBody) }},
 		{"ParseMediaType, quoted charset", 0, func() { _ = ParseMediaType(`application/json; charset="utf-8"; x=y`) }},
 		{"FormField, every reading", 1, func() { benchSink, _, _ = FormField(oddForm, "phone") }},
+		{"BodyField JSON, read as a form too", 1, func() { benchSink, _, _ = jsonSrc.BodyField(BodyJSON, otpSendBody) }},
+		{"BodyField JSON with & and =, read as a form too", 1, func() { benchSink, _, _ = jsonSrc.BodyField(BodyJSON, ampJSON) }},
 		{"CheckMerged", 0, func() { _ = jsonSrc.CheckMerged(query, cookies, "+12025550100", true) }},
 		{"CheckMerged, nested path", 0, func() { _ = nestedSrc.CheckMerged(query, cookies, "+12025550100", true) }},
 		{"CheckMerged, only in the query", 0, func() { _ = jsonSrc.CheckMerged(query, cookies, "", false) }},

@@ -1,6 +1,9 @@
 package otp
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+)
 
 // BodyFormat is how a request body is read: which of json: and form:
 // sources apply to it.
@@ -82,14 +85,17 @@ var (
 //   - no Content-Type (or an empty one) and an empty body: BodyNone;
 //   - no Content-Type before a body: BodyUnreadable (Rack reads it as a
 //     form, PHP's json_decode(php://input) as JSON, most stacks not at all);
-//   - a body that starts with a UTF-8 byte order mark: BodyUnreadable
-//     (Python skips it, PHP's json_decode and Go's encoding/json fail, a
-//     form parser makes it part of the first name);
+//   - a body that starts with a byte order mark: BodyUnreadable (Python
+//     skips UTF-8's, PHP's json_decode and Go's encoding/json fail, a form
+//     parser makes it part of the first name; Python's json.loads reads a
+//     UTF-16 or UTF-32 body after its mark);
 //   - otherwise by ParseMediaType: MediaJSON is BodyJSON; MediaForm is
 //     BodyForm, or BodyAmbiguous when the body's first byte after JSON
 //     white space is '{' (an origin that goes by Content-Type reads a
 //     form, one that decodes JSON whatever the type reads JSON, and
-//     {"a":"&phone=VICTIM&b=","phone":"DECOY"} says one number to each);
+//     {"a":"&phone=VICTIM&b=","phone":"DECOY"} says one number to each),
+//     and BodyUnreadable when the body holds a raw NUL (no form does:
+//     UTF-16 or UTF-32 JSON, which Python's json.loads detects and reads);
 //     anything else (a value that does not parse, multipart/form-data,
 //     text/plain, a charset other than UTF-8) is BodyUnreadable, even
 //     before an empty body.
@@ -110,8 +116,11 @@ func BodyKind[T ~string | ~[]byte](contentType T, body []byte) BodyFormat {
 	case MediaJSON:
 		return BodyJSON
 	case MediaForm:
-		if i := skipJSONSpace(body, 0); i < len(body) && body[i] == '{' {
+		switch i := skipJSONSpace(body, 0); {
+		case i < len(body) && body[i] == '{':
 			return BodyAmbiguous
+		case bytes.IndexByte(body, 0) >= 0:
+			return BodyUnreadable
 		}
 		return BodyForm
 	}
@@ -331,7 +340,16 @@ func equalFoldASCII[T ~string | ~[]byte](s T, lower string) bool {
 	return true
 }
 
-// hasBOM reports whether b starts with a UTF-8 byte order mark.
+// hasBOM reports whether b starts with a byte order mark: UTF-8's, or
+// UTF-16's or UTF-32's (FF FE, FE FF, 00 00 FE FF), which Python's
+// json.loads reads as that encoding.
 func hasBOM(b []byte) bool {
-	return len(b) >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF
+	switch {
+	case len(b) >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF:
+	case len(b) >= 2 && (b[0] == 0xFF && b[1] == 0xFE || b[0] == 0xFE && b[1] == 0xFF):
+	case len(b) >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0xFE && b[3] == 0xFF:
+	default:
+		return false
+	}
+	return true
 }

@@ -128,6 +128,10 @@ type target struct {
 	// for a plain name.
 	segs  [nReaders]nameSegs
 	built bool
+	// first[c]: some reader's first segment of the target starts with c
+	// (or with a byte PHP renames to c); see mayName.
+	first    [256]bool
+	hasFirst bool
 }
 
 // setName makes t the form name name.
@@ -163,6 +167,43 @@ func (t *target) build() {
 	t.built = true
 	for r := range nReaders {
 		readName(reader(1)<<r, t.name, &t.segs[r])
+	}
+}
+
+// mayName reports whether a raw (undecoded) key could name the target to
+// any reader, from its first byte after raw spaces: every reader's first
+// segment starts there or after a '[' or ']' (Rack, qs) or a decoded
+// space (PHP), so a key that starts with another byte than the target's
+// names another field and need not be decoded.
+func (t *target) mayName(raw []byte) bool {
+	if !t.hasFirst {
+		t.hasFirst = true
+		if !t.built {
+			t.build()
+		}
+		for r := range nReaders {
+			ns := &t.segs[r]
+			if ns.n == 0 || ns.s[0].hi == ns.s[0].lo {
+				continue
+			}
+			c := t.text(0)[ns.s[0].lo]
+			t.first[c] = true
+			if ns.s[0].mangle >= 1 && (c == '_' || c == ' ' || c == '.' || c == '[') {
+				t.first['_'], t.first[' '], t.first['.'] = true, true, true
+			}
+		}
+	}
+	for len(raw) > 0 && raw[0] == ' ' {
+		raw = raw[1:]
+	}
+	if len(raw) == 0 {
+		return false
+	}
+	switch c := raw[0]; c {
+	case '[', ']', '%', '+':
+		return true
+	default:
+		return t.first[c]
 	}
 }
 
@@ -526,6 +567,9 @@ func scanForm(sc formScan, t *target, text []byte, b formBufs) (formScan, error)
 // reading takes one reading of a pair: its raw key and value, for the
 // readers rd. It returns the key buffer for reuse.
 func reading(sc formScan, t *target, b formBufs, k, v []byte, rd reader) (formScan, []byte, error) {
+	if !sc.strict && !t.mayName(k) {
+		return sc, b.k, nil // nothing to check in another field
+	}
 	kb, ok := appendUnescaped(b.k[:0], k)
 	if !ok {
 		if sc.strict {
@@ -599,7 +643,7 @@ func scanCookies(sc formScan, t *target, cookies []byte, b formBufs) formScan {
 			part = part[1:]
 		}
 		k, v, _ := bytes.Cut(part, []byte{'='})
-		if len(k) == 0 {
+		if len(k) == 0 || !t.mayName(k) {
 			continue
 		}
 		switch t.match(k, readPHP) {
@@ -610,6 +654,20 @@ func scanCookies(sc formScan, t *target, cookies []byte, b formBufs) formScan {
 		}
 	}
 	return sc
+}
+
+// jsonFormView reads a JSON body as a form, as PHP's
+// parse_str(file_get_contents('php://input')) reads any body whatever its
+// type (docs/body-identities.md §4): every reading that names the field
+// must agree with the JSON's value, and none may name it when the JSON
+// lacks it. It reports whether they conflict.
+func jsonFormView(body []byte, path []string, value string, found bool) bool {
+	var t target
+	t.setPath(path)
+	var kbuf, vbuf, dbuf [128]byte
+	sc := formScan{seeded: true, found: found, val: append(vbuf[:0], value...)}
+	sc, _ = scanForm(sc, &t, body, formBufs{kbuf[:0], vbuf[:0], dbuf[:0]})
+	return sc.conflict
 }
 
 // isCSpace is C's isspace.

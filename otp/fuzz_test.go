@@ -372,6 +372,10 @@ func FuzzCheckMerged(f *testing.F) {
 		if got != want {
 			t.Fatalf("%s.CheckMerged(%q, %q, %q, %v) = %v, want %v", src, query, cookies, value, found, got, want)
 		}
+		// A JSON body read as a form is checked as a query is.
+		if fv, ref := jsonFormView(query, path, value, found), slowCheckMerged(string(query), "", path, value, found); fv != (ref != nil) {
+			t.Fatalf("jsonFormView(%q, %q, %q, %v) = %v, the reference says %v", query, path, value, found, fv, ref)
+		}
 		// The one-segment json: path reads as the form name does.
 		if !nested {
 			js, _ := ParseSource("json:phone")

@@ -69,7 +69,10 @@ func (s Source) Body() BodyFormat {
 // (BodyKind's answer). A source of another format, or a body of none, has
 // nothing to read: found is false and err nil. An ambiguous body is
 // ErrAmbiguous and an unreadable one ErrUnreadable for every body source
-// (docs/body-identities.md §1).
+// (docs/body-identities.md §1). A JSON field is also read from the same
+// bytes as a form, as PHP's parse_str(php://input) reads any body: a form
+// reading that names the field with another value, or while the JSON
+// lacks it, is ErrAmbiguous (§4).
 func (s Source) BodyField(format BodyFormat, body []byte) (value string, found bool, err error) {
 	switch {
 	case s.Body() == BodyNone:
@@ -78,7 +81,11 @@ func (s Source) BodyField(format BodyFormat, body []byte) (value string, found b
 	case format == BodyUnreadable:
 		return "", false, ErrUnreadable
 	case s.Kind == SourceJSON && format == BodyJSON:
-		return JSONField(body, s.Path)
+		v, found, err := JSONField(body, s.Path)
+		if err == nil && jsonFormView(body, s.Path, v, found) {
+			return "", false, ErrAmbiguous
+		}
+		return v, found, err
 	case s.Kind == SourceForm && format == BodyForm:
 		return FormField(body, s.Name)
 	}

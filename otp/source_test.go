@@ -164,6 +164,15 @@ func TestBodyKind(t *testing.T) {
 		{"form with a BOM", "application/x-www-form-urlencoded", "\uFEFFphone=1", BodyUnreadable},
 		{"json body sent as a form, BOM and spaces", "application/x-www-form-urlencoded", "\uFEFF \n{}", BodyUnreadable},
 		{"json body with a BOM, no type", "", "\uFEFF{}", BodyUnreadable},
+		// Python's json.loads reads UTF-16 and UTF-32 bodies, by their
+		// mark or by the NULs of their ASCII.
+		{"UTF-16LE with a mark as a form", "application/x-www-form-urlencoded", "\xff\xfe{\x00}\x00", BodyUnreadable},
+		{"UTF-16BE with a mark as JSON", "application/json", "\xfe\xff\x00{\x00}", BodyUnreadable},
+		{"UTF-32BE with a mark", "application/json", "\x00\x00\xfe\xff\x00\x00\x00{", BodyUnreadable},
+		{"UTF-16BE without a mark as a form", "application/x-www-form-urlencoded", "\x00{\x00\"\x00p\x00}", BodyUnreadable},
+		{"UTF-16LE without a mark as a form", "application/x-www-form-urlencoded", "p\x00=\x001\x00", BodyUnreadable},
+		{"raw NUL in a form", "application/x-www-form-urlencoded", "phone=1&x=\x00", BodyUnreadable},
+		{"escaped NUL in a form is the field's business", "application/x-www-form-urlencoded", "phone=1&x=%00", BodyForm},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,6 +303,44 @@ func TestAppendSessionKey(t *testing.T) {
 		session := string(rest[w2:])
 		if phone != p[0] || session != p[1] || int(m) != len(session) {
 			t.Errorf("AppendSessionKey(%q, %q) decodes to %q, %q", p[0], p[1], phone, session)
+		}
+	}
+}
+
+// TestJSONFormView: a JSON field is also read from the same bytes as a
+// form, as PHP's parse_str(php://input) reads any body
+// (docs/body-identities.md §4): a form reading that names the field with
+// another value, or while the JSON lacks it, is ErrAmbiguous.
+func TestJSONFormView(t *testing.T) {
+	t.Parallel()
+	phone, _ := ParseSource("json:phone")
+	nested, _ := ParseSource("json:user.phone")
+	tests := []struct {
+		name    string
+		src     Source
+		body    string
+		want    string
+		wantErr error
+	}{
+		{"plain", phone, `{"phone":"+12025550100"}`, "+12025550100", nil},
+		{"plain, with = and & elsewhere", phone, `{"phone":"+12025550100","url":"https://x/?a=1&b=2","tok":"YQ=="}`, "+12025550100", nil},
+		{"bypass 1 as JSON", phone, `{"phone":"+12025550100","a":"&phone=%2B79161234567&b="}`, "", ErrAmbiguous},
+		{"bypass 1, JSON lacks it", phone, `{"a":"&phone=%2B79161234567&b="}`, "", ErrAmbiguous},
+		{"form view with the JSON's tail", phone, `{"phone":"1","a":"&phone=1"}`, "", ErrAmbiguous},
+		{"Rack spelling", phone, `{"phone":"1","a":"&[phone]=2&"}`, "", ErrAmbiguous},
+		{"PHP spelling", phone, `{"phone":"1","a":"&+phone=2&"}`, "", ErrAmbiguous},
+		{"array", phone, `{"phone":"1","a":"&phone[]=1&"}`, "", ErrAmbiguous},
+		{"other name", phone, `{"phone":"1","a":"&phones=2&xphone=3"}`, "1", nil},
+		{"a JSON array", phone, `["&phone=%2B79161234567&"]`, "", ErrAmbiguous},
+		{"nested", nested, `{"user":{"phone":"1"},"a":"&user[phone]=2&"}`, "", ErrAmbiguous},
+		{"nested, parent", nested, `{"user":{"phone":"1"},"a":"&user=2&"}`, "", ErrAmbiguous},
+		{"nested, sibling", nested, `{"user":{"phone":"1"},"a":"&user[name]=2&"}`, "1", nil},
+		{"nested, flat name is another field", nested, `{"user":{"phone":"1"},"a":"&phone=2&"}`, "1", nil},
+	}
+	for _, tt := range tests {
+		got, _, err := tt.src.BodyField(BodyJSON, []byte(tt.body))
+		if got != tt.want || err != tt.wantErr {
+			t.Errorf("%s: %s.BodyField(%q) = %q, %v; want %q, %v", tt.name, tt.src, tt.body, got, err, tt.want, tt.wantErr)
 		}
 	}
 }
