@@ -20,11 +20,9 @@ import (
 // never moves: every counter stays live, so whatever a victim gets back
 // can only come from eviction.
 
-// startShippedNode serves the shipped policy, the store block's max_keys
-// set to storeKeys and each named rule's max_keys to its value, on a memory
-// store made the way cmd/edge makes it (memstore.Options.MaxKeys from the
-// policy).
-func startShippedNode(t *testing.T, storeKeys int, ruleKeys map[string]int) *node {
+// shippedPolicy is the shipped policy, the store block's max_keys set to
+// storeKeys and each named rule's max_keys to its value.
+func shippedPolicy(t *testing.T, storeKeys int, ruleKeys map[string]int) *rules.Policy {
 	t.Helper()
 	path := filepath.Join(repoRoot(t), "policies.hcl")
 	src, err := os.ReadFile(path)
@@ -39,6 +37,15 @@ func startShippedNode(t *testing.T, storeKeys int, ruleKeys map[string]int) *nod
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
+	return p
+}
+
+// startShippedNode serves shippedPolicy(storeKeys, ruleKeys) on a memory
+// store made the way cmd/edge makes it (memstore.Options.MaxKeys from the
+// policy), with a clock that never moves.
+func startShippedNode(t *testing.T, storeKeys int, ruleKeys map[string]int) *node {
+	t.Helper()
+	p := shippedPolicy(t, storeKeys, ruleKeys)
 	st, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
 	if err != nil {
 		t.Fatal(err)
@@ -200,5 +207,43 @@ func TestKeyFloodOnASensitiveRuleFailsClosed(t *testing.T) {
 	}
 	if got, want := n.hits(t)["/otp/send"], int64(3+budget-1+2); got != want {
 		t.Errorf("origin got %d /otp/send, want %d", got, want)
+	}
+}
+
+// TestKeyBudgetsFollowRuleNamesAcrossAReload: a reload keeps a rule's
+// counters and its budget's keys (both follow its name), and a new
+// max_keys applies from the rule's next new key.
+func TestKeyBudgetsFollowRuleNamesAcrossAReload(t *testing.T) {
+	n := startShippedNode(t, 100000, map[string]int{"otp-send-per-phone": 20})
+	const victim = "+12025550100"
+	for i, want := range []int{200, 200, 200, 429} {
+		if st := sendOTP(t, n, "198.51.100.7", victim); st != want {
+			t.Fatalf("victim's send %d: got %d, want %d", i+1, st, want)
+		}
+	}
+	phone := func(i int) string { return fmt.Sprintf("+1212%03d0123", 200+i) }
+	ip := func(i int) string { return fmt.Sprintf("2001:db8:77:%x::1", i) }
+	for i := range 9 {
+		if st := sendOTP(t, n, ip(i), phone(i)); st != 200 {
+			t.Fatalf("phone %d: got %d, want 200", i, st)
+		}
+	}
+	// The same rules, otp-send-per-phone's budget cut to 12.
+	if err := n.srv.Reload(shippedPolicy(t, 100000, map[string]int{"otp-send-per-phone": 12})); err != nil {
+		t.Fatal(err)
+	}
+	if st := sendOTP(t, n, "198.51.100.8", victim); st != 429 {
+		t.Errorf("victim after the reload: got %d, want 429 (its log follows the rule's name)", st)
+	}
+	if got := metric(t, n.reg, "edge_store_keys", "otp-send-per-phone"); got != 10 {
+		t.Errorf("edge_store_keys after the reload: got %v, want 10 (the victim and 9 phones)", got)
+	}
+	for i, want := range []int{200, 200, 503} { // room for 2 more under the new 12
+		if st := sendOTP(t, n, ip(100+i), phone(100+i)); st != want {
+			t.Errorf("new phone %d after the reload: got %d, want %d", i, st, want)
+		}
+	}
+	if got := metric(t, n.reg, "edge_store_max_keys", "otp-send-per-phone"); got != 12 {
+		t.Errorf("edge_store_max_keys: got %v, want 12", got)
 	}
 }

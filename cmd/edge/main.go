@@ -329,9 +329,42 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 	pctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	if err := fc.Check(pctx); err != nil && log != nil {
 		log.Warn("redis unreachable at start: serving degraded until it answers", "store", rules.RedactURL(url), "error", err.Error())
+	} else if log != nil {
+		checkEviction(pctx, rs, log)
 	}
 	cancel()
 	return fc, fc, rs, nil
+}
+
+// checkEviction reads Redis's maxmemory-policy (every master's) and warns
+// about a policy that forgets live counters once Redis is full: a client
+// whose counter is evicted gets a fresh allowance, which no rule can see.
+// allkeys-* is an error-level warning; so are volatile-lru, -lfu and
+// -random, since every edge key has a TTL. noeviction (a full Redis fails
+// writes: on_store_error answers) and volatile-ttl (the counters nearest
+// their decay go first) are fine (docs/memory-store.md, "Redis"). It is
+// best effort: a managed Redis may refuse CONFIG, which is logged as not
+// checked, never as fine.
+func checkEviction(ctx context.Context, rs *redisstore.Store, log *slog.Logger) {
+	evs, err := rs.Evictions(ctx)
+	if err != nil {
+		log.Warn("could not check redis maxmemory-policy (managed Redis services often refuse CONFIG): make sure it is noeviction or volatile-ttl; any other policy can evict live counters and give their clients a fresh allowance",
+			"error", err.Error())
+		return
+	}
+	for _, e := range evs {
+		attrs := []any{"redis", e.Addr, "maxmemory_policy", e.Policy, "maxmemory_bytes", e.MaxMemory}
+		switch e.Risk() {
+		case redisstore.RiskAnyKey:
+			log.Error("REDIS EVICTS LIVE COUNTERS: maxmemory-policy "+e.Policy+" evicts any key once Redis is full, and a client whose counter is evicted gets a fresh allowance (a limit bypass); set maxmemory-policy noeviction (or volatile-ttl)", attrs...)
+		case redisstore.RiskLive:
+			log.Error("REDIS EVICTS LIVE COUNTERS: every edge key has a TTL, so maxmemory-policy "+e.Policy+" evicts live counters once Redis is full, and their clients get a fresh allowance (a limit bypass); set maxmemory-policy noeviction (or volatile-ttl)", attrs...)
+		case redisstore.RiskUnknown:
+			log.Warn("unknown redis maxmemory-policy: make sure it never evicts live counters (noeviction or volatile-ttl)", attrs...)
+		default:
+			log.Info("redis eviction policy checked", attrs...)
+		}
+	}
 }
 
 // storeName names the store the node runs on, credentials redacted.
@@ -356,9 +389,10 @@ type runningStore struct {
 }
 
 // apply applies np's store settings that can change while the node runs
-// (fleet_size, which sizes the "local" fallback buckets) and logs a warning
-// naming those that cannot (kind, url, timeout, max_keys: the node keeps
-// its open store until it restarts).
+// (fleet_size, which sizes the "local" fallback buckets; the memory store's
+// max_keys, which sizes the rules' key budgets that every op carries) and
+// logs a warning naming those that cannot (kind, url, timeout: the node
+// keeps its open store until it restarts).
 func (r *runningStore) apply(np *rules.Policy, log *slog.Logger) {
 	if r == nil {
 		return
@@ -381,7 +415,10 @@ func (r *runningStore) apply(np *rules.Policy, log *slog.Logger) {
 		restart = append(restart, "timeout")
 	}
 	if np.Store.MaxKeys != r.cfg.MaxKeys && r.fc == nil { // max_keys bounds the memory store only
-		restart = append(restart, "max_keys")
+		// Its rules' shares travel in their ops (rules.Op.MaxKeys): each
+		// budget follows from its next new key (docs/memory-store.md).
+		log.Info("store max_keys changed: the rules' key budgets follow it from their next new key", "from", r.cfg.MaxKeys, "to", np.Store.MaxKeys)
+		r.cfg.MaxKeys = np.Store.MaxKeys
 	}
 	if len(restart) > 0 {
 		log.Warn("store settings changed in the policy apply at the next restart; the node keeps its running store",

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/rules"
+)
+
+// TestRedisEvictionPolicyChecked: a node on Redis reads maxmemory-policy
+// at start and says loudly (error level) when it can evict live counters,
+// that it is fine when it cannot, and that it could not check when CONFIG
+// is refused. Each against a real redis-server whose policy CONFIG SET
+// set.
+func TestRedisEvictionPolicyChecked(t *testing.T) {
+	p, diags := rules.LoadFile(filepath.Join(root, "testdata/fixtures/policies/foundation.hcl"))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	tests := []struct {
+		name, policy string
+		noConfig     bool   // the store's user may not run CONFIG
+		want         string // in the log line
+		level        string
+	}{
+		{"allkeys", "allkeys-lru", false, "REDIS EVICTS LIVE COUNTERS: maxmemory-policy allkeys-lru", "ERROR"},
+		{"volatile-lru", "volatile-lru", false, "REDIS EVICTS LIVE COUNTERS: every edge key has a TTL", "ERROR"},
+		{"noeviction", "noeviction", false, "redis eviction policy checked", "INFO"},
+		{"volatile-ttl", "volatile-ttl", false, "redis eviction policy checked", "INFO"},
+		{"CONFIG refused", "allkeys-lru", true, "could not check redis maxmemory-policy", "WARN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := testredis.Start(t)
+			if _, err := r.Do("CONFIG", "SET", "maxmemory-policy", tt.policy); err != nil {
+				t.Fatal(err)
+			}
+			url := r.URL()
+			if tt.noConfig {
+				if _, err := r.Do("ACL", "SETUSER", "edge", "on", ">edge-pass", "~*", "+@all", "-config"); err != nil {
+					t.Fatal(err)
+				}
+				url = "redis://edge:edge-pass@" + r.Addr() + "/0"
+			}
+			var logs bytes.Buffer
+			st, _, _, err := openStore(p, url, minRedisKeySecret, slog.New(slog.NewJSONHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			var line string
+			for l := range strings.Lines(logs.String()) {
+				if strings.Contains(l, tt.want) {
+					line = l
+				}
+			}
+			if line == "" || !strings.Contains(line, `"level":"`+tt.level+`"`) {
+				t.Fatalf("no %s line with %q in the logs:\n%s", tt.level, tt.want, logs.String())
+			}
+			if !tt.noConfig && !strings.Contains(line, `"maxmemory_policy":"`+tt.policy+`"`) {
+				t.Errorf("the line does not name the policy: %s", line)
+			}
+		})
+	}
+}
+
+// TestReloadAppliesMaxKeys: a reload that changes the memory store's
+// max_keys applies at once (the rules' key budgets travel in their ops),
+// and says so rather than asking for a restart.
+func TestReloadAppliesMaxKeys(t *testing.T) {
+	r := &runningStore{cfg: rules.StoreConfig{Kind: "memory", MaxKeys: 100000, FleetSize: 1, Timeout: rules.DefaultStoreTimeout}}
+	np, diags := rules.Load("p.hcl", []byte("store \"memory\" {\n  max_keys = 5000\n}\n"))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	var logs bytes.Buffer
+	r.apply(np, slog.New(slog.NewJSONHandler(&logs, nil)))
+	out := logs.String()
+	if !strings.Contains(out, `"msg":"store max_keys changed: the rules' key budgets follow it from their next new key","from":100000,"to":5000`) || strings.Contains(out, "next restart") {
+		t.Errorf("got logs:\n%s", out)
+	}
+	if r.cfg.MaxKeys != 5000 {
+		t.Errorf("the running settings: got max_keys %d, want 5000", r.cfg.MaxKeys)
+	}
+}
