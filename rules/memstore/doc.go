@@ -1,22 +1,73 @@
 // Package memstore is the in-memory rules.Store: the default for a single
 // node, and the reference the Redis store is compared with.
 //
-// It owns a bounded key space split into shards, each a least-recently-used
-// cache (golang-lru's simplelru) behind its own mutex, picked by a seeded
-// maphash of the Key, so that concurrent requests on different keys rarely
-// contend and an attacker cannot aim keys at one shard. A full shard evicts
-// its least recently used key. The algorithms are rules.Check and
-// rules.Settle, so memstore decides bit for bit as every other store.
+// The algorithms are rules.Check and rules.Settle, so memstore decides bit
+// for bit as every other store. Keys live in shards, each a map behind its
+// own mutex, picked by a seeded maphash of the Key, so that concurrent
+// requests on different keys rarely contend and an attacker cannot aim
+// keys at one shard.
 //
-// Every entry carries the TTL rules.Settle returns (the time its state takes
-// to decay to empty). An entry read after its expiry is fresh, and a
-// background sweeper, stopped by Close, drops expired entries so that idle
-// keys give their memory back before eviction would.
+// # Key budgets
 //
-// Concurrency: a Store is safe for concurrent use. One Take is atomic across
-// all of its ops: it locks every shard its keys fall in, in ascending shard
-// order (so two calls never deadlock), decides every op, applies the
-// all-or-nothing contract, then unlocks. Take allocates nothing for keys
-// that already exist (the caller owns ops and res); creating a key costs
-// two small allocations.
+// Keys are bounded per rule, as NGINX gives each limit_req_zone its own
+// memory, so that a flood of new keys on one rule never evicts another
+// rule's counters (issue 9's bypass 3, docs/memory-store.md). An op's
+// budget is its rule's: the ops whose Key starts with the same rule ID
+// (Key[0:8], a hash of the rule's name) and that carry rules.Op.MaxKeys
+// share one budget of that many keys, across all shards; the newest op's
+// MaxKeys is the bound, so a reload's new max_keys applies from the rule's
+// next new key, and a budget follows its rule's name across reloads. Ops
+// with MaxKeys 0 share one budget of Options.MaxKeys (the Engine never
+// sends them). Within a budget, when a new key finds it full:
+//
+//   - Decayed state goes first. An entry past its expiry (the TTL
+//     rules.Settle gave it: its state has decayed to empty, and
+//     rules.TestTTLMeansFresh proves such a state decides as a missing key)
+//     costs nothing to forget. Each shard's part of a budget keeps an expiry
+//     heap, so a decayed entry is found without a scan; the other shards'
+//     parts are searched too (the ones the call holds in place, the others
+//     when their lock is free), and a search that finds nothing records the
+//     budget's earliest expiry, so that the next full-budget key searches
+//     again only once something may have decayed. An expired key that an op
+//     reads counts as the new key it is: its room is free in that call, as
+//     if the sweeper had been by.
+//   - A sensitive op (rules.Op.Sensitive) never evicts live state. Its new
+//     key reserves its room while the call decides (all-or-nothing holds:
+//     a refused call gives it back); with the budget full of live state, the
+//     op is answered by its OnError with StoreError set, as a failing
+//     store's would be: FailOpen allows, FailClosed refuses (the Engine
+//     answers 503), and FailLocal refuses, this being the local store. It
+//     is counted as the budget's Full. A peek, refund or reset stores
+//     nothing and is decided as the missing key it is.
+//   - Another op evicts its budget's least recently used live key (in the
+//     new key's shard, else the next shard that has one: the recency order
+//     is per shard), counted as the budget's Evictions.
+//   - A call never evicts a key it touches, so it never loses its own
+//     writes (issue 9: a shard holding fewer entries than the call's ops
+//     lost them): when every candidate is the call's own, the budget holds
+//     one key more until its next new key, which then evicts two.
+//
+// Budgets reports each budget's keys, bound and counters, for metrics.
+//
+// # Expiry
+//
+// Every entry carries the TTL rules.Settle returns. An entry read after its
+// expiry is fresh, and a background sweeper, stopped by Close, drops
+// expired entries, walking the expiry heaps, so that idle keys give their
+// memory back even when no new key needs the room.
+//
+// # Concurrency and cost
+//
+// A Store is safe for concurrent use. One Take is atomic across all of its
+// ops: it locks every shard its keys fall in, in ascending shard order (so
+// two calls never deadlock), decides every op, applies the all-or-nothing
+// contract, then unlocks; another shard's lock is only ever tried, never
+// waited for. Take allocates nothing for keys that already exist (the
+// caller owns ops and res), nor for a new key that evicts one in its shard
+// (it takes the evicted entry) or is refused by a full budget; creating a
+// key otherwise costs one allocation (and its log's array, for
+// sliding_log).
+// An existing key's take touches neither its budget nor its expiry heap: a
+// heap key is allowed to lag behind an expiry that moved later, and is
+// brought up to date when it reaches the heap's top.
 package memstore
