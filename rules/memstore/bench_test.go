@@ -3,7 +3,9 @@ package memstore
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/storetest"
@@ -17,6 +19,91 @@ func BenchmarkTake(b *testing.B) {
 		}
 		return s
 	})
+}
+
+// BenchmarkTakeNewKeys measures a flood of new keys into a full store:
+// every call a key never seen, from parallel callers, each evicting one
+// (the shared budget of 10000 keys, ops without MaxKeys, so that the same
+// benchmark runs on the store before key budgets). The keys are live (a
+// minute's GCRA), so each eviction is of live state.
+func BenchmarkTakeNewKeys(b *testing.B) {
+	s, err := New(Options{MaxKeys: 10_000, SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		ops := []rules.Op{{Kind: rules.OpTake, Algorithm: rules.GCRA, Limit: 5, Burst: 5, PeriodUS: 60_000_000, Cost: 1, Enforce: true}}
+		res := make([]rules.Result, 1)
+		for pb.Next() {
+			i := next.Add(1)
+			ops[0].Key = rules.Key{'n', 'e', 'w', 0, 0, 0, 0, 0, byte(i), byte(i >> 8), byte(i >> 16), byte(i >> 24), byte(i >> 32)}
+			if err := s.Take(ctx, storetest.Base, ops, res); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkTakeBudgeted is BenchmarkTake's gcra and mixed_3ops with the
+// ops a policy's rules send: each in its rule's key budget (MaxKeys), the
+// first sensitive. Existing keys: the budget costs nothing on this path.
+func BenchmarkTakeBudgeted(b *testing.B) {
+	const keysPerCaller, callers = 64, 256
+	mk := func(rule byte, alg rules.Algorithm, sensitive bool) rules.Op {
+		return rules.Op{Kind: rules.OpTake, Algorithm: alg, Key: rules.Key{'r', rule}, Limit: 1_000_000, Burst: 1_000_000,
+			PeriodUS: 1_000_000, Cost: 1, Enforce: true, Sensitive: sensitive, OnError: rules.FailClosed, MaxKeys: 1 << 20}
+	}
+	for _, bb := range []struct {
+		name string
+		ops  []rules.Op
+	}{
+		{"gcra", []rules.Op{mk(0, rules.GCRA, true)}},
+		{"mixed_3ops", []rules.Op{mk(0, rules.GCRA, true), mk(1, rules.SlidingWindow, false), mk(2, rules.FixedWindow, false)}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			s, err := New(Options{SweepInterval: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			setKeys := func(ops []rules.Op, i int) {
+				for j := range ops {
+					ops[j].Key[8], ops[j].Key[9] = byte(i>>8), byte(i)
+				}
+			}
+			ops := append([]rules.Op(nil), bb.ops...)
+			res := make([]rules.Result, len(ops))
+			for i := range keysPerCaller * callers {
+				setKeys(ops, i)
+				if err := s.Take(ctx, storetest.Base, ops, res); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				first := int(next.Add(1)-1) % callers * keysPerCaller
+				ops := append([]rules.Op(nil), bb.ops...)
+				res := make([]rules.Result, len(ops))
+				now := storetest.Base
+				for n := 0; pb.Next(); n++ {
+					now = now.Add(10 * time.Microsecond)
+					setKeys(ops, first+n%keysPerCaller)
+					if err := s.Take(ctx, now, ops, res); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkMemoryPerKey reports the heap a tracked key costs, at one
