@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -177,7 +176,8 @@ func processStack(p process) func(t *testing.T) string {
 
 // startProcess starts p on a free loopback port and waits until its
 // /health answers 200, the process exits, or readyDeadline passes. The
-// process (its own process group) is killed on cleanup.
+// process (its own process group) is killed on cleanup, or when the test
+// binary dies.
 func startProcess(t *testing.T, p process, dir string) (string, error) {
 	port, err := freePort()
 	if err != nil {
@@ -188,14 +188,14 @@ func startProcess(t *testing.T, p process, dir string) (string, error) {
 	cmd.Env = originEnv(p.env)
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("starting %s: %w", p.bin, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	stop := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killOrigin(cmd)
 		<-exited
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
