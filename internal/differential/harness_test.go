@@ -66,12 +66,11 @@ func TestDifferential(t *testing.T) {
 
 // stackRun is one stack's run: its edge and what it found.
 type stackRun struct {
-	stack string
-	edge  string // the edge's address
-	src   valueSource
-	n     int // sends so far (the nonce)
-
+	stack  string
+	edge   string // the edge's address
 	origin string // the origin's address
+	src    valueSource
+	n      int // sends so far (the nonce)
 
 	requests, refused, originRefused, forwarded, probes int
 	confirmed                                           map[string]int // per variant: values read and proved counted
