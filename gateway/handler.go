@@ -314,7 +314,12 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		}
 	}
 	resp.Header.Del("X-Edge-Outcome")
-	if mint {
+	// A shared cache would serve this client's state to others
+	// (docs/headers.md): neither its RateLimit values nor its new visitor
+	// cookie go on such an answer. The client stays in its IP's cookieless
+	// bucket and is offered a cookie on its next uncacheable answer.
+	storable := sharedStorable(&resp.Header)
+	if mint && !storable {
 		rs.hdr = st.signer.AppendSetCookie(rs.hdr[:0], rs.cookie)
 		resp.Header.AddBytesV(fasthttp.HeaderSetCookie, rs.hdr)
 	}
@@ -322,9 +327,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		stripRateLimitHeaders(rs, &resp.Header)
 		return
 	}
-	if sharedStorable(&resp.Header) {
-		// A shared cache would serve this client's RateLimit values to
-		// others (docs/headers.md): none are added.
+	if storable {
 		return
 	}
 	s.setRateLimitHeaders(ctx, rs)

@@ -605,3 +605,40 @@ func TestHeaderStepAllocatesNothing(t *testing.T) {
 		t.Error("no RateLimit header was set")
 	}
 }
+
+// TestCacheableAnswersGetNoVisitorCookie: through the real server, a new
+// visitor's Set-Cookie never goes on an answer a shared cache may store (the
+// cache would hand one visitor ID to every client it serves); the same
+// client is offered its cookie on the next answer no cache may store.
+func TestCacheableAnswersGetNoVisitorCookie(t *testing.T) {
+	t.Setenv("EDGE_VISITOR_SECRETS", "cacheable-visitor-secret-0123456789abcdef")
+	origin := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("cacheable") {
+			w.Header().Set("Cache-Control", "public, max-age=60")
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})}
+	oln := listen(t)
+	go func() { _ = origin.Serve(oln) }()
+	t.Cleanup(func() { origin.Close() })
+	st, err := memstore.New(memstore.Options{MaxKeys: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	src := headerPolicy + `
+visitor {
+  mint_limit = 10
+  secure     = false
+}
+`
+	n := startHeaderNode(t, src, st, "http://"+oln.Addr().String())
+	r := do(t, "GET", "http://"+n.addr+"/h/fixed?cacheable", "", "X-Forwarded-For", "192.0.2.77")
+	if r.status != 200 || r.header.Get("Set-Cookie") != "" {
+		t.Errorf("cacheable answer: got %d, Set-Cookie %q; want 200 and none", r.status, r.header.Get("Set-Cookie"))
+	}
+	r = do(t, "GET", "http://"+n.addr+"/h/fixed", "", "X-Forwarded-For", "192.0.2.77")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Set-Cookie"), "__edge_vid=") {
+		t.Errorf("uncacheable answer: got %d, Set-Cookie %q; want 200 and a visitor cookie", r.status, r.header.Get("Set-Cookie"))
+	}
+}
