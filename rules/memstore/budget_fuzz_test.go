@@ -17,7 +17,8 @@ import (
 // with lists, heaps and hints. The algorithms are rules.Check and
 // rules.Settle, as in the store: what it checks is which state is kept,
 // evicted or refused. Its one freedom: which decayed entry it forgets
-// (any is invisible, the clock never stepping back).
+// (any is invisible, the clock never stepping back); a decayed entry that
+// an op reads is read as fresh in place and keeps its room for the call.
 type budgetModel struct {
 	shardOf func(*rules.Key) uint16
 	shards  int
@@ -55,10 +56,10 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 	var fresh rules.State
 	for i := range ops {
 		op := &ops[i]
-		if e := m.keys[op.Key]; e != nil && nowUS >= e.expiresAt {
-			m.remove(op.Key) // decayed: a new key
-		}
 		if e := m.keys[op.Key]; e != nil {
+			if nowUS >= e.expiresAt {
+				e.st = rules.State{} // decayed: fresh, in place, keeping its room
+			}
 			m.clock++
 			e.touched, e.used = true, m.clock
 			want[i] = rules.Check(&e.st, nowUS, op)
@@ -117,6 +118,15 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 		m.keys[op.Key] = &modelEntry{st: st, expiresAt: nowUS + ttl, budget: b, used: m.clock, touched: true}
 	}
 	return want
+}
+
+// sweep drops every decayed entry.
+func (m *budgetModel) sweep(nowUS int64) {
+	for k, e := range m.keys {
+		if nowUS >= e.expiresAt {
+			m.remove(k)
+		}
+	}
 }
 
 func (m *budgetModel) remove(k rules.Key) {
@@ -205,7 +215,8 @@ func FuzzBudgets(f *testing.F) {
 			nowUS += int64(script[0]) * 40
 			n, cost := int(script[1]&3), int64(script[1]>>2&3)
 			if script[1]&0x80 != 0 {
-				s.sweep(nowUS) // drops decayed entries only: invisible
+				s.sweep(nowUS) // drops every decayed entry, as the model's sweep
+				m.sweep(nowUS)
 			}
 			script = script[2:]
 			var ops []rules.Op

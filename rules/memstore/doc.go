@@ -29,8 +29,8 @@
 //     when their lock is free), and a search that finds nothing records the
 //     budget's earliest expiry, so that the next full-budget key searches
 //     again only once something may have decayed. An expired key that an op
-//     reads counts as the new key it is: its room is free in that call, as
-//     if the sweeper had been by.
+//     reads is reused in place, as the fresh state it equals: it keeps its
+//     room through the call, and gives it back if the op leaves it empty.
 //   - A sensitive op (rules.Op.Sensitive) never evicts live state. Its new
 //     key reserves its room while the call decides (all-or-nothing holds:
 //     a refused call gives it back); with the budget full of live state, the

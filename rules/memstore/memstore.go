@@ -117,11 +117,19 @@ type entry struct {
 	gen        uint32 // the shard's gen when last touched
 }
 
-// part is one budget's entries in one shard.
-type part struct {
+// partState is one budget's entries in one shard.
+type partState struct {
 	b          *budget
 	head, tail *entry   // most and least recently used
 	heap       []*entry // min-heap on heapAt
+}
+
+// part is a partState padded to its own cache lines: every touch of a key
+// writes its part's head, and parts of neighbouring shards, allocated side
+// by side, would otherwise share a line between cores.
+type part struct {
+	partState
+	_ [128 - unsafe.Sizeof(partState{})%128]byte
 }
 
 // budget is the key budget of one rule (or the shared one), across shards.
@@ -272,34 +280,30 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		x := s.shardIndex(i, &idx, op)
 		sh := &s.shards[x]
 		e := sh.m[op.Key]
-		if e != nil && nowUS >= e.expiresAt && (op.MaxKeys <= 0) != e.part.b.shared {
-			sh.drop(e) // expired, and a reload moved its rule to another budget
-			e = nil
+		if e != nil && nowUS >= e.expiresAt {
+			if (op.MaxKeys <= 0) != e.part.b.shared {
+				sh.drop(e) // and a reload moved its rule to another budget
+				e = nil
+			} else {
+				// Expired: read it as the fresh state it equals (rules
+				// tests prove it), in place, keeping the log's array for
+				// reuse and the entry's room in its budget (given back in
+				// pass 2 if the op leaves it empty).
+				e.st = rules.State{Log: e.st.Log[:0]}
+			}
 		}
 		if i < cachedOps {
 			ents[i] = e
 		}
-		switch {
-		case e == nil:
+		if e == nil {
 			res[i] = rules.Check(&fresh, nowUS, op)
-		case nowUS >= e.expiresAt:
-			// Expired: the same as a missing key (rules tests prove it),
-			// so the op counts as the new key it is: the entry's room goes
-			// back to its budget, as if the sweeper had been by, and the
-			// entry (with its log's array) stays in place, touched, for
-			// the new state. Pass 2 knows it by its expiry (≤ now).
-			e.st = rules.State{Log: e.st.Log[:0]}
-			e.part.b.n.Add(-1)
-			sh.touch(e)
-			res[i] = rules.Check(&e.st, nowUS, op)
-		default:
-			sh.touch(e)
-			res[i] = rules.Check(&e.st, nowUS, op)
+			if reserves(op) && !s.reserve(sh, x, op, nowUS, &set) {
+				res[i] = fullAnswer(op)
+			}
 			continue
 		}
-		if reserves(op) && !s.reserve(sh, x, op, nowUS, &set) {
-			res[i] = fullAnswer(op)
-		}
+		sh.touch(e)
+		res[i] = rules.Check(&e.st, nowUS, op)
 	}
 
 	// Pass 2: consume per the contract and report the state after.
@@ -314,22 +318,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		} else {
 			e = sh.m[op.Key]
 		}
-		if e == nil {
-			if res[i].StoreError {
-				continue // its budget is full: answered by OnError, not stored
-			}
-			var st rules.State
-			ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
-			switch {
-			case ttl > 0:
-				s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set)
-			case reserves(op):
-				b, _ := s.partOf(sh, op)
-				b.n.Add(-1) // the room pass 1 reserved
-			}
-			continue
-		}
-		if e.expiresAt > nowUS { // a live key
+		if e != nil {
 			if ttl := rules.Settle(&e.st, nowUS, op, refused, &res[i]); ttl > 0 {
 				sh.setExpiry(e, nowUS+ttl)
 			} else {
@@ -337,23 +326,17 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			}
 			continue
 		}
-		// An expired key, uncounted since pass 1: a new key in place.
 		if res[i].StoreError {
-			sh.remove(e) // its budget is full: answered by OnError, not stored
-			continue
+			continue // its budget is full: answered by OnError, not stored
 		}
-		ttl := rules.Settle(&e.st, nowUS, op, refused, &res[i])
+		var st rules.State
+		ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
 		switch {
 		case ttl > 0:
-			if !reserves(op) {
-				s.makeRoom(sh, x, e.part, nowUS, &set)
-			}
-			sh.touch(e) // most recent as of now, as a new key would be
-			sh.setExpiry(e, nowUS+ttl)
+			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set)
 		case reserves(op):
-			sh.drop(e) // and the room pass 1 reserved
-		default:
-			sh.remove(e)
+			b, _ := s.partOf(sh, op)
+			b.n.Add(-1) // the room pass 1 reserved
 		}
 	}
 	return nil
@@ -417,7 +400,7 @@ func (b *budget) setMax(m int32) {
 func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part) {
 	if op.MaxKeys <= 0 {
 		if sh.shared == nil {
-			sh.shared = &part{b: s.shared}
+			sh.shared = &part{partState: partState{b: s.shared}}
 		}
 		return s.shared, sh.shared
 	}
@@ -430,7 +413,7 @@ func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part) {
 		}
 	}
 	b := s.budgetOf(op)
-	p := &part{b: b}
+	p := &part{partState: partState{b: b}}
 	sh.partIDs = append(sh.partIDs, id)
 	sh.parts = append(sh.parts, p)
 	return b, p
@@ -663,19 +646,14 @@ func (sh *shard) setExpiry(e *entry, at int64) {
 	}
 }
 
-// drop removes e and gives its room back to its budget.
+// drop removes e from sh's map and its part's list and heap, and gives
+// its room back to its budget.
 func (sh *shard) drop(e *entry) {
-	sh.remove(e)
-	e.part.b.n.Add(-1)
-}
-
-// remove takes e out of sh's map and its part's list and heap; its
-// budget's count is the caller's.
-func (sh *shard) remove(e *entry) {
 	p := e.part
 	delete(sh.m, e.key)
 	p.unlinkList(e)
 	p.remove(int(e.idx))
+	p.b.n.Add(-1)
 }
 
 // expired returns an entry of p that has decayed at nowUS and that the
