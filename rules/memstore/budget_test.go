@@ -1,7 +1,10 @@
 package memstore
 
 import (
+	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,5 +258,86 @@ func TestBudgetFollowsTheNewestMaxKeys(t *testing.T) {
 		if b := budgetStats(t, s, 'm'); b.Keys != want || b.MaxKeys != 5 {
 			t.Errorf("new key %d at max_keys 5: got %+v, want %d keys", n, b, want)
 		}
+	}
+}
+
+// TestConcurrentBudgetsKeepLiveSensitiveState runs many callers at once,
+// each with keys of its own in one full sensitive budget and a flood of
+// new keys into a small ordinary one in the same calls, across shards, in
+// phases: within a phase every call has the same now, and each phase is
+// later than the last (a caller's own check must not race a call whose
+// clock is ahead of it). Every sensitive key a caller stored must still be
+// held (refusing) for as long as its state is live, whatever the others'
+// evictions, reclaims and searches; no budget runs over its bound by more
+// than the callers at work. Under -race it also checks the cross-shard
+// locking.
+func TestConcurrentBudgetsKeepLiveSensitiveState(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, Options{Shards: 8, SweepInterval: -1})
+	const (
+		callers, ownKeys = 8, 12
+		phases, perPhase = 300, 6
+		period           = 20 // µs: a key lives 20µs (phases) after its take
+	)
+	sensitive := func(g, k int) rules.Op {
+		op := ruleOp('s', g*100+k, 40, true, 1, period*time.Microsecond)
+		op.Algorithm = rules.SlidingLog // expires exactly period after its take
+		return op
+	}
+	expires := make([][]int64, callers) // µs; 0: not stored
+	for g := range expires {
+		expires[g] = make([]int64, ownKeys)
+	}
+	ctx := context.Background()
+	base := storetest.Base.UnixMicro()
+	var flood atomic.Int64
+	for ph := range phases {
+		now := base + int64(ph)
+		var wg sync.WaitGroup
+		for g := range callers {
+			wg.Go(func() {
+				res := make([]rules.Result, 2)
+				for i := range perPhase {
+					k := (ph*perPhase + i) % ownKeys
+					ops := []rules.Op{sensitive(g, k), ruleOp('o', int(flood.Add(1)), 16, false, 1, time.Hour)}
+					if err := s.Take(ctx, time.UnixMicro(now), ops, res); err != nil {
+						t.Error(err)
+						return
+					}
+					if res[0].Allowed && !res[0].StoreError {
+						expires[g][k] = now + period
+					}
+					// Every own key still live must be held: a peek refuses.
+					for j, exp := range expires[g] {
+						if exp <= now {
+							continue
+						}
+						if err := s.Take(ctx, time.UnixMicro(now), []rules.Op{peekOf(sensitive(g, j))}, res[:1]); err != nil {
+							t.Error(err)
+							return
+						}
+						if res[0].Allowed {
+							t.Errorf("phase %d: caller %d key %d, live for %dµs more: evicted (a peek allowed it)", ph, g, j, exp-now)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+	}
+	for _, b := range s.Budgets() {
+		if !b.Shared && b.Keys > b.MaxKeys+callers {
+			t.Errorf("budget %q: %d keys, bound %d", b.ID[:2], b.Keys, b.MaxKeys)
+		}
+	}
+	if o := budgetStats(t, s, 'o'); o.Evictions == 0 {
+		t.Errorf("the ordinary budget: got %+v, want evictions", o)
+	}
+	if st := budgetStats(t, s, 's'); st.Full == 0 || st.Evictions != 0 {
+		t.Errorf("the sensitive budget: got %+v, want full answers and no eviction", st)
 	}
 }
