@@ -217,7 +217,7 @@ func TestAttacksHostsPolicyIsTheShippedOne(t *testing.T) {
 	if !equalJSON(shipped.Visitor, copyP.Visitor) || !equalJSON(shipped.Store, copyP.Store) || !equalJSON(shipped.Identity, copyP.Identity) ||
 		shipped.IPv4Prefix != copyP.IPv4Prefix || shipped.IPv6Prefix != copyP.IPv6Prefix || shipped.ForwardedHeader != copyP.ForwardedHeader ||
 		shipped.PathCaseInsensitive != copyP.PathCaseInsensitive || shipped.Listen != copyP.Listen || shipped.Upstream != copyP.Upstream {
-		t.Errorf("%s's edge, store, visitor or identity settings differ from policies.hcl's", attacksPolicyPath)
+		t.Errorf("%s's edge, store, visitor or identity settings differ from policies.hcl's (bash loadtest/testdata/make-attacks-hosts.sh writes it anew)", attacksPolicyPath)
 	}
 	// And the copy does limit its login rules to the host.
 	m := loadTestModel(t, attacksPolicyPath)

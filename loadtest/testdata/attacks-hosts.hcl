@@ -3,7 +3,8 @@
 # a rule with `hosts` is what an absolute-form target or a second Host
 # line could slip past. Everything else is the shipped policy's, so every
 # other attack class runs against it too, with the same bounds; a test
-# (TestAttacksHostsPolicyIsTheShippedOne) fails when the two drift apart.
+# (TestAttacksHostsPolicyIsTheShippedOne) fails when the two drift apart:
+# make-attacks-hosts.sh writes this file anew from policies.hcl.
 #
 #   go run ./cmd/edge -demo -config loadtest/testdata/attacks-hosts.hcl
 #   go run ./loadtest -scenario attacks -target http://127.0.0.1:8080 \
@@ -63,13 +64,25 @@ edge {
   # The -dry-run flag does the same without editing the file.
   dry_run = false
 
-  # Environment variable holding the secret that keys counter hashes. Unset
-  # with the memory store: a random secret and a warning at start.
+  # Environment variable holding the secret that keys counter hashes, used
+  # as given. Unset with the memory store: a random secret and a warning at
+  # start. With a Redis store it must be set, to at least 32 bytes (for
+  # example `openssl rand -hex 32`), or the node refuses to start.
   key_secret_env = "EDGE_KEY_SECRET"
 }
 
-# Counters in this process's memory, bounded: the least recently used keys
-# are evicted beyond max_keys, and every key expires once its state decays.
+# Counters in this process's memory. Each rule has a key budget of its own
+# (as NGINX gives each limit_req_zone its own memory), so a flood of new keys
+# on one route never evicts another rule's counters: a rule's max_keys, or an
+# equal share of this max_keys among the rules that set none (the API rules
+# and the visitor mint budget here: 25000 keys each). Within a budget, state
+# that has decayed goes first; then an ordinary rule evicts its least
+# recently used key (counted in edge_store_evictions_total), while a
+# sensitive rule never evicts a live counter: a new key is answered by its
+# on_store_error instead (edge_store_budget_full_total). A key costs about
+# 220 bytes (250 to 350 for a sliding_log, by limit); this file's budgets
+# together hold 540000 keys, about 120 MiB when every one is full
+# (docs/memory-store.md).
 store "memory" {
   max_keys = 100000
 }
@@ -110,8 +123,10 @@ visitor {
 rule "login-per-visitor" {
   methods   = ["POST"]
   paths     = ["/login"]
-  # hosts limits a rule to some Host names (case, port, a trailing dot and
-  # userinfo ignored); left out, the rule applies to every host.
+  # hosts limits a rule to some hosts (case, port, a trailing dot and
+  # userinfo ignored); left out, the rule applies to every host. The host is
+  # the absolute-form target's, or else Host, and the origin receives it
+  # as matched; docs/host-and-path.md.
   hosts     = ["login.example.com"]
   key        = ["visitor"]
   algorithm  = "gcra"
@@ -120,6 +135,12 @@ rule "login-per-visitor" {
   burst      = 5
   ip_ceiling = 100
   sensitive  = true
+  # The rule's own key budget in the memory store, its visitors and their
+  # IPs' ceilings together. Sensitive: it never forgets a live counter to
+  # make room, so with its budget full of them a new key gets 503
+  # (on_store_error = "deny", the default) until one decays. Size it for the
+  # clients one period sees under attack.
+  max_keys   = 100000
 }
 
 # A whole network (IPv4 /24, IPv6 /48) rotating addresses still shares one
@@ -135,6 +156,7 @@ rule "login-per-network" {
   limit       = 100
   period      = "1h"
   sensitive   = true
+  max_keys    = 20000
 }
 
 # ---- Signup -----------------------------------------------------------------
@@ -149,6 +171,7 @@ rule "signup-per-network" {
   limit       = 10
   period      = "1h"
   sensitive   = true
+  max_keys    = 20000
 }
 
 # ---- OTP --------------------------------------------------------------------
@@ -176,6 +199,9 @@ rule "otp-send-per-phone" {
   limit     = 3
   period    = "15m"
   sensitive = true
+  # 50000 phones texted within 15 minutes; beyond that, a new phone gets 503
+  # rather than any phone's log being forgotten.
+  max_keys  = 50000
 }
 
 rule "otp-send-per-client" {
@@ -186,6 +212,7 @@ rule "otp-send-per-client" {
   limit     = 20
   period    = "1h"
   sensitive = true
+  max_keys  = 50000
 }
 
 # SMS pumping walks through a numbering block: the E.164 number without its
@@ -198,6 +225,7 @@ rule "otp-send-per-range" {
   limit     = 5
   period    = "1h"
   sensitive = true
+  max_keys  = 50000
 }
 
 # Premium-rate pumping goes abroad: only the countries we serve.
@@ -223,6 +251,7 @@ rule "otp-verify-per-session" {
   period    = "15m"
   count     = "attempts"
   sensitive = true
+  max_keys  = 50000
 }
 
 # A ceiling per phone across codes, so sending a new code does not buy more
@@ -241,6 +270,7 @@ rule "otp-verify-per-phone" {
   success_status = [200, 201, 204]
   failure_status = [401, 403]
   sensitive        = true
+  max_keys         = 50000
 }
 
 rule "otp-verify-per-client" {
@@ -252,6 +282,7 @@ rule "otp-verify-per-client" {
   period    = "1h"
   count     = "attempts"
   sensitive = true
+  max_keys  = 50000
 }
 
 # ---- API --------------------------------------------------------------------
