@@ -122,6 +122,11 @@ type partState struct {
 	b          *budget
 	head, tail *entry   // most and least recently used
 	heap       []*entry // min-heap on heapAt
+	// evicted counts live keys evicted to make room (non-sensitive ops);
+	// full counts new keys of sensitive ops answered by OnError. Per part,
+	// under the shard's lock, so that a flood writes no shared line;
+	// Budgets sums them.
+	evicted, full uint64
 }
 
 // part is a partState padded to its own cache lines: every touch of a key
@@ -138,9 +143,6 @@ type budget struct {
 	shared bool
 	max    atomic.Int64 // the newest op's MaxKeys
 	n      atomic.Int64 // keys held, across shards
-	// evicted counts live keys evicted to make room (non-sensitive ops);
-	// full counts new keys of sensitive ops answered by OnError.
-	evicted, full atomic.Uint64
 
 	// hint: no entry of the budget has a heapAt before it, so a search of
 	// every shard for decayed state is pointless until then (0: unknown).
@@ -448,7 +450,7 @@ func (s *Store) reserve(sh *shard, x uint16, op *rules.Op, nowUS int64, held *sh
 			continue
 		}
 		if !s.reclaim(sh, x, b, p, nowUS, held) {
-			b.full.Add(1)
+			p.full++
 			return false
 		}
 	}
@@ -479,44 +481,53 @@ func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expir
 	p.b.lower(expiresAt)
 }
 
-// makeRoom counts one more key in p's budget for a non-sensitive op in
-// shard x and evicts while the budget is over its bound (at most
-// maxEvictionsPerKey keys). It returns an entry it evicted from sh, for
-// reuse, or nil. When nothing can be evicted, the budget stays over by one
-// until its next new key.
+// makeRoom finds room in p's budget for a new key of a non-sensitive op in
+// shard x: when the budget is full, the new key takes an evicted key's
+// room (the count does not move, so a flood into a full budget writes no
+// shared counter), and one more key goes while the budget is above its
+// bound (a reload lowered it); otherwise the new key is counted. It
+// returns an entry it evicted from sh, for reuse, or nil. When nothing can
+// be evicted, the budget runs over by one until its next new key; callers
+// racing past the bound together run it over by at most their number.
 func (s *Store) makeRoom(sh *shard, x uint16, p *part, nowUS int64, held *shardSet) (recycled *entry) {
 	b := p.b
-	n := b.n.Add(1)
-	for i := 0; i < maxEvictionsPerKey && n > b.max.Load(); i++ {
-		v, ok := s.evict(sh, x, b, p, nowUS, held)
-		if !ok {
-			break
-		}
-		if recycled == nil {
-			recycled = v // nil when the room was made in another shard
-		}
-		n = b.n.Load()
+	limit := b.max.Load()
+	if b.n.Load() < limit {
+		b.n.Add(1)
+		return nil
 	}
-	return recycled
+	v, ok := s.evict(sh, x, b, p, nowUS, held, true)
+	if !ok {
+		b.n.Add(1)
+		return nil
+	}
+	if b.n.Load() > limit {
+		if w, ok := s.evict(sh, x, b, p, nowUS, held, false); ok && v == nil {
+			v = w
+		}
+	}
+	return v // nil when the room was made in another shard
 }
 
 // evict makes room in b for a new key of a non-sensitive op in shard x:
 // decayed state first (here, then in the other shards), else the least
 // recently used entry here, else another shard's. It reports whether it
 // made room, and returns the entry it unlinked from sh for reuse (nil when
-// the room was made in another shard). Nothing can go when every candidate
-// was touched by this call or sits in a shard busy with another.
-func (s *Store) evict(sh *shard, x uint16, b *budget, p *part, nowUS int64, held *shardSet) (*entry, bool) {
+// the room was made in another shard). With keep, the room stays counted,
+// for the caller's new key; without, it goes back to the budget. Nothing
+// can go when every candidate was touched by this call or sits in a shard
+// busy with another.
+func (s *Store) evict(sh *shard, x uint16, b *budget, p *part, nowUS int64, held *shardSet, keep bool) (*entry, bool) {
 	if e, _ := sh.expired(p, nowUS, -1); e != nil {
-		sh.drop(e)
+		sh.forget(e, keep)
 		return e, true
 	}
-	if b.hint.Load() <= nowUS && s.reclaimElsewhere(x, b, nowUS, held) {
+	if b.hint.Load() <= nowUS && s.reclaimElsewhere(x, b, nowUS, held, keep) {
 		return nil, true
 	}
 	if e := sh.lru(p); e != nil {
-		sh.drop(e)
-		b.evicted.Add(1)
+		sh.forget(e, keep)
+		p.evicted++
 		return e, true
 	}
 	// Nothing here (a small budget spread thin, or all of it this call's):
@@ -534,8 +545,8 @@ func (s *Store) evict(sh *shard, x uint16, b *budget, p *part, nowUS int64, held
 		var v *entry
 		if op := o.partFor(b); op != nil {
 			if v = o.lru(op); v != nil {
-				o.drop(v)
-				b.evicted.Add(1)
+				o.forget(v, keep)
+				op.evicted++
 			}
 		}
 		if !mine {
@@ -558,15 +569,16 @@ func (s *Store) reclaim(sh *shard, x uint16, b *budget, p *part, nowUS int64, he
 	if b.hint.Load() > nowUS {
 		return false // no entry of b decays before the hint
 	}
-	return s.reclaimElsewhere(x, b, nowUS, held)
+	return s.reclaimElsewhere(x, b, nowUS, held, false)
 }
 
 // reclaimElsewhere drops one decayed entry of b from a shard other than x
 // (those this call holds are searched in place, the others only if their
 // lock is free) and reports whether it found one. A search that finds none
 // in any shard raises b's hint to the earliest expiry it saw, so that the
-// next full-budget key does not search again before then.
-func (s *Store) reclaimElsewhere(x uint16, b *budget, nowUS int64, held *shardSet) bool {
+// next full-budget key does not search again before then. With keep, the
+// room stays counted, for the caller's new key.
+func (s *Store) reclaimElsewhere(x uint16, b *budget, nowUS int64, held *shardSet, keep bool) bool {
 	b.scanning.Add(1)
 	defer b.scanning.Add(-1)
 	b.hintMu.Lock()
@@ -588,7 +600,7 @@ func (s *Store) reclaimElsewhere(x uint16, b *budget, nowUS int64, held *shardSe
 		found := false
 		if op := o.partFor(b); op != nil {
 			if e, _ := o.expired(op, nowUS, -1); e != nil {
-				o.drop(e)
+				o.forget(e, keep)
 				found = true
 			} else if len(op.heap) > 0 {
 				earliest = min(earliest, op.heap[0].heapAt)
@@ -648,12 +660,18 @@ func (sh *shard) setExpiry(e *entry, at int64) {
 
 // drop removes e from sh's map and its part's list and heap, and gives
 // its room back to its budget.
-func (sh *shard) drop(e *entry) {
+func (sh *shard) drop(e *entry) { sh.forget(e, false) }
+
+// forget removes e from sh's map and its part's list and heap; its room
+// goes back to its budget unless keep (a new key takes it).
+func (sh *shard) forget(e *entry, keep bool) {
 	p := e.part
 	delete(sh.m, e.key)
 	p.unlinkList(e)
 	p.remove(int(e.idx))
-	p.b.n.Add(-1)
+	if !keep {
+		p.b.n.Add(-1)
+	}
 }
 
 // expired returns an entry of p that has decayed at nowUS and that the
@@ -812,6 +830,7 @@ type Budget struct {
 }
 
 // Budgets returns every budget the store has seen, the shared one first.
+// It locks each shard in turn, to add up the budgets' counters.
 func (s *Store) Budgets() []Budget {
 	s.budgetsMu.Lock()
 	bs := make([]*budget, 0, len(s.budgets)+1)
@@ -820,12 +839,28 @@ func (s *Store) Budgets() []Budget {
 		bs = append(bs, b)
 	}
 	s.budgetsMu.Unlock()
+	at := make(map[*budget]int, len(bs))
 	out := make([]Budget, len(bs))
 	for i, b := range bs {
-		out[i] = Budget{
-			ID: b.id, Shared: b.shared, Keys: b.n.Load(), MaxKeys: b.max.Load(),
-			Evictions: b.evicted.Load(), Full: b.full.Load(),
+		at[b] = i
+		out[i] = Budget{ID: b.id, Shared: b.shared, Keys: b.n.Load(), MaxKeys: b.max.Load()}
+	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		add := func(p *part) {
+			if j, ok := at[p.b]; ok {
+				out[j].Evictions += p.evicted
+				out[j].Full += p.full
+			}
 		}
+		if sh.shared != nil {
+			add(sh.shared)
+		}
+		for _, p := range sh.parts {
+			add(p)
+		}
+		sh.mu.Unlock()
 	}
 	return out
 }
