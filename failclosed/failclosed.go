@@ -61,8 +61,11 @@ type Options struct {
 	// until a request comes; tests that script the breaker with a fake
 	// Clock use it.
 	NoBackgroundProbe bool
-	// LocalMaxKeys bounds the local fallback buckets and the deny cache,
-	// each (memstore.DefaultMaxKeys when 0). The deny cache is allocated
+	// LocalMaxKeys bounds the deny cache, and the local fallback buckets
+	// of ops without a key budget of their own (memstore.DefaultMaxKeys
+	// when 0; the Engine's ops carry their rule's, rules.Op.MaxKeys, which
+	// the local memory store keeps apart as the node's memory store does:
+	// docs/memory-store.md). The deny cache is allocated
 	// once, at about 52 bytes a key rounded up to a power of two (the OS
 	// commits its pages as they are first written).
 	LocalMaxKeys int

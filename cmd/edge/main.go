@@ -288,6 +288,8 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 		kind, url = "redis", flagStore
 	}
 	if kind == "memory" {
+		// The rules' key budgets (their max_keys, or shares of the store's)
+		// travel in their ops; MaxKeys bounds ops without one.
 		ms, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("creating memory store: %w", err)
