@@ -69,7 +69,7 @@ edge {
 # sensitive rule never evicts a live counter: a new key is answered by its
 # on_store_error instead (edge_store_budget_full_total). A key costs about
 # 220 bytes (250 to 350 for a sliding_log, by limit); this file's budgets
-# together hold 540000 keys, about 120 MiB when every one is full
+# together hold 640000 keys, about 145 MiB when every one is full
 # (docs/memory-store.md).
 store "memory" {
   max_keys = 100000
@@ -239,6 +239,39 @@ rule "otp-verify-per-session" {
   count     = "attempts"
   sensitive = true
   max_keys  = 50000
+}
+
+# The same five guesses per code, keyed on the challenge ID alone. An origin
+# that finds the challenge by its ID (and checks the phone it stored, or
+# none) would otherwise give an attacker five fresh guesses at one code for
+# every phone number written beside it, since otp_session is phone + ID.
+# One rule per body format the origin reads: a JSON body is missing for the
+# form rule and the other way round ("skip"); otp-verify-per-session still
+# answers 400 to a verify that names no challenge at all.
+rule "otp-verify-per-challenge-json" {
+  methods          = ["POST"]
+  paths            = ["/otp/verify"]
+  key              = ["json:challenge_id"]
+  algorithm        = "sliding_log"
+  limit            = 5
+  period           = "15m"
+  count            = "attempts"
+  sensitive        = true
+  missing_identity = "skip"
+  max_keys         = 50000
+}
+
+rule "otp-verify-per-challenge-form" {
+  methods          = ["POST"]
+  paths            = ["/otp/verify"]
+  key              = ["form:challenge_id"]
+  algorithm        = "sliding_log"
+  limit            = 5
+  period           = "15m"
+  count            = "attempts"
+  sensitive        = true
+  missing_identity = "skip"
+  max_keys         = 50000
 }
 
 # A ceiling per phone across codes, so sending a new code does not buy more

@@ -131,6 +131,7 @@ func attackClasses() []attackClass {
 		{"content-type", contentTypeRequests, runContentType},
 		{"cookie-cycling", cookieCyclingRequests, runCookieCycling},
 		{"otp-guessing", otpGuessingAttackRequests, runOTPGuessingAttack},
+		{"otp-challenge", otpChallengeRequests, runOTPChallenge},
 		{"sms-pumping", smsPumpingRequests, runSMSPumping},
 		{"embedded-ipv4", embeddedIPv4Requests, runEmbeddedIPv4},
 		{"key-flood", keyFloodRequests, runKeyFlood},
