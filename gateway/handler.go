@@ -274,7 +274,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	// not the pool to the origin.
 	clientClose := req.Header.ConnectionClose()
 	stripHopByHop(&req.Header)
-	s.sanitizeHeaders(rs, req, trusted && p.ForwardedHeader == "Forwarded")
+	s.sanitizeHeaders(rs, req, trusted && p.ForwardedHeader == "Forwarded", p.HeaderNames())
 	req.Header.ResetConnectionClose()
 	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
 	// The host the rules matched, in the one spelling they matched it
@@ -377,11 +377,12 @@ func (s *Server) visitorHeader(st *policyState, rs *reqState, req *fasthttp.Requ
 // sanitizeHeaders removes, in every spelling, the client-sent headers only
 // the edge may speak to the origin (dropHeader). keepForwarded keeps a
 // canonical Forwarded header from a trusted proxy under forwarded_header =
-// "forwarded".
-func (s *Server) sanitizeHeaders(rs *reqState, req *fasthttp.Request, keepForwarded bool) {
+// "forwarded". read are the headers the policy reads (rules.Policy's
+// HeaderNames): another spelling of one is removed too (otherSpelling).
+func (s *Server) sanitizeHeaders(rs *reqState, req *fasthttp.Request, keepForwarded bool, read []string) {
 	rs.edgeHdrs = rs.edgeHdrs[:0]
 	for k := range req.Header.All() {
-		if dropHeader(k, keepForwarded) {
+		if dropHeader(k, keepForwarded) || otherSpelling(k, read) {
 			rs.edgeHdrs = append(rs.edgeHdrs, k...)
 			rs.edgeHdrs = append(rs.edgeHdrs, 0)
 		}
@@ -423,6 +424,23 @@ func dropHeader(k []byte, keepForwarded bool) bool {
 		}
 	}
 	for _, h := range methodOverrideHeaders {
+		if headerNameIs(k, h) {
+			return !bytes.EqualFold(k, []byte(h))
+		}
+	}
+	return false
+}
+
+// otherSpelling reports whether the client-sent name k is another
+// spelling of a header the policy reads (read: header:NAME keys and
+// identity sources): one an origin reads as that header (headerNameIs:
+// "X_Api_Key", "X.Api.Key", "x-api_key" for X-Api-Key) but that is not its
+// name in some case, which is all the edge read it under (fasthttp's Peek).
+// Such a spelling is removed, so the origin only ever sees the value the
+// edge counted (docs/host-and-path.md §3). A policy that reads no header
+// pays nothing.
+func otherSpelling(k []byte, read []string) bool {
+	for _, h := range read {
 		if headerNameIs(k, h) {
 			return !bytes.EqualFold(k, []byte(h))
 		}

@@ -289,7 +289,38 @@ func (c *compiler) compile(cfg *fileConfig) *Policy {
 		}
 	}
 	keyBudgets(p)
+	p.headerNames = headerNames(p)
 	return p
+}
+
+// headerNames lists the request headers p reads (Policy.HeaderNames).
+func headerNames(p *Policy) []string {
+	var names []string
+	add := func(n string) {
+		for _, have := range names {
+			if strings.EqualFold(have, n) {
+				return
+			}
+		}
+		names = append(names, n)
+	}
+	for _, r := range p.Rules {
+		for _, ch := range r.Key {
+			if ch.Kind == CharHeader {
+				add(string(ch.Name))
+			}
+		}
+	}
+	if id := p.Identity; id != nil {
+		for _, srcs := range [][]otp.Source{id.Phone, id.OTPSession} {
+			for _, s := range srcs {
+				if s.Kind == otp.SourceHeader {
+					add(s.Name)
+				}
+			}
+		}
+	}
+	return names
 }
 
 // keyBudgets gives every counting rule that sets no max_keys, and the

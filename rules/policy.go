@@ -52,7 +52,18 @@ type Policy struct {
 	Visitor *VisitorConfig
 	// Identity is the identity block, nil without one.
 	Identity *IdentityConfig
+
+	// headerNames are the request headers the policy reads (HeaderNames).
+	headerNames []string
 }
+
+// HeaderNames returns the names of the request headers the policy reads:
+// every rule key's header:NAME and every identity source's header:NAME,
+// as written, one per name compared case-insensitively, in policy order;
+// nil when the policy reads none. It is computed when the policy is
+// compiled; the caller must not modify it. The edge forwards a header the
+// policy read only under the spelling it read (docs/host-and-path.md §3).
+func (p *Policy) HeaderNames() []string { return p.headerNames }
 
 // IdentityConfig is the `identity { }` block: where identities come from,
 // each a list of sources tried in order.
