@@ -358,9 +358,6 @@ func (c *compiler) unsupportedBlocks(cfg *fileConfig) {
 	if b := cfg.Botscore; b != nil {
 		c.errorf(b.DefRange, "Not supported yet", "the botscore block is not available in this build")
 	}
-	for i := range cfg.Tests {
-		c.errorf(cfg.Tests[i].DefRange, "Not supported yet", "test blocks (run by `edge test`) are not available in this build")
-	}
 }
 
 func (c *compiler) store(blocks []storeBlock, sc *StoreConfig) {
