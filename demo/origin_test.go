@@ -1,4 +1,4 @@
-package gateway
+package demo
 
 import (
 	"bytes"
@@ -14,30 +14,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
-// demoClock is a settable clock for OTP expiry.
-type demoClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *demoClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *demoClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// startDemo serves a fresh demo origin on a loopback port and returns its
+// startOrigin serves a fresh demo origin on a loopback port and returns its
 // base URL. The server stops when the test ends.
-func startDemo(t *testing.T, d *DemoOrigin) string {
+func startOrigin(t *testing.T, o *Origin) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,7 +26,7 @@ func startDemo(t *testing.T, d *DemoOrigin) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, ln) }()
+	go func() { done <- o.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -55,14 +36,14 @@ func startDemo(t *testing.T, d *DemoOrigin) string {
 	return "http://" + ln.Addr().String()
 }
 
-type demoResponse struct {
+type response struct {
 	status int
 	body   string
 }
 
 // call sends one request with Go's client. A rawPath is put on the request
 // line as is.
-func call(t *testing.T, base, method, rawPath string, header http.Header, body io.Reader) demoResponse {
+func call(t *testing.T, base, method, rawPath string, header http.Header, body io.Reader) response {
 	t.Helper()
 	u, err := url.Parse(base + rawPath)
 	if err != nil {
@@ -82,7 +63,7 @@ func call(t *testing.T, base, method, rawPath string, header http.Header, body i
 	if err != nil {
 		t.Fatalf("reading body: %v", err)
 	}
-	return demoResponse{resp.StatusCode, string(b)}
+	return response{resp.StatusCode, string(b)}
 }
 
 func jsonBody(t *testing.T, v any) (http.Header, io.Reader) {
@@ -113,9 +94,9 @@ func multipartBody(t *testing.T, v map[string]string) (http.Header, io.Reader) {
 	return http.Header{"Content-Type": {w.FormDataContentType()}}, &buf
 }
 
-func TestDemoEndpoints(t *testing.T) {
+func TestEndpoints(t *testing.T) {
 	t.Parallel()
-	base := startDemo(t, NewDemoOrigin())
+	base := startOrigin(t, New())
 
 	type body func(t *testing.T) (http.Header, io.Reader)
 	none := func(*testing.T) (http.Header, io.Reader) { return nil, nil }
@@ -189,10 +170,10 @@ func getHits(t *testing.T, base string) map[string]int64 {
 	return hits
 }
 
-func TestDemoHitsRecordRawPath(t *testing.T) {
+func TestHitsRecordRawPath(t *testing.T) {
 	t.Parallel()
-	d := NewDemoOrigin()
-	base := startDemo(t, d)
+	o := New()
+	base := startOrigin(t, o)
 
 	paths := []string{"/login", "//login", "/%6Cogin", "/login?user=x", "/a/../login", "/api/A/", "/login"}
 	for _, p := range paths {
@@ -205,8 +186,8 @@ func TestDemoHitsRecordRawPath(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Errorf("hits: got %v, want %v", got, want)
 	}
-	if !maps.Equal(d.Hits(), want) {
-		t.Errorf("Hits(): got %v, want %v", d.Hits(), want)
+	if !maps.Equal(o.Hits(), want) {
+		t.Errorf("Hits(): got %v, want %v", o.Hits(), want)
 	}
 
 	// Routing uses the normalised path: these are all logins.
@@ -218,9 +199,9 @@ func TestDemoHitsRecordRawPath(t *testing.T) {
 	}
 }
 
-func TestDemoLastAndReset(t *testing.T) {
+func TestLastAndReset(t *testing.T) {
 	t.Parallel()
-	base := startDemo(t, NewDemoOrigin())
+	base := startOrigin(t, New())
 
 	if r := call(t, base, "GET", "/__origin/last", nil, nil); r.status != 404 {
 		t.Errorf("last before any request: got %d, want 404", r.status)
@@ -238,7 +219,7 @@ func TestDemoLastAndReset(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("GET /__origin/last: got %d, want 200", r.status)
 	}
-	var last DemoRequest
+	var last Request
 	if err := json.Unmarshal([]byte(r.body), &last); err != nil {
 		t.Fatalf("decoding last %q: %v", r.body, err)
 	}
@@ -272,144 +253,11 @@ func TestDemoLastAndReset(t *testing.T) {
 	}
 }
 
-type sendResponse struct {
-	ChallengeID string `json:"challenge_id"`
-	DemoCode    string `json:"demo_code"`
-}
-
-func otpSend(t *testing.T, base string, phone string) sendResponse {
-	t.Helper()
-	h, b := jsonBody(t, map[string]string{"phone": phone})
-	r := call(t, base, "POST", "/otp/send", h, b)
-	if r.status != 200 {
-		t.Fatalf("POST /otp/send: got %d %s, want 200", r.status, r.body)
-	}
-	var s sendResponse
-	if err := json.Unmarshal([]byte(r.body), &s); err != nil {
-		t.Fatalf("decoding %q: %v", r.body, err)
-	}
-	if s.ChallengeID == "" || len(s.DemoCode) != 6 || strings.Trim(s.DemoCode, "0123456789") != "" {
-		t.Fatalf("POST /otp/send: got %+v, want a challenge ID and a 6-digit code", s)
-	}
-	return s
-}
-
-func otpVerify(t *testing.T, base string, f url.Values) int {
-	t.Helper()
-	h, b := formBody(f)
-	return call(t, base, "POST", "/otp/verify", h, b).status
-}
-
-// otherCode returns a 6-digit code different from code.
-func otherCode(code string) string {
-	if code == "000000" {
-		return "000001"
-	}
-	return "000000"
-}
-
-func TestDemoOTPRoundTrip(t *testing.T) {
+func TestHitsBounded(t *testing.T) {
 	t.Parallel()
-	base := startDemo(t, NewDemoOrigin())
-
-	s := otpSend(t, base, "+1 202-555-0143")
-	s2 := otpSend(t, base, "+12025550143")
-	if s.ChallengeID == s2.ChallengeID {
-		t.Errorf("two sends gave the same challenge ID %q", s.ChallengeID)
-	}
-
-	steps := []struct {
-		name string
-		form url.Values
-		want int
-	}{
-		{"wrong code", url.Values{"phone": {"+12025550143"}, "challenge_id": {s.ChallengeID}, "code": {otherCode(s.DemoCode)}}, 401},
-		{"wrong phone", url.Values{"phone": {"+12025550144"}, "challenge_id": {s.ChallengeID}, "code": {s.DemoCode}}, 401},
-		{"unknown challenge", url.Values{"phone": {"+12025550143"}, "challenge_id": {"nope"}, "code": {s.DemoCode}}, 401},
-		{"other challenge's code", url.Values{"phone": {"+12025550143"}, "challenge_id": {s2.ChallengeID}, "code": {otherCode(s2.DemoCode)}}, 401},
-		{"right code, phone reformatted", url.Values{"phone": {"+12025550143"}, "challenge_id": {s.ChallengeID}, "code": {s.DemoCode}}, 200},
-		{"consumed", url.Values{"phone": {"+12025550143"}, "challenge_id": {s.ChallengeID}, "code": {s.DemoCode}}, 401},
-		{"second challenge still valid", url.Values{"phone": {"+1 (202) 555-0143"}, "challenge_id": {s2.ChallengeID}, "code": {s2.DemoCode}}, 200},
-	}
-	for _, st := range steps { // in order: each step sees the previous ones
-		if got := otpVerify(t, base, st.form); got != st.want {
-			t.Errorf("%s: got %d, want %d", st.name, got, st.want)
-		}
-	}
-
-	// JSON verify, with the code as a JSON number.
-	s3 := otpSend(t, base, "+447700900123")
-	body := fmt.Sprintf(`{"phone":"+447700900123","challenge_id":%q,"code":%s}`, s3.ChallengeID, s3.DemoCode)
-	if s3.DemoCode[0] == '0' { // a JSON number cannot start with 0
-		body = fmt.Sprintf(`{"phone":"+447700900123","challenge_id":%q,"code":%q}`, s3.ChallengeID, s3.DemoCode)
-	}
-	r := call(t, base, "POST", "/otp/verify", http.Header{"Content-Type": {"application/json"}}, strings.NewReader(body))
-	if r.status != 200 {
-		t.Errorf("JSON verify: got %d %s, want 200", r.status, r.body)
-	}
-
-	h, b := jsonBody(t, map[string]string{"phone": ""})
-	if r := call(t, base, "POST", "/otp/send", h, b); r.status != 400 {
-		t.Errorf("send without phone: got %d, want 400", r.status)
-	}
-}
-
-func TestDemoOTPExpiry(t *testing.T) {
-	t.Parallel()
-	clk := &demoClock{now: time.Unix(1_700_000_000, 0)}
-	d := NewDemoOrigin()
-	d.now = clk.Now
-	base := startDemo(t, d)
-
-	early := otpSend(t, base, "+12025550143")
-	late := otpSend(t, base, "+12025550143")
-	form := func(s sendResponse) url.Values {
-		return url.Values{"phone": {"+12025550143"}, "challenge_id": {s.ChallengeID}, "code": {s.DemoCode}}
-	}
-
-	clk.Advance(demoChallengeTTL - time.Nanosecond)
-	if got := otpVerify(t, base, form(early)); got != 200 {
-		t.Errorf("verify just before expiry: got %d, want 200", got)
-	}
-	clk.Advance(time.Nanosecond)
-	if got := otpVerify(t, base, form(late)); got != 401 {
-		t.Errorf("verify at expiry: got %d, want 401", got)
-	}
-}
-
-func TestDemoChallengesBounded(t *testing.T) {
-	t.Parallel()
-	clk := &demoClock{now: time.Unix(1_700_000_000, 0)}
-	d := NewDemoOrigin()
-	d.now = clk.Now
-	d.maxChallenges = 100
-
-	for i := range d.maxChallenges + 1 {
-		d.addChallenge(&demoChallenge{id: fmt.Sprint(i), phone: "1", code: "123456", expires: clk.Now().Add(demoChallengeTTL)})
-	}
-	if got := len(d.challenges); got != d.maxChallenges {
-		t.Errorf("challenges after overfill: got %d, want %d", got, d.maxChallenges)
-	}
-	if d.verifyChallenge("0", "1", "123456") {
-		t.Errorf("oldest challenge survived overfill")
-	}
-	if !d.verifyChallenge("1", "1", "123456") {
-		t.Errorf("second oldest challenge was dropped")
-	}
-
-	// Expired challenges go on the next send.
-	clk.Advance(demoChallengeTTL)
-	d.addChallenge(&demoChallenge{id: "new", phone: "1", code: "123456", expires: clk.Now().Add(demoChallengeTTL)})
-	if got := len(d.challenges); got != 1 || d.order.Len() != 1 {
-		t.Errorf("challenges after expiry: got %d (list %d), want 1", got, d.order.Len())
-	}
-}
-
-func TestDemoHitsBounded(t *testing.T) {
-	t.Parallel()
-	d := NewDemoOrigin()
-	d.maxHitPaths = 2
-	base := startDemo(t, d)
+	o := New()
+	o.maxHitPaths = 2
+	base := startOrigin(t, o)
 
 	for _, p := range []string{"/api/a", "/api/b", "/api/c", "/api/a"} {
 		if r := call(t, base, "GET", p, nil, nil); r.status != 200 {
@@ -417,15 +265,15 @@ func TestDemoHitsBounded(t *testing.T) {
 		}
 	}
 	want := map[string]int64{"/api/a": 2, "/api/b": 1}
-	if got := d.Hits(); !maps.Equal(got, want) {
+	if got := o.Hits(); !maps.Equal(got, want) {
 		t.Errorf("hits: got %v, want %v", got, want)
 	}
 }
 
-func TestDemoConcurrentHits(t *testing.T) {
+func TestConcurrentHits(t *testing.T) {
 	t.Parallel()
-	d := NewDemoOrigin()
-	base := startDemo(t, d)
+	o := New()
+	base := startOrigin(t, o)
 
 	const workers, each = 8, 25
 	var wg sync.WaitGroup
@@ -438,7 +286,7 @@ func TestDemoConcurrentHits(t *testing.T) {
 	}
 	wg.Wait()
 	want := map[string]int64{"/api/w0": workers / 2 * each, "/api/w1": workers / 2 * each}
-	if got := d.Hits(); !maps.Equal(got, want) {
+	if got := o.Hits(); !maps.Equal(got, want) {
 		t.Errorf("hits: got %v, want %v", got, want)
 	}
 }
@@ -462,37 +310,5 @@ func TestRawPath(t *testing.T) {
 		if got := rawPath([]byte(tt.uri)); got != tt.want {
 			t.Errorf("rawPath(%q): got %q, want %q", tt.uri, got, tt.want)
 		}
-	}
-}
-
-func TestServeDemoOrigin(t *testing.T) {
-	t.Parallel()
-	if err := ServeDemoOrigin(t.Context(), "127.0.0.1:-1", NewDemoOrigin()); err == nil {
-		t.Errorf("ServeDemoOrigin on a bad address: got nil, want an error")
-	}
-
-	// Serve, then stop at once: a shutdown racing the start still returns.
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- ServeDemoOrigin(ctx, "127.0.0.1:0", NewDemoOrigin()) }()
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("ServeDemoOrigin after cancel: got %v, want nil", err)
-	}
-}
-
-func TestDemoServerHeaders(t *testing.T) {
-	t.Parallel()
-	base := startDemo(t, NewDemoOrigin())
-	resp, err := http.Get(base + "/api/x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got := resp.Header.Get("Server"); got != "" {
-		t.Errorf("Server header: got %q, want none", got)
-	}
-	if got := resp.Header.Get("Content-Type"); got != "application/json" {
-		t.Errorf("Content-Type: got %q, want application/json", got)
 	}
 }
