@@ -118,6 +118,9 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	}
 	d := &rs.d
 	s.observe(ctx, st, rs, d)
+	if s.observeHook != nil {
+		s.observeHook(d, rs.sc.Matches)
+	}
 
 	switch d.Verdict {
 	case rules.RefuseLimit:

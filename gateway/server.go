@@ -64,6 +64,11 @@ type Options struct {
 	// Clock replaces the request time (fasthttp's ctx.Time()) for tests
 	// that script time; nil in production.
 	Clock rules.Clock
+	// Observe, when set, is called with each decision and the rules that
+	// matched, on the request's goroutine, before the edge answers; both
+	// are the request's pooled memory, not to be kept past the call. For
+	// `edge test` (policytest); nil in production.
+	Observe func(d *rules.Decision, matches []rules.Match)
 }
 
 // StoreStats is what the metrics read from a failure-handling store.
@@ -88,6 +93,8 @@ type Server struct {
 	pool   sync.Pool // *reqState
 	clock  rules.Clock
 	health Health
+
+	observeHook func(d *rules.Decision, matches []rules.Match)
 
 	listen, adminListen string
 
@@ -132,6 +139,7 @@ func New(opts Options) (*Server, error) {
 		upstreams:   map[string]*fasthttp.HostClient{},
 		upOverride:  opts.Upstream,
 		clock:       opts.Clock,
+		observeHook: opts.Observe,
 		health:      opts.Health,
 	}
 	if s.log == nil {
