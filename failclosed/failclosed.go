@@ -157,9 +157,6 @@ type Store struct {
 
 var _ rules.Store = (*Store)(nil)
 
-// errLenMismatch is preallocated: Take's errors never allocate.
-var errLenMismatch = errors.New("failclosed: len(res) != len(ops)")
-
 // probeKey is the key of the background probe's OpPeek. A peek never
 // writes, so even a rule whose name hashed to these bytes would not notice.
 var probeKey = rules.Key{0xff, 'f', 'a', 'i', 'l', 'c', 'l', 0xff, 'p', 'r', 'o', 'b', 'e'}
@@ -249,13 +246,8 @@ func (s *Store) elapsed() int64 { return int64(s.clock.Now().Sub(s.epoch)) }
 // mode, with StoreError set, when it is not. It returns an error only for a
 // caller's bug (len(res) != len(ops), an invalid op), having called nothing.
 func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	if len(res) != len(ops) {
-		return errLenMismatch
-	}
-	for i := range ops {
-		if err := rules.ValidateOp(&ops[i]); err != nil {
-			return err
-		}
+	if err := rules.CheckTake(ops, res); err != nil {
+		return err
 	}
 	nowUS := now.UnixMicro()
 	if s.deny != nil && s.deny.live(nowUS) && s.fromDenyCache(nowUS, ops, res) {
@@ -309,8 +301,8 @@ func (s *Store) fromDenyCache(nowUS int64, ops []rules.Op, res []rules.Result) b
 		}
 		if retryUntil, resetUntil, ok := s.deny.lookup(&op.Key, nowUS, op.Cost); ok {
 			res[i] = rules.Result{
-				RetryAfter: usToDuration(retryUntil - nowUS),
-				ResetAfter: usToDuration(max(resetUntil, retryUntil) - nowUS),
+				RetryAfter: rules.DurationUS(retryUntil - nowUS),
+				ResetAfter: rules.DurationUS(max(resetUntil, retryUntil) - nowUS),
 			}
 			hit = true
 		}
@@ -340,8 +332,6 @@ func (s *Store) remember(nowUS int64, ops []rules.Op, res []rules.Result) {
 		}
 	}
 }
-
-func usToDuration(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
 
 // failed counts a failed inner call and feeds the breaker, unless the
 // caller gave up (its ctx cancelled): that says nothing about the store.

@@ -210,8 +210,8 @@ func TestCallerBugs(t *testing.T) {
 		if err := s.Take(context.Background(), storetest.Base, []rules.Op{bad}, make([]rules.Result, 1)); !errors.Is(err, rules.ErrInvalidLimits) {
 			t.Errorf("got %v, want ErrInvalidLimits", err)
 		}
-		if err := s.Take(context.Background(), storetest.Base, []rules.Op{op(1, 0, 1, time.Minute)}, nil); err == nil {
-			t.Error("len mismatch: got no error")
+		if err := s.Take(context.Background(), storetest.Base, []rules.Op{op(1, 0, 1, time.Minute)}, nil); !errors.Is(err, rules.ErrLenMismatch) {
+			t.Errorf("len mismatch: got %v, want rules.ErrLenMismatch", err)
 		}
 	}
 	if f.calls.Load() != 0 || s.State() != BreakerClosed || s.Stats() != (Stats{}) {

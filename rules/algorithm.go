@@ -221,15 +221,15 @@ func Settle(st *State, nowUS int64, op *Op, refused bool, r *Result) (ttlUS int6
 	switch {
 	case r.Allowed:
 		r.Remaining = remaining
-		r.ResetAfter = durationUS(windowUS(st, nowUS, op))
+		r.ResetAfter = DurationUS(windowUS(st, nowUS, op))
 	case r.RetryAfter == RetryNever:
 		r.Remaining = 0
-		r.ResetAfter = durationUS(windowUS(st, nowUS, op))
+		r.ResetAfter = DurationUS(windowUS(st, nowUS, op))
 	default:
 		// Refused means the wait before the call was > 0, and no op makes
 		// a refused op's state emptier, so this wait is > 0 too.
 		r.Remaining = 0
-		r.RetryAfter = durationUS(waitUS(st, nowUS, op, max(op.Cost, 0)))
+		r.RetryAfter = DurationUS(waitUS(st, nowUS, op, max(op.Cost, 0)))
 		r.ResetAfter = r.RetryAfter
 	}
 	return ttlUS
@@ -315,7 +315,7 @@ func Check(st *State, nowUS int64, op *Op) Result {
 	case wait < 0:
 		return Result{RetryAfter: RetryNever}
 	default:
-		return Result{RetryAfter: durationUS(wait)}
+		return Result{RetryAfter: DurationUS(wait)}
 	}
 }
 
@@ -717,5 +717,3 @@ func ceilDiv(a, b int64) int64 {
 	}
 	return (a + b - 1) / b
 }
-
-func durationUS(v int64) time.Duration { return time.Duration(v) * time.Microsecond }

@@ -749,8 +749,8 @@ func TestIssueSlidingWindowExample(t *testing.T) {
 	now := start + 4_666_667
 	r, _ := applyOne(&st, now, &op)
 	wait := int64(period - 4_666_667 + (period - 2*period/3)) // rest of the window, then e = ⌈20s/3⌉
-	if r.Allowed || r.RetryAfter != durationUS(wait) || r.ResetAfter != r.RetryAfter {
-		t.Fatalf("got %+v, want refused with RetryAfter = ResetAfter = %v", r, durationUS(wait))
+	if r.Allowed || r.RetryAfter != DurationUS(wait) || r.ResetAfter != r.RetryAfter {
+		t.Fatalf("got %+v, want refused with RetryAfter = ResetAfter = %v", r, DurationUS(wait))
 	}
 	if s := ceilDiv(wait, 1_000_000); s != 22 {
 		t.Fatalf("Retry-After: got %d s, want 22", s)
@@ -762,7 +762,7 @@ func TestIssueSlidingWindowExample(t *testing.T) {
 		applyOne(&worst, start, &op)
 	}
 	r, _ = applyOne(&worst, start, &op)
-	if got, want := r.RetryAfter, durationUS(period+period-2*period/3); got != want {
+	if got, want := r.RetryAfter, DurationUS(period+period-2*period/3); got != want {
 		t.Fatalf("worst case: got RetryAfter %v, want %v", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -187,3 +188,28 @@ type Store interface {
 	Take(ctx context.Context, now time.Time, ops []Op, res []Result) error
 	Close() error
 }
+
+// ErrLenMismatch is CheckTake's error when len(res) != len(ops): a caller's
+// bug, found before anything is applied. It is preallocated: Take's errors
+// never allocate.
+var ErrLenMismatch = errors.New("rules: len(res) != len(ops)")
+
+// CheckTake is the check every Store.Take makes before it applies or sends
+// anything: ErrLenMismatch when len(res) != len(ops), else the first op's
+// ValidateOp error (which wraps ErrInvalidLimits), else nil. It does not
+// allocate.
+func CheckTake(ops []Op, res []Result) error {
+	if len(res) != len(ops) {
+		return ErrLenMismatch
+	}
+	for i := range ops {
+		if err := ValidateOp(&ops[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DurationUS returns us microseconds (the unit of the algorithms, of
+// Op.PeriodUS and of the Redis script's replies) as a time.Duration.
+func DurationUS(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -154,9 +153,6 @@ type budget struct {
 	ver      uint64 // guarded by hintMu
 }
 
-// errLenMismatch is preallocated: Take's errors never allocate.
-var errLenMismatch = errors.New("memstore: len(res) != len(ops)")
-
 // New returns a Store configured by opts and starts its sweeper.
 func New(opts Options) (*Store, error) {
 	switch {
@@ -249,13 +245,8 @@ func (s *Store) unlock(ss *shardSet) {
 // is answered as its OnError says, with StoreError set, and not stored
 // (the package doc's "Key budgets").
 func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	if len(res) != len(ops) {
-		return errLenMismatch
-	}
-	for i := range ops {
-		if err := rules.ValidateOp(&ops[i]); err != nil {
-			return err
-		}
+	if err := rules.CheckTake(ops, res); err != nil {
+		return err
 	}
 	nowUS := now.UnixMicro()
 

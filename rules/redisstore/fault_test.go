@@ -466,8 +466,8 @@ func TestTakeBeforeIO(t *testing.T) {
 	ctx := context.Background()
 	bad := gcra('a', 5)
 	bad.Limit = 0
-	if err := s.Take(ctx, time.Now(), []rules.Op{gcra('a', 5)}, nil); err == nil {
-		t.Error("len(res) != len(ops): got no error")
+	if err := s.Take(ctx, time.Now(), []rules.Op{gcra('a', 5)}, nil); !errors.Is(err, rules.ErrLenMismatch) {
+		t.Errorf("len(res) != len(ops): got %v, want rules.ErrLenMismatch", err)
 	}
 	if err := s.Take(ctx, time.Now(), []rules.Op{gcra('a', 5), bad}, make([]rules.Result, 2)); !errors.Is(err, rules.ErrInvalidLimits) {
 		t.Errorf("invalid op: got %v, want rules.ErrInvalidLimits", err)

@@ -122,8 +122,7 @@ type Stats struct {
 var ErrMalformedReply = errors.New("redisstore: malformed script reply")
 
 var (
-	errLenMismatch = errors.New("redisstore: len(res) != len(ops)")
-	errClock       = errors.New("redisstore: caller clock outside 0…2^52µs since the epoch")
+	errClock = errors.New("redisstore: caller clock outside 0…2^52µs since the epoch")
 )
 
 // scripter is the slice of go-redis a script call needs (redis_rate's
@@ -404,13 +403,8 @@ func (s *Store) putWaiter(w *waiter) {
 // TIME. It returns an error, having sent nothing, when len(res) != len(ops)
 // or an op fails rules.ValidateOp.
 func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	if len(res) != len(ops) {
-		return errLenMismatch
-	}
-	for i := range ops {
-		if err := rules.ValidateOp(&ops[i]); err != nil {
-			return err
-		}
+	if err := rules.CheckTake(ops, res); err != nil {
+		return err
 	}
 	if len(ops) == 0 {
 		return nil

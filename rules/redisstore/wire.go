@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -355,13 +354,13 @@ func (c *call) decode(ops []rules.Op, res []rules.Result, callerNowUS *int64) er
 		r := rules.Result{
 			Allowed:    f[0].(int64) == 1,
 			Remaining:  f[1].(int64),
-			ResetAfter: durationUS(f[2].(int64)),
+			ResetAfter: rules.DurationUS(f[2].(int64)),
 		}
 		switch {
 		case retry < 0:
 			r.RetryAfter = rules.RetryNever
 		default:
-			r.RetryAfter = durationUS(retry)
+			r.RetryAfter = rules.DurationUS(retry)
 		}
 		res[c.op(j)] = r
 	}
@@ -453,9 +452,7 @@ func (u *call) decodeUndo(res []rules.Result) error {
 	}
 	for j, i := range u.idx {
 		res[i].Remaining = arr[undoFields*j].(int64)
-		res[i].ResetAfter = durationUS(arr[undoFields*j+1].(int64))
+		res[i].ResetAfter = rules.DurationUS(arr[undoFields*j+1].(int64))
 	}
 	return nil
 }
-
-func durationUS(v int64) time.Duration { return time.Duration(v) * time.Microsecond }

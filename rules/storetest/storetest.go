@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -390,9 +391,11 @@ func concurrent(t *testing.T, s rules.Store, ks keyspace, opts Options) {
 	}
 }
 
+// lenMismatch: a call with fewer results than ops is the caller's bug,
+// answered with rules.ErrLenMismatch (rules.CheckTake).
 func lenMismatch(t *testing.T, s rules.Store, ks keyspace) {
 	op := rules.Op{Kind: rules.OpTake, Algorithm: rules.GCRA, Key: ks.key(Key("len")), Limit: 5, Burst: 5, PeriodUS: 1_000_000, Cost: 1, Enforce: true}
-	if err := s.Take(context.Background(), Base, []rules.Op{op, op}, make([]rules.Result, 1)); err == nil {
-		t.Error("Take with fewer results than ops: got no error, want one")
+	if err := s.Take(context.Background(), Base, []rules.Op{op, op}, make([]rules.Result, 1)); !errors.Is(err, rules.ErrLenMismatch) {
+		t.Errorf("Take with fewer results than ops: got %v, want rules.ErrLenMismatch (rules.CheckTake)", err)
 	}
 }
