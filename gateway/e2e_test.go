@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -42,7 +43,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 // tests through real sockets.
 type node struct {
 	srv    *Server
-	origin *DemoOrigin
+	origin *demo.Origin
 	reg    *prometheus.Registry
 	clock  *fakeClock
 	addr   string // the edge's public HOST:PORT
@@ -105,7 +106,7 @@ func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
-	n := &node{origin: NewDemoOrigin(), reg: prometheus.NewRegistry(), clock: o.clock}
+	n := &node{origin: demo.New(), reg: prometheus.NewRegistry(), clock: o.clock}
 	oln := listen(t)
 	n.oaddr = oln.Addr().String()
 	wg.Add(1)
@@ -229,9 +230,9 @@ func (n *node) hits(t testing.TB) map[string]int64 {
 	return h
 }
 
-func (n *node) last(t testing.TB) DemoRequest {
+func (n *node) last(t testing.TB) demo.Request {
 	t.Helper()
-	var l DemoRequest
+	var l demo.Request
 	r := do(t, "GET", "http://"+n.oaddr+"/__origin/last", "")
 	if err := json.Unmarshal([]byte(r.body), &l); err != nil {
 		t.Fatalf("last %q: %v", r.body, err)
@@ -807,7 +808,7 @@ func TestShutdownWithSilentConnection(t *testing.T) {
 	}
 	serve := map[string]func(context.Context, net.Listener) error{
 		"edge":        srv.Serve,
-		"demo origin": NewDemoOrigin().Serve,
+		"demo origin": demo.New().Serve,
 	}
 	var wg sync.WaitGroup
 	for name, serveFn := range serve {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/internal/testredis"
 	"github.com/edge-gateway/edge/rules"
@@ -51,12 +52,12 @@ type fleetNode struct {
 
 // startFleet runs n edge nodes on one Redis and one demo origin, sharing
 // one key secret, as a fleet behind a load balancer would.
-func startFleet(t testing.TB, p *rules.Policy, n int) (*DemoOrigin, string, []*fleetNode) {
+func startFleet(t testing.TB, p *rules.Policy, n int) (*demo.Origin, string, []*fleetNode) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	origin := NewDemoOrigin()
+	origin := demo.New()
 	oln := listen(t)
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = origin.Serve(ctx, oln) }()
@@ -252,7 +253,7 @@ func TestRedisOutageDuringLoad(t *testing.T) {
 	goleakOpts := goleak.IgnoreCurrent()
 	r := testredis.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	origin := NewDemoOrigin()
+	origin := demo.New()
 	oln := listen(t)
 	var wg sync.WaitGroup
 	wg.Add(1)

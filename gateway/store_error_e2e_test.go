@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -34,7 +35,7 @@ func startNodeOn(t *testing.T, p *rules.Policy, st rules.Store) *node {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	n := &node{origin: NewDemoOrigin(), reg: prometheus.NewRegistry()}
+	n := &node{origin: demo.New(), reg: prometheus.NewRegistry()}
 	oln := listen(t)
 	n.oaddr = oln.Addr().String()
 	wg.Add(1)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
@@ -200,7 +201,7 @@ func startAttacksNode(t *testing.T, path string, st rules.Store) (edgeURL, origi
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
 	oln, ln := listenLoopback(t), listenLoopback(t)
-	wg.Go(func() { _ = gateway.NewDemoOrigin().Serve(ctx, oln) })
+	wg.Go(func() { _ = demo.New().Serve(ctx, oln) })
 	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Upstream: "http://" + oln.Addr().String()})
 	if err != nil {
 		t.Fatal(err)

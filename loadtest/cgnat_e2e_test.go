@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
@@ -28,7 +29,7 @@ func startEdge(t *testing.T, path string, replace ...string) string {
 
 // startEdgeOrigin is startEdge returning also the demo origin and its base
 // URL.
-func startEdgeOrigin(t *testing.T, path string, replace ...string) (edgeURL, originURL string, origin *gateway.DemoOrigin) {
+func startEdgeOrigin(t *testing.T, path string, replace ...string) (edgeURL, originURL string, origin *demo.Origin) {
 	t.Helper()
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -51,7 +52,7 @@ func startEdgeOrigin(t *testing.T, path string, replace ...string) (edgeURL, ori
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
 	oln, ln := listenLoopback(t), listenLoopback(t)
-	origin = gateway.NewDemoOrigin()
+	origin = demo.New()
 	wg.Go(func() { _ = origin.Serve(ctx, oln) })
 
 	// The policy's own bound, as cmd/edge opens the memory store (the

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/demo"
 )
 
 // The OTP policy, relative to this package's directory.
@@ -14,7 +14,7 @@ const otpPolicyPath = "../testdata/fixtures/policies/otp.hcl"
 // the demo origin behind it, in-process on loopback listeners of their own.
 type otpNode struct {
 	edge, originURL string // base URLs
-	origin          *gateway.DemoOrigin
+	origin          *demo.Origin
 }
 
 // startOTPNode starts an otpNode; replace holds old, new pairs applied to

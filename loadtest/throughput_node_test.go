@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/rules"
@@ -61,7 +62,7 @@ func startMetricsEdge(t *testing.T, st rules.Store, stats gateway.StoreStats) (b
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	oln, ln, aln := listenLoopback(t), listenLoopback(t), listenLoopback(t)
-	origin := gateway.NewDemoOrigin()
+	origin := demo.New()
 	wg.Go(func() { _ = origin.Serve(ctx, oln) })
 	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, StoreStats: stats, Upstream: "http://" + oln.Addr().String()})
 	if err != nil {

@@ -4,6 +4,7 @@
 //
 //	edge [serve] [-config policies.hcl] [-listen ADDR] [-admin ADDR] [-store memory] [-dry-run] [-demo]
 //	edge validate [-config policies.hcl]
+//	edge test [-config policies.hcl]
 //	edge demo-origin [-listen ADDR]
 package main
 
@@ -26,6 +27,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/rules"
@@ -48,13 +50,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args, stderr)
 	case "validate":
 		return validate(args, stdout, stderr)
+	case "test":
+		return test(args, stdout, stderr)
 	case "demo-origin":
 		return demoOrigin(args, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: edge [serve|validate|demo-origin] [flags]; edge CMD -h for flags")
+		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|demo-origin] [flags]; edge CMD -h for flags")
 		return 0
 	}
-	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate or demo-origin)\n", cmd)
+	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test or demo-origin)\n", cmd)
 	return 2
 }
 
@@ -86,6 +90,11 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		*config = fs.Arg(0)
 	}
 	p, diags := rules.LoadFile(*config)
+	if !diags.HasErrors() {
+		// Test blocks are checked once the policy compiles: they name its rules.
+		_, td := parseTests(*config, p)
+		diags = append(diags, td...)
+	}
 	printDiags(stderr, *config, diags)
 	if diags.HasErrors() {
 		return 1
@@ -133,7 +142,7 @@ func serve(args []string, stderr io.Writer) int {
 	admin := fs.String("admin", "", "admin listener HOST:PORT (overrides the policy's admin_listen)")
 	store := fs.String("store", "", "counter store: memory, redis://HOST:PORT/DB or redis+cluster://H:P,H:P (overrides the policy's store)")
 	dryRun := fs.Bool("dry-run", false, "evaluate every rule, log and count would-be refusals, refuse nothing")
-	demo := fs.Bool("demo", false, "also run the built-in demo origin on the policy's upstream address")
+	withDemo := fs.Bool("demo", false, "also run the built-in demo origin on the policy's upstream address")
 	upstream := fs.String("upstream", "", "origin http://HOST:PORT (overrides the policy's upstream)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the node stops")
@@ -210,7 +219,7 @@ func serve(args []string, stderr io.Writer) int {
 	errc := make(chan error, 3)
 	running := 0
 
-	if *demo {
+	if *withDemo {
 		up := p.Upstream
 		if *upstream != "" {
 			up = *upstream
@@ -226,7 +235,7 @@ func serve(args []string, stderr io.Writer) int {
 			return 1
 		}
 		running++
-		go func() { errc <- gateway.NewDemoOrigin().Serve(ctx, ln) }()
+		go func() { errc <- demo.New().Serve(ctx, ln) }()
 		log.Info("demo origin listening", "addr", ln.Addr().String())
 	}
 	aln, err := net.Listen("tcp", srv.AdminAddr())
@@ -462,7 +471,7 @@ func demoOrigin(args []string, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stderr, "demo origin listening on %s\n", ln.Addr())
-	if err := gateway.NewDemoOrigin().Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+	if err := demo.New().Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "edge demo-origin:", err)
 		return 1
 	}
