@@ -18,7 +18,8 @@
 //   - Per-rule on_store_error (rules.Op.OnError). When the store cannot
 //     decide, every op of the call is answered from its rule's mode and
 //     marked rules.Result.StoreError: FailOpen allows, FailClosed refuses
-//     (the gateway answers 503: "we are in trouble", DESIGN §6), FailLocal
+//     (the gateway answers 503, RFC 9110 §15.6.4: docs/policy.md,
+//     "on_store_error"), FailLocal
 //     asks a local in-memory bucket (rules/memstore) running the same
 //     algorithm on the same key at the rule's limit and burst divided by the
 //     fleet size, rounded up, at least 1. The policy loader defaults the mode

@@ -9,7 +9,8 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
 
-// AdminHandler serves the admin listener (DESIGN §8): /healthz (the process
+// AdminHandler serves the admin listener (docs/architecture.md, "The admin
+// listener"): /healthz (the process
 // is up), /readyz (the node can serve; JSON body) and /metrics (Prometheus).
 func (s *Server) AdminHandler(ctx *fasthttp.RequestCtx) {
 	switch string(ctx.Path()) {
@@ -27,7 +28,8 @@ func (s *Server) AdminHandler(ctx *fasthttp.RequestCtx) {
 
 // readyz answers 200 while the node can serve, even with its store down:
 // a fleet sharing one sick Redis must not be pulled out of its load
-// balancer all at once (DESIGN §7). The body says "degraded" and why;
+// balancer all at once (docs/architecture.md, "The admin listener").
+// The body says "degraded" and why;
 // /readyz?strict=1 answers 503 when degraded. strict takes 1, true, yes or
 // on (or no value: ?strict) and 0, false, no or off, in any case; any other
 // value is a 400, so that a probe written with a spelling the node does

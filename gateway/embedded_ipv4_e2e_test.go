@@ -7,8 +7,8 @@ import (
 )
 
 // Issue 9, bypass 4: IPv6 addresses that embed an IPv4 address (6to4,
-// NAT64, Teredo, IPv4-compatible) count as that IPv4 (DESIGN §2.2,
-// docs/client-address.md), through the real server on loopback with the
+// NAT64, Teredo, IPv4-compatible) count as that IPv4
+// (docs/client-address.md), through the real server on loopback with the
 // shipped policies.hcl in front of the demo origin. Loopback is a trusted
 // proxy there, so X-Forwarded-For names the client.
 

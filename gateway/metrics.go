@@ -12,7 +12,8 @@ import (
 const numOutcomes = rules.NumOutcomes
 
 // metricOutcome is the `decision` label of edge_decisions_total for an
-// outcome (DESIGN §8), or "" for outcomes that are not decisions (a rule
+// outcome (docs/policy.md, "Decisions"), or "" for outcomes that are not
+// decisions (a rule
 // skipped for a missing optional identity). A 400 for an identity is
 // counted as the outcome names it, never as deny, which is a refusal for
 // the limit or the rule's action; a dry-run rule's would-be 400 is counted

@@ -10,7 +10,7 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-// Answers the edge gives itself, DESIGN §6.
+// Answers the edge gives itself (docs/policy.md, "Answers and headers").
 
 // bareBody is the whole body of the bare 429: nothing an attacker can
 // learn from (no rule, no capacity, no retry time).

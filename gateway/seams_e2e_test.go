@@ -361,7 +361,7 @@ func TestWindowsPathSpellings(t *testing.T) {
 
 // TestBadIdentityIsNotCountedAsDeny: a 400 for an identity is counted as
 // invalid_identity or missing_identity, as the outcome names it, never as
-// deny (DESIGN §8).
+// deny (docs/policy.md, "Decisions").
 func TestBadIdentityIsNotCountedAsDeny(t *testing.T) {
 	n := startNode(t, loadPolicy(t, "testdata/fixtures/policies/otp.hcl"), nodeOptions{})
 	tests := []struct {

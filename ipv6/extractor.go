@@ -259,7 +259,7 @@ func (e *Extractor) Trusted(a netip.Addr) bool {
 // an IPv4 address (6to4, Teredo, NAT64, IPv4-compatible: EmbeddedIPv4) is
 // that IPv4 address, so every key, budget and ceiling built on the client
 // treats one IPv4 host as one client however its address is spelled
-// (DESIGN §2.2, docs/client-address.md). Trust is decided before that, on
+// (docs/client-address.md). Trust is decided before that, on
 // the hops as sent. AppendForwardedFor keeps the address as sent.
 //
 // The result is unmapped and has no zone. It is valid whenever peer is.

@@ -79,8 +79,9 @@ func pathSpellingRequests(*attackRun) int64 {
 }
 
 // runPathSpelling: every spelling of /login that an origin routes to its
-// login handler must be held by the login rules as /login is (DESIGN
-// §2.3): each case is a new client logging in at one spelling. And every
+// login handler must be held by the login rules as /login is
+// (docs/host-and-path.md): each case is a new client logging in at one
+// spelling. And every
 // spelling of a path the policy denies outright must be denied: none may
 // reach the origin.
 func runPathSpelling(a *attackRun) error {
@@ -130,7 +131,8 @@ var overrideCases = []header{
 func methodOverrideRequests(*attackRun) int64 { return int64(len(overrideCases) * spellingRequests) }
 
 // runMethodOverride: a GET that an override header turns into a POST at
-// the origin is a POST to the login rules (DESIGN §2.3). Each case is a
+// the origin is a POST to the login rules (docs/host-and-path.md §3). Each
+// case is a
 // new client sending GET /login with one spelling; the gain counts the
 // requests that reached the origin as a POST: with method POST, or
 // carrying any spelling of an override header naming POST.
@@ -220,7 +222,7 @@ func (a *attackRun) hostCases() []hostCase {
 func hostConfusionRequests(a *attackRun) int64 { return int64(len(a.hostCases()) * spellingRequests) }
 
 // runHostConfusion: the host rules match is the host the origin receives
-// (DESIGN §2.3). It needs a login rule limited to -host (hosts =
+// (docs/host-and-path.md §1). It needs a login rule limited to -host (hosts =
 // [...]): loadtest/testdata/attacks-hosts.hcl is the shipped policy with
 // its login rules so limited. Each case is a new client logging in with
 // the protected host where an origin can read it and another where the
@@ -343,7 +345,8 @@ const mintTarget = "/trace/attacks-mint"
 // runCookieCycling: a client that drops its visitor cookie, forges one,
 // or collects many gains at most the visitor IDs the mint budget allows
 // (mint_limit per mint_period, per IP) and, in logins, the IP's cookieless
-// budget plus each ID's budget, all under the IP's ceiling (DESIGN §1;
+// budget plus each ID's budget, all under the IP's ceiling (docs/policy.md,
+// "The visitor characteristic";
 // cgnat.go measures the same with a crowd). One client: logins without a
 // cookie, then with forged ones, then fetches of new IDs from a path no
 // rule limits, then logins with each ID it was given.

@@ -124,11 +124,12 @@ type spoofCase struct {
 
 // runSpoofing: the counted client is the right-most address of the one
 // forwarding header the policy names that is not a trusted proxy, when the
-// peer is a trusted proxy, and the peer otherwise (DESIGN §2.2). Every
+// peer is a trusted proxy, and the peer otherwise (docs/client-address.md).
+// Every
 // case rotates a spoofed address on every login while the real client
 // stays; a gain over the one client's bound means the edge counted a
 // spoofed one. And no spoofed address may reach the origin, in any header
-// (DESIGN §2.6): the last line counts those that did.
+// (docs/host-and-path.md §5): the last line counts those that did.
 func runSpoofing(a *attackRun) error {
 	kind := a.m.p.ForwardedHeader
 	other := "Forwarded"
@@ -364,8 +365,9 @@ func ipv4Compatible(v netip.Addr, _ int) netip.Addr {
 }
 
 // runEmbeddedIPv4: an IPv6 address that embeds an IPv4 address (6to4,
-// NAT64, Teredo, IPv4-compatible) counts as that IPv4 address (DESIGN
-// §2.2). Each case spends a fresh IPv4 /24's signups from the IPv4 hosts
+// NAT64, Teredo, IPv4-compatible) counts as that IPv4 address
+// (docs/client-address.md). Each case spends a fresh IPv4 /24's signups
+// from the IPv4 hosts
 // themselves, then signs up again from their IPv6 spellings: the per-/24
 // rule must hold the two together to one /24's budget.
 func runEmbeddedIPv4(a *attackRun) error {

@@ -200,7 +200,8 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 //   - token_bucket, leaky_bucket: burst + ⌊span × limit / period⌋ (the
 //     bucket refills limit tokens per period, continuously, in µs);
 //   - fixed_window, sliding_window: limit per window touched, windows
-//     starting at multiples of the period since the Unix epoch (DESIGN §4;
+//     starting at multiples of the period since the Unix epoch
+//     (docs/policy.md, "Algorithms";
 //     the two-counter estimate never lets a window's own count pass limit);
 //     a calendar period (a day or more) counts one window more, since its
 //     boundaries follow a time zone;

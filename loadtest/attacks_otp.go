@@ -107,7 +107,8 @@ func phoneSpellings(e164 string) []phoneSpelling {
 func phoneFormatRequests(*attackRun) int64 { return int64(len(phoneSpellings("+12025550100"))) }
 
 // runPhoneFormat: every way of writing one number counts in one bucket
-// (POLICY.md, phone). One victim, one send per spelling, each from a new
+// (docs/policy.md, "Characteristics": phone). One victim, one send per
+// spelling, each from a new
 // client and without a cookie: no more than the per-phone limit may reach
 // the origin; the note names the spellings that did.
 func runPhoneFormat(a *attackRun) error {

@@ -16,7 +16,8 @@ const (
 	maxTraceSpan   = time.Minute
 )
 
-// knownAlgorithms is the report order of the algorithms DESIGN §4 names.
+// knownAlgorithms is the report order of the algorithms docs/policy.md
+// ("Algorithms") names.
 var knownAlgorithms = [...]string{"fixed_window", "sliding_log", "sliding_window", "token_bucket", "leaky_bucket", "gcra"}
 
 // traceFixture is testdata/fixtures/seed_trace.json: request times and, per
@@ -83,8 +84,8 @@ func (tr *traceFixture) window() time.Duration {
 	return secondsToDuration(tr.WindowSeconds)
 }
 
-// algorithms returns the fixture's algorithms: the known ones in DESIGN
-// order, then any others sorted.
+// algorithms returns the fixture's algorithms: the known ones in
+// knownAlgorithms order, then any others sorted.
 func (tr *traceFixture) algorithms() []string {
 	var out, other []string
 	for _, name := range knownAlgorithms {

@@ -280,7 +280,8 @@ func serve(args []string, stderr io.Writer) int {
 // openStore opens the counter store the policy (or the -store flag) names.
 // A Redis store is wrapped in failclosed (time budget, breaker, each rule's
 // on_store_error) and needs the key secret, secretLen bytes long, to be set
-// (a fleet must share one key space, DESIGN §4) and at least
+// (a fleet must share one key space: docs/host-and-path.md §7) and at
+// least
 // minRedisKeySecret bytes long (Redis holds the keyed hashes). The memory
 // store never fails and is used as is. fc is the failclosed wrapper and rs
 // the Redis store inside it, both nil for memory; closing st closes

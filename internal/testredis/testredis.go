@@ -1,6 +1,6 @@
 // Package testredis starts real redis-server processes on loopback for
 // tests that must kill, restart or slow a Redis (the store-failure tests of
-// DESIGN §7). It is for tests only.
+// docs/policy.md, "on_store_error"). It is for tests only.
 //
 // A test that needs a server calls Start, which skips the test when the
 // redis-server binary is not installed (CI installs Debian's redis-server,
