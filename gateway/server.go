@@ -21,8 +21,9 @@ import (
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
-// Server limits, DESIGN §2.1. Headers past ReadBufferSize answer 431 and
-// bodies past the policy's max_body_bytes answer 413.
+// Server limits (docs/architecture.md, "A request's path", step 1). Headers
+// past ReadBufferSize answer 431 and bodies past the policy's max_body_bytes
+// answer 413.
 const (
 	readTimeout     = 10 * time.Second
 	writeTimeout    = 10 * time.Second
@@ -270,7 +271,7 @@ func (s *Server) AdminAddr() string {
 }
 
 // NewHTTPServer returns the fasthttp server for the public handler, with
-// the timeouts and size caps of DESIGN §2.1.
+// the timeouts and size caps above (readTimeout, readBufferSize, …).
 func (s *Server) NewHTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                       s.Handler,
