@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -86,7 +87,7 @@ func newBenchSetup(tb testing.TB, peer, xff string) *benchSetup {
 
 func newBenchSetupWith(tb testing.TB, src, peer, xff string, cookie func(*Server, time.Time) []byte) *benchSetup {
 	tb.Helper()
-	p, diags := rules.Load("bench.hcl", []byte(src))
+	p, diags := builtin.Load("bench.hcl", []byte(src))
 	if diags.HasErrors() {
 		tb.Fatal(diags.Error())
 	}

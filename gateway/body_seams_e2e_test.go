@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -296,7 +297,7 @@ func TestBodySeams(t *testing.T) {
 // only in the query, is invalid (400 by invalid_identity's default), never
 // missing, or the origin would text a number no counter saw.
 func TestBodySeamsOnANonSensitiveRule(t *testing.T) {
-	p, diags := rules.Load("inline.hcl", []byte(`
+	p, diags := builtin.Load("inline.hcl", []byte(`
 edge {
   trusted_proxies = ["127.0.0.1/32", "::1/128"]
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -13,10 +12,6 @@ import (
 type KeyBudgets interface {
 	Budgets() []memstore.Budget
 }
-
-// mintBudgetLabel is the rule label of the visitor mint budget's keys,
-// which belong to no rule.
-const mintBudgetLabel = "(visitor mint)"
 
 // budgetCollector exports a memory store's per-rule key budgets
 // (docs/memory-store.md) at scrape time, labelled by the rule names of the
@@ -52,12 +47,12 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	p := c.s.Policy()
-	names := make(map[[8]byte]string, len(p.Rules)+1)
+	names := make(map[[8]byte]string, len(p.Rules)+len(p.Budgets()))
 	for _, r := range p.Rules {
 		names[r.ID] = r.Name
 	}
-	if p.Visitor != nil {
-		names[rules.MintBudgetID()] = mintBudgetLabel
+	for _, b := range p.Budgets() {
+		names[b.ID] = b.Name
 	}
 	for _, b := range c.kb.Budgets() {
 		name, ok := names[b.ID]

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
@@ -85,7 +86,7 @@ func loadPolicy(t testing.TB, rel string, replace ...string) *rules.Policy {
 		}
 		s = strings.ReplaceAll(s, replace[i], replace[i+1])
 	}
-	p, diags := rules.Load(path, []byte(s))
+	p, diags := builtin.Load(path, []byte(s))
 	if diags.HasErrors() {
 		t.Fatalf("loading %s: %s", rel, diags.Error())
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -33,7 +34,7 @@ func shippedPolicy(t *testing.T, storeKeys int, ruleKeys map[string]int) *rules.
 	for name, keys := range ruleKeys {
 		s = replaceOnce(t, s, regexp.MustCompile(`(?s)(rule "`+regexp.QuoteMeta(name)+`" \{[^}]*?max_keys\s*=\s*)\d+`), fmt.Sprint(keys))
 	}
-	p, diags := rules.Load(path, []byte(s))
+	p, diags := builtin.Load(path, []byte(s))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -137,7 +138,7 @@ func TestKeyFloodKeepsAVictimsCounter(t *testing.T) {
 		t.Errorf("origin got %d /otp/send, want the 3 before the limit", got)
 	}
 	share := maxKeys / 4
-	for rule, keys := range map[string]int{"api-per-ip": flood, "api-per-ip-shadow": flood, mintBudgetLabel: flood + 1} { // the victim's IP minted too
+	for rule, keys := range map[string]int{"api-per-ip": flood, "api-per-ip-shadow": flood, nat.MintBudgetName: flood + 1} { // the victim's IP minted too
 		if got, want := metric(t, n.reg, "edge_store_evictions_total", rule), float64(keys-share); got != want {
 			t.Errorf("edge_store_evictions_total{rule=%q}: got %v, want %v (the rule's keys beyond its %d)", rule, got, want, share)
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -187,21 +186,19 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 	}
 
 	rs.fields.r = &ctx.Request
-	var visitor nat.ID
-	visitorValid := false
+	rs.sc.Begin(p)
 	if st.signer != nil {
-		visitor, visitorValid = st.signer.Verify(ctx.Request.Header.Cookie(p.Visitor.Cookie), now)
+		id, valid := st.signer.Verify(ctx.Request.Header.Cookie(st.visitor.Cookie), now)
+		st.visitor.SetVisitor(rs.sc, id, valid)
 	}
 	rs.now = now
 	rs.req = rules.Request{
-		Method:       rs.method,
-		Overrides:    rs.overrides,
-		Host:         rs.host,
-		Path:         rs.match,
-		Client:       client,
-		Fields:       &rs.fields,
-		VisitorID:    visitor,
-		VisitorValid: visitorValid,
+		Method:    rs.method,
+		Overrides: rs.overrides,
+		Host:      rs.host,
+		Path:      rs.match,
+		Client:    client,
+		Fields:    &rs.fields,
 	}
 	rs.d = s.engine.Check(ctx, now, p, &rs.req, rs.sc)
 	return true
@@ -365,8 +362,8 @@ func (s *Server) visitorHeader(st *policyState, rs *reqState, req *fasthttp.Requ
 	if st.signer == nil {
 		return false
 	}
-	id, ok := rs.req.VisitorID, rs.req.VisitorValid
-	if !ok && d.Mint {
+	id, ok := st.visitor.Visitor(rs.sc)
+	if !ok && st.visitor.MayMint(rs.sc, d) {
 		rs.cookie, id = st.signer.Mint(rs.cookie[:0], rs.now)
 		ok, mint = true, true
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/testredis"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
@@ -173,7 +174,7 @@ type headerNode struct {
 
 func startHeaderNode(t *testing.T, src string, store rules.Store, upstream string) *headerNode {
 	t.Helper()
-	p, diags := rules.Load("headers.hcl", []byte(src))
+	p, diags := builtin.Load("headers.hcl", []byte(src))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

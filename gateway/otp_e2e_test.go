@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -324,7 +325,7 @@ rule "otp-send-countries" {
 	}
 	inline := func(t *testing.T, src string) *rules.Policy {
 		t.Helper()
-		p, diags := rules.Load("inline.hcl", []byte(src))
+		p, diags := builtin.Load("inline.hcl", []byte(src))
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
 		}

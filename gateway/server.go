@@ -116,6 +116,7 @@ type policyState struct {
 	upstream *fasthttp.HostClient
 	counters [][numOutcomes]prometheus.Counter // per rule, per outcome
 	signer   *nat.Signer                       // visitor IDs; nil without a visitor block
+	visitor  *nat.Config                       // the visitor block; nil without one
 	// upstreamHost and upstreamAuthority are the upstream's address in
 	// rules.AppendHost's forms: the host of an HTTP/1.0 request without
 	// one (requestHost).
@@ -189,7 +190,8 @@ func (s *Server) install(p *rules.Policy) error {
 	if st.upstreamAuthority, st.upstreamHost, ok = rules.AppendHost(nil, nil, []byte(hc.Addr)); !ok {
 		return fmt.Errorf("gateway: upstream address %q is not HOST:PORT", hc.Addr)
 	}
-	if v := p.Visitor; v != nil {
+	if v := nat.ConfigOf(p); v != nil {
+		st.visitor = v
 		if st.signer, err = s.visitorSigner(v); err != nil {
 			return err
 		}
@@ -211,7 +213,7 @@ func (s *Server) install(p *rules.Policy) error {
 // visitor block's secret_env: comma-separated, the first signs, all verify.
 // Unset, the node makes a random secret once (kept across reloads) and
 // warns: its cookies verify only on this node, until it restarts.
-func (s *Server) visitorSigner(v *rules.VisitorConfig) (*nat.Signer, error) {
+func (s *Server) visitorSigner(v *nat.Config) (*nat.Signer, error) {
 	var secrets [][]byte
 	if env := os.Getenv(v.SecretEnv); env != "" {
 		var err error

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/nat"
 )
 
 // The attacks scenario (issue 9): every attack class the edge must hold
@@ -210,7 +212,7 @@ func runAttacks(ctx context.Context, cfg config) error {
 		out:    cfg.stdout,
 	}
 	defer a.origin.close()
-	if v := m.p.Visitor; v != nil {
+	if v := nat.ConfigOf(m.p); v != nil {
 		a.cookie = v.Cookie
 	}
 	if !m.p.Client.Trusted(netip.MustParseAddr("127.0.0.1")) || !m.p.Client.Trusted(netip.IPv6Loopback()) {

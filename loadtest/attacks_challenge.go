@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/edge-gateway/edge/otp"
 )
 
 // challengeGuesses is otp-challenge's verify attempts, each naming another
@@ -21,7 +23,7 @@ func otpChallengeRequests(*attackRun) int64 { return 1 + challengeGuesses }
 // otp-verify-per-challenge-* rules are (found by trying the edge as an
 // attacker would, issue 9).
 func runOTPChallenge(a *attackRun) error {
-	if a.m.p.Identity == nil || len(a.m.p.Identity.Phone) == 0 || len(a.m.p.Identity.OTPSession) == 0 {
+	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 || len(otp.IdentityOf(a.m.p).OTPSession) == 0 {
 		a.skip("otp-challenge", "", fmt.Sprintf("the policy %s reads no phone or challenge (identity { phone, otp_session })", a.p.policy))
 		return nil
 	}

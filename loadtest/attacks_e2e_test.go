@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/rules"
@@ -193,7 +194,7 @@ func (f *forgetfulStore) Close() error { return f.inner.Load().Close() }
 // policy file at path.
 func startAttacksNode(t *testing.T, path string, st rules.Store) (edgeURL, originURL string) {
 	t.Helper()
-	p, diags := rules.LoadFile(path)
+	p, diags := builtin.LoadFile(path)
 	if diags.HasErrors() {
 		t.Fatalf("%s: %v", path, diags)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/otp"
 )
 
 // The key-flood class (issue 9, bypass 3): a flood of new keys on one
@@ -48,7 +50,7 @@ const sendLimitProbe = 20
 // to the victim that reached the origin, before and after the flood; the
 // bound, what the policy allows one phone over the whole case.
 func runKeyFlood(a *attackRun) error {
-	if a.m.p.Identity == nil || len(a.m.p.Identity.Phone) == 0 {
+	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
 		a.skip("key-flood", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
 		return nil
 	}

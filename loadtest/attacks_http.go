@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/nat"
 )
 
 // Attack classes on what the request is: path spellings, method
@@ -331,7 +333,7 @@ func sameHost(authority, host string) bool {
 
 func cookieCyclingRequests(a *attackRun) int64 {
 	mint := int64(10)
-	if v := a.m.p.Visitor; v != nil {
+	if v := nat.ConfigOf(a.m.p); v != nil {
 		mint = v.MintLimit
 	}
 	ids := mint + 5 + cookielessLogins
@@ -351,7 +353,7 @@ const mintTarget = "/trace/attacks-mint"
 // cookie, then with forged ones, then fetches of new IDs from a path no
 // rule limits, then logins with each ID it was given.
 func runCookieCycling(a *attackRun) error {
-	if a.m.p.Visitor == nil {
+	if nat.ConfigOf(a.m.p) == nil {
 		a.skip("cookie-cycling", "", fmt.Sprintf("the policy %s has no visitor block", a.p.policy))
 		return nil
 	}
@@ -406,7 +408,7 @@ func runCookieCycling(a *attackRun) error {
 		}
 		n++
 	}
-	for range a.m.p.Visitor.MintLimit + 5 {
+	for range nat.ConfigOf(a.m.p).MintLimit + 5 {
 		r := a.request(fasthttp.MethodGet, mintTarget)
 		a.clientHeader(r, client)
 		v, err := a.m.decide(canonReq{method: fasthttp.MethodGet, path: mintTarget, host: a.p.host, client: a.m.counted(client)})

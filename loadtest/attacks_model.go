@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/ipv6"
+	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -80,7 +82,7 @@ type policyModel struct {
 
 // loadPolicyModel loads the policy at path with the edge's compiler.
 func loadPolicyModel(path string, src []byte) (*policyModel, error) {
-	p, diags := rules.Load(path, src)
+	p, diags := builtin.Load(path, src)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("loading the policy %s: %s", path, diags.Error())
 	}
@@ -152,10 +154,13 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 		Client: r.client,
 		Fields: &modelFields{body: body},
 	}
-	if r.visitor != "" {
+	m.s.Begin(m.p)
+	vc := nat.ConfigOf(m.p)
+	if r.visitor != "" && vc != nil {
+		var id nat.ID
 		sum := sha256.Sum256([]byte(r.visitor))
-		copy(req.VisitorID[:], sum[:])
-		req.VisitorValid = true
+		copy(id[:], sum[:])
+		vc.SetVisitor(m.s, id, true)
 	}
 	d := m.e.Check(context.Background(), time.Now(), m.p, &req, m.s)
 	v := canonVerdict{refused: d.Verdict != rules.Forward}
@@ -184,11 +189,19 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 			v.cons = append(v.cons, constraint{role: 2*mt.Rule.Index + 1, name: mt.Rule.Name + " (IP ceiling)", key: cop.Key, op: cop})
 		}
 	}
-	if m.s.MintOp >= 0 {
-		op := m.s.Ops[m.s.MintOp]
+	if i := mintOp(vc, m.s); i >= 0 {
+		op := m.s.Ops[i]
 		v.mint = &constraint{role: -1, name: "visitor mint budget", key: op.Key, op: op}
 	}
 	return v, nil
+}
+
+// mintOp is the index of the request's mint budget op, or -1.
+func mintOp(vc *nat.Config, s *rules.Scratch) int {
+	if vc == nil {
+		return -1
+	}
+	return vc.MintOp(s)
 }
 
 // allowance returns the most takes op allows on one key from an empty

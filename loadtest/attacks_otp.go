@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/otp"
 )
 
 // Attack classes on the OTP routes: phone reformatting, Content-Type
@@ -112,7 +114,7 @@ func phoneFormatRequests(*attackRun) int64 { return int64(len(phoneSpellings("+1
 // client and without a cookie: no more than the per-phone limit may reach
 // the origin; the note names the spellings that did.
 func runPhoneFormat(a *attackRun) error {
-	if a.m.p.Identity == nil || len(a.m.p.Identity.Phone) == 0 {
+	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
 		a.skip("phone-format", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
 		return nil
 	}
@@ -195,7 +197,7 @@ func contentTypeRequests(*attackRun) int64 {
 // case guesses at one of the victim's real codes with the guesses in the
 // form.
 func runContentType(a *attackRun) error {
-	if a.m.p.Identity == nil || len(a.m.p.Identity.Phone) == 0 {
+	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
 		a.skip("content-type", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
 		return nil
 	}
@@ -354,7 +356,7 @@ func otpGuessingAttackRequests(*attackRun) int64 { return 1 + 2*attackGuesses }
 // and the codes sent that reach the origin are each held to what the
 // policy allows.
 func runOTPGuessingAttack(a *attackRun) error {
-	if a.m.p.Identity == nil || len(a.m.p.Identity.Phone) == 0 {
+	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
 		a.skip("otp-guessing", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
 		return nil
 	}
@@ -420,7 +422,7 @@ func smsPumpingRequests(a *attackRun) int64 { return otpBlockSize + int64(a.cfg.
 // every number of one numbering block once, then numbers of countries
 // outside the allow list, each from a new client.
 func runSMSPumping(a *attackRun) error {
-	if a.m.p.Identity == nil || len(a.m.p.Identity.Phone) == 0 {
+	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
 		a.skip("sms-pumping", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
 		return nil
 	}

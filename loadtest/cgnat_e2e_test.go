@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/rules"
@@ -42,7 +43,7 @@ func startEdgeOrigin(t *testing.T, path string, replace ...string) (edgeURL, ori
 		}
 		s = strings.ReplaceAll(s, replace[i], replace[i+1])
 	}
-	p, diags := rules.Load(path, []byte(s))
+	p, diags := builtin.Load(path, []byte(s))
 	if diags.HasErrors() {
 		t.Fatalf("%s: %v", path, diags)
 	}

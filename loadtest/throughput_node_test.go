@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
@@ -54,7 +55,7 @@ var _ rules.Store = downStore{}
 // base URL and its metrics URL.
 func startMetricsEdge(t *testing.T, st rules.Store, stats gateway.StoreStats) (base, metrics string) {
 	t.Helper()
-	p, diags := rules.Load("metrics.hcl", []byte(metricsPolicy))
+	p, diags := builtin.Load("metrics.hcl", []byte(metricsPolicy))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

@@ -2,21 +2,10 @@ package rules
 
 import "github.com/hashicorp/hcl/v2"
 
-// The types in this file are the HCL schema of policies.hcl, decoded with
-// gohcl; POLICY.md is the contract. Pointers mark optional attributes whose
+// The types in this file are the HCL schema of the blocks rules owns
+// (edge, store, rule), decoded with gohcl; docs/policy.md is the language. Pointers mark optional attributes whose
 // absence matters (a default applies). Each *Range field records where an
 // attribute's value sits, so compile diagnostics point at it.
-
-// fileConfig is a whole policy file.
-type fileConfig struct {
-	Edge     *edgeBlock     `hcl:"edge,block"`
-	Stores   []storeBlock   `hcl:"store,block"`
-	Identity *identityBlock `hcl:"identity,block"`
-	Visitor  *visitorBlock  `hcl:"visitor,block"`
-	Botscore *botscoreBlock `hcl:"botscore,block"`
-	Rules    []ruleBlock    `hcl:"rule,block"`
-	Tests    []testBlock    `hcl:"test,block"`
-}
 
 // edgeBlock is `edge { }`: the node's listeners, upstream and client-address
 // settings.
@@ -83,42 +72,6 @@ type storeBlock struct {
 	FleetSizeRange hcl.Range `hcl:"fleet_size,attr_value_range"`
 }
 
-// identityBlock is `identity { }`: where identities come from.
-type identityBlock struct {
-	Phone       hcl.Expression `hcl:"phone,optional"`
-	PhoneRegion *string        `hcl:"phone_region,optional"`
-	Account     hcl.Expression `hcl:"account,optional"`
-	OTPSession  hcl.Expression `hcl:"otp_session,optional"`
-
-	DefRange         hcl.Range `hcl:",def_range"`
-	PhoneRegionRange hcl.Range `hcl:"phone_region,attr_value_range"`
-}
-
-// visitorBlock is `visitor { }`: NAT-aware visitor IDs.
-type visitorBlock struct {
-	Cookie     *string `hcl:"cookie,optional"`
-	SecretEnv  *string `hcl:"secret_env,optional"`
-	MintLimit  *int    `hcl:"mint_limit,optional"`
-	MintPeriod *string `hcl:"mint_period,optional"`
-	MaxAge     *string `hcl:"max_age,optional"`
-	Secure     *bool   `hcl:"secure,optional"`
-
-	DefRange        hcl.Range `hcl:",def_range"`
-	MintPeriodRange hcl.Range `hcl:"mint_period,attr_value_range"`
-	MaxAgeRange     hcl.Range `hcl:"max_age,attr_value_range"`
-	MintLimitRange  hcl.Range `hcl:"mint_limit,attr_value_range"`
-}
-
-// botscoreBlock is `botscore { }`: MaxMind databases and hosting ASN lists.
-type botscoreBlock struct {
-	ASNDatabase       *string `hcl:"asn_database,optional"`
-	CountryDatabase   *string `hcl:"country_database,optional"`
-	AnonymousDatabase *string `hcl:"anonymous_database,optional"`
-	HostingASNs       *string `hcl:"hosting_asns,optional"`
-
-	DefRange hcl.Range `hcl:",def_range"`
-}
-
 // ruleBlock is `rule "NAME" { }`: a limit, a block or a log action.
 type ruleBlock struct {
 	Name string `hcl:"name,label"`
@@ -175,47 +128,10 @@ type ruleBlock struct {
 	MaxKeysRange         hcl.Range `hcl:"max_keys,attr_value_range"`
 }
 
-// whenBlock is a rule's `when { }`: conditions that must all hold.
+// whenBlock is a rule's `when { }`: conditions that must all hold. Its
+// attributes are the features' conditions (ConditionType), decoded one by
+// one.
 type whenBlock struct {
-	BotScoreBelow     *int           `hcl:"bot_score_below,optional"`
-	Hosting           *bool          `hcl:"hosting,optional"`
-	ASNIn             hcl.Expression `hcl:"asn_in,optional"`
-	CountryIn         hcl.Expression `hcl:"country_in,optional"`
-	CountryNotIn      hcl.Expression `hcl:"country_not_in,optional"`
-	PhoneCountryIn    hcl.Expression `hcl:"phone_country_in,optional"`
-	PhoneCountryNotIn hcl.Expression `hcl:"phone_country_not_in,optional"`
-	VisitorValid      *bool          `hcl:"visitor_valid,optional"`
-
+	Body     hcl.Body  `hcl:",remain"`
 	DefRange hcl.Range `hcl:",def_range"`
-}
-
-// testBlock is `test "NAME" { }`: a scripted request sequence with expected
-// decisions, run by `edge test`.
-type testBlock struct {
-	Name     string         `hcl:"name,label"`
-	Requests []requestBlock `hcl:"request,block"`
-	DefRange hcl.Range      `hcl:",def_range"`
-}
-
-// requestBlock is one request of a test block.
-type requestBlock struct {
-	After        *string        `hcl:"after,optional"`
-	Method       *string        `hcl:"method,optional"`
-	Path         *string        `hcl:"path,optional"`
-	From         *string        `hcl:"from,optional"`
-	JSON         hcl.Expression `hcl:"json,optional"`
-	Form         hcl.Expression `hcl:"form,optional"`
-	Headers      hcl.Expression `hcl:"headers,optional"`
-	Cookies      hcl.Expression `hcl:"cookies,optional"`
-	Visitor      *string        `hcl:"visitor,optional"`
-	OriginStatus *int           `hcl:"origin_status,optional"`
-	Repeat       *int           `hcl:"repeat,optional"`
-	Expect       *string        `hcl:"expect,optional"`
-	Rule         *string        `hcl:"rule,optional"`
-
-	DefRange    hcl.Range `hcl:",def_range"`
-	AfterRange  hcl.Range `hcl:"after,attr_value_range"`
-	FromRange   hcl.Range `hcl:"from,attr_value_range"`
-	ExpectRange hcl.Range `hcl:"expect,attr_value_range"`
-	RuleRange   hcl.Range `hcl:"rule,attr_value_range"`
 }

@@ -13,12 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edge-gateway/edge/ipv6"
-	"github.com/edge-gateway/edge/otp"
 )
 
-// Fields gives the Engine the request values a key may name. The gateway
-// implements it over its request without copying; a missing value is nil.
+// Fields gives the Engine's features the request values a key may name.
+// The gateway implements it over its request without copying; a missing
+// value is nil.
 type Fields interface {
 	Header(name []byte) []byte
 	Cookie(name []byte) []byte
@@ -26,15 +25,13 @@ type Fields interface {
 	// RawQuery returns the query string as sent, without the '?'.
 	RawQuery() []byte
 	// Body returns the request's Content-Type and body (already capped at
-	// max_body_bytes by the server). The Engine calls it only when a
-	// matching rule needs a body field, and parses the body at most once
-	// per identity.
+	// max_body_bytes by the server). Features call it only when a
+	// matching rule needs a body field.
 	Body() (contentType, body []byte)
 	// Cookies returns the request's cookies exactly as the origin
 	// receives them: the cookie-pairs of every Cookie field line, joined
-	// by "; " (RFC 6265 §4.2.1), or nil. The Engine calls it only for body
-	// identities, which must agree with a cookie of the same name
-	// (docs/body-identities.md §6).
+	// by "; " (RFC 6265 §4.2.1), or nil. Body identities must agree with a
+	// cookie of the same name (docs/body-identities.md §6).
 	Cookies() []byte
 }
 
@@ -46,7 +43,7 @@ type Request struct {
 	// Overrides are the methods named by X-HTTP-Method-Override,
 	// X-HTTP-Method and X-Method-Override, as AppendMethodTokens writes
 	// them ("POST GET "); the request is matched under each as well as its
-	// own (DESIGN §2.3).
+	// own (docs/host-and-path.md).
 	Overrides []byte
 	// Host is the host the request names (the absolute-form target's, or
 	// Host) in AppendHost's name form: lower case, no port, no trailing
@@ -58,12 +55,8 @@ type Request struct {
 	// IPv6 address that embeds an IPv4 address is that IPv4 address
 	// (docs/client-address.md). Never invalid.
 	Client netip.Addr
-	// Fields looks up headers, cookies and query parameters.
+	// Fields looks up headers, cookies, query parameters and the body.
 	Fields Fields
-	// VisitorID is the visitor cookie's ID when VisitorValid (the gateway
-	// verifies the cookie's signature and age).
-	VisitorID    [16]byte
-	VisitorValid bool
 }
 
 // Outcome is what one matching rule decided.
@@ -148,29 +141,27 @@ type Decision struct {
 	Refusing *Rule
 	// StoreErr is the store's error when it could not decide.
 	StoreErr error
-	// Mint is true when the request is forwarded without a valid visitor
-	// cookie and the IP's mint budget allowed a new visitor ID.
-	Mint bool
 	// Settle is true when a rule that counted the request needs the
-	// origin's answer (reset_on_success): call Engine.Settle after it.
+	// origin's answer (a Hook: reset_on_success): call Engine.Settle after
+	// it.
 	Settle bool
 }
 
 // Scratch is the per-request working memory of Check, reused through a
-// pool so the decision path allocates nothing.
+// pool so the decision path allocates nothing. A request's use of it
+// starts with Begin (features' memo slots) and ends when it is reused.
 type Scratch struct {
-	// MintOp is the index of the visitor mint-budget op, or -1.
-	MintOp int
-	// BodyParsed reports whether the request's body was parsed for an
-	// identity (only matching rules that need one cause it).
+	// BodyParsed reports whether the request's body was read for an
+	// identity (only matching rules that need one cause it). Features set
+	// it.
 	BodyParsed bool
-	phone      identity // phone number, resolved at most once
-	session    identity // OTP session id, resolved at most once
-	settle     []Op     // post-response ops (reset_on_success)
-	settleRes  []Result
 	Matches    []Match
 	Ops        []Op
 	Res        []Result
+	memo       []Memo
+	begun      *Policy // the policy Begin prepared the memo slots for
+	settle     []Op    // post-response ops (Hooks)
+	settleRes  []Result
 	buf        []byte // encoded key values, for the keyed hash
 	prev       []byte // the previous key's encoded values
 	prevSum    [15]byte
@@ -191,10 +182,34 @@ func NewScratch(n int) *Scratch {
 	}
 }
 
+// Begin starts a request under p: it clears every memo slot p's features
+// use, so nothing resolved for one request is seen by the next. A caller
+// that fills memo slots before Check (the gateway sets the verified
+// visitor ID) calls Begin first; Check calls it when the caller did not.
+func (s *Scratch) Begin(p *Policy) {
+	if cap(s.memo) < p.slots {
+		s.memo = make([]Memo, p.slots) // once per pooled Scratch and policy size
+	}
+	s.memo = s.memo[:p.slots]
+	for i := range s.memo {
+		m := &s.memo[i]
+		m.Done, m.Status, m.Value, m.Op = false, Missing, m.Value[:0], -1
+	}
+	s.begun = p
+}
+
+// Memo returns memo slot i (Compiler.Slot) of the current request.
+func (s *Scratch) Memo(i int) *Memo { return &s.memo[i] }
+
+// AddOp adds op to the request's store call and returns its index in Ops
+// (and, after Check, in Res). Only a RequestHook's BeforeStore may call it.
+func (s *Scratch) AddOp(op Op) int {
+	s.Ops = append(s.Ops, op)
+	return len(s.Ops) - 1
+}
+
 func (s *Scratch) reset() {
-	s.MintOp = -1
 	s.BodyParsed = false
-	s.phone, s.session = identity{}, identity{}
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
@@ -253,6 +268,10 @@ func (e *Engine) Store() Store { return e.store }
 // when any matching rule counts. The matches, ops and results stay in s for
 // the caller (response headers, metrics) until s is reused.
 func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch) Decision {
+	if s.begun != p {
+		s.Begin(p)
+	}
+	s.begun = nil // the next request begins afresh
 	s.reset()
 	if s.owner != e {
 		// Once per pooled Scratch: crypto/hmac keeps the keyed inner and
@@ -269,15 +288,15 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		if !r.matches(req) {
 			continue
 		}
-		cond := e.conditions(r, p, req, s)
-		if cond == condNotMet || (cond == condInvalid && r.InvalidIdentity != IdentityReject) {
+		cond := r.conditions(req, s)
+		if cond == Missing || (cond == Invalid && r.InvalidIdentity != IdentityReject) {
 			continue
 		}
 		if r.Sensitive {
 			d.Sensitive = true
 		}
 		m := Match{Rule: r, Op: -1, CeilingOp: -1, Enforce: !(nodeDry || r.DryRun || r.Action == ActionLog)}
-		if cond == condInvalid {
+		if cond == Invalid {
 			// A condition on an identity that is present but invalid cannot
 			// be decided: the rule rejects as a key on that identity would
 			// (invalid_identity), never as its action, so garbage gets one
@@ -303,22 +322,22 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			s.Matches = append(s.Matches, m)
 			continue
 		}
-		key, status := e.key(r, p, req, s, false)
+		key, status := e.key(r, req, s, false)
 		switch {
-		case status == keyInvalid && r.InvalidIdentity == IdentityReject:
+		case status == Invalid && r.InvalidIdentity == IdentityReject:
 			m.Outcome = OutcomeInvalid
 			if m.Enforce {
 				invalid = true
 			}
-		case status == keyMissing && r.MissingIdentity == IdentityReject:
+		case status == Missing && r.MissingIdentity == IdentityReject:
 			m.Outcome = OutcomeMissing
 			if m.Enforce {
 				missing = true
 			}
-		case status != keyPresent:
+		case status != Present:
 			m.Outcome = OutcomeSkip
 		}
-		if status != keyPresent {
+		if status != Present {
 			s.Matches = append(s.Matches, m)
 			continue
 		}
@@ -341,7 +360,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			// All visitors of one IP share a ceiling (key: the IP instead
 			// of the visitor), in the same call, so stockpiled visitor IDs
 			// cannot multiply a client's budget.
-			ck, _ := e.key(r, p, req, s, true)
+			ck, _ := e.key(r, req, s, true)
 			m.CeilingOp = len(s.Ops)
 			op := s.Ops[m.Op]
 			op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
@@ -350,17 +369,10 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		s.Matches = append(s.Matches, m)
 	}
 	missing = missing || invalid // both reject with 400, charging the others as attempts
-	if v := p.Visitor; v != nil && !req.VisitorValid && !denyAction && !missing {
-		// The mint budget: a GCRA bucket per IP of mint_limit per
-		// mint_period. Not enforcing: decided like a dry-run op, it never
-		// refuses and consumes only when the request is forwarded, so a
-		// refused request never gets a cookie.
-		s.MintOp = len(s.Ops)
-		s.Ops = append(s.Ops, Op{
-			Kind: OpTake, Algorithm: GCRA, Key: e.mintKey(req, p, s),
-			Limit: v.MintLimit, Burst: v.MintLimit, PeriodUS: v.MintPeriod.Microseconds(),
-			Cost: 1, OnError: FailLocal, MaxKeys: int32(v.MintMaxKeys),
-		})
+	if !denyAction && !missing {
+		for _, h := range p.requestHooks {
+			h.BeforeStore(req, s)
+		}
 	}
 	if len(s.Ops) > 0 {
 		if denyAction || missing {
@@ -427,11 +439,8 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			m.Outcome = OutcomeDryRunDeny
 		}
 	}
-	if s.MintOp >= 0 && d.Refusing == nil && d.Verdict == Forward && !missing {
-		d.Mint = s.Res[s.MintOp].Allowed
-	}
 	for i := range s.Matches {
-		if m := &s.Matches[i]; m.Rule.ResetOnSuccess && m.Op >= 0 && m.Outcome == OutcomeAllow {
+		if m := &s.Matches[i]; len(m.Rule.Hooks) > 0 && m.Op >= 0 && m.Outcome == OutcomeAllow {
 			d.Settle = true
 		}
 	}
@@ -525,9 +534,6 @@ func (r *Rule) matches(req *Request) bool {
 	if !r.matchPath(req.Path) || !r.matchHost(req.Host) {
 		return false
 	}
-	if r.WhenVisitorValid != nil && *r.WhenVisitorValid != req.VisitorValid {
-		return false
-	}
 	if r.matchMethod(req.Method) {
 		return true
 	}
@@ -545,14 +551,16 @@ func (r *Rule) matches(req *Request) bool {
 }
 
 // key encodes r's characteristic values for req and returns the counter
-// key. present is false when a value the key needs is absent or empty:
-// nothing ever becomes an empty or shared key.
+// key, with Present; Missing when a value the key needs is absent or empty
+// (nothing ever becomes an empty or shared key), Invalid when one is
+// unusable.
 //
-// ceiling builds the key of a visitor rule's IP ceiling: the visitor
-// characteristic counts as its IP alone.
-func (e *Engine) key(r *Rule, p *Policy, req *Request, s *Scratch, ceiling bool) (k Key, status keyStatus) {
+// ceiling builds the key of the rule's ceiling (IPCeiling): the
+// characteristic with a ceiling counts by its coarser value (a visitor by
+// its IP).
+func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, status Status) {
 	copy(k[0:8], r.ID[:])
-	k[8] = byte(r.Key[0].Kind)
+	k[8] = r.keyTags[0]
 	if len(r.Key) > 1 {
 		k[8] |= 0x80
 	}
@@ -560,315 +568,51 @@ func (e *Engine) key(r *Rule, p *Policy, req *Request, s *Scratch, ceiling bool)
 		k[8] |= 0x40
 	}
 	buf := s.buf[:0]
-	for _, ch := range r.Key {
-		buf = append(buf, byte(ch.Kind))
-		switch ch.Kind {
-		case CharIP:
-			buf = ipv6.AppendKey(buf, req.Client, r.IPv4Prefix, r.IPv6Prefix)
-		case CharVisitor:
-			// IP + visitor ID with a valid cookie; the IP's cookieless
-			// bucket otherwise (tampered, expired, unknown secret, absent).
-			buf = ipv6.AppendKey(buf, req.Client, r.IPv4Prefix, r.IPv6Prefix)
-			switch {
-			case ceiling:
-			case req.VisitorValid:
-				buf = append(buf, 1)
-				buf = append(buf, req.VisitorID[:]...)
-			default:
-				buf = append(buf, 0)
-			}
-		case CharRoute:
-			buf = appendValue(buf, req.Path)
-		case CharGlobal:
-		case CharHeader, CharCookie, CharQuery:
-			var v []byte
-			if req.Fields != nil {
-				switch ch.Kind {
-				case CharHeader:
-					v = req.Fields.Header(ch.Name)
-				case CharCookie:
-					v = req.Fields.Cookie(ch.Name)
-				default:
-					v = req.Fields.Query(ch.Name)
-				}
-			}
-			if len(v) == 0 {
-				s.buf = buf
-				return k, keyMissing
-			}
-			buf = appendValue(buf, v)
-		case CharJSON, CharForm:
-			v, st := e.bodyField(ch.Source, nil, req, s)
-			if st != keyPresent {
-				return k, st
-			}
-			buf = appendValue(buf, []byte(v))
-		case CharPhone, CharPhoneRange, CharPhoneCountry, CharOTPSession:
-			ph := e.resolvePhone(p, req, s)
-			if ph.status != keyPresent {
-				return k, ph.status
-			}
-			switch ch.Kind {
-			case CharPhone:
-				buf = appendValue(buf, []byte(ph.phone.E164))
-			case CharPhoneRange:
-				buf = appendValue(buf, []byte(ph.phone.Range()))
-			case CharPhoneCountry:
-				buf = appendValue(buf, []byte(ph.phone.Region))
-			case CharOTPSession:
-				ss := e.resolveSession(p, req, s)
-				if ss.status != keyPresent {
-					return k, ss.status
-				}
-				buf = otp.AppendSessionKey(buf, ph.phone.E164, ss.value)
-			}
-		default:
-			s.buf = buf
-			return k, keyMissing
+	for i, ch := range r.Key {
+		buf = append(buf, r.keyTags[i])
+		if ceiling && i == r.ceilingChar {
+			buf, status = ch.(CeilingCharacteristic).AppendCeiling(buf, req, s)
+		} else {
+			buf, status = ch.AppendValue(buf, req, s)
+		}
+		if status != Present {
+			return k, status
 		}
 	}
 	s.buf = buf
 	copy(k[9:], s.valueHash(buf))
-	return k, keyPresent
+	return k, Present
 }
 
-// keyStatus says whether a rule's key values are all present and valid.
-type keyStatus uint8
-
-const (
-	keyPresent keyStatus = iota
-	keyMissing
-	keyInvalid
-)
-
-// identity is an identity resolved for one request.
-type identity struct {
-	resolved bool
-	status   keyStatus
-	phone    otp.Phone
-	value    string
-}
-
-// lookup reads one identity source of an identity whose sources are all
-// (the identity block's list, which holds src). A body field is read the
-// way the origin's parser would (bodyField): an ambiguous, malformed or
-// unreadable one is invalid, never a guess.
-func (e *Engine) lookup(src otp.Source, all []otp.Source, req *Request, s *Scratch) (string, keyStatus) {
-	if req.Fields == nil {
-		return "", keyMissing
-	}
-	var v []byte
-	switch src.Kind {
-	case otp.SourceHeader:
-		v = req.Fields.Header([]byte(src.Name))
-	case otp.SourceQuery:
-		// Read as origins read it: a parameter given twice with
-		// different values is ambiguous, hence invalid.
-		q, found, err := otp.QueryField(req.Fields.RawQuery(), src.Name)
-		switch {
-		case err != nil:
-			return "", keyInvalid
-		case !found || q == "":
-			return "", keyMissing
-		}
-		// Origins that merge the query and the body read a body field of
-		// the name first (Go's FormValue, Rails' params): when the
-		// identity lists one, the body must agree with the query
-		// (docs/body-identities.md §6).
-		for _, b := range all {
-			if b.MergedName() == src.Name {
-				if _, st := e.bodyField(b, all, req, s); st == keyInvalid {
-					return "", keyInvalid
-				}
-			}
-		}
-		return q, keyPresent
-	case otp.SourceCookie:
-		v = req.Fields.Cookie([]byte(src.Name))
-	case otp.SourceJSON, otp.SourceForm:
-		return e.bodyField(src, all, req, s)
-	}
-	if len(v) == 0 {
-		return "", keyMissing
-	}
-	return string(v), keyPresent
-}
-
-// contentEncoding is the header that makes a body identity unreadable.
-var contentEncoding = []byte("Content-Encoding")
-
-// bodyField reads a json: or form: field from the body, only where every
-// origin reads the same value (docs/body-identities.md). all is the
-// identity's list of sources (nil for a key that names the field itself).
-//
-//   - a request with a Content-Encoding is invalid (§3: Express inflates
-//     gzip and deflate bodies, other stacks read the compressed bytes);
-//   - a body otp.BodyKind finds ambiguous or unreadable is invalid (§1,
-//     §2: a Content-Type that does not parse, names another type or
-//     charset, or is missing before a body; multipart; a BOM);
-//   - a JSON or form body is read by the source of its format (a source
-//     of the other format is missing: the next source is tried), and
-//     malformed, ambiguous or non-string fields are invalid (§4, §5);
-//   - the field's name in the query string or a cookie must agree with
-//     the body's reading (§6: PHP's $_REQUEST, Go's FormValue, Flask's
-//     request.values and Rails' params merge them). A name only in the
-//     query, the body lacking it or having none, is missing when all
-//     lists a query: source of that name (which reads it as the merging
-//     origin does) and invalid otherwise: a rule that skips a missing
-//     identity would let the origin act on a value no counter saw.
-func (e *Engine) bodyField(src otp.Source, all []otp.Source, req *Request, s *Scratch) (string, keyStatus) {
-	if req.Fields == nil {
-		return "", keyMissing
-	}
-	ct, body := req.Fields.Body()
-	s.BodyParsed = true
-	if len(req.Fields.Header(contentEncoding)) > 0 {
-		return "", keyInvalid
-	}
-	kind := otp.BodyKind(ct, body)
-	if kind != otp.BodyNone && kind != otp.BodyAmbiguous && kind != otp.BodyUnreadable && kind != src.Body() {
-		return "", keyMissing // a body of the other format: its source reads it
-	}
-	v, found, err := src.BodyField(kind, body)
-	if err != nil {
-		return "", keyInvalid
-	}
-	switch err := src.CheckMerged(req.Fields.RawQuery(), req.Fields.Cookies(), v, found); {
-	case err == nil:
-	case err == otp.ErrOnlyInQuery && hasQuerySource(all, src.MergedName()):
-		return "", keyMissing
-	default:
-		return "", keyInvalid
-	}
-	if !found || v == "" {
-		return "", keyMissing
-	}
-	return v, keyPresent
-}
-
-// hasQuerySource reports whether all lists query:name.
-func hasQuerySource(all []otp.Source, name string) bool {
-	for _, o := range all {
-		if o.Kind == otp.SourceQuery && o.Name == name && name != "" {
-			return true
+// conditions evaluates r's when { } conditions: Present when all hold,
+// Missing when one does not (or its identity is absent), Invalid when one
+// needs an identity that is present but unusable (the rule's
+// invalid_identity decides; no condition may decide garbage).
+func (r *Rule) conditions(req *Request, s *Scratch) Status {
+	for _, c := range r.Conditions {
+		if st := c.Eval(req, s); st != Present {
+			return st
 		}
 	}
-	return false
-}
-
-// resolvePhone finds the request's phone number, at most once per request:
-// the first of the identity block's phone sources that is present, in
-// E.164. Present but not a possible number: invalid.
-func (e *Engine) resolvePhone(p *Policy, req *Request, s *Scratch) *identity {
-	id := &s.phone
-	if id.resolved {
-		return id
-	}
-	id.resolved, id.status = true, keyMissing
-	if p.Identity == nil {
-		return id
-	}
-	for _, src := range p.Identity.Phone {
-		v, st := e.lookup(src, p.Identity.Phone, req, s)
-		if st == keyMissing {
-			continue
-		}
-		if st == keyInvalid {
-			id.status = keyInvalid
-			return id
-		}
-		ph, err := otp.Normalize(v, p.Identity.PhoneRegion)
-		if err != nil {
-			id.status = keyInvalid
-			return id
-		}
-		id.phone, id.status = ph, keyPresent
-		return id
-	}
-	return id
-}
-
-// resolveSession finds the request's OTP session id, at most once.
-func (e *Engine) resolveSession(p *Policy, req *Request, s *Scratch) *identity {
-	id := &s.session
-	if id.resolved {
-		return id
-	}
-	id.resolved, id.status = true, keyMissing
-	if p.Identity == nil {
-		return id
-	}
-	for _, src := range p.Identity.OTPSession {
-		v, st := e.lookup(src, p.Identity.OTPSession, req, s)
-		if st == keyMissing {
-			continue
-		}
-		id.value, id.status = v, st
-		if st == keyPresent && len(v) > 256 {
-			id.status = keyInvalid
-		}
-		return id
-	}
-	return id
-}
-
-// condStatus is what a rule's when { } conditions make of a request.
-type condStatus uint8
-
-const (
-	condMet     condStatus = iota // every condition holds
-	condNotMet                    // a condition does not hold, or its identity is absent
-	condInvalid                   // a condition needs an identity that is present but invalid
-)
-
-// conditions evaluates a rule's when { } conditions that need request
-// features (the phone's country). A request without a phone meets no
-// phone-country condition (the rule does not apply); one whose phone is
-// present but invalid (it does not parse, is not a possible number, or its
-// body field is ambiguous) is condInvalid, for the rule's invalid_identity
-// to decide: no country can be told from garbage, so neither
-// phone_country_in nor phone_country_not_in may decide it.
-func (e *Engine) conditions(r *Rule, p *Policy, req *Request, s *Scratch) condStatus {
-	for _, c := range r.WhenPhoneCountry {
-		ph := e.resolvePhone(p, req, s)
-		switch ph.status {
-		case keyInvalid:
-			return condInvalid
-		case keyMissing:
-			return condNotMet
-		}
-		in := false
-		for _, cc := range c.Countries {
-			if ph.phone.Region == cc {
-				in = true
-				break
-			}
-		}
-		if in == c.Not {
-			return condNotMet
-		}
-	}
-	return condMet
+	return Present
 }
 
 // Settle runs what happens after the origin answered, in one more store
-// call and only when a matching rule needs it: reset_on_success clears the
-// rule's counter for the key when the answer is a success (the origin's
-// X-Edge-Outcome, "success" or "failure", overrides the status). It reports
-// whether it called the store.
+// call and only when a matching rule needs it: each counted and allowed
+// rule's Hooks (reset_on_success clears the rule's counter for the key when
+// the answer is a success; the origin's X-Edge-Outcome, "success" or
+// "failure", overrides the status). It reports whether it called the
+// store.
 func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status int, outcome []byte) (bool, error) {
 	s.settle = s.settle[:0]
 	for i := range s.Matches {
 		m := &s.Matches[i]
-		if m.Op < 0 || !m.Rule.ResetOnSuccess || m.Outcome != OutcomeAllow {
+		if m.Op < 0 || m.Outcome != OutcomeAllow {
 			continue
 		}
-		if !isSuccess(m.Rule, status, outcome) {
-			continue
+		for _, h := range m.Rule.Hooks {
+			s.settle = h.AfterOrigin(m, &s.Ops[m.Op], status, outcome, s.settle)
 		}
-		op := s.Ops[m.Op]
-		op.Kind = OpReset
-		s.settle = append(s.settle, op)
 	}
 	if len(s.settle) == 0 {
 		return false, nil
@@ -880,15 +624,30 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 	return true, e.store.Take(ctx, now, s.settle, s.settleRes)
 }
 
-// isSuccess classifies the origin's answer for a rule.
-func isSuccess(r *Rule, status int, outcome []byte) bool {
+// resetOnSuccess is reset_on_success: the Hook that clears a rule's counter
+// for the key once the origin's answer is a success.
+type resetOnSuccess struct{ success []int }
+
+func (h resetOnSuccess) AfterOrigin(m *Match, counted *Op, status int, outcome []byte, ops []Op) []Op {
+	if !IsSuccess(h.success, status, outcome) {
+		return ops
+	}
+	op := *counted
+	op.Kind = OpReset
+	return append(ops, op)
+}
+
+// IsSuccess classifies the origin's answer: X-Edge-Outcome "success" or
+// "failure" when the origin sent one, else whether status is one of
+// success (a rule's success_status).
+func IsSuccess(success []int, status int, outcome []byte) bool {
 	switch string(outcome) {
 	case "success":
 		return true
 	case "failure":
 		return false
 	}
-	for _, st := range r.SuccessStatus {
+	for _, st := range success {
 		if st == status {
 			return true
 		}
@@ -910,23 +669,22 @@ func (s *Scratch) valueHash(buf []byte) []byte {
 	return s.prevSum[:]
 }
 
-// mintKeyID names the mint-budget counters, as a rule's ID names its own.
-var mintKeyID = ruleID("\x00visitor-mint")
-
-// mintKey is the key of the IP's visitor mint budget, at the policy's
-// client grouping.
-func (e *Engine) mintKey(req *Request, p *Policy, s *Scratch) Key {
+// HashKey returns the counter key of a RequestHook's op: id names the
+// counters as a rule's ID does, tag marks the value as a characteristic's
+// tag does, and buf holds the encoded value (the keyed hash covers it).
+// buf must be caller-owned; it is not kept.
+func (s *Scratch) HashKey(id [8]byte, tag byte, buf []byte) Key {
 	var k Key
-	copy(k[0:8], mintKeyID[:])
-	k[8] = byte(CharIP)
-	s.buf = ipv6.AppendKey(s.buf[:0], req.Client, p.IPv4Prefix, p.IPv6Prefix)
-	copy(k[9:], s.valueHash(s.buf))
+	copy(k[0:8], id[:])
+	k[8] = tag
+	copy(k[9:], s.valueHash(buf))
 	return k
 }
 
-// appendValue appends a length-prefixed value, so "ab"+"c" and "a"+"bc"
-// never encode alike.
-func appendValue(buf, v []byte) []byte {
+// AppendValue appends a length-prefixed value, so "ab"+"c" and "a"+"bc"
+// never encode alike: the encoding characteristics use for a value of
+// their own.
+func AppendValue[T ~string | ~[]byte](buf []byte, v T) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(v)))
 	return append(buf, v...)
 }

@@ -5,8 +5,9 @@ import (
 	"encoding/binary"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/edge-gateway/edge/ipv6"
-	"github.com/edge-gateway/edge/otp"
 )
 
 // Policy is a compiled, validated policies.hcl. It is immutable once Load
@@ -48,14 +49,47 @@ type Policy struct {
 	// Sensitive reports whether any rule is sensitive.
 	Sensitive bool
 
-	// Visitor is the visitor block, nil without one.
-	Visitor *VisitorConfig
-	// Identity is the identity block, nil without one.
-	Identity *IdentityConfig
-
 	// headerNames are the request headers the policy reads (HeaderNames).
 	headerNames []string
+	// blocks are the feature blocks' compiled values, by block type, in
+	// file order (Block, Blocks).
+	blocks map[string][]any
+	// slots is the number of memo slots the features use (Compiler.Slot).
+	slots int
+	// requestHooks run in every request (Compiler.AddRequestHook).
+	requestHooks []RequestHook
+	// budgets are the key budgets of counters that are not a rule's
+	// (Compiler.KeyBudget).
+	budgets []*Budget
 }
+
+// Block returns the compiled value of the first block of type typ (a
+// feature's BlockType.Decode result), or nil.
+func (p *Policy) Block(typ string) any {
+	if bs := p.blocks[typ]; len(bs) > 0 {
+		return bs[0]
+	}
+	return nil
+}
+
+// Blocks returns the compiled values of every block of type typ, in file
+// order. The caller must not modify the slice.
+func (p *Policy) Blocks(typ string) []any { return p.blocks[typ] }
+
+// Budget is the memory-store key budget of counters that belong to a
+// feature rather than a rule (the visitor mint budget): keys whose first
+// eight bytes are ID hold at most MaxKeys keys (docs/memory-store.md).
+type Budget struct {
+	ID [8]byte
+	// Name labels the budget's metrics ("(visitor mint)").
+	Name string
+	// MaxKeys is the budget's share of the store's max_keys.
+	MaxKeys int
+}
+
+// Budgets returns the key budgets of the policy's counters that are not a
+// rule's. The caller must not modify them.
+func (p *Policy) Budgets() []*Budget { return p.budgets }
 
 // HeaderNames returns the names of the request headers the policy reads:
 // every rule key's header:NAME and every identity source's header:NAME,
@@ -65,53 +99,14 @@ type Policy struct {
 // policy read only under the spelling it read (docs/host-and-path.md §3).
 func (p *Policy) HeaderNames() []string { return p.headerNames }
 
-// IdentityConfig is the `identity { }` block: where identities come from,
-// each a list of sources tried in order.
-type IdentityConfig struct {
-	Phone      []otp.Source
-	OTPSession []otp.Source
-	// PhoneRegion is the default region of national-format numbers.
-	PhoneRegion string
-}
-
-// PhoneCountryCond is a phone_country_in (Not false) or
-// phone_country_not_in (Not true) condition. A request without a phone
-// meets neither; one whose phone does not parse is decided by the rule's
-// invalid_identity (reject: 400, charged to the per-client rules; skip:
-// the rule does not apply), never by the country lists.
-type PhoneCountryCond struct {
-	Countries []string
-	Not       bool
-}
-
-// VisitorConfig is the `visitor { }` block: NAT-aware visitor IDs.
-type VisitorConfig struct {
-	// Cookie is the cookie's name (default "__edge_vid").
-	Cookie string
-	// SecretEnv names the environment variable of the signing secrets,
-	// comma-separated, the first signs (default "EDGE_VISITOR_SECRETS").
-	SecretEnv string
-	// MintLimit new IDs per MintPeriod per IP: a GCRA bucket of that rate
-	// with a burst of MintLimit (defaults 10 per minute).
-	MintLimit  int64
-	MintPeriod time.Duration
-	// MaxAge is the cookie's lifetime (default 720h).
-	MaxAge time.Duration
-	// Secure sets the cookie's Secure attribute (default true).
-	Secure bool
-	// MintMaxKeys is the mint budget's key budget in the memory store (one
-	// key per IP): its share of the store's max_keys (StoreConfig.MaxKeys).
-	MintMaxKeys int
-}
-
 // StoreConfig is the policy's `store` block.
 type StoreConfig struct {
 	// Kind is "memory" (the default) or "redis".
 	Kind string
 	// MaxKeys is the memory store's max_keys (default 100000): the keys of
-	// the rules that set no max_keys of their own and of the visitor mint
-	// budget, split evenly among them (Rule.MaxKeys,
-	// VisitorConfig.MintMaxKeys; docs/memory-store.md).
+	// the rules that set no max_keys of their own and of the features'
+	// budgets, split evenly among them (Rule.MaxKeys, Budget.MaxKeys;
+	// docs/memory-store.md).
 	MaxKeys int
 	// URL is the Redis address for Kind "redis".
 	URL string
@@ -119,73 +114,6 @@ type StoreConfig struct {
 	Timeout time.Duration
 	// FleetSize divides limits for the "local" fallback (default 1).
 	FleetSize int
-}
-
-// CharKind is the kind of a characteristic in a rule's key.
-type CharKind uint8
-
-// Characteristic kinds, as POLICY.md names them.
-const (
-	CharIP CharKind = iota + 1
-	CharVisitor
-	CharHeader
-	CharCookie
-	CharQuery
-	CharJSON
-	CharForm
-	CharPhone
-	CharPhoneRange
-	CharPhoneCountry
-	CharAccount
-	CharOTPSession
-	CharASN
-	CharCountry
-	CharRoute
-	CharGlobal
-)
-
-// charNames maps the plain characteristic names; the prefixed ones
-// (header:, cookie:, query:, json:, form:) are in charPrefixes.
-var charNames = map[string]CharKind{
-	"ip":            CharIP,
-	"visitor":       CharVisitor,
-	"phone":         CharPhone,
-	"phone_range":   CharPhoneRange,
-	"phone_country": CharPhoneCountry,
-	"account":       CharAccount,
-	"otp_session":   CharOTPSession,
-	"asn":           CharASN,
-	"country":       CharCountry,
-	"route":         CharRoute,
-	"global":        CharGlobal,
-}
-
-var charPrefixes = map[string]CharKind{
-	"header": CharHeader,
-	"cookie": CharCookie,
-	"query":  CharQuery,
-	"json":   CharJSON,
-	"form":   CharForm,
-}
-
-// charSupported lists the characteristics this build can compute. The others
-// parse, and validation says they are not available yet rather than
-// accepting a rule that could never count.
-var charSupported = map[CharKind]bool{
-	CharIP: true, CharVisitor: true, CharHeader: true, CharCookie: true, CharQuery: true,
-	CharJSON: true, CharForm: true, CharPhone: true, CharPhoneRange: true, CharPhoneCountry: true, CharOTPSession: true,
-	CharRoute: true, CharGlobal: true,
-}
-
-// Characteristic is one element of a rule's key.
-type Characteristic struct {
-	Kind CharKind
-	// Name is the header, cookie or query parameter name, or the JSON path
-	// or form field, for the prefixed kinds; nil otherwise. Header names
-	// are as written (fasthttp compares them case-insensitively).
-	Name []byte
-	// Source is the body field of json: and form: characteristics.
-	Source otp.Source
 }
 
 // CountMode is a rule's `count`.
@@ -240,6 +168,8 @@ type Rule struct {
 	// Name is the rule's label; Index its position in Policy.Rules.
 	Name  string
 	Index int
+	// DefRange is where the rule is defined, for features' diagnostics.
+	DefRange hcl.Range
 	// ID is a hash of the name: counters follow a rule across reloads.
 	ID [8]byte
 
@@ -249,8 +179,20 @@ type Rule struct {
 	anyPath  bool     // "/*" or no paths
 	hosts    []string // lower case, no port; empty means any host
 
-	// Key is the list of characteristics.
-	Key []Characteristic
+	// Key is the list of characteristics, compiled; KeyNames the same
+	// as written ("ip", "json:phone").
+	Key      []Characteristic
+	KeyNames []string
+	keyTags  []byte // each characteristic's tag (CharacteristicType.Tag)
+	// ceilingChar is the index in Key of the characteristic with a
+	// ceiling (CeilingCharacteristic), or -1.
+	ceilingChar int
+	// Conditions are the rule's when { } conditions, all of which must
+	// hold for the rule to apply.
+	Conditions []Condition
+	// Hooks run once the origin answered a request the rule counted and
+	// allowed (Engine.Settle).
+	Hooks []Hook
 
 	Algorithm Algorithm
 	// Limit units per Period; Burst is the bucket size (bucket algorithms).
@@ -271,15 +213,11 @@ type Rule struct {
 	// MissingIdentity and InvalidIdentity say what an absent or invalid
 	// key value does.
 	MissingIdentity, InvalidIdentity IdentityMode
-	// IPCeiling is, for rules keyed on visitor, the limit across all
-	// visitors of one IP per Period (0 otherwise); CeilingBurst its bucket
-	// size, scaled from the rule's burst.
+	// IPCeiling is, for rules keyed on a characteristic with a ceiling
+	// (visitor), the limit across all its values that share the coarser
+	// one (all visitors of one IP) per Period, 0 otherwise; CeilingBurst
+	// its bucket size, scaled from the rule's burst.
 	IPCeiling, CeilingBurst int64
-	// WhenVisitorValid, when set, makes the rule apply only to requests
-	// whose visitor cookie is (true) or is not (false) valid.
-	WhenVisitorValid *bool
-	// WhenPhoneCountry are the rule's phone-country conditions.
-	WhenPhoneCountry []*PhoneCountryCond
 	// ResetOnSuccess clears the rule's counter for the key when the
 	// origin's answer is a success (SuccessStatus, or X-Edge-Outcome).
 	ResetOnSuccess bool
@@ -362,10 +300,10 @@ func ruleID(name string) [8]byte {
 	return id
 }
 
-// MintBudgetID is the rule ID the visitor mint budget's keys start with,
-// as a rule's keys start with its Rule.ID: the memory store's key budget of
-// the mint keys goes by it.
-func MintBudgetID() [8]byte { return mintKeyID }
+// BudgetID returns the ID a feature's counters (a Budget's) start with, as a
+// rule's start with Rule.ID: name must differ from every rule's, so it
+// starts with a NUL ("\x00visitor-mint").
+func BudgetID(name string) [8]byte { return ruleID(name) }
 
 // Rule returns the rule named name, or nil.
 func (p *Policy) Rule(name string) *Rule {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/testredis"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -18,7 +19,7 @@ import (
 func TestRedisEvictionPolicyChecked(t *testing.T) {
 	// A budget of a second: the start-up check must not time out on a busy
 	// machine (the -store flag below replaces the url).
-	p, diags := rules.Load("p.hcl", []byte("store \"redis\" {\n  url     = \"redis://127.0.0.1:1/0\"\n  timeout = \"1s\"\n}\n"))
+	p, diags := builtin.Load("p.hcl", []byte("store \"redis\" {\n  url     = \"redis://127.0.0.1:1/0\"\n  timeout = \"1s\"\n}\n"))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -74,7 +75,7 @@ func TestRedisEvictionPolicyChecked(t *testing.T) {
 // and says so rather than asking for a restart.
 func TestReloadAppliesMaxKeys(t *testing.T) {
 	r := &runningStore{cfg: rules.StoreConfig{Kind: "memory", MaxKeys: 100000, FleetSize: 1, Timeout: rules.DefaultStoreTimeout}}
-	np, diags := rules.Load("p.hcl", []byte("store \"memory\" {\n  max_keys = 5000\n}\n"))
+	np, diags := builtin.Load("p.hcl", []byte("store \"memory\" {\n  max_keys = 5000\n}\n"))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

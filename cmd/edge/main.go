@@ -27,6 +27,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
@@ -89,7 +90,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		*config = fs.Arg(0)
 	}
-	p, diags := rules.LoadFile(*config)
+	p, diags := builtin.LoadFile(*config)
 	if !diags.HasErrors() {
 		// Test blocks are checked once the policy compiles: they name its rules.
 		_, td := parseTests(*config, p)
@@ -170,7 +171,7 @@ func serve(args []string, stderr io.Writer) int {
 			f.Close()
 		}()
 	}
-	p, diags := rules.LoadFile(*config)
+	p, diags := builtin.LoadFile(*config)
 	printDiags(stderr, *config, diags)
 	if diags.HasErrors() {
 		fmt.Fprintf(stderr, "edge: %s has errors; not starting\n", *config)
@@ -442,7 +443,7 @@ func (r *runningStore) apply(np *rules.Policy, log *slog.Logger) {
 // refused, with its diagnostics on stderr, and the running policy stays.
 // The store's settings apply as running.apply says (running may be nil).
 func reload(srv *gateway.Server, path string, log *slog.Logger, stderr io.Writer, running *runningStore) error {
-	np, diags := rules.LoadFile(path)
+	np, diags := builtin.LoadFile(path)
 	printDiags(stderr, path, diags)
 	if diags.HasErrors() {
 		log.Error("reload refused: policy has errors; keeping the running policy", "policy", path, "errors", len(diags.Errs()))

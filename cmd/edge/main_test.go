@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/rules"
@@ -125,7 +126,7 @@ func TestUnknownCommand(t *testing.T) {
 
 func TestReloadKeepsRunningPolicyOnErrors(t *testing.T) {
 	good := filepath.Join(root, "testdata/fixtures/policies/foundation.hcl")
-	p, diags := rules.LoadFile(good)
+	p, diags := builtin.LoadFile(good)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -206,7 +207,7 @@ func TestServeRefusesRedisWithShortKeySecret(t *testing.T) {
 			if !tt.refused {
 				// Past the secret check the node would start serving:
 				// open the store alone.
-				p, diags := rules.LoadFile(policy)
+				p, diags := builtin.LoadFile(policy)
 				if diags.HasErrors() {
 					t.Fatal(diags.Error())
 				}
@@ -259,7 +260,7 @@ func TestReloadAppliesFleetSize(t *testing.T) {
 	}
 	defer fc.Close()
 	r := &runningStore{cfg: rules.StoreConfig{Kind: "redis", URL: "redis://127.0.0.1:1/0", Timeout: 5 * time.Millisecond, FleetSize: 1}, fc: fc}
-	np, diags := rules.Load("p.hcl", []byte(`
+	np, diags := builtin.Load("p.hcl", []byte(`
 store "redis" {
   url        = "redis://:s3cret@127.0.0.1:2/0"
   timeout    = "20ms"
@@ -309,7 +310,7 @@ func TestStoreDownAtStartIsDegraded(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	p, diags := rules.LoadFile(filepath.Join(root, "testdata/fixtures/policies/foundation.hcl"))
+	p, diags := builtin.LoadFile(filepath.Join(root, "testdata/fixtures/policies/foundation.hcl"))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

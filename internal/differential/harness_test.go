@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/otp"
 	"github.com/edge-gateway/edge/rules"
@@ -417,7 +418,7 @@ func startEdge(t *testing.T, upstream string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, diags := rules.Load(path, src)
+	p, diags := builtin.Load(path, src)
 	if diags.HasErrors() {
 		t.Fatalf("loading %s: %s", path, diags.Error())
 	}

@@ -211,8 +211,13 @@ func header(mode int64, flag, clock, port bool, ops int) int64 {
 }
 
 // needsPort reports whether op needs the script's port: the fast path runs
-// the algorithms without a sorted set.
+// the algorithms without a sorted set. Every algorithm after SlidingLog
+// (a distinct count, take.lua's header) runs in the port only.
 func needsPort(op *rules.Op) bool { return op.Algorithm >= rules.SlidingLog }
+
+// hasSet reports whether op keeps a sorted set beside its string key, in
+// the key slot after it: its name plus logSuffix, in the same hash slot.
+func hasSet(op *rules.Op) bool { return op.Algorithm == rules.SlidingLog }
 
 // opCode is an op's first field: kind + 8×algorithm + 64×enforce +
 // 128×attempts (one number: each costs the script a conversion).
@@ -239,7 +244,7 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 	nk, port := n, false
 	for j := range n {
 		op := &ops[c.op(j)]
-		if op.Algorithm == rules.SlidingLog {
+		if hasSet(op) {
 			nk++
 		}
 		port = port || needsPort(op)
@@ -256,7 +261,7 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 		op := &ops[c.op(j)]
 		c.args = append(c.args, s.keyArg(c, ki, &op.Key, false))
 		ki++
-		if op.Algorithm == rules.SlidingLog {
+		if hasSet(op) {
 			c.args = append(c.args, s.keyArg(c, ki, &op.Key, true))
 			ki++
 		}
@@ -405,7 +410,7 @@ func (s *Store) prepareUndo(u *call, ops []rules.Op, c *call) bool {
 	u.idx = idx
 	nk, port := len(idx), false
 	for _, i := range idx {
-		if ops[i].Algorithm == rules.SlidingLog {
+		if hasSet(&ops[i]) {
 			nk++
 		}
 		port = port || needsPort(&ops[i])
@@ -417,7 +422,7 @@ func (s *Store) prepareUndo(u *call, ops []rules.Op, c *call) bool {
 	for _, i := range idx {
 		u.args = append(u.args, s.keyArg(u, ki, &ops[i].Key, false))
 		ki++
-		if ops[i].Algorithm == rules.SlidingLog {
+		if hasSet(&ops[i]) {
 			u.args = append(u.args, s.keyArg(u, ki, &ops[i].Key, true))
 			ki++
 		}

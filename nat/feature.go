@@ -1,0 +1,253 @@
+package nat
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+
+	"github.com/edge-gateway/edge/ipv6"
+	"github.com/edge-gateway/edge/rules"
+)
+
+// Feature returns the visitor feature: the visitor { } block, the visitor
+// characteristic (IP plus visitor ID, with the IP as its ceiling), the
+// visitor_valid condition and the mint budget every request without a
+// valid cookie passes through (docs/policy.md, "visitor").
+func Feature() rules.Feature {
+	return rules.Feature{
+		Name:            "nat",
+		Blocks:          []rules.BlockType{{Type: "visitor", Decode: decodeVisitor}},
+		Characteristics: []rules.CharacteristicType{{Name: "visitor", Tag: rules.TagVisitor, Compile: compileVisitor}},
+		Conditions:      []rules.ConditionType{{Name: "visitor_valid", Compile: compileVisitorValid}},
+	}
+}
+
+// Config is the compiled visitor { } block.
+type Config struct {
+	// Cookie is the cookie's name (default "__edge_vid").
+	Cookie string
+	// SecretEnv names the environment variable of the signing secrets,
+	// comma-separated, the first signs (default "EDGE_VISITOR_SECRETS").
+	SecretEnv string
+	// MintLimit new IDs per MintPeriod per IP: a GCRA bucket of that rate
+	// with a burst of MintLimit (defaults 10 per minute).
+	MintLimit  int64
+	MintPeriod time.Duration
+	// MaxAge is the cookie's lifetime (default 720h).
+	MaxAge time.Duration
+	// Secure sets the cookie's Secure attribute (default true).
+	Secure bool
+	// Mint is the mint budget's key budget in the memory store (one key
+	// per IP): its share of the store's max_keys.
+	Mint *rules.Budget
+
+	slot       int // memo slot of the request's visitor (SetVisitor)
+	ipv4, ipv6 int // the policy's client grouping, for the mint budget
+}
+
+// ConfigOf returns p's visitor block, or nil without one.
+func ConfigOf(p *rules.Policy) *Config {
+	c, _ := p.Block("visitor").(*Config)
+	return c
+}
+
+// MintBudgetName labels the mint budget's key-budget metrics.
+const MintBudgetName = "(visitor mint)"
+
+// mintID names the mint budget's counters, as a rule's ID names its own
+// (the NUL keeps it apart from every rule name).
+var mintID = rules.BudgetID("\x00visitor-mint")
+
+// visitorState is the request's visitor, as the gateway verified it.
+type visitorState struct {
+	id    ID
+	valid bool
+}
+
+// SetVisitor records the request's visitor ID, which the caller verified
+// (Signer.Verify), for the visitor characteristic, visitor_valid and the
+// mint budget. Call it after s.Begin(p) and before Engine.Check.
+func (c *Config) SetVisitor(s *rules.Scratch, id ID, valid bool) {
+	m := s.Memo(c.slot)
+	st, _ := m.State.(*visitorState)
+	if st == nil {
+		st = &visitorState{} // once per Scratch
+		m.State = st
+	}
+	st.id, st.valid = id, valid
+	m.Done = true
+}
+
+// Visitor returns the visitor SetVisitor recorded for the request.
+func (c *Config) Visitor(s *rules.Scratch) (ID, bool) {
+	m := s.Memo(c.slot)
+	st, _ := m.State.(*visitorState)
+	if !m.Done || st == nil {
+		return ID{}, false
+	}
+	return st.id, st.valid
+}
+
+// MintOp returns the index in s.Ops (and s.Res) of the request's mint
+// budget op, or -1 when it has none (a valid cookie, a refused request).
+func (c *Config) MintOp(s *rules.Scratch) int { return s.Memo(c.slot).Op }
+
+// MayMint reports whether the request, decided as d, gets a new visitor
+// ID: it has no valid cookie, it is forwarded, no rule refused it and its
+// IP's mint budget allowed one. A refused request never gets a cookie.
+func (c *Config) MayMint(s *rules.Scratch, d *rules.Decision) bool {
+	m := s.Memo(c.slot)
+	if m.Op < 0 || d.Refusing != nil || d.Verdict != rules.Forward {
+		return false
+	}
+	if d.StoreErr != nil && d.StoreErr != rules.ErrStoreFallback {
+		return false // the store decided nothing
+	}
+	return s.Res[m.Op].Allowed
+}
+
+// BeforeStore adds the mint budget's op for a request without a valid
+// cookie: a GCRA bucket per IP of mint_limit per mint_period, at the
+// policy's client grouping. It never refuses (not enforcing: decided like
+// a dry-run op) and consumes only when the request is forwarded.
+func (c *Config) BeforeStore(req *rules.Request, s *rules.Scratch) {
+	m := s.Memo(c.slot)
+	if st, _ := m.State.(*visitorState); m.Done && st != nil && st.valid {
+		return
+	}
+	m.Value = ipv6.AppendKey(m.Value[:0], req.Client, c.ipv4, c.ipv6)
+	m.Op = s.AddOp(rules.Op{
+		Kind: rules.OpTake, Algorithm: rules.GCRA, Key: s.HashKey(mintID, rules.TagIP, m.Value),
+		Limit: c.MintLimit, Burst: c.MintLimit, PeriodUS: c.MintPeriod.Microseconds(),
+		Cost: 1, OnError: rules.FailLocal, MaxKeys: int32(c.Mint.MaxKeys),
+	})
+}
+
+// visitorBlock is the HCL schema of visitor { }.
+type visitorBlock struct {
+	Cookie     *string `hcl:"cookie,optional"`
+	SecretEnv  *string `hcl:"secret_env,optional"`
+	MintLimit  *int    `hcl:"mint_limit,optional"`
+	MintPeriod *string `hcl:"mint_period,optional"`
+	MaxAge     *string `hcl:"max_age,optional"`
+	Secure     *bool   `hcl:"secure,optional"`
+
+	MintPeriodRange hcl.Range `hcl:"mint_period,attr_value_range"`
+	MaxAgeRange     hcl.Range `hcl:"max_age,attr_value_range"`
+	MintLimitRange  hcl.Range `hcl:"mint_limit,attr_value_range"`
+}
+
+// decodeVisitor compiles the visitor block (defaults in docs/policy.md).
+func decodeVisitor(c *rules.Compiler, blk *hcl.Block) any {
+	var b visitorBlock
+	if !c.Append(gohcl.DecodeBody(blk.Body, nil, &b)) {
+		return nil
+	}
+	p := c.Policy()
+	v := &Config{
+		Cookie: DefaultCookie, SecretEnv: "EDGE_VISITOR_SECRETS", MintLimit: 10,
+		MintPeriod: time.Minute, MaxAge: DefaultMaxAge, Secure: true,
+		slot: c.Slot("nat.visitor"), ipv4: p.IPv4Prefix, ipv6: p.IPv6Prefix,
+	}
+	if b.Cookie != nil {
+		v.Cookie = *b.Cookie
+		if !rules.IsToken(v.Cookie) {
+			c.Errorf(blk.DefRange, "Invalid cookie", "%q is not a cookie name", v.Cookie)
+		}
+	}
+	if b.SecretEnv != nil {
+		v.SecretEnv = *b.SecretEnv
+	}
+	if b.MintLimit != nil {
+		v.MintLimit = int64(*b.MintLimit)
+		if v.MintLimit < 1 {
+			c.Errorf(b.MintLimitRange, "Invalid mint_limit", "mint_limit must be at least 1, got %d", v.MintLimit)
+		}
+	}
+	if b.MintPeriod != nil {
+		d, err := rules.ParseDuration(*b.MintPeriod)
+		if err != nil || d <= 0 {
+			c.Errorf(b.MintPeriodRange, "Invalid mint_period", "%q is not a positive duration such as \"1m\"", *b.MintPeriod)
+		} else {
+			v.MintPeriod = d
+		}
+	}
+	if b.MaxAge != nil {
+		d, err := rules.ParseDuration(*b.MaxAge)
+		if err != nil || d <= 0 {
+			c.Errorf(b.MaxAgeRange, "Invalid max_age", "%q is not a positive duration such as \"720h\"", *b.MaxAge)
+		} else {
+			v.MaxAge = d
+		}
+	}
+	if b.Secure != nil {
+		v.Secure = *b.Secure
+	}
+	if v.MintLimit > 0 && v.MintPeriod > 0 {
+		if err := rules.ValidateLimits(rules.GCRA, v.MintLimit, v.MintLimit, v.MintPeriod.Microseconds()); err != nil {
+			c.Errorf(b.MintLimitRange, "mint_limit out of range", "%v", err)
+		}
+	}
+	v.Mint = c.KeyBudget(mintID, MintBudgetName)
+	c.AddRequestHook(v)
+	return v
+}
+
+func compileVisitor(c *rules.Compiler, r *rules.Rule, _ string, _ hcl.Range) rules.Characteristic {
+	v := ConfigOf(c.Policy())
+	if v == nil {
+		c.Errorf(r.DefRange, "Missing visitor block", "rule %q counts per visitor; add a visitor { } block (cookie and secrets of the visitor IDs)", r.Name)
+		return nil
+	}
+	return visitorChar{v: v, r: r}
+}
+
+// visitorChar is "visitor": the client's IP (at the rule's grouping) and,
+// with a valid cookie, its visitor ID; the IP's cookieless bucket
+// otherwise (tampered, expired, unknown secret, absent). Its ceiling is
+// the IP alone: all visitors of one IP share the rule's ip_ceiling.
+type visitorChar struct {
+	v *Config
+	r *rules.Rule
+}
+
+func (c visitorChar) AppendValue(buf []byte, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
+	buf = ipv6.AppendKey(buf, req.Client, c.r.IPv4Prefix, c.r.IPv6Prefix)
+	if id, ok := c.v.Visitor(s); ok {
+		buf = append(buf, 1)
+		return append(buf, id[:]...), rules.Present
+	}
+	return append(buf, 0), rules.Present
+}
+
+func (c visitorChar) AppendCeiling(buf []byte, req *rules.Request, _ *rules.Scratch) ([]byte, rules.Status) {
+	return ipv6.AppendKey(buf, req.Client, c.r.IPv4Prefix, c.r.IPv6Prefix), rules.Present
+}
+
+func compileVisitorValid(c *rules.Compiler, _ *rules.Rule, a *hcl.Attribute) rules.Condition {
+	v := ConfigOf(c.Policy())
+	if v == nil {
+		c.Errorf(a.Range, "Missing visitor block", "visitor_valid needs a visitor { } block")
+		return nil
+	}
+	var want bool
+	if !c.Append(gohcl.DecodeExpression(a.Expr, nil, &want)) {
+		return nil
+	}
+	return visitorValid{v: v, want: want}
+}
+
+// visitorValid is when { visitor_valid = B }: the rule applies only to
+// requests whose visitor cookie is (true) or is not (false) valid.
+type visitorValid struct {
+	v    *Config
+	want bool
+}
+
+func (c visitorValid) Eval(_ *rules.Request, s *rules.Scratch) rules.Status {
+	if _, ok := c.v.Visitor(s); ok == c.want {
+		return rules.Present
+	}
+	return rules.Missing
+}

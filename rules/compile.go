@@ -1,0 +1,397 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/edge-gateway/edge/ipv6"
+)
+
+// The policy compiler: policies.hcl in, a *Policy or file:line,col
+// diagnostics out (docs/policy.md is the language). This file holds the
+// driver and the Compiler features see; compile_edge.go, compile_rule.go
+// and compile_values.go the blocks rules owns and the value helpers.
+
+// Defaults of the policy language (docs/policy.md).
+const (
+	DefaultListen       = "127.0.0.1:8080"
+	DefaultAdminListen  = "127.0.0.1:9901"
+	DefaultUpstream     = "http://127.0.0.1:9000"
+	DefaultMaxBodyBytes = 65536
+	DefaultMaxKeys      = 100000
+	DefaultStoreTimeout = 5 * time.Millisecond
+	DefaultKeySecretEnv = "EDGE_KEY_SECRET"
+	// MaxKeysLimit bounds a max_keys, the store's and a rule's: a key
+	// budget travels in Op.MaxKeys, an int32.
+	MaxKeysLimit = math.MaxInt32
+)
+
+// LoadFile reads and compiles the policy at path with features. See Load.
+func LoadFile(path string, features ...Feature) (*Policy, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read policy",
+			Detail:   err.Error(),
+		}}
+	}
+	return Load(path, src, features...)
+}
+
+// Load parses and compiles a policy, with the blocks, characteristics and
+// conditions of features besides rules' own (edge, store, rule; ip, route,
+// global). It collects every diagnostic it can (each with the file, line
+// and column of the offending value) instead of stopping at the first,
+// sorted by position; a policy comes back only when there is no error.
+// Warnings may come back with a valid policy.
+func Load(filename string, src []byte, features ...Feature) (*Policy, hcl.Diagnostics) {
+	g := newRegistry(features)
+	if len(g.errs) > 0 {
+		var diags hcl.Diagnostics
+		for _, e := range g.errs {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Feature conflict", Detail: e})
+		}
+		return nil, diags
+	}
+	parser := hclparse.NewParser()
+	f, diags := parser.ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	c := &Compiler{filename: filename, reg: g, slots: map[string]int{}}
+	p := c.compile(f.Body)
+	diags = append(diags, c.diags...)
+	sortDiags(diags)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return p, diags
+}
+
+// Compiler compiles one policy. Features receive it in their Decode and
+// Compile functions: it collects diagnostics, hands out memo slots and
+// records what the policy reads.
+type Compiler struct {
+	filename string
+	diags    hcl.Diagnostics
+	reg      *registry
+	p        *Policy
+	slots    map[string]int
+}
+
+// Warnf records a warning at rng.
+func (c *Compiler) Warnf(rng hcl.Range, summary, format string, args ...any) {
+	r := rng
+	c.diags = append(c.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  &r,
+	})
+}
+
+// Errorf records an error at rng: the policy will not load.
+func (c *Compiler) Errorf(rng hcl.Range, summary, format string, args ...any) {
+	r := rng
+	c.diags = append(c.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  &r,
+	})
+}
+
+// Append records diagnostics a feature got elsewhere (gohcl.DecodeBody),
+// and reports whether they hold no error.
+func (c *Compiler) Append(d hcl.Diagnostics) bool {
+	c.diags = append(c.diags, d...)
+	return !d.HasErrors()
+}
+
+// Policy returns the policy being compiled: its edge and store settings
+// are final when features decode blocks and compile rules.
+func (c *Compiler) Policy() *Policy { return c.p }
+
+// Block returns the compiled value of the policy's first block of type typ
+// (feature blocks are decoded before rules), or nil.
+func (c *Compiler) Block(typ string) any { return c.p.Block(typ) }
+
+// Slot returns the memo slot named name, the same for every caller that
+// names it (a phone number's slot, a body field's), so two rules that need
+// one value resolve it once per request (Scratch.Memo). Names are the
+// feature's own, prefixed by its name ("otp.phone").
+func (c *Compiler) Slot(name string) int {
+	if i, ok := c.slots[name]; ok {
+		return i
+	}
+	i := len(c.slots)
+	c.slots[name] = i
+	c.p.slots = i + 1
+	return i
+}
+
+// ReadsHeader records that the policy reads request header name (a key's
+// header:NAME, an identity's header source): the edge then forwards it only
+// under the spelling read (Policy.HeaderNames, docs/host-and-path.md §3).
+func (c *Compiler) ReadsHeader(name string) {
+	for _, have := range c.p.headerNames {
+		if strings.EqualFold(have, name) {
+			return
+		}
+	}
+	c.p.headerNames = append(c.p.headerNames, name)
+}
+
+// AddRequestHook adds h to every request of the policy (RequestHook).
+func (c *Compiler) AddRequestHook(h RequestHook) { c.p.requestHooks = append(c.p.requestHooks, h) }
+
+// KeyBudget gives a feature's counters (keys starting with id, from
+// BudgetID) a share of the memory store's max_keys, as a rule without
+// max_keys gets; the returned Budget's MaxKeys is set once the policy is
+// compiled. name labels its metrics.
+func (c *Compiler) KeyBudget(id [8]byte, name string) *Budget {
+	b := &Budget{ID: id, Name: name}
+	c.p.budgets = append(c.p.budgets, b)
+	return b
+}
+
+// decodeFile splits the file into its top-level blocks by the schema of
+// rules' blocks and the features'. Each block is decoded on its own later,
+// so a type error in one (limit = "5") does not hide the others' errors.
+func (c *Compiler) content(body hcl.Body) *hcl.BodyContent {
+	schema := &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+		{Type: "edge"}, {Type: "store", LabelNames: []string{"kind"}}, {Type: "rule", LabelNames: []string{"name"}},
+	}}
+	types := make([]string, 0, len(c.reg.blocks))
+	for t := range c.reg.blocks {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: t, LabelNames: c.reg.blocks[t].Labels})
+	}
+	content, diags := body.Content(schema)
+	c.diags = append(c.diags, diags...)
+	return content
+}
+
+func duplicateBlock(b *hcl.Block, first hcl.Range) *hcl.Diagnostic {
+	r := b.DefRange
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Duplicate " + b.Type + " block",
+		Detail:   fmt.Sprintf("only one %s block is allowed; the first is at %s", b.Type, first),
+		Subject:  &r,
+	}
+}
+
+// sortDiags orders diagnostics by file position, so they read top to
+// bottom; those without a position come first, and diagnostics at one
+// position keep the order they were found in (the compiler walks the file
+// in order and never a map, so the output is the same every run).
+func sortDiags(diags hcl.Diagnostics) {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case a.Start.Line != b.Start.Line:
+			return a.Start.Line < b.Start.Line
+		}
+		return a.Start.Column < b.Start.Column
+	})
+}
+
+func (c *Compiler) compile(body hcl.Body) *Policy {
+	p := &Policy{
+		Filename:            c.filename,
+		Listen:              DefaultListen,
+		AdminListen:         DefaultAdminListen,
+		Upstream:            DefaultUpstream,
+		ForwardedHeader:     "X-Forwarded-For",
+		IPv4Prefix:          32,
+		IPv6Prefix:          64,
+		MaxBodyBytes:        DefaultMaxBodyBytes,
+		PathCaseInsensitive: true,
+		KeySecretEnv:        DefaultKeySecretEnv,
+		Store:               StoreConfig{Kind: "memory", MaxKeys: DefaultMaxKeys, Timeout: DefaultStoreTimeout, FleetSize: 1},
+		blocks:              map[string][]any{},
+	}
+	c.p = p
+	content := c.content(body)
+	var edge *edgeBlock
+	var stores []storeBlock
+	var rules []ruleBlock
+	var feature []*hcl.Block
+	for _, b := range content.Blocks {
+		var label string
+		var labelRange hcl.Range
+		if len(b.Labels) > 0 {
+			label, labelRange = b.Labels[0], b.LabelRanges[0]
+		}
+		switch b.Type {
+		case "edge":
+			var x edgeBlock
+			if c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+				x.DefRange = b.DefRange
+				if edge != nil {
+					c.diags = append(c.diags, duplicateBlock(b, edge.DefRange))
+					continue
+				}
+				edge = &x
+			}
+		case "store":
+			var x storeBlock
+			if c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+				x.Kind, x.KindRange, x.DefRange = label, labelRange, b.DefRange
+				stores = append(stores, x)
+			}
+		case "rule":
+			var x ruleBlock
+			if c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+				x.Name, x.NameRange, x.DefRange = label, labelRange, b.DefRange
+				rules = append(rules, x)
+			}
+		default:
+			feature = append(feature, b)
+		}
+	}
+	c.edge(edge)
+	c.store(stores, &p.Store)
+
+	// Feature blocks, in file order, before any rule needs them.
+	first := map[string]hcl.Range{}
+	for _, b := range feature {
+		bt := c.reg.blocks[b.Type]
+		if prev, dup := first[b.Type]; dup && !bt.Multiple {
+			c.diags = append(c.diags, duplicateBlock(b, prev))
+			continue
+		}
+		first[b.Type] = b.DefRange
+		if v := bt.Decode(c, b); v != nil {
+			p.blocks[b.Type] = append(p.blocks[b.Type], v)
+		}
+	}
+
+	seen := map[string]hcl.Range{}
+	for i := range rules {
+		rb := &rules[i]
+		if prev, dup := seen[rb.Name]; dup {
+			c.Errorf(rb.NameRange, "Duplicate rule", "a rule named %q is already defined at %s", rb.Name, prev)
+			continue
+		}
+		seen[rb.Name] = rb.DefRange
+		r := c.rule(rb, p)
+		if r == nil {
+			continue
+		}
+		r.Index = len(p.Rules)
+		p.Rules = append(p.Rules, r)
+		if r.Sensitive {
+			p.Sensitive = true
+		}
+	}
+	keyBudgets(p)
+	return p
+}
+
+// edge compiles the edge block (nil: every default).
+func (c *Compiler) edge(e *edgeBlock) {
+	p := c.p
+	var trusted, nat64 []netip.Prefix
+	kind := ipv6.XForwardedFor
+	if e != nil {
+		if e.Listen != nil {
+			p.Listen = c.hostPort(*e.Listen, e.ListenRange, "listen")
+		}
+		if e.AdminListen != nil {
+			p.AdminListen = c.hostPort(*e.AdminListen, e.AdminListenRange, "admin_listen")
+		}
+		if e.Upstream != nil {
+			p.Upstream = *e.Upstream
+			if u, err := url.Parse(p.Upstream); err != nil || u.Scheme != "http" || u.Host == "" {
+				c.Errorf(e.UpstreamRange, "Invalid upstream", "%q is not an http://HOST:PORT address", p.Upstream)
+			}
+		}
+		trusted = c.prefixes(e.TrustedProxies, "trusted_proxies")
+		nat64 = c.nat64Prefixes(e.NAT64Prefixes)
+		if e.ForwardedHeader != nil {
+			k, ok := ipv6.ParseHeaderKind(*e.ForwardedHeader)
+			if !ok {
+				c.Errorf(e.ForwardedHeaderRange, "Invalid forwarded_header", "%q is not \"x-forwarded-for\" or \"forwarded\"", *e.ForwardedHeader)
+			}
+			kind = k
+			if k == ipv6.Forwarded {
+				p.ForwardedHeader = "Forwarded"
+			}
+		}
+		if e.IPv4Prefix != nil {
+			p.IPv4Prefix = c.prefixLen(*e.IPv4Prefix, 32, e.IPv4PrefixRange, "ipv4_prefix")
+		}
+		if e.IPv6Prefix != nil {
+			p.IPv6Prefix = c.prefixLen(*e.IPv6Prefix, 128, e.IPv6PrefixRange, "ipv6_prefix")
+		}
+		if e.MaxBodyBytes != nil {
+			p.MaxBodyBytes = *e.MaxBodyBytes
+			if p.MaxBodyBytes < 1 || p.MaxBodyBytes > 64<<20 {
+				c.Errorf(e.MaxBodyBytesRange, "Invalid max_body_bytes", "max_body_bytes must be between 1 and %d bytes, got %d", 64<<20, p.MaxBodyBytes)
+			}
+		}
+		if e.PathCase != nil {
+			switch *e.PathCase {
+			case "insensitive":
+			case "sensitive":
+				p.PathCaseInsensitive = false
+			default:
+				c.Errorf(e.PathCaseRange, "Invalid path_case", "%q is not \"insensitive\" or \"sensitive\"", *e.PathCase)
+			}
+		}
+		if e.DryRun != nil {
+			p.DryRun = *e.DryRun
+		}
+		if e.KeySecretEnv != nil {
+			p.KeySecretEnv = *e.KeySecretEnv
+			if p.KeySecretEnv == "" {
+				c.Errorf(e.KeySecretEnvRange, "Invalid key_secret_env", "key_secret_env names an environment variable and cannot be empty")
+			}
+		}
+	}
+	p.Client = ipv6.New(ipv6.Options{Trusted: trusted, Header: kind, NAT64: nat64})
+}
+
+// keyBudgets gives every counting rule that sets no max_keys, and every
+// feature budget (Compiler.KeyBudget: the visitor mint budget), an equal
+// share of the store's max_keys: ⌈max_keys ÷ n⌉ each for n of them, so that
+// together they hold about max_keys keys and a flood on one cannot evict
+// another's (docs/memory-store.md). A rule's own max_keys comes on top.
+func keyBudgets(p *Policy) {
+	n := len(p.budgets)
+	for _, r := range p.Rules {
+		if r.Action != ActionDeny && !r.maxKeysSet {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	share := max((p.Store.MaxKeys+n-1)/n, 1)
+	for _, r := range p.Rules {
+		if r.Action != ActionDeny && !r.maxKeysSet {
+			r.MaxKeys = share
+		}
+	}
+	for _, b := range p.budgets {
+		b.MaxKeys = share
+	}
+}

@@ -1,0 +1,363 @@
+package rules
+
+import (
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// The rule { } block.
+
+func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
+	errs := c.errorCount()
+	r := &Rule{
+		DefRange:    rb.DefRange,
+		ceilingChar: -1,
+		Name:        rb.Name,
+		ID:         ruleID(rb.Name),
+		Algorithm:  GCRA,
+		IPv4Prefix: p.IPv4Prefix,
+		IPv6Prefix: p.IPv6Prefix,
+	}
+	if rb.Name == "" {
+		c.Errorf(rb.NameRange, "Invalid rule name", "a rule needs a non-empty name")
+	}
+	ok := true
+	fail := func(rng hcl.Range, summary, format string, args ...any) {
+		c.Errorf(rng, summary, format, args...)
+		ok = false
+	}
+
+	methods, mrngs := c.StringList(rb.Methods, "methods")
+	for i, m := range methods {
+		u := strings.ToUpper(m)
+		switch {
+		case !IsToken(u):
+			fail(mrngs[i], "Invalid method", "%q is not an HTTP method", m)
+			continue
+		case !knownMethods[u]:
+			c.Warnf(mrngs[i], "Unusual method", "%q is not a standard HTTP method.%s", m, suggest(u, knownMethodList))
+		}
+		r.methods = append(r.methods, u)
+	}
+	paths, prngs := c.StringList(rb.Paths, "paths")
+	if rb.Paths == nil || IsNull(rb.Paths) {
+		r.anyPath = true
+	}
+	for i, s := range paths {
+		if !strings.HasPrefix(s, "/") {
+			fail(prngs[i], "Invalid path", "%q must start with \"/\"", s)
+			continue
+		}
+		pre, star := strings.CutSuffix(s, "*")
+		if strings.Contains(pre, "*") {
+			fail(prngs[i], "Invalid path", "%q: \"*\" is allowed only at the end, as in \"/api/*\"", s)
+			continue
+		}
+		canon, cok := AppendCanonicalPath(nil, []byte(pre))
+		if !cok {
+			fail(prngs[i], "Invalid path", "%q is not a valid path", s)
+			continue
+		}
+		m := string(AppendMatchPath(nil, canon, p.PathCaseInsensitive))
+		switch {
+		case star && m == "/":
+			r.anyPath = true
+		case star:
+			r.prefixes = append(r.prefixes, m+"/")
+		default:
+			r.exact = append(r.exact, m)
+		}
+	}
+	hosts, hostRngs := c.StringList(rb.Hosts, "hosts")
+	for i, h := range hosts {
+		// The request's host goes through AppendHost too: one spelling on
+		// both sides (docs/host-and-path.md §1).
+		s := strings.TrimSpace(h)
+		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
+			s = "[" + s + "]" // a bare IPv6 address, which Host never spells
+		}
+		_, name, ok := AppendHost(nil, nil, []byte(s))
+		if !ok {
+			c.Errorf(hostRngs[i], "Invalid host", "%q is not a host name (letters, digits, '-', '_' and dots), an IPv4 address or a bracketed IPv6 address, optionally with a port; the edge refuses requests naming such a host, so the rule could never match", h)
+			continue
+		}
+		r.hosts = append(r.hosts, string(name))
+	}
+
+	if rb.Sensitive != nil {
+		r.Sensitive = *rb.Sensitive
+	}
+	if rb.DryRun != nil {
+		r.DryRun = *rb.DryRun
+	}
+	if rb.Action != nil {
+		switch *rb.Action {
+		case "limit":
+		case "deny":
+			r.Action = ActionDeny
+		case "log":
+			r.Action = ActionLog
+		default:
+			fail(rb.ActionRange, "Invalid action", "%q is not an action; want \"limit\", \"deny\" or \"log\".%s", *rb.Action, suggest(*rb.Action, []string{"limit", "deny", "log"}))
+		}
+	}
+
+	// The key.
+	keys, krngs := c.StringList(rb.Key, "key")
+	seenChar := map[string]bool{}
+	for i, k := range keys {
+		ch, tag := c.characteristic(k, krngs[i], r)
+		if ch == nil {
+			ok = false
+			continue
+		}
+		if seenChar[k] {
+			fail(krngs[i], "Duplicate characteristic", "%q appears twice in key", k)
+			continue
+		}
+		seenChar[k] = true
+		if _, ceil := ch.(CeilingCharacteristic); ceil {
+			if r.ceilingChar >= 0 {
+				fail(krngs[i], "Two ceilings", "%q and %q both group their values under a ceiling; key a rule on one of them", r.KeyNames[r.ceilingChar], k)
+				continue
+			}
+			r.ceilingChar = len(r.Key)
+		}
+		r.Key = append(r.Key, ch)
+		r.KeyNames = append(r.KeyNames, k)
+		r.keyTags = append(r.keyTags, tag)
+	}
+	if r.Action != ActionDeny && len(r.Key) == 0 && (rb.Key == nil || IsNull(rb.Key)) {
+		fail(rb.DefRange, "Missing key", "rule %q needs key = [...], such as [\"ip\"] (or [\"global\"] for one counter shared by all)", rb.Name)
+	}
+
+	// Algorithm and numbers.
+	if rb.Algorithm != nil {
+		a, aok := ParseAlgorithm(*rb.Algorithm)
+		if !aok {
+			fail(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(algorithmNamesList(), ", "), suggest(*rb.Algorithm, algorithmNamesList()))
+		}
+		r.Algorithm = a
+	}
+	if r.Action != ActionDeny {
+		if rb.Limit == nil {
+			fail(rb.DefRange, "Missing limit", "rule %q needs limit (requests per period)", rb.Name)
+		} else if *rb.Limit < 1 {
+			fail(rb.LimitRange, "Invalid limit", "limit must be at least 1, got %d", *rb.Limit)
+		} else {
+			r.Limit = *rb.Limit
+		}
+		if rb.Period == nil {
+			fail(rb.DefRange, "Missing period", "rule %q needs period, a duration such as \"1m\" or \"1d\"", rb.Name)
+		} else if d, err := ParseDuration(*rb.Period); err != nil {
+			fail(rb.PeriodRange, "Invalid period", "%q is not a duration; write it like \"30s\", \"15m\", \"1h\" or \"1d\"", *rb.Period)
+		} else if d <= 0 {
+			fail(rb.PeriodRange, "Invalid period", "period must be positive, got %q", *rb.Period)
+		} else if d%time.Microsecond != 0 {
+			fail(rb.PeriodRange, "Invalid period", "%q: periods are counted in whole microseconds", *rb.Period)
+		} else {
+			r.Period = d
+		}
+		r.Burst = r.Limit
+		if rb.Burst != nil {
+			switch {
+			case *rb.Burst < 1:
+				fail(rb.BurstRange, "Invalid burst", "burst must be at least 1, got %d", *rb.Burst)
+			case r.Algorithm != GCRA && r.Algorithm != TokenBucket && r.Algorithm != LeakyBucket:
+				fail(rb.BurstRange, "Burst not used", "burst applies to gcra, token_bucket and leaky_bucket, not %s", r.Algorithm)
+			default:
+				r.Burst = *rb.Burst
+			}
+		}
+		if ok && r.Limit > 0 && r.Period > 0 {
+			if r.PeriodUS()/r.Limit < 1 {
+				fail(rb.LimitRange, "Limit too fine", "%d per %s is an emission interval under 1µs; raise the period or lower the limit", r.Limit, r.Period)
+			} else if err := ValidateLimits(r.Algorithm, r.Limit, r.Burst, r.PeriodUS()); err != nil {
+				fail(rb.LimitRange, "Limit out of range", "%v", err)
+			}
+		}
+	} else {
+		if rb.Limit != nil {
+			fail(rb.LimitRange, "Limit not used", "action = \"deny\" refuses every match; remove limit")
+		}
+	}
+
+	if rb.Count != nil {
+		switch *rb.Count {
+		case "requests":
+		case "attempts":
+			r.Count = CountAttempts
+		case "failures":
+			fail(rb.CountRange, "Not supported yet", "count = \"failures\" is not available in this build")
+		default:
+			fail(rb.CountRange, "Invalid count", "%q is not a count mode; want \"requests\" or \"attempts\".%s", *rb.Count, suggest(*rb.Count, []string{"requests", "attempts"}))
+		}
+	}
+	if rb.CountDistinct != nil {
+		fail(rb.CountDistinctRange, "Not supported yet", "count_distinct is not available in this build")
+	}
+	r.FailureStatus = c.IntList(rb.FailureStatus, "failure_status")
+	if r.FailureStatus == nil {
+		r.FailureStatus = []int{401, 403}
+	}
+	r.SuccessStatus = c.IntList(rb.SuccessStatus, "success_status")
+	if r.SuccessStatus == nil {
+		r.SuccessStatus = []int{200, 201, 204}
+	}
+	if rb.ResetOnSuccess != nil && *rb.ResetOnSuccess {
+		r.ResetOnSuccess = true
+		r.Hooks = append(r.Hooks, resetOnSuccess{success: r.SuccessStatus})
+	}
+	if w := rb.When; w != nil {
+		c.when(w, r)
+	}
+	hasVisitor := r.ceilingChar >= 0
+	if hasVisitor && r.Limit > 0 {
+		// Every visitor rule holds all visitors of one IP to a ceiling, so
+		// stockpiled IDs cannot multiply a client's budget (default 10 ×
+		// limit, docs/policy.md).
+		r.IPCeiling = 10 * r.Limit
+		if rb.IPCeiling != nil {
+			r.IPCeiling = *rb.IPCeiling
+			if r.IPCeiling < r.Limit {
+				fail(rb.IPCeilingRange, "Invalid ip_ceiling", "ip_ceiling %d is below the rule's limit %d: one visitor alone would hit it", r.IPCeiling, r.Limit)
+			}
+		}
+		r.CeilingBurst = ceilDiv(r.IPCeiling*r.Burst, r.Limit)
+		if ok && r.Period > 0 {
+			if err := ValidateLimits(r.Algorithm, r.IPCeiling, r.CeilingBurst, r.PeriodUS()); err != nil {
+				rng := rb.IPCeilingRange
+				if rb.IPCeiling == nil {
+					rng = rb.LimitRange // the default ceiling, 10 × limit
+				}
+				fail(rng, "ip_ceiling out of range", "the IP ceiling of %d: %v", r.IPCeiling, err)
+			}
+		}
+	} else if rb.IPCeiling != nil && !hasVisitor {
+		// (A visitor rule whose limit is invalid has its own diagnostic.)
+		fail(rb.IPCeilingRange, "ip_ceiling without visitor", "ip_ceiling applies to rules keyed on \"visitor\"")
+	}
+
+	r.OnStoreError = FailOpen
+	if r.Sensitive {
+		r.OnStoreError = FailClosed
+	}
+	if rb.OnStoreError != nil {
+		switch *rb.OnStoreError {
+		case "allow":
+			r.OnStoreError = FailOpen
+		case "deny":
+			r.OnStoreError = FailClosed
+		case "local":
+			r.OnStoreError = FailLocal
+		default:
+			fail(rb.OnStoreErrorRange, "Invalid on_store_error", "%q is not a failure mode; want \"deny\", \"allow\" or \"local\"", *rb.OnStoreError)
+		}
+	}
+	if rb.IPv4Prefix != nil {
+		r.IPv4Prefix = c.prefixLen(*rb.IPv4Prefix, 32, rb.IPv4PrefixRange, "ipv4_prefix")
+	}
+	if rb.IPv6Prefix != nil {
+		r.IPv6Prefix = c.prefixLen(*rb.IPv6Prefix, 128, rb.IPv6PrefixRange, "ipv6_prefix")
+	}
+	if rb.MaxKeys != nil {
+		switch {
+		case r.Action == ActionDeny:
+			fail(rb.MaxKeysRange, "Unused max_keys", "action = \"deny\" counts nothing, so it holds no keys; remove max_keys")
+		case *rb.MaxKeys < 1 || *rb.MaxKeys > MaxKeysLimit:
+			fail(rb.MaxKeysRange, "Invalid max_keys", "max_keys must be between 1 and %d, got %d", MaxKeysLimit, *rb.MaxKeys)
+		default:
+			r.MaxKeys, r.maxKeysSet = *rb.MaxKeys, true
+		}
+	}
+	r.MissingIdentity = IdentitySkip
+	if r.Sensitive {
+		r.MissingIdentity = IdentityReject
+	}
+	r.InvalidIdentity = IdentityReject
+	if rb.MissingIdentity != nil {
+		r.MissingIdentity = c.identityMode(*rb.MissingIdentity, rb.MissingIdentityRange, "missing_identity")
+	}
+	if rb.InvalidIdentity != nil {
+		r.InvalidIdentity = c.identityMode(*rb.InvalidIdentity, rb.InvalidIdentityRange, "invalid_identity")
+	}
+	if !ok || c.errorsSince(errs) {
+		return nil
+	}
+	return r
+}
+
+
+func (c *Compiler) identityMode(s string, rng hcl.Range, attr string) IdentityMode {
+	switch s {
+	case "skip":
+		return IdentitySkip
+	case "reject":
+		return IdentityReject
+	}
+	c.Errorf(rng, "Invalid "+attr, "%q is not \"reject\" or \"skip\"", s)
+	return IdentityReject
+}
+
+
+// characteristic compiles one key element: a plain name ("phone") or a
+// prefixed one ("json:user.phone"), by the feature that registered it. It
+// returns nil after reporting why not.
+func (c *Compiler) characteristic(s string, rng hcl.Range, r *Rule) (Characteristic, byte) {
+	if ct, ok := c.reg.plain[s]; ok {
+		return ct.Compile(c, r, "", rng), ct.Tag
+	}
+	if pre, name, found := strings.Cut(s, ":"); found {
+		if ct, ok := c.reg.prefixed[pre]; ok {
+			if name == "" || len(name) > 256 || strings.ContainsAny(name, " \t\r\n") {
+				c.Errorf(rng, "Invalid characteristic", "%q needs a name after %q, such as %q", s, pre+":", ct.Example)
+				return nil, 0
+			}
+			return ct.Compile(c, r, name, rng), ct.Tag
+		}
+	}
+	names := c.reg.charNames()
+	c.Errorf(rng, "Unknown characteristic", "%q is not a characteristic; want one of %s.%s", s, strings.Join(names, ", "), suggest(s, names))
+	return nil, 0
+}
+
+// when compiles a rule's when { } block: each attribute is a feature's
+// condition, compiled in the order written.
+func (c *Compiler) when(w *whenBlock, r *Rule) {
+	attrs, diags := w.Body.JustAttributes()
+	c.diags = append(c.diags, diags...)
+	list := make([]*hcl.Attribute, 0, len(attrs))
+	for _, a := range attrs {
+		list = append(list, a)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
+	for _, a := range list {
+		ct, ok := c.reg.conds[a.Name]
+		if !ok {
+			names := c.reg.condNames()
+			c.Errorf(a.NameRange, "Unknown condition", "%q is not a condition; want one of %s.%s", a.Name, strings.Join(names, ", "), suggest(a.Name, names))
+			continue
+		}
+		if cond := ct.Compile(c, r, a); cond != nil {
+			r.Conditions = append(r.Conditions, cond)
+		}
+	}
+}
+
+// errorCount is the number of errors so far; errorsSince reports whether
+// there are more now.
+func (c *Compiler) errorCount() int {
+	n := 0
+	for _, d := range c.diags {
+		if d.Severity == hcl.DiagError {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *Compiler) errorsSince(n int) bool { return c.errorCount() > n }

@@ -1,0 +1,153 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agext/levenshtein"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Value helpers of the compiler, which features use too.
+
+// StringList decodes an optional list-of-strings attribute, keeping each
+// element's range for diagnostics. A missing attribute gives nil.
+func (c *Compiler) StringList(expr hcl.Expression, attr string) ([]string, []hcl.Range) {
+	if expr == nil || IsNull(expr) {
+		return nil, nil
+	}
+	items, diags := hcl.ExprList(expr)
+	if diags.HasErrors() {
+		c.Errorf(expr.Range(), "Invalid "+attr, "%s must be a list of strings, such as [\"a\", \"b\"]", attr)
+		return nil, nil
+	}
+	out := make([]string, 0, len(items))
+	rngs := make([]hcl.Range, 0, len(items))
+	for _, it := range items {
+		v, d := it.Value(nil)
+		if d.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+			c.Errorf(it.Range(), "Invalid "+attr, "each element of %s must be a string", attr)
+			continue
+		}
+		out = append(out, v.AsString())
+		rngs = append(rngs, it.Range())
+	}
+	return out, rngs
+}
+
+// IntList decodes an optional list-of-numbers attribute.
+func (c *Compiler) IntList(expr hcl.Expression, attr string) []int {
+	if expr == nil || IsNull(expr) {
+		return nil
+	}
+	items, diags := hcl.ExprList(expr)
+	if diags.HasErrors() {
+		c.Errorf(expr.Range(), "Invalid "+attr, "%s must be a list of numbers", attr)
+		return nil
+	}
+	var out []int
+	for _, it := range items {
+		v, d := it.Value(nil)
+		if d.HasErrors() || v.IsNull() || v.Type() != cty.Number {
+			c.Errorf(it.Range(), "Invalid "+attr, "each element of %s must be a number", attr)
+			continue
+		}
+		bf := v.AsBigFloat()
+		n, acc := bf.Int64()
+		if acc != 0 || n < 100 || n > 599 {
+			c.Errorf(it.Range(), "Invalid "+attr, "%s holds HTTP statuses (100-599), got %s", attr, bf.String())
+			continue
+		}
+		out = append(out, int(n))
+	}
+	return out
+}
+
+// IsNull reports whether an optional expression attribute was left out
+// (gohcl hands a synthetic null expression for absent attributes).
+func IsNull(expr hcl.Expression) bool {
+	if len(expr.Variables()) > 0 {
+		return false
+	}
+	v, d := expr.Value(nil)
+	return !d.HasErrors() && v.IsNull()
+}
+
+// ParseDuration parses a Go duration ("90s", "15m", "1h30m") and also
+// accepts days ("1d", "7d12h"), as policies write periods in days.
+func ParseDuration(s string) (time.Duration, error) {
+	rest := s
+	var days time.Duration
+	if i := strings.IndexByte(rest, 'd'); i > 0 {
+		n, err := strconv.ParseInt(rest[:i], 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		if n > 3650 {
+			return 0, fmt.Errorf("duration %q is over ten years", s)
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		rest = rest[i+1:]
+		if rest == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	return days + d, nil
+}
+
+var knownMethodList = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+
+var knownMethods = func() map[string]bool {
+	m := map[string]bool{}
+	for _, x := range knownMethodList {
+		m[x] = true
+	}
+	return m
+}()
+
+// IsToken reports whether s is a non-empty RFC 9110 token.
+func IsToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// suggest returns ` Did you mean "x"?` for the closest candidate, or "".
+func suggest(got string, candidates []string) string {
+	// Close enough to be a typo: at most a third of the word differs.
+	best, bestD := "", min(4, len(got)/3+1)
+	lower := strings.ToLower(got)
+	for _, cand := range candidates {
+		if d := levenshtein.Distance(lower, strings.ToLower(cand), nil); d < bestD {
+			best, bestD = cand, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" Did you mean %q?", best)
+}
+
+func algorithmNamesList() []string {
+	var out []string
+	for a := Algorithm(0); a < numAlgorithms; a++ {
+		if a != Distinct {
+			out = append(out, a.String())
+		}
+	}
+	return out
+}
+

@@ -1,0 +1,278 @@
+package rules
+
+import (
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// This file is the engine's extension points (docs/architecture.md,
+// "Extension points"). A Feature adds to the policy language without rules
+// knowing it by name: top-level blocks (visitor { }, identity { }),
+// characteristics (key = ["phone"]), when { } conditions, and per-request
+// hooks. rules itself provides only what every request has: ip, route and
+// global, the matchers, the algorithms and the store call.
+
+// Feature is one plug-in: the blocks, characteristics and conditions it
+// adds. The caller (cmd/edge, through builtin.Features) passes the list to
+// Load explicitly; nothing registers itself.
+type Feature struct {
+	// Name names the feature in diagnostics ("otp", "nat").
+	Name string
+	// Blocks are the top-level blocks the feature decodes.
+	Blocks []BlockType
+	// Characteristics are the key elements the feature resolves.
+	Characteristics []CharacteristicType
+	// Conditions are the when { } attributes the feature evaluates.
+	Conditions []ConditionType
+}
+
+// BlockType is a top-level block a feature decodes, such as visitor { }.
+// Feature blocks are decoded before any rule, in file order, so a
+// characteristic's Compile can read them (Compiler.Block).
+type BlockType struct {
+	// Type is the block's type name ("visitor").
+	Type string
+	// Labels names the block's labels (test "NAME" has one); nil: none.
+	Labels []string
+	// Multiple allows the block more than once (test blocks); otherwise a
+	// second one is a "Duplicate block" error.
+	Multiple bool
+	// Decode compiles one block, reporting problems through c, and returns
+	// what the policy keeps for it (Policy.Block, Policy.Blocks); nil
+	// keeps nothing.
+	Decode func(c *Compiler, b *hcl.Block) any
+}
+
+// CharacteristicType is a kind of key element. A plain one is named alone
+// ("phone"); a prefixed one takes an argument after a colon
+// ("json:user.phone").
+type CharacteristicType struct {
+	// Name is the characteristic's name, or its prefix without the colon.
+	Name string
+	// Prefixed is true for NAME:ARG characteristics.
+	Prefixed bool
+	// Example shows a prefixed characteristic in use ("json:user.phone"),
+	// for diagnostics.
+	Example string
+	// Tag is the byte that marks the characteristic's value in a counter
+	// key (and the first characteristic's in the key's header). It must be
+	// unique and never change: counters outlive releases, and a new tag
+	// would forget every counter keyed on it. 1-15 belong to the built-in
+	// features (see the Tag* constants); new features take 32 and up.
+	Tag byte
+	// Hidden leaves the characteristic out of the names diagnostics list
+	// (one a later build will have, which Compile refuses by name).
+	Hidden bool
+	// Compile compiles one use in rule r's key. arg is what follows the
+	// colon of a prefixed characteristic ("" otherwise), rng the element's
+	// range. It returns nil after reporting an error through c.
+	Compile func(c *Compiler, r *Rule, arg string, rng hcl.Range) Characteristic
+}
+
+// Tags of the characteristics in a counter key. They are the values keys
+// have always carried, so counters survive an upgrade.
+const (
+	TagIP           byte = 1
+	TagVisitor      byte = 2
+	TagHeader       byte = 3
+	TagCookie       byte = 4
+	TagQuery        byte = 5
+	TagJSON         byte = 6
+	TagForm         byte = 7
+	TagPhone        byte = 8
+	TagPhoneRange   byte = 9
+	TagPhoneCountry byte = 10
+	TagAccount      byte = 11
+	TagOTPSession   byte = 12
+	TagASN          byte = 13
+	TagCountry      byte = 14
+	TagRoute        byte = 15
+	TagGlobal       byte = 16
+)
+
+// Status is what resolving a request's identity found.
+type Status uint8
+
+const (
+	// Present: the value is there and valid.
+	Present Status = iota
+	// Missing: the value is absent or empty (the rule's missing_identity
+	// decides: skip, or reject with 400).
+	Missing
+	// Invalid: the value is there but unusable: it does not parse, or the
+	// origin could read it another way (the rule's invalid_identity
+	// decides; docs/body-identities.md).
+	Invalid
+)
+
+// Characteristic is one compiled element of a rule's key.
+type Characteristic interface {
+	// AppendValue appends the request's value, encoded so that no two
+	// values encode alike (AppendValue helps), to buf, a caller-owned
+	// buffer, and returns it with Present; with Missing or Invalid the
+	// returned buffer is ignored. It must not allocate per request: a
+	// value several characteristics share is resolved once through a memo
+	// slot (Compiler.Slot, Scratch.Memo).
+	AppendValue(buf []byte, req *Request, s *Scratch) ([]byte, Status)
+}
+
+// CeilingCharacteristic is a characteristic whose values group under a
+// coarser one every rule keyed on it also limits: many visitor IDs share
+// one IP, so a client that stockpiles IDs still meets the IP's ceiling
+// (ip_ceiling, docs/policy.md).
+type CeilingCharacteristic interface {
+	Characteristic
+	// AppendCeiling appends the coarser value (the visitor's IP).
+	AppendCeiling(buf []byte, req *Request, s *Scratch) ([]byte, Status)
+}
+
+// ConditionType is a when { } attribute.
+type ConditionType struct {
+	// Name is the attribute's name ("phone_country_in").
+	Name string
+	// Hidden leaves the condition out of the names diagnostics list.
+	Hidden bool
+	// Compile compiles the attribute for rule r; nil after an error.
+	Compile func(c *Compiler, r *Rule, attr *hcl.Attribute) Condition
+}
+
+// Condition is one compiled when { } attribute.
+type Condition interface {
+	// Eval reports whether req meets the condition: Present (met), Missing
+	// (not met, or its identity is absent: the rule does not apply) or
+	// Invalid (the identity is there but unusable: the rule's
+	// invalid_identity decides, never the condition).
+	Eval(req *Request, s *Scratch) Status
+}
+
+// Hook is what a rule does once the origin has answered a request it
+// counted and allowed: reset_on_success clears the counter after a
+// success; failure counting will refund the unit a success did not use.
+// Engine.Settle calls it, and the ops it returns go to the store in one
+// call.
+type Hook interface {
+	// AfterOrigin appends the ops to run for m (its counted op is
+	// counted) given the origin's status and X-Edge-Outcome (nil,
+	// "success" or "failure"), and returns ops.
+	AfterOrigin(m *Match, counted *Op, status int, outcome []byte, ops []Op) []Op
+}
+
+// RequestHook takes part in every request of a policy, not one rule: the
+// visitor mint budget is one. Register it with Compiler.AddRequestHook.
+type RequestHook interface {
+	// BeforeStore is called after every rule matched and before the one
+	// store call, unless the request is refused whatever the counters say
+	// (a deny action, a rejected identity). It may add ops to that call
+	// with Scratch.AddOp and read their results after Check returns.
+	BeforeStore(req *Request, s *Scratch)
+}
+
+// Memo is one per-request memo slot (Compiler.Slot): a value resolved once
+// per request, however many rules use it. The Engine clears Done when a
+// request begins (Scratch.Begin); Value and State keep their memory across
+// the requests of one Scratch, so resolution allocates nothing once warm.
+type Memo struct {
+	// Done is true once the value is resolved for this request.
+	Done bool
+	// Status is what resolving found.
+	Status Status
+	// Value holds the resolved value's bytes (reuse its capacity).
+	Value []byte
+	// Op is an op index a RequestHook recorded (Scratch.AddOp), or -1.
+	Op int
+	// State is the owning feature's own per-Scratch state (a parsed
+	// phone, a verified visitor ID), allocated the first time and reused.
+	State any
+}
+
+// registry is the features a Load knows, indexed.
+type registry struct {
+	blocks   map[string]*BlockType
+	plain    map[string]*CharacteristicType
+	prefixed map[string]*CharacteristicType
+	conds    map[string]*ConditionType
+	errs     []string
+}
+
+func newRegistry(features []Feature) *registry {
+	g := &registry{
+		blocks:   map[string]*BlockType{},
+		plain:    map[string]*CharacteristicType{},
+		prefixed: map[string]*CharacteristicType{},
+		conds:    map[string]*ConditionType{},
+	}
+	tags := map[byte]string{}
+	for _, ct := range coreCharacteristics {
+		g.plain[ct.Name] = ct
+		tags[ct.Tag] = ct.Name
+	}
+	for _, f := range features {
+		for i := range f.Blocks {
+			b := &f.Blocks[i]
+			if _, dup := g.blocks[b.Type]; dup || coreBlocks[b.Type] {
+				g.errs = append(g.errs, "block "+b.Type+" registered twice (feature "+f.Name+")")
+				continue
+			}
+			g.blocks[b.Type] = b
+		}
+		for i := range f.Characteristics {
+			ct := &f.Characteristics[i]
+			m := g.plain
+			if ct.Prefixed {
+				m = g.prefixed
+			}
+			if _, dup := m[ct.Name]; dup {
+				g.errs = append(g.errs, "characteristic "+ct.Name+" registered twice (feature "+f.Name+")")
+				continue
+			}
+			if other, dup := tags[ct.Tag]; dup || ct.Tag == 0 {
+				g.errs = append(g.errs, "characteristic "+ct.Name+" reuses the key tag of "+other+" (feature "+f.Name+")")
+				continue
+			}
+			tags[ct.Tag] = ct.Name
+			m[ct.Name] = ct
+		}
+		for i := range f.Conditions {
+			cd := &f.Conditions[i]
+			if _, dup := g.conds[cd.Name]; dup {
+				g.errs = append(g.errs, "condition "+cd.Name+" registered twice (feature "+f.Name+")")
+				continue
+			}
+			g.conds[cd.Name] = cd
+		}
+	}
+	return g
+}
+
+// charNames lists the characteristics the registry knows, prefixed ones
+// with their colon, sorted.
+func (g *registry) charNames() []string {
+	out := make([]string, 0, len(g.plain)+len(g.prefixed))
+	for n, ct := range g.plain {
+		if !ct.Hidden {
+			out = append(out, n)
+		}
+	}
+	for n, ct := range g.prefixed {
+		if !ct.Hidden {
+			out = append(out, n+":")
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (g *registry) condNames() []string {
+	out := make([]string, 0, len(g.conds))
+	for n, cd := range g.conds {
+		if !cd.Hidden {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// coreBlocks are the blocks rules decodes itself.
+var coreBlocks = map[string]bool{"edge": true, "store": true, "rule": true}
