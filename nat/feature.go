@@ -197,8 +197,9 @@ func decodeVisitor(c *rules.Compiler, blk *hcl.Block) any {
 func compileVisitor(c *rules.Compiler, r *rules.Rule, _ string, _ hcl.Range) rules.Characteristic {
 	v := ConfigOf(c.Policy())
 	if v == nil {
+		// The rule will not load; the characteristic still comes back so
+		// the rule's other checks (ip_ceiling) see a visitor rule.
 		c.Errorf(r.DefRange, "Missing visitor block", "rule %q counts per visitor; add a visitor { } block (cookie and secrets of the visitor IDs)", r.Name)
-		return nil
 	}
 	return visitorChar{v: v, r: r}
 }

@@ -59,10 +59,10 @@ rule "api" {
 		maxKeys   int32
 		sensitive bool
 	}{
-		{login.ID, 1000, true},            // the visitor's bucket
-		{login.ID, 1000, true},            // its IP's ceiling
-		{api.ID, 45, false},               // half the store's 90
-		{rules.MintBudgetID(), 45, false}, // the other half
+		{login.ID, 1000, true},         // the visitor's bucket
+		{login.ID, 1000, true},         // its IP's ceiling
+		{api.ID, 45, false},            // half the store's 90
+		{p.Budgets()[0].ID, 45, false}, // the other half: the visitor mint budget
 	}
 	if len(st.ops) != len(want) {
 		t.Fatalf("got %d ops, want %d", len(st.ops), len(want))

@@ -1,8 +1,10 @@
-package rules
+package rules_test
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/edge-gateway/edge/builtin"
 )
 
 // TestKeyBudgets checks each rule's key budget in the memory store
@@ -36,7 +38,7 @@ func TestKeyBudgets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p, diags := Load("test.hcl", []byte(tt.src))
+			p, diags := builtin.Load("test.hcl", []byte(tt.src))
 			if diags.HasErrors() {
 				t.Fatal(diags.Error())
 			}
@@ -45,8 +47,12 @@ func TestKeyBudgets(t *testing.T) {
 					t.Errorf("rule %s: got max keys %d, want %d", name, got, want)
 				}
 			}
-			if p.Visitor != nil && p.Visitor.MintMaxKeys != tt.wantMint {
-				t.Errorf("mint budget: got %d, want %d", p.Visitor.MintMaxKeys, tt.wantMint)
+			gotMint := 0
+			for _, b := range p.Budgets() {
+				gotMint = b.MaxKeys
+			}
+			if gotMint != tt.wantMint {
+				t.Errorf("mint budget: got %d, want %d", gotMint, tt.wantMint)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package rules
+package rules_test
 
 import (
 	"bufio"
@@ -12,6 +12,9 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"golang.org/x/tools/txtar"
+
+	"github.com/edge-gateway/edge/builtin"
+	. "github.com/edge-gateway/edge/rules"
 )
 
 var update = flag.Bool("update", false, "rewrite the want sections of testdata/*.txtar")
@@ -53,7 +56,7 @@ func TestLoadShippedAndFixturePolicies(t *testing.T) {
 		"testdata/fixtures/policies/otp.hcl",
 	} {
 		t.Run(name, func(t *testing.T) {
-			p, diags := LoadFile(filepath.Join(root, name))
+			p, diags := builtin.LoadFile(filepath.Join(root, name))
 			if diags.HasErrors() {
 				t.Fatalf("got errors:\n%s", diagLines(diags))
 			}
@@ -65,7 +68,7 @@ func TestLoadShippedAndFixturePolicies(t *testing.T) {
 }
 
 func TestLoadFoundationCompiles(t *testing.T) {
-	p, diags := LoadFile(filepath.Join(repoRoot(t), "testdata/fixtures/policies/foundation.hcl"))
+	p, diags := builtin.LoadFile(filepath.Join(repoRoot(t), "testdata/fixtures/policies/foundation.hcl"))
 	if diags.HasErrors() {
 		t.Fatalf("got errors:\n%s", diagLines(diags))
 	}
@@ -113,8 +116,8 @@ func TestLoadFoundationCompiles(t *testing.T) {
 			r.Sensitive != tt.sensitive || r.DryRun != tt.dryRun || r.IPv4Prefix != tt.v4 || r.IPv6Prefix != tt.v6 || r.OnStoreError != tt.onErr {
 			t.Errorf("%s: got %s %d/%d per %s sensitive=%v dry=%v /%d /%d onErr=%d", tt.rule, r.Algorithm, r.Limit, r.Burst, r.Period, r.Sensitive, r.DryRun, r.IPv4Prefix, r.IPv6Prefix, r.OnStoreError)
 		}
-		if len(r.Key) != 1 || r.Key[0].Kind != CharIP {
-			t.Errorf("%s: got key %+v, want [ip]", tt.rule, r.Key)
+		if len(r.KeyNames) != 1 || r.KeyNames[0] != "ip" {
+			t.Errorf("%s: got key %v, want [ip]", tt.rule, r.KeyNames)
 		}
 	}
 }
@@ -140,7 +143,7 @@ func TestBrokenFixtures(t *testing.T) {
 		file, lines := m[1], strings.Split(m[2], " or ")
 		t.Run(file, func(t *testing.T) {
 			path := filepath.Join(dir, file)
-			p, diags := LoadFile(path)
+			p, diags := builtin.LoadFile(path)
 			if !diags.HasErrors() || p != nil {
 				t.Fatalf("got no error for %s", file)
 			}
@@ -190,7 +193,7 @@ func TestDiagnosticsGolden(t *testing.T) {
 			if src == nil || wantIdx < 0 {
 				t.Fatal("want sections policies.hcl and want")
 			}
-			_, diags := Load("policies.hcl", src)
+			_, diags := builtin.Load("policies.hcl", src)
 			got := diagLines(diags)
 			if *update {
 				ar.Files[wantIdx].Data = []byte(got)
@@ -281,7 +284,7 @@ func TestRedactURL(t *testing.T) {
 // is refused without printing its password.
 func TestStoreURLPasswordNotInDiagnostics(t *testing.T) {
 	src := "store \"redis\" {\n  url = \"redis://:s3cret@127.0.0.1:6379/x\"\n}\n"
-	_, diags := Load("p.hcl", []byte(src))
+	_, diags := builtin.Load("p.hcl", []byte(src))
 	if !diags.HasErrors() {
 		t.Fatal("a bad database number was accepted")
 	}
