@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/edge-gateway/edge/rules"
@@ -30,92 +31,102 @@ func (w *syncBuffer) String() string {
 	return w.b.String()
 }
 
-// eventually polls cond every millisecond for up to d.
-func eventually(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
-}
-
 // TestCheck: a failed Check opens the breaker at once (a node that cannot
 // reach its store at start is degraded from its first request); the
-// prober closes it when the store answers, and the transitions are logged.
+// prober closes it within two cooldowns of the store answering, and the
+// transitions are logged. The prober runs in a synctest bubble: its
+// cooldowns pass on the fake clock, so the bound is exact on any machine.
 func TestCheck(t *testing.T) {
-	f := &pingStore{}
-	f.setErr(errDown)
-	var logs syncBuffer
-	s := newStore(t, f, Options{Cooldown: 10 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-	if err := s.Check(context.Background()); err == nil {
-		t.Fatal("Check of a store that is down returned nil")
-	}
-	if s.State() != BreakerOpen {
-		t.Fatalf("after a failed Check: got %v, want open", s.State())
-	}
-	if degraded, reason := s.Degraded(); !degraded || !strings.Contains(reason, "connection refused") {
-		t.Errorf("Degraded: got %v %q, want degraded with the error", degraded, reason)
-	}
-	if res := take(t, s, time.Now(), op(1, rules.FailClosed, 10, time.Minute)); res[0].Allowed || !res[0].StoreError {
-		t.Errorf("first request after a failed Check: got %+v, want a fail-closed answer", res[0])
-	}
-	f.setErr(nil)
-	recovered := func() bool { return strings.Contains(logs.String(), `"msg":"store recovered: circuit breaker closed"`) }
-	if !eventually(2*time.Second, recovered) || s.State() != BreakerClosed {
-		t.Fatalf("the store answers again but the breaker is still %v", s.State())
-	}
-	if err := s.Check(context.Background()); err != nil || s.State() != BreakerClosed {
-		t.Errorf("Check of a healthy store: %v, %v", err, s.State())
-	}
-	out := logs.String()
-	for _, want := range []string{`"level":"WARN","msg":"store failing: circuit breaker open`, "connection refused", `"why":"check failed"`, `"outage":`} {
-		if !strings.Contains(out, want) {
-			t.Errorf("logs lack %q:\n%s", want, out)
+	synctest.Test(t, func(t *testing.T) {
+		const cooldown = 10 * time.Millisecond
+		f := &pingStore{}
+		f.setErr(errDown)
+		var logs syncBuffer
+		s := newStore(t, f, Options{Cooldown: cooldown, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		if err := s.Check(context.Background()); err == nil {
+			t.Fatal("Check of a store that is down returned nil")
 		}
-	}
+		if s.State() != BreakerOpen {
+			t.Fatalf("after a failed Check: got %v, want open", s.State())
+		}
+		if degraded, reason := s.Degraded(); !degraded || !strings.Contains(reason, "connection refused") {
+			t.Errorf("Degraded: got %v %q, want degraded with the error", degraded, reason)
+		}
+		if res := take(t, s, time.Now(), op(1, rules.FailClosed, 10, time.Minute)); res[0].Allowed || !res[0].StoreError {
+			t.Errorf("first request after a failed Check: got %+v, want a fail-closed answer", res[0])
+		}
+		f.setErr(nil)
+		time.Sleep(2 * cooldown)
+		synctest.Wait() // the prober has probed and is waiting again
+		recovered := strings.Contains(logs.String(), `"msg":"store recovered: circuit breaker closed"`)
+		if !recovered || s.State() != BreakerClosed {
+			t.Fatalf("two cooldowns after the store answers again: breaker %v, recovery logged %v; want closed, logged", s.State(), recovered)
+		}
+		if err := s.Check(context.Background()); err != nil || s.State() != BreakerClosed {
+			t.Errorf("Check of a healthy store: %v, %v", err, s.State())
+		}
+		out := logs.String()
+		for _, want := range []string{`"level":"WARN","msg":"store failing: circuit breaker open`, "connection refused", `"why":"check failed"`, `"outage":`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("logs lack %q:\n%s", want, out)
+			}
+		}
+	})
 }
 
-// TestHealthInterval: an idle node pings its store and notices it going
-// down without a request paying for it; a busy node sends no pings.
+// TestHealthInterval: an idle node pings its store every HealthInterval
+// and notices it going down without a request paying for it; a busy node
+// sends no pings. In a synctest bubble: ticks and requests on the fake
+// clock, so the counts are exact.
 func TestHealthInterval(t *testing.T) {
 	const every = 10 * time.Millisecond
 	t.Run("idle_notices_outage", func(t *testing.T) {
-		f := &pingStore{}
-		s := newStore(t, f, Options{HealthInterval: every})
-		if !eventually(time.Second, func() bool { return f.pings.Load() >= 2 }) {
-			t.Fatalf("an idle node sent %d pings in a second, want a ping every %v", f.pings.Load(), every)
-		}
-		if s.State() != BreakerClosed {
-			t.Fatalf("healthy store: breaker %v", s.State())
-		}
-		f.setErr(errDown)
-		if !eventually(2*time.Second, func() bool { return s.State() != BreakerClosed }) {
-			t.Fatalf("an idle node did not notice its store going down (breaker %v)", s.State())
-		}
-		if got := f.calls.Load(); got != 0 {
-			t.Errorf("the pings went through Take %d times: Ping must be used", got)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			f := &pingStore{}
+			s := newStore(t, f, Options{HealthInterval: every})
+			time.Sleep(2 * every)
+			synctest.Wait()
+			if got := f.pings.Load(); got != 2 {
+				t.Fatalf("an idle node sent %d pings in %v, want one every %v", got, 2*every, every)
+			}
+			if s.State() != BreakerClosed {
+				t.Fatalf("healthy store: breaker %v", s.State())
+			}
+			f.setErr(errDown)
+			time.Sleep(DefaultFailureThreshold * every) // that many failed pings open it
+			synctest.Wait()
+			if s.State() == BreakerClosed {
+				t.Fatalf("an idle node did not notice its store going down in %d pings (breaker %v)", DefaultFailureThreshold, s.State())
+			}
+			if got := f.calls.Load(); got != 0 {
+				t.Errorf("the pings went through Take %d times: Ping must be used", got)
+			}
+		})
 	})
 	t.Run("busy_sends_none", func(t *testing.T) {
-		f := &pingStore{}
-		s := newStore(t, f, Options{HealthInterval: every})
-		o := op(2, rules.FailOpen, 1_000_000, time.Minute)
-		end := time.Now().Add(20 * every)
-		for time.Now().Before(end) {
-			take(t, s, time.Now(), o)
-			time.Sleep(every / 10)
-		}
-		if got := f.pings.Load(); got > 1 {
-			t.Errorf("a busy node sent %d pings: traffic checks the store by itself", got)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			f := &pingStore{}
+			s := newStore(t, f, Options{HealthInterval: every})
+			o := op(2, rules.FailOpen, 1_000_000, time.Minute)
+			for range 200 { // a request every tenth of an interval, for 20 intervals
+				take(t, s, time.Now(), o)
+				time.Sleep(every / 10)
+			}
+			synctest.Wait()
+			if got := f.pings.Load(); got != 0 {
+				t.Errorf("a busy node sent %d pings: traffic checks the store by itself", got)
+			}
+		})
 	})
 	t.Run("off", func(t *testing.T) {
-		f := &pingStore{}
-		newStore(t, f, Options{})
-		time.Sleep(5 * every) // nothing may happen: there is no event to wait for
-		if got := f.pings.Load(); got != 0 {
-			t.Errorf("without HealthInterval: %d pings, want none", got)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			f := &pingStore{}
+			newStore(t, f, Options{})
+			time.Sleep(5 * every)
+			synctest.Wait()
+			if got := f.pings.Load(); got != 0 {
+				t.Errorf("without HealthInterval: %d pings, want none", got)
+			}
+		})
 	})
 }
