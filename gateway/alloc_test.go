@@ -22,7 +22,7 @@ func TestDecisionPathAllocatesNothing(t *testing.T) {
 // the visitor rule's two ops add no allocation.
 func TestVisitorDecisionPathAllocatesNothing(t *testing.T) {
 	bs := newBenchSetupWith(t, benchVisitorPolicy, "10.1.2.3", "203.0.113.9, 10.0.0.2", validCookie)
-	if !bs.rs.req.VisitorValid {
+	if _, ok := bs.st.visitor.Visitor(bs.rs.sc); !ok {
 		t.Fatal("cookie not valid")
 	}
 	if n := testing.AllocsPerRun(200, func() { bs.s.decide(bs.ctx, bs.st, bs.rs) }); n != 0 {

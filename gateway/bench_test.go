@@ -149,7 +149,7 @@ func validCookie(s *Server, now time.Time) []byte {
 // IP-ceiling op.
 func BenchmarkDecisionPathVisitor(b *testing.B) {
 	bs := newBenchSetupWith(b, benchVisitorPolicy, "10.1.2.3", "203.0.113.9, 10.0.0.2", validCookie)
-	if !bs.rs.req.VisitorValid {
+	if _, ok := bs.st.visitor.Visitor(bs.rs.sc); !ok {
 		b.Fatal("cookie not valid")
 	}
 	b.ReportAllocs()

@@ -13,7 +13,6 @@ import (
 	"unicode/utf16"
 
 	"github.com/edge-gateway/edge/builtin"
-	"github.com/edge-gateway/edge/rules"
 )
 
 // The seams between the body identities the edge reads and the ones an

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )

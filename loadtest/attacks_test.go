@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"net/url"
 	"os"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/nyaruka/phonenumbers"
 
+	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/otp"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -166,21 +169,21 @@ func TestAttacksHostsPolicyIsTheShippedOne(t *testing.T) {
 	shipped := loadTestModel(t, "../policies.hcl").p
 	copyP := loadTestModel(t, attacksPolicyPath).p
 	type ruleView struct {
-		Name                               string
-		Algorithm                          rules.Algorithm
-		Limit, Burst, IPCeiling            int64
-		Period                             time.Duration
-		Action                             rules.Action
-		Sensitive, DryRun                  bool
-		Methods                            []string
-		IPv4Prefix, IPv6Prefix             int
-		Count                              rules.CountMode
-		Key                                []rules.CharKind
-		MissingIdentity, InvalidIdentity   rules.IdentityMode
-		OnStoreError                       rules.StoreErrorMode
-		ResetOnSuccess                     bool
-		FailureStatus, SuccessStatus       []int
-		WhenPhoneCountries, WhenPhoneNotIn []string
+		Name                             string
+		Algorithm                        rules.Algorithm
+		Limit, Burst, IPCeiling          int64
+		Period                           time.Duration
+		Action                           rules.Action
+		Sensitive, DryRun                bool
+		Methods                          []string
+		IPv4Prefix, IPv6Prefix           int
+		Count                            rules.CountMode
+		Key                              []string
+		MissingIdentity, InvalidIdentity rules.IdentityMode
+		OnStoreError                     rules.StoreErrorMode
+		ResetOnSuccess                   bool
+		FailureStatus, SuccessStatus     []int
+		When                             []string
 	}
 	view := func(p *rules.Policy) []ruleView {
 		var out []ruleView
@@ -189,15 +192,9 @@ func TestAttacksHostsPolicyIsTheShippedOne(t *testing.T) {
 				Action: r.Action, Sensitive: r.Sensitive, DryRun: r.DryRun, Methods: r.Methods(), IPv4Prefix: r.IPv4Prefix, IPv6Prefix: r.IPv6Prefix,
 				Count: r.Count, MissingIdentity: r.MissingIdentity, InvalidIdentity: r.InvalidIdentity, OnStoreError: r.OnStoreError,
 				ResetOnSuccess: r.ResetOnSuccess, FailureStatus: r.FailureStatus, SuccessStatus: r.SuccessStatus}
-			for _, k := range r.Key {
-				v.Key = append(v.Key, k.Kind)
-			}
-			for _, c := range r.WhenPhoneCountry {
-				if c.Not {
-					v.WhenPhoneNotIn = append(v.WhenPhoneNotIn, c.Countries...)
-				} else {
-					v.WhenPhoneCountries = append(v.WhenPhoneCountries, c.Countries...)
-				}
+			v.Key = r.KeyNames
+			for _, c := range r.Conditions {
+				v.When = append(v.When, fmt.Sprint(c)) // each condition's String: its attribute as written
 			}
 			out = append(out, v)
 		}
@@ -214,7 +211,7 @@ func TestAttacksHostsPolicyIsTheShippedOne(t *testing.T) {
 			t.Errorf("rule %d differs:\n  policies.hcl: %s\n  %s: %s", i, ja, attacksPolicyPath, jb)
 		}
 	}
-	if !equalJSON(shipped.Visitor, copyP.Visitor) || !equalJSON(shipped.Store, copyP.Store) || !equalJSON(shipped.Identity, copyP.Identity) ||
+	if !equalJSON(nat.ConfigOf(shipped), nat.ConfigOf(copyP)) || !equalJSON(shipped.Store, copyP.Store) || !equalJSON(otp.IdentityOf(shipped), otp.IdentityOf(copyP)) ||
 		shipped.IPv4Prefix != copyP.IPv4Prefix || shipped.IPv6Prefix != copyP.IPv6Prefix || shipped.ForwardedHeader != copyP.ForwardedHeader ||
 		shipped.PathCaseInsensitive != copyP.PathCaseInsensitive || shipped.Listen != copyP.Listen || shipped.Upstream != copyP.Upstream {
 		t.Errorf("%s's edge, store, visitor or identity settings differ from policies.hcl's (bash loadtest/testdata/make-attacks-hosts.sh writes it anew)", attacksPolicyPath)

@@ -13,7 +13,6 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/gateway"
-	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 

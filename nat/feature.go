@@ -246,6 +246,14 @@ type visitorValid struct {
 	want bool
 }
 
+// String returns the condition as a policy writes it.
+func (c visitorValid) String() string {
+	if c.want {
+		return "visitor_valid = true"
+	}
+	return "visitor_valid = false"
+}
+
 func (c visitorValid) Eval(_ *rules.Request, s *rules.Scratch) rules.Status {
 	if _, ok := c.v.Visitor(s); ok == c.want {
 		return rules.Present

@@ -238,6 +238,15 @@ type countryCond struct {
 	not       bool
 }
 
+// String returns the condition as a policy writes it.
+func (c *countryCond) String() string {
+	name := "phone_country_in"
+	if c.not {
+		name = "phone_country_not_in"
+	}
+	return name + " = [" + strings.Join(c.countries, ", ") + "]"
+}
+
 func (c *countryCond) Eval(req *rules.Request, s *rules.Scratch) rules.Status {
 	if c.id == nil {
 		return rules.Missing

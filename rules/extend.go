@@ -137,7 +137,8 @@ type ConditionType struct {
 	Compile func(c *Compiler, r *Rule, attr *hcl.Attribute) Condition
 }
 
-// Condition is one compiled when { } attribute.
+// Condition is one compiled when { } attribute. A condition should also
+// be a fmt.Stringer that prints it as written (explanations, tests).
 type Condition interface {
 	// Eval reports whether req meets the condition: Present (met), Missing
 	// (not met, or its identity is absent: the rule does not apply) or

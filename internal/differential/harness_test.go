@@ -20,7 +20,6 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/otp"
-	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
