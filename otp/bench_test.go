@@ -1,9 +1,9 @@
 package otp
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
+
+	"github.com/edge-gateway/edge/fields"
 )
 
 // otpSendBody is a realistic 1 KiB OTP request: client metadata, a
@@ -39,7 +39,7 @@ func BenchmarkJSONPhone(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(otpSendBody)))
 	for b.Loop() {
-		v, found, err := JSONField(otpSendBody, path)
+		v, found, err := fields.JSONField(otpSendBody, path)
 		if err != nil || !found {
 			b.Fatalf("JSONField: %q, %v, %v", v, found, err)
 		}
@@ -48,38 +48,6 @@ func BenchmarkJSONPhone(b *testing.B) {
 			b.Fatal(err)
 		}
 		benchSink = p.E164
-	}
-}
-
-func BenchmarkJSONField(b *testing.B) {
-	b.Run("top", func(b *testing.B) { benchJSONField(b, otpSendBody, "phone") })
-	b.Run("nested", func(b *testing.B) { benchJSONField(b, otpSendBody, "captcha.action") })
-	// The yardstick: encoding/json decoding the same field into a struct.
-	b.Run("encoding_json", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(otpSendBody)))
-		for b.Loop() {
-			var req struct {
-				Phone string `json:"phone"`
-			}
-			if err := json.Unmarshal(otpSendBody, &req); err != nil {
-				b.Fatal(err)
-			}
-			benchSink = req.Phone
-		}
-	})
-}
-
-func benchJSONField(b *testing.B, body []byte, path string) {
-	segs := strings.Split(path, ".")
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		v, found, err := JSONField(body, segs)
-		if err != nil || !found {
-			b.Fatalf("JSONField: %q, %v, %v", v, found, err)
-		}
-		benchSink = v
 	}
 }
 
@@ -98,52 +66,5 @@ func BenchmarkNormalize(b *testing.B) {
 				benchSink = p.E164
 			}
 		})
-	}
-}
-
-func BenchmarkFormField(b *testing.B) {
-	body := []byte("channel=sms&locale=en-US&captcha_token=" + strings.Repeat("0.kM3qv9Xo2nB7yT4wR1sZ8cL6fH5dJ0g", 20) +
-		"&phone=%28202%29+555-0100&request_id=9f1c2b7e-4d3a-4f8e-9a6b-1c2d3e4f5a6b")
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		v, found, err := FormField(body, "phone")
-		if err != nil || !found {
-			b.Fatalf("FormField: %q, %v, %v", v, found, err)
-		}
-		benchSink = v
-	}
-}
-
-func BenchmarkBodyKind(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if BodyKind("application/json; charset=utf-8", otpSendBody) != BodyJSON {
-			b.Fatal("not JSON")
-		}
-	}
-}
-
-func BenchmarkParseMediaType(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if ParseMediaType(`application/x-www-form-urlencoded; charset="UTF-8"`) != MediaForm {
-			b.Fatal("not a form")
-		}
-	}
-}
-
-// BenchmarkCheckMerged: a body phone against a typical query string and
-// Cookie header, none of which names it.
-func BenchmarkCheckMerged(b *testing.B) {
-	src, _ := ParseSource("json:phone")
-	query := []byte("utm_source=newsletter&utm_medium=email&utm_campaign=spring&ref=abc123")
-	cookies := []byte("_ga=GA1.2.1234567890.1234567890; _gid=GA1.2.987654321.1234567890; session=9f1c2b7e4d3a4f8e9a6b1c2d3e4f5a6b; locale=en-US")
-	b.ReportAllocs()
-	b.SetBytes(int64(len(query) + len(cookies)))
-	for b.Loop() {
-		if err := src.CheckMerged(query, cookies, "+12025550100", true); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
