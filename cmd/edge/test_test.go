@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTestPassesTestedFixtures: `edge test` passes the fixtures with test
+// blocks, one PASS line per test, exit 0.
+func TestTestPassesTestedFixtures(t *testing.T) {
+	for _, f := range []string{"foundation-tested.hcl", "otp-tested.hcl"} {
+		t.Run(f, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run([]string{"test", "-config", filepath.Join(root, "testdata/fixtures/policies", f)}, &out, &errb)
+			if code != 0 {
+				t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+			}
+			if strings.Contains(out.String(), "FAIL") || !strings.Contains(out.String(), " 0 failed\n") {
+				t.Errorf("stdout:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// writeFlipped writes a copy of the fixture f with old replaced by new once.
+func writeFlipped(t *testing.T, f, old, new string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(root, "testdata/fixtures/policies", f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(src), old) != 1 {
+		t.Fatalf("%q is not once in %s", old, f)
+	}
+	path := filepath.Join(t.TempDir(), f)
+	if err := os.WriteFile(path, []byte(strings.Replace(string(src), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestTestFailsWrongExpectation: a copy of a fixture expecting the wrong
+// decision exits 1 and names the failing test and request.
+func TestTestFailsWrongExpectation(t *testing.T) {
+	path := writeFlipped(t, "otp-tested.hcl",
+		"origin_status = 401\n    repeat        = 4\n    expect        = \"allow\"",
+		"origin_status = 401\n    repeat        = 4\n    expect        = \"deny\"")
+	var out, errb bytes.Buffer
+	code := run([]string{"test", "-config", path}, &out, &errb)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	want := "FAIL five wrong codes burn a code; a new code gets five more, within the phone's ceiling: request 4 (repeat 1 of 4): got allow, want deny\n"
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "4 tests: 3 passed, 1 failed\n") {
+		t.Errorf("stdout:\n%s\nwant the line %q and the summary", out.String(), want)
+	}
+}
+
+// TestTestRefusesBrokenTests: a test block naming no rule of the policy is
+// a broken file: `edge test` exits 2 and `edge validate` 1, both pointing
+// at the value.
+func TestTestRefusesBrokenTests(t *testing.T) {
+	path := writeFlipped(t, "foundation-tested.hcl", `rule   = "api-shadow-tight"`, `rule   = "api-shadow-tigth"`)
+	want := path + `:186,14-32: Unknown rule; the policy has no rule "api-shadow-tigth"`
+	for _, tt := range []struct {
+		cmd  string
+		code int
+	}{{"test", 2}, {"validate", 1}} {
+		var out, errb bytes.Buffer
+		if code := run([]string{tt.cmd, "-config", path}, &out, &errb); code != tt.code {
+			t.Errorf("edge %s: exit %d, want %d; stderr:\n%s", tt.cmd, code, tt.code, errb.String())
+		}
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("edge %s: stderr:\n%s\nwant %q", tt.cmd, errb.String(), want)
+		}
+	}
+}
