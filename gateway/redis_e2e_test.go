@@ -245,37 +245,23 @@ func (l *outageLoad) run(t *testing.T, addr string, stop <-chan struct{}, worker
 }
 
 // TestRedisOutageDuringLoad kills redis-server during a load run:
-// sensitive routes answer 503 within the budget and not one sensitive
-// request reaches the origin unchecked; ordinary routes keep answering;
-// p99 latency while Redis is down stays within budget + 5 ms; after Redis
-// returns the node is healthy again within one second; no goroutine leaks.
+// sensitive routes answer 503 and not one sensitive request reaches the
+// origin unchecked; ordinary routes keep answering (fail open); no request
+// hangs (the client's 5s timeout fails the test); after Redis returns the
+// node is healthy again and sensitive requests pass; no goroutine leaks.
+//
+// Correctness here never rests on the machine's speed: the waits below
+// are for events, bounded generously against a hang only. When the node is
+// healthy again (within one second of its store returning) is failclosed's
+// TestRecoveryByRequests and TestRecoveryInBackground, on a fake clock; how
+// fast it answers while Redis is down (p99 within the budget + 5 ms) is a
+// latency goal, measured by BenchmarkRedisOutage (BENCHMARKS.md), not
+// asserted by a test that two busy cores could fail.
 func TestRedisOutageDuringLoad(t *testing.T) {
 	goleakOpts := goleak.IgnoreCurrent()
 	r := testredis.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	origin := demo.New()
-	oln := listen(t)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = origin.Serve(ctx, oln) }()
-	p := redisPolicy(t, r.URL())
-	rs, err := redisstore.New(redisstore.Options{URL: r.URL(), Timeout: redisTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc, err := failclosed.New(rs, failclosed.Options{FailureSpan: 2 * redisTimeout}) // as cmd/edge sets it
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Options{Policy: p, Store: fc, KeySecret: []byte("a Redis-backed node needs 32 bytes"), Upstream: "http://" + oln.Addr().String(), Health: fc, StoreStats: fc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, aln := listen(t), listen(t)
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
-	go func() { defer wg.Done(); _ = srv.ServeAdmin(ctx, aln) }()
-	addr, admin := ln.Addr().String(), aln.Addr().String()
+	n := startOutageNode(t, r.URL())
+	origin, addr, admin := n.origin, n.addr, n.admin
 
 	l := &outageLoad{transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	for i := range l.statuses {
@@ -292,7 +278,7 @@ func TestRedisOutageDuringLoad(t *testing.T) {
 	// Redis dies.
 	r.Kill()
 	l.phase.Store(1)
-	waitFor(t, func() bool { return readyzStatus(t, admin) == "degraded" }, 2*time.Second, "readyz to report degraded")
+	waitFor(t, func() bool { return readyzStatus(t, admin) == "degraded" }, 10*time.Second, "readyz to report degraded")
 	downAt := l.total.Load()
 	waitFor(t, func() bool { return l.total.Load() >= downAt+400 }, 20*time.Second, "load while Redis is down")
 	if st := statusOf(t, admin, "/readyz"); st != 200 {
@@ -302,15 +288,16 @@ func TestRedisOutageDuringLoad(t *testing.T) {
 		t.Errorf("readyz?strict=1 answered %d while degraded, want 503", st)
 	}
 
-	// Redis returns: healthy again within one second.
+	// Redis returns: healthy again (the hang guards are ten times the
+	// one second the node promises, which failclosed's tests pin).
 	l.phase.Store(2)
 	r.Restart()
 	back := time.Now()
-	waitFor(t, func() bool { return readyzStatus(t, admin) == "ok" }, time.Second, "the node to be healthy within 1s of Redis returning")
+	waitFor(t, func() bool { return readyzStatus(t, admin) == "ok" }, 10*time.Second, "the node to be healthy after Redis returned")
 	t.Logf("healthy %v after Redis returned", time.Since(back).Round(time.Millisecond))
 	waitFor(t, func() bool {
 		return do(t, "POST", "http://"+addr+"/login", "", "X-Forwarded-For", "192.0.2.200").status == 401
-	}, time.Second, "a sensitive request to pass again within 1s")
+	}, 10*time.Second, "a sensitive request to pass again")
 	backAt := l.total.Load()
 	waitFor(t, func() bool { return l.total.Load() >= backAt+100 }, 10*time.Second, "load after Redis returned")
 	close(stop)
@@ -334,22 +321,14 @@ func TestRedisOutageDuringLoad(t *testing.T) {
 	if got, want := origin.Hits()["/login"], int64(l.loginOK+1); got != want {
 		t.Errorf("origin saw %d /login, clients saw %d forwarded", got, want)
 	}
-	p99 := func(phase int) time.Duration {
-		lat := l.lat[phase]
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		t.Logf("phase %d latency over %d requests: p50 %v p99 %v max %v", phase, len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
-		return lat[len(lat)*99/100]
+	// Logged for whoever reads a failure; the goal is BenchmarkRedisOutage's.
+	for phase, lat := range l.lat {
+		p50, p99, top := percentiles(lat)
+		t.Logf("phase %d latency over %d requests: p50 %v p99 %v max %v", phase, len(lat), p50, p99, top)
 	}
-	p99(0)
-	if got, limit := p99(1), redisTimeout+5*time.Millisecond; got > limit && !raceEnabled {
-		t.Errorf("p99 latency while Redis was down %v, want within %v", got, limit)
-	}
-	p99(2)
 
 	l.transport.CloseIdleConnections()
-	cancel()
-	wg.Wait()
-	fc.Close()
+	n.stop()
 	goleak.VerifyNone(t, goleakOpts,
 		// fasthttp's own background goroutines: process-wide (the date
 		// updater, the dialer's address cache) or idle cleaners that exit
@@ -361,9 +340,141 @@ func TestRedisOutageDuringLoad(t *testing.T) {
 	)
 }
 
+// outageNode is one edge node on Redis at the default budget, with its
+// own demo origin, as TestRedisOutageDuringLoad and BenchmarkRedisOutage
+// run it.
+type outageNode struct {
+	origin      *demo.Origin
+	addr, admin string
+	stop        func() // stops the servers and closes the store
+}
+
+func startOutageNode(tb testing.TB, url string) *outageNode {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &outageNode{origin: demo.New()}
+	oln := listen(tb)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = n.origin.Serve(ctx, oln) }()
+	rs, err := redisstore.New(redisstore.Options{URL: url, Timeout: redisTimeout})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fc, err := failclosed.New(rs, failclosed.Options{FailureSpan: 2 * redisTimeout}) // as cmd/edge sets it
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := New(Options{Policy: redisPolicy(tb, url), Store: fc, KeySecret: []byte("a Redis-backed node needs 32 bytes"), Upstream: "http://" + oln.Addr().String(), Health: fc, StoreStats: fc})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, aln := listen(tb), listen(tb)
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
+	go func() { defer wg.Done(); _ = srv.ServeAdmin(ctx, aln) }()
+	n.addr, n.admin = ln.Addr().String(), aln.Addr().String()
+	var once sync.Once
+	n.stop = func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			fc.Close()
+		})
+	}
+	tb.Cleanup(n.stop)
+	return n
+}
+
+// percentiles returns lat's median, 99th percentile and maximum, sorting
+// lat; zeros when it is empty.
+func percentiles(lat []time.Duration) (p50, p99, top time.Duration) {
+	if len(lat) == 0 {
+		return 0, 0, 0
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+}
+
+// BenchmarkRedisOutage measures what clients wait for while a node's Redis
+// is down: one node at the default 5 ms budget, warmed up on a live
+// redis-server which is then killed ("down"; "up" leaves it running, for
+// comparison), and parallel clients alternating a sensitive route (/login,
+// answered 503 while down) and an ordinary one (/api/x, fail open: 200)
+// from the kill on, so the requests that pay the budget before the breaker
+// opens, and its probes, are counted. It reports the p50 and p99 latency
+// per request; the goal (issue 3) is a p99 within the budget + 5 ms,
+// without the race detector (BENCHMARKS.md, "The Redis store"). A wrong
+// answer fails the benchmark; a slow one is only reported.
+//
+//	go test -run '^$' -bench BenchmarkRedisOutage -benchtime 5000x ./gateway/
+func BenchmarkRedisOutage(b *testing.B) {
+	for _, down := range []bool{false, true} {
+		name, login := "up", 401 // the origin's answer to a forwarded /login
+		if down {
+			name, login = "down", 503
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			r := testredis.Start(b)
+			n := startOutageNode(b, r.URL())
+			tr := &http.Transport{MaxIdleConnsPerHost: 64}
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Timeout: 5 * time.Second, Transport: tr}
+			for i := range 50 { // the store's connection pool is in use when Redis dies
+				do(b, "GET", "http://"+n.addr+"/api/x", "", "X-Forwarded-For", fmt.Sprintf("198.18.0.%d", i))
+			}
+			if down {
+				r.Kill()
+			}
+			var (
+				mu      sync.Mutex
+				lat     []time.Duration
+				workers atomic.Int32
+			)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				w := workers.Add(1)
+				mine := make([]time.Duration, 0, 1024)
+				for i := 0; pb.Next(); i++ {
+					// Many clients, so the login limit of 5 a minute is not what refuses.
+					method, path, want := "GET", "/api/x", 200
+					if i%2 == 0 {
+						method, path, want = "POST", "/login", login
+					}
+					req, _ := http.NewRequest(method, "http://"+n.addr+path, nil)
+					req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.%d.%d.%d", 18+w, i/250%250, i%250))
+					start := time.Now()
+					resp, err := c.Do(req)
+					took := time.Since(start)
+					if err != nil {
+						b.Errorf("request failed: %v", err)
+						return
+					}
+					resp.Body.Close()
+					if resp.StatusCode != want {
+						b.Errorf("%s %s (Redis %s): got %d, want %d", method, path, name, resp.StatusCode, want)
+						return
+					}
+					mine = append(mine, took)
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			})
+			b.StopTimer()
+			p50, p99, _ := percentiles(lat)
+			b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
+			b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
+		})
+	}
+}
+
 // TestSlowRedisIsTreatedAsDead: a Redis that does not answer (a port that
-// accepts and never replies; a server stuck in DEBUG SLEEP) fails within
-// the budget like a dead one.
+// accepts and never replies; a server stuck in DEBUG SLEEP) is answered
+// like a dead one: 503 on a sensitive route, the ordinary route fails open.
+// The answer is the proof: a request that waited for the sleeping server
+// would be forwarded (401 from the origin) once it woke.
 func TestSlowRedisIsTreatedAsDead(t *testing.T) {
 	blackhole := listen(t)
 	defer blackhole.Close()
@@ -384,8 +495,11 @@ func TestSlowRedisIsTreatedAsDead(t *testing.T) {
 	}{
 		{"blackholed port", "redis://" + blackhole.Addr().String() + "/0", func() {}},
 		{"DEBUG SLEEP", r.URL(), func() {
-			go func() { _, _ = r.Do("DEBUG", "SLEEP", "1") }()
-			waitFor(t, func() bool { return false == pingWithin(r.Addr(), 20*time.Millisecond) }, 2*time.Second, "redis to be asleep")
+			// Asleep for far longer than the requests below take on any
+			// machine; a PING unanswered for 500ms is the sleep, not a slow
+			// node (an awake Redis answers in microseconds).
+			go func() { _, _ = r.Do("DEBUG", "SLEEP", "10") }()
+			waitFor(t, func() bool { return !pingWithin(r.Addr(), 500*time.Millisecond) }, 10*time.Second, "redis to be asleep")
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -398,10 +512,10 @@ func TestSlowRedisIsTreatedAsDead(t *testing.T) {
 				if st != 503 {
 					t.Errorf("request %d: got %d, want 503", i, st)
 				}
-				// Budget plus generous slack for a loaded CI machine and -race:
-				// a hung store would take seconds.
-				if lat > redisTimeout+100*time.Millisecond {
-					t.Errorf("request %d took %v, want about the %v budget", i, lat, redisTimeout)
+				// A hang guard only, far above the 5 ms budget: a request that
+				// waited for the store would take the 10 s sleep, or for ever.
+				if lat > 5*time.Second {
+					t.Errorf("request %d took %v: it waited for the store (budget %v)", i, lat, redisTimeout)
 				}
 			}
 			if st := do(t, "GET", "http://"+nodes[0].addr+"/api/x", "").status; st != 200 {
@@ -428,7 +542,7 @@ func pingWithin(addr string, d time.Duration) bool {
 
 // waitFor polls cond until it holds or d passes: waiting for an event of a
 // real process, not sleeping for correctness.
-func waitFor(t *testing.T, cond func() bool, d time.Duration, what string) {
+func waitFor(t testing.TB, cond func() bool, d time.Duration, what string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -439,7 +553,7 @@ func waitFor(t *testing.T, cond func() bool, d time.Duration, what string) {
 	}
 }
 
-func readyzStatus(t *testing.T, admin string) string {
+func readyzStatus(t testing.TB, admin string) string {
 	r := do(t, "GET", "http://"+admin+"/readyz", "")
 	switch {
 	case strings.Contains(r.body, `"status":"degraded"`):
