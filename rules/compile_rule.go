@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
 )
 
 // The rule { } block.
@@ -215,6 +216,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}
+	c.ruleAttrs(rb.Remain, r)
 	hasVisitor := r.ceilingChar >= 0
 	if hasVisitor && r.Limit > 0 {
 		// Every visitor rule holds all visitors of one IP to a ceiling, so
@@ -347,6 +349,63 @@ func (c *Compiler) when(w *whenBlock, r *Rule) {
 		}
 	}
 }
+
+// ruleAttrs compiles the attributes of a rule block that are not rules'
+// own: each must be a feature's (RuleAttrType), or it is an error as
+// HCL reports any attribute a schema does not expect.
+func (c *Compiler) ruleAttrs(body hcl.Body, r *Rule) {
+	if body == nil {
+		return
+	}
+	schema := &hcl.BodySchema{}
+	for _, n := range c.ruleAttrNames() {
+		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: n})
+	}
+	content, diags := body.Content(schema)
+	for _, d := range diags {
+		// HCL suggests among the schema's names, the features' alone:
+		// suggest among every attribute a rule takes.
+		if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {
+			name, _, _ = strings.Cut(name, "\"")
+			all := c.ruleAttrNames()
+			for n := range ruleAttrNames {
+				all = append(all, n)
+			}
+			sort.Strings(all)
+			d.Detail = "An argument named \"" + name + "\" is not expected here." + suggest(name, all)
+		}
+	}
+	c.diags = append(c.diags, diags...)
+	list := make([]*hcl.Attribute, 0, len(content.Attributes))
+	for _, a := range content.Attributes {
+		list = append(list, a)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
+	for _, a := range list {
+		c.reg.attrs[a.Name].Compile(c, r, a)
+	}
+}
+
+// ruleAttrNames lists the attributes features add to rule blocks, sorted.
+func (c *Compiler) ruleAttrNames() []string {
+	out := make([]string, 0, len(c.reg.attrs))
+	for n := range c.reg.attrs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ruleAttrNames are the attributes of rule blocks rules decodes itself,
+// which no feature may register.
+var ruleAttrNames = func() map[string]bool {
+	schema, _ := gohcl.ImpliedBodySchema(&ruleBlock{})
+	m := map[string]bool{}
+	for _, a := range schema.Attributes {
+		m[a.Name] = true
+	}
+	return m
+}()
 
 // errorCount is the number of errors so far; errorsSince reports whether
 // there are more now.

@@ -108,6 +108,8 @@ type ruleBlock struct {
 	// max_keys is the rule's own key budget in the memory store (default:
 	// an equal share of the store's max_keys; docs/memory-store.md).
 	MaxKeys *int `hcl:"max_keys,optional"`
+	// Remain holds the features' attributes (RuleAttrType).
+	Remain hcl.Body `hcl:",remain"`
 
 	DefRange             hcl.Range `hcl:",def_range"`
 	NameRange            hcl.Range `hcl:"name,label_range"`

@@ -25,6 +25,20 @@ type Feature struct {
 	Characteristics []CharacteristicType
 	// Conditions are the when { } attributes the feature evaluates.
 	Conditions []ConditionType
+	// RuleAttrs are attributes the feature adds to rule { } blocks.
+	RuleAttrs []RuleAttrType
+}
+
+// RuleAttrType is an attribute a feature adds to rule { } blocks: its
+// Compile may set what the rule does around the origin (append to
+// Rule.Hooks) or refuse the attribute where it cannot apply.
+type RuleAttrType struct {
+	// Name is the attribute's name.
+	Name string
+	// Compile compiles the attribute for rule r, reporting problems
+	// through c. It runs after the rule's own attributes, its key and its
+	// conditions are compiled.
+	Compile func(c *Compiler, r *Rule, attr *hcl.Attribute)
 }
 
 // BlockType is a top-level block a feature decodes, such as visitor { }.
@@ -193,6 +207,7 @@ type registry struct {
 	plain    map[string]*CharacteristicType
 	prefixed map[string]*CharacteristicType
 	conds    map[string]*ConditionType
+	attrs    map[string]*RuleAttrType
 	errs     []string
 }
 
@@ -202,6 +217,7 @@ func newRegistry(features []Feature) *registry {
 		plain:    map[string]*CharacteristicType{},
 		prefixed: map[string]*CharacteristicType{},
 		conds:    map[string]*ConditionType{},
+		attrs:    map[string]*RuleAttrType{},
 	}
 	tags := map[byte]string{}
 	for _, ct := range coreCharacteristics {
@@ -241,6 +257,14 @@ func newRegistry(features []Feature) *registry {
 				continue
 			}
 			g.conds[cd.Name] = cd
+		}
+		for i := range f.RuleAttrs {
+			ra := &f.RuleAttrs[i]
+			if _, dup := g.attrs[ra.Name]; dup || ruleAttrNames[ra.Name] {
+				g.errs = append(g.errs, "rule attribute "+ra.Name+" registered twice (feature "+f.Name+")")
+				continue
+			}
+			g.attrs[ra.Name] = ra
 		}
 	}
 	return g
