@@ -18,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -482,7 +483,7 @@ func Check(p *rules.Policy, tests []Test) hcl.Diagnostics {
 				diags = append(diags, errorAt(r.RuleRange, "Rule without a refusal",
 					`rule names the rule expected to refuse; an "allow" request has none`))
 			}
-			if r.Visitor != "" && p.Visitor == nil {
+			if r.Visitor != "" && nat.ConfigOf(p) == nil {
 				diags = append(diags, errorAt(r.VisitorRange, "No visitor block",
 					"the request carries a visitor cookie, but the policy has no visitor block to sign one"))
 			}

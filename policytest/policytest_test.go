@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"golang.org/x/tools/txtar"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -26,7 +27,7 @@ const fixtures = "../testdata/fixtures/policies/"
 // t on any diagnostic.
 func load(t *testing.T, name string, src []byte) (*rules.Policy, []Test) {
 	t.Helper()
-	p, diags := rules.Load(name, src)
+	p, diags := builtin.Load(name, src)
 	if diags.HasErrors() {
 		t.Fatalf("policy: %v", diags)
 	}
@@ -346,7 +347,7 @@ func TestDiagnosticsGolden(t *testing.T) {
 			if src == nil || wantAt < 0 {
 				t.Fatal("want -- policies.hcl -- and -- want --")
 			}
-			p, diags := rules.Load("policies.hcl", src)
+			p, diags := builtin.Load("policies.hcl", src)
 			if diags.HasErrors() {
 				t.Fatalf("policy: %v", diags)
 			}

@@ -68,7 +68,7 @@ func (c *simClock) Now() time.Time { return c.now }
 
 func run(ctx context.Context, p *rules.Policy, tests []Test, out io.Writer, opts runOptions) (failed int, err error) {
 	var signer *nat.Signer
-	if v := p.Visitor; v != nil {
+	if v := nat.ConfigOf(p); v != nil {
 		if os.Getenv(v.SecretEnv) == "" {
 			// The edge reads its visitor secrets from the environment
 			// (gateway's visitorSigner); the test run signs with the same.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/policytest"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -29,7 +30,7 @@ func test(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		*config = fs.Arg(0)
 	}
-	p, diags := rules.LoadFile(*config)
+	p, diags := builtin.LoadFile(*config)
 	if diags.HasErrors() {
 		printDiags(stderr, *config, diags)
 		return 2
