@@ -5,7 +5,8 @@ package gateway
 import "testing"
 
 // TestDecisionPathAllocatesNothing guards the zero-allocation decision path
-// (HOUSE-STYLE §6): client key, route match, five rules, memstore.
+// (docs/architecture.md, "Extension points"): client key, route match,
+// five rules, memstore.
 func TestDecisionPathAllocatesNothing(t *testing.T) {
 	for _, tt := range []struct{ name, peer, xff string }{
 		{"ipv4", "10.1.2.3", "203.0.113.9, 10.0.0.2"},

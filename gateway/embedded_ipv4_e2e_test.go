@@ -114,7 +114,7 @@ func TestEmbeddedIPv4SharesTheNativeIPv4Bucket(t *testing.T) {
 
 // TestEmbeddedIPv4DecisionPathAllocatesNothing: counting a 6to4, NAT64 or
 // Teredo client as its IPv4 address adds no allocation to the decision
-// path (HOUSE-STYLE §6; TestDecisionPathAllocatesNothing's setup).
+// path (TestDecisionPathAllocatesNothing's setup).
 func TestEmbeddedIPv4DecisionPathAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's instrumentation allocates")

@@ -16,7 +16,7 @@ import (
 )
 
 // methodOverrideHeaders are matched as well as the request's own method
-// (DESIGN §2.3), so `GET /login` saying POST lands in a POST /login rule.
+// (docs/host-and-path.md §3), so `GET /login` saying POST lands in a POST /login rule.
 // They are matched under these names in any case (fasthttp's PeekAll);
 // every other spelling an origin reads as one of them ("X_HTTP_Method_Override":
 // PHP, Django and Rack read "_" as "-") is removed before forwarding
@@ -103,7 +103,7 @@ func peerAddr(ctx *fasthttp.RequestCtx) netip.Addr {
 }
 
 // Handler is the public request handler: client, route, decide, then refuse
-// or forward (DESIGN §2).
+// or forward (docs/architecture.md, "A request's path").
 func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	st := s.state.Load()
 	rs := s.pool.Get().(*reqState)
@@ -254,7 +254,7 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	}
 }
 
-// forward proxies the request to the origin (DESIGN §2.6) and relays its
+// forward proxies the request to the origin (docs/host-and-path.md §5) and relays its
 // answer, with RateLimit headers on non-sensitive routes.
 func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState, d *rules.Decision) {
 	p := st.policy
@@ -523,7 +523,7 @@ func stripHopByHopResponse(h *fasthttp.ResponseHeader) {
 // stripRateLimitHeaders removes, from the origin's answer on a sensitive
 // route, every header that could tell capacity: RateLimit*, X-RateLimit-*,
 // X-Rate-Limit-*, any other name containing "ratelimit" or "rate-limit",
-// and Retry-After. Nothing an attacker can learn from (DESIGN §6).
+// and Retry-After. Nothing an attacker can learn from (docs/policy.md, "sensitive").
 func stripRateLimitHeaders(rs *reqState, h *fasthttp.ResponseHeader) {
 	rs.edgeHdrs = rs.edgeHdrs[:0]
 	for k := range h.All() {

@@ -186,7 +186,7 @@ func runSpoofing(a *attackRun) error {
 		name:  "spoofing/spoofed-address-reached-origin",
 		sent:  leak.forwarded,
 		gain:  leak.leaked,
-		bound: caseBoundResult{0, "the edge rewrites X-Forwarded-For and drops every client-IP header in any spelling (DESIGN §2.6): no spoofed address reaches the origin"},
+		bound: caseBoundResult{0, "the edge rewrites X-Forwarded-For and drops every client-IP header in any spelling (docs/host-and-path.md §5): no spoofed address reaches the origin"},
 		note:  "forwarded requests of the spoofing cases whose spoofed address the origin received",
 	}
 	if len(leak.where) > 0 {

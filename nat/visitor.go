@@ -21,7 +21,7 @@ import (
 type ID [16]byte
 
 // Defaults applied by NewSigner to zero Options fields. They match the
-// `visitor { }` block's defaults in POLICY.md.
+// `visitor { }` block's defaults in docs/policy.md.
 const (
 	DefaultCookie = "__edge_vid"
 	DefaultMaxAge = 720 * time.Hour

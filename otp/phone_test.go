@@ -21,7 +21,7 @@ var normalizationColumns = []string{
 // that is not possible, is ErrInvalidPhone; any other row gives its e164
 // column and the region_of_number column (UnknownRegion where that is
 // empty). is_valid is not the criterion: the AR national-format rows are
-// possible but not valid, and POLICY.md's invalid_identity refuses only
+// possible but not valid, and docs/policy.md's invalid_identity refuses only
 // numbers that do not parse or are not possible.
 type wantNormalized struct {
 	invalid bool

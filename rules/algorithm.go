@@ -100,7 +100,7 @@ type State struct {
 // ValidateLimits reports whether an algorithm can run with these parameters,
 // within the bounds that keep every store exact (MaxExact): limit ≥ 1,
 // 1 ≤ period ≤ MaxPeriodUS, an emission interval period/limit of at least
-// 1µs (DESIGN §4), burst ≥ 1 for the bucket algorithms (windows ignore it),
+// 1µs (docs/policy.md, "rule"), burst ≥ 1 for the bucket algorithms (windows ignore it),
 // burst×T ≤ MaxSpanUS for gcra, burst×period ≤ MaxScaled for the buckets,
 // limit×period ≤ MaxScaled for sliding_window and limit ≤ MaxLogLimit for
 // sliding_log. The error wraps ErrInvalidLimits or ErrUnsupported and reads

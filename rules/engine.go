@@ -454,7 +454,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 // enforcing rule rejects the request's identity (missing includes
 // invalid). The refusals no counter can change come first, and hold
 // whether or not the store could decide (issue 9): a deny answers as its
-// rule does (403; the bare 429 when the request is sensitive, DESIGN §6),
+// rule does (403; the bare 429 when the request is sensitive, docs/policy.md, "sensitive"),
 // and a rejected identity is a 400 rather than the 503 of a fail-closed
 // store failure. Otherwise a fail-closed store failure is a 503 (Verdict
 // already Unavailable), a counter's refusal a 429 (it wins over a 400: the

@@ -169,7 +169,7 @@ type Result struct {
 //   - Each op's Allowed is computed against the state before the call. Keys
 //     within one call are distinct (the Engine guarantees it).
 //   - The request is refused when any OpTake with Enforce set is not
-//     Allowed. All-or-nothing (DESIGN §4, the lesson's "rejected requests
+//     Allowed. All-or-nothing (docs/architecture.md, "The store contract"; the lesson's "rejected requests
 //     don't count"): then no OpTake consumes, except Attempts ops.
 //   - An OpTake consumes Cost when the request is not refused and the op is
 //     Allowed; a dry-run op (Enforce false) that is not Allowed does not
