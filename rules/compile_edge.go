@@ -219,4 +219,3 @@ func (c *Compiler) nat64Prefixes(expr hcl.Expression) []netip.Prefix {
 	}
 	return out
 }
-

@@ -18,10 +18,10 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		DefRange:    rb.DefRange,
 		ceilingChar: -1,
 		Name:        rb.Name,
-		ID:         ruleID(rb.Name),
-		Algorithm:  GCRA,
-		IPv4Prefix: p.IPv4Prefix,
-		IPv6Prefix: p.IPv6Prefix,
+		ID:          ruleID(rb.Name),
+		Algorithm:   GCRA,
+		IPv4Prefix:  p.IPv4Prefix,
+		IPv6Prefix:  p.IPv6Prefix,
 	}
 	if rb.Name == "" {
 		c.Errorf(rb.NameRange, "Invalid rule name", "a rule needs a non-empty name")
@@ -293,7 +293,6 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	return r
 }
 
-
 func (c *Compiler) identityMode(s string, rng hcl.Range, attr string) IdentityMode {
 	switch s {
 	case "skip":
@@ -304,7 +303,6 @@ func (c *Compiler) identityMode(s string, rng hcl.Range, attr string) IdentityMo
 	c.Errorf(rng, "Invalid "+attr, "%q is not \"reject\" or \"skip\"", s)
 	return IdentityReject
 }
-
 
 // characteristic compiles one key element: a plain name ("phone") or a
 // prefixed one ("json:user.phone"), by the feature that registered it. It

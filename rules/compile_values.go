@@ -150,4 +150,3 @@ func algorithmNamesList() []string {
 	}
 	return out
 }
-

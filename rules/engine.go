@@ -12,7 +12,6 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"time"
-
 )
 
 // Fields gives the Engine's features the request values a key may name.
