@@ -3,6 +3,8 @@ package fields
 import (
 	"bytes"
 	"errors"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // BodyFormat is how a request body is read: which of json: and form:
@@ -313,7 +315,7 @@ func skipOWS[T ~string | ~[]byte](s T, i int) int {
 }
 
 func skipToken[T ~string | ~[]byte](s T, i int) int {
-	for i < len(s) && isTokenChar(s[i]) {
+	for i < len(s) && httpsyntax.IsTokenChar(s[i]) {
 		i++
 	}
 	return i

@@ -3,6 +3,8 @@ package fields
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // FormField reads the field name of an application/x-www-form-urlencoded
@@ -683,10 +685,11 @@ func appendUnescaped(dst, s []byte) ([]byte, bool) {
 		case '+':
 			dst = append(dst, ' ')
 		case '%':
-			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			v, ok := httpsyntax.Unescape(s, i)
+			if !ok {
 				return dst, false
 			}
-			dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+			dst = append(dst, v)
 			i += 2
 		default:
 			dst = append(dst, c)
@@ -702,9 +705,13 @@ func appendLenient(dst, s []byte) []byte {
 		switch c := s[i]; {
 		case c == '+':
 			dst = append(dst, ' ')
-		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
-			dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
-			i += 2
+		case c == '%':
+			if v, ok := httpsyntax.Unescape(s, i); ok {
+				dst = append(dst, v)
+				i += 2
+			} else {
+				dst = append(dst, c)
+			}
 		default:
 			dst = append(dst, c)
 		}
@@ -716,11 +723,15 @@ func appendLenient(dst, s []byte) []byte {
 // (a '+', a bad escape) as it is.
 func appendRawLenient(dst, s []byte) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-			dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+		v, ok := byte(0), false
+		if s[i] == '%' {
+			v, ok = httpsyntax.Unescape(s, i)
+		}
+		if ok {
+			dst = append(dst, v)
 			i += 2
 		} else {
-			dst = append(dst, c)
+			dst = append(dst, s[i])
 		}
 	}
 	return dst
@@ -733,23 +744,9 @@ func validEscapes(s []byte) bool {
 		if i < 0 {
 			return true
 		}
-		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+		if _, ok := httpsyntax.Unescape(s, i); !ok {
 			return false
 		}
 		s = s[i+3:]
 	}
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
 }

@@ -6,6 +6,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // maxJSONDepth is encoding/json's nesting limit: a document it refuses as
@@ -322,17 +324,11 @@ func getu4(s []byte) rune {
 	}
 	var r rune
 	for _, c := range s[2:6] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
+		v, ok := httpsyntax.Unhex(c)
+		if !ok {
 			return -1
 		}
-		r = r*16 + rune(c)
+		r = r*16 + rune(v)
 	}
 	return r
 }

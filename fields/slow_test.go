@@ -3,6 +3,7 @@ package fields
 import (
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -232,14 +233,18 @@ func slowFormField(body, name string) slowFormVerdict {
 }
 
 // slowLenient is PHP's urldecode: a bad escape stays as text.
+// slowIsHex is a hexadecimal digit, for the slow references.
+func slowIsHex(c byte) bool { return strings.IndexByte("0123456789abcdefABCDEF", c) >= 0 }
+
 func slowLenient(s string, plus bool) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '+' && plus:
 			b.WriteByte(' ')
-		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
-			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+		case c == '%' && i+2 < len(s) && slowIsHex(s[i+1]) && slowIsHex(s[i+2]):
+			v, _ := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			b.WriteByte(byte(v))
 			i += 2
 		default:
 			b.WriteByte(c)
@@ -336,11 +341,8 @@ func slowJSONEscapesBad(doc string) bool {
 			}
 			in = false
 		case in && c == '\\' && doc[i+1] == 'u':
-			var r rune
-			for _, h := range doc[i+2 : i+6] {
-				r = r*16 + rune(unhex(byte(h)))
-			}
-			runes = append(runes, r)
+			r, _ := strconv.ParseUint(doc[i+2:i+6], 16, 32)
+			runes = append(runes, rune(r))
 			i += 5
 		case in && c == '\\':
 			runes = append(runes, -1)

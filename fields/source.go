@@ -3,6 +3,8 @@ package fields
 import (
 	"fmt"
 	"strings"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // SourceKind is where an identity source reads its value.
@@ -207,7 +209,7 @@ func ParseSource(s string) (Source, error) {
 		src.Path = path
 	case SourceHeader, SourceCookie:
 		for i := 0; i < len(name); i++ {
-			if !isTokenChar(name[i]) {
+			if !httpsyntax.IsTokenChar(name[i]) {
 				return Source{}, fmt.Errorf("source %q has a character not allowed in a %s name at byte %d", s, kind, i+len(kind)+1)
 			}
 		}
@@ -220,18 +222,3 @@ func ParseSource(s string) (Source, error) {
 	}
 	return src, nil
 }
-
-// isTokenChar reports whether c is an RFC 9110 tchar.
-func isTokenChar(c byte) bool { return tokenChar[c] }
-
-var tokenChar = func() (t [256]bool) {
-	for c := range 256 {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-			t[c] = true
-		default:
-			t[c] = strings.IndexByte("!#$%&'*+-.^_`|~", byte(c)) >= 0
-		}
-	}
-	return t
-}()

@@ -2,7 +2,8 @@ package ipv6
 
 import (
 	"net/netip"
-	"strings"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // RFC 7239 section 4:
@@ -85,7 +86,7 @@ func parseForwardedElement(el []byte) (addr netip.Addr, ok bool) {
 			continue
 		}
 		ns := i
-		for i < len(el) && isTchar(el[i]) {
+		for i < len(el) && httpsyntax.IsTokenChar(el[i]) {
 			i++
 		}
 		name := el[ns:i]
@@ -123,7 +124,7 @@ func parseForwardedElement(el []byte) (addr netip.Addr, ok bool) {
 			} // else val stays nil: too long to be an address
 		} else {
 			vs := i
-			for i < len(el) && isTchar(el[i]) {
+			for i < len(el) && httpsyntax.IsTokenChar(el[i]) {
 				i++
 			}
 			if val = el[vs:i]; len(val) == 0 {
@@ -148,12 +149,4 @@ func parseForwardedElement(el []byte) (addr netip.Addr, ok bool) {
 		return netip.Addr{}, false
 	}
 	return addr, true
-}
-
-// isTchar reports whether c may appear in an HTTP token (RFC 9110 5.6.2).
-func isTchar(c byte) bool {
-	if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
-		return true
-	}
-	return c < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }

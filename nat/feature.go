@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 	"github.com/edge-gateway/edge/ipv6"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -152,7 +153,7 @@ func decodeVisitor(c *rules.Compiler, blk *hcl.Block) any {
 	}
 	if b.Cookie != nil {
 		v.Cookie = *b.Cookie
-		if !rules.IsToken(v.Cookie) {
+		if !httpsyntax.IsToken(v.Cookie) {
 			c.Errorf(blk.DefRange, "Invalid cookie", "%q is not a cookie name", v.Cookie)
 		}
 	}

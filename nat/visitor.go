@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // ID is a visitor ID: 128 random bits from crypto/rand, minted by the edge.
@@ -343,19 +345,11 @@ func (st *macState) mac(i int, msg []byte) []byte {
 // 9110 token.
 func checkCookieName(name string) error {
 	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
+		if !httpsyntax.IsTokenChar(name[i]) {
 			return fmt.Errorf("visitor cookie name %q has a character not allowed in a cookie name at byte %d", name, i)
 		}
 	}
 	return nil
-}
-
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // hasSecurePrefix reports a cookie-name prefix that browsers only accept

@@ -18,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -219,7 +220,7 @@ func parseRequest(b *hcl.Block) (Request, hcl.Diagnostics) {
 		r.After = d
 	})
 	str("method", func(s string, rng hcl.Range) {
-		if !isToken(s) {
+		if !httpsyntax.IsToken(s) {
 			diags = append(diags, errorAt(rng, "Invalid method", fmt.Sprintf("%q is not an HTTP method token (RFC 9110 §9.1)", s)))
 		}
 		r.Method = s
@@ -327,7 +328,7 @@ func headers(expr hcl.Expression, what string) ([]Header, hcl.Diagnostics) {
 		if d.HasErrors() {
 			continue
 		}
-		if !isToken(name) {
+		if !httpsyntax.IsToken(name) {
 			diags = append(diags, errorAt(it.KeyExpr.Range(), "Invalid "+what+" name",
 				fmt.Sprintf("%q is not a %s name: a token of letters, digits and !#$%%&'*+-.^_`|~ (RFC 9110 §5.1)", name, what)))
 			continue
@@ -495,21 +496,4 @@ func Check(p *rules.Policy, tests []Test) hcl.Diagnostics {
 
 func errorAt(rng hcl.Range, summary, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}
-}
-
-// isToken reports whether s is an RFC 9110 §5.6.2 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

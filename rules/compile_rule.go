@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // The rule { } block.
@@ -36,7 +38,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	for i, m := range methods {
 		u := strings.ToUpper(m)
 		switch {
-		case !IsToken(u):
+		case !httpsyntax.IsToken(u):
 			fail(mrngs[i], "Invalid method", "%q is not an HTTP method", m)
 			continue
 		case !knownMethods[u]:

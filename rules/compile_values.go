@@ -112,19 +112,6 @@ var knownMethods = func() map[string]bool {
 	return m
 }()
 
-// IsToken reports whether s is a non-empty RFC 9110 token.
-func IsToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // suggest returns ` Did you mean "x"?` for the closest candidate, or "".
 func suggest(got string, candidates []string) string {
 	// Close enough to be a typo: at most a third of the word differs.

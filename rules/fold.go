@@ -3,6 +3,8 @@ package rules
 import (
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // Unicode folding for route and method matching. Origins compare paths and
@@ -40,25 +42,13 @@ func needsFold(p []byte) bool {
 		switch c := p[i]; {
 		case c >= utf8.RuneSelf:
 			return true
-		case c == '%' && i+2 < len(p):
-			if h := unhexByte(p[i+1]); h >= 8 && h < 16 && unhexByte(p[i+2]) < 16 {
+		case c == '%':
+			if v, ok := httpsyntax.Unescape(p, i); ok && v >= utf8.RuneSelf {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-func unhexByte(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10
-	}
-	return 16
 }
 
 // appendFolded appends p with percent-escapes of bytes >= 0x80 decoded,
@@ -71,8 +61,8 @@ func appendFolded(dst, p []byte) []byte {
 		n, j := 0, i
 		for n < utf8.UTFMax && j < len(p) {
 			c, w := p[j], 1
-			if c == '%' && j+2 < len(p) && unhexByte(p[j+1]) < 16 && unhexByte(p[j+2]) < 16 {
-				if v := unhexByte(p[j+1])<<4 | unhexByte(p[j+2]); v >= utf8.RuneSelf {
+			if c == '%' {
+				if v, ok := httpsyntax.Unescape(p, j); ok && v >= utf8.RuneSelf {
 					c, w = v, 3
 				}
 			}

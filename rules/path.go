@@ -1,6 +1,10 @@
 package rules
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
+)
 
 // maxRawPathLen is the longest raw path AppendCanonicalPath accepts, in
 // bytes (8 KiB).
@@ -269,26 +273,7 @@ func pathEndSegment(dst []byte, base, seg int, last bool) []byte {
 
 // pathUnescape decodes the escape "%XX" at p[i]; valid is false if two hex
 // digits do not follow.
-func pathUnescape(p []byte, i int) (v byte, valid bool) {
-	if i+2 >= len(p) {
-		return 0, false
-	}
-	hi, ok1 := pathUnhex(p[i+1])
-	lo, ok2 := pathUnhex(p[i+2])
-	return hi<<4 | lo, ok1 && ok2
-}
-
-func pathUnhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
-}
+func pathUnescape(p []byte, i int) (v byte, valid bool) { return httpsyntax.Unescape(p, i) }
 
 // pathUnreserved reports whether c is an RFC 3986 unreserved character.
 func pathUnreserved(c byte) bool {
