@@ -292,3 +292,44 @@ func TestStoreURLPasswordNotInDiagnostics(t *testing.T) {
 		t.Errorf("the diagnostics show the password: %v", diags)
 	}
 }
+
+// TestDiagnosticsOrderIsStable loads a policy with many problems, several
+// at one position, again and again: edge validate must print the same
+// lines in the same order every run (a map's iteration order once decided
+// it).
+func TestDiagnosticsOrderIsStable(t *testing.T) {
+	src := []byte(`
+identity {
+  account = ["json:user"]
+}
+botscore {
+}
+rule "a" {
+  key    = ["phone", "otp_session", "visitor", "account", "asn", "country"]
+  period = "soon"
+  when {
+    bot_score_below = 30
+    hosting         = true
+    asn_in          = [1]
+    country_in      = ["US"]
+    country_not_in  = ["FR"]
+    visitor_valid   = true
+    phone_country_in = ["us"]
+  }
+}
+rule "a" {
+  key = ["nope"]
+}
+`)
+	_, diags := builtin.Load("p.hcl", src)
+	first := diagLines(diags)
+	if strings.Count(first, "\n") < 10 {
+		t.Fatalf("want many diagnostics, got:\n%s", first)
+	}
+	for range 50 {
+		_, diags := builtin.Load("p.hcl", src)
+		if got := diagLines(diags); got != first {
+			t.Fatalf("diagnostics changed between runs:\n%s\nthen:\n%s", first, got)
+		}
+	}
+}
