@@ -575,6 +575,7 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 			buf, status = ch.AppendValue(buf, req, s)
 		}
 		if status != Present {
+			s.buf = buf // keep what the buffer grew to
 			return k, status
 		}
 	}
