@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// TestTestPassesTestedFixtures: `edge test` passes the fixtures with test
-// blocks, one PASS line per test, exit 0.
+// TestTestPassesTestedFixtures: `edge test` passes the shipped policy and
+// the fixtures with test blocks, one PASS line per test, exit 0.
 func TestTestPassesTestedFixtures(t *testing.T) {
-	for _, f := range []string{"foundation-tested.hcl", "otp-tested.hcl"} {
-		t.Run(f, func(t *testing.T) {
+	for _, f := range []string{"policies.hcl", "testdata/fixtures/policies/foundation-tested.hcl", "testdata/fixtures/policies/otp-tested.hcl"} {
+		t.Run(filepath.Base(f), func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := run([]string{"test", "-config", filepath.Join(root, "testdata/fixtures/policies", f)}, &out, &errb)
+			code := run([]string{"test", "-config", filepath.Join(root, f)}, &out, &errb)
 			if code != 0 {
 				t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 			}

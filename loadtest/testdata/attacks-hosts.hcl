@@ -366,3 +366,109 @@ rule "deny-internal" {
   paths  = ["/internal/*", "/.env", "/.git/*"]
   action = "deny"
 }
+
+# ---- Tests --------------------------------------------------------------------
+# `edge test` runs these on a real edge with a simulated clock and origin, each
+# from empty counters (docs/policy.md, "Test blocks"). Write one for every rule
+# you change: it is the rule's specification, and CI runs it.
+
+test "a login flood from one browser: five pass, the sixth is refused, 12 s later one more" {
+  request {
+    method  = "POST"
+    path    = "/login"
+    from    = "203.0.113.7"
+    visitor = "alice"
+    repeat  = 5
+    expect  = "allow"
+  }
+  request {
+    method  = "POST"
+    path    = "/login"
+    from    = "203.0.113.7"
+    visitor = "alice"
+    expect  = "deny"
+    rule    = "login-per-visitor"
+  }
+  request {
+    method  = "POST"
+    path    = "/login"
+    from    = "203.0.113.7"
+    visitor = "bob"
+    expect  = "allow"
+  }
+  request {
+    after   = "12s"
+    method  = "POST"
+    path    = "/login"
+    from    = "203.0.113.7"
+    visitor = "alice"
+    expect  = "allow"
+  }
+}
+
+test "one phone gets three codes in 15 minutes, however it is written" {
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "203.0.113.7"
+    json   = { phone = "+1 (202) 555-0100" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "198.51.100.9"
+    form   = { phone = "202-555-0100" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "2001:db8:1:2::7"
+    json   = { phone = "+12025550100" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.44"
+    json   = { phone = "2025550100" }
+    expect = "deny"
+    rule   = "otp-send-per-phone"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.44"
+    json   = { phone = "call me maybe" }
+    expect = "reject"
+  }
+}
+
+test "the shadow rule would refuse the eleventh API call a minute, and never does" {
+  request {
+    path   = "/api/items"
+    from   = "198.51.100.20"
+    repeat = 10
+    expect = "allow"
+  }
+  request {
+    path   = "/api/items"
+    from   = "198.51.100.20"
+    expect = "dry_run_deny"
+    rule   = "api-per-ip-shadow"
+  }
+}
+
+test "internal paths are refused in every spelling" {
+  request {
+    path   = "/internal/metrics"
+    expect = "deny"
+    rule   = "deny-internal"
+  }
+  request {
+    path   = "//INTERNAL/./metrics"
+    expect = "deny"
+    rule   = "deny-internal"
+  }
+}
