@@ -587,14 +587,22 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 // conditions evaluates r's when { } conditions: Present when all hold,
 // Missing when one does not (or its identity is absent), Invalid when one
 // needs an identity that is present but unusable (the rule's
-// invalid_identity decides; no condition may decide garbage).
+// invalid_identity decides; no condition may decide garbage). A condition
+// that does not hold wins over one that cannot be decided, wherever each is
+// written: the rule does not apply to the request at all (visitor_valid =
+// true on a cookieless request whose phone is garbage), as when the
+// matcher itself excludes it.
 func (r *Rule) conditions(req *Request, s *Scratch) Status {
+	status := Present
 	for _, c := range r.Conditions {
-		if st := c.Eval(req, s); st != Present {
-			return st
+		switch c.Eval(req, s) {
+		case Missing:
+			return Missing
+		case Invalid:
+			status = Invalid
 		}
 	}
-	return Present
+	return status
 }
 
 // Settle runs what happens after the origin answered, in one more store
