@@ -113,7 +113,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	keys, krngs := c.StringList(rb.Key, "key")
 	seenChar := map[string]bool{}
 	for i, k := range keys {
-		ch, tag := c.characteristic(k, krngs[i], r)
+		ch, tag, shared := c.characteristic(k, krngs[i], r)
 		if ch == nil {
 			ok = false
 			continue
@@ -133,6 +133,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		r.Key = append(r.Key, ch)
 		r.KeyNames = append(r.KeyNames, k)
 		r.keyTags = append(r.keyTags, tag)
+		r.keyShared = append(r.keyShared, shared)
 	}
 	if r.Action != ActionDeny && len(r.Key) == 0 && (rb.Key == nil || IsNull(rb.Key)) {
 		fail(rb.DefRange, "Missing key", "rule %q needs key = [...], such as [\"ip\"] (or [\"global\"] for one counter shared by all)", rb.Name)
@@ -309,22 +310,22 @@ func (c *Compiler) identityMode(s string, rng hcl.Range, attr string) IdentityMo
 // characteristic compiles one key element: a plain name ("phone") or a
 // prefixed one ("json:user.phone"), by the feature that registered it. It
 // returns nil after reporting why not.
-func (c *Compiler) characteristic(s string, rng hcl.Range, r *Rule) (Characteristic, byte) {
+func (c *Compiler) characteristic(s string, rng hcl.Range, r *Rule) (Characteristic, byte, bool) {
 	if ct, ok := c.reg.plain[s]; ok {
-		return ct.Compile(c, r, "", rng), ct.Tag
+		return ct.Compile(c, r, "", rng), ct.Tag, ct.Shared
 	}
 	if pre, name, found := strings.Cut(s, ":"); found {
 		if ct, ok := c.reg.prefixed[pre]; ok {
 			if name == "" || len(name) > 256 || strings.ContainsAny(name, " \t\r\n") {
 				c.Errorf(rng, "Invalid characteristic", "%q needs a name after %q, such as %q", s, pre+":", ct.Example)
-				return nil, 0
+				return nil, 0, false
 			}
-			return ct.Compile(c, r, name, rng), ct.Tag
+			return ct.Compile(c, r, name, rng), ct.Tag, ct.Shared
 		}
 	}
 	names := c.reg.charNames()
 	c.Errorf(rng, "Unknown characteristic", "%q is not a characteristic; want one of %s.%s", s, strings.Join(names, ", "), suggest(s, names))
-	return nil, 0
+	return nil, 0, false
 }
 
 // when compiles a rule's when { } block: each attribute is a feature's
@@ -364,9 +365,18 @@ func (c *Compiler) ruleAttrs(body hcl.Body, r *Rule) {
 	content, diags := body.Content(schema)
 	for _, d := range diags {
 		// HCL suggests among the schema's names, the features' alone:
-		// suggest among every attribute a rule takes.
+		// suggest among every attribute and block a rule takes.
+		if name, ok := strings.CutPrefix(d.Detail, "Blocks of type \""); ok && d.Summary == "Unsupported block type" {
+			name, _, _ = strings.Cut(name, "\"")
+			d.Detail = "Blocks of type \"" + name + "\" are not expected here." + suggest(name, []string{"when"})
+			continue
+		}
 		if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {
 			name, _, _ = strings.Cut(name, "\"")
+			if name == "when" {
+				d.Detail = "An argument named \"when\" is not expected here. Did you mean to define a block of type \"when\"?"
+				continue
+			}
 			all := c.ruleAttrNames()
 			for n := range ruleAttrNames {
 				all = append(all, n)

@@ -12,7 +12,7 @@ import (
 var coreCharacteristics = []*CharacteristicType{
 	{Name: "ip", Tag: TagIP, Compile: func(_ *Compiler, r *Rule, _ string, _ hcl.Range) Characteristic { return ipChar{r} }},
 	{Name: "route", Tag: TagRoute, Compile: func(*Compiler, *Rule, string, hcl.Range) Characteristic { return routeChar{} }},
-	{Name: "global", Tag: TagGlobal, Compile: func(*Compiler, *Rule, string, hcl.Range) Characteristic { return globalChar{} }},
+	{Name: "global", Tag: TagGlobal, Shared: true, Compile: func(*Compiler, *Rule, string, hcl.Range) Characteristic { return globalChar{} }},
 }
 
 // ipChar is "ip": the client address grouped by the rule's prefixes

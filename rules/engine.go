@@ -353,13 +353,30 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			Attempts:  r.Count == CountAttempts,
 			OnError:   r.OnStoreError,
 			Sensitive: r.Sensitive,
-			MaxKeys:   int32(r.MaxKeys), // ≤ MaxKeysLimit (load.go)
+			MaxKeys:   int32(r.MaxKeys), // ≤ MaxKeysLimit (compile_rule.go)
 		})
 		if r.IPCeiling > 0 {
 			// All visitors of one IP share a ceiling (key: the IP instead
 			// of the visitor), in the same call, so stockpiled visitor IDs
 			// cannot multiply a client's budget.
-			ck, _ := e.key(r, req, s, true)
+			ck, cst := e.key(r, req, s, true)
+			if cst != Present {
+				// The ceiling's value is as required as the rule's own:
+				// without it the ceiling would be one counter for all.
+				s.Ops = s.Ops[:m.Op]
+				m.Op = -1
+				m.Outcome = OutcomeSkip
+				switch {
+				case cst == Invalid && r.InvalidIdentity == IdentityReject:
+					m.Outcome = OutcomeInvalid
+					invalid = invalid || m.Enforce
+				case cst == Missing && r.MissingIdentity == IdentityReject:
+					m.Outcome = OutcomeMissing
+					missing = missing || m.Enforce
+				}
+				s.Matches = append(s.Matches, m)
+				continue
+			}
 			m.CeilingOp = len(s.Ops)
 			op := s.Ops[m.Op]
 			op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
@@ -569,15 +586,32 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 	buf := s.buf[:0]
 	for i, ch := range r.Key {
 		buf = append(buf, r.keyTags[i])
+		n := len(buf)
+		var out []byte
 		if ceiling && i == r.ceilingChar {
-			buf, status = ch.(CeilingCharacteristic).AppendCeiling(buf, req, s)
+			out, status = ch.(CeilingCharacteristic).AppendCeiling(buf, req, s)
 		} else {
-			buf, status = ch.AppendValue(buf, req, s)
+			out, status = ch.AppendValue(buf, req, s)
+		}
+		switch {
+		case status == Missing:
+		case status != Present:
+			status = Invalid // Invalid, or a status no feature may return
+		case len(out) < n || !bytes.Equal(out[:n], buf):
+			// A characteristic must append to the buffer it was given: one
+			// that returned another dropped the key's earlier values, which
+			// would merge their counters. Never a shared key: Invalid.
+			status = Invalid
+		case len(out) == n && !r.keyShared[i]:
+			// Present with no value: every request would share the key.
+			// Only a characteristic declared Shared (global) may.
+			status = Missing
 		}
 		if status != Present {
 			s.buf = buf // keep what the buffer grew to
 			return k, status
 		}
+		buf = out
 	}
 	s.buf = buf
 	copy(k[9:], s.valueHash(buf))
@@ -596,10 +630,11 @@ func (r *Rule) conditions(req *Request, s *Scratch) Status {
 	status := Present
 	for _, c := range r.Conditions {
 		switch c.Eval(req, s) {
+		case Present:
 		case Missing:
 			return Missing
-		case Invalid:
-			status = Invalid
+		default:
+			status = Invalid // Invalid, or a status no feature may return
 		}
 	}
 	return status

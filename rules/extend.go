@@ -78,6 +78,11 @@ type CharacteristicType struct {
 	// Hidden leaves the characteristic out of the names diagnostics list
 	// (one a later build will have, which Compile refuses by name).
 	Hidden bool
+	// Shared marks the one characteristic whose value is empty by design:
+	// global, one counter for every request. Any other that answers
+	// Present without appending a value is taken as Missing, so nothing
+	// becomes a shared key by accident.
+	Shared bool
 	// Compile compiles one use in rule r's key. arg is what follows the
 	// colon of a prefixed characteristic ("" otherwise), rng the element's
 	// range. It returns nil after reporting an error through c.
@@ -125,7 +130,9 @@ type Characteristic interface {
 	// AppendValue appends the request's value, encoded so that no two
 	// values encode alike (AppendValue helps), to buf, a caller-owned
 	// buffer, and returns it with Present; with Missing or Invalid the
-	// returned buffer is ignored. It must not allocate per request: a
+	// returned buffer is ignored. The Engine holds it to that: a returned
+	// buffer that does not extend buf is Invalid, and Present with nothing
+	// appended is Missing (unless the type is Shared). It must not allocate per request: a
 	// value several characteristics share is resolved once through a memo
 	// slot (Compiler.Slot, Scratch.Memo).
 	AppendValue(buf []byte, req *Request, s *Scratch) ([]byte, Status)

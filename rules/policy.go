@@ -184,6 +184,8 @@ type Rule struct {
 	Key      []Characteristic
 	KeyNames []string
 	keyTags  []byte // each characteristic's tag (CharacteristicType.Tag)
+	// keyShared marks the characteristics that may be empty (Shared).
+	keyShared []bool
 	// ceilingChar is the index in Key of the characteristic with a
 	// ceiling (CeilingCharacteristic), or -1.
 	ceilingChar int
