@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/fields"
+	"github.com/edge-gateway/edge/login"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/otp"
 	"github.com/edge-gateway/edge/rules"
@@ -16,11 +17,12 @@ import (
 
 // Features returns the features of this build, a new slice each call:
 // request fields (header:, cookie:, query:, json:, form:), OTP (identity
-// { }, phone numbers, OTP challenges), visitors (visitor { }), the test
+// { }'s phone and otp_session, phone numbers, OTP challenges), login
+// (identity { }'s account), visitors (visitor { }), the test
 // blocks `edge test` runs, and the names of the features still to come,
 // which a policy may not use yet.
 func Features() []rules.Feature {
-	return []rules.Feature{fields.Feature(), otp.Feature(), nat.Feature(), tests(), planned()}
+	return []rules.Feature{fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), tests(), planned()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge
@@ -57,7 +59,7 @@ func planned() rules.Feature {
 			return nil
 		}}},
 		Characteristics: []rules.CharacteristicType{
-			char("account", rules.TagAccount), char("asn", rules.TagASN), char("country", rules.TagCountry),
+			char("asn", rules.TagASN), char("country", rules.TagCountry),
 		},
 		Conditions: []rules.ConditionType{
 			cond("bot_score_below"), cond("hosting"), cond("asn_in"), cond("country_in"), cond("country_not_in"),

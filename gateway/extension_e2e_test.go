@@ -112,7 +112,7 @@ func (c tenantIn) Eval(req *rules.Request, s *rules.Scratch) rules.Status {
 
 type auditHook struct{ f *tenantFeature }
 
-func (h auditHook) AfterOrigin(_ *rules.Match, _ *rules.Op, status int, _ []byte, ops []rules.Op) []rules.Op {
+func (h auditHook) AfterOrigin(_ *rules.Match, _ []rules.Op, status int, _ []byte, ops []rules.Op) []rules.Op {
 	h.f.mu.Lock()
 	h.f.audited = append(h.f.audited, status)
 	h.f.mu.Unlock()

@@ -17,7 +17,9 @@ import (
 func Feature() rules.Feature {
 	return rules.Feature{
 		Name:   "otp",
-		Blocks: []rules.BlockType{{Type: "identity", Decode: decodeIdentity}},
+		// identity { } is shared: otp decodes phone, phone_region and
+		// otp_session; login decodes account.
+		Blocks: []rules.BlockType{{Type: "identity", Attrs: []string{"phone", "phone_region", "otp_session"}, Decode: decodeIdentity}},
 		Characteristics: []rules.CharacteristicType{
 			{Name: "phone", Tag: rules.TagPhone, Compile: compilePhone(phoneE164)},
 			{Name: "phone_range", Tag: rules.TagPhoneRange, Compile: compilePhone(phoneRange)},
@@ -43,17 +45,20 @@ type Identity struct {
 	phoneSlot, sessionSlot int
 }
 
-// IdentityOf returns p's identity block, or nil without one.
+// IdentityOf returns otp's part of p's identity block, or nil without one.
 func IdentityOf(p *rules.Policy) *Identity {
-	id, _ := p.Block("identity").(*Identity)
-	return id
+	for _, v := range p.Blocks("identity") {
+		if id, ok := v.(*Identity); ok {
+			return id
+		}
+	}
+	return nil
 }
 
 // identityBlock is the HCL schema of identity { }.
 type identityBlock struct {
 	Phone       hcl.Expression `hcl:"phone,optional"`
 	PhoneRegion *string        `hcl:"phone_region,optional"`
-	Account     hcl.Expression `hcl:"account,optional"`
 	OTPSession  hcl.Expression `hcl:"otp_session,optional"`
 
 	PhoneRegionRange hcl.Range `hcl:"phone_region,attr_value_range"`
@@ -73,9 +78,6 @@ func decodeIdentity(c *rules.Compiler, b *hcl.Block) any {
 	}
 	id.Phone = fields.CompileSources(c, x.Phone, "phone")
 	id.OTPSession = fields.CompileSources(c, x.OTPSession, "otp_session")
-	if !rules.IsNull(x.Account) {
-		c.Errorf(x.Account.Range(), "Not supported yet", "account identities (login rules) are not available in this build")
-	}
 	return id
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -179,7 +180,7 @@ func (c *Compiler) content(body hcl.Body) *hcl.BodyContent {
 	}
 	sort.Strings(types)
 	for _, t := range types {
-		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: t, LabelNames: c.reg.blocks[t].Labels})
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: t, LabelNames: c.reg.blocks[t][0].Labels})
 	}
 	content, diags := body.Content(schema)
 	c.diags = append(c.diags, diags...)
@@ -273,14 +274,22 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	// Feature blocks, in file order, before any rule needs them.
 	first := map[string]hcl.Range{}
 	for _, b := range feature {
-		bt := c.reg.blocks[b.Type]
-		if prev, dup := first[b.Type]; dup && !bt.Multiple {
+		owners := c.reg.blocks[b.Type]
+		if prev, dup := first[b.Type]; dup && !owners[0].Multiple {
 			c.diags = append(c.diags, duplicateBlock(b, prev))
 			continue
 		}
 		first[b.Type] = b.DefRange
-		if v := bt.Decode(c, b); v != nil {
-			p.blocks[b.Type] = append(p.blocks[b.Type], v)
+		if len(owners[0].Attrs) == 0 {
+			if v := owners[0].Decode(c, b); v != nil {
+				p.blocks[b.Type] = append(p.blocks[b.Type], v)
+			}
+			continue
+		}
+		for _, o := range c.sharedBlock(b, owners) {
+			if v := o.bt.Decode(c, o.b); v != nil {
+				p.blocks[b.Type] = append(p.blocks[b.Type], v)
+			}
 		}
 	}
 
@@ -304,6 +313,56 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	}
 	keyBudgets(p)
 	return p
+}
+
+// ownedBlock is a shared block as one owner sees it.
+type ownedBlock struct {
+	bt *BlockType
+	b  *hcl.Block
+}
+
+// sharedBlock splits a block of a shared type among its owners: it
+// reports, once, every attribute no owner lists (and any nested block),
+// then gives each owner the block with only its own attributes in view.
+func (c *Compiler) sharedBlock(b *hcl.Block, owners []*BlockType) []ownedBlock {
+	union := &hcl.BodySchema{}
+	for _, o := range owners {
+		for _, a := range o.Attrs {
+			union.Attributes = append(union.Attributes, hcl.AttributeSchema{Name: a})
+		}
+	}
+	content, diags := b.Body.Content(union)
+	names := make([]string, len(union.Attributes))
+	for i, a := range union.Attributes {
+		names[i] = a.Name
+	}
+	for _, d := range diags {
+		if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {
+			name, _, _ = strings.Cut(name, "\"")
+			d.Detail = "An argument named \"" + name + "\" is not expected here." + suggest(name, names)
+		}
+	}
+	c.diags = append(c.diags, diags...)
+	if content == nil {
+		return nil
+	}
+	all, _ := b.Body.JustAttributes() // every attribute written, known or not (reported above)
+	out := make([]ownedBlock, 0, len(owners))
+	for _, o := range owners {
+		// Hide every attribute present that is not o's: o decodes its own
+		// with a plain gohcl struct and sees nothing else.
+		hide := &hcl.BodySchema{}
+		for name := range all {
+			if !slices.Contains(o.Attrs, name) {
+				hide.Attributes = append(hide.Attributes, hcl.AttributeSchema{Name: name})
+			}
+		}
+		_, remain, _ := b.Body.PartialContent(hide)
+		view := *b
+		view.Body = remain
+		out = append(out, ownedBlock{bt: o, b: &view})
+	}
+	return out
 }
 
 // edge compiles the edge block (nil: every default).

@@ -139,8 +139,26 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		fail(rb.DefRange, "Missing key", "rule %q needs key = [...], such as [\"ip\"] (or [\"global\"] for one counter shared by all)", rb.Name)
 	}
 
+	// count_distinct: distinct values of a characteristic per key.
+	if rb.CountDistinct != nil {
+		ch, tag, _ := c.characteristic(*rb.CountDistinct, rb.CountDistinctRange, r)
+		switch {
+		case ch == nil:
+			ok = false
+		case r.Action == ActionDeny:
+			fail(rb.CountDistinctRange, "count_distinct not used", "action = \"deny\" counts nothing; remove count_distinct")
+		case seenChar[*rb.CountDistinct]:
+			fail(rb.CountDistinctRange, "Invalid count_distinct", "%q is in the key too: each key would see one value", *rb.CountDistinct)
+		default:
+			r.Distinct, r.distinctTag, r.Algorithm = ch, tag, Distinct
+		}
+		if rb.Algorithm != nil {
+			fail(rb.AlgorithmRange, "Algorithm not used", "a count_distinct rule counts distinct values over a sliding period; remove algorithm")
+		}
+	}
+
 	// Algorithm and numbers.
-	if rb.Algorithm != nil {
+	if rb.Algorithm != nil && rb.CountDistinct == nil {
 		a, aok := ParseAlgorithm(*rb.Algorithm)
 		if !aok {
 			fail(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(algorithmNamesList(), ", "), suggest(*rb.Algorithm, algorithmNamesList()))
@@ -196,13 +214,10 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		case "attempts":
 			r.Count = CountAttempts
 		case "failures":
-			fail(rb.CountRange, "Not supported yet", "count = \"failures\" is not available in this build")
+			r.Count = CountFailures
 		default:
-			fail(rb.CountRange, "Invalid count", "%q is not a count mode; want \"requests\" or \"attempts\".%s", *rb.Count, suggest(*rb.Count, []string{"requests", "attempts"}))
+			fail(rb.CountRange, "Invalid count", "%q is not a count mode; want \"requests\", \"attempts\" or \"failures\".%s", *rb.Count, suggest(*rb.Count, []string{"requests", "attempts", "failures"}))
 		}
-	}
-	if rb.CountDistinct != nil {
-		fail(rb.CountDistinctRange, "Not supported yet", "count_distinct is not available in this build")
 	}
 	r.FailureStatus = c.IntList(rb.FailureStatus, "failure_status")
 	if r.FailureStatus == nil {
@@ -214,6 +229,13 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	}
 	if rb.ResetOnSuccess != nil && *rb.ResetOnSuccess {
 		r.ResetOnSuccess = true
+	}
+	switch {
+	case r.Count == CountFailures && r.Action == ActionDeny:
+		fail(rb.CountRange, "count not used", "action = \"deny\" counts nothing; remove count")
+	case r.Count == CountFailures:
+		r.Hooks = append(r.Hooks, countFailures{failure: r.FailureStatus, success: r.SuccessStatus, reset: r.ResetOnSuccess})
+	case r.ResetOnSuccess:
 		r.Hooks = append(r.Hooks, resetOnSuccess{success: r.SuccessStatus})
 	}
 	if w := rb.When; w != nil {

@@ -322,6 +322,10 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			continue
 		}
 		key, status := e.key(r, req, s, false)
+		var member uint64
+		if status == Present && r.Distinct != nil {
+			member, status = e.member(r, req, s)
+		}
 		switch {
 		case status == Invalid && r.InvalidIdentity == IdentityReject:
 			m.Outcome = OutcomeInvalid
@@ -349,6 +353,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			Burst:     r.Burst,
 			PeriodUS:  r.PeriodUS(),
 			Cost:      1,
+			Member:    member,
 			Enforce:   m.Enforce,
 			Attempts:  r.Count == CountAttempts,
 			OnError:   r.OnStoreError,
@@ -618,6 +623,28 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 	return k, Present
 }
 
+// member is the Op.Member of a count_distinct rule: the first 8 bytes of
+// the keyed hash of its distinct characteristic's value, encoded as in a
+// key. Never the raw value: a store sees only hashes.
+func (e *Engine) member(r *Rule, req *Request, s *Scratch) (uint64, Status) {
+	buf := append(s.buf[:0], r.distinctTag)
+	n := len(buf)
+	out, st := r.Distinct.AppendValue(buf, req, s)
+	switch {
+	case st == Missing:
+	case st != Present || len(out) < n || !bytes.Equal(out[:n], buf):
+		st = Invalid
+	case len(out) == n:
+		st = Missing
+	}
+	if st != Present {
+		s.buf = buf
+		return 0, st
+	}
+	s.buf = out
+	return binary.BigEndian.Uint64(s.valueHash(out)[:8]), Present
+}
+
 // conditions evaluates r's when { } conditions: Present when all hold,
 // Missing when one does not (or its identity is absent), Invalid when one
 // needs an identity that is present but unusable (the rule's
@@ -654,7 +681,7 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 			continue
 		}
 		for _, h := range m.Rule.Hooks {
-			s.settle = h.AfterOrigin(m, &s.Ops[m.Op], status, outcome, s.settle)
+			s.settle = h.AfterOrigin(m, s.Ops, status, outcome, s.settle)
 		}
 	}
 	if len(s.settle) == 0 {
@@ -671,13 +698,63 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 // for the key once the origin's answer is a success.
 type resetOnSuccess struct{ success []int }
 
-func (h resetOnSuccess) AfterOrigin(m *Match, counted *Op, status int, outcome []byte, ops []Op) []Op {
+func (h resetOnSuccess) AfterOrigin(m *Match, ops []Op, status int, outcome []byte, settle []Op) []Op {
 	if !IsSuccess(h.success, status, outcome) {
-		return ops
+		return settle
 	}
-	op := *counted
+	op := ops[m.Op]
 	op.Kind = OpReset
-	return append(ops, op)
+	return append(settle, op)
+}
+
+// countFailures is count = "failures" (docs/policy.md, "count"). The rule
+// took one unit before proxying (a count_distinct rule: its value), so
+// concurrent guesses cannot overshoot: a failure keeps it; anything else
+// gives it back (OpRefund, its ceiling's too; a distinct value leaves the
+// set), and a success under reset_on_success clears the key instead (not
+// a distinct set: one success must not forget the other values). A crowd
+// logging in successfully is therefore never counted.
+type countFailures struct {
+	failure, success []int
+	reset            bool
+}
+
+func (h countFailures) AfterOrigin(m *Match, ops []Op, status int, outcome []byte, settle []Op) []Op {
+	if IsFailure(h.failure, status, outcome) {
+		return settle
+	}
+	op := ops[m.Op]
+	switch {
+	case h.reset && op.Algorithm != Distinct && IsSuccess(h.success, status, outcome):
+		op.Kind = OpReset
+	default:
+		op.Kind = OpRefund
+	}
+	settle = append(settle, op)
+	if m.CeilingOp >= 0 {
+		c := ops[m.CeilingOp]
+		c.Kind = OpRefund // a ceiling is shared by many: refunded, never reset
+		settle = append(settle, c)
+	}
+	return settle
+}
+
+// IsFailure classifies the origin's answer for count = "failures":
+// X-Edge-Outcome "failure" or "success" when the origin sent one, else
+// whether status is one of failure (a rule's failure_status).
+func IsFailure(failure []int, status int, outcome []byte) bool {
+	switch string(outcome) {
+	case "failure":
+		return true
+	case "success":
+		return false
+	}
+	for _, st := range failure {
+		if st == status {
+			return true
+		}
+	}
+	return false
 }
 
 // IsSuccess classifies the origin's answer: X-Edge-Outcome "success" or

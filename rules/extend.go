@@ -52,9 +52,16 @@ type BlockType struct {
 	// Multiple allows the block more than once (test blocks); otherwise a
 	// second one is a "Duplicate block" error.
 	Multiple bool
+	// Attrs, when set, are the only attributes of the block this feature
+	// decodes, and several features may then share the block type, each
+	// with attributes of its own (the identity block: otp's phone and
+	// otp_session, login's account). Decode sees a block whose body holds
+	// only its Attrs; an attribute no owner lists is an error, reported
+	// once. Every owner of a shared type must list its Attrs.
+	Attrs []string
 	// Decode compiles one block, reporting problems through c, and returns
 	// what the policy keeps for it (Policy.Block, Policy.Blocks); nil
-	// keeps nothing.
+	// keeps nothing. Owners of a shared block each add their value.
 	Decode func(c *Compiler, b *hcl.Block) any
 }
 
@@ -174,10 +181,11 @@ type Condition interface {
 // Engine.Settle calls it, and the ops it returns go to the store in one
 // call.
 type Hook interface {
-	// AfterOrigin appends the ops to run for m (its counted op is
-	// counted) given the origin's status and X-Edge-Outcome (nil,
-	// "success" or "failure"), and returns ops.
-	AfterOrigin(m *Match, counted *Op, status int, outcome []byte, ops []Op) []Op
+	// AfterOrigin appends to settle the ops to run for m given the
+	// origin's status and X-Edge-Outcome (nil, "success" or "failure"),
+	// and returns settle. ops are the request's ops: m's own is ops[m.Op],
+	// its ceiling's ops[m.CeilingOp] when m.CeilingOp >= 0.
+	AfterOrigin(m *Match, ops []Op, status int, outcome []byte, settle []Op) []Op
 }
 
 // RequestHook takes part in every request of a policy, not one rule: the
@@ -210,7 +218,7 @@ type Memo struct {
 
 // registry is the features a Load knows, indexed.
 type registry struct {
-	blocks   map[string]*BlockType
+	blocks   map[string][]*BlockType // a shared type has several owners (BlockType.Attrs)
 	plain    map[string]*CharacteristicType
 	prefixed map[string]*CharacteristicType
 	conds    map[string]*ConditionType
@@ -220,7 +228,7 @@ type registry struct {
 
 func newRegistry(features []Feature) *registry {
 	g := &registry{
-		blocks:   map[string]*BlockType{},
+		blocks:   map[string][]*BlockType{},
 		plain:    map[string]*CharacteristicType{},
 		prefixed: map[string]*CharacteristicType{},
 		conds:    map[string]*ConditionType{},
@@ -234,11 +242,11 @@ func newRegistry(features []Feature) *registry {
 	for _, f := range features {
 		for i := range f.Blocks {
 			b := &f.Blocks[i]
-			if _, dup := g.blocks[b.Type]; dup || coreBlocks[b.Type] {
+			if others, dup := g.blocks[b.Type]; coreBlocks[b.Type] || dup && !shareable(b, others) {
 				g.errs = append(g.errs, "block "+b.Type+" registered twice (feature "+f.Name+")")
 				continue
 			}
-			g.blocks[b.Type] = b
+			g.blocks[b.Type] = append(g.blocks[b.Type], b)
 		}
 		for i := range f.Characteristics {
 			ct := &f.Characteristics[i]
@@ -304,6 +312,28 @@ func (g *registry) condNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// shareable reports whether b may join the owners of its block type: all
+// list their attributes, none twice, and they agree on labels and
+// multiplicity.
+func shareable(b *BlockType, owners []*BlockType) bool {
+	if len(b.Attrs) == 0 {
+		return false
+	}
+	for _, o := range owners {
+		if len(o.Attrs) == 0 || o.Multiple != b.Multiple || len(o.Labels) != len(b.Labels) {
+			return false
+		}
+		for _, a := range b.Attrs {
+			for _, x := range o.Attrs {
+				if a == x {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // coreBlocks are the blocks rules decodes itself.

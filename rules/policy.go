@@ -195,6 +195,10 @@ type Rule struct {
 	// Hooks run once the origin answered a request the rule counted and
 	// allowed (Engine.Settle).
 	Hooks []Hook
+	// Distinct is count_distinct's characteristic, nil without one: the
+	// rule counts distinct values of it per key (Algorithm Distinct).
+	Distinct    Characteristic
+	distinctTag byte
 
 	Algorithm Algorithm
 	// Limit units per Period; Burst is the bucket size (bucket algorithms).

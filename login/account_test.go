@@ -1,0 +1,126 @@
+package login
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestNormalizeSpellingsShareOneAccount: every spelling an identity
+// provider or a case-insensitive collation treats as one account gives one
+// value.
+func TestNormalizeSpellingsShareOneAccount(t *testing.T) {
+	var n Normalizer
+	for _, group := range [][]string{
+		{"alice@example.com", "Alice@Example.com", " alice@example.com", "alice@example.com\t\n", "ALICE@EXAMPLE.COM",
+			"\u00a0alice@example.com\u3000",         // no-break and ideographic spaces
+			"ａｌｉｃｅ@ｅｘａｍｐｌｅ.ｃｏｍ",                   // full-width letters (NFKC)
+			"alice\uff20example.com"},            // full-width commercial at
+		{"strasse", "STRASSE", "Straße", "STRAẞE"}, // ß folds to ss (full case folding)
+		{"ﬁnn", "finn", "FINN"},                 // the fi ligature (NFKC)
+		{"café", "cafe\u0301", "CAFÉ"},           // composed and decomposed é
+		{"ǅemal", "ǆemal", "Ǆemal"},              // title-case digraph
+		{"σοφία", "ΣΟΦΊΑ", "σοφίας"[:len("σοφία")]},
+	} {
+		want, err := n.Normalize(nil, group[0], false)
+		if err != nil {
+			t.Fatalf("%q: %v", group[0], err)
+		}
+		for _, raw := range group[1:] {
+			got, err := n.Normalize(nil, raw, false)
+			if err != nil || string(got) != string(want) {
+				t.Errorf("Normalize(%q) = %q, %v; want %q (as %q)", raw, got, err, want, group[0])
+			}
+		}
+	}
+}
+
+// TestNormalizeKeepsAccountsApart: what an identity provider keeps apart
+// stays apart.
+func TestNormalizeKeepsAccountsApart(t *testing.T) {
+	var n Normalizer
+	seen := map[string]string{}
+	for _, raw := range []string{"alice@example.com", "alice@example.org", "al ice@example.com", "alice", "j.doe@gmail.com", "jdoe@gmail.com", "jdoe+x@gmail.com", "bob"} {
+		got, err := n.Normalize(nil, raw, false)
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		if prev, dup := seen[string(got)]; dup {
+			t.Errorf("%q and %q normalise alike (%q); without account_aliases they must not", prev, raw, got)
+		}
+		seen[string(got)] = raw
+	}
+}
+
+// TestNormalizeInvalid: empty once normalised, too long, not UTF-8 or with
+// a control character: an invalid identity.
+func TestNormalizeInvalid(t *testing.T) {
+	var n Normalizer
+	for _, raw := range []string{"", "   ", "\u3000\t", "\xff\xfe", "ali\x00ce", "ali\x07ce", "alice\u0085x", strings.Repeat("a", MaxAccountBytes+1)} {
+		if got, err := n.Normalize(nil, raw, false); !errors.Is(err, ErrInvalidAccount) {
+			t.Errorf("Normalize(%q) = %q, %v; want ErrInvalidAccount", raw, got, err)
+		}
+	}
+	if _, err := n.Normalize(nil, strings.Repeat("a", MaxAccountBytes), false); err != nil {
+		t.Errorf("an account of exactly MaxAccountBytes: %v", err)
+	}
+}
+
+// TestAliases: the test vectors of account_aliases (docs/policy.md,
+// "account_aliases").
+func TestAliases(t *testing.T) {
+	var n Normalizer
+	for _, tt := range []struct{ raw, want string }{
+		{"J.Doe+signup@Gmail.com", "jdoe@gmail.com"},
+		{"jdoe@googlemail.com", "jdoe@gmail.com"},
+		{"j.d.o.e@gmail.com", "jdoe@gmail.com"},
+		{"jdoe+a+b@gmail.com", "jdoe@gmail.com"},
+		{"alice+news@outlook.com", "alice@outlook.com"},
+		{"alice+news@icloud.com", "alice@icloud.com"},
+		{"a.lice+x@fastmail.com", "a.lice@fastmail.com"}, // dots count outside Gmail
+		{"alice+x@example.com", "alice+x@example.com"},    // unknown providers: as written
+		{"+tag@gmail.com", "+tag@gmail.com"},              // nothing would be left of the local part
+		{"...@gmail.com", "...@gmail.com"},
+		{"a@b@gmail.com", "a@b@gmail.com"},
+		{"alice", "alice"},
+		{"ｊｄｏｅ＋ｘ@ｇｍａｉｌ.ｃｏｍ", "jdoe@gmail.com"}, // after NFKC
+	} {
+		got, err := n.Normalize(nil, tt.raw, true)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Normalize(%q, aliases) = %q, %v; want %q", tt.raw, got, err, tt.want)
+		}
+	}
+}
+
+// TestNormalizeAllocatesNothingWarm: a warm Normalizer appends an ASCII
+// account (the common case) into warm buffers without allocating, aliases
+// or not. Non-ASCII goes through golang.org/x/text's case folding, which
+// allocates (BenchmarkNormalize).
+func TestNormalizeAllocatesNothingWarm(t *testing.T) {
+	var n Normalizer
+	dst := make([]byte, 0, 256)
+	for _, raw := range []string{" Alice@Example.com ", "J.Doe+x@Gmail.com", "bob"} {
+		for _, aliases := range []bool{false, true} {
+			dst, _ = n.Normalize(dst[:0], raw, aliases)
+			if a := testing.AllocsPerRun(100, func() { dst, _ = n.Normalize(dst[:0], raw, aliases) }); a != 0 {
+				t.Errorf("Normalize(%q, %v) allocates %.1f times warm", raw, aliases, a)
+			}
+		}
+	}
+}
+
+func BenchmarkNormalize(b *testing.B) {
+	for _, bb := range []struct{ name, raw string }{
+		{"ascii", "Alice.Smith@Example.com"},
+		{"fullwidth", "ａｌｉｃｅ@ｅｘａｍｐｌｅ.ｃｏｍ"},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			var n Normalizer
+			dst := make([]byte, 0, 256)
+			b.ReportAllocs()
+			for b.Loop() {
+				dst, _ = n.Normalize(dst[:0], bb.raw, false)
+			}
+		})
+	}
+}
