@@ -34,7 +34,8 @@ import (
 // later, letting the balance go negative", the lesson says), by at most one
 // full allowance: a gcra TAT at most now + 2×burst×T, a bucket at most one
 // burst below empty, a window count at most 2×limit. A sliding_log never
-// holds more than Limit timestamps and so cannot run into debt. A take never
+// holds more than Limit timestamps, nor a distinct set more than Limit
+// members, and so cannot run into debt. A take never
 // runs into debt: one that does not fit (an Attempts op counted while
 // refused) leaves the counter full.
 //
@@ -60,6 +61,12 @@ const (
 	// MaxLogLimit is the largest sliding_log limit: it stores one
 	// timestamp per unit, which the lesson keeps for small limits.
 	MaxLogLimit = 10000
+	// MaxDistinctLimit is the largest Distinct limit: it stores one member
+	// (16 bytes in memory, about 60 in a Redis sorted set) per distinct
+	// value, and looks a member up by a scan of at most that many, so a
+	// key's state stays under 160KB in memory and a call's scan bounded.
+	// It is MaxLogLimit's bound, for the same reason: the count is exact.
+	MaxDistinctLimit = 10000
 )
 
 // RetryNever is the RetryAfter of a refused op whose Cost exceeds what the
@@ -71,7 +78,7 @@ var (
 	// about parameters out of bounds.
 	ErrInvalidLimits = errors.New("invalid limits")
 	// ErrUnsupported wraps their errors about an algorithm no store
-	// implements (Distinct, for now).
+	// implements (a number past Distinct).
 	ErrUnsupported = errors.New("unsupported algorithm")
 )
 
@@ -86,8 +93,9 @@ var (
 //	fixed_window    At = window start (µs, a multiple of PeriodUS), N = count
 //	sliding_window  At = current window start, N = its count, Prev = the previous window's count
 //	sliding_log     Log = timestamps of consumed units (µs), ascending, at most Limit
+//	distinct        Seen = the members seen and when each was last (µs), ascending by (At, Member), at most Limit
 //
-// Log is reused in place: once it has grown to Limit entries, consuming
+// Log and Seen are reused in place: once grown to Limit entries, consuming
 // allocates nothing. A State is not safe for concurrent use; stores lock.
 type State struct {
 	Alg  Algorithm
@@ -95,20 +103,33 @@ type State struct {
 	N    int64
 	Prev int64
 	Log  []int64
+	Seen []Seen
 }
+
+// Seen is one member of a Distinct state: the Op.Member counted and the
+// time it was last counted, in µs. A member is live while At > now −
+// PeriodUS, as a sliding_log timestamp is.
+type Seen struct {
+	Member uint64
+	At     int64
+}
+
+// Cleared returns st emptied (the fresh state of every algorithm), keeping
+// the arrays of Log and Seen for reuse.
+func (st *State) Cleared() State { return State{Log: st.Log[:0], Seen: st.Seen[:0]} }
 
 // ValidateLimits reports whether an algorithm can run with these parameters,
 // within the bounds that keep every store exact (MaxExact): limit ≥ 1,
 // 1 ≤ period ≤ MaxPeriodUS, an emission interval period/limit of at least
 // 1µs (docs/policy.md, "rule"), burst ≥ 1 for the bucket algorithms (windows ignore it),
 // burst×T ≤ MaxSpanUS for gcra, burst×period ≤ MaxScaled for the buckets,
-// limit×period ≤ MaxScaled for sliding_window and limit ≤ MaxLogLimit for
-// sliding_log. The error wraps ErrInvalidLimits or ErrUnsupported and reads
-// as a diagnostic detail. The policy compiler calls it for every rule.
+// limit×period ≤ MaxScaled for sliding_window, limit ≤ MaxLogLimit for
+// sliding_log and limit ≤ MaxDistinctLimit for distinct (which ignores
+// burst, as the windows do). The error wraps ErrInvalidLimits or
+// ErrUnsupported and reads as a diagnostic detail. The policy compiler calls
+// it for every rule.
 func ValidateLimits(alg Algorithm, limit, burst, periodUS int64) error {
 	switch {
-	case alg == Distinct:
-		return fmt.Errorf("%w: %s counting is not implemented yet", ErrUnsupported, alg)
 	case alg >= numAlgorithms:
 		return fmt.Errorf("%w: algorithm %d", ErrUnsupported, alg)
 	case limit < 1:
@@ -142,6 +163,10 @@ func ValidateLimits(alg Algorithm, limit, burst, periodUS int64) error {
 	case SlidingLog:
 		if limit > MaxLogLimit {
 			return fmt.Errorf("%w: sliding_log limit %d exceeds %d timestamps per key; use sliding_window", ErrInvalidLimits, limit, MaxLogLimit)
+		}
+	case Distinct:
+		if limit > MaxDistinctLimit {
+			return fmt.Errorf("%w: count_distinct limit %d exceeds %d distinct values per key", ErrInvalidLimits, limit, MaxDistinctLimit)
 		}
 	}
 	return nil
@@ -295,6 +320,16 @@ func windowUS(st *State, nowUS int64, op *Op) int64 {
 			return log[k-1] + op.PeriodUS - nowUS
 		}
 		return op.PeriodUS
+	case Distinct:
+		// As sliding_log's, one member a unit: spent on r new values, the
+		// set holds max(n, limit) members; one more new value fits once the
+		// k-th oldest has expired.
+		seen := distinctAt(st, nowUS, op)
+		n := int64(len(seen))
+		if k := max(n, op.Limit) + 1 - op.Limit; k <= n {
+			return seen[k-1].At + op.PeriodUS - nowUS
+		}
+		return op.PeriodUS
 	}
 	return 0
 }
@@ -378,6 +413,16 @@ func waitUS(st *State, nowUS int64, op *Op, cost int64) (wait int64) {
 			return log[k-1] + op.PeriodUS - nowUS
 		}
 		return 0
+	case Distinct:
+		// One member, whatever the cost: a live member is counted already,
+		// and a new one needs a free place, which the oldest live member
+		// gives up when it expires (the k-th oldest, after a limit was
+		// lowered). Never -1: one member always fits in time.
+		seen := distinctAt(st, nowUS, op)
+		if k := int64(len(seen)) + 1 - op.Limit; k > 0 && indexOf(seen, op.Member) < 0 {
+			return seen[k-1].At + op.PeriodUS - nowUS
+		}
+		return 0
 	}
 	return -1
 }
@@ -410,7 +455,7 @@ func slidingWait(start, prev, cur, nowUS int64, op *Op, cost int64) int64 {
 // brings st up to date. Stores call it through Settle.
 func Consume(st *State, nowUS int64, op *Op) {
 	if op.Kind == OpReset {
-		*st = State{Log: st.Log[:0]}
+		*st = st.Cleared()
 		return
 	}
 	cost := max(op.Cost, 0)
@@ -434,6 +479,8 @@ func Consume(st *State, nowUS int64, op *Op) {
 		st.At, st.N, st.Prev = start, consumeCount(cur, op, cost), prev
 	case SlidingLog:
 		consumeLog(st, nowUS, op, cost)
+	case Distinct:
+		consumeDistinct(st, nowUS, op)
 	default:
 		return
 	}
@@ -553,6 +600,56 @@ func consumeLog(st *State, nowUS int64, op *Op, cost int64) {
 	}
 }
 
+// consumeDistinct applies op to a Distinct set, ignoring Cost (a call
+// counts one member): live members are kept (expired ones dropped, and
+// after a limit was lowered only the newest Limit), then a take or add
+// counts Member at max(now, newest) (a refresh moves a live member there;
+// a new one joins only while fewer than Limit are live, so a full set
+// evicts nothing and stays full), a refund removes Member. A take that
+// does not fit (an Attempts op refused) thus changes nothing but the
+// expired members.
+func consumeDistinct(st *State, nowUS int64, op *Op) {
+	seen := distinctAt(st, nowUS, op)
+	var ts int64
+	if len(seen) > 0 {
+		ts = seen[len(seen)-1].At
+	}
+	ts = max(ts, nowUS)
+	n := copy(st.Seen, seen)
+	seen = st.Seen[:n]
+	keep := op.Limit
+	if i := indexOf(seen, op.Member); i >= 0 && op.Kind != OpPeek {
+		seen = append(seen[:i], seen[i+1:]...)
+		if op.Kind != OpRefund {
+			keep-- // its place is kept for it
+		}
+	}
+	if excess := int64(len(seen)) - keep; excess > 0 {
+		seen = seen[:copy(seen, seen[excess:])]
+	}
+	if (op.Kind == OpTake || op.Kind == OpAdd) && int64(len(seen)) < op.Limit {
+		// Ascending by (At, Member), the order of a Redis sorted set
+		// (score, then member bytes: the member's fixed-width hex).
+		i := len(seen)
+		for i > 0 && seen[i-1].At == ts && seen[i-1].Member > op.Member {
+			i--
+		}
+		seen = slices.Insert(seen, i, Seen{Member: op.Member, At: ts})
+	}
+	st.Seen = seen
+}
+
+// indexOf returns the index of member in seen, -1 when absent: a scan, of
+// at most MaxDistinctLimit members.
+func indexOf(seen []Seen, member uint64) int {
+	for i := range seen {
+		if seen[i].Member == member {
+			return i
+		}
+	}
+	return -1
+}
+
 // reportState returns the units left and the µs until st is back to the full
 // allowance (equivalently, decayed to empty) at op's parameters.
 func reportState(st *State, nowUS int64, op *Op) (remaining, resetUS int64) {
@@ -599,6 +696,12 @@ func reportState(st *State, nowUS int64, op *Op) (remaining, resetUS int64) {
 			return op.Limit, 0
 		}
 		return max(op.Limit-int64(len(log)), 0), log[len(log)-1] + op.PeriodUS - nowUS
+	case Distinct:
+		seen := distinctAt(st, nowUS, op)
+		if len(seen) == 0 {
+			return op.Limit, 0
+		}
+		return max(op.Limit-int64(len(seen)), 0), seen[len(seen)-1].At + op.PeriodUS - nowUS
 	}
 	return 0, 0
 }
@@ -708,6 +811,22 @@ func logAt(st *State, nowUS int64, op *Op) []int64 {
 	}
 	i, _ := slices.BinarySearch(st.Log, nowUS-op.PeriodUS+1)
 	return st.Log[i:]
+}
+
+// distinctAt returns the live members of a Distinct state at nowUS, those
+// with At > now − period: a suffix, the set being ascending by At.
+func distinctAt(st *State, nowUS int64, op *Op) []Seen {
+	if st.Alg != op.Algorithm {
+		return nil
+	}
+	cut := nowUS - op.PeriodUS
+	i, _ := slices.BinarySearchFunc(st.Seen, cut, func(s Seen, cut int64) int {
+		if s.At <= cut {
+			return -1
+		}
+		return 1
+	})
+	return st.Seen[i:]
 }
 
 // ceilDiv returns ⌈a/b⌉ for b > 0, and 0 for a ≤ 0.

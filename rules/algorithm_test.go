@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -492,8 +493,9 @@ func TestSlidingLogReusesLog(t *testing.T) {
 
 func TestAlgorithmChangeIsFresh(t *testing.T) {
 	t.Parallel()
-	for _, from := range allAlgorithms {
-		for _, to := range allAlgorithms {
+	algs := append(slices.Clone(allAlgorithms), Distinct)
+	for _, from := range algs {
+		for _, to := range algs {
 			if from == to {
 				continue
 			}
@@ -533,7 +535,10 @@ func TestValidateLimits(t *testing.T) {
 		{"sliding window over", SlidingWindow, MaxScaled/day + 1, 0, day, ErrInvalidLimits},
 		{"sliding log at the bound", SlidingLog, MaxLogLimit, 0, day, nil},
 		{"sliding log over", SlidingLog, MaxLogLimit + 1, 0, day, ErrInvalidLimits},
-		{"distinct", Distinct, 5, 0, day, ErrUnsupported},
+		{"distinct ignores burst", Distinct, 5, 0, day, nil},
+		{"distinct at the bound", Distinct, MaxDistinctLimit, 0, day, nil},
+		{"distinct over", Distinct, MaxDistinctLimit + 1, 0, day, ErrInvalidLimits},
+		{"distinct zero limit", Distinct, 0, 0, day, ErrInvalidLimits},
 		{"unknown", numAlgorithms, 5, 5, day, ErrUnsupported},
 	}
 	for _, tt := range tests {
@@ -572,6 +577,7 @@ func TestExtremes(t *testing.T) {
 		{Algorithm: SlidingWindow, Limit: MaxScaled / day, PeriodUS: day},
 		{Algorithm: SlidingWindow, Limit: 1, PeriodUS: MaxPeriodUS},
 		{Algorithm: SlidingLog, Limit: MaxLogLimit, PeriodUS: MaxPeriodUS},
+		{Algorithm: Distinct, Limit: MaxDistinctLimit, PeriodUS: MaxPeriodUS},
 	}
 	for _, p := range params {
 		now := int64(1<<52) - 3*p.PeriodUS // the calls below stay under 2^52
@@ -764,5 +770,236 @@ func TestIssueSlidingWindowExample(t *testing.T) {
 	r, _ = applyOne(&worst, start, &op)
 	if got, want := r.RetryAfter, DurationUS(period+period-2*period/3); got != want {
 		t.Fatalf("worst case: got RetryAfter %v, want %v", got, want)
+	}
+}
+
+// distinctOp is a Distinct op: 3 distinct values per second.
+func distinctOp(kind OpKind, member uint64) Op {
+	return Op{Kind: kind, Algorithm: Distinct, Limit: 3, PeriodUS: 1_000_000, Cost: 1, Member: member, Enforce: true}
+}
+
+func TestDistinctResults(t *testing.T) {
+	t.Parallel()
+	steps := []struct {
+		at       float64 // ms after algBase
+		kind     OpKind
+		member   uint64
+		cost     int64
+		attempts bool
+		want     Result
+	}{
+		{at: 0, kind: OpPeek, member: 1, cost: 1, want: Result{Allowed: true, Remaining: 3, ResetAfter: ms(1000)}},
+		// Below the limit every new value is allowed; Cost is ignored.
+		{at: 100, kind: OpTake, member: 1, cost: 1, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(1000)}},
+		{at: 200, kind: OpTake, member: 2, cost: 7, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(900)}},
+		// A known value counts nothing new (it is seen again now).
+		{at: 300, kind: OpTake, member: 1, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(900)}},
+		{at: 400, kind: OpTake, member: 3, cost: 0, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(800)}},
+		// Full: a known value is allowed, a new one refused until the
+		// oldest (2, at 200) expires.
+		{at: 500, kind: OpTake, member: 3, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(700)}},
+		{at: 500, kind: OpTake, member: 4, cost: 1, want: Result{ResetAfter: ms(700), RetryAfter: ms(700)}},
+		// An attempt or an add of a new value cannot grow a full set.
+		{at: 600, kind: OpTake, member: 4, cost: 1, attempts: true, want: Result{ResetAfter: ms(600), RetryAfter: ms(600)}},
+		{at: 600, kind: OpAdd, member: 5, cost: 1, want: Result{ResetAfter: ms(600), RetryAfter: ms(600)}},
+		{at: 600, kind: OpPeek, member: 4, cost: 1, want: Result{ResetAfter: ms(600), RetryAfter: ms(600)}},
+		// Expired exactly a period after it was last seen.
+		{at: 1199.999, kind: OpTake, member: 4, cost: 1, want: Result{ResetAfter: ms(0.001), RetryAfter: ms(0.001)}},
+		{at: 1200, kind: OpTake, member: 4, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(100)}},
+		// A refund forgets the value; a refund of an unknown one changes
+		// nothing.
+		{at: 1200, kind: OpRefund, member: 3, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(100)}},
+		{at: 1200, kind: OpRefund, member: 9, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(100)}},
+		// An add counts a value whatever the decision, up to the limit.
+		{at: 1250, kind: OpAdd, member: 5, cost: 1, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(50)}},
+		{at: 1250, kind: OpReset, member: 0, cost: 1, want: Result{Allowed: true, Remaining: 3, ResetAfter: ms(1000)}},
+		{at: 1250, kind: OpTake, member: 5, cost: 1, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(1000)}},
+	}
+	var st State
+	for i, s := range steps {
+		op := distinctOp(s.kind, s.member)
+		op.Cost, op.Attempts = s.cost, s.attempts
+		r, _ := applyOne(&st, algBase+int64(s.at*1000+0.5), &op)
+		if r != s.want {
+			t.Errorf("step %d (kind %d member %d at %vms): got %+v, want %+v", i, s.kind, s.member, s.at, r, s.want)
+		}
+	}
+}
+
+// TestDistinctExact checks Distinct against a naive model, a map of every
+// counted value to the time it was last counted, over generated schedules
+// of every kind: the same decisions, Remaining, RetryAfter (the oldest
+// live value's expiry) and TTL (the newest's), and never more than Limit
+// live values. The state it keeps is Limit members at most.
+func TestDistinctExact(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(21, 22))
+	for run := range 200 {
+		op := distinctOp(OpTake, 0)
+		op.Limit = rng.Int64N(6) + 1
+		op.PeriodUS = rng.Int64N(2_000_000) + op.Limit
+		var st State
+		model := map[uint64]int64{}
+		now := int64(algBase)
+		for step := range 100 {
+			switch rng.IntN(20) {
+			case 0:
+				now -= rng.Int64N(op.PeriodUS) // a step back
+			default:
+				now += rng.Int64N(op.PeriodUS / 3)
+			}
+			op.Kind = []OpKind{OpTake, OpTake, OpTake, OpTake, OpPeek, OpAdd, OpRefund, OpReset}[rng.IntN(8)]
+			op.Member = rng.Uint64N(10)
+			op.Attempts = rng.IntN(4) == 0
+			op.Cost = rng.Int64N(3)
+			// The model: live values, their oldest and newest times.
+			live := map[uint64]int64{}
+			var newest int64
+			for m, at := range model {
+				if at > now-op.PeriodUS {
+					live[m] = at
+					newest = max(newest, at)
+				}
+			}
+			times := slices.Sorted(maps.Values(live))
+			_, known := live[op.Member]
+			allowed := known || int64(len(live)) < op.Limit
+			wantWait := int64(0)
+			if !allowed {
+				wantWait = times[0] + op.PeriodUS - now
+			}
+			r, ttl := applyOne(&st, now, &op)
+			if op.Kind == OpRefund || op.Kind == OpReset {
+				allowed, wantWait = true, 0
+			}
+			where := func() string {
+				return fmt.Sprintf("run %d step %d", run, step)
+			}
+			if r.Allowed != allowed || (!allowed && r.RetryAfter != DurationUS(wantWait)) {
+				t.Fatalf("%s: %+v at %d with %v live: got %+v, want allowed=%v wait %dµs", where(), op, now-algBase, live, r, allowed, wantWait)
+			}
+			// A call that consumes drops the expired values; one that does
+			// not leaves the state as it was (a step back may revive them).
+			switch op.Kind {
+			case OpTake, OpAdd:
+				if op.Kind == OpAdd || op.Attempts || allowed {
+					if known || int64(len(live)) < op.Limit {
+						live[op.Member] = max(now, newest)
+					}
+					model = live
+				}
+			case OpRefund:
+				delete(live, op.Member)
+				model = live
+			case OpReset:
+				clear(model)
+			}
+			if int64(len(model)) > op.Limit || len(st.Seen) > int(op.Limit) {
+				t.Fatalf("%s: %d values counted, %d kept, limit %d", where(), len(model), len(st.Seen), op.Limit)
+			}
+			wantTTL, n := int64(0), int64(0)
+			for _, at := range model {
+				if at > now-op.PeriodUS {
+					wantTTL = max(wantTTL, at+op.PeriodUS-now)
+					n++
+				}
+			}
+			wantLeft := op.Limit - n
+			if !r.Allowed {
+				wantLeft = 0
+			}
+			if ttl != wantTTL || r.Remaining != wantLeft {
+				t.Fatalf("%s: %+v: got remaining %d TTL %d, want %d and %d (model %v)", where(), op, r.Remaining, ttl, wantLeft, wantTTL, model)
+			}
+			if !sameAsFresh(&st, now+ttl, op) || (ttl > 0 && sameAsFresh(&st, now+ttl-1, op)) {
+				t.Fatalf("%s: TTL %d is not when the state becomes fresh", where(), ttl)
+			}
+		}
+	}
+}
+
+// TestDistinctReusesSet: once grown to Limit members, counting allocates
+// nothing, and a limit lowered by a reload keeps the newest members.
+func TestDistinctReusesSet(t *testing.T) {
+	var st State
+	op := distinctOp(OpTake, 0)
+	op.Limit = 4
+	for i := range 20 {
+		op.Member = uint64(i % 6)
+		applyOne(&st, algBase+int64(i)*100_000, &op)
+	}
+	base := &st.Seen[:1][0]
+	i := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		i++
+		op.Member = uint64(i % 4)
+		applyOne(&st, algBase+3_000_000+int64(i), &op)
+	})
+	if allocs != 0 || &st.Seen[:1][0] != base || len(st.Seen) != 4 {
+		t.Errorf("got %v allocs, len %d, same array %v; want 0, 4, true", allocs, len(st.Seen), &st.Seen[:1][0] == base)
+	}
+	// An add of a new value over a lowered limit trims and adds nothing.
+	newest := slices.Clone(st.Seen[2:])
+	op.Kind, op.Limit, op.Member = OpAdd, 2, 99
+	if r, _ := applyOne(&st, algBase+3_001_000, &op); r.Allowed {
+		t.Errorf("a new value over a lowered limit: got %+v, want refused", r)
+	}
+	if !slices.Equal(st.Seen, newest) {
+		t.Errorf("after lowering the limit: got %+v, want the newest 2, %+v", st.Seen, newest)
+	}
+}
+
+// TestDistinctOrder: members are kept ascending by (At, Member), a Redis
+// sorted set's order, so a trim drops the same members in every store.
+func TestDistinctOrder(t *testing.T) {
+	var st State
+	op := distinctOp(OpAdd, 0)
+	op.Limit = 5
+	for _, m := range []uint64{7, 3, 9, 1, 5} {
+		op.Member = m
+		applyOne(&st, algBase, &op)
+	}
+	op.Member = 3
+	applyOne(&st, algBase-500, &op) // a step back: seen again at the newest time
+	want := []Seen{{1, algBase}, {3, algBase}, {5, algBase}, {7, algBase}, {9, algBase}}
+	if !slices.Equal(st.Seen, want) {
+		t.Errorf("got %v, want %v", st.Seen, want)
+	}
+	// A limit lowered to 2: a new value trims to the newest two and is
+	// not counted; a known one keeps its place and is seen again.
+	op.Limit, op.Member = 2, 4
+	applyOne(&st, algBase+1, &op)
+	if want := []Seen{{7, algBase}, {9, algBase}}; !slices.Equal(st.Seen, want) {
+		t.Errorf("limit lowered to 2, new value: got %v, want %v", st.Seen, want)
+	}
+	op.Limit, op.Member = 5, 7
+	applyOne(&st, algBase+2, &op)
+	if want := []Seen{{9, algBase}, {7, algBase + 2}}; !slices.Equal(st.Seen, want) {
+		t.Errorf("a known value: got %v, want %v", st.Seen, want)
+	}
+}
+
+// TestDistinctClockBackwards: a full set read before its members were
+// seen still refuses a new value, with a wait, and stays stored.
+func TestDistinctClockBackwards(t *testing.T) {
+	t.Parallel()
+	var st State
+	for m := range uint64(3) {
+		op := distinctOp(OpTake, m)
+		applyOne(&st, algBase+10_500_000, &op)
+	}
+	for _, back := range []int64{10_499_999, 10_200_000, 9_000_000, 0, -algBase} {
+		for _, kind := range []OpKind{OpPeek, OpTake, OpAdd} {
+			op := distinctOp(kind, 42)
+			op.Attempts = true
+			r, ttl := applyOne(&st, algBase+back, &op)
+			if r.Allowed || r.RetryAfter <= 0 || ttl <= 0 {
+				t.Fatalf("kind %d at %dµs: got %+v TTL %d, want refused with a wait, stored", kind, back, r, ttl)
+			}
+			known := distinctOp(kind, 1)
+			if r, _ := applyOne(&st, algBase+back, &known); !r.Allowed {
+				t.Fatalf("kind %d at %dµs: a known value got %+v, want allowed", kind, back, r)
+			}
+		}
 	}
 }

@@ -52,7 +52,15 @@ const (
 	// SlidingLog keeps the timestamps of allowed requests, at most Limit of
 	// them, and is exact: no rolling period ever holds more than Limit.
 	SlidingLog
-	// Distinct counts distinct Member values per key over a sliding period.
+	// Distinct counts distinct Member values per key over a sliding
+	// period (count_distinct): it keeps each member seen in the last
+	// PeriodUS with the time it was last seen, at most Limit of them
+	// (MaxDistinctLimit), and is exact. A live member is always allowed; a
+	// new one is allowed while fewer than Limit are live, and refused until
+	// the oldest expires otherwise (a full set evicts nothing). Every op
+	// counts one member, whatever its Cost: a take or add counts Member
+	// now (a new one never past Limit), a refund forgets it, a reset
+	// forgets all; Remaining is Limit minus the live members.
 	Distinct
 	numAlgorithms
 )
@@ -103,7 +111,9 @@ type Op struct {
 	PeriodUS int64
 	// Cost is the number of units the request takes, normally 1.
 	Cost int64
-	// Member is the keyed hash of the counted value for Distinct.
+	// Member is the keyed hash of the counted value for Distinct (the
+	// Engine's, so no raw value reaches a store); other algorithms ignore
+	// it.
 	Member uint64
 	// Enforce is false for dry-run rules: the op is decided exactly as if it
 	// enforced, but never refuses the request and never changes the outcome

@@ -279,10 +279,10 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 				e = nil
 			} else {
 				// Expired: read it as the fresh state it equals (rules
-				// tests prove it), in place, keeping the log's array for
-				// reuse and the entry's room in its budget (given back in
+				// tests prove it), in place, keeping the arrays of a log
+				// and a distinct set for reuse and the entry's room in its budget (given back in
 				// pass 2 if the op leaves it empty).
-				e.st = rules.State{Log: e.st.Log[:0]}
+				e.st = e.st.Cleared()
 			}
 		}
 		if i < cachedOps {

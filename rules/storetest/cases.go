@@ -488,6 +488,7 @@ func invalidCases() Case {
 	noBurst.Burst = 0
 	negative := take("bad", rules.FixedWindow, -1)
 	distinct := take("bad", rules.Distinct, 1)
+	distinct.Limit = rules.MaxDistinctLimit + 1
 	unknown := take("bad", rules.Distinct+1, 1)
 	badKind := op("bad", rules.GCRA, rules.OpReset+1, 1)
 	c := Case{Name: "invalid_ops"}
