@@ -238,6 +238,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	case r.ResetOnSuccess:
 		r.Hooks = append(r.Hooks, resetOnSuccess{success: r.SuccessStatus})
 	}
+	c.knownVisitors(rb, r)
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}
@@ -371,6 +372,45 @@ func (c *Compiler) when(w *whenBlock, r *Rule) {
 			r.Conditions = append(r.Conditions, cond)
 		}
 	}
+}
+
+// MaxKnownVisitors bounds known_visitors: a marker outlives no year.
+const MaxKnownVisitors = 366 * 24 * time.Hour
+
+// knownVisitors compiles known_visitors and known_by (known.go).
+func (c *Compiler) knownVisitors(rb *ruleBlock, r *Rule) {
+	if rb.KnownVisitors == nil {
+		if !IsNull(rb.KnownBy) {
+			c.Errorf(rb.KnownBy.Range(), "known_by without known_visitors", "known_by names what recognises a known visitor; set known_visitors, such as \"30d\", too")
+		}
+		return
+	}
+	d, err := ParseDuration(*rb.KnownVisitors)
+	switch {
+	case err != nil || d <= 0 || d%time.Microsecond != 0:
+		c.Errorf(rb.KnownVisitorsRange, "Invalid known_visitors", "%q is not a positive duration such as \"30d\"", *rb.KnownVisitors)
+		return
+	case d > MaxKnownVisitors:
+		c.Errorf(rb.KnownVisitorsRange, "known_visitors too long", "%q: a visitor is known for at most %s after its last success", *rb.KnownVisitors, "366d")
+		return
+	case r.Count != CountFailures:
+		c.Errorf(rb.KnownVisitorsRange, "known_visitors needs count = \"failures\"", "a visitor becomes known by logging in successfully, which only a rule counting failures learns from the origin's answer")
+		return
+	}
+	names, rngs := c.StringList(rb.KnownBy, "known_by")
+	if len(names) == 0 {
+		c.Errorf(rb.KnownVisitorsRange, "Missing known_by", "known_visitors needs known_by, the characteristics that recognise a visitor, such as [\"visitor\"] (its signed visitor ID, or its IP without one) or [\"ip\"]")
+		return
+	}
+	for i, n := range names {
+		ch, tag, _ := c.characteristic(n, rngs[i], r)
+		if ch == nil {
+			return
+		}
+		r.knownBy, r.knownTags = append(r.knownBy, ch), append(r.knownTags, tag)
+	}
+	r.knownUS = d.Microseconds()
+	r.Hooks = append(r.Hooks, knownVisitors{success: r.SuccessStatus, us: r.knownUS})
 }
 
 // ruleAttrs compiles the attributes of a rule block that are not rules'

@@ -108,6 +108,10 @@ type ruleBlock struct {
 	// max_keys is the rule's own key budget in the memory store (default:
 	// an equal share of the store's max_keys; docs/memory-store.md).
 	MaxKeys *int `hcl:"max_keys,optional"`
+	// known_visitors is how long a visitor that logged in successfully is
+	// not held to the rule; known_by the characteristics that recognise it.
+	KnownVisitors *string        `hcl:"known_visitors,optional"`
+	KnownBy       hcl.Expression `hcl:"known_by,optional"`
 	// Remain holds the features' attributes (RuleAttrType).
 	Remain hcl.Body `hcl:",remain"`
 
@@ -128,6 +132,7 @@ type ruleBlock struct {
 	InvalidIdentityRange hcl.Range `hcl:"invalid_identity,attr_value_range"`
 	MissingIdentityRange hcl.Range `hcl:"missing_identity,attr_value_range"`
 	MaxKeysRange         hcl.Range `hcl:"max_keys,attr_value_range"`
+	KnownVisitorsRange   hcl.Range `hcl:"known_visitors,attr_value_range"`
 }
 
 // whenBlock is a rule's `when { }`: conditions that must all hold. Its

@@ -125,6 +125,12 @@ type Match struct {
 	Outcome   Outcome
 	// Enforce is false when the rule was in dry-run for this request.
 	Enforce bool
+	// Known is true when the rule's known_visitors recognised the visitor:
+	// the rule was decided but neither refused nor charged it.
+	Known bool
+	// Marker is the match's known-visitor marker key, when HasMarker.
+	Marker    Key
+	HasMarker bool
 }
 
 // Decision is the Engine's answer for one request.
@@ -161,6 +167,10 @@ type Scratch struct {
 	begun      *Policy // the policy Begin prepared the memo slots for
 	settle     []Op    // post-response ops (Hooks)
 	settleRes  []Result
+	markers    []marker // known-visitor markers to check (known.go)
+	mops       []Op
+	mres       []Result
+	mbuf       []byte
 	buf        []byte // encoded key values, for the keyed hash
 	prev       []byte // the previous key's encoded values
 	prevSum    [15]byte
@@ -209,6 +219,7 @@ func (s *Scratch) AddOp(op Op) int {
 
 func (s *Scratch) reset() {
 	s.BodyParsed = false
+	s.markers = s.markers[:0]
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
@@ -386,8 +397,17 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			op := s.Ops[m.Op]
 			op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
 			s.Ops = append(s.Ops, op)
+			if r.knownUS > 0 {
+				e.key(r, req, s, false) // s.buf: the rule's own values again, for its marker
+			}
 		}
 		s.Matches = append(s.Matches, m)
+		if r.knownUS > 0 {
+			e.addMarker(r, req, s, len(s.Matches)-1)
+		}
+	}
+	if len(s.markers) > 0 && !denyAction && !missing {
+		e.checkMarkers(ctx, now, s) // one more store call, only where known_visitors is set
 	}
 	missing = missing || invalid // both reject with 400, charging the others as attempts
 	if !denyAction && !missing {
@@ -428,6 +448,10 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			continue
 		}
 		res := &s.Res[m.Op]
+		if m.Known {
+			m.Outcome = OutcomeAllow // decided, but the visitor is known: never refused
+			continue
+		}
 		if m.CeilingOp >= 0 {
 			// A visitor rule allows when both its visitor's bucket and its
 			// IP's ceiling do.
@@ -724,6 +748,15 @@ func (h countFailures) AfterOrigin(m *Match, ops []Op, status int, outcome []byt
 		return settle
 	}
 	op := ops[m.Op]
+	if m.Known {
+		// A known visitor was not charged: nothing to give back, but a
+		// success still clears the key under reset_on_success.
+		if h.reset && op.Algorithm != Distinct && IsSuccess(h.success, status, outcome) {
+			op.Kind = OpReset
+			settle = append(settle, op)
+		}
+		return settle
+	}
 	switch {
 	case h.reset && op.Algorithm != Distinct && IsSuccess(h.success, status, outcome):
 		op.Kind = OpReset

@@ -199,6 +199,11 @@ type Rule struct {
 	// rule counts distinct values of it per key (Algorithm Distinct).
 	Distinct    Characteristic
 	distinctTag byte
+	// knownUS is known_visitors in µs (0: none); knownBy the
+	// characteristics that recognise a visitor, knownTags their tags.
+	knownUS   int64
+	knownBy   []Characteristic
+	knownTags []byte
 
 	Algorithm Algorithm
 	// Limit units per Period; Burst is the bucket size (bucket algorithms).

@@ -1,0 +1,111 @@
+package rules
+
+import (
+	"context"
+	"time"
+)
+
+// Known visitors: a lockout that cannot be a weapon (docs/policy.md,
+// "known_visitors"). An account-wide failure rule (key = ["account"],
+// count = "failures") would let anyone lock the real user out by failing
+// on purpose. With known_visitors = "30d" and known_by = ["visitor"], a
+// success records a marker for the account and the visitor that logged
+// in; for the next 30 days that visitor is not held to the rule (it is
+// decided, never refuses and is never charged), while everyone else is.
+//
+// A marker is a sliding_log counter of limit 1 whose period is the
+// known_visitors time: present (a peek is refused) for exactly that long
+// after the last success. Its key hashes the rule's key values and the
+// known_by values together, under the rule's ID with the marker flag, so
+// no store sees the account or the visitor.
+
+// markerFlag marks a known-visitor marker in a key's tag byte (0x80: a
+// key of several parts, 0x40: a ceiling).
+const markerFlag = 0x20
+
+// marker is a known-visitor marker of one match of the request.
+type marker struct {
+	match int // index in Scratch.Matches
+	key   Key
+}
+
+// addMarker computes the marker key of match i (rule r, whose key values
+// s.buf holds from its key call) and queues its check. A known_by value
+// that is missing or invalid means the visitor is not recognised: no
+// marker, the rule applies.
+func (e *Engine) addMarker(r *Rule, req *Request, s *Scratch, i int) {
+	buf := append(s.mbuf[:0], s.buf...)
+	buf = append(buf, 0xff) // the rule's values end here
+	for j, ch := range r.knownBy {
+		buf = append(buf, r.knownTags[j])
+		n := len(buf)
+		out, st := ch.AppendValue(buf, req, s)
+		if st != Present || len(out) <= n {
+			s.mbuf = buf
+			return
+		}
+		buf = out
+	}
+	s.mbuf = buf
+	var k Key
+	copy(k[0:8], r.ID[:])
+	k[8] = r.keyTags[0] | markerFlag
+	copy(k[9:], s.valueHash(buf))
+	s.Matches[i].Marker, s.Matches[i].HasMarker = k, true
+	s.markers = append(s.markers, marker{match: i, key: k})
+}
+
+// checkMarkers asks the store, in one call before the request's main one,
+// which queued markers are present, and takes the matches whose visitor is
+// known out of their rule: their ops are decided like a dry-run peek
+// (never refusing, never consuming) and Match.Known is set. A store that
+// cannot answer knows no visitor: the rules apply.
+func (e *Engine) checkMarkers(ctx context.Context, now time.Time, s *Scratch) {
+	s.mops = s.mops[:0]
+	for _, mk := range s.markers {
+		r := s.Matches[mk.match].Rule
+		s.mops = append(s.mops, Op{
+			Kind: OpPeek, Algorithm: SlidingLog, Key: mk.key, Limit: 1, PeriodUS: r.knownUS,
+			Cost: 1, OnError: FailOpen, MaxKeys: int32(r.MaxKeys),
+		})
+	}
+	if cap(s.mres) < len(s.mops) {
+		s.mres = make([]Result, len(s.mops))
+	}
+	s.mres = s.mres[:len(s.mops)]
+	if err := e.store.Take(ctx, now, s.mops, s.mres); err != nil {
+		return
+	}
+	for i, mk := range s.markers {
+		res := &s.mres[i]
+		if res.Allowed || res.StoreError {
+			continue // no marker (or a fallback's guess): not known
+		}
+		m := &s.Matches[mk.match]
+		m.Known = true
+		for _, j := range [2]int{m.Op, m.CeilingOp} {
+			if j >= 0 {
+				s.Ops[j].Kind, s.Ops[j].Enforce, s.Ops[j].Attempts = OpPeek, false, false
+			}
+		}
+	}
+}
+
+// knownVisitors is the Hook that records the marker once the origin's
+// answer for the account is a success (success_status, or X-Edge-Outcome:
+// success): the visitor is known for the rule's known_visitors time from
+// now, a known one's time starting again.
+type knownVisitors struct {
+	success []int
+	us      int64
+}
+
+func (h knownVisitors) AfterOrigin(m *Match, _ []Op, status int, outcome []byte, settle []Op) []Op {
+	if !m.HasMarker || !IsSuccess(h.success, status, outcome) {
+		return settle
+	}
+	return append(settle, Op{
+		Kind: OpAdd, Algorithm: SlidingLog, Key: m.Marker, Limit: 1, PeriodUS: h.us,
+		Cost: 1, Enforce: true, OnError: FailOpen, MaxKeys: int32(m.Rule.MaxKeys),
+	})
+}

@@ -1,0 +1,158 @@
+package rules_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/rules"
+)
+
+const knownPolicy = `
+identity {
+  account = ["json:username"]
+}
+visitor {
+}
+rule "login-failures-account" {
+  methods          = ["POST"]
+  paths            = ["/login"]
+  key              = ["account"]
+  count            = "failures"
+  algorithm        = "sliding_window"
+  limit            = 20
+  period           = "15m"
+  known_visitors   = "30d"
+  known_by         = ["visitor"]
+  sensitive        = true
+}
+`
+
+// knownRun drives one engine and store through login attempts, settling
+// each forwarded one with the origin's answer, on a scripted clock.
+type knownRun struct {
+	t   *testing.T
+	e   *rules.Engine
+	p   *rules.Policy
+	vc  *nat.Config
+	now time.Time
+	s   *rules.Scratch
+}
+
+// login sends POST /login for username from client with visitor (""
+// none), and, if forwarded, settles it with status; it returns the
+// verdict.
+func (k *knownRun) login(username, client, visitor string, status int) rules.Verdict {
+	k.t.Helper()
+	k.s.Begin(k.p)
+	var id nat.ID
+	copy(id[:], visitor)
+	k.vc.SetVisitor(k.s, id, visitor != "")
+	r := req{method: "POST", path: "/login", client: client,
+		f: fields{contentType: "application/json", body: fmt.Sprintf(`{"username":%q}`, username)}}
+	d := k.e.Check(context.Background(), k.now, k.p, r.build(), k.s)
+	if d.Verdict == rules.Forward && d.Settle {
+		if _, err := k.e.Settle(context.Background(), k.now, k.s, status, nil); err != nil {
+			k.t.Fatal(err)
+		}
+	}
+	return d.Verdict
+}
+
+// TestKnownVisitorsDefeatTheLockoutWeapon: a distributed brute force on
+// one account from 200 addresses is held to the account-wide rule's 20
+// failures, and that rule locks out everyone else, but not the real
+// user's browser, which logged in successfully before: the lockout cannot
+// be turned against the real user. A new device of the user, or the
+// user's browser once known_visitors has passed, is held to the rule.
+func TestKnownVisitorsDefeatTheLockoutWeapon(t *testing.T) {
+	p, diags := builtin.Load("known.hcl", []byte(knownPolicy))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	k := &knownRun{t: t, e: newEngine(t, nil), p: p, vc: nat.ConfigOf(p), now: t0, s: rules.NewScratch(4)}
+
+	// The real user logs in from its browser: it becomes known.
+	if v := k.login("alice", "203.0.113.7", "alice-browser", 200); v != rules.Forward {
+		t.Fatalf("the real user's first login: verdict %d", v)
+	}
+	// 200 addresses guess alice's password, each once, with a 401 each.
+	through := 0
+	for i := range 200 {
+		k.now = k.now.Add(time.Second)
+		if k.login("alice", fmt.Sprintf("198.18.%d.%d", i/250, i%250+1), "", 401) == rules.Forward {
+			through++
+		}
+	}
+	if through != 20 {
+		t.Errorf("the distributed guessing got %d attempts through, want the rule's 20", through)
+	}
+	// The account is locked for everyone else: a new browser of alice's.
+	if v := k.login("alice", "203.0.113.7", "alice-new-phone", 200); v != rules.RefuseLimit {
+		t.Errorf("an unknown visitor during the lockout: verdict %d, want RefuseLimit", v)
+	}
+	// The real user's known browser still logs in, even after a typo,
+	// and is never charged: its failures leave the attackers' count alone.
+	if v := k.login("alice", "203.0.113.7", "alice-browser", 401); v != rules.Forward {
+		t.Errorf("the known browser's typo: verdict %d, want Forward", v)
+	}
+	if v := k.login("alice", "203.0.113.7", "alice-browser", 200); v != rules.Forward {
+		t.Errorf("the known browser during the lockout: verdict %d, want Forward", v)
+	}
+	// Another account is not affected; an attacker reusing the known
+	// browser's IP without its cookie is not known either.
+	if v := k.login("alice", "203.0.113.7", "", 401); v != rules.RefuseLimit {
+		t.Errorf("the known browser's IP without its cookie: verdict %d, want RefuseLimit", v)
+	}
+	if v := k.login("bob", "198.18.0.1", "", 401); v != rules.Forward {
+		t.Errorf("another account: verdict %d, want Forward", v)
+	}
+	// known_visitors is 30 days from the last success: 29 days on, still
+	// known (the failure counter has decayed by then, so refill it).
+	k.now = k.now.Add(29 * 24 * time.Hour)
+	for i := range 25 {
+		k.login("alice", fmt.Sprintf("198.19.0.%d", i+1), "", 401)
+	}
+	if v := k.login("alice", "203.0.113.7", "alice-browser", 401); v != rules.Forward {
+		t.Errorf("the known browser 29 days after its last success: verdict %d, want Forward", v)
+	}
+	// 31 days after its last success it is a stranger again.
+	k.now = k.now.Add(2*24*time.Hour + time.Hour)
+	for i := range 25 {
+		k.login("alice", fmt.Sprintf("198.20.0.%d", i+1), "", 401)
+	}
+	if v := k.login("alice", "203.0.113.7", "alice-browser", 200); v != rules.RefuseLimit {
+		t.Errorf("the browser 31 days after its last success: verdict %d, want RefuseLimit", v)
+	}
+}
+
+// TestKnownVisitorsRefusedWhereTheyCannotWork: known_visitors needs a
+// rule counting failures and known_by; known_by needs known_visitors.
+func TestKnownVisitorsRefusedWhereTheyCannotWork(t *testing.T) {
+	for _, tt := range []struct{ attrs, want string }{
+		{`count = "failures"` + "\n" + `known_visitors = "30d"`, "Missing known_by"},
+		{`known_visitors = "30d"` + "\n" + `known_by = ["visitor"]`, `known_visitors needs count = "failures"`},
+		{`count = "failures"` + "\n" + `known_by = ["visitor"]`, "known_by without known_visitors"},
+		{`count = "failures"` + "\n" + `known_visitors = "400d"` + "\n" + `known_by = ["visitor"]`, "known_visitors too long"},
+		{`count = "failures"` + "\n" + `known_visitors = "soon"` + "\n" + `known_by = ["visitor"]`, "Invalid known_visitors"},
+		{`count = "failures"` + "\n" + `known_visitors = "1d"` + "\n" + `known_by = ["vistor"]`, "Unknown characteristic"},
+	} {
+		src := "identity {\n  account = [\"json:username\"]\n}\nvisitor {\n}\nrule \"r\" {\n  key = [\"account\"]\n  limit = 5\n  period = \"1h\"\n" + tt.attrs + "\n}\n"
+		_, diags := builtin.Load("p.hcl", []byte(src))
+		if !diags.HasErrors() || !containsDiag(diags.Error(), tt.want) {
+			t.Errorf("%s: got %v, want %q", tt.attrs, diags, tt.want)
+		}
+	}
+}
+
+func containsDiag(all, want string) bool {
+	for i := 0; i+len(want) <= len(all); i++ {
+		if all[i:i+len(want)] == want {
+			return true
+		}
+	}
+	return false
+}
