@@ -85,7 +85,7 @@
 -- reset_after_us (the effective window)} per op. A batch (ARGV[1] negative: several takes of the
 -- fast path in one script call, below) returns one take's reply per call.
 
-local GCRA, TOKEN, LEAKY, FIXED, SLIDING, LOG = 0, 1, 2, 3, 4, 5
+local GCRA, TOKEN, LEAKY, FIXED, SLIDING, LOG, DISTINCT = 0, 1, 2, 3, 4, 5, 6
 local TAKE, PEEK, ADD, REFUND, RESET = 0, 1, 2, 3, 4
 
 local call, tonumber, format, match = redis.call, tonumber, string.format, string.match
@@ -608,14 +608,16 @@ end
 
 local width = 5 + mode -- an undo's ops carry their payload count too
 
--- h holds the ops' fields.
-local h, hasLog = {}, false
+-- h holds the ops' fields; hasSet: an op keeps a sorted set (a
+-- sliding_log's timestamps, a distinct count's members).
+local h, hasSet = {}, false
 for j = 1, width * nops do
 	h[j] = tonumber(ARGV[base + j])
 end
 for j = 1, width * nops, width do
-	if (h[j] % 64 - h[j] % 8) / 8 == LOG then
-		hasLog = true
+	local a = (h[j] % 64 - h[j] % 8) / 8
+	if a == LOG or a == DISTINCT then
+		hasSet = true
 	end
 end
 
@@ -637,14 +639,18 @@ local function str(x)
 end
 
 -- The op being decided: use(i) sets these to op i's fields, cost at least
--- 0, T gcra's emission interval. The ops are used in order, 1 first, so
--- that each finds its keys (a sliding_log's two) after the previous one's.
-local kind, alg, enforce, attempts, limit, burst, period, cost, T, key, lk
-local nextKey = 1
+-- 0, T gcra's emission interval, isSet whether it keeps a sorted set (lk,
+-- its key), member a distinct op's Member (in a take only). The ops are
+-- used in order, 1 first, so that each finds its keys (a sliding_log's or
+-- a distinct's two) after the previous one's, and a distinct op its
+-- Member after the previous distinct op's, ARGV's strings after the ops'
+-- fields.
+local kind, alg, enforce, attempts, limit, burst, period, cost, T, key, lk, isSet, member
+local nextKey, nextMember = 1, 1
 
 local function use(i)
 	if i == 1 then
-		nextKey = 1
+		nextKey, nextMember = 1, base + width * nops + 1
 	end
 	local b = width * (i - 1)
 	local code = h[b + 1]
@@ -656,9 +662,14 @@ local function use(i)
 	end
 	key = KEYS[nextKey]
 	nextKey = nextKey + 1
-	if alg == LOG then
+	isSet = alg == LOG or alg == DISTINCT
+	if isSet then
 		lk = KEYS[nextKey]
 		nextKey = nextKey + 1
+	end
+	if alg == DISTINCT and mode == 0 then
+		member = ARGV[nextMember]
+		nextMember = nextMember + 1
 	end
 end
 
@@ -667,8 +678,8 @@ end
 -- A key's state is four numbers, rules.State's fields: sa (the algorithm
 -- that wrote it), at, n, prev. The fresh state is 0, 0, 0, 0.
 
--- The sliding_log's functions, defined only when an op needs them.
-local logCount, logNewest, zcall, consumeLog, reportLog
+-- The sorted set's functions, defined only when an op needs them.
+local logCount, logNewest, zcall, consumeLog, consumeSet, reportLog
 
 -- time reads the server's clock (us).
 local function time()
@@ -761,10 +772,12 @@ local function slidingAt(sa, at, n, prev, t)
 	return at, prev, n
 end
 
-if hasLog then
-	-- The log's timestamps in the window at t are those > t - period.
+if hasSet then
+	-- The set's scores (a log's timestamps, a distinct's last-seen times)
+	-- in the window at t are those > t - period. A set another algorithm
+	-- wrote (the meta's sa) reads as empty.
 	function logCount(sa, t)
-		if sa ~= LOG then
+		if sa ~= alg then
 			return 0
 		end
 		return call('ZCOUNT', lk, str(t - period + 1), '+inf')
@@ -869,6 +882,19 @@ local function check(sa, at, n, prev, t)
 				wait = tonumber(r[2]) + period - t
 			end
 		end
+	elseif alg == DISTINCT then
+		-- One member whatever the cost: a live one is counted already, a
+		-- new one needs a place, which the oldest live member gives up when
+		-- it expires (the k-th oldest, after a limit was lowered).
+		count = logCount(sa, t)
+		local k = count + 1 - limit
+		if k > 0 then
+			local s = call('ZSCORE', lk, member)
+			if not s or tonumber(s) <= t - period then
+				local r = call('ZRANGEBYSCORE', lk, str(t - period + 1), '+inf', 'WITHSCORES', 'LIMIT', str(k - 1), '1')
+				wait = tonumber(r[2]) + period - t
+			end
+		end
 	else
 		wait = -1
 	end
@@ -903,9 +929,9 @@ local function window(sa, at, n, prev, t)
 		local start, pr, cur = slidingAt(sa, at, n, prev, t)
 		local r = max(limit - cur - ceildiv(pr * (p - max(t - start, 0)), p), 0)
 		return slidingWait(start, pr, cur + r, t, 1)
-	elseif alg == LOG then
-		-- Spent, the log holds max(count, limit) timestamps; one more fits
-		-- once the k-th oldest has left.
+	elseif isSet then
+		-- Spent, the log holds max(count, limit) timestamps (a distinct
+		-- set, members); one more fits once the k-th oldest has left.
 		local count = logCount(sa, t)
 		local k = max(count, limit) + 1 - limit
 		if k <= count then
@@ -943,7 +969,7 @@ local function consumeCount(n)
 	return n
 end
 
-if hasLog then
+if hasSet then
 	-- consumeLog is rules' consumeLog on the sorted set, for a state of
 	-- algorithm sa whose n is the last seq used. It returns the new n (the
 	-- seq written), the timestamps left (all in the window) and the newest.
@@ -1023,13 +1049,80 @@ if hasLog then
 		-- anything wrote the log after it.
 		return seq + 1, n, newest
 	end
+
+	-- consumeSet is rules' consumeDistinct on the sorted set (members: the
+	-- Member's 16 hex digits; scores: the time each was last seen), for a
+	-- state of algorithm sa whose n is the last seq used. Ties in score
+	-- sort by member, as rules keeps them, so a trim drops the same ones.
+	-- It returns the new n (the seq written), the members left (all live)
+	-- and the newest score. u, when given, collects what an undo needs: the
+	-- member counted (added) and the entries dropped or moved, with their
+	-- old scores (removed).
+	function consumeSet(sa, seq, t, u)
+		local n = 0
+		if sa == DISTINCT then
+			local cut = str(t - period)
+			if u then
+				local old = call('ZRANGEBYSCORE', lk, '-inf', cut, 'WITHSCORES')
+				for j = 1, #old do
+					u.removed[#u.removed + 1] = old[j]
+				end
+			end
+			call('ZREMRANGEBYSCORE', lk, '-inf', cut)
+			n = call('ZCARD', lk)
+		else
+			seq = 0
+			call('DEL', lk) -- another algorithm's, or expired: start afresh
+		end
+		local ts = t
+		if n > 0 then
+			ts = max(ts, logNewest())
+		end
+		local keep = limit
+		if kind ~= PEEK and n > 0 then
+			local s = call('ZSCORE', lk, member)
+			if s then
+				call('ZREM', lk, member)
+				n = n - 1
+				if u then
+					u.removed[#u.removed + 1] = member
+					u.removed[#u.removed + 1] = s
+				end
+				if kind ~= REFUND then
+					keep = limit - 1 -- its place is kept for it
+				end
+			end
+		end
+		if n > keep then
+			if u then
+				local old = call('ZRANGE', lk, '0', str(n - keep - 1), 'WITHSCORES')
+				for j = 1, #old do
+					u.removed[#u.removed + 1] = old[j]
+				end
+			end
+			call('ZREMRANGEBYRANK', lk, '0', str(n - keep - 1))
+			n = keep
+		end
+		local newest = 0
+		if (kind == TAKE or kind == ADD) and n < limit then
+			call('ZADD', lk, str(ts), member)
+			n = n + 1
+			newest = ts
+			if u then
+				u.added[#u.added + 1] = member
+			end
+		elseif n > 0 then
+			newest = logNewest()
+		end
+		return seq + 1, n, newest
+	end
 end
 
 -- consume is rules.Consume on the state sa, at, n, prev: it returns the
 -- state after, and for a sliding_log the timestamps left and the newest.
 local function consume(sa, at, n, prev, t, u)
 	if kind == RESET then
-		if alg == LOG then
+		if isSet then
 			call('DEL', lk)
 		end
 		return 0, 0, 0, 0, 0, 0
@@ -1107,6 +1200,10 @@ local function consume(sa, at, n, prev, t, u)
 		at, n, prev = start, consumeCount(cur), pr
 	elseif alg == LOG then
 		n, count, newest = consumeLog(sa, n, t, u)
+	elseif alg == DISTINCT then
+		-- at: the newest score written, which an undo compares with.
+		n, count, newest = consumeSet(sa, n, t, u)
+		at = newest
 	else
 		return sa, at, n, prev, 0, 0
 	end
@@ -1154,7 +1251,7 @@ local function report(sa, at, n, prev, t, count, newest)
 			reset = start + p - t
 		end
 		return max(limit - cur - ceildiv(w, p), 0), reset
-	elseif alg == LOG then
+	elseif isSet then
 		if count == 0 then
 			return limit, 0
 		end
@@ -1163,7 +1260,7 @@ local function report(sa, at, n, prev, t, count, newest)
 	return 0, 0
 end
 
-if hasLog then
+if hasSet then
 	-- reportLog reports a sliding_log op from the sorted set as it is.
 	function reportLog(sa, t)
 		local count, newest = logCount(sa, t), 0
@@ -1179,7 +1276,7 @@ end
 -- what it wrote.
 local function store(sa, at, n, prev, t, ttl)
 	if ttl <= 0 then
-		if alg == LOG then
+		if isSet then
 			call('DEL', key, lk)
 		else
 			call('DEL', key)
@@ -1189,7 +1286,7 @@ local function store(sa, at, n, prev, t, ttl)
 	local raw = format('%.0f:%.0f:%.0f:%.0f:%.0f', sa, t + ttl, at, n, prev)
 	local px = str(ceildiv(ttl, 1000) + slack) -- whole ms, rounded up: never 0
 	call('SET', key, raw, 'PX', px)
-	if alg == LOG then
+	if isSet then
 		call('PEXPIRE', lk, px)
 	end
 	return raw
@@ -1218,7 +1315,7 @@ local function settle(refused, raw, sa, at, n, prev, ok, wait, count)
 		-- call that does not consume leaves it, which is as it is now, or
 		-- deleted when that state is empty.
 		local newest = 0
-		if alg == LOG and count > 0 then
+		if isSet and count > 0 then
 			newest = logNewest()
 		end
 		local _, ttl = report(sa, at, n, prev, now, count, newest)
@@ -1230,7 +1327,7 @@ local function settle(refused, raw, sa, at, n, prev, ok, wait, count)
 	local newest = 0
 	if consumes then
 		sa, at, n, prev, count, newest = consume(sa, at, n, prev, now, u)
-	elseif alg == LOG and count > 0 then
+	elseif isSet and count > 0 then
 		newest = logNewest()
 	end
 	local remaining, reset = report(sa, at, n, prev, now, count, newest)
@@ -1345,7 +1442,7 @@ if mode == 1 then
 			local remaining = report(0, 0, 0, 0, t0, 0, 0)
 			return remaining, window(0, 0, 0, 0, t0)
 		end
-		if alg == LOG then
+		if isSet then
 			if #added > 0 then
 				zcall('ZREM', added)
 			end
@@ -1362,14 +1459,14 @@ if mode == 1 then
 		if ttl > 0 then
 			local px = str(ceildiv(ttl, 1000) + slack)
 			call('SET', key, raw, 'PX', px)
-			if alg == LOG then
+			if isSet then
 				call('PEXPIRE', lk, px)
 			end
 		else
 			store(sa, at, n, prev, t, 0)
 		end
 		local remaining
-		if alg == LOG then
+		if isSet then
 			remaining = reportLog(sa, t0)
 		else
 			remaining = report(sa, at, n, prev, t0, 0, 0)
@@ -1381,7 +1478,7 @@ if mode == 1 then
 	-- that is verifiably still in the counter, when other calls wrote it since:
 	-- the units not yet refilled, drained or out of their window. It never
 	-- gives back more than the take took, so an undo never over-admits.
-	local function refundOwn(ours, added, t)
+	local function refundOwn(ours, added, removed, t)
 		local oa, _, oat, on = decode(ours)
 		local _, sa, at, n, prev = load(t)
 		local changed = false
@@ -1429,10 +1526,31 @@ if mode == 1 then
 					n = n + 1
 					changed = true
 				end
+			elseif alg == DISTINCT then
+				-- The member the take counted, if no call has seen it again
+				-- since (its score is still the one the take wrote, oat): back
+				-- to its old score when it was live before, else forgotten.
+				local m = added[1]
+				local s = m and call('ZSCORE', lk, m)
+				if s and tonumber(s) == oat then
+					local old
+					for j = 1, #removed, 2 do
+						if removed[j] == m then
+							old = removed[j + 1]
+						end
+					end
+					if old then
+						call('ZADD', lk, old, m)
+					else
+						call('ZREM', lk, m)
+					end
+					n = n + 1
+					changed = true
+				end
 			end
 		end
 		local remaining, reset
-		if alg == LOG then
+		if isSet then
 			remaining, reset = reportLog(sa, t)
 		else
 			remaining, reset = report(sa, at, n, prev, t, 0, 0)
@@ -1469,7 +1587,7 @@ if mode == 1 then
 			if cur == ours then
 				remaining, reset = restore(raw, added, removed, t0, t)
 			else
-				remaining, reset = refundOwn(ours, added, t)
+				remaining, reset = refundOwn(ours, added, removed, t)
 			end
 			out[#out + 1] = remaining
 			out[#out + 1] = reset

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"strconv"
 
@@ -51,6 +52,7 @@ type call struct {
 
 	args  []any        // evalsha, the SHA, #keys, keys…, ARGV…
 	keys  []*keyBuf    // the key buffers, one per key slot
+	mems  []*memberBuf // the Member buffers, one per distinct op
 	nkeys int          // keys in use
 	nums  []int64      // ARGV's numbers, which args point into
 	cmds  []*redis.Cmd // by len(args): commands over args
@@ -70,6 +72,28 @@ type keyBuf struct {
 	b   []byte
 	key any // b[:len(b)-len(logSuffix)], boxed once
 	log any // b, boxed once
+}
+
+// memberBuf is a distinct op's Member as take.lua reads it: 16 lowercase
+// hex digits, big-endian, so that the sorted set orders members of one
+// score as rules orders them (by value); the bytes are rewritten in place
+// and boxed once.
+type memberBuf struct {
+	b   []byte
+	arg any
+}
+
+// memberArg returns the i-th member buffer holding m, boxed.
+func (c *call) memberArg(i int, m uint64) any {
+	for len(c.mems) <= i {
+		b := make([]byte, 16)
+		c.mems = append(c.mems, &memberBuf{b: b, arg: b})
+	}
+	mb := c.mems[i]
+	var be [8]byte
+	binary.BigEndian.PutUint64(be[:], m)
+	hex.Encode(mb.b, be[:])
+	return mb.arg
 }
 
 // len and op map the call's j-th op to the Take's.
@@ -216,8 +240,13 @@ func header(mode int64, flag, clock, port bool, ops int) int64 {
 func needsPort(op *rules.Op) bool { return op.Algorithm >= rules.SlidingLog }
 
 // hasSet reports whether op keeps a sorted set beside its string key, in
-// the key slot after it: its name plus logSuffix, in the same hash slot.
-func hasSet(op *rules.Op) bool { return op.Algorithm == rules.SlidingLog }
+// the key slot after it: its name plus logSuffix, in the same hash slot. A
+// sliding_log's holds its timestamps, a distinct count's its members; the
+// string's algorithm says whose a set is, so one of another algorithm
+// reads as empty.
+func hasSet(op *rules.Op) bool {
+	return op.Algorithm == rules.SlidingLog || op.Algorithm == rules.Distinct
+}
 
 // opCode is an op's first field: kind + 8×algorithm + 64×enforce +
 // 128×attempts (one number: each costs the script a conversion).
@@ -234,18 +263,22 @@ func opCode(op *rules.Op) int64 {
 
 // prepare makes c the take call of ops[idx] (all ops when idx is nil) at
 // nowUS (-1: the server's TIME); undo asks for undo payloads. The keys are
-// one per op, two for a sliding_log (its sorted set beside it); ARGV is
-// the header, now and the slack when the caller's clock decides, and each
-// op's code, limit, burst, period and cost, one number each (take.lua's
+// one per op, two for a sliding_log or a distinct count (its sorted set
+// beside it); ARGV is the header, now and the slack when the caller's
+// clock decides, each op's code, limit, burst, period and cost, one number
+// each, then each distinct op's Member in hex, in the ops' order (take.lua's
 // header).
 func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bool) {
 	c.idx, c.undo = idx, undo
 	n := c.len(ops)
-	nk, port := n, false
+	nk, nm, port := n, 0, false
 	for j := range n {
 		op := &ops[c.op(j)]
 		if hasSet(op) {
 			nk++
+		}
+		if op.Algorithm == rules.Distinct {
+			nm++
 		}
 		port = port || needsPort(op)
 	}
@@ -254,7 +287,7 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 	if clock {
 		nn += 2
 	}
-	c.reserve(nk, nn, 0)
+	c.reserve(nk, nn, nm)
 	c.args = append(c.args, "evalsha", shaArg, nk) // a small int boxes without allocating
 	ki := 0
 	for j := range n {
@@ -275,6 +308,13 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 	}
 	for j := range n {
 		s.appendOp(c, &ops[c.op(j)])
+	}
+	mi := 0
+	for j := range n {
+		if op := &ops[c.op(j)]; op.Algorithm == rules.Distinct {
+			c.args = append(c.args, c.memberArg(mi, op.Member))
+			mi++
+		}
 	}
 }
 

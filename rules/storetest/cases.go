@@ -102,6 +102,10 @@ func Cases() []Case {
 	cs = append(cs, slidingWindowReport())
 	cs = append(cs, epochCases()...)
 	cs = append(cs, algorithmChange())
+	cs = append(cs, distinctCases()...)
+	for _, c := range distinctCases()[:3] {
+		cs = append(cs, withRoomyBudget(c))
+	}
 	cs = append(cs, invalidCases())
 	return cs
 }

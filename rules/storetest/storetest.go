@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -253,7 +254,10 @@ func slidingLogProperty(t *testing.T, s rules.Store, ks keyspace) {
 func reference(t *testing.T, s rules.Store, ks keyspace) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(9, 10))
-	algs := []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket, rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog}
+	algs := []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket, rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog, rules.Distinct}
+	// Distinct's values: a few, so that sets fill and values recur, with
+	// the hex encoding's corners (0, the top bit, all ones).
+	members := []uint64{0, 1, 2, 3, 0xdeadbeef, 1 << 63, math.MaxUint64}
 	type counter struct {
 		op        rules.Op
 		st        rules.State
@@ -297,6 +301,7 @@ func reference(t *testing.T, s rules.Store, ks keyspace) {
 			// A key budget with room (or none) changes no decision.
 			op.Sensitive = rng.IntN(2) == 0
 			op.MaxKeys = []int32{0, 64}[rng.IntN(2)]
+			op.Member = members[rng.IntN(len(members))] // the others ignore it
 			ops = append(ops, op)
 			picked = append(picked, c)
 		}
@@ -335,16 +340,18 @@ func reference(t *testing.T, s rules.Store, ks keyspace) {
 func concurrent(t *testing.T, s rules.Store, ks keyspace, opts Options) {
 	ctx := context.Background()
 	now := Base.Add(100 * time.Millisecond)
-	for _, alg := range []rules.Algorithm{rules.GCRA, rules.FixedWindow, rules.SlidingLog} {
+	for _, alg := range []rules.Algorithm{rules.GCRA, rules.FixedWindow, rules.SlidingLog, rules.Distinct} {
 		a := rules.Op{Kind: rules.OpTake, Algorithm: alg, Key: ks.key(Key("conc-a-" + alg.String()[:3])), Limit: 20, Burst: 20, PeriodUS: 1_000_000, Cost: 1, Enforce: true}
 		b := a
 		b.Key, b.Limit, b.Burst = ks.key(Key("conc-b-"+alg.String()[:3])), 5, 5
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		allowed := 0
-		for range 64 {
+		for i := range 64 {
 			wg.Go(func() {
 				ops := []rules.Op{a, b}
+				// A new value each (Distinct; the others ignore it).
+				ops[0].Member, ops[1].Member = uint64(i), uint64(i)
 				res := make([]rules.Result, 2)
 				if err := s.Take(ctx, now, ops, res); err != nil {
 					t.Error(err)
