@@ -7,8 +7,9 @@ import (
 )
 
 // Feature returns the fields feature: the header:, cookie:, query:, json:
-// and form: characteristics, which key a rule on one request field. Other
-// features read their identity sources through Lookup.
+// and form: characteristics, which key a rule on one request field, and the
+// header_present and header_equals conditions. Other features read their
+// identity sources through Lookup.
 func Feature() rules.Feature {
 	return rules.Feature{
 		Name: "fields",
@@ -19,6 +20,7 @@ func Feature() rules.Feature {
 			{Name: "json", Prefixed: true, Example: "json:user.phone", Tag: rules.TagJSON, Compile: compileField(SourceJSON)},
 			{Name: "form", Prefixed: true, Example: "form:phone", Tag: rules.TagForm, Compile: compileField(SourceForm)},
 		},
+		Conditions: conditions(), // header_present, header_equals (conditions.go)
 	}
 }
 

@@ -239,6 +239,9 @@ func newRegistry(features []Feature) *registry {
 		g.plain[ct.Name] = ct
 		tags[ct.Tag] = ct.Name
 	}
+	for _, cd := range coreConditions {
+		g.conds[cd.Name] = cd
+	}
 	for _, f := range features {
 		for i := range f.Blocks {
 			b := &f.Blocks[i]
