@@ -239,6 +239,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		r.Hooks = append(r.Hooks, resetOnSuccess{success: r.SuccessStatus})
 	}
 	c.knownVisitors(rb, r)
+	c.ban(rb, r)
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}
@@ -371,6 +372,47 @@ func (c *Compiler) when(w *whenBlock, r *Rule) {
 		if cond := ct.Compile(c, r, a); cond != nil {
 			r.Conditions = append(r.Conditions, cond)
 		}
+	}
+}
+
+// MaxBan bounds ban: a refusal that outlives 30 days is a block list's job.
+const MaxBan = 30 * 24 * time.Hour
+
+// ban compiles ban and ban_scope (ban.go).
+func (c *Compiler) ban(rb *ruleBlock, r *Rule) {
+	if rb.Ban == nil {
+		if rb.BanScope != nil {
+			c.Errorf(rb.BanScopeRange, "ban_scope without ban", "ban_scope says where a ban refuses; set ban, such as \"15m\", too")
+		}
+		return
+	}
+	d, err := ParseDuration(*rb.Ban)
+	switch {
+	case err != nil || d <= 0 || d%time.Microsecond != 0:
+		c.Errorf(rb.BanRange, "Invalid ban", "%q is not a positive duration such as \"15m\"", *rb.Ban)
+		return
+	case d > MaxBan:
+		c.Errorf(rb.BanRange, "ban too long", "%q: a ban lasts at most 30d", *rb.Ban)
+		return
+	case r.Action == ActionDeny:
+		c.Errorf(rb.BanRange, "ban not used", "action = \"deny\" refuses every match already; remove ban")
+		return
+	}
+	if rb.BanScope != nil {
+		switch *rb.BanScope {
+		case "rule":
+		case "sensitive":
+			r.BanScope = BanSensitive
+		default:
+			c.Errorf(rb.BanScopeRange, "Invalid ban_scope", "%q is not a ban scope; want \"rule\" (the rule that tripped) or \"sensitive\" (every sensitive route)", *rb.BanScope)
+			return
+		}
+	}
+	r.banUS = d.Microseconds()
+	if r.BanScope == BanSensitive {
+		c.p.sensitiveBans = append(c.p.sensitiveBans, r)
+	} else {
+		c.p.ownBans = true
 	}
 }
 

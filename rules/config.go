@@ -94,8 +94,10 @@ type ruleBlock struct {
 	SuccessStatus  hcl.Expression `hcl:"success_status,optional"`
 	ResetOnSuccess *bool          `hcl:"reset_on_success,optional"`
 	CountDistinct  *string        `hcl:"count_distinct,optional"`
-	// action is "limit" (default), "deny" or "log".
-	Action          *string    `hcl:"action,optional"`
+	// action is "limit" (default), "deny", "log" or "skip"; skip lists
+	// the rules a skip rule exempts its requests from, or ["*"] (skip.go).
+	Action          *string        `hcl:"action,optional"`
+	Skip            hcl.Expression `hcl:"skip,optional"`
 	When            *whenBlock `hcl:"when,block"`
 	Sensitive       *bool      `hcl:"sensitive,optional"`
 	OnStoreError    *string    `hcl:"on_store_error,optional"`
@@ -112,6 +114,10 @@ type ruleBlock struct {
 	// not held to the rule; known_by the characteristics that recognise it.
 	KnownVisitors *string        `hcl:"known_visitors,optional"`
 	KnownBy       hcl.Expression `hcl:"known_by,optional"`
+	// ban is how long a key that trips the rule is refused on ban_scope
+	// ("rule", the default, or "sensitive").
+	Ban      *string `hcl:"ban,optional"`
+	BanScope *string `hcl:"ban_scope,optional"`
 	// Remain holds the features' attributes (RuleAttrType).
 	Remain hcl.Body `hcl:",remain"`
 
@@ -132,7 +138,11 @@ type ruleBlock struct {
 	InvalidIdentityRange hcl.Range `hcl:"invalid_identity,attr_value_range"`
 	MissingIdentityRange hcl.Range `hcl:"missing_identity,attr_value_range"`
 	MaxKeysRange         hcl.Range `hcl:"max_keys,attr_value_range"`
+	SkipRange            hcl.Range `hcl:"skip,attr_range"`
+	DryRunRange          hcl.Range `hcl:"dry_run,attr_value_range"`
 	KnownVisitorsRange   hcl.Range `hcl:"known_visitors,attr_value_range"`
+	BanRange             hcl.Range `hcl:"ban,attr_value_range"`
+	BanScopeRange        hcl.Range `hcl:"ban_scope,attr_value_range"`
 }
 
 // whenBlock is a rule's `when { }`: conditions that must all hold. Its

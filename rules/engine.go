@@ -167,7 +167,8 @@ type Scratch struct {
 	begun      *Policy // the policy Begin prepared the memo slots for
 	settle     []Op    // post-response ops (Hooks)
 	settleRes  []Result
-	markers    []marker // known-visitor markers to check (known.go)
+	markers    []marker   // known-visitor markers to check (known.go)
+	bans       []banCheck // ban markers to check (ban.go)
 	mops       []Op
 	mres       []Result
 	mbuf       []byte
@@ -220,6 +221,7 @@ func (s *Scratch) AddOp(op Op) int {
 func (s *Scratch) reset() {
 	s.BodyParsed = false
 	s.markers = s.markers[:0]
+	s.bans = s.bans[:0]
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
@@ -406,8 +408,17 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			e.addMarker(r, req, s, len(s.Matches)-1)
 		}
 	}
-	if len(s.markers) > 0 && !denyAction && !missing {
-		e.checkMarkers(ctx, now, s) // one more store call, only where known_visitors is set
+	if !denyAction && !missing && !invalid {
+		if len(p.sensitiveBans) > 0 || p.ownBans {
+			e.queueBans(p, req, s, d.Sensitive)
+		}
+		if len(s.markers) > 0 || len(s.bans) > 0 {
+			// One more store call, only where known_visitors or ban is set.
+			if r, left := e.precheck(ctx, now, s); r != nil {
+				banned(&d, s, r, left)
+				return d // refused before anything is counted
+			}
+		}
 	}
 	missing = missing || invalid // both reject with 400, charging the others as attempts
 	if !denyAction && !missing {
@@ -483,6 +494,11 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		default:
 			m.Outcome = OutcomeDryRunDeny
 		}
+	}
+	if d.Refusing != nil && (p.ownBans || len(p.sensitiveBans) > 0) {
+		// A rule with a ban refused the key: the ban starts now. Its
+		// error leaves the refusal as it is (the counter still refuses).
+		_ = e.writeBans(ctx, now, s)
 	}
 	for i := range s.Matches {
 		if m := &s.Matches[i]; len(m.Rule.Hooks) > 0 && m.Op >= 0 && m.Outcome == OutcomeAllow {

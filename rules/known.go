@@ -1,10 +1,5 @@
 package rules
 
-import (
-	"context"
-	"time"
-)
-
 // Known visitors: a lockout that cannot be a weapon (docs/policy.md,
 // "known_visitors"). An account-wide failure rule (key = ["account"],
 // count = "failures") would let anyone lock the real user out by failing
@@ -55,31 +50,14 @@ func (e *Engine) addMarker(r *Rule, req *Request, s *Scratch, i int) {
 	s.markers = append(s.markers, marker{match: i, key: k})
 }
 
-// checkMarkers asks the store, in one call before the request's main one,
-// which queued markers are present, and takes the matches whose visitor is
-// known out of their rule: their ops are decided like a dry-run peek
-// (never refusing, never consuming) and Match.Known is set. A store that
-// cannot answer knows no visitor: the rules apply.
-func (e *Engine) checkMarkers(ctx context.Context, now time.Time, s *Scratch) {
-	s.mops = s.mops[:0]
-	for _, mk := range s.markers {
-		r := s.Matches[mk.match].Rule
-		s.mops = append(s.mops, Op{
-			Kind: OpPeek, Algorithm: SlidingLog, Key: mk.key, Limit: 1, PeriodUS: r.knownUS,
-			Cost: 1, OnError: FailOpen, MaxKeys: int32(r.MaxKeys),
-		})
-	}
-	if cap(s.mres) < len(s.mops) {
-		s.mres = make([]Result, len(s.mops))
-	}
-	s.mres = s.mres[:len(s.mops)]
-	if err := e.store.Take(ctx, now, s.mops, s.mres); err != nil {
-		return
-	}
+// markKnown takes the matches whose marker is present (res, in the order
+// of s.markers, from precheck's call) out of their rule: their ops are
+// decided like a dry-run peek (never refusing, never consuming) and
+// Match.Known is set. A fallback's guess (StoreError) knows no one.
+func (e *Engine) markKnown(s *Scratch, res []Result) {
 	for i, mk := range s.markers {
-		res := &s.mres[i]
-		if res.Allowed || res.StoreError {
-			continue // no marker (or a fallback's guess): not known
+		if res[i].Allowed || res[i].StoreError {
+			continue
 		}
 		m := &s.Matches[mk.match]
 		m.Known = true

@@ -58,6 +58,10 @@ type Policy struct {
 	slots int
 	// requestHooks run in every request (Compiler.AddRequestHook).
 	requestHooks []RequestHook
+	// sensitiveBans are the rules whose ban covers every sensitive route;
+	// ownBans is true when a rule bans on its own route.
+	sensitiveBans []*Rule
+	ownBans       bool
 	// budgets are the key budgets of counters that are not a rule's
 	// (Compiler.KeyBudget).
 	budgets []*Budget
@@ -139,6 +143,9 @@ const (
 	ActionDeny
 	// ActionLog counts and logs, never refuses.
 	ActionLog
+	// ActionSkip counts nothing; the rules it lists do not apply to the
+	// requests it matches (skip.go).
+	ActionSkip
 )
 
 // StoreErrorMode is a rule's `on_store_error`.
@@ -204,6 +211,9 @@ type Rule struct {
 	knownUS   int64
 	knownBy   []Characteristic
 	knownTags []byte
+	// banUS is ban in µs (0: none); BanScope its ban_scope.
+	banUS    int64
+	BanScope BanScope
 
 	Algorithm Algorithm
 	// Limit units per Period; Burst is the bucket size (bucket algorithms).
