@@ -135,8 +135,9 @@ func (e *Engine) writeBans(ctx context.Context, now time.Time, s *Scratch) error
 }
 
 // banned turns d into the refusal of a banned request: the banning rule's
-// match (when it matched this route) is its deny, the other matches are
-// dropped (nothing was decided for them), and no op was sent.
+// match is its deny (a match of its own when the rule does not match this
+// route), the other matches are dropped (nothing was decided for them),
+// and no op was sent.
 func banned(d *Decision, s *Scratch, r *Rule, left time.Duration) {
 	d.Refusing, d.RetryAfter, d.Verdict = r, left, RefuseLimit
 	kept := s.Matches[:0]
@@ -145,6 +146,11 @@ func banned(d *Decision, s *Scratch, r *Rule, left time.Duration) {
 			m.Op, m.CeilingOp, m.Outcome = -1, -1, OutcomeDeny
 			kept = append(kept, m)
 		}
+	}
+	if len(kept) == 0 {
+		// A sensitive-scope ban refusing on another rule's route: the
+		// refusal is the banning rule's, in the metrics and logs too.
+		kept = append(kept, Match{Rule: r, Op: -1, CeilingOp: -1, Outcome: OutcomeDeny, Enforce: true})
 	}
 	s.Matches = kept
 	s.Ops, s.Res = s.Ops[:0], s.Res[:0]
