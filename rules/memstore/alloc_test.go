@@ -12,7 +12,8 @@ import (
 )
 
 // TestTakeAllocs guards the hot path: a Take on keys that exist allocates
-// nothing, whatever the algorithm, the decision or the number of ops.
+// nothing, whatever the algorithm, the decision or the number of ops
+// (distinct's sets included, once grown to their limit).
 func TestTakeAllocs(t *testing.T) {
 	s, err := New(Options{SweepInterval: -1})
 	if err != nil {
@@ -28,13 +29,14 @@ func TestTakeAllocs(t *testing.T) {
 		allowed bool
 	}
 	var tests []test
-	all := []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket, rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog}
+	all := []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket, rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog, rules.Distinct}
 	for i, alg := range all {
 		// Calls 10µs apart. For sliding_log, 64 per 640µs is its steady
 		// state on a busy key: every call trims one timestamp and appends
-		// one in place.
+		// one in place; for distinct, whose every call counts a new value,
+		// one member expires and a new one joins.
 		allowed := mk(byte(i), alg, 1_000_000, 1_000_000)
-		if alg == rules.SlidingLog {
+		if alg == rules.SlidingLog || alg == rules.Distinct {
 			allowed = mk(byte(i), alg, 64, 640)
 		}
 		tests = append(tests,
@@ -54,6 +56,9 @@ func TestTakeAllocs(t *testing.T) {
 			now := storetest.Base
 			take := func() {
 				now = now.Add(10 * time.Microsecond)
+				for j := range tt.ops {
+					tt.ops[j].Member++ // a new value each call (distinct; the others ignore it)
+				}
 				if err := s.Take(ctx, now, tt.ops, res); err != nil {
 					t.Fatal(err)
 				}

@@ -11,7 +11,10 @@ import (
 
 // Bench measures Take on keys that already exist, from parallel callers
 // (b.RunParallel), with caller-owned ops and results as the Engine holds
-// them: one sub-benchmark per algorithm with one op per call, and
+// them: one sub-benchmark per algorithm with one op per call, "distinct_64"
+// (count_distinct, 64 values a second; each key sees 48 values in turn,
+// so that every call finds a known one among 48 live members and moves it
+// to the newest place) and
 // "mixed_3ops" with three. Limits are roomy, so most calls are allowed and
 // consume, the common path. Each caller works its own 64 keys and clock.
 func Bench(b *testing.B, newStore func(b *testing.B) rules.Store) {
@@ -31,6 +34,7 @@ func Bench(b *testing.B, newStore func(b *testing.B) rules.Store) {
 		}
 		benches = append(benches, bench{alg.String(), []rules.Op{o}})
 	}
+	benches = append(benches, bench{"distinct_64", []rules.Op{mk(rules.Distinct, 64, second)}})
 	benches = append(benches, bench{"mixed_3ops", []rules.Op{
 		mk(rules.GCRA, 1_000_000, second), mk(rules.SlidingWindow, 1_000_000, second), mk(rules.FixedWindow, 1_000_000, second),
 	}})
@@ -69,6 +73,9 @@ func Bench(b *testing.B, newStore func(b *testing.B) rules.Store) {
 				for n := 0; pb.Next(); n++ {
 					now = now.Add(10 * time.Microsecond)
 					setKeys(ops, first+n%keysPerCaller)
+					for j := range ops {
+						ops[j].Member = uint64(n / keysPerCaller % 48) // distinct's value; the others ignore it
+					}
 					if err := s.Take(ctx, now, ops, res); err != nil {
 						b.Error(err)
 						return
