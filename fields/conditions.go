@@ -115,6 +115,7 @@ func compileHeaderEquals(c *rules.Compiler, _ *rules.Rule, a *hcl.Attribute) rul
 	}
 	cond := &headerEquals{}
 	ok := true
+	var seen []string
 	for _, kv := range pairs {
 		k, kd := kv.Key.Value(nil)
 		if kd.HasErrors() || k.IsNull() || !k.IsKnown() || k.Type() != cty.String {
@@ -127,11 +128,12 @@ func compileHeaderEquals(c *rules.Compiler, _ *rules.Rule, a *hcl.Attribute) rul
 			ok = false
 			continue
 		}
-		if slices.ContainsFunc(cond.headers, func(h equalHeader) bool { return strings.EqualFold(string(h.name), name) }) {
+		if slices.ContainsFunc(seen, func(s string) bool { return strings.EqualFold(s, name) }) {
 			c.Errorf(kv.Key.Range(), "Duplicate header", "%q is listed twice in header_equals (header names are case-insensitive)", name)
 			ok = false
 			continue
 		}
+		seen = append(seen, name)
 		v, vd := kv.Value.Value(nil)
 		if vd.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
 			c.Errorf(kv.Value.Range(), "Invalid header_equals", "the value of %q must be a string", name)

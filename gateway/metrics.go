@@ -34,6 +34,8 @@ func metricOutcome(o rules.Outcome) string {
 		return "store_error_allow"
 	case rules.OutcomeStoreErrorDeny:
 		return "store_error_deny"
+	case rules.OutcomeExempt:
+		return "skip" // an action = "skip" rule exempted the request from the rule
 	}
 	return ""
 }

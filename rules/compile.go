@@ -311,6 +311,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 			p.Sensitive = true
 		}
 	}
+	c.resolveSkips(rules, p)
 	keyBudgets(p)
 	return p
 }
@@ -437,7 +438,7 @@ func (c *Compiler) edge(e *edgeBlock) {
 func keyBudgets(p *Policy) {
 	n := len(p.budgets)
 	for _, r := range p.Rules {
-		if r.Action != ActionDeny && !r.maxKeysSet {
+		if r.counts() && !r.maxKeysSet {
 			n++
 		}
 	}
@@ -446,7 +447,7 @@ func keyBudgets(p *Policy) {
 	}
 	share := max((p.Store.MaxKeys+n-1)/n, 1)
 	for _, r := range p.Rules {
-		if r.Action != ActionDeny && !r.maxKeysSet {
+		if r.counts() && !r.maxKeysSet {
 			r.MaxKeys = share
 		}
 	}

@@ -104,10 +104,13 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 			r.Action = ActionDeny
 		case "log":
 			r.Action = ActionLog
+		case "skip":
+			r.Action = ActionSkip
 		default:
-			fail(rb.ActionRange, "Invalid action", "%q is not an action; want \"limit\", \"deny\" or \"log\".%s", *rb.Action, suggest(*rb.Action, []string{"limit", "deny", "log"}))
+			fail(rb.ActionRange, "Invalid action", "%q is not an action; want \"limit\", \"deny\", \"log\" or \"skip\".%s", *rb.Action, suggest(*rb.Action, []string{"limit", "deny", "log", "skip"}))
 		}
 	}
+	c.skipAttr(rb, r) // skip = [...] (skip.go)
 
 	// The key.
 	keys, krngs := c.StringList(rb.Key, "key")
@@ -135,7 +138,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		r.keyTags = append(r.keyTags, tag)
 		r.keyShared = append(r.keyShared, shared)
 	}
-	if r.Action != ActionDeny && len(r.Key) == 0 && (rb.Key == nil || IsNull(rb.Key)) {
+	if r.counts() && len(r.Key) == 0 && (rb.Key == nil || IsNull(rb.Key)) {
 		fail(rb.DefRange, "Missing key", "rule %q needs key = [...], such as [\"ip\"] (or [\"global\"] for one counter shared by all)", rb.Name)
 	}
 
@@ -145,8 +148,8 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		switch {
 		case ch == nil:
 			ok = false
-		case r.Action == ActionDeny:
-			fail(rb.CountDistinctRange, "count_distinct not used", "action = \"deny\" counts nothing; remove count_distinct")
+		case !r.counts():
+			fail(rb.CountDistinctRange, "count_distinct not used", "action = %q counts nothing; remove count_distinct", *rb.Action)
 		case seenChar[*rb.CountDistinct]:
 			fail(rb.CountDistinctRange, "Invalid count_distinct", "%q is in the key too: each key would see one value", *rb.CountDistinct)
 		default:
@@ -165,7 +168,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		}
 		r.Algorithm = a
 	}
-	if r.Action != ActionDeny {
+	if r.counts() {
 		if rb.Limit == nil {
 			fail(rb.DefRange, "Missing limit", "rule %q needs limit (requests per period)", rb.Name)
 		} else if *rb.Limit < 1 {
@@ -204,7 +207,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		}
 	} else {
 		if rb.Limit != nil {
-			fail(rb.LimitRange, "Limit not used", "action = \"deny\" refuses every match; remove limit")
+			fail(rb.LimitRange, "Limit not used", "%s; remove limit", uncounted(r.Action))
 		}
 	}
 
@@ -231,8 +234,8 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		r.ResetOnSuccess = true
 	}
 	switch {
-	case r.Count == CountFailures && r.Action == ActionDeny:
-		fail(rb.CountRange, "count not used", "action = \"deny\" counts nothing; remove count")
+	case r.Count == CountFailures && !r.counts():
+		fail(rb.CountRange, "count not used", "action = %q counts nothing; remove count", *rb.Action)
 	case r.Count == CountFailures:
 		r.Hooks = append(r.Hooks, countFailures{failure: r.FailureStatus, success: r.SuccessStatus, reset: r.ResetOnSuccess})
 	case r.ResetOnSuccess:
@@ -295,8 +298,8 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	}
 	if rb.MaxKeys != nil {
 		switch {
-		case r.Action == ActionDeny:
-			fail(rb.MaxKeysRange, "Unused max_keys", "action = \"deny\" counts nothing, so it holds no keys; remove max_keys")
+		case !r.counts():
+			fail(rb.MaxKeysRange, "Unused max_keys", "action = %q counts nothing, so it holds no keys; remove max_keys", *rb.Action)
 		case *rb.MaxKeys < 1 || *rb.MaxKeys > MaxKeysLimit:
 			fail(rb.MaxKeysRange, "Invalid max_keys", "max_keys must be between 1 and %d, got %d", MaxKeysLimit, *rb.MaxKeys)
 		default:

@@ -94,10 +94,13 @@ type ruleBlock struct {
 	SuccessStatus  hcl.Expression `hcl:"success_status,optional"`
 	ResetOnSuccess *bool          `hcl:"reset_on_success,optional"`
 	CountDistinct  *string        `hcl:"count_distinct,optional"`
-	// action is "limit" (default), "deny", "log" or "skip"; skip lists
-	// the rules a skip rule exempts its requests from, or ["*"] (skip.go).
-	Action          *string        `hcl:"action,optional"`
-	Skip            hcl.Expression `hcl:"skip,optional"`
+
+	// skip, on an action = "skip" rule, lists the rules the requests it
+	// matches are exempt from, or ["*"] for every other rule (skip.go).
+	Skip hcl.Expression `hcl:"skip,optional"`
+
+	// action is "limit" (default), "deny", "log" or "skip".
+	Action          *string    `hcl:"action,optional"`
 	When            *whenBlock `hcl:"when,block"`
 	Sensitive       *bool      `hcl:"sensitive,optional"`
 	OnStoreError    *string    `hcl:"on_store_error,optional"`

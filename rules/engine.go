@@ -81,11 +81,15 @@ const (
 	// OutcomeInvalid: the rule's key value is present but invalid and
 	// invalid_identity is "reject".
 	OutcomeInvalid
+	// OutcomeExempt: a matching action = "skip" rule exempts the request
+	// from the rule, which does not apply (skip.go); metrics count it as
+	// decision "skip".
+	OutcomeExempt
 	// NumOutcomes bounds per-outcome tables.
-	NumOutcomes = int(OutcomeInvalid) + 1
+	NumOutcomes = int(OutcomeExempt) + 1
 )
 
-var outcomeNames = [...]string{"allow", "deny", "dry_run_deny", "skip", "missing_identity", "store_error_allow", "store_error_deny", "invalid_identity"}
+var outcomeNames = [...]string{"allow", "deny", "dry_run_deny", "skip", "missing_identity", "store_error_allow", "store_error_deny", "invalid_identity", "exempt"}
 
 // String returns the outcome's name as metrics and logs use it.
 func (o Outcome) String() string {
@@ -178,6 +182,7 @@ type Scratch struct {
 	sum        []byte
 	mac        hash.Hash // HMAC-SHA256 under owner's secret
 	owner      *Engine
+	skips      skipState // the skip rules' exemptions of this request (skip.go)
 }
 
 // NewScratch returns a Scratch sized for n rules.
@@ -296,8 +301,10 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	denyAction := false // an enforcing action = "deny" matched
 	missing := false    // an enforcing rule rejects for a missing identity
 	invalid := false    // an enforcing rule rejects for an invalid identity
+	// Skip rules first, wherever written (skip.go).
+	s.exemptions(p, req, &d)
 	for _, r := range p.Rules {
-		if !r.matches(req) {
+		if !r.matches(req) || s.exempt(r) {
 			continue
 		}
 		cond := r.conditions(req, s)

@@ -58,6 +58,8 @@ type Policy struct {
 	slots int
 	// requestHooks run in every request (Compiler.AddRequestHook).
 	requestHooks []RequestHook
+	// skipRules are the action = "skip" rules, decided first (skip.go).
+	skipRules []*Rule
 	// sensitiveBans are the rules whose ban covers every sensitive route;
 	// ownBans is true when a rule bans on its own route.
 	sensitiveBans []*Rule
@@ -206,6 +208,8 @@ type Rule struct {
 	// rule counts distinct values of it per key (Algorithm Distinct).
 	Distinct    Characteristic
 	distinctTag byte
+	// skip is an action = "skip" rule's skip list (skip.go), else nil.
+	skip *skipSpec
 	// knownUS is known_visitors in µs (0: none); knownBy the
 	// characteristics that recognise a visitor, knownTags their tags.
 	knownUS   int64
