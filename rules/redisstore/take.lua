@@ -1,5 +1,6 @@
--- take.lua is redisstore's only script: the six algorithms of
--- rules/algorithm.go, ported function by function, and one rules.Store call
+-- take.lua is redisstore's only script: the seven algorithms of
+-- rules/algorithm.go (the six of the policy and count_distinct's),
+-- ported function by function, and one rules.Store call
 -- over the keys of one hash slot, atomically (Redis runs a script alone).
 --
 -- Mode 0 (take) is Store.Take: pass 1 checks every op against the state
@@ -23,16 +24,16 @@
 -- never grows: it is those five algorithms and nothing else.
 --
 -- A new count mode goes in the port only, once. count_distinct (distinct
--- accounts per IP: a set, or a HyperLogLog, per key) is rules.Distinct,
--- numbered after SlidingLog, so wire.go's needsPort already sends its
--- calls here. It is a case of check, consume and report (and of restore
--- and refundOwn for a cluster's undo), its set the key slot after its
--- string as a sliding_log's sorted set is (use(i) here, hasSet in
--- wire.go), and its Member an ARGV string after the ops' fields, as an
--- undo's payloads are, so the layout the fast path reads stays as it is.
--- In Go it is the same cases of rules/algorithm.go's Check, Consume and
--- reportState, which memstore runs; rules/storetest holds the two to one
--- answer. Two implementations, one per store.
+-- accounts per IP) is rules.Distinct, numbered after SlidingLog, so
+-- wire.go's needsPort sends its calls here. It is a case of check,
+-- consume (consumeSet) and report, and of restore and refundOwn for a
+-- cluster's undo; its set is the key slot after its string, as a
+-- sliding_log's sorted set is (use(i) here, hasSet in wire.go), and its
+-- Member an ARGV string after the ops' fields, as an undo's payloads are,
+-- so the layout the fast path reads stays as it is. In Go it is the same
+-- cases of rules/algorithm.go's Check, Consume and reportState, which
+-- memstore runs; rules/storetest holds the two to one answer. Two
+-- implementations, one per store.
 --
 -- Numbers. Lua numbers are doubles, exact for integers up to 2^53;
 -- rules.ValidateLimits keeps every intermediate value of every algorithm
@@ -53,17 +54,26 @@
 -- sliding_log op has a second key, a sorted set beside the string in the
 -- same hash slot: its timestamps as scores, members "ts-seq" (unique when
 -- two fall in one microsecond); its string is then the log's meta, with n
--- the last seq used.
+-- the last seq used. A distinct op's second key is the same name: its
+-- members are the Member's 16 hex digits, their scores the time each was
+-- last seen (ties sort by member, as rules sorts them), and its string the
+-- meta, with n the last seq used and at the newest score written (which a
+-- cluster's undo compares with). The meta's algorithm says whose the set
+-- is: a set another algorithm wrote reads as empty and is dropped by the
+-- next write.
 --
 -- ARGV holds one integer per element. ARGV[1] is mode + 2*flag + 4*clock
 -- + 8*port + 16*ops: the flag, in a take, asks for undo payloads, and in
 -- an undo to read TIME for the refund; with clock, ARGV[2] and ARGV[3] are
 -- now (-1: read TIME) and the slack in ms added to every Redis TTL
 -- (caller-clock mode, and every undo), else now is -1 and the slack 0;
--- port says an op is a sliding_log (the port below runs the call). Then
--- per op: kind + 8*algorithm + 64*enforce + 128*attempts, limit, burst,
--- period (us), cost, and in undo mode the number of payload strings the
--- op has after the ops' fields.
+-- port says an op is a sliding_log or a distinct count (the port below
+-- runs the call). Then per op: kind + 8*algorithm + 64*enforce +
+-- 128*attempts, limit, burst, period (us), cost, and in undo mode the
+-- number of payload strings the op has after the ops' fields. In take
+-- mode, each distinct op's Member follows the ops' fields, a string of 16
+-- hex digits, in the ops' order (an undo needs none: its payloads name
+-- the members).
 --
 -- Cost. Redis runs the whole chunk on every call, so every function below
 -- is a closure created (and collected) per call, every table is allocated
@@ -80,8 +90,9 @@
 -- call (reset_after_us: the effective window, RateLimit's t, not the TTL;
 -- retry_after_us: the wait from that state), then with the flag one
 -- payload per op: 0, or the strings an undo needs (what the key holds when
--- no unit is taken, what this call wrote, the sliding_log members added,
--- the member/score pairs dropped). An undo returns {remaining,
+-- no unit is taken, what this call wrote, the sliding_log or distinct
+-- members added, the member/score pairs dropped or, for a distinct value
+-- seen again, moved from their old scores). An undo returns {remaining,
 -- reset_after_us (the effective window)} per op. A batch (ARGV[1] negative: several takes of the
 -- fast path in one script call, below) returns one take's reply per call.
 
@@ -1477,7 +1488,13 @@ if mode == 1 then
 	-- refundOwn gives back, as of t, the part of what the take wrote (ours)
 	-- that is verifiably still in the counter, when other calls wrote it since:
 	-- the units not yet refilled, drained or out of their window. It never
-	-- gives back more than the take took, so an undo never over-admits.
+	-- gives back more than the take took, so an undo never over-admits. A
+	-- distinct value is forgotten (or moved back) while its score is the
+	-- take's; one that another request counted again in the same
+	-- microsecond cannot be told from it, and is forgotten too: the one
+	-- case an undo may give back one value more, which needs two requests
+	-- counting one value on one key within a microsecond and a refusal in
+	-- another slot.
 	local function refundOwn(ours, added, removed, t)
 		local oa, _, oat, on = decode(ours)
 		local _, sa, at, n, prev = load(t)

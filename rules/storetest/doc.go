@@ -15,10 +15,18 @@
 // windows aligned to the epoch, clock steps back, a key whose algorithm
 // changed, key budgets with room (rules.Op.Sensitive and MaxKeys, which
 // change no decision until a memory store's budget is full), and invalid
-// ops (an error, never a panic, and nothing consumed). Generated checks add a sliding_log exactness property (no
+// ops (an error, never a panic, and nothing consumed). The distinct/
+// tables hold count_distinct's algorithm (rules.Distinct) to the same
+// contract: below the limit every new value allowed, at it a known value
+// allowed and a new one refused until the oldest expires (exactly a
+// period after it was last seen), adds never past the limit, refunds and
+// resets, attempts, dry runs, clock steps back, a lowered limit (which
+// members stay, ties by value) and a sorted set shared with a sliding_log.
+// Generated checks add a sliding_log exactness property (no
 // rolling period ever holds more than Limit), a concurrency check of one
 // call's atomicity, and a differential run against rules.Check and
-// rules.Settle, which every store must match bit for bit.
+// rules.Settle, which every store must match bit for bit (distinct
+// included, with values covering its encodings).
 //
 // Keys and TTLs, as every store keeps them: a key whose rules.Settle TTL is
 // 0 is not stored (its state is empty), and a key must live until a call's
