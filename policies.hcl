@@ -146,6 +146,56 @@ rule "login-per-network" {
   max_keys    = 20000
 }
 
+# Brute force on one account from one client: five failures in 15 minutes.
+# count = "failures": a unit is charged before the origin answers and given
+# back unless the answer is a failure (401, 403, or X-Edge-Outcome:
+# failure), so parallel guesses cannot overshoot. A success clears the key.
+rule "login-failures-account-client" {
+  methods          = ["POST"]
+  paths            = ["/login"]
+  key              = ["account", "ip"]
+  count            = "failures"
+  reset_on_success = true
+  algorithm        = "sliding_window"
+  limit            = 5
+  period           = "15m"
+  sensitive        = true
+}
+
+# Distributed guessing on one account from many addresses: 50 failures per
+# 15 minutes from everyone together. A lockout must not be a weapon: a
+# browser that logged in to the account successfully in the last 30 days is
+# not held to it (known_visitors), everyone else is.
+rule "login-failures-account" {
+  methods        = ["POST"]
+  paths          = ["/login"]
+  key            = ["account"]
+  count          = "failures"
+  algorithm      = "sliding_window"
+  limit          = 50
+  period         = "15m"
+  known_visitors = "30d"
+  known_by       = ["visitor"]
+  sensitive      = true
+}
+
+# Credential stuffing: one client failing on many accounts. At most ten
+# distinct failing accounts an hour per IP (only failures count, so a NAT
+# crowd logging in successfully never trips it); tripping it bans the IP
+# from every sensitive route for 15 minutes.
+rule "login-accounts-per-ip" {
+  methods        = ["POST"]
+  paths          = ["/login"]
+  key            = ["ip"]
+  count          = "failures"
+  count_distinct = "account"
+  limit          = 10
+  period         = "1h"
+  sensitive      = true
+  ban            = "15m"
+  ban_scope      = "sensitive"
+}
+
 # ---- Signup -----------------------------------------------------------------
 
 rule "signup-per-network" {
@@ -161,6 +211,21 @@ rule "signup-per-network" {
   max_keys    = 20000
 }
 
+# One inbox opens at most three accounts a day: account_aliases folds what an
+# email provider delivers to one inbox (Gmail's dots and +tags,
+# googlemail.com; +tags at Outlook, iCloud, Fastmail, Proton).
+rule "signup-per-email" {
+  methods         = ["POST"]
+  paths           = ["/signup"]
+  key             = ["account"]
+  account_aliases = true
+  algorithm       = "sliding_window"
+  limit           = 3
+  period          = "1d"
+  sensitive       = true
+  max_keys        = 50000
+}
+
 # ---- OTP --------------------------------------------------------------------
 # Where identities come from: each a list of sources tried in order
 # (json:PATH, form:NAME, header:NAME, query:NAME, cookie:NAME). Body fields
@@ -172,6 +237,10 @@ identity {
   # Region of numbers written without a country code.
   phone_region = "US"
   otp_session  = ["json:challenge_id", "form:challenge_id"]
+  # The login and signup identifier, normalised as an identity provider
+  # compares it (white space trimmed, NFKC, case folding): every spelling of
+  # one account counts in one bucket.
+  account      = ["json:username", "form:username", "json:email", "form:email"]
 }
 
 # Each text costs money: an exact sliding log per phone, three sends per
@@ -365,6 +434,7 @@ test "a login flood from one browser: five pass, the sixth is refused, 12 s late
     path    = "/login"
     from    = "203.0.113.7"
     visitor = "alice"
+    json    = { username = "alice", password = "letmein-demo" }
     repeat  = 5
     expect  = "allow"
   }
@@ -373,6 +443,7 @@ test "a login flood from one browser: five pass, the sixth is refused, 12 s late
     path    = "/login"
     from    = "203.0.113.7"
     visitor = "alice"
+    json    = { username = "alice", password = "letmein-demo" }
     expect  = "deny"
     rule    = "login-per-visitor"
   }
@@ -381,6 +452,7 @@ test "a login flood from one browser: five pass, the sixth is refused, 12 s late
     path    = "/login"
     from    = "203.0.113.7"
     visitor = "bob"
+    json    = { username = "bob", password = "letmein-demo" }
     expect  = "allow"
   }
   request {
@@ -389,7 +461,67 @@ test "a login flood from one browser: five pass, the sixth is refused, 12 s late
     path    = "/login"
     from    = "203.0.113.7"
     visitor = "alice"
+    json    = { username = "alice", password = "letmein-demo" }
     expect  = "allow"
+  }
+}
+
+test "five failed logins lock one account for that client only, however it is spelled" {
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "203.0.113.7"
+    json          = { username = "Alice@Example.com", password = "wrong" }
+    origin_status = 401
+    repeat        = 5
+    expect        = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/login"
+    from   = "203.0.113.7"
+    json   = { username = " alice@example.com", password = "letmein-demo" }
+    expect = "deny"
+    rule   = "login-failures-account-client"
+  }
+  request {
+    method = "POST"
+    path   = "/login"
+    from   = "198.51.100.9"
+    form   = { username = "ALICE@EXAMPLE.COM", password = "letmein-demo" }
+    expect = "allow"
+  }
+}
+
+test "one inbox signs up three times a day, however its aliases are written" {
+  request {
+    method = "POST"
+    path   = "/signup"
+    from   = "203.0.113.7"
+    json   = { email = "j.doe+1@gmail.com" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/signup"
+    from   = "198.51.100.9"
+    json   = { email = "JDoe@googlemail.com" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/signup"
+    from   = "192.0.2.33"
+    json   = { email = "jdoe+x@gmail.com" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/signup"
+    from   = "192.0.2.34"
+    json   = { email = "j.d.o.e@gmail.com" }
+    expect = "deny"
+    rule   = "signup-per-email"
   }
 }
 
