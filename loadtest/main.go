@@ -73,6 +73,9 @@ type config struct {
 
 	// attacks only
 	attacks attackParams
+
+	// credential-stuffing and brute-force only
+	login loginParams
 }
 
 // scenario is one kind of traffic.
@@ -106,6 +109,9 @@ func scenarios() map[string]scenario {
 		"otp-pumping":  {run: runOTPPumping, duration: otpDuration},
 
 		"attacks": {run: runAttacks, duration: attacksDuration, requests: attacksRequests},
+
+		"credential-stuffing": {run: runCredentialStuffing, duration: loginDuration},
+		"brute-force":         {run: runBruteForce, duration: loginDuration},
 	}
 }
 
@@ -159,6 +165,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	op.register(fs)
 	at := defaultAttackParams
 	at.register(fs)
+	lp := defaultLoginParams
+	lp.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./loadtest [flags]\n\nscenarios: %s\n\nflags:\n", strings.Join(names, ", "))
 		fs.PrintDefaults()
@@ -223,6 +231,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := at.check(); err != nil {
 		return usage("%v", err)
 	}
+	if err := lp.check(); err != nil {
+		return usage("%v", err)
+	}
 	at.originSet = set["origin"]
 	if !ok {
 		return usage("unknown scenario %q (have %s)", *name, strings.Join(names, ", "))
@@ -276,6 +287,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cgnat:   cg,
 		otp:     op,
 		attacks: at,
+		login:   lp,
 	}
 	budget := cfg.duration
 	if sc.budget != nil {
