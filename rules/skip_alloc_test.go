@@ -1,0 +1,36 @@
+//go:build !race
+
+package rules_test
+
+import (
+	"testing"
+
+	"github.com/edge-gateway/edge/rules"
+)
+
+func TestSkipAllocatesNothing(t *testing.T) {
+	p := load(t, exemptPolicy)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(len(p.Rules))
+	office := req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}.build()
+	ops := req{method: "POST", path: "/login", host: "example.com", client: "192.0.2.5", f: fields{header: map[string]string{"X-Ops": "1"}}}.build()
+	ops.Fields = rawFields{"X-Ops": []byte("1")}
+	check(e, p, req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}, s) // size the Scratch
+	allocs := testing.AllocsPerRun(100, func() {
+		e.Check(t.Context(), t0, p, office, s)
+		e.Check(t.Context(), t0, p, ops, s)
+	})
+	if allocs != 0 {
+		t.Errorf("got %v allocations per pair of checks, want 0", allocs)
+	}
+}
+
+// rawFields answers headers without converting.
+type rawFields map[string][]byte
+
+func (f rawFields) Header(n []byte) []byte { return f[string(n)] }
+func (rawFields) Cookie([]byte) []byte     { return nil }
+func (rawFields) Query([]byte) []byte      { return nil }
+func (rawFields) RawQuery() []byte         { return nil }
+func (rawFields) Body() ([]byte, []byte)   { return nil, nil }
+func (rawFields) Cookies() []byte          { return nil }

@@ -1,0 +1,182 @@
+package rules_test
+
+import (
+	"testing"
+
+	"github.com/edge-gateway/edge/rules"
+)
+
+const exemptPolicy = `
+rule "login-per-ip" {
+  methods   = ["POST"]
+  paths     = ["/login"]
+  key       = ["ip"]
+  limit     = 2
+  period    = "1h"
+  sensitive = true
+}
+
+rule "api-per-ip" {
+  paths  = ["/*"]
+  key    = ["ip"]
+  limit  = 3
+  period = "1h"
+}
+
+rule "blocked-path" {
+  paths  = ["/admin"]
+  action = "deny"
+}
+
+# Written after the rules it skips: skipping is order-independent.
+rule "office" {
+  action = "skip"
+  skip   = ["login-per-ip"]
+  when { ip_in = ["10.0.0.0/8"] }
+}
+
+rule "ops" {
+  action = "skip"
+  skip   = ["*"]
+  when {
+    ip_in          = ["192.0.2.0/24"]
+    header_present = ["X-Ops"]
+  }
+}
+`
+
+func outcomes(s *rules.Scratch) map[string]rules.Outcome {
+	out := map[string]rules.Outcome{}
+	for _, m := range s.Matches {
+		out[m.Rule.Name] = m.Outcome
+	}
+	return out
+}
+
+func TestSkipExemptsFromTheListedRulesOnly(t *testing.T) {
+	p := load(t, exemptPolicy)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(len(p.Rules))
+	login := req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}
+	for i := range 3 {
+		d := check(e, p, login, s)
+		if d.Verdict != rules.Forward {
+			t.Fatalf("office login %d: got verdict %v, want forward", i+1, d.Verdict)
+		}
+		if d.Sensitive {
+			t.Errorf("office login %d: the skipped sensitive rule made the answer bare", i+1)
+		}
+		got := outcomes(s)
+		if got["login-per-ip"] != rules.OutcomeExempt || got["office"] != rules.OutcomeAllow || got["api-per-ip"] != rules.OutcomeAllow {
+			t.Errorf("office login %d: got outcomes %v, want login-per-ip exempt, office and api-per-ip allow", i+1, got)
+		}
+		for _, m := range s.Matches {
+			if m.Rule.Name == "login-per-ip" && m.Op >= 0 {
+				t.Errorf("office login %d: the skipped rule has an op", i+1)
+			}
+		}
+	}
+	// api-per-ip was not skipped: its limit of 3 holds for the office too.
+	if d := check(e, p, login, s); d.Verdict != rules.RefuseLimit || d.Refusing.Name != "api-per-ip" {
+		t.Fatalf("fourth office request: got %v by %v, want refused by api-per-ip", d.Verdict, d.Refusing)
+	}
+	// Another address meets the login limit after 2.
+	other := req{method: "POST", path: "/login", host: "example.com", client: "203.0.113.9"}
+	for i, want := range []rules.Verdict{rules.Forward, rules.Forward, rules.RefuseLimit} {
+		if d := check(e, p, other, s); d.Verdict != want {
+			t.Fatalf("other login %d: got verdict %v, want %v", i+1, d.Verdict, want)
+		}
+	}
+}
+
+// A skipped rule counts nothing: once the exemption is gone (a policy
+// without it, same rule names, same store), the office still has its whole
+// login budget.
+func TestSkippedRuleCountsNothing(t *testing.T) {
+	p := load(t, exemptPolicy)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(len(p.Rules))
+	login := req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}
+	for range 2 {
+		check(e, p, login, s)
+	}
+	q := load(t, `
+rule "login-per-ip" {
+  methods   = ["POST"]
+  paths     = ["/login"]
+  key       = ["ip"]
+  limit     = 2
+  period    = "1h"
+  sensitive = true
+}`)
+	for i, want := range []rules.Verdict{rules.Forward, rules.Forward, rules.RefuseLimit} {
+		if d := check(e, q, login, s); d.Verdict != want {
+			t.Fatalf("login %d without the exemption: got verdict %v, want %v", i+1, d.Verdict, want)
+		}
+	}
+}
+
+// skip = ["*"] passes over every rule, sensitive and deny rules included,
+// but only for requests its conditions all hold for.
+func TestSkipAllExemptsFromEveryRule(t *testing.T) {
+	p := load(t, exemptPolicy)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(len(p.Rules))
+	ops := fields{header: map[string]string{"X-Ops": "1"}}
+	for i := range 10 {
+		for _, path := range []string{"/login", "/admin"} {
+			d := check(e, p, req{method: "POST", path: path, host: "example.com", client: "192.0.2.5", f: ops}, s)
+			if d.Verdict != rules.Forward || d.Sensitive {
+				t.Fatalf("ops %s %d: got verdict %v (sensitive %v), want forward, not bare", path, i+1, d.Verdict, d.Sensitive)
+			}
+			if got := outcomes(s); got["ops"] != rules.OutcomeAllow || got["api-per-ip"] != rules.OutcomeExempt {
+				t.Errorf("ops %s: got outcomes %v", path, got)
+			}
+			if len(s.Ops) != 0 {
+				t.Errorf("ops %s: got %d store ops, want none", path, len(s.Ops))
+			}
+		}
+	}
+	// Without the header, the same address is an ordinary client.
+	if d := check(e, p, req{method: "GET", path: "/admin", host: "example.com", client: "192.0.2.5"}, s); d.Verdict != rules.RefuseForbidden {
+		t.Errorf("no X-Ops: got verdict %v, want the deny rule's 403", d.Verdict)
+	}
+}
+
+// A skip rule whose condition cannot be decided (a phone that is garbage)
+// exempts nobody and rejects nothing: the rules it would skip decide.
+func TestSkipOnAnUndecidableConditionExemptsNobody(t *testing.T) {
+	p := load(t, `
+identity { phone = ["json:phone"] }
+
+rule "otp-per-ip" {
+  paths  = ["/otp"]
+  key    = ["ip"]
+  limit  = 1
+  period = "1h"
+}
+
+rule "domestic" {
+  action = "skip"
+  skip   = ["otp-per-ip"]
+  when { phone_country_in = ["US"] }
+}
+`)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(len(p.Rules))
+	body := func(phone string) fields {
+		return fields{contentType: "application/json", body: `{"phone":"` + phone + `"}`}
+	}
+	us := req{method: "POST", path: "/otp", host: "example.com", client: "203.0.113.1", f: body("+12025550100")}
+	for range 3 {
+		if d := check(e, p, us, s); d.Verdict != rules.Forward {
+			t.Fatalf("US phone: got verdict %v, want forward (exempt)", d.Verdict)
+		}
+	}
+	junk := req{method: "POST", path: "/otp", host: "example.com", client: "203.0.113.2", f: body("not a phone")}
+	for i, want := range []rules.Verdict{rules.Forward, rules.RefuseLimit} {
+		if d := check(e, p, junk, s); d.Verdict != want {
+			t.Fatalf("garbage phone %d: got verdict %v, want %v", i+1, d.Verdict, want)
+		}
+	}
+}
