@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+const loginFixture = "testdata/fixtures/policies/login.hcl"
+
+// loginRaw sends one POST /login with a JSON body for username from client
+// (through the trusted loopback proxy) on a connection of its own, and
+// returns the raw response.
+func loginRaw(t *testing.T, n *node, client, username, password string) string {
+	t.Helper()
+	body := fmt.Sprintf(`{"username":%q,"password":%q}`, username, password)
+	return raw(t, n.addr, "POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: "+client+
+		"\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(len(body))+"\r\nConnection: close\r\n\r\n"+body)
+}
+
+// TestAccountSpellingsShareOneFailureCounter: through the real server on
+// login.hcl, five failures on one account from one client lock it for that
+// client whatever the spelling (case, white space, full-width and other
+// compatibility characters, ß): login-failures-account-client keys on the
+// normalised account. A success resets the counter.
+func TestAccountSpellingsShareOneFailureCounter(t *testing.T) {
+	n := startNode(t, loadPolicy(t, loginFixture), nodeOptions{clock: &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}})
+	const client = "203.0.113.7"
+	for i, spelling := range []string{"Straße@Example.com", "STRASSE@EXAMPLE.COM", " strasse@example.com\u00a0", "ｓｔｒａｓｓｅ@ｅｘａｍｐｌｅ.ｃｏｍ", "strasse@example.com"} {
+		if got := rawStatus(t, loginRaw(t, n, client, spelling, "wrong")); got != http.StatusUnauthorized {
+			t.Fatalf("failure %d (%q): got %d, want 401 from the origin", i+1, spelling, got)
+		}
+	}
+	if got := rawStatus(t, loginRaw(t, n, client, "StrAsse@example.com", "letmein-demo")); got != http.StatusTooManyRequests {
+		t.Fatalf("a sixth attempt under another spelling: got %d, want 429", got)
+	}
+	// Another client is not locked out; its success resets its own key.
+	const other = "198.51.100.9"
+	for range 4 {
+		loginRaw(t, n, other, "strasse@example.com", "wrong")
+	}
+	if got := rawStatus(t, loginRaw(t, n, other, "Strasse@example.com", "letmein-demo")); got != http.StatusOK {
+		t.Fatalf("the other client's success after four failures: got %d, want 200", got)
+	}
+	for i := range 5 {
+		if got := rawStatus(t, loginRaw(t, n, other, "strasse@example.com", "wrong")); got != http.StatusUnauthorized {
+			t.Fatalf("failure %d after the success reset the key: got %d, want 401", i+1, got)
+		}
+	}
+	if got := rawStatus(t, loginRaw(t, n, other, "strasse@example.com", "wrong")); got != http.StatusTooManyRequests {
+		t.Errorf("the sixth failure since the success: got %d, want 429", got)
+	}
+}
+
+// TestRefusalIsTheSameBytesForAnyAccount: the refusal an attacker gets
+// tells nothing about the account: the bare 429 for an account the origin
+// knows and for one it has never heard of are the same bytes (the Date
+// line aside, which is the time), whichever rule refused.
+func TestRefusalIsTheSameBytesForAnyAccount(t *testing.T) {
+	n := startNode(t, loadPolicy(t, loginFixture), nodeOptions{clock: &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}})
+	refusal := func(client, account string) string {
+		t.Helper()
+		for range 5 {
+			loginRaw(t, n, client, account, "wrong")
+		}
+		resp := loginRaw(t, n, client, account, "wrong")
+		if rawStatus(t, resp) != http.StatusTooManyRequests {
+			t.Fatalf("%s: got %q, want a 429", account, resp)
+		}
+		return dateLine.ReplaceAllString(resp, "")
+	}
+	known := refusal("203.0.113.7", "alice@example.com") // the demo origin takes any account
+	unknown := refusal("203.0.113.8", "no-such-user-7f3a9@example.com")
+	if known != unknown {
+		t.Errorf("refusals differ:\nknown account:\n%q\nunknown account:\n%q", known, unknown)
+	}
+	for _, leak := range []string{"RateLimit", "Retry-After", "login-", "account"} {
+		if strings.Contains(known, leak) {
+			t.Errorf("the bare 429 mentions %q:\n%s", leak, known)
+		}
+	}
+}
