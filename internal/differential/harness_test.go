@@ -19,6 +19,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/login"
 	"github.com/edge-gateway/edge/otp"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -219,6 +220,27 @@ func (run *stackRun) send(t *testing.T, variant string, c corpusCase) {
 			}
 		}
 	}
+	// The account: every username read is the account the login rules
+	// count, or the edge refused the request (400). One identity across
+	// json:, form: and query: (one counter), normalised as the edge
+	// normalises it, so spellings of one account are one probe.
+	seen = map[string]bool{}
+	var norm login.Normalizer
+	for _, val := range read["username"] {
+		k := string(val)
+		if a, err := norm.Normalize(nil, k, false); err == nil {
+			k = string(a)
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if ok, verdict, probes := p.account(val); ok {
+			run.confirmed[variant]++
+		} else {
+			report("account", val, verdict, probes)
+		}
+	}
 	// The OTP session: every phone read with every challenge id read, the
 	// pair the verify rules key on.
 	seen = map[string]bool{}
@@ -359,6 +381,19 @@ func (p prober) field(name, rulePrefix string, v []byte) (bool, string, []string
 	outs, descs = append(outs, o), append(descs, d)
 	ok, why := verdict(outs)
 	return ok, why, descs
+}
+
+// account probes the account rule with {"username":V}, or with the query
+// when V is not UTF-8 (no JSON spelling; the edge reads the account from
+// the query as it reads the phone).
+func (p prober) account(v []byte) (bool, string, []string) {
+	r := jsonProbe(map[string]string{"username": string(v)})
+	if !utf8.Valid(v) {
+		r = request{Query: "username=" + q(string(v))}
+	}
+	o, d := p.probe("account", r)
+	ok, why := verdict([]probeOutcome{o})
+	return ok, why, []string{d}
 }
 
 // session probes the otp_session rule with {"phone":P,"challenge_id":C}.

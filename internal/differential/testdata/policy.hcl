@@ -32,6 +32,7 @@ identity {
   phone        = ["json:phone", "form:phone", "query:phone"]
   phone_region = "US"
   otp_session  = ["json:challenge_id", "form:challenge_id", "query:challenge_id"]
+  account      = ["json:username", "form:username", "query:username"]
 }
 
 # The phone number, as the OTP send rules key it.
@@ -80,6 +81,19 @@ rule "username-form" {
 rule "username-query" {
   paths            = ["/v/*", "/probe/username-query"]
   key              = ["query:username", "header:X-Differential-Send"]
+  algorithm        = "sliding_log"
+  limit            = 1
+  period           = "24h"
+  sensitive        = true
+  missing_identity = "skip"
+}
+
+# The account, as the login rules key it (login.hcl's identity, and the
+# query too): one identity across json:, form: and query:, normalised (trim,
+# NFKC, case folding), so every spelling of one account is one counter.
+rule "account" {
+  paths            = ["/v/*", "/probe/account"]
+  key              = ["account", "header:X-Differential-Send"]
   algorithm        = "sliding_log"
   limit            = 1
   period           = "24h"
