@@ -279,7 +279,7 @@ func TTL(st *State, nowUS int64, op *Op) int64 {
 //
 // Without debt (OpAdd) and clock steps back it is at most: gcra and the
 // buckets, the emission interval ⌈period ÷ limit⌉; fixed_window, the rest of
-// the window; sliding_log, the period; sliding_window, period +
+// the window; sliding_log and distinct, the period; sliding_window, period +
 // ⌈period ÷ limit⌉ (the limit spent at a window's start: the estimate lets
 // one more in once the previous window's weight has fallen by one unit).
 func windowUS(st *State, nowUS int64, op *Op) int64 {

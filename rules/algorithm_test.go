@@ -914,6 +914,24 @@ func TestDistinctExact(t *testing.T) {
 			if !sameAsFresh(&st, now+ttl, op) || (ttl > 0 && sameAsFresh(&st, now+ttl-1, op)) {
 				t.Fatalf("%s: TTL %d is not when the state becomes fresh", where(), ttl)
 			}
+			// The effective window: spent on Remaining new values now, one
+			// more new value fits at now+ResetAfter and not a µs earlier.
+			if r.Allowed {
+				c := State{Alg: st.Alg, Seen: slices.Clone(st.Seen)}
+				spend := op
+				spend.Kind, spend.Attempts = OpTake, false
+				for i := range r.Remaining {
+					spend.Member = 1000 + uint64(i)
+					if got, _ := applyOne(&c, now, &spend); !got.Allowed {
+						t.Fatalf("%s: new value %d of the %d left refused: %+v", where(), i, r.Remaining, got)
+					}
+				}
+				spend.Member = 2000
+				win := r.ResetAfter.Microseconds()
+				if Check(&c, now+win-1, &spend).Allowed || !Check(&c, now+win, &spend).Allowed {
+					t.Fatalf("%s: ResetAfter %dµs is not when one more new value fits", where(), win)
+				}
+			}
 		}
 	}
 }
