@@ -160,6 +160,7 @@ rule "login-failures-account-client" {
   limit            = 5
   period           = "15m"
   sensitive        = true
+  max_keys         = 100000
 }
 
 # Distributed guessing on one account from many addresses: 50 failures per
@@ -177,6 +178,7 @@ rule "login-failures-account" {
   known_visitors = "30d"
   known_by       = ["visitor"]
   sensitive      = true
+  max_keys       = 100000
 }
 
 # Credential stuffing: one client failing on many accounts. At most ten
@@ -194,6 +196,7 @@ rule "login-accounts-per-ip" {
   sensitive      = true
   ban            = "15m"
   ban_scope      = "sensitive"
+  max_keys       = 20000
 }
 
 # ---- Signup -----------------------------------------------------------------

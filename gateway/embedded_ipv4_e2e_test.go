@@ -57,7 +57,7 @@ func TestEmbeddedIPv4GetsTheIPv4Budget(t *testing.T) {
 			n := startNode(t, loadPolicy(t, "policies.hcl", shippedNAT64...), nodeOptions{clock: clk})
 			passed := 0
 			for i := 1; i <= 30; i++ {
-				r := do(t, "POST", "http://"+n.addr+"/signup", "", "X-Forwarded-For", form.addr(i))
+				r := do(t, "POST", "http://"+n.addr+"/signup", fmt.Sprintf(`{"email":"user%d@example.com"}`, i), "X-Forwarded-For", form.addr(i))
 				switch r.status {
 				case 200:
 					passed++
@@ -85,9 +85,11 @@ func TestEmbeddedIPv4GetsTheIPv4Budget(t *testing.T) {
 func TestEmbeddedIPv4SharesTheNativeIPv4Bucket(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	n := startNode(t, loadPolicy(t, "policies.hcl", shippedNAT64...), nodeOptions{clock: clk})
+	sent := 0
 	signup := func(from string) int {
 		t.Helper()
-		return do(t, "POST", "http://"+n.addr+"/signup", "", "X-Forwarded-For", from).status
+		sent++ // a new email each time: signup-per-email is not what this test is about
+		return do(t, "POST", "http://"+n.addr+"/signup", fmt.Sprintf(`{"email":"user%d@example.com"}`, sent), "X-Forwarded-For", from).status
 	}
 	for i := 1; i <= 10; i++ {
 		if st := signup(fmt.Sprintf("198.51.100.%d", 200+i)); st != 200 {

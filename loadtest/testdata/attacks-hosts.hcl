@@ -173,6 +173,7 @@ rule "login-failures-account-client" {
   limit            = 5
   period           = "15m"
   sensitive        = true
+  max_keys         = 100000
 }
 
 # Distributed guessing on one account from many addresses: 50 failures per
@@ -190,6 +191,7 @@ rule "login-failures-account" {
   known_visitors = "30d"
   known_by       = ["visitor"]
   sensitive      = true
+  max_keys       = 100000
 }
 
 # Credential stuffing: one client failing on many accounts. At most ten
@@ -207,6 +209,7 @@ rule "login-accounts-per-ip" {
   sensitive      = true
   ban            = "15m"
   ban_scope      = "sensitive"
+  max_keys       = 20000
 }
 
 # ---- Signup -----------------------------------------------------------------
