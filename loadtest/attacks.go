@@ -565,10 +565,23 @@ func (a *attackRun) block() (otpBlock, error) {
 	return otpBlock{}, errors.New("found no unused area code")
 }
 
-// loginBody is a login attempt's body: a wrong password.
-func loginBody(i int) (body []byte, fields map[string]string) {
-	fields = map[string]string{"username": "attacks-victim", "password": fmt.Sprintf("wrong-%d", i)}
-	return []byte(fmt.Sprintf(`{"username":"attacks-victim","password":"wrong-%d"}`, i)), fields
+// account returns a login identifier no other request of the run named,
+// at random, as the run's addresses are (counters an earlier run left on
+// an account are most likely not met): "attacks-PREFIX-XXXXXXXX".
+func (a *attackRun) account(prefix string) string {
+	a.seq++
+	return fmt.Sprintf("attacks-%s-%08x%x", prefix, a.rng.Uint32(), a.seq)
+}
+
+// email returns an address at example.com (RFC 2606) no other request of
+// the run named: a signup's new inbox.
+func (a *attackRun) email() string { return a.account("signup") + "@example.com" }
+
+// loginFields is a login attempt's JSON body, as a real client sends it:
+// the account and a wrong password (the demo origin answers 401, a
+// failure to the count = "failures" rules).
+func loginFields(account string, i int) map[string]string {
+	return map[string]string{"username": account, "password": fmt.Sprintf("wrong-%d", i)}
 }
 
 // loginCanon is POST /login at -host from client.
@@ -576,11 +589,12 @@ func (a *attackRun) loginCanon(client netip.Addr, fields map[string]string) cano
 	return canonReq{method: fasthttp.MethodPost, path: "/login", host: a.p.host, client: a.m.counted(client), fields: fields}
 }
 
-// loginRequest is a login attempt at target with a JSON body.
-func (a *attackRun) loginRequest(method, target string, i int) (*rawRequest, map[string]string) {
-	body, fields := loginBody(i)
+// loginRequest is a login attempt at target on account with a JSON body,
+// and its fields.
+func (a *attackRun) loginRequest(method, target, account string, i int) (*rawRequest, map[string]string) {
+	fields := loginFields(account, i)
 	r := a.request(method, target)
 	r.add("Content-Type", "application/json")
-	r.body = body
+	r.body = jsonBody(fields)
 	return r, fields
 }

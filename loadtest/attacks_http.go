@@ -83,13 +83,14 @@ func pathSpellingRequests(*attackRun) int64 {
 // runPathSpelling: every spelling of /login that an origin routes to its
 // login handler must be held by the login rules as /login is
 // (docs/host-and-path.md): each case is a new client logging in at one
-// spelling. And every
+// spelling, on a new account each time (spraying, so that the rules the
+// path must match, not an account's, are what holds it). And every
 // spelling of a path the policy denies outright must be denied: none may
 // reach the origin.
 func runPathSpelling(a *attackRun) error {
 	for _, s := range loginSpellings {
 		client := a.v6Client()
-		if err := a.loginCase("path-spelling", s.target, spellingRequests, func(int) netip.Addr { return client }, s.target); err != nil {
+		if err := a.loginCase("path-spelling", s.target, spellingRequests, func(int) netip.Addr { return client }, a.sprayed, s.target); err != nil {
 			return err
 		}
 	}
@@ -137,7 +138,8 @@ func methodOverrideRequests(*attackRun) int64 { return int64(len(overrideCases) 
 // case is a
 // new client sending GET /login with one spelling; the gain counts the
 // requests that reached the origin as a POST: with method POST, or
-// carrying any spelling of an override header naming POST.
+// carrying any spelling of an override header naming POST. Each login
+// names a new account, as in path-spelling.
 func runMethodOverride(a *attackRun) error {
 	for _, oc := range overrideCases {
 		name := oc.name
@@ -152,10 +154,9 @@ func runMethodOverride(a *attackRun) error {
 		client := a.v6Client()
 		var reached, gain int64
 		for i := range spellingRequests {
-			r := a.request(fasthttp.MethodGet, "/login")
+			r, f := a.loginRequest(fasthttp.MethodGet, "/login", a.sprayed(i), i)
 			a.clientHeader(r, client)
 			r.add(oc.name, oc.value)
-			_, f := loginBody(i)
 			_, got, ok, err := tc.sendTagged(c, r, a.loginCanon(client, f))
 			if err != nil {
 				c.close()
@@ -231,10 +232,12 @@ func hostConfusionRequests(a *attackRun) int64 { return int64(len(a.hostCases())
 // edge might look; the gain counts the requests that reached the origin
 // naming the protected host (Host, in any case, with a port or a trailing
 // dot, any of two Host lines, X-Forwarded-Host or Forwarded's host=).
+// Each login names a new account: the account rules hold every host alike,
+// and one account would be held by them whatever host the edge read.
 func runHostConfusion(a *attackRun) error {
 	client := a.v6Client()
 	at := func(host string) canonReq {
-		c := a.loginCanon(client, nil)
+		c := a.loginCanon(client, loginFields(a.account("probe"), 0))
 		c.host = host
 		return c
 	}
@@ -268,8 +271,8 @@ func runHostConfusion(a *attackRun) error {
 			if target == "" {
 				target = "/login"
 			}
-			body, f := loginBody(i)
-			r := &rawRequest{method: fasthttp.MethodPost, target: target, body: body}
+			f := loginFields(a.sprayed(i), i)
+			r := &rawRequest{method: fasthttp.MethodPost, target: target, body: jsonBody(f)}
 			for _, h := range hc.hosts {
 				r.add("Host", h)
 			}
@@ -351,7 +354,11 @@ const mintTarget = "/trace/attacks-mint"
 // "The visitor characteristic";
 // cgnat.go measures the same with a crowd). One client: logins without a
 // cookie, then with forged ones, then fetches of new IDs from a path no
-// rule limits, then logins with each ID it was given.
+// rule limits, then logins with each ID it was given, each budget on an
+// account of its own. The account rules hold such a client too: five
+// failures per account (login-failures-account-client) on at most ten
+// accounts (login-accounts-per-ip, which then bans the client), so it
+// gains less than the visitor budgets' sum.
 func runCookieCycling(a *attackRun) error {
 	if nat.ConfigOf(a.m.p) == nil {
 		a.skip("cookie-cycling", "", fmt.Sprintf("the policy %s has no visitor block", a.p.policy))
@@ -373,8 +380,8 @@ func runCookieCycling(a *attackRun) error {
 			ids = append(ids, ans.cookie)
 		}
 	}
-	login := func(i int, cookie string, valid bool) error {
-		r, f := a.loginRequest(fasthttp.MethodPost, "/login", i)
+	login := func(i int, account, cookie string, valid bool) error {
+		r, f := a.loginRequest(fasthttp.MethodPost, "/login", account, i)
 		a.clientHeader(r, client)
 		canon := a.loginCanon(client, f)
 		if cookie != "" {
@@ -395,15 +402,19 @@ func runCookieCycling(a *attackRun) error {
 		collect(ans)
 		return nil
 	}
+	// Each visitor budget guesses at an account of its own, as an
+	// attacker making the most of them does (login-failures-account-client
+	// holds one account to 5 per client whatever the visitor).
 	n := 0
+	cookieless := a.account("victim")
 	for range cookielessLogins {
-		if err := login(n, "", false); err != nil {
+		if err := login(n, cookieless, "", false); err != nil {
 			return err
 		}
 		n++
 	}
 	for range forgedLogins {
-		if err := login(n, forgedCookie(), false); err != nil {
+		if err := login(n, cookieless, forgedCookie(), false); err != nil {
 			return err
 		}
 		n++
@@ -424,8 +435,9 @@ func runCookieCycling(a *attackRun) error {
 	}
 	maxIDs := int(cookieCyclingRequests(a)/loginsPerID) + 1
 	for k := 0; k < len(ids) && k < maxIDs; k++ {
+		victim := a.account("victim")
 		for range loginsPerID {
-			if err := login(n, ids[k], true); err != nil {
+			if err := login(n, victim, ids[k], true); err != nil {
 				return err
 			}
 			n++

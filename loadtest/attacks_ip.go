@@ -29,20 +29,23 @@ func ipv6RotationRequests(*attackRun) int64 {
 // own /64s, so a client that rotates them must still be one client (the
 // policy's ipv6_prefix) and one network (a rule's ipv6_prefix).
 func runIPv6Rotation(a *attackRun) error {
-	// Within one /64: a new interface ID on every login.
+	// Within one /64: a new interface ID on every guess at one account.
 	site := a.v6Site()
 	s56, s64 := byte(a.rng.Uint32()), byte(a.rng.Uint32())
+	victim := a.account("victim")
 	if err := a.loginCase("ipv6-rotation", "within-a-64", rotation64Requests, func(i int) netip.Addr {
 		return v6In(site, s56, s64, a.rng.Uint64()|1)
-	}, "/login"); err != nil {
+	}, func(int) string { return victim }, "/login"); err != nil {
 		return err
 	}
-	// Across one /56: every login from a /64 of its own.
+	// Across one /56: every login from a /64 of its own, spraying a new
+	// account each time, so that only the per-network rule holds them
+	// (one account would be held by login-failures-account's 50 first).
 	site = a.v6Site()
 	s56 = byte(a.rng.Uint32())
 	if err := a.loginCase("ipv6-rotation", "across-a-56", rotation56Requests, func(i int) netip.Addr {
 		return v6In(site, s56, byte(i), a.rng.Uint64()|1)
-	}, "/login"); err != nil {
+	}, a.sprayed, "/login"); err != nil {
 		return err
 	}
 	// Across one /48, for the per-network rules: every signup from a /56
@@ -50,16 +53,16 @@ func runIPv6Rotation(a *attackRun) error {
 	site = a.v6Site()
 	return a.simpleCase("ipv6-rotation", "signup-across-a-48", rotation48Requests, func(i int) (*rawRequest, canonReq) {
 		client := v6In(site, byte(i), byte(a.rng.Uint32()), a.rng.Uint64()|1)
-		return a.signup(client, client, i)
+		return a.signup(client, client)
 	})
 }
 
-// loginCase sends n logins to target, login i from client(i), and counts
-// what reached the origin.
-func (a *attackRun) loginCase(class, name string, n int, client func(i int) netip.Addr, target string) error {
+// loginCase sends n logins to target, login i from client(i) on
+// account(i), and counts what reached the origin.
+func (a *attackRun) loginCase(class, name string, n int, client func(i int) netip.Addr, account func(i int) string, target string) error {
 	return a.simpleCase(class, name, n, func(i int) (*rawRequest, canonReq) {
 		c := client(i)
-		r, f := a.loginRequest(fasthttp.MethodPost, target, i)
+		r, f := a.loginRequest(fasthttp.MethodPost, target, account(i), i)
 		a.clientHeader(r, c)
 		return r, a.loginCanon(c, f)
 	})
@@ -88,15 +91,27 @@ func (a *attackRun) simpleCase(class, name string, n int, mk func(i int) (*rawRe
 	return nil
 }
 
+// sprayed is a password sprayer's account for login i: a new one each
+// time.
+func (a *attackRun) sprayed(int) string { return a.account("sprayed") }
+
 // signup is POST /signup from client (named in the forwarding header),
-// which the policy counts as counted.
-func (a *attackRun) signup(client, counted netip.Addr, i int) (*rawRequest, canonReq) {
+// which the policy counts as counted, for a new inbox each time: the
+// attacker opens many accounts, one per address, so that only the
+// per-network rule holds them.
+func (a *attackRun) signup(client, counted netip.Addr) (*rawRequest, canonReq) {
+	e := a.email()
+	return a.signupAs(client, counted, e, e)
+}
+
+// signupAs is POST /signup from client for the email address sent, which
+// the origin's identity provider reads as canonical.
+func (a *attackRun) signupAs(client, counted netip.Addr, sent, canonical string) (*rawRequest, canonReq) {
 	r := a.request(fasthttp.MethodPost, "/signup")
 	a.clientHeader(r, client)
 	r.add("Content-Type", "application/json")
-	fields := map[string]string{"username": fmt.Sprintf("attacks-%d", i), "password": "attacks-password"}
-	r.body = []byte(fmt.Sprintf(`{"username":"attacks-%d","password":"attacks-password"}`, i))
-	return r, canonReq{method: fasthttp.MethodPost, path: "/signup", host: a.p.host, client: a.m.counted(counted), fields: fields}
+	r.body = jsonBody(map[string]string{"email": sent})
+	return r, canonReq{method: fasthttp.MethodPost, path: "/signup", host: a.p.host, client: a.m.counted(counted), fields: map[string]string{"email": canonical}}
 }
 
 // clientIPHeaderSpellings are headers that origins (or the frameworks and
@@ -222,10 +237,12 @@ func (a *attackRun) spoofCase(sc spoofCase, peer netip.Addr, leak *leakTally) er
 	if !peer.IsValid() {
 		client = a.v6Client()
 	}
+	// One guesser at one account, hiding behind a new address each time.
+	victim := a.account("victim")
 	var reached int64
 	for i := range spoofRequests {
 		s := a.spoofAddr(i)
-		r, f := a.loginRequest(fasthttp.MethodPost, "/login", i)
+		r, f := a.loginRequest(fasthttp.MethodPost, "/login", victim, i)
 		r.headers = append(r.headers, sc.headers(s, client)...)
 		_, got, ok, err := tc.sendTagged(c, r, a.loginCanon(client, f))
 		if err != nil {
@@ -376,9 +393,9 @@ func runEmbeddedIPv4(a *attackRun) error {
 		err := a.simpleCase("embedded-ipv4", form.name, embeddedNative+embeddedEmbedded, func(i int) (*rawRequest, canonReq) {
 			v := v4In(net, byte(1+i))
 			if i < embeddedNative {
-				return a.signup(v, v, i)
+				return a.signup(v, v)
 			}
-			return a.signup(form.spell(v, i), v, i)
+			return a.signup(form.spell(v, i), v)
 		})
 		if err != nil {
 			return err

@@ -124,6 +124,12 @@ func TestAttackPolicyModel(t *testing.T) {
 	if want := netip.MustParseAddr("2001:db8:1:2::"); client != want {
 		t.Fatalf("counted: got %v, want %v (the policy's /64)", client, want)
 	}
+	login := loginFields("attacks-victim", 0)
+	// The host-limited login rules, and the account rules, which hold
+	// every host (count_distinct rules bound nothing in the model:
+	// login-accounts-per-ip is not listed).
+	loginHost := []string{"login-per-visitor", "login-per-visitor (IP ceiling)", "login-per-network"}
+	loginAccount := []string{"login-failures-account-client", "login-failures-account"}
 	tests := []struct {
 		name        string
 		req         canonReq
@@ -131,13 +137,17 @@ func TestAttackPolicyModel(t *testing.T) {
 		wantRules   []string
 		wantMint    bool
 	}{
-		{"login at the protected host", canonReq{method: "POST", path: "/login", host: attackHost, client: client},
-			false, []string{"login-per-visitor", "login-per-visitor (IP ceiling)", "login-per-network"}, true},
-		{"login at another host", canonReq{method: "POST", path: "/login", host: otherHost, client: client}, false, nil, true},
-		{"login with a visitor ID", canonReq{method: "POST", path: "/login", host: attackHost, client: client, visitor: "an-id"},
-			false, []string{"login-per-visitor", "login-per-visitor (IP ceiling)", "login-per-network"}, false},
+		{"login at the protected host", canonReq{method: "POST", path: "/login", host: attackHost, client: client, fields: login},
+			false, append(slices.Clone(loginHost), loginAccount...), true},
+		{"login at another host", canonReq{method: "POST", path: "/login", host: otherHost, client: client, fields: login}, false, loginAccount, true},
+		{"login with a visitor ID", canonReq{method: "POST", path: "/login", host: attackHost, client: client, visitor: "an-id", fields: login},
+			false, append(slices.Clone(loginHost), loginAccount...), false},
+		{"login without an account", canonReq{method: "POST", path: "/login", host: attackHost, client: client}, true, nil, false},
+		{"login with an empty account", canonReq{method: "POST", path: "/login", host: attackHost, client: client, fields: loginFields(" ", 0)}, true, nil, false},
 		{"GET /login", canonReq{method: "GET", path: "/login", host: attackHost, client: client}, false, nil, true},
-		{"signup", canonReq{method: "POST", path: "/signup", client: client}, false, []string{"signup-per-network"}, true},
+		{"signup", canonReq{method: "POST", path: "/signup", client: client, fields: map[string]string{"email": "a@example.com"}},
+			false, []string{"signup-per-network", "signup-per-email"}, true},
+		{"signup without an email", canonReq{method: "POST", path: "/signup", client: client}, true, nil, false},
 		{"send to a US phone", canonReq{method: "POST", path: "/otp/send", client: client, fields: otpFields("+12025550100")},
 			false, []string{"otp-send-per-phone", "otp-send-per-client", "otp-send-per-range"}, true},
 		{"send to a Russian phone", canonReq{method: "POST", path: "/otp/send", client: client, fields: otpFields(foreignVictim)}, true, nil, false},
@@ -219,14 +229,16 @@ func TestAttacksHostsPolicyIsTheShippedOne(t *testing.T) {
 	// And the copy does limit its login rules to the host.
 	m := loadTestModel(t, attacksPolicyPath)
 	at := func(host string) int {
-		v, err := m.decide(canonReq{method: "POST", path: "/login", host: host, client: netip.MustParseAddr("198.18.0.1")})
+		v, err := m.decide(canonReq{method: "POST", path: "/login", host: host, client: netip.MustParseAddr("198.18.0.1"), fields: loginFields("attacks-victim", 0)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return len(v.cons)
 	}
-	if at(attackHost) != 3 || at(otherHost) != 0 {
-		t.Errorf("login rules at %s: %d ops, at %s: %d; want 3 and 0", attackHost, at(attackHost), otherHost, at(otherHost))
+	// The visitor rule, its IP ceiling and the per-network rule are the
+	// host's; the two account failure rules hold every host.
+	if at(attackHost) != 5 || at(otherHost) != 2 {
+		t.Errorf("login rules at %s: %d ops, at %s: %d; want 5 and 2", attackHost, at(attackHost), otherHost, at(otherHost))
 	}
 }
 
