@@ -52,14 +52,14 @@ func TestHarnessDetects(t *testing.T) {
 		{
 			name:          "agreement",
 			build:         func(v vals) request { return typed(jsonType, jsonBody(v)) },
-			wantConfirmed: 4, // phone, username, challenge_id, and the session
+			wantConfirmed: 5, // phone, username, challenge_id, the session, and the username as the account
 		},
 		{
 			name: "phone where the edge does not look",
 			build: func(v vals) request {
 				return typed(jsonType, `{"username":"`+v.User+`"}`).withHeader("X-Phone", v.Victim)
 			},
-			wantConfirmed: 1,
+			wantConfirmed: 2, // username, and the username as the account
 			wantFound:     []string{"phone: " + verdictUncounted},
 		},
 		{
