@@ -82,3 +82,46 @@ func TestRefusalIsTheSameBytesForAnyAccount(t *testing.T) {
 		}
 	}
 }
+
+// TestDistributedBruteForceSparesTheKnownBrowser: on the shipped policy,
+// 200 addresses guessing one account are held to login-failures-account's
+// 50 failures, and the account is then locked for everyone, but not for
+// the real user's browser, which logged in successfully before the attack
+// (known_visitors, keyed on its visitor cookie): the lockout cannot be
+// turned against the user. The same user on a new device is held to it,
+// and so is anyone sending from the browser's IP without its cookie.
+func TestDistributedBruteForceSparesTheKnownBrowser(t *testing.T) {
+	n := startNode(t, loadPolicy(t, "policies.hcl"), nodeOptions{clock: &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}})
+	login := func(client, password string, header ...string) reply {
+		t.Helper()
+		return do(t, "POST", "http://"+n.addr+"/login", `{"username":"alice@example.com","password":"`+password+`"}`,
+			append([]string{"X-Forwarded-For", client}, header...)...)
+	}
+	// The browser got its visitor cookie loading the login page, then
+	// logged in with it: that success makes it known.
+	browser := withCookie(cookieOf(do(t, "GET", "http://"+n.addr+"/login", "", "X-Forwarded-For", "203.0.113.7")))
+	if len(browser) == 0 {
+		t.Fatal("no visitor cookie minted")
+	}
+	if got := login("203.0.113.7", "letmein-demo", browser...).status; got != http.StatusOK {
+		t.Fatalf("the real user's first login: got %d", got)
+	}
+	through := 0
+	for i := range 200 {
+		if login(fmt.Sprintf("198.18.%d.%d", i/200, i%200+1), fmt.Sprintf("guess-%d", i)).status == http.StatusUnauthorized {
+			through++
+		}
+	}
+	if through != 50 {
+		t.Errorf("200 addresses got %d guesses to the origin, want login-failures-account's 50", through)
+	}
+	if got := login("203.0.113.8", "letmein-demo").status; got != http.StatusTooManyRequests {
+		t.Errorf("the user on a new device during the attack: got %d, want 429", got)
+	}
+	if got := login("203.0.113.7", "letmein-demo", browser...).status; got != http.StatusOK {
+		t.Errorf("the user's known browser during the attack: got %d, want 200", got)
+	}
+	if got := login("203.0.113.7", "guess-x").status; got != http.StatusTooManyRequests {
+		t.Errorf("the browser's IP without its cookie during the attack: got %d, want 429", got)
+	}
+}
