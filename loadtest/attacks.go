@@ -129,6 +129,7 @@ func attackClasses() []attackClass {
 		{"path-spelling", pathSpellingRequests, runPathSpelling},
 		{"method-override", methodOverrideRequests, runMethodOverride},
 		{"host-confusion", hostConfusionRequests, runHostConfusion},
+		{"account-spelling", accountSpellingRequests, runAccountSpelling},
 		{"phone-format", phoneFormatRequests, runPhoneFormat},
 		{"content-type", contentTypeRequests, runContentType},
 		{"cookie-cycling", cookieCyclingRequests, runCookieCycling},
@@ -461,6 +462,8 @@ var baselineCases = map[string]bool{
 	"path-spelling:/login":                   true,
 	"method-override/X-HTTP-Method-Override": true,
 	"host-confusion/plain":                   true,
+	"account-spelling/login":                 true,
+	"account-spelling/signup":                true,
 	"embedded-ipv4/native":                   true,
 }
 

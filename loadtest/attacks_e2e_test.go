@@ -106,6 +106,8 @@ func TestAttacksShortSuite(t *testing.T) {
 		"attack: ipv6-rotation/across-a-56 gain=100 bound=100 ok\n",
 		"attack: path-spelling:/login gain=5 bound=5 ok\n",
 		"attack: host-confusion/plain gain=5 bound=5 ok\n",
+		"attack: account-spelling/login gain=5 bound=5 ok\n",
+		"attack: account-spelling/signup gain=3 bound=3 ok\n",
 		"attack: method-override/X-HTTP-Method-Override gain=5 bound=5 ok\n",
 		"attack: spoofing/chain-left gain=5 bound=5 ok\n",
 		"attack: phone-format gain=3 bound=3 ok\n",
@@ -267,5 +269,45 @@ func TestAttacksWrongOrigin(t *testing.T) {
 	}
 	if strings.Contains(out, "attack: ") {
 		t.Errorf("cases ran:\n%s", out)
+	}
+}
+
+// TestAttacksAccountSpellingDetectsRawKeys: a node whose account rules
+// key on the identifier's bytes as sent (json:username, json:email: no
+// case folding, no NFKC, no aliases) gives every spelling a budget of its
+// own, and account-spelling says BREACH for both cases, against the
+// bounds of the policy the tool reads.
+func TestAttacksAccountSpellingDetectsRawKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real edge")
+	}
+	strict := writeAttacksPolicy(t)
+	weak := writeAttacksPolicy(t,
+		`key              = ["account", "ip"]`, `key              = ["json:username", "ip"]`,
+		"key             = [\"account\"]\n  account_aliases = true", `key             = ["json:email"]`)
+	edge, origin, _ := startEdgeOrigin(t, weak)
+	code, out, stderr := runAttacksTool(t, edge, origin, strict, "-classes", "account-spelling")
+	if code != exitMismatch {
+		t.Fatalf("exit %d, want %d; stderr %q\n%s", code, exitMismatch, stderr, out)
+	}
+	got := map[string][]string{}
+	for _, m := range attackLine.FindAllStringSubmatch(out, -1) {
+		got[m[1]] = m[2:]
+	}
+	for _, tt := range []struct{ name, gain, bound string }{
+		// Every one of the 20 spellings is a new key of
+		// login-failures-account-client; the normalised account rules
+		// (login-failures-account's 50, login-accounts-per-ip's one
+		// distinct account) and 10 visitor IDs do not hold 20.
+		{"account-spelling/login", "20", "5"},
+		// 13 inboxes to signup-per-email; signup-per-network's 10 holds.
+		{"account-spelling/signup", "10", "3"},
+	} {
+		if g := got[tt.name]; g == nil || g[0] != tt.gain || g[1] != tt.bound || g[2] != "BREACH" {
+			t.Errorf("%s: got %q, want gain %s bound %s BREACH", tt.name, g, tt.gain, tt.bound)
+		}
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", out)
 	}
 }

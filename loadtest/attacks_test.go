@@ -10,8 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/nyaruka/phonenumbers"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/otp"
@@ -503,5 +506,78 @@ func TestAttacksUsage(t *testing.T) {
 		if out != "" {
 			t.Errorf("%q: stdout %q, want nothing", tt.args, out)
 		}
+	}
+}
+
+// TestAttackAccountSpellings: an identity provider comparing identifiers
+// as RFC 8265 and case-insensitive stores do (NFKC, Unicode full case
+// folding, white space trimmed; computed here with golang.org/x/text, not
+// with the edge's normaliser) reads every login spelling as the victim,
+// each spelling is a new string, and Gmail (dots and "+tag" ignored,
+// googlemail.com the same) delivers every signup spelling to one inbox.
+func TestAttackAccountSpellings(t *testing.T) {
+	t.Parallel()
+	idp := func(s string) string {
+		s = norm.NFKC.String(cases.Fold().String(norm.NFKC.String(s)))
+		return strings.TrimFunc(s, unicode.IsSpace)
+	}
+	const victim = accountVictimPrefix + "0a1b2c3d"
+	seen := map[string]bool{}
+	for _, s := range loginAccountSpellings(victim) {
+		if got := idp(s.value); got != victim {
+			t.Errorf("%s: %q reads as %q, want %q", s.name, s.value, got, victim)
+		}
+		if seen[s.value] {
+			t.Errorf("%s: %q twice", s.name, s.value)
+		}
+		seen[s.value] = true
+	}
+	if s := loginAccountSpellings(victim); s[0].value != victim || len(s) < 15 {
+		t.Errorf("first spelling %q, %d spellings; want the victim first and at least 15", s[0].value, len(s))
+	}
+	inbox := func(addr string) string {
+		local, domain, ok := strings.Cut(idp(addr), "@")
+		if !ok {
+			return ""
+		}
+		if domain == "googlemail.com" {
+			domain = "gmail.com"
+		}
+		if domain == "gmail.com" {
+			local, _, _ = strings.Cut(local, "+")
+			local = strings.ReplaceAll(local, ".", "")
+		}
+		return local + "@" + domain
+	}
+	const local = "jdoe0a1b2c3d"
+	seen = map[string]bool{}
+	for _, s := range gmailSpellings(local) {
+		if got := inbox(s.value); got != local+"@gmail.com" {
+			t.Errorf("%s: %q reaches %q, want %s@gmail.com", s.name, s.value, got, local)
+		}
+		if seen[s.value] {
+			t.Errorf("%s: %q twice", s.name, s.value)
+		}
+		seen[s.value] = true
+	}
+	// The model keys each login spelling's canonical form on one account:
+	// the bound comes from the one account key, never from one per
+	// spelling.
+	m := loadTestModel(t, attacksPolicyPath)
+	client := netip.MustParseAddr("2001:db8:7::1")
+	var keys []rules.Key
+	for i := range 3 {
+		v, err := m.decide(canonReq{method: "POST", path: "/login", host: attackHost, client: client, fields: loginFields(victim, i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range v.cons {
+			if c.name == "login-failures-account-client" {
+				keys = append(keys, c.key)
+			}
+		}
+	}
+	if len(keys) != 3 || keys[0] != keys[1] || keys[1] != keys[2] {
+		t.Errorf("login-failures-account-client keys of three guesses at one account: %x, want three equal", keys)
 	}
 }
