@@ -243,11 +243,13 @@ func (r *loginRun) finish(ctx context.Context, forwarded, sent int64) (int64, er
 
 // loginClient sends logins to the edge on one connection, as the trusted
 // proxy this tool plays: the client named in the policy's forwarding
-// header, Host: -host, a JSON body, no cookie.
+// header, Host: -host, a JSON body, and the visitor cookie once visit got
+// one (a browser's), none otherwise.
 type loginClient struct {
 	hc      *fasthttp.HostClient
 	base    string
 	host    string
+	cookie  []byte // "NAME=VALUE" of the visitor cookie, or nil
 	header  string // the policy's forwarded_header
 	timeout time.Duration
 }
@@ -294,6 +296,9 @@ func (c *loginClient) login(ctx context.Context, client netip.Addr, username, pa
 	name, value := forwardingHeader(c.header, client)
 	req.Header.Set(name, value)
 	req.Header.SetContentType("application/json")
+	if c.cookie != nil {
+		req.Header.SetBytesV("Cookie", c.cookie)
+	}
 	req.SetBodyRaw(body)
 	if err := c.hc.DoTimeout(req, resp, timeout); err != nil {
 		if errors.Is(err, fasthttp.ErrTimeout) && ctx.Err() != nil {
@@ -302,6 +307,38 @@ func (c *loginClient) login(ctx context.Context, client netip.Addr, username, pa
 		return 0, fmt.Errorf("POST %s%s: %w", c.base, loginPath, err)
 	}
 	return resp.StatusCode(), nil
+}
+
+// visit loads the login page from client, as a browser does before it
+// logs in, and keeps the visitor cookie named name the edge sets (a
+// policy with a visitor block mints one on the first forwarded request).
+// It reports whether it got one.
+func (c *loginClient) visit(ctx context.Context, client netip.Addr, name string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(c.base + loginPath)
+	req.Header.SetHost(c.host)
+	hn, hv := forwardingHeader(c.header, client)
+	req.Header.Set(hn, hv)
+	if err := c.hc.DoTimeout(req, resp, c.timeout); err != nil {
+		return false, fmt.Errorf("GET %s%s: %w", c.base, loginPath, err)
+	}
+	v := resp.Header.PeekCookie(name)
+	if len(v) == 0 {
+		return false, nil
+	}
+	ck := fasthttp.AcquireCookie()
+	defer fasthttp.ReleaseCookie(ck)
+	if err := ck.ParseBytes(v); err != nil || len(ck.Value()) == 0 {
+		return false, nil
+	}
+	c.cookie = append(append(append(c.cookie[:0], name...), '='), ck.Value()...)
+	return true, nil
 }
 
 // originAnswer reports whether status is one only the origin gives to a

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -113,12 +114,25 @@ func runBruteForce(ctx context.Context, cfg config) error {
 
 	c := run.newClient()
 	defer c.close()
+	// The real user is a browser: it loads the login page (getting its
+	// visitor cookie, where the policy has visitors) and logs in once
+	// before the attack, which makes it known to a rule with
+	// known_visitors; then it logs in during the attack with that cookie.
+	uc := run.newClient()
+	defer uc.close()
+	var visits int64 // the page loads, which reach the origin's /login too
+	if vc := nat.ConfigOf(run.m.p); vc != nil {
+		if _, err := uc.visit(ctx, res.userAddr, vc.Cookie); err != nil {
+			return err
+		}
+		visits++
+	}
 	total := p.guessers * p.guesses
 	every := total/max(p.userLogins, 1) + 1 // a real login after every so many guesses
 	through := make([]int64, p.guessers)
 	sent := 0
 	userLogin := func() error {
-		status, err := c.login(ctx, res.userAddr, res.account, p.password)
+		status, err := uc.login(ctx, res.userAddr, res.account, p.password)
 		if err != nil {
 			return err
 		}
@@ -128,6 +142,9 @@ func runBruteForce(ctx context.Context, cfg config) error {
 			res.userOK.succeeded++
 		}
 		return nil
+	}
+	if err := userLogin(); err != nil { // before the attack
+		return err
 	}
 	for g := range p.guesses {
 		for i, a := range addrs {
@@ -155,7 +172,7 @@ func runBruteForce(ctx context.Context, cfg config) error {
 	end := time.Now()
 	res.elapsed = end.Sub(run.start)
 
-	reached, err := run.finish(ctx, res.guesses.forwarded+res.user.forwarded, res.guesses.sent+res.user.sent)
+	reached, err := run.finish(ctx, res.guesses.forwarded+res.user.forwarded+visits, res.guesses.sent+res.user.sent+visits)
 	if err != nil {
 		return err
 	}
@@ -174,6 +191,6 @@ func runBruteForce(ctx context.Context, cfg config) error {
 			bound, source = a, account.describe()
 		}
 	}
-	res.bound = otpBound{what: "guesses", attempted: res.guesses.sent, reached: reached - res.user.forwarded, bound: bound, source: source}
+	res.bound = otpBound{what: "guesses", attempted: res.guesses.sent, reached: reached - res.user.forwarded - visits, bound: bound, source: source}
 	return loginResult(cfg, "brute-force", writeBruteReport(res), res.failures())
 }

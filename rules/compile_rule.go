@@ -397,8 +397,8 @@ func (c *Compiler) ban(rb *ruleBlock, r *Rule) {
 	case d > MaxBan:
 		c.Errorf(rb.BanRange, "ban too long", "%q: a ban lasts at most 30d", *rb.Ban)
 		return
-	case r.Action == ActionDeny:
-		c.Errorf(rb.BanRange, "ban not used", "action = \"deny\" refuses every match already; remove ban")
+	case !r.counts():
+		c.Errorf(rb.BanRange, "ban not used", "a rule that counts nothing (action = \"deny\" or \"skip\") never trips; remove ban")
 		return
 	}
 	if rb.BanScope != nil {
