@@ -76,7 +76,8 @@ var (
 var probeAddr = netip.MustParseAddr("1.1.1.1")
 
 // OpenNetwork opens the files o names: each MaxMind database memory-mapped
-// once, checked to be of a type its option accepts and to answer a lookup;
+// once, checked to be of a type its option accepts and to answer a lookup
+// (probeAddr and its first records decode);
 // the hosting ASN list read into memory. Every error names the option and
 // the file ("asn_database \"x.mmdb\": ..."; a bad hosting_asns line is
 // "hosting_asns file:line: ..."). With every option empty it returns a
@@ -123,8 +124,24 @@ func openDB(option, path string, types []string, rec mmdbdata.CursorUnmarshaler)
 		db.Close()
 		return nil, fmt.Errorf("%s %q: looking up %s: %w", option, path, probeAddr, err)
 	}
+	// The probe may find nothing; the first records with data check the
+	// decoder against the file's real records.
+	i := 0
+	for res := range db.Networks() {
+		if err := res.Decode(rec); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("%s %q: decoding the record of %s: %w", option, path, res.Prefix(), err)
+		}
+		if i++; i == probeRecords {
+			break
+		}
+	}
 	return db, nil
 }
+
+// probeRecords is how many of a database's first records OpenNetwork
+// decodes, beyond the probe address.
+const probeRecords = 16
 
 // readHostingASNs reads a hosting ASN list: one AS number a line, with or
 // without its "AS" prefix, then an optional # comment. AS0 is refused (it

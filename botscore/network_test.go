@@ -4,7 +4,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/oschwald/maxminddb-golang/v2"
@@ -136,7 +138,7 @@ func TestLookupOtherTypes(t *testing.T) {
 		want NetSignals
 	}{
 		{"1.128.0.1", NetSignals{ASN: 1221}},
-		{"23.32.0.1", NetSignals{ASN: 35994}}, // no hosting list: not Hosting
+		{"23.32.0.1", NetSignals{ASN: 35994}},                    // no hosting list: not Hosting
 		{"89.160.20.112", NetSignals{ASN: 29518, Country: "SE"}}, // ISP: 89.160.0.0/20
 		{"1.2.0.1", NetSignals{VPN: true}},
 		{"73.1.2.3", NetSignals{ASN: 7922}},
@@ -316,4 +318,160 @@ func BenchmarkDecodeReflect(b *testing.B) {
 			b.Fatal(rec, err)
 		}
 	}
+}
+
+// mmdbString, mmdbUint and mmdbMap encode MaxMind DB data section values
+// (MaxMind DB format spec 2.0, "Data Section"); only short values.
+func mmdbString(s string) []byte { return append([]byte{2<<5 | byte(len(s))}, s...) }
+
+func mmdbUint(typ byte, v uint64, size int) []byte {
+	b := make([]byte, size)
+	for i := range size {
+		b[size-1-i] = byte(v >> (8 * i))
+	}
+	return append([]byte{typ<<5 | byte(size)}, b...)
+}
+
+func mmdbMap(kv ...[]byte) []byte {
+	out := []byte{7<<5 | byte(len(kv)/2)}
+	for _, b := range kv {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// mmdbFile builds an IPv4 database of the given type with one node: the
+// lower half of the address space (0.0.0.0/1, which holds probeAddr) maps
+// to record, the upper half to nothing.
+func mmdbFile(t *testing.T, dbType string, record []byte) string {
+	return mmdbFileHalf(t, dbType, record, false)
+}
+
+// mmdbFileHalf is mmdbFile with the record in the upper half
+// (128.0.0.0/1) when upper is set.
+func mmdbFileHalf(t *testing.T, dbType string, record []byte, upper bool) string {
+	t.Helper()
+	const nodeCount = 1
+	pointer := nodeCount + 16 // data section offset 0
+	tree := []byte{byte(pointer >> 16), byte(pointer >> 8), byte(pointer), 0, 0, nodeCount}
+	if upper {
+		tree = []byte{0, 0, nodeCount, byte(pointer >> 16), byte(pointer >> 8), byte(pointer)}
+	}
+	var b []byte
+	b = append(b, tree...)
+	b = append(b, make([]byte, 16)...)
+	b = append(b, record...)
+	b = append(b, "\xAB\xCD\xEFMaxMind.com"...)
+	b = append(b, mmdbMap(
+		mmdbString("binary_format_major_version"), mmdbUint(5, 2, 1),
+		mmdbString("binary_format_minor_version"), mmdbUint(5, 0, 0),
+		mmdbString("build_epoch"), []byte{4, 2, 0x65, 0, 0, 0}, // uint64 (extended type 9), 4 bytes
+		mmdbString("database_type"), mmdbString(dbType),
+		mmdbString("ip_version"), mmdbUint(5, 4, 1),
+		mmdbString("node_count"), mmdbUint(6, nodeCount, 1),
+		mmdbString("record_size"), mmdbUint(5, 24, 1),
+	)...)
+	return writeFile(t, dbType+".mmdb", string(b))
+}
+
+// A database of the right type whose records are not the expected shape
+// fails at open, naming the file; the same record read by Lookup gives
+// zero signals rather than an error at request time.
+func TestOpenNetworkBadRecords(t *testing.T) {
+	good := mmdbFile(t, "GeoLite2-ASN", mmdbMap(mmdbString("autonomous_system_number"), mmdbUint(6, 64500, 2)))
+	n, err := OpenNetwork(NetworkOptions{ASNDatabase: good})
+	if err != nil {
+		t.Fatalf("the hand-built database does not open: %v", err)
+	}
+	var sig NetSignals
+	n.Lookup(probeAddr, &sig)
+	if sig.ASN != 64500 {
+		t.Errorf("hand-built database: ASN %d, want 64500", sig.ASN)
+	}
+	n.Close()
+
+	// A bad record the probe does not reach is found among the first
+	// records.
+	upper := mmdbFileHalf(t, "GeoLite2-ASN", mmdbMap(mmdbString("autonomous_system_number"), mmdbString("x")), true)
+	if n, err := OpenNetwork(NetworkOptions{ASNDatabase: upper}); err == nil {
+		n.Close()
+		t.Errorf("a bad record in 128.0.0.0/1: OpenNetwork succeeded")
+	} else if want := "asn_database " + strconv.Quote(upper) + ": decoding the record of 128.0.0.0/1: "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %q, want it to start %q", err, want)
+	}
+
+	for _, tc := range []struct {
+		option string
+		o      func(string) NetworkOptions
+		dbType string
+		record []byte
+	}{
+		{"asn_database", func(p string) NetworkOptions { return NetworkOptions{ASNDatabase: p} }, "GeoLite2-ASN",
+			mmdbMap(mmdbString("autonomous_system_number"), mmdbString("AS15169"))},
+		{"asn_database", func(p string) NetworkOptions { return NetworkOptions{ASNDatabase: p} }, "GeoIP2-ISP",
+			mmdbString("not a map")},
+		{"country_database", func(p string) NetworkOptions { return NetworkOptions{CountryDatabase: p} }, "GeoIP2-Country",
+			mmdbMap(mmdbString("country"), mmdbMap(mmdbString("iso_code"), mmdbUint(5, 7, 1)))},
+		{"country_database", func(p string) NetworkOptions { return NetworkOptions{CountryDatabase: p} }, "GeoIP2-City",
+			mmdbMap(mmdbString("country"), mmdbString("GB"))},
+		{"anonymous_database", func(p string) NetworkOptions { return NetworkOptions{AnonymousDatabase: p} }, "GeoIP2-Anonymous-IP",
+			mmdbMap(mmdbString("is_anonymous_vpn"), mmdbString("yes"))},
+	} {
+		t.Run(tc.dbType, func(t *testing.T) {
+			path := mmdbFile(t, tc.dbType, tc.record)
+			n, err := OpenNetwork(tc.o(path))
+			if err == nil {
+				n.Close()
+				t.Fatal("OpenNetwork succeeded, want an error")
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, tc.option+" "+strconv.Quote(path)+": looking up 1.1.1.1: ") {
+				t.Errorf("error %q: want it to name %s %q and the probe", msg, tc.option, path)
+			}
+			// What Lookup does with such a record, were the file swapped
+			// under a running Network: zero, no panic.
+			db, err := maxminddb.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			bad := &Network{asn: db}
+			switch tc.option {
+			case "country_database":
+				bad = &Network{country: db}
+			case "anonymous_database":
+				bad = &Network{anon: db}
+			}
+			bad.scratch.New = func() any { return new(lookupScratch) }
+			sig := NetSignals{ASN: 9, Country: "GB", VPN: true}
+			bad.Lookup(probeAddr, &sig)
+			if sig != (NetSignals{}) {
+				t.Errorf("Lookup of a bad record: %+v, want zero", sig)
+			}
+		})
+	}
+}
+
+// Lookups from many goroutines share the Network (and its scratch pool)
+// and each gets its own address's answer; run with -race.
+func TestLookupConcurrent(t *testing.T) {
+	n := openAll(t)
+	want := make([]NetSignals, len(lookupAddrs))
+	for i, a := range lookupAddrs {
+		n.Lookup(a, &want[i])
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				k := (g + i) % len(lookupAddrs)
+				var sig NetSignals
+				n.Lookup(lookupAddrs[k], &sig)
+				if sig != want[k] {
+					t.Errorf("%s: %+v, want %+v", lookupAddrs[k], sig, want[k])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
