@@ -76,6 +76,10 @@ func (f *fields) Body() (contentType, body []byte) {
 // Cookies renders the request's cookies as fasthttp forwards them: once
 // it has parsed them (as reading them here makes it), it sends one Cookie
 // line of its parsed pairs, "name=value" (or a lone value) joined by "; ".
+// RawHeaders returns the request's header lines as received, in their
+// order and letter case (the bot score's header-order signal).
+func (f *fields) RawHeaders() []byte { return f.r.Header.RawHeaders() }
+
 func (f *fields) Cookies() []byte {
 	f.cookies = f.cookies[:0]
 	for k, v := range f.r.Header.Cookies() {
@@ -286,6 +290,15 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	req.Header.SetNoDefaultContentType(true)
 	req.SetRequestURIBytes(rs.uri)
 	mint := s.visitorHeader(st, rs, req, d)
+	if st.bots != nil {
+		// The origin learns the request's bot score and why (issue 12):
+		// the client's copies of these headers were stripped above.
+		res := st.bots.Result(&rs.req, rs.sc)
+		rs.hdr = res.AppendScore(rs.hdr[:0])
+		req.Header.SetBytesV("X-Edge-Bot-Score", rs.hdr)
+		rs.hdr = res.Reasons.AppendNames(rs.hdr[:0])
+		req.Header.SetBytesV("X-Edge-Bot-Reasons", rs.hdr)
+	}
 	defer func() {
 		if clientClose {
 			ctx.SetConnectionClose()

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
@@ -117,6 +118,7 @@ type policyState struct {
 	counters [][numOutcomes]prometheus.Counter // per rule, per outcome
 	signer   *nat.Signer                       // visitor IDs; nil without a visitor block
 	visitor  *nat.Config                       // the visitor block; nil without one
+	bots     *botscore.Config                  // the botscore block; nil without one
 	// upstreamHost and upstreamAuthority are the upstream's address in
 	// rules.AppendHost's forms: the host of an HTTP/1.0 request without
 	// one (requestHost).
@@ -190,6 +192,7 @@ func (s *Server) install(p *rules.Policy) error {
 	if st.upstreamAuthority, st.upstreamHost, ok = rules.AppendHost(nil, nil, []byte(hc.Addr)); !ok {
 		return fmt.Errorf("gateway: upstream address %q is not HOST:PORT", hc.Addr)
 	}
+	st.bots = botscore.ConfigOf(p)
 	if v := nat.ConfigOf(p); v != nil {
 		st.visitor = v
 		if st.signer, err = s.visitorSigner(v); err != nil {

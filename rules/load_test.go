@@ -308,11 +308,11 @@ rule "a" {
   key    = ["phone", "otp_session", "visitor", "account", "asn", "country"]
   period = "soon"
   when {
-    bot_score_below = 30
-    hosting         = true
-    asn_in          = [1]
-    country_in      = ["US"]
-    country_not_in  = ["FR"]
+    bot_score_below = 300
+    hosting         = "maybe"
+    asn_in          = ["ASX"]
+    country_in      = ["us"]
+    country_not_in  = ["fr"]
     visitor_valid   = true
     phone_country_in = ["us"]
   }
