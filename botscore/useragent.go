@@ -1,6 +1,7 @@
 package botscore
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // The User-Agent classifier (docs/botscore.md, "Request signals"). One
@@ -27,11 +29,12 @@ var crawlerJSON []byte
 // automationTokens name HTTP libraries and command-line tools, matched
 // case-insensitively anywhere in the User-Agent. Each carries its
 // separator so that a word inside a browser's or an app's name does not
-// match.
+// match; Java's carries its version's first digit, because feature
+// phones' browsers write "Java/ASVM/1.1".
 var automationTokens = []string{
 	"curl/", "libcurl", "pycurl/", "wget/", "wget2/",
 	"python-requests/", "python-urllib/", "python-httpx/", "aiohttp/", "urllib3/", "httplib2/",
-	"go-http-client/", "go-resty/", "okhttp/", "java/", "apache-httpclient/", "jakarta commons-httpclient",
+	"go-http-client/", "go-resty/", "okhttp/", "java/1", "java/2", "java/3", "java/4", "java/5", "java/6", "java/7", "java/8", "java/9", "apache-httpclient/", "jakarta commons-httpclient",
 	"node-fetch/", "node-fetch (", "undici", "axios/", "got (https://github.com/sindresorhus/got",
 	"libwww-perl/", "lwp::simple", "scrapy/", "postmanruntime/", "insomnia/", "httpie/",
 	"guzzlehttp/", "reqwest/", "dart/", "deno/", "bun/", "windowspowershell/", "faraday v",
@@ -70,6 +73,13 @@ var crawlerOverrides = map[string]string{
 	// The "008" crawler's `008/` matches Opera Mini's build number
 	// ("Opera Mini/4.4.39008/37.9178"); the crawler writes "008/0.83".
 	`008\/`: `(?:^|[^0-9.])008\/`,
+	// 80legs' pattern is an Android build id that OPPO phones' real
+	// browsers send; keep the crawler's own User-Agent, an Instagram
+	// webview on that build.
+	`AP3A\.240617\.008`: `AP3A\.240617\.008; wv\).* Instagram 406\.0\.0\.58\.159 `,
+	// `RED\/` matches the WIRED app ("WIRED/3.2.3"); the crawler writes
+	// "RED/1.0" as a word of its own.
+	`RED\/`: `(?:^|[^A-Za-z])RED\/`,
 }
 
 // minLiteral is the shortest literal worth a prefilter entry: a pattern
@@ -449,12 +459,7 @@ func browserFamily(ua []byte) (Browser, bool) {
 func hasPrefix(b []byte, s string) bool { return len(b) >= len(s) && string(b[:len(s)]) == s }
 
 func contains(b []byte, s string) bool {
-	for i := 0; i+len(s) <= len(b); i++ {
-		if b[i] == s[0] && string(b[i:i+len(s)]) == s {
-			return true
-		}
-	}
-	return false
+	return bytes.Contains(b, unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 func trimSpace(b []byte) []byte {
@@ -480,7 +485,7 @@ func trimSpace(b []byte) []byte {
 type automaton struct {
 	class    [256]uint8
 	classes  int
-	trans    []uint16 // state ids: the list makes about 14,000 states
+	trans    []uint32 // row offset of the next state | hasOut
 	outStart []int32
 	out      []int32
 }
@@ -554,12 +559,18 @@ func buildAutomaton(lits []string) automaton {
 			}
 		}
 	}
-	if n > 1<<16 {
-		panic("botscore: crawler literals make more than 65536 automaton states")
+	// Premultiplied: an entry is the next state's row offset, with
+	// hasOut set when that state ends a literal, so the search loop does
+	// one dependent load a byte.
+	if n*a.classes >= hasOut {
+		panic("botscore: the crawler literals make too many automaton states")
 	}
-	a.trans = make([]uint16, len(trans))
+	a.trans = make([]uint32, len(trans))
 	for i, t := range trans {
-		a.trans[i] = uint16(t)
+		a.trans[i] = uint32(int(t) * a.classes)
+		if len(outs[t]) > 0 {
+			a.trans[i] |= hasOut
+		}
 	}
 	a.outStart = make([]int32, n+1)
 	for s := range n {
@@ -569,13 +580,19 @@ func buildAutomaton(lits []string) automaton {
 	return a
 }
 
+// hasOut flags a transition into a state that ends a literal.
+const hasOut = 1 << 31
+
 // each calls fn with every literal that occurs in b, once per occurrence.
 func (a *automaton) each(b []byte, fn func(lit int32)) {
-	s := uint16(0)
+	trans, class := a.trans, &a.class
+	s := uint32(0)
 	for _, c := range b {
-		s = a.trans[int(s)*a.classes+int(a.class[c])]
-		if lo, hi := a.outStart[s], a.outStart[s+1]; lo < hi {
-			for _, lit := range a.out[lo:hi] {
+		s = trans[s+uint32(class[c])]
+		if s&hasOut != 0 {
+			s &^= hasOut
+			id := int(s) / a.classes
+			for _, lit := range a.out[a.outStart[id]:a.outStart[id+1]] {
 				fn(lit)
 			}
 		}
