@@ -54,6 +54,9 @@ func TestLoadShippedAndFixturePolicies(t *testing.T) {
 		"testdata/fixtures/policies/foundation.hcl",
 		"testdata/fixtures/policies/visitors.hcl",
 		"testdata/fixtures/policies/otp.hcl",
+		"testdata/fixtures/policies/login.hcl",
+		"testdata/fixtures/policies/bots.hcl",
+		"testdata/fixtures/policies/full.hcl",
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, diags := builtin.LoadFile(filepath.Join(root, name))

@@ -11,7 +11,7 @@ import (
 // TestTestPassesTestedFixtures: `edge test` passes the shipped policy and
 // the fixtures with test blocks, one PASS line per test, exit 0.
 func TestTestPassesTestedFixtures(t *testing.T) {
-	for _, f := range []string{"policies.hcl", "testdata/fixtures/policies/foundation-tested.hcl", "testdata/fixtures/policies/otp-tested.hcl", "testdata/fixtures/policies/login.hcl"} {
+	for _, f := range []string{"policies.hcl", "testdata/fixtures/policies/foundation-tested.hcl", "testdata/fixtures/policies/otp-tested.hcl", "testdata/fixtures/policies/login.hcl", "testdata/fixtures/policies/full.hcl"} {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := run([]string{"test", "-config", filepath.Join(root, f)}, &out, &errb)
