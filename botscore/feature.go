@@ -92,6 +92,7 @@ type state struct {
 	net NetSignals
 	req RequestSignals
 	res Result
+	src fieldsSource // the request's headers, as ReadRequest's source (a pointer to it: no boxing per request)
 }
 
 // rawHeaders is what the header-order signal needs beyond rules.Fields:
@@ -104,14 +105,14 @@ type fieldsSource struct{ f rules.Fields }
 
 var userAgent = []byte("User-Agent")
 
-func (s fieldsSource) UserAgent() []byte {
+func (s *fieldsSource) UserAgent() []byte {
 	if s.f == nil {
 		return nil
 	}
 	return s.f.Header(userAgent)
 }
 
-func (s fieldsSource) RawHeaders() []byte {
+func (s *fieldsSource) RawHeaders() []byte {
 	if rh, ok := s.f.(rawHeaders); ok {
 		return rh.RawHeaders()
 	}
@@ -134,7 +135,9 @@ func (c *Config) Result(req *rules.Request, s *rules.Scratch) Result {
 	}
 	st.net, st.req = NetSignals{}, RequestSignals{}
 	c.Network.Lookup(req.Client, &st.net)
-	ReadRequest(fieldsSource{req.Fields}, &st.req)
+	st.src.f = req.Fields
+	ReadRequest(&st.src, &st.req)
+	st.src.f = nil // the Scratch outlives the request: keep no reference to it
 	if st.req.Claim != ClaimNone {
 		st.net.VerifiedClaim = VerifiedCrawler(st.req.Claim, req.Client)
 	}
