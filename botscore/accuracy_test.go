@@ -53,7 +53,7 @@ func unquoteYAML(v string) string {
 	case len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'':
 		return strings.ReplaceAll(v[1:len(v)-1], "''", "'")
 	case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
-		return strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(v[1:len(v)-1])
+		return strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(v[1 : len(v)-1])
 	}
 	return v
 }
