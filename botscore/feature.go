@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,7 +85,11 @@ func decodeBlock(c *rules.Compiler, b *hcl.Block) any {
 		c.Errorf(b.DefRange, "Cannot open bot score data", "%v", err)
 		return nil
 	}
-	return &Config{Network: n, slot: c.Slot("botscore.result")}
+	cfg := &Config{Network: n, slot: c.Slot("botscore.result")}
+	// A reload opens the files anew; the old policy's mappings go once
+	// nothing can reach its Config (no request is still deciding on it).
+	runtime.AddCleanup(cfg, func(n *Network) { _ = n.Close() }, n)
+	return cfg
 }
 
 // state is a request's signals and score, computed once (Memo.State).
@@ -110,6 +115,15 @@ func (s *fieldsSource) UserAgent() []byte {
 		return nil
 	}
 	return s.f.Header(userAgent)
+}
+
+// Header answers for Accept and the like when RawHeaders cannot (a
+// request not read from the wire): ReadRequest's HeaderGetter.
+func (s *fieldsSource) Header(name []byte) []byte {
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Header(name)
 }
 
 func (s *fieldsSource) RawHeaders() []byte {

@@ -47,8 +47,8 @@ const (
 type Browser uint8
 
 const (
-	BrowserOther Browser = iota
-	BrowserChrome // Chrome, Chromium, Edge, Opera, Brave: Blink
+	BrowserOther  Browser = iota
+	BrowserChrome         // Chrome, Chromium, Edge, Opera, Brave: Blink
 	BrowserFirefox
 	BrowserSafari
 )
