@@ -22,6 +22,10 @@ func (s *Server) AdminHandler(ctx *fasthttp.RequestCtx) {
 	case "/metrics":
 		s.metricsHandler()(ctx)
 	default:
+		if strings.HasPrefix(string(ctx.Path()), "/admin/") {
+			s.adminAPI(ctx)
+			return
+		}
 		ctx.Error("not found\n", fasthttp.StatusNotFound)
 	}
 }

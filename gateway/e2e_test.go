@@ -94,11 +94,12 @@ func loadPolicy(t testing.TB, rel string, replace ...string) *rules.Policy {
 }
 
 type nodeOptions struct {
-	dryRun bool
-	clock  *fakeClock
-	logs   io.Writer   // JSON logs at info level, when set
-	health Health      // the store's health for /readyz, when set
-	store  rules.Store // the counter store, when set (the test closes it); a 10000-key memstore otherwise
+	dryRun     bool
+	clock      *fakeClock
+	logs       io.Writer   // JSON logs at info level, when set
+	health     Health      // the store's health for /readyz, when set
+	store      rules.Store // the counter store, when set (the test closes it); a 10000-key memstore otherwise
+	adminToken string      // Options.AdminToken
 }
 
 func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
@@ -131,6 +132,7 @@ func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
 		opts.Logger = slog.New(slog.NewJSONHandler(o.logs, nil))
 	}
 	opts.Health = o.health
+	opts.AdminToken = o.adminToken
 	n.srv, err = New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,6 +64,9 @@ type Options struct {
 	// RedisStats, when set, exports a Redis store's client counters as
 	// metrics (redisstore.Store.Stats).
 	RedisStats func() redisstore.Stats
+	// AdminToken is the admin API's bearer token ($EDGE_ADMIN_TOKEN);
+	// empty turns its mutating endpoints off (docs/operations.md).
+	AdminToken string
 	// Clock replaces the request time (fasthttp's ctx.Time()) for tests
 	// that script time; nil in production.
 	Clock rules.Clock
@@ -99,6 +103,7 @@ type Server struct {
 	observeHook func(d *rules.Decision, matches []rules.Match)
 
 	listen, adminListen string
+	adminToken          []byte // SHA-256 of Options.AdminToken; nil without one
 
 	visitorOnce   sync.Once
 	visitorSecret []byte
@@ -148,6 +153,10 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.AdminToken != "" {
+		sum := sha256.Sum256([]byte(opts.AdminToken))
+		s.adminToken = sum[:]
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()

@@ -209,6 +209,7 @@ func serve(args []string, stderr io.Writer) int {
 		Policy: p, Store: st, KeySecret: secret, DryRun: *dryRun,
 		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
 		Health: health, StoreStats: stats, RedisStats: redisStats,
+		AdminToken: os.Getenv("EDGE_ADMIN_TOKEN"),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "edge:", err)

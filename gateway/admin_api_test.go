@@ -1,0 +1,42 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestAdminAPIRefusesMissingOrWrongToken: with a token configured, every
+// admin endpoint answers 401 without it or with a wrong one, and changes
+// nothing; without a token configured, the mutating endpoints are off.
+func TestAdminAPIRefusesMissingOrWrongToken(t *testing.T) {
+	n := startNode(t, loadPolicy(t, foundation), nodeOptions{adminToken: "s3cret-token"})
+	for path, route := range adminRoutes {
+		for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret-tokenX", "s3cret-token", "Basic s3cret-token"} {
+			var h []string
+			if auth != "" {
+				h = []string{"Authorization", auth}
+			}
+			r := do(t, route.method, "http://"+n.admin+path, `{}`, h...)
+			if r.status != http.StatusUnauthorized || !strings.Contains(r.header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("%s %s with %q: got %d, want 401 with WWW-Authenticate", route.method, path, auth, r.status)
+			}
+		}
+	}
+	if r := do(t, "GET", "http://"+n.admin+"/admin/nope", ""); r.status != http.StatusNotFound {
+		t.Errorf("an unknown endpoint: got %d, want 404", r.status)
+	}
+	if r := do(t, "GET", "http://"+n.admin+"/admin/reload", "", "Authorization", "Bearer s3cret-token"); r.status != http.StatusMethodNotAllowed {
+		t.Errorf("GET /admin/reload: got %d, want 405", r.status)
+	}
+
+	open := startNode(t, loadPolicy(t, foundation), nodeOptions{})
+	for path, route := range adminRoutes {
+		if !route.mutating {
+			continue
+		}
+		if r := do(t, route.method, "http://"+open.admin+path, `{}`); r.status != http.StatusForbidden {
+			t.Errorf("%s %s without a configured token: got %d, want 403 (mutating endpoints off)", route.method, path, r.status)
+		}
+	}
+}
