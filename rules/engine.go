@@ -183,6 +183,7 @@ type Scratch struct {
 	mac        hash.Hash // HMAC-SHA256 under owner's secret
 	owner      *Engine
 	skips      skipState // the skip rules' exemptions of this request (skip.go)
+	peekOnly   bool      // Explain: every op a peek, no ban written (explain.go)
 }
 
 // NewScratch returns a Scratch sized for n rules.
@@ -453,6 +454,9 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			s.Res = make([]Result, len(s.Ops))
 		}
 		s.Res = s.Res[:len(s.Ops)]
+		if s.peekOnly {
+			s.peekAll() // Explain consumes nothing (explain.go)
+		}
 		if err := e.store.Take(ctx, now, s.Ops, s.Res); err != nil {
 			d.StoreErr = err
 			e.storeFailed(&d, s)
@@ -502,7 +506,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			m.Outcome = OutcomeDryRunDeny
 		}
 	}
-	if d.Refusing != nil && (p.ownBans || len(p.sensitiveBans) > 0) {
+	if d.Refusing != nil && (p.ownBans || len(p.sensitiveBans) > 0) && !s.peekOnly {
 		// A rule with a ban refused the key: the ban starts now. Its
 		// error leaves the refusal as it is (the counter still refuses).
 		_ = e.writeBans(ctx, now, s)
