@@ -10,6 +10,7 @@ import (
 	"errors"
 	"hash"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -252,6 +253,9 @@ type Engine struct {
 	store  Store
 	secret []byte
 	dryRun atomic.Bool
+	// dry holds the run-time dry-run toggles (dryrun.go); dryMu orders their writers.
+	dry   atomic.Pointer[dryRuns]
+	dryMu sync.Mutex
 }
 
 // ErrNoStore is returned by NewEngine without a store.
@@ -298,7 +302,8 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		s.owner = e
 	}
 	var d Decision
-	nodeDry := p.DryRun || e.dryRun.Load()
+	dry := e.dry.Load() // run-time toggles (dryrun.go), expiring by now
+	nodeDry := p.DryRun || e.dryRun.Load() || dry.nodeDry(now)
 	denyAction := false // an enforcing action = "deny" matched
 	missing := false    // an enforcing rule rejects for a missing identity
 	invalid := false    // an enforcing rule rejects for an invalid identity
@@ -315,7 +320,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		if r.Sensitive {
 			d.Sensitive = true
 		}
-		m := Match{Rule: r, Op: -1, CeilingOp: -1, Enforce: !(nodeDry || r.DryRun || r.Action == ActionLog)}
+		m := Match{Rule: r, Op: -1, CeilingOp: -1, Enforce: !(nodeDry || r.DryRun || r.Action == ActionLog || dry.ruleDry(r.ID, now))}
 		if cond == Invalid {
 			// A condition on an identity that is present but invalid cannot
 			// be decided: the rule rejects as a key on that identity would
