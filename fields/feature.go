@@ -1,6 +1,8 @@
 package fields
 
 import (
+	"errors"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/rules"
@@ -222,3 +224,27 @@ func hasQuerySource(all []Source, name string) bool {
 	}
 	return false
 }
+
+// AppendText is a field's value as an operator names it (forgive): the
+// value as the request carries it.
+func (f rawField) AppendText(buf []byte, text string, _ *rules.Policy) ([]byte, error) {
+	return appendFieldText(buf, text)
+}
+
+// AppendText is a body field's value as an operator names it (forgive):
+// the value as every origin reads it.
+func (b bodyChar) AppendText(buf []byte, text string, _ *rules.Policy) ([]byte, error) {
+	return appendFieldText(buf, text)
+}
+
+func appendFieldText(buf []byte, text string) ([]byte, error) {
+	if text == "" {
+		return buf, errors.New("empty value (a request without the field is not counted)")
+	}
+	return rules.AppendValue(buf, text), nil
+}
+
+var (
+	_ rules.TextCharacteristic = rawField{}
+	_ rules.TextCharacteristic = bodyChar{}
+)

@@ -137,3 +137,16 @@ func compileAliases(c *rules.Compiler, r *rules.Rule, a *hcl.Attribute) {
 		c.Errorf(a.NameRange, "account_aliases without account", "account_aliases applies to rules keyed on \"account\" or counting distinct accounts")
 	}
 }
+
+// AppendText is an account an operator names (forgive): normalised as a
+// request's account is, aliases folded when the rule folds them.
+func (a *accountChar) AppendText(buf []byte, text string, _ *rules.Policy) ([]byte, error) {
+	var n Normalizer
+	v, err := n.Normalize(nil, text, a.aliases)
+	if err != nil {
+		return buf, err
+	}
+	return rules.AppendValue(buf, v), nil
+}
+
+var _ rules.TextCharacteristic = (*accountChar)(nil)

@@ -269,3 +269,22 @@ func (c *countryCond) Eval(req *rules.Request, s *rules.Scratch) rules.Status {
 	}
 	return rules.Present
 }
+
+// AppendText is a phone number an operator names (forgive): normalised to
+// E.164 under the identity's phone_region as a request's is, then the
+// characteristic's view of it.
+func (p phoneChar) AppendText(buf []byte, text string, _ *rules.Policy) ([]byte, error) {
+	ph, err := Normalize(text, p.id.PhoneRegion)
+	if err != nil {
+		return buf, err
+	}
+	switch p.view {
+	case phoneRange:
+		return rules.AppendValue(buf, ph.Range()), nil
+	case phoneCountry:
+		return rules.AppendValue(buf, ph.Region), nil
+	}
+	return rules.AppendValue(buf, ph.E164), nil
+}
+
+var _ rules.TextCharacteristic = phoneChar{}

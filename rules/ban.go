@@ -93,6 +93,7 @@ func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banne
 	for _, b := range s.bans {
 		s.mops = append(s.mops, banOp(OpPeek, b.rule, b.key))
 	}
+	s.mops = e.appendExemptOps(s, s.mops)
 	if cap(s.mres) < len(s.mops) {
 		s.mres = make([]Result, len(s.mops))
 	}
@@ -101,9 +102,10 @@ func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banne
 		return nil, 0
 	}
 	e.markKnown(s, s.mres[:len(s.markers)])
+	e.markExempt(s, s.mres[len(s.markers)+len(s.bans):])
 	for i, b := range s.bans {
 		res := &s.mres[len(s.markers)+i]
-		if res.Allowed || res.StoreError {
+		if res.Allowed || res.StoreError || s.forgiven(b.rule) {
 			continue
 		}
 		if banned == nil || res.RetryAfter > left {

@@ -136,6 +136,9 @@ type Match struct {
 	// Marker is the match's known-visitor marker key, when HasMarker.
 	Marker    Key
 	HasMarker bool
+	// Forgiven is true when a forgive's exemption covered the key
+	// (forgive.go); Known is then true as well.
+	Forgiven bool
 }
 
 // Decision is the Engine's answer for one request.
@@ -172,8 +175,9 @@ type Scratch struct {
 	begun      *Policy // the policy Begin prepared the memo slots for
 	settle     []Op    // post-response ops (Hooks)
 	settleRes  []Result
-	markers    []marker   // known-visitor markers to check (known.go)
-	bans       []banCheck // ban markers to check (ban.go)
+	markers    []marker      // known-visitor markers to check (known.go)
+	bans       []banCheck    // ban markers to check (ban.go)
+	exempts    []exemptCheck // forgive's exemption markers to check (forgive.go)
 	mops       []Op
 	mres       []Result
 	mbuf       []byte
@@ -229,6 +233,7 @@ func (s *Scratch) reset() {
 	s.BodyParsed = false
 	s.markers = s.markers[:0]
 	s.bans = s.bans[:0]
+	s.exempts = s.exempts[:0]
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
@@ -256,6 +261,8 @@ type Engine struct {
 	// dry holds the run-time dry-run toggles (dryrun.go); dryMu orders their writers.
 	dry   atomic.Pointer[dryRuns]
 	dryMu sync.Mutex
+	// exempt records the rules forgive exempted keys of (forgive.go).
+	exempt exemptions
 }
 
 // ErrNoStore is returned by NewEngine without a store.
@@ -425,7 +432,8 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		if len(p.sensitiveBans) > 0 || p.ownBans {
 			e.queueBans(p, req, s, d.Sensitive)
 		}
-		if len(s.markers) > 0 || len(s.bans) > 0 {
+		e.queueExemptions(now, s)
+		if len(s.markers) > 0 || len(s.bans) > 0 || len(s.exempts) > 0 {
 			// One more store call, only where known_visitors or ban is set.
 			if r, left := e.precheck(ctx, now, s); r != nil {
 				banned(&d, s, r, left)
