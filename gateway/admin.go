@@ -11,7 +11,9 @@ import (
 
 // AdminHandler serves the admin listener (docs/architecture.md, "The admin
 // listener"): /healthz (the process
-// is up), /readyz (the node can serve; JSON body) and /metrics (Prometheus).
+// is up), /readyz (the node can serve; JSON body), /metrics (Prometheus),
+// the admin API under /admin/ (admin_api.go) and the admin page at /
+// (admin_page.go).
 func (s *Server) AdminHandler(ctx *fasthttp.RequestCtx) {
 	switch string(ctx.Path()) {
 	case "/healthz":
@@ -21,6 +23,8 @@ func (s *Server) AdminHandler(ctx *fasthttp.RequestCtx) {
 		s.readyz(ctx)
 	case "/metrics":
 		s.metricsHandler()(ctx)
+	case "/", "/app.js", "/style.css", "/favicon.svg":
+		s.adminPage(ctx)
 	default:
 		if strings.HasPrefix(string(ctx.Path()), "/admin/") {
 			s.adminAPI(ctx)
@@ -46,7 +50,7 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	ctx.SetContentType("application/json")
-	body := map[string]any{"status": "ok", "dry_run": s.engine.DryRun() || s.Policy().DryRun}
+	body := map[string]any{"status": "ok", "dry_run": s.engine.DryRunAt(s.requestTime(ctx)) || s.Policy().DryRun}
 	if s.health != nil {
 		if degraded, reason := s.health.Degraded(); degraded {
 			body["status"] = "degraded"
