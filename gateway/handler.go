@@ -44,6 +44,7 @@ type reqState struct {
 	now       time.Time
 	cookie    []byte // a newly minted visitor cookie value
 	d         rules.Decision
+	explain   bool // decide peeks only (POST /admin/explain, admin_explain.go)
 }
 
 func newReqState() any {
@@ -203,6 +204,10 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 		Path:      rs.match,
 		Client:    client,
 		Fields:    &rs.fields,
+	}
+	if rs.explain {
+		rs.d = s.engine.Explain(ctx, now, p, &rs.req, rs.sc) // consumes nothing
+		return true
 	}
 	rs.d = s.engine.Check(ctx, now, p, &rs.req, rs.sc)
 	return true
