@@ -95,7 +95,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		Name: "edge_dry_run",
 		Help: "1 when the whole node is in dry-run (flag, policy or runtime toggle), 0 otherwise.",
 	}, func() float64 {
-		if s.engine.DryRun() || s.Policy().DryRun {
+		if s.engine.DryRunAt(s.now()) || s.Policy().DryRun {
 			return 1
 		}
 		return 0

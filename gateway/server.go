@@ -64,6 +64,9 @@ type Options struct {
 	// RedisStats, when set, exports a Redis store's client counters as
 	// metrics (redisstore.Store.Stats).
 	RedisStats func() redisstore.Stats
+	// Redis, when set, is the Redis store under Store: the admin API's
+	// dry-run toggles are then fleet-wide (admin_dryrun.go).
+	Redis *redisstore.Store
 	// AdminToken is the admin API's bearer token ($EDGE_ADMIN_TOKEN);
 	// empty turns its mutating endpoints off (docs/operations.md).
 	AdminToken string
@@ -99,6 +102,8 @@ type Server struct {
 	pool   sync.Pool // *reqState
 	clock  rules.Clock
 	health Health
+	fleet  *fleetDryRuns // nil without Redis (admin_dryrun.go)
+	synced atomic.Bool   // the fleet's toggles are being polled
 
 	observeHook func(d *rules.Decision, matches []rules.Match)
 
@@ -153,6 +158,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Redis != nil {
+		s.fleet = &fleetDryRuns{rs: opts.Redis}
 	}
 	if opts.AdminToken != "" {
 		sum := sha256.Sum256([]byte(opts.AdminToken))
@@ -339,6 +347,13 @@ func errorHandler(ctx *fasthttp.RequestCtx, err error) {
 
 // Serve runs the public server on ln until ctx is done.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.fleet != nil && s.synced.CompareAndSwap(false, true) {
+		// The fleet's dry-run toggles are polled while the node serves.
+		pctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); s.syncDryRuns(pctx) }()
+		defer func() { cancel(); <-done }()
+	}
 	return serveUntil(ctx, s.NewHTTPServer(), ln)
 }
 
