@@ -73,6 +73,10 @@ type Options struct {
 	// Clock replaces the request time (fasthttp's ctx.Time()) for tests
 	// that script time; nil in production.
 	Clock rules.Clock
+	// Reload, when set, reloads the node's policy file for POST
+	// /admin/reload (cmd/edge's one reload path, which SIGHUP and a change
+	// of the file also take); nil answers 501 (docs/operations.md, "Reload").
+	Reload func() ReloadResult
 	// Observe, when set, is called with each decision and the rules that
 	// matched, on the request's goroutine, before the edge answers; both
 	// are the request's pooled memory, not to be kept past the call. For
@@ -106,6 +110,7 @@ type Server struct {
 	synced atomic.Bool   // the fleet's toggles are being polled
 
 	observeHook func(d *rules.Decision, matches []rules.Match)
+	reload      func() ReloadResult
 
 	listen, adminListen string
 	adminToken          []byte // SHA-256 of Options.AdminToken; nil without one
@@ -154,6 +159,7 @@ func New(opts Options) (*Server, error) {
 		upOverride:  opts.Upstream,
 		clock:       opts.Clock,
 		observeHook: opts.Observe,
+		reload:      opts.Reload,
 		health:      opts.Health,
 	}
 	if s.log == nil {

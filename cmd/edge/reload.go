@@ -1,0 +1,356 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/failclosed"
+	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/policytest"
+	"github.com/edge-gateway/edge/rules"
+)
+
+// Reloads (docs/operations.md, "Reload"). A node reloads its policy file
+// on SIGHUP, on a change of the file, and on POST /admin/reload, and all
+// three take reloader.reload: the file is parsed and validated, its test
+// blocks run (as `edge test` runs them), and only then does it replace the
+// running policy, in one atomic swap (gateway.Server.Reload). On any
+// failure the running policy stays, and the diagnostics are logged and
+// returned. Each setting a running node cannot apply is named in the log
+// and in the answer.
+
+// fileDebounce is how long the policy file's directory must be quiet
+// before a change of the file reloads it: an editor's save is several
+// events (write a temporary file, rename it over the old one, chmod), and
+// a deployment tool may write the file in pieces. 200ms is well past the
+// events of one save and well under what an operator notices.
+const fileDebounce = 200 * time.Millisecond
+
+// startSettings are the settings a node fixed when it started, which a
+// reload cannot change: each one a new file changes is named in the
+// reload's warnings.
+type startSettings struct {
+	listen, adminListen string // the listeners' addresses in use
+	listenFlag          bool   // -listen overrides the policy's listen
+	adminFlag           bool   // -admin overrides the policy's admin_listen
+	upstreamFlag        string // -upstream, which overrides the policy's upstream
+	maxBodyBytes        int    // the public server's body cap (fasthttp's MaxRequestBodySize)
+	keySecretEnv        string // where the key secret was read from
+}
+
+// reloader is a node's one reload path. Reloads run one at a time.
+type reloader struct {
+	mu     sync.Mutex
+	ctx    context.Context // the node's: a reload stops running tests when it is done
+	srv    *gateway.Server
+	path   string
+	log    *slog.Logger
+	stderr io.Writer // diagnostics in hcl's form, for the operator at the terminal
+	store  *runningStore
+	start  startSettings
+	// seen is the SHA-256 of the file's content last loaded (at start, or
+	// by a reload, refused or not): a change of the file reloads only new
+	// content.
+	seen [sha256.Size]byte
+}
+
+// newReloader returns the reload path of srv, which serves the policy in
+// the file path, started with the settings start. store may be nil (no
+// store settings apply).
+func newReloader(ctx context.Context, srv *gateway.Server, path string, start startSettings, store *runningStore, log *slog.Logger, stderr io.Writer) *reloader {
+	r := &reloader{ctx: ctx, srv: srv, path: path, log: log, stderr: stderr, store: store, start: start}
+	if src, err := os.ReadFile(path); err == nil {
+		r.seen = sha256.Sum256(src)
+	}
+	return r
+}
+
+// reload reloads the policy file for trigger ("signal", "file" or
+// "admin") and returns the result, which it has also logged.
+func (r *reloader) reload(trigger string) gateway.ReloadResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, err := r.load()
+	log := r.log.With("trigger", trigger, "policy", r.path)
+	if err != nil {
+		res.Diagnostics = append(res.Diagnostics, err.Error())
+	}
+	if !res.OK {
+		res.Rules = len(r.srv.Policy().Rules)
+		log.Error("reload refused: keeping the running policy", "diagnostics", res.Diagnostics, "warnings", res.Warnings)
+		return res
+	}
+	log.Info("policy reloaded", "rules", res.Rules, "warnings", res.Warnings)
+	return res
+}
+
+// load is reload under the lock: it refuses (OK false, with diagnostics)
+// or swaps the new policy in. An error is a diagnostic without a position.
+func (r *reloader) load() (gateway.ReloadResult, error) {
+	var res gateway.ReloadResult
+	src, err := os.ReadFile(r.path)
+	if err != nil {
+		return res, fmt.Errorf("%s: reading the policy: %w", r.path, err)
+	}
+	r.seen = sha256.Sum256(src)
+	np, diags := builtin.Load(r.path, src)
+	if !diags.HasErrors() {
+		tests, td := policytest.Parse(r.path, src)
+		diags = append(diags, td...)
+		if !td.HasErrors() {
+			diags = append(diags, policytest.Check(np, tests)...)
+		}
+		if !diags.HasErrors() {
+			if err := r.runTests(np, tests, &res); err != nil {
+				return res, err
+			}
+		}
+	}
+	printDiags(r.stderr, r.path, diags)
+	for _, d := range diags {
+		line := diagLine(r.path, d)
+		if d.Severity == hcl.DiagError {
+			res.Diagnostics = append(res.Diagnostics, line)
+		} else {
+			res.Warnings = append(res.Warnings, line)
+		}
+	}
+	if len(res.Diagnostics) > 0 {
+		return res, nil
+	}
+	warnings := r.notApplied(np)
+	if err := r.srv.Reload(np); err != nil {
+		return res, fmt.Errorf("%s: installing the policy: %w", r.path, err)
+	}
+	warnings = append(warnings, r.store.apply(np, r.log)...)
+	for _, w := range warnings {
+		r.log.Warn("reload cannot apply a setting: the node keeps the value it started with until a restart", "setting", w.setting, "detail", w.detail)
+		res.Warnings = append(res.Warnings, w.String())
+	}
+	res.OK, res.Rules = true, len(np.Rules)
+	return res, nil
+}
+
+// runTests runs np's test blocks as `edge test` does; a failing test adds
+// a diagnostic at its block ("FILE:LINE,COL: test NAME failed: ...").
+func (r *reloader) runTests(np *rules.Policy, tests []policytest.Test, res *gateway.ReloadResult) error {
+	if len(tests) == 0 {
+		return nil
+	}
+	var out bytes.Buffer
+	failed, err := policytest.Run(r.ctx, np, tests, &out)
+	if err != nil {
+		return fmt.Errorf("%s: running the test blocks: %w", r.path, err)
+	}
+	if failed == 0 {
+		return nil
+	}
+	for line := range strings.Lines(out.String()) {
+		line = strings.TrimSuffix(line, "\n")
+		for _, t := range tests {
+			if msg, ok := strings.CutPrefix(line, "FAIL "+t.Name+": "); ok {
+				res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("%s: test %q failed: %s", t.Range.String(), t.Name, msg))
+				break
+			}
+		}
+	}
+	if len(res.Diagnostics) == 0 { // a line this parser does not know: say how many
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("%s: %d test blocks failed", r.path, failed))
+	}
+	fmt.Fprint(r.stderr, out.String())
+	return nil
+}
+
+// diagLine is one diagnostic as printDiags writes it, without the
+// "warning: " prefix.
+func diagLine(file string, d *hcl.Diagnostic) string {
+	if d.Subject == nil {
+		return fmt.Sprintf("%s: %s; %s", file, d.Summary, d.Detail)
+	}
+	return d.Error()
+}
+
+// unapplied is a setting of a new policy that the running node cannot
+// apply, and what the node does instead.
+type unapplied struct{ setting, detail string }
+
+func (u unapplied) String() string { return u.setting + ": " + u.detail }
+
+// notApplied lists the settings of np that differ from those the node
+// started with and that a reload cannot apply (docs/operations.md,
+// "Reload"): the reload goes on and each is a warning, since refusing it
+// would hold back the rule changes of the same file, which are what an
+// operator reloads for.
+func (r *reloader) notApplied(np *rules.Policy) []unapplied {
+	var out []unapplied
+	s := r.start
+	if !s.listenFlag && np.Listen != s.listen {
+		out = append(out, unapplied{"listen", fmt.Sprintf("the node keeps listening on %s (a reload cannot move a bound listener); %s takes effect at the next restart", s.listen, np.Listen)})
+	}
+	if !s.adminFlag && np.AdminListen != s.adminListen {
+		out = append(out, unapplied{"admin_listen", fmt.Sprintf("the admin listener stays on %s (a reload cannot move a bound listener); %s takes effect at the next restart", s.adminListen, np.AdminListen)})
+	}
+	if np.MaxBodyBytes != s.maxBodyBytes {
+		out = append(out, unapplied{"max_body_bytes", fmt.Sprintf("the public server's body cap is fixed when it starts: bodies over %d bytes still answer 413 and bodies up to it are read; %d takes effect at the next restart", s.maxBodyBytes, np.MaxBodyBytes)})
+	}
+	if np.KeySecretEnv != s.keySecretEnv {
+		out = append(out, unapplied{"key_secret_env", fmt.Sprintf("the node keeps the key secret it read from $%s at start; $%s is read at the next restart, and if it holds another secret every counter starts over then", s.keySecretEnv, np.KeySecretEnv)})
+	}
+	if s.upstreamFlag != "" && np.Upstream != r.srv.Policy().Upstream {
+		out = append(out, unapplied{"upstream", fmt.Sprintf("-upstream %s overrides the policy's upstream", s.upstreamFlag)})
+	}
+	return out
+}
+
+// watch reloads the policy file whenever its content changes, until ctx
+// is done; the watch is in place when it returns, and done is closed once
+// it has stopped. It watches the file's directory, not the file: editors
+// and deployment tools replace the file (write a temporary file, then
+// rename it over the old one), which ends a watch on the file itself, and
+// a Kubernetes ConfigMap swaps a symlink beside it. Any event in the
+// directory, once it has been quiet for fileDebounce, rereads the file,
+// and new content reloads it. A file that is gone is logged and waited
+// for; the running policy stays.
+func (r *reloader) watch(ctx context.Context) (done <-chan struct{}, err error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watching the policy file: %w", err)
+	}
+	dir := filepath.Dir(r.path)
+	if err := w.Add(dir); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("watching the policy file's directory %s: %w", dir, err)
+	}
+	c := make(chan struct{})
+	go func() {
+		defer close(c)
+		defer w.Close()
+		r.watchLoop(ctx, w)
+	}()
+	return c, nil
+}
+
+// watchLoop is watch's goroutine: it debounces w's events into rereads.
+func (r *reloader) watchLoop(ctx context.Context, w *fsnotify.Watcher) {
+	debounce := time.NewTimer(fileDebounce)
+	debounce.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			debounce.Reset(fileDebounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			// An overflow drops events: reread the file to be sure.
+			r.log.Warn("watching the policy file", "policy", r.path, "error", err.Error())
+			debounce.Reset(fileDebounce)
+		case <-debounce.C:
+			r.fileChanged()
+		}
+	}
+}
+
+// fileChanged reloads the policy file if its content is new.
+func (r *reloader) fileChanged() {
+	src, err := os.ReadFile(r.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		r.log.Warn("policy file is gone: keeping the running policy until it is back", "policy", r.path)
+		return
+	}
+	if err == nil {
+		r.mu.Lock()
+		same := sha256.Sum256(src) == r.seen
+		r.mu.Unlock()
+		if same {
+			return
+		}
+	}
+	r.reload("file")
+}
+
+// runningStore is the store a node opened at start, for reloads: which of
+// a new policy's store settings apply and which wait for a restart.
+type runningStore struct {
+	flag string            // the -store flag: it overrides the policy's kind and url
+	cfg  rules.StoreConfig // the settings in force
+	fc   *failclosed.Store // nil for the memory store
+}
+
+// apply applies np's store settings that can change while the node runs
+// (fleet_size, which sizes the "local" fallback buckets; the memory store's
+// max_keys, which sizes the rules' key budgets that every op carries),
+// logs a warning naming those that cannot (kind, url, timeout: the node
+// keeps its open store until it restarts), and returns them.
+func (r *runningStore) apply(np *rules.Policy, log *slog.Logger) []unapplied {
+	if r == nil {
+		return nil
+	}
+	if np.Store.FleetSize != r.cfg.FleetSize {
+		if r.fc != nil {
+			r.fc.SetFleetSize(np.Store.FleetSize)
+		}
+		log.Info("store fleet_size changed", "from", r.cfg.FleetSize, "to", np.Store.FleetSize)
+		r.cfg.FleetSize = np.Store.FleetSize
+	}
+	running := storeName(&rules.Policy{Store: r.cfg}, r.flag)
+	var restart []string
+	var out []unapplied
+	if r.flag == "" && np.Store.Kind != r.cfg.Kind {
+		restart = append(restart, "kind")
+		out = append(out, unapplied{"store kind", fmt.Sprintf("the node keeps its %s store (a reload cannot move counters to another store); %q takes effect at the next restart", r.cfg.Kind, np.Store.Kind)})
+	}
+	if r.flag == "" && np.Store.URL != r.cfg.URL {
+		restart = append(restart, "url")
+		out = append(out, unapplied{"store url", fmt.Sprintf("the node keeps its store at %s; %s takes effect at the next restart", running, rules.RedactURL(np.Store.URL))})
+	}
+	if np.Store.Timeout != r.cfg.Timeout && r.fc != nil { // timeout is the Redis store's budget
+		restart = append(restart, "timeout")
+		out = append(out, unapplied{"store timeout", fmt.Sprintf("the Redis client's timeouts are fixed when it is made: the node keeps %s; %s takes effect at the next restart", r.cfg.Timeout, np.Store.Timeout)})
+	}
+	if np.Store.MaxKeys != r.cfg.MaxKeys && r.fc == nil { // max_keys bounds the memory store only
+		// Its rules' shares travel in their ops (rules.Op.MaxKeys): each
+		// budget follows from its next new key (docs/memory-store.md).
+		log.Info("store max_keys changed: the rules' key budgets follow it from their next new key", "from", r.cfg.MaxKeys, "to", np.Store.MaxKeys)
+		r.cfg.MaxKeys = np.Store.MaxKeys
+	}
+	if len(restart) > 0 {
+		log.Warn("store settings changed in the policy apply at the next restart; the node keeps its running store",
+			"settings", strings.Join(restart, ","), "running_store", running)
+	}
+	return out
+}
+
+// reload loads path and swaps it into srv through the node's one reload
+// path (reloader.reload), for callers that hold no reloader; the error
+// lists the diagnostics of a refused reload. running may be nil.
+func reload(srv *gateway.Server, path string, log *slog.Logger, stderr io.Writer, running *runningStore) error {
+	p := srv.Policy()
+	r := newReloader(context.Background(), srv, path, startSettings{
+		listen: p.Listen, adminListen: p.AdminListen, maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv,
+	}, running, log, stderr)
+	if res := r.reload("signal"); !res.OK {
+		return errors.New(strings.Join(res.Diagnostics, "\n"))
+	}
+	return nil
+}
