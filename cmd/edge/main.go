@@ -6,6 +6,7 @@
 //	edge validate [-config policies.hcl]
 //	edge explain [-admin ADDR] [-method M] [-path P] [-host H] -from IP [-header 'K: V']... [-json '{...}']
 //	edge test [-config policies.hcl]
+//	edge reload [-admin ADDR]
 //	edge demo-origin [-listen ADDR]
 package main
 
@@ -54,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return explainCmd(args, stdout, stderr)
 	case "validate":
 		return validate(args, stdout, stderr)
+	case "reload":
+		return reloadCmd(args, stdout, stderr)
 	case "test":
 		return test(args, stdout, stderr)
 	case "demo-origin":
@@ -208,19 +211,27 @@ func serve(args []string, stderr io.Writer) int {
 		redisStats = rs.Stats
 	}
 
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var rl *reloader // SIGHUP, the file's changes and POST /admin/reload all reload through it
 	srv, err := gateway.New(gateway.Options{
 		Policy: p, Store: st, KeySecret: secret, DryRun: *dryRun,
 		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
-		Health: health, StoreStats: stats, RedisStats: redisStats,
+		Health: health, StoreStats: stats, RedisStats: redisStats, Redis: rs,
 		AdminToken: os.Getenv("EDGE_ADMIN_TOKEN"),
+		Reload:     func() gateway.ReloadResult { return rl.reload("admin") },
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "edge:", err)
 		return 1
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	rl = newReloader(ctx, srv, *config, startSettings{
+		listen: srv.ListenAddr(), adminListen: srv.AdminAddr(), listenFlag: *listen != "", adminFlag: *admin != "",
+		upstreamFlag: *upstream, maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv,
+	}, stored, log, stderr)
+	if _, err := rl.watch(ctx); err != nil {
+		log.Warn("not reloading on changes of the policy file (SIGHUP and POST /admin/reload still do)", "policy", *config, "error", err.Error())
+	}
 	errc := make(chan error, 3)
 	running := 0
 
@@ -269,7 +280,7 @@ func serve(args []string, stderr io.Writer) int {
 	for running > 0 {
 		select {
 		case <-hup:
-			_ = reload(srv, *config, log, stderr, stored)
+			rl.reload("signal")
 		case err := <-errc:
 			running--
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -395,71 +406,6 @@ func storeName(p *rules.Policy, flagStore string) string {
 		return "memory"
 	}
 	return rules.RedactURL(p.Store.URL)
-}
-
-// runningStore is the store a node opened at start, for reloads: which of
-// a new policy's store settings apply and which wait for a restart.
-type runningStore struct {
-	flag string            // the -store flag: it overrides the policy's kind and url
-	cfg  rules.StoreConfig // the settings in force
-	fc   *failclosed.Store // nil for the memory store
-}
-
-// apply applies np's store settings that can change while the node runs
-// (fleet_size, which sizes the "local" fallback buckets; the memory store's
-// max_keys, which sizes the rules' key budgets that every op carries) and
-// logs a warning naming those that cannot (kind, url, timeout: the node
-// keeps its open store until it restarts).
-func (r *runningStore) apply(np *rules.Policy, log *slog.Logger) {
-	if r == nil {
-		return
-	}
-	if np.Store.FleetSize != r.cfg.FleetSize {
-		if r.fc != nil {
-			r.fc.SetFleetSize(np.Store.FleetSize)
-		}
-		log.Info("store fleet_size changed", "from", r.cfg.FleetSize, "to", np.Store.FleetSize)
-		r.cfg.FleetSize = np.Store.FleetSize
-	}
-	var restart []string
-	if r.flag == "" && np.Store.Kind != r.cfg.Kind {
-		restart = append(restart, "kind")
-	}
-	if r.flag == "" && np.Store.URL != r.cfg.URL {
-		restart = append(restart, "url")
-	}
-	if np.Store.Timeout != r.cfg.Timeout && r.fc != nil { // timeout is the Redis store's budget
-		restart = append(restart, "timeout")
-	}
-	if np.Store.MaxKeys != r.cfg.MaxKeys && r.fc == nil { // max_keys bounds the memory store only
-		// Its rules' shares travel in their ops (rules.Op.MaxKeys): each
-		// budget follows from its next new key (docs/memory-store.md).
-		log.Info("store max_keys changed: the rules' key budgets follow it from their next new key", "from", r.cfg.MaxKeys, "to", np.Store.MaxKeys)
-		r.cfg.MaxKeys = np.Store.MaxKeys
-	}
-	if len(restart) > 0 {
-		log.Warn("store settings changed in the policy apply at the next restart; the node keeps its running store",
-			"settings", strings.Join(restart, ","), "running_store", storeName(&rules.Policy{Store: r.cfg}, r.flag))
-	}
-}
-
-// reload loads path and swaps it into srv. A policy with errors is
-// refused, with its diagnostics on stderr, and the running policy stays.
-// The store's settings apply as running.apply says (running may be nil).
-func reload(srv *gateway.Server, path string, log *slog.Logger, stderr io.Writer, running *runningStore) error {
-	np, diags := builtin.LoadFile(path)
-	printDiags(stderr, path, diags)
-	if diags.HasErrors() {
-		log.Error("reload refused: policy has errors; keeping the running policy", "policy", path, "errors", len(diags.Errs()))
-		return diags
-	}
-	if err := srv.Reload(np); err != nil {
-		log.Error("reload refused; keeping the running policy", "policy", path, "error", err)
-		return err
-	}
-	log.Info("policy reloaded", "policy", path, "rules", len(np.Rules))
-	running.apply(np, log)
-	return nil
 }
 
 func demoOrigin(args []string, stderr io.Writer) int {
