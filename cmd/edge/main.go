@@ -4,6 +4,7 @@
 //
 //	edge [serve] [-config policies.hcl] [-listen ADDR] [-admin ADDR] [-store memory] [-dry-run] [-demo]
 //	edge validate [-config policies.hcl]
+//	edge dry-run on|off [-rule NAME] [-for 30m] -reason TEXT [-admin ADDR]
 //	edge explain [-admin ADDR] [-method M] [-path P] [-host H] -from IP [-header 'K: V']... [-json '{...}']
 //	edge test [-config policies.hcl]
 //	edge reload [-admin ADDR]
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args, stderr)
 	case "explain":
 		return explainCmd(args, stdout, stderr)
+	case "dry-run":
+		return dryRunCmd(args, stdout, stderr)
 	case "validate":
 		return validate(args, stdout, stderr)
 	case "reload":
