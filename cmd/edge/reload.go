@@ -224,8 +224,8 @@ func (r *reloader) notApplied(np *rules.Policy) []unapplied {
 // rename it over the old one), which ends a watch on the file itself, and
 // a Kubernetes ConfigMap swaps a symlink beside it. Any event in the
 // directory, once it has been quiet for fileDebounce, rereads the file,
-// and new content reloads it. A file that is gone is logged and waited
-// for; the running policy stays.
+// and new content reloads it. A file that is gone or empty is logged and
+// waited for; the running policy stays.
 func (r *reloader) watch(ctx context.Context) (done <-chan struct{}, err error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -276,6 +276,13 @@ func (r *reloader) fileChanged() {
 	src, err := os.ReadFile(r.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		r.log.Warn("policy file is gone: keeping the running policy until it is back", "policy", r.path)
+		return
+	}
+	if err == nil && len(src) == 0 {
+		// A writer that truncates first (os.WriteFile, a shell's >) may
+		// still be writing: an empty file would load as a policy without
+		// rules. Its next write is an event, which rereads it.
+		r.log.Warn("policy file is empty: keeping the running policy until it has content", "policy", r.path)
 		return
 	}
 	if err == nil {

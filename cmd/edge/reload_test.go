@@ -380,6 +380,15 @@ func TestReloadOnFileReplace(t *testing.T) {
 	if n.srv.Policy() != good {
 		t.Error("a broken file replaced the running policy")
 	}
+	// Emptied (a writer that truncates first): nothing loads until it has
+	// content.
+	if err := os.WriteFile(n.path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the empty file in the log", func() bool { return strings.Contains(n.logs.String(), `"msg":"policy file is empty`) })
+	if n.srv.Policy() != good {
+		t.Error("an empty file replaced the running policy")
+	}
 	// Removed, then written anew (rm; cp): the new file reloads.
 	if err := os.Remove(n.path); err != nil {
 		t.Fatal(err)
