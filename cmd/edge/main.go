@@ -7,6 +7,7 @@
 //	edge dry-run on|off [-rule NAME] [-for 30m] -reason TEXT [-admin ADDR]
 //	edge explain [-admin ADDR] [-method M] [-path P] [-host H] -from IP [-header 'K: V']... [-json '{...}']
 //	edge test [-config policies.hcl]
+//	edge fmt [-w] [-l] [FILE...]
 //	edge reload [-admin ADDR]
 //	edge demo-origin [-listen ADDR]
 package main
@@ -62,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return reloadCmd(args, stdout, stderr)
 	case "test":
 		return test(args, stdout, stderr)
+	case "fmt":
+		return fmtCmd(args, stdout, stderr)
 	case "demo-origin":
 		return demoOrigin(args, stderr)
 	case "help":
@@ -156,6 +159,7 @@ func serve(args []string, stderr io.Writer) int {
 	upstream := fs.String("upstream", "", "origin http://HOST:PORT (overrides the policy's upstream)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the node stops")
+	rotateKey := fs.Bool("rotate-key-secret", false, "start with a key secret other than the one Redis's counters are keyed under, resetting every counter (docs/operations.md, \"Rotating the key secret\")")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -194,6 +198,12 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	stored := &runningStore{flag: *store, cfg: p.Store, fc: fc}
 	defer st.Close()
+	if rs != nil {
+		if err := checkKeySecret(rs, secret, p.KeySecretEnv, *rotateKey, log); err != nil {
+			fmt.Fprintln(stderr, "edge:", err)
+			return 1
+		}
+	}
 	switch {
 	case len(secret) == 0:
 		secret = make([]byte, 32)

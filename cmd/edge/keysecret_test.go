@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/rules/redisstore"
+)
+
+const (
+	secretA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	secretB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
+func redisStore(t *testing.T, url string) *redisstore.Store {
+	t.Helper()
+	rs, err := redisstore.New(redisstore.Options{URL: url, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	return rs
+}
+
+// TestKeySecretFingerprint: against a real redis-server, the first node
+// writes its secret's fingerprint, the same secret starts again, another
+// is refused (naming the procedure) and leaves the fingerprint alone, and
+// -rotate-key-secret accepts it and overwrites the fingerprint, after
+// which the old secret is refused.
+func TestKeySecretFingerprint(t *testing.T) {
+	r := testredis.Start(t)
+	rs := redisStore(t, r.URL())
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	held := func() string {
+		t.Helper()
+		v, err := r.Do("GET", "edge:key-fingerprint")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	steps := []struct {
+		name    string
+		secret  string
+		rotate  bool
+		refused bool
+		holds   string // the secret whose fingerprint Redis holds after the step
+	}{
+		{"first start", secretA, false, false, secretA},
+		{"restart, same secret", secretA, false, false, secretA},
+		{"another secret", secretB, false, true, secretA},
+		{"another secret, rotating", secretB, true, false, secretB},
+		{"rotated, same secret", secretB, false, false, secretB},
+		{"the old secret after the rotation", secretA, false, true, secretB},
+	}
+	for _, st := range steps {
+		err := checkKeySecret(rs, []byte(st.secret), "EDGE_KEY_SECRET", st.rotate, log)
+		if (err != nil) != st.refused {
+			t.Fatalf("%s: got error %v, want refused %v", st.name, err, st.refused)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "-rotate-key-secret") || !strings.Contains(err.Error(), "Rotating the key secret")) {
+			t.Errorf("%s: the error does not name the procedure: %v", st.name, err)
+		}
+		if got, want := held(), keyFingerprint([]byte(st.holds)); got != want {
+			t.Errorf("%s: redis holds %s, want %s", st.name, got, want)
+		}
+	}
+	if strings.Contains(logs.String(), secretA) || strings.Contains(logs.String(), secretB) {
+		t.Error("a secret reached the log")
+	}
+	if keyFingerprint([]byte(secretA)) == keyFingerprint([]byte(secretB)) || len(keyFingerprint([]byte(secretA))) != 64 {
+		t.Error("fingerprints are not 64 hex digits telling secrets apart")
+	}
+}
+
+// TestServeRefusesAChangedKeySecret: `edge serve` on a Redis whose counters
+// are keyed under another secret exits 1 before listening, saying why.
+func TestServeRefusesAChangedKeySecret(t *testing.T) {
+	r := testredis.Start(t)
+	if err := checkKeySecret(redisStore(t, r.URL()), []byte(secretA), "EDGE_KEY_SECRET", false, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(root, "policies.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "policies.hcl")
+	if err := os.WriteFile(cfg, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EDGE_KEY_SECRET", secretB)
+	var out, errb bytes.Buffer
+	code := run([]string{"serve", "-config", cfg, "-store", r.URL(), "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "is not the one the counters in redis are keyed under") {
+		t.Errorf("exit %d, stderr:\n%s", code, errb.String())
+	}
+	if v, _ := r.Do("GET", "edge:key-fingerprint"); v != keyFingerprint([]byte(secretA)) {
+		t.Errorf("the refused node changed the fingerprint to %s", v)
+	}
+}
+
+// TestKeySecretUncheckedWhenRedisIsDown: a Redis that does not answer at
+// start does not stop the node (it serves degraded); the check is skipped
+// with a warning.
+func TestKeySecretUncheckedWhenRedisIsDown(t *testing.T) {
+	r := testredis.Start(t)
+	rs := redisStore(t, r.URL())
+	r.Kill()
+	var logs bytes.Buffer
+	if err := checkKeySecret(rs, []byte(secretA), "EDGE_KEY_SECRET", false, slog.New(slog.NewJSONHandler(&logs, nil))); err != nil {
+		t.Fatalf("got %v, want the node to start", err)
+	}
+	if !strings.Contains(logs.String(), "could not check the key secret") {
+		t.Errorf("no warning: %s", logs.String())
+	}
+}
