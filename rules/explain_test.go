@@ -1,0 +1,87 @@
+package rules_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
+)
+
+// recordingStore passes every call to a memory store and keeps a copy of
+// its ops.
+type recordingStore struct {
+	*memstore.Store
+	calls [][]rules.Op
+}
+
+func (s *recordingStore) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
+	s.calls = append(s.calls, append([]rules.Op(nil), ops...))
+	return s.Store.Take(ctx, now, ops, res)
+}
+
+// TestExplainSendsOnlyPeeks: Explain of a request that a missing identity
+// rejects (which Check charges to every rule as an attempt) decides as
+// Check does but sends only peeks without Attempts; after many explains,
+// the attempts rule's counter is untouched: a real request leaves it
+// where a fresh engine's first request does.
+func TestExplainSendsOnlyPeeks(t *testing.T) {
+	p := load(t, `
+rule "verify-per-ip" {
+  paths     = ["/otp/verify"]
+  key       = ["ip"]
+  algorithm = "sliding_log"
+  limit     = 3
+  period    = "1m"
+  count     = "attempts"
+}
+rule "verify-per-key" {
+  paths            = ["/otp/verify"]
+  key              = ["header:X-Api-Key"]
+  missing_identity = "reject"
+  limit            = 10
+  period           = "1m"
+}
+`)
+	ms, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	rec := &recordingStore{Store: ms}
+	e, control := newEngine(t, rec), newEngine(t, nil)
+	s := rules.NewScratch(4)
+	bare := req{method: "POST", path: "/otp/verify", host: "example.com", client: "192.0.2.1"}
+	for range 5 {
+		d := e.Explain(context.Background(), t0, p, bare.build(), s)
+		if d.Verdict != rules.RejectMissing {
+			t.Fatalf("explain: verdict %d, want RejectMissing", d.Verdict)
+		}
+	}
+	if len(rec.calls) != 5 {
+		t.Fatalf("%d store calls for 5 explains, want 5", len(rec.calls))
+	}
+	for _, ops := range rec.calls {
+		for _, op := range ops {
+			if op.Kind != rules.OpPeek || op.Attempts {
+				t.Fatalf("explain sent op kind %d attempts %v, want a peek without attempts", op.Kind, op.Attempts)
+			}
+		}
+	}
+	keyed := bare
+	keyed.f = fields{header: map[string]string{"X-Api-Key": "k1"}}
+	got := check(e, p, keyed, s)
+	gotRemaining := s.Res[s.Matches[0].Op].Remaining
+	cs := rules.NewScratch(4)
+	want := check(control, p, keyed, cs)
+	if got.Verdict != want.Verdict || gotRemaining != cs.Res[cs.Matches[0].Op].Remaining {
+		t.Errorf("after 5 explains: verdict %d remaining %d; a fresh engine: verdict %d remaining %d",
+			got.Verdict, gotRemaining, want.Verdict, cs.Res[cs.Matches[0].Op].Remaining)
+	}
+	// Check itself still charges the rejected request as an attempt.
+	check(e, p, bare, s)
+	if ops := rec.calls[len(rec.calls)-1]; ops[0].Kind != rules.OpTake || !ops[0].Attempts {
+		t.Errorf("Check after Explain sent kind %d attempts %v, want a take charged as an attempt", ops[0].Kind, ops[0].Attempts)
+	}
+}
