@@ -68,10 +68,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "demo-origin":
 		return demoOrigin(args, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|demo-origin] [flags]; edge CMD -h for flags")
+		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|fmt|reload|dry-run|explain|demo-origin] [flags]; edge CMD -h for flags")
 		return 0
 	}
-	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test or demo-origin)\n", cmd)
+	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, explain or demo-origin)\n", cmd)
 	return 2
 }
 
