@@ -242,6 +242,9 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		default:
 			continue
 		}
+		if m.Outcome == rules.OutcomeDeny {
+			s.noteRefusal(rs, m) // the top refused keys (refused.go)
+		}
 		if !s.log.Enabled(ctx, level) {
 			continue
 		}
@@ -250,6 +253,7 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 			slog.String("decision", metricOutcome(m.Outcome)),
 			slog.String("method", string(ctx.Method())),
 			slog.String("path", string(rs.canon)),
+			clientAttr(rs), // the client's keyed hash, never its address
 		}
 		if m.Op >= 0 {
 			// The key's keyed hash: never the raw IP or identity.

@@ -121,6 +121,8 @@ type Server struct {
 	metricsOnce sync.Once
 	metricsH    fasthttp.RequestHandler
 
+	refused refusedTracker // the top refused keys per rule (refused.go)
+
 	upstreamMu sync.Mutex
 	upstreams  map[string]*fasthttp.HostClient
 	upOverride string
