@@ -192,11 +192,14 @@ func TestAdminPageInBrowser(t *testing.T) {
 	if err := chromedp.Listen(tab, bl.listen); err != nil {
 		fail("listening to the tab: %v", err)
 	}
-	// checkClean asserts no console problem so far and no request outside
-	// the node.
+	// checkClean asserts no console problem and no request outside the
+	// node since its last call.
+	var problemsSeen, requestsSeen int
 	checkClean := func(when string) {
 		t.Helper()
 		problems, requests := bl.snapshot()
+		problems, requests = problems[problemsSeen:], requests[requestsSeen:]
+		problemsSeen, requestsSeen = problemsSeen+len(problems), requestsSeen+len(requests)
 		for _, p := range problems {
 			t.Errorf("%s: the page reported %s", when, p)
 		}
@@ -282,8 +285,13 @@ func TestAdminPageInBrowser(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("the page shows rules %q, want the running policy's %q", got, want)
 	}
-	if s := text(`tr[data-rule="api-shadow-tight"]`); !strings.Contains(s, "dry-run") {
-		t.Errorf("api-shadow-tight (dry_run = true in the policy) reads %q, want it in dry-run", s)
+	if s := text(`tr[data-rule="api-shadow-tight"]`); !strings.Contains(s, "dry-run (policy)") {
+		t.Errorf("api-shadow-tight (dry_run = true in the policy) reads %q, want it in dry-run by the policy", s)
+	}
+	// Removing a toggle never overrides the policy's dry_run, so the page
+	// offers none for it.
+	if !eval[bool](t, tab, `document.querySelector('tr[data-rule="api-shadow-tight"] button.toggle').disabled`) {
+		t.Error("api-shadow-tight (dry_run = true in the policy) has an enabled enforce button, which could not enforce it")
 	}
 	if s := text(`tr[data-rule="trace-gcra"]`); !strings.Contains(s, "/trace/gcra") || !strings.Contains(s, "5 / 1s (gcra)") || !strings.Contains(s, "enforcing") {
 		t.Errorf("trace-gcra reads %q, want its path, its limit and enforcing", s)
@@ -363,6 +371,9 @@ func TestAdminPageInBrowser(t *testing.T) {
 	if s := text(`tr[data-rule="trace-gcra"]`); !strings.Contains(s, "until") || !strings.Contains(s, reason) {
 		t.Errorf("trace-gcra after the toggle reads %q, want its expiry and the reason", s)
 	}
+	if s := text("#notice"); !strings.Contains(s, "rule trace-gcra: dry-run until") {
+		t.Errorf("after the toggle the page says %q, want the rule's dry-run and its expiry", s)
+	}
 	if !strings.Contains(logs.String(), reason) {
 		t.Errorf("the toggle's reason is not in the audit log:\n%s", logs.String())
 	}
@@ -384,6 +395,29 @@ func TestAdminPageInBrowser(t *testing.T) {
 	waitFor("trace-gcra enforcing", `document.querySelector('tr[data-rule="trace-gcra"]').dataset.dryRun === "false"`)
 	if st := gcra(); st != 429 {
 		t.Errorf("GET /trace/gcra after enforcing again: got %d, want 429", st)
+	}
+	if s := text("#notice"); s != "rule trace-gcra: enforcing again" {
+		t.Errorf("after enforcing again the page says %q", s)
+	}
+
+	// The node-wide toggle: every rule in dry-run, then enforcing again.
+	run("opening the node-wide toggle", chromedp.Click(chromedp.CSS("#node-toggle")), chromedp.WaitVisible(chromedp.CSS("#toggle-reason")))
+	run("filling the node-wide toggle",
+		chromedp.SendKeys(chromedp.CSS("#toggle-reason"), reason),
+		chromedp.SetValue(chromedp.CSS("#toggle-for"), "30m"),
+		chromedp.Click(chromedp.CSS("#toggle-submit")))
+	waitFor("node-wide dry-run", `document.querySelector("#node-state").textContent.startsWith("node-wide dry-run until")`)
+	waitFor("every rule in dry-run", `[...document.querySelectorAll("#rules tbody tr")].every(r => r.dataset.dryRun === "true")`)
+	if st := gcra(); st != 200 {
+		t.Errorf("GET /trace/gcra in node-wide dry-run: got %d, want 200 (forwarded)", st)
+	}
+	run("opening the node-wide toggle", chromedp.Click(chromedp.CSS("#node-toggle")), chromedp.WaitVisible(chromedp.CSS("#toggle-reason")))
+	run("filling the node-wide toggle",
+		chromedp.SendKeys(chromedp.CSS("#toggle-reason"), reason),
+		chromedp.Click(chromedp.CSS("#toggle-submit")))
+	waitFor("enforcing node-wide", `document.querySelector("#node-state").textContent === "enforcing"`)
+	if st := gcra(); st != 429 {
+		t.Errorf("GET /trace/gcra after node-wide enforcing: got %d, want 429", st)
 	}
 	checkClean("the toggles")
 

@@ -26,6 +26,7 @@
   let timer = 0;
   let seq = 0; // the newest poll; an older one's answer is dropped
   let nodeDryRun = false;
+  let nodeToggled = false; // node-wide dry-run by a "*" toggle, which can be removed
   let pending = null; // the toggle being asked for: {rule, dryRun}
 
   const STATUS_TEXT = {
@@ -145,14 +146,35 @@
     return r.action && r.action !== 'limit' ? `${s}, ${r.action}` : s;
   }
 
+  // FIXED_DRY_RUN says why a rule in dry-run without a toggle of its own
+  // cannot be enforced from here: removing a toggle never overrides these.
+  const FIXED_DRY_RUN = 'in dry-run by the policy (dry_run = true, action = "log"), the -dry-run flag '
+    + 'or a node-wide toggle; only a toggle of its own can be removed here';
+
   function dryRunCell(r) {
+    if (r.action === 'skip') return el('td', { class: 'muted' }, 'skip rule');
     if (!r.dry_run) return el('td', { class: 'dryrun-off' }, 'enforcing');
     let text = 'dry-run';
     if (r.dry_run_until) text += ' until ' + formatTime(r.dry_run_until);
+    else if (r.action === 'log') text += ' (action = "log")';
     else text += nodeDryRun ? ' (node-wide)' : ' (policy)';
     const td = el('td', { class: 'dryrun-on' }, text);
     if (r.dry_run_reason) td.append(el('span', { class: 'total' }, r.dry_run_reason));
     return td;
+  }
+
+  // toggleButton turns a rule's dry-run on for a while, or removes its
+  // own toggle; a rule in dry-run for another reason gets a disabled one.
+  function toggleButton(r) {
+    if (r.action === 'skip') return null;
+    const on = !r.dry_run;
+    const b = el('button', { type: 'button', class: 'toggle', 'data-rule': r.name, 'data-to': String(on) },
+      on ? 'dry-run…' : 'enforce…');
+    if (!on && !r.dry_run_until) {
+      b.disabled = true;
+      b.title = FIXED_DRY_RUN;
+    }
+    return b;
   }
 
   function rateCell(cls, r, total) {
@@ -163,6 +185,7 @@
 
   function renderRules(data) {
     nodeDryRun = Boolean(data.node_dry_run);
+    nodeToggled = Boolean(data.node_dry_run_until);
     const state = $('node-state');
     if (nodeDryRun) {
       state.textContent = 'node-wide dry-run' + (data.node_dry_run_until ? ' until ' + formatTime(data.node_dry_run_until) : '');
@@ -174,6 +197,8 @@
     const nodeToggle = $('node-toggle');
     nodeToggle.hidden = false;
     nodeToggle.textContent = nodeDryRun ? 'node-wide enforce…' : 'node-wide dry-run…';
+    nodeToggle.disabled = nodeDryRun && !nodeToggled;
+    nodeToggle.title = nodeToggle.disabled ? 'node-wide dry-run by the policy (dry_run in the edge block) or the -dry-run flag' : '';
 
     const now = performance.now();
     const seconds = prev ? (now - prev.at) / 1000 : 0;
@@ -193,8 +218,7 @@
         rateCell('refuse', rate(cur.refuse, old && old.refuse, seconds), cur.refuse),
         rateCell('would', rate(cur.would, old && old.would, seconds), cur.would),
         dryRunCell(r),
-        el('td', {}, el('button', { type: 'button', class: 'toggle', 'data-rule': r.name, 'data-to': String(!r.dry_run) },
-          r.dry_run ? 'enforce…' : 'dry-run…'))));
+        el('td', {}, toggleButton(r))));
     }
     $('rules').tBodies[0].replaceChildren(...rows);
     prev = { at: now, totals: next };
@@ -267,6 +291,7 @@
     $('refused').replaceChildren();
     $('rules-error').textContent = '';
     $('refused-error').textContent = '';
+    $('notice').textContent = '';
     $('node-state').textContent = '';
     $('updated').textContent = '';
     $('rules-section').hidden = true;
@@ -300,8 +325,9 @@
     const body = { rule: pending.rule, dry_run: pending.dryRun, reason: $('toggle-reason').value.trim() };
     if (pending.dryRun) body.for = $('toggle-for').value.trim();
     $('toggle-submit').disabled = true;
+    let answer;
     try {
-      await api('POST', '/admin/dry-run', body);
+      answer = await api('POST', '/admin/dry-run', body);
     } catch (e) {
       $('toggle-submit').disabled = false;
       if (e.status === 401) {
@@ -311,6 +337,14 @@
       }
       $('toggle-error').textContent = e.message;
       return;
+    }
+    const what = body.rule === '*' ? 'node-wide' : `rule ${body.rule}`;
+    if (answer.dry_run === body.dry_run) {
+      $('notice').textContent = body.dry_run
+        ? `${what}: dry-run until ${formatTime(answer.until)}`
+        : `${what}: enforcing again`;
+    } else {
+      $('notice').textContent = `${what}: the toggle is removed, but it stays in dry-run (${FIXED_DRY_RUN})`;
     }
     pending = null;
     $('toggle-dialog').close();
