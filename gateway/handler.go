@@ -118,10 +118,13 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 		s.m.malformed.Inc()
 		plain(ctx, fasthttp.StatusBadRequest)
 		ctx.SetConnectionClose()
+		s.countResponse(ctx, st, rs, false)
 		return
 	}
+	defer s.countResponse(ctx, st, rs, true) // once the answer is final
 	d := &rs.d
 	s.observe(ctx, st, rs, d)
+	s.sampleAllow(ctx, rs, d)
 	if s.observeHook != nil {
 		s.observeHook(d, rs.sc.Matches)
 	}
@@ -225,20 +228,22 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		if c := st.counters[m.Rule.Index][m.Outcome]; c != nil {
 			c.Inc()
 		}
-		// Would-be refusals are what an incident responder reads during a
-		// dry run: info. Enforced refusals and store-outage answers come
-		// in floods and are counted in the metrics: debug.
+		// Every refusal and would-be refusal is logged at info, the
+		// decision log an incident responder follows (docs/operations.md,
+		// "Decision logs"); allows are sampled (sampleAllow). An allow by
+		// on_store_error comes in floods while the store is down and is
+		// counted in the metrics: debug.
 		var level slog.Level
 		var msg string
 		switch m.Outcome {
 		case rules.OutcomeDryRunDeny:
 			level, msg = slog.LevelInfo, "would have refused"
 		case rules.OutcomeDeny, rules.OutcomeMissing, rules.OutcomeInvalid:
-			level, msg = slog.LevelDebug, "refused"
+			level, msg = slog.LevelInfo, "refused"
 		case rules.OutcomeStoreErrorAllow:
 			level, msg = slog.LevelDebug, "store unavailable: allowed"
 		case rules.OutcomeStoreErrorDeny:
-			level, msg = slog.LevelDebug, "store unavailable: refused"
+			level, msg = slog.LevelInfo, "store unavailable: refused"
 		default:
 			continue
 		}
@@ -387,6 +392,7 @@ func (s *Server) visitorHeader(st *policyState, rs *reqState, req *fasthttp.Requ
 	id, ok := st.visitor.Visitor(rs.sc)
 	if !ok && st.visitor.MayMint(rs.sc, d) {
 		rs.cookie, id = st.signer.Mint(rs.cookie[:0], rs.now)
+		s.m.minted.Inc()
 		ok, mint = true, true
 	}
 	if ok {

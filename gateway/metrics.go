@@ -59,6 +59,13 @@ type metrics struct {
 	upstreamErrors prometheus.Counter
 	settleErrors   prometheus.Counter
 	bodyParses     prometheus.Counter
+
+	// responses counts answers by route and status class (routeHandles
+	// resolves its handles at install); reloads by result, refused ([0])
+	// and ok ([1]); minted counts visitor IDs minted (ops_metrics.go).
+	responses *prometheus.CounterVec
+	reloads   [2]prometheus.Counter
+	minted    prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -101,6 +108,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		return 0
 	})
 	reg.MustRegister(m.decisions, requests, m.malformed, m.upstreamErrors, m.settleErrors, m.bodyParses, dry)
+	m.registerOps(reg, s)
 	return m
 }
 

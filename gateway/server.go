@@ -121,7 +121,8 @@ type Server struct {
 	metricsOnce sync.Once
 	metricsH    fasthttp.RequestHandler
 
-	refused refusedTracker // the top refused keys per rule (refused.go)
+	allowsSeen atomic.Uint64  // allowed requests, for the log's sampling (sampleAllow)
+	refused    refusedTracker // the top refused keys per rule (refused.go)
 
 	upstreamMu sync.Mutex
 	upstreams  map[string]*fasthttp.HostClient
@@ -133,6 +134,7 @@ type policyState struct {
 	policy   *rules.Policy
 	upstream *fasthttp.HostClient
 	counters [][numOutcomes]prometheus.Counter // per rule, per outcome
+	routes   routeCounters                     // edge_http_responses_total, per route and status class
 	signer   *nat.Signer                       // visitor IDs; nil without a visitor block
 	visitor  *nat.Config                       // the visitor block; nil without one
 	bots     *botscore.Config                  // the botscore block; nil without one
@@ -147,7 +149,11 @@ func New(opts Options) (*Server, error) {
 	if opts.Policy == nil {
 		return nil, errors.New("gateway: no policy")
 	}
-	eng, err := rules.NewEngine(rules.EngineOptions{Store: opts.Store, Secret: opts.KeySecret, DryRun: opts.DryRun})
+	var timed *timedStore // the Engine's store, timed (edge_store_call_duration_seconds)
+	if opts.Store != nil {
+		timed = newTimedStore(opts.Store)
+	}
+	eng, err := rules.NewEngine(rules.EngineOptions{Store: storeOf(timed), Secret: opts.KeySecret, DryRun: opts.DryRun})
 	if err != nil {
 		return nil, fmt.Errorf("creating engine: %w", err)
 	}
@@ -178,6 +184,9 @@ func New(opts Options) (*Server, error) {
 		s.reg = prometheus.NewRegistry()
 	}
 	s.m = newMetrics(s.reg, s)
+	if timed != nil {
+		s.reg.MustRegister(timed.vec)
+	}
 	if opts.StoreStats != nil {
 		registerStoreMetrics(s.reg, opts.StoreStats)
 	}
@@ -212,7 +221,7 @@ func (s *Server) install(p *rules.Policy) error {
 	if err != nil {
 		return err
 	}
-	st := &policyState{policy: p, upstream: hc, counters: make([][numOutcomes]prometheus.Counter, len(p.Rules))}
+	st := &policyState{policy: p, upstream: hc, counters: make([][numOutcomes]prometheus.Counter, len(p.Rules)), routes: s.m.routeHandles(p)}
 	var ok bool
 	if st.upstreamAuthority, st.upstreamHost, ok = rules.AppendHost(nil, nil, []byte(hc.Addr)); !ok {
 		return fmt.Errorf("gateway: upstream address %q is not HOST:PORT", hc.Addr)
