@@ -237,7 +237,10 @@ func TestAdminRulesListsRules(t *testing.T) {
 }
 
 // dryFleetNode is a fleet node with an admin API and the shared test clock.
-type dryFleetNode struct{ addr, admin string }
+type dryFleetNode struct {
+	srv         *Server
+	addr, admin string
+}
 
 // startDryRunFleet runs n nodes on one Redis as startFleet does, each with
 // the admin token, the test clock and its Redis store for fleet toggles.
@@ -270,7 +273,7 @@ func startDryRunFleet(t testing.TB, p *rules.Policy, clk *fakeClock, n int) []dr
 			t.Fatal(err)
 		}
 		ln, aln := listen(t), listen(t)
-		nodes = append(nodes, dryFleetNode{ln.Addr().String(), aln.Addr().String()})
+		nodes = append(nodes, dryFleetNode{srv, ln.Addr().String(), aln.Addr().String()})
 		wg.Add(2)
 		go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
 		go func() { defer wg.Done(); _ = srv.ServeAdmin(ctx, aln) }()
@@ -349,4 +352,29 @@ func compact(t testing.TB, body string) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(bytes.TrimSpace(b))
+}
+
+// TestDryRunFleetRedisDown: when Redis cannot take a toggle the answer is
+// 503 and nothing changes, and the toggles in force stay while Redis
+// cannot be read.
+func TestDryRunFleetRedisDown(t *testing.T) {
+	r := testredis.Start(t)
+	clk := &fakeClock{t: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}
+	p := dryPolicy(t, "store \"memory\" {\n  max_keys = 100000\n}", fmt.Sprintf("store \"redis\" {\n  url     = %q\n  timeout = \"1s\"\n}", r.URL()))
+	n := startDryRunFleet(t, p, clk, 1)[0]
+	if r := toggle(t, n.admin, `{"rule": "dry-probe", "dry_run": true, "for": "1h", "reason": "INC-10"}`); r.status != http.StatusOK {
+		t.Fatalf("toggle: got %d %s", r.status, r.body)
+	}
+	r.Kill()
+	n.srv.pollDryRuns(t.Context()) // a poll that cannot read the hash
+	if r := toggle(t, n.admin, `{"rule": "dry-probe", "dry_run": false, "reason": "INC-10 over"}`); r.status != http.StatusServiceUnavailable {
+		t.Errorf("toggle off with Redis down: got %d %s, want 503", r.status, r.body)
+	}
+	if r := toggle(t, n.admin, `{"rule": "*", "dry_run": true, "for": "1h", "reason": "INC-11"}`); r.status != http.StatusServiceUnavailable {
+		t.Errorf("toggle on with Redis down: got %d %s, want 503", r.status, r.body)
+	}
+	a, ar := adminRulesOf(t, n.admin, "dry-probe")
+	if !ar.DryRun || ar.DryRunReason != "INC-10" || a.NodeDryRun {
+		t.Errorf("after refused toggles: got rule dry_run %v reason %q, node %v; want the first toggle only", ar.DryRun, ar.DryRunReason, a.NodeDryRun)
+	}
 }
