@@ -143,7 +143,9 @@ func TestDryRunNodeWide(t *testing.T) {
 	probe(t, n.addr)
 	probe(t, n.addr)
 	readyDry := func() bool {
-		var body struct{ DryRun bool `json:"dry_run"` }
+		var body struct {
+			DryRun bool `json:"dry_run"`
+		}
 		if err := json.Unmarshal([]byte(do(t, "GET", "http://"+n.admin+"/readyz", "").body), &body); err != nil {
 			t.Fatal(err)
 		}
