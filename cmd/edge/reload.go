@@ -90,6 +90,7 @@ func (r *reloader) reload(trigger string) gateway.ReloadResult {
 	if err != nil {
 		res.Diagnostics = append(res.Diagnostics, err.Error())
 	}
+	r.srv.CountReload(res.OK) // edge_reloads_total
 	if !res.OK {
 		res.Rules = len(r.srv.Policy().Rules)
 		log.Error("reload refused: keeping the running policy", "diagnostics", res.Diagnostics, "warnings", res.Warnings)

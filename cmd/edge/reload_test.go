@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -19,7 +20,9 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
+	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // reloadPolicy is a policy of one rule, "signup", limit per minute per
@@ -78,7 +81,9 @@ func (s *syncBuffer) String() string {
 
 const reloadToken = "reload-test-token"
 
-func startReloadNode(t *testing.T, src string) *reloadNode {
+// startReloadNode starts a node on src, on a memory store or on store
+// (which the test closes) when given.
+func startReloadNode(t *testing.T, src string, store ...rules.Store) *reloadNode {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "policies.hcl")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
@@ -88,13 +93,20 @@ func startReloadNode(t *testing.T, src string) *reloadNode {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	st, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
-	if err != nil {
-		t.Fatal(err)
+	var st rules.Store
+	if len(store) > 0 {
+		st = store[0]
+	} else {
+		ms, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ms.Close() })
+		st = ms
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
+	t.Cleanup(func() { cancel(); wg.Wait() })
 
 	listen := func() net.Listener {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -109,6 +121,7 @@ func startReloadNode(t *testing.T, src string) *reloadNode {
 
 	n := &reloadNode{path: path, addr: ln.Addr().String(), admin: aln.Addr().String(), logs: &syncBuffer{}, ctx: ctx}
 	log := slog.New(slog.NewJSONHandler(n.logs, nil))
+	var err error
 	n.srv, err = gateway.New(gateway.Options{
 		Policy: p, Store: st, Upstream: "http://" + oln.Addr().String(), Logger: log,
 		AdminToken: reloadToken,
@@ -498,6 +511,15 @@ func TestBrokenReloadsUnderLoad(t *testing.T) {
 		t.Errorf("%d of %d requests answered otherwise than the running policy does; first: %s", len(bad), sent, bad[0])
 	}
 	t.Logf("%d requests during %d refused reloads", sent, reloads)
+	resp, err := reloadClient.Get("http://" + n.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf(`edge_reloads_total{result="refused"} %d`, reloads); !strings.Contains(string(metrics), want) {
+		t.Errorf("metrics lack %q", want)
+	}
 	// The good file goes back in.
 	n.write(t, string(goodSrc))
 	if r := n.postReload(t); r.code != 200 {
@@ -510,7 +532,28 @@ func TestBrokenReloadsUnderLoad(t *testing.T) {
 // limit; one whose algorithm changes starts from fresh counters (a state
 // of another algorithm reads as fresh: rules.State).
 func TestReloadCountersAcrossLimitChange(t *testing.T) {
-	n := startReloadNode(t, reloadPolicy(5, ""))
+	t.Run("memory", func(t *testing.T) { countersAcrossLimitChange(t, startReloadNode(t, reloadPolicy(5, ""))) })
+	t.Run("redis", func(t *testing.T) {
+		addr := os.Getenv("EDGE_REDIS_ADDR")
+		if addr == "" {
+			t.Skip("EDGE_REDIS_ADDR is not set: no real Redis to test against")
+		}
+		rs, err := redisstore.New(redisstore.Options{URL: "redis://" + addr + "/0", Timeout: time.Second,
+			Prefix: fmt.Sprintf("edgetest:reload:%x:", rand.Uint64())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rs.Close() })
+		// A Redis that does not answer would fail open: this test is about
+		// counters in a Redis that does.
+		if err := rs.Ping(context.Background()); err != nil {
+			t.Fatalf("redis at %s: %v", addr, err)
+		}
+		countersAcrossLimitChange(t, startReloadNode(t, reloadPolicy(5, ""), rs))
+	})
+}
+
+func countersAcrossLimitChange(t *testing.T, n *reloadNode) {
 	const c = "203.0.113.50"
 	for i := range 4 {
 		if got := n.mustSend(t, "POST", "/signup", c); got != 200 {
