@@ -2,12 +2,16 @@ package rules_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // forgivePolicy keys one rule on each characteristic an operator can name.
@@ -135,11 +139,41 @@ func TestKeyFromTextRefusals(t *testing.T) {
 	}
 }
 
-// TestForgiveClearsAndExempts: on the memory store, a forgive clears the
-// key's counter, its exemption lets the key past the rule without
-// charging it, the exemption ends by itself at its time, and another key
-// of the rule is held to the limit all along.
+// stores returns the stores the forgive tests run on: the memory store,
+// and a real Redis deciding at the caller's clock when EDGE_REDIS_ADDR is
+// set.
+func stores(t *testing.T) map[string]func(t *testing.T) rules.Store {
+	return map[string]func(t *testing.T) rules.Store{
+		"memstore": func(t *testing.T) rules.Store { return nil },
+		"redis": func(t *testing.T) rules.Store {
+			addr := os.Getenv("EDGE_REDIS_ADDR")
+			if addr == "" {
+				t.Skip("EDGE_REDIS_ADDR is not set: no real Redis to test against")
+			}
+			st, err := redisstore.New(redisstore.Options{
+				URL: "redis://" + addr, UseCallerClock: true, Timeout: time.Second,
+				Prefix: fmt.Sprintf("edgetest:forgive:%x:", rand.Uint64()),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+	}
+}
+
+// TestForgiveClearsAndExempts: on the memory store and on Redis, a forgive
+// clears the key's counter and its ban, its exemption lets the key past
+// the rule without charging it, the exemption ends by itself at its time,
+// and another key of the rule is held to the limit all along.
 func TestForgiveClearsAndExempts(t *testing.T) {
+	for name, store := range stores(t) {
+		t.Run(name, func(t *testing.T) { forgiveClearsAndExempts(t, store(t)) })
+	}
+}
+
+func forgiveClearsAndExempts(t *testing.T, store rules.Store) {
 	p := load(t, `
 rule "per-ip" {
   paths = ["/login"]
@@ -148,7 +182,7 @@ rule "per-ip" {
   period = "1h"
   ban   = "30m"
 }`)
-	e := newEngine(t, nil)
+	e := newEngine(t, store)
 	s := rules.NewScratch(2)
 	at := func(now time.Time, client string) rules.Verdict {
 		r := req{method: "POST", path: "/login", client: client}
@@ -220,13 +254,19 @@ rule "per-ip" {
 // TestForgiveLatestDurationHolds: a second, shorter forgive sets the
 // exemption's end; it does not add to the first.
 func TestForgiveLatestDurationHolds(t *testing.T) {
+	for name, store := range stores(t) {
+		t.Run(name, func(t *testing.T) { forgiveLatestDurationHolds(t, store(t)) })
+	}
+}
+
+func forgiveLatestDurationHolds(t *testing.T, store rules.Store) {
 	p := load(t, `
 rule "per-ip" {
   key   = ["ip"]
   limit = 1
   period = "1h"
 }`)
-	e := newEngine(t, nil)
+	e := newEngine(t, store)
 	s := rules.NewScratch(2)
 	r := p.Rule("per-ip")
 	client := map[string]string{"ip": "203.0.113.7"}
