@@ -6,7 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The admin page (docs/architecture.md, "The admin listener"): one HTML
+// The admin page (docs/operations.md, "The admin page"): one HTML
 // page, its script, style sheet and icon, embedded in the binary and
 // served at / of the admin listener. The script reads the admin API with
 // the operator's token (GET /admin/rules, GET /admin/refused,

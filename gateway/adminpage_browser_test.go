@@ -125,8 +125,10 @@ func (l *browserLog) snapshot() (problems, requests []string) {
 // page loads with no console error and no request outside the node; a
 // wrong token is refused on the page; given the token, it shows the
 // running policy's rules; it shows live refusal rates from real refused
-// requests; and its dry-run toggle changes what the node does to the next
-// real request (refused → forwarded as dry_run_deny → refused again).
+// requests and the recent refusals; an error of the API shows plainly (a
+// toggle for over 24 h); and its dry-run toggles, of a rule and of the
+// node, change what the node does to the next real request (refused →
+// forwarded as dry_run_deny → refused again).
 //
 // The node's clock is fake and never moves, so trace-gcra (5 a second,
 // burst 5, per IP) refuses every request after its fifth for the whole
@@ -263,18 +265,6 @@ func TestAdminPageInBrowser(t *testing.T) {
 		t.Errorf("the token is kept as session %q, cookie %q, %d local storage items; want it in session storage only", where.Session, where.Cookie, where.Local)
 	}
 
-	// Until GET /admin/rules is built, the page must say so plainly; the
-	// rest of the test needs the endpoint.
-	api := func(method, path, body string) reply {
-		t.Helper()
-		return do(t, method, base+path, body, "Authorization", "Bearer "+token)
-	}
-	if r := api("GET", "/admin/rules", ""); r.status == http.StatusNotImplemented {
-		waitFor("the page to show the 501", `document.querySelector("#rules-error").textContent.includes("GET /admin/rules: 501 Not Implemented")`)
-		checkClean("showing the rules")
-		t.Skip("GET /admin/rules is not built yet (gateway/admin_rules.go answers 501); the page shows its error")
-	}
-
 	// The running policy's rules, in its order.
 	var want []string
 	for _, r := range n.srv.Policy().Rules {
@@ -336,20 +326,16 @@ func TestAdminPageInBrowser(t *testing.T) {
 	}
 
 	// Recent refusals: every refusal of trace-gcra came from one client on
-	// one key, so the page lists one row with all of them. Until
-	// GET /admin/refused is built, the page says so plainly.
-	if r := api("GET", "/admin/refused?minutes=5", ""); r.status == http.StatusNotImplemented {
-		waitFor("the page to show the refusals' 501", `document.querySelector("#refused-error").textContent.includes("GET /admin/refused?minutes=5: 501 Not Implemented")`)
-		t.Log("GET /admin/refused is not built yet (gateway/admin_refused.go answers 501); the page shows its error")
-	} else {
-		waitFor("trace-gcra's refusals", `document.querySelectorAll('#refused [data-rule="trace-gcra"] tbody tr').length > 0`)
-		rows := eval[[][]string](t, tab, `[...document.querySelectorAll('#refused [data-rule="trace-gcra"] tbody tr')].map(tr => [...tr.cells].map(c => c.textContent))`)
-		if len(rows) != 1 || len(rows[0]) != 3 || rows[0][2] != jsNumber(denied) || !regexp.MustCompile(`^[0-9a-f]+$`).MatchString(rows[0][0]+rows[0][1]) {
-			t.Errorf("trace-gcra's recent refusals read %q, want one row: the key's and the client's hex hashes and %d", rows, denied)
-		}
+	// one key, so the page lists one row with all of them.
+	waitFor("trace-gcra's refusals", `document.querySelectorAll('#refused [data-rule="trace-gcra"] tbody tr').length > 0`)
+	rows := eval[[][]string](t, tab, `[...document.querySelectorAll('#refused [data-rule="trace-gcra"] tbody tr')].map(tr => [...tr.cells].map(c => c.textContent))`)
+	if len(rows) != 1 || len(rows[0]) != 3 || rows[0][2] != jsNumber(denied) || !regexp.MustCompile(`^[0-9a-f]+$`).MatchString(rows[0][0]+rows[0][1]) {
+		t.Errorf("trace-gcra's recent refusals read %q, want one row: the key's and the client's hex hashes and %d", rows, denied)
 	}
 
-	// The toggle: dry-run trace-gcra for 30 minutes, with a reason.
+	// The toggle: dry-run trace-gcra, with a reason. A duration over the
+	// node's 24 h is refused, and the page says so plainly, with the
+	// node's own words, and keeps the dialog open; 30 minutes is taken.
 	const reason = "incident 4711: false positives on /trace/gcra"
 	toggle := func(wantDryRun bool) {
 		t.Helper()
@@ -357,16 +343,16 @@ func TestAdminPageInBrowser(t *testing.T) {
 		run("opening the toggle", chromedp.Click(chromedp.CSS(sel)), chromedp.WaitVisible(chromedp.CSS("#toggle-reason")))
 		run("filling the toggle", chromedp.SendKeys(chromedp.CSS("#toggle-reason"), reason))
 		if wantDryRun {
+			run("asking for too long", chromedp.SetValue(chromedp.CSS("#toggle-for"), "25h"), chromedp.Click(chromedp.CSS("#toggle-submit")))
+			waitFor("the refusal of 25h", `document.querySelector("#toggle-error").textContent.startsWith("POST /admin/dry-run: 400 Bad Request: ")`)
+			if st := gcra(); st != 429 {
+				t.Errorf("GET /trace/gcra after a refused toggle: got %d, want 429", st)
+			}
 			run("setting the duration", chromedp.SetValue(chromedp.CSS("#toggle-for"), "30m"))
 		}
 		run("applying the toggle", chromedp.Click(chromedp.CSS("#toggle-submit")))
 	}
 	toggle(true)
-	if r := api("POST", "/admin/dry-run", `{}`); r.status == http.StatusNotImplemented {
-		waitFor("the page to show the 501", `document.querySelector("#toggle-error").textContent.includes("POST /admin/dry-run: 501 Not Implemented")`)
-		checkClean("toggling")
-		t.Skip("POST /admin/dry-run is not built yet (gateway/admin_dryrun.go answers 501); the page shows its error")
-	}
 	waitFor("trace-gcra in dry-run", `document.querySelector('tr[data-rule="trace-gcra"]').dataset.dryRun === "true"`)
 	if s := text(`tr[data-rule="trace-gcra"]`); !strings.Contains(s, "until") || !strings.Contains(s, reason) {
 		t.Errorf("trace-gcra after the toggle reads %q, want its expiry and the reason", s)

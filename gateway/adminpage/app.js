@@ -1,4 +1,4 @@
-// The edge admin page (docs/architecture.md, "The admin listener"): the running
+// The edge admin page (docs/operations.md, "The admin page"): the running
 // policy's rules with live decision rates and their dry-run state, a
 // dry-run toggle, and recent refusals. It talks only to the admin API of
 // the node that served it (GET /admin/rules, POST /admin/dry-run,
