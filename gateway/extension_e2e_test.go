@@ -34,7 +34,7 @@ type tenantFeature struct {
 func (f *tenantFeature) feature() rules.Feature {
 	return rules.Feature{
 		Name: "tenant",
-		Characteristics: []rules.CharacteristicType{{Name: "tenant", Tag: 200, Compile: func(c *rules.Compiler, _ *rules.Rule, _ string, _ hcl.Range) rules.Characteristic {
+		Characteristics: []rules.CharacteristicType{{Name: "tenant", Tag: 20, Compile: func(c *rules.Compiler, _ *rules.Rule, _ string, _ hcl.Range) rules.Characteristic {
 			c.ReadsHeader("X-Tenant")
 			return tenantChar{f: f, slot: c.Slot("tenant.value")}
 		}}},

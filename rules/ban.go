@@ -20,8 +20,10 @@ import (
 // before the request's main one (the same call as known-visitor markers),
 // and a banned request is refused before anything is counted.
 
-// banFlag marks a ban marker in a key's tag byte.
-const banFlag = 0x10
+// banFlags mark a ban marker in a key's tag byte: both 0x20 and 0x40, a
+// combination no counter (first tag 1-31, 0x80 for several parts), ceiling
+// (0x40 alone) or known-visitor marker (0x20 alone) key has.
+const banFlags = 0x60
 
 // BanScope is a rule's ban_scope.
 type BanScope uint8
@@ -41,7 +43,7 @@ type banCheck struct {
 
 // banKey is the ban marker of a rule's key.
 func banKey(k Key) Key {
-	k[8] |= banFlag
+	k[8] |= banFlags
 	return k
 }
 

@@ -80,7 +80,9 @@ type CharacteristicType struct {
 	// key (and the first characteristic's in the key's header). It must be
 	// unique and never change: counters outlive releases, and a new tag
 	// would forget every counter keyed on it. 1-15 belong to the built-in
-	// features (see the Tag* constants); new features take 32 and up.
+	// features (see the Tag* constants); new features take 17 to 31. The
+	// byte's three top bits are the key's flags (0x80: several parts,
+	// 0x40: a ceiling, 0x20: a marker), which no tag may use.
 	Tag byte
 	// Hidden leaves the characteristic out of the names diagnostics list
 	// (one a later build will have, which Compile refuses by name).
@@ -95,6 +97,10 @@ type CharacteristicType struct {
 	// range. It returns nil after reporting an error through c.
 	Compile func(c *Compiler, r *Rule, arg string, rng hcl.Range) Characteristic
 }
+
+// MaxTag is the largest characteristic tag: the tag byte's three top bits
+// are the key's flags.
+const MaxTag byte = 31
 
 // Tags of the characteristics in a counter key. They are the values keys
 // have always carried, so counters survive an upgrade.
@@ -261,8 +267,8 @@ func newRegistry(features []Feature) *registry {
 				g.errs = append(g.errs, "characteristic "+ct.Name+" registered twice (feature "+f.Name+")")
 				continue
 			}
-			if other, dup := tags[ct.Tag]; dup || ct.Tag == 0 {
-				g.errs = append(g.errs, "characteristic "+ct.Name+" reuses the key tag of "+other+" (feature "+f.Name+")")
+			if other, dup := tags[ct.Tag]; dup || ct.Tag == 0 || ct.Tag > MaxTag {
+				g.errs = append(g.errs, "characteristic "+ct.Name+" reuses the key tag of "+other+" or takes one outside 1-31 (feature "+f.Name+")")
 				continue
 			}
 			tags[ct.Tag] = ct.Name

@@ -40,10 +40,10 @@ func (reviewEmpty) AppendValue(buf []byte, _ *rules.Request, _ *rules.Scratch) (
 
 func reviewFeature() rules.Feature {
 	return rules.Feature{Name: "review", Characteristics: []rules.CharacteristicType{
-		{Name: "sloppy", Tag: 40, Compile: func(c *rules.Compiler, _ *rules.Rule, _ string, _ hcl.Range) rules.Characteristic {
+		{Name: "sloppy", Tag: 24, Compile: func(c *rules.Compiler, _ *rules.Rule, _ string, _ hcl.Range) rules.Characteristic {
 			return reviewSloppy{slot: c.Slot("review.tenant")}
 		}},
-		{Name: "empty", Tag: 41, Compile: func(*rules.Compiler, *rules.Rule, string, hcl.Range) rules.Characteristic {
+		{Name: "empty", Tag: 25, Compile: func(*rules.Compiler, *rules.Rule, string, hcl.Range) rules.Characteristic {
 			return reviewEmpty{}
 		}},
 	}}
