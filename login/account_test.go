@@ -13,13 +13,13 @@ func TestNormalizeSpellingsShareOneAccount(t *testing.T) {
 	var n Normalizer
 	for _, group := range [][]string{
 		{"alice@example.com", "Alice@Example.com", " alice@example.com", "alice@example.com\t\n", "ALICE@EXAMPLE.COM",
-			"\u00a0alice@example.com\u3000",         // no-break and ideographic spaces
-			"ａｌｉｃｅ@ｅｘａｍｐｌｅ.ｃｏｍ",                   // full-width letters (NFKC)
-			"alice\uff20example.com"},            // full-width commercial at
+			"\u00a0alice@example.com\u3000", // no-break and ideographic spaces
+			"ａｌｉｃｅ@ｅｘａｍｐｌｅ.ｃｏｍ",             // full-width letters (NFKC)
+			"alice\uff20example.com"},       // full-width commercial at
 		{"strasse", "STRASSE", "Straße", "STRAẞE"}, // ß folds to ss (full case folding)
-		{"ﬁnn", "finn", "FINN"},                 // the fi ligature (NFKC)
-		{"café", "cafe\u0301", "CAFÉ"},           // composed and decomposed é
-		{"ǅemal", "ǆemal", "Ǆemal"},              // title-case digraph
+		{"ﬁnn", "finn", "FINN"},                    // the fi ligature (NFKC)
+		{"café", "cafe\u0301", "CAFÉ"},             // composed and decomposed é
+		{"ǅemal", "ǆemal", "Ǆemal"},                // title-case digraph
 		{"σοφία", "ΣΟΦΊΑ", "σοφίας"[:len("σοφία")]},
 	} {
 		want, err := n.Normalize(nil, group[0], false)
@@ -78,8 +78,8 @@ func TestAliases(t *testing.T) {
 		{"alice+news@outlook.com", "alice@outlook.com"},
 		{"alice+news@icloud.com", "alice@icloud.com"},
 		{"a.lice+x@fastmail.com", "a.lice@fastmail.com"}, // dots count outside Gmail
-		{"alice+x@example.com", "alice+x@example.com"},    // unknown providers: as written
-		{"+tag@gmail.com", "+tag@gmail.com"},              // nothing would be left of the local part
+		{"alice+x@example.com", "alice+x@example.com"},   // unknown providers: as written
+		{"+tag@gmail.com", "+tag@gmail.com"},             // nothing would be left of the local part
 		{"...@gmail.com", "...@gmail.com"},
 		{"a@b@gmail.com", "a@b@gmail.com"},
 		{"alice", "alice"},

@@ -16,7 +16,7 @@ import (
 // phone_country_in and phone_country_not_in conditions (docs/policy.md).
 func Feature() rules.Feature {
 	return rules.Feature{
-		Name:   "otp",
+		Name: "otp",
 		// identity { } is shared: otp decodes phone, phone_region and
 		// otp_session; login decodes account.
 		Blocks: []rules.BlockType{{Type: "identity", Attrs: []string{"phone", "phone_region", "otp_session"}, Decode: decodeIdentity}},
