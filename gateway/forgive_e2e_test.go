@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -33,9 +32,8 @@ func forgive(t *testing.T, n *node, actor, body string) reply {
 func TestForgiveUnlocksALockedAccount(t *testing.T) {
 	logs := &syncBuffer{}
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	n := startNode(t, loadPolicy(t, loginFixture), nodeOptions{clock: clock, adminToken: forgiveToken})
-	// Every level, whichever a refusal is logged at (before any request).
-	n.srv.log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// JSON logs at info: refusals, would-be refusals and audit records.
+	n := startNode(t, loadPolicy(t, loginFixture), nodeOptions{clock: clock, adminToken: forgiveToken, logs: logs})
 	const client, account = "203.0.113.7", "alice@example.com"
 	lockOut := func(phase string) {
 		t.Helper()
