@@ -43,13 +43,13 @@ func dryRunCmd(args []string, stdout, stderr io.Writer) int {
 		mode, args = args[0], args[1:]
 	}
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if mode == "" && fs.NArg() > 0 {
 		// The mode after some flags: `edge dry-run -rule x on -for 1h`.
 		mode = fs.Arg(0)
 		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			return 2
+			return flagExit(err)
 		}
 	}
 	if fs.NArg() > 0 {

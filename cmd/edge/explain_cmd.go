@@ -79,7 +79,7 @@ func explainCmd(args []string, stdout, stderr io.Writer) int {
 	var headers headerFlags
 	fs.Var(&headers, "header", "a header line 'Name: value', repeatable, sent in the order given")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "edge explain: unexpected argument %q\n", fs.Arg(0))

@@ -33,7 +33,7 @@ func fmtCmd(args []string, stdout, stderr io.Writer) int {
 	write := fs.Bool("w", false, "rewrite the files in place instead of printing them")
 	list := fs.Bool("l", false, "list the files whose formatting differs; exit 1 if any does (unless -w)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	files := fs.Args()
 	if len(files) == 0 {

@@ -49,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
+	} else if len(args) == 1 && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h") {
+		cmd = "help"
 	}
 	switch cmd {
 	case "serve":
@@ -67,11 +69,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fmtCmd(args, stdout, stderr)
 	case "demo-origin":
 		return demoOrigin(args, stderr)
-	case "help":
-		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|fmt|reload|dry-run|explain|demo-origin] [flags]; edge CMD -h for flags")
+	case "version":
+		return version(stdout)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|fmt|reload|dry-run|explain|demo-origin|version] [flags]; edge CMD -h for flags")
 		return 0
 	}
-	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, explain or demo-origin)\n", cmd)
+	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, explain, demo-origin or version)\n", cmd)
+	return 2
+}
+
+// flagExit is a subcommand's exit status for a flag-parsing error: 0 for
+// -h, -help or --help (the usage was asked for and printed), 2 otherwise
+// (the flag package printed what was wrong).
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	return 2
 }
 
@@ -97,7 +111,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	config := fs.String("config", "policies.hcl", "policy file to check")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		*config = fs.Arg(0)
@@ -161,7 +175,7 @@ func serve(args []string, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the node stops")
 	rotateKey := fs.Bool("rotate-key-secret", false, "start with a key secret other than the one Redis's counters are keyed under, resetting every counter (docs/operations.md, \"Rotating the key secret\")")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -426,7 +440,7 @@ func demoOrigin(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:9000", "listener HOST:PORT")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

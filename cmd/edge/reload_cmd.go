@@ -28,7 +28,7 @@ func reloadCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	admin := fs.String("admin", "127.0.0.1:9901", "the node's admin listener HOST:PORT (or http://HOST:PORT)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "edge reload: unexpected argument %q\n", fs.Arg(0))

@@ -25,7 +25,7 @@ func test(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	config := fs.String("config", "policies.hcl", "policy file whose test blocks to run")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		*config = fs.Arg(0)
