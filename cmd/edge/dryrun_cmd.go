@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -69,44 +68,19 @@ func dryRunCmd(args []string, stdout, stderr io.Writer) int {
 		body["for"] = *dur
 	}
 	b, _ := json.Marshal(body) // cannot fail
-	base := *admin
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	req, err := http.NewRequest(http.MethodPost, strings.TrimSuffix(base, "/")+"/admin/dry-run", bytes.NewReader(b))
-	if err != nil {
-		fmt.Fprintln(stderr, "edge dry-run:", err)
-		return 2
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if tok := os.Getenv("EDGE_ADMIN_TOKEN"); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	if a := strings.TrimSpace(*who); a != "" {
-		req.Header.Set("X-Edge-Actor", a)
-	}
-	resp, err := (&http.Client{Timeout: dryRunTimeout}).Do(req)
-	if err != nil {
-		fmt.Fprintln(stderr, "edge dry-run:", err)
-		return 1
-	}
-	defer resp.Body.Close()
 	var ans struct {
 		Rule   string `json:"rule"`
 		DryRun bool   `json:"dry_run"`
 		Until  string `json:"until"`
 		Error  string `json:"error"`
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err == nil {
-		err = json.Unmarshal(raw, &ans)
-	}
+	reply, code, err := adminPost(*admin, "/admin/dry-run", b, *who, dryRunTimeout, &ans)
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "edge dry-run: %s answered %s: %v\n", req.URL, resp.Status, err)
-		return 1
-	case resp.StatusCode != http.StatusOK:
-		fmt.Fprintf(stderr, "edge dry-run: %s answered %s: %s\n", req.URL, resp.Status, ans.Error)
+		fmt.Fprintln(stderr, "edge dry-run:", err)
+		return code
+	case reply.Code != http.StatusOK:
+		fmt.Fprintf(stderr, "edge dry-run: %s answered %s: %s\n", reply.URL, reply.Status, ans.Error)
 		return 1
 	}
 	name := "rule " + ans.Rule

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -98,39 +97,17 @@ func explainCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "edge explain:", err)
 		return 2
 	}
-	base := *admin
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	hreq, err := http.NewRequest(http.MethodPost, strings.TrimSuffix(base, "/")+"/admin/explain", bytes.NewReader(req))
-	if err != nil {
-		fmt.Fprintln(stderr, "edge explain:", err)
-		return 2
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	if tok := os.Getenv("EDGE_ADMIN_TOKEN"); tok != "" {
-		hreq.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := (&http.Client{Timeout: explainTimeout}).Do(hreq)
-	if err != nil {
-		fmt.Fprintln(stderr, "edge explain:", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var ans explainAnswer
-	if err == nil {
-		err = json.Unmarshal(out, &ans)
-	}
+	reply, code, err := adminPost(*admin, "/admin/explain", req, "", explainTimeout, &ans)
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "edge explain: %s answered %s: %v\n", hreq.URL, resp.Status, err)
-		return 1
-	case resp.StatusCode != http.StatusOK:
-		fmt.Fprintf(stderr, "edge explain: %s answered %s: %s\n", hreq.URL, resp.Status, ans.Error)
+		fmt.Fprintln(stderr, "edge explain:", err)
+		return code
+	case reply.Code != http.StatusOK:
+		fmt.Fprintf(stderr, "edge explain: %s answered %s: %s\n", reply.URL, reply.Status, ans.Error)
 		return 1
 	case *rawOut:
-		_, _ = stdout.Write(out)
+		_, _ = stdout.Write(reply.Raw)
 		return 0
 	}
 	printExplain(stdout, &ans)

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 )
 
@@ -34,25 +31,6 @@ func reloadCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "edge reload: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	base := *admin
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	req, err := http.NewRequest(http.MethodPost, strings.TrimSuffix(base, "/")+"/admin/reload", strings.NewReader("{}"))
-	if err != nil {
-		fmt.Fprintln(stderr, "edge reload:", err)
-		return 2
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if tok := os.Getenv("EDGE_ADMIN_TOKEN"); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := (&http.Client{Timeout: reloadTimeout}).Do(req)
-	if err != nil {
-		fmt.Fprintln(stderr, "edge reload:", err)
-		return 1
-	}
-	defer resp.Body.Close()
 	var ans struct {
 		Status      string   `json:"status"`
 		Rules       int      `json:"rules"`
@@ -60,27 +38,24 @@ func reloadCmd(args []string, stdout, stderr io.Writer) int {
 		Diagnostics []string `json:"diagnostics"`
 		Error       string   `json:"error"`
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err == nil {
-		err = json.Unmarshal(body, &ans)
-	}
+	reply, code, err := adminPost(*admin, "/admin/reload", []byte("{}"), "", reloadTimeout, &ans)
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "edge reload: %s answered %s: %v\n", req.URL, resp.Status, err)
-		return 1
-	case resp.StatusCode == http.StatusOK:
+		fmt.Fprintln(stderr, "edge reload:", err)
+		return code
+	case reply.Code == http.StatusOK:
 		fmt.Fprintf(stdout, "reloaded: %d rules\n", ans.Rules)
 		for _, w := range ans.Warnings {
 			fmt.Fprintln(stdout, "warning:", w)
 		}
 		return 0
-	case resp.StatusCode == http.StatusUnprocessableEntity:
+	case reply.Code == http.StatusUnprocessableEntity:
 		fmt.Fprintf(stderr, "refused: the node keeps its running policy (%d rules)\n", ans.Rules)
 		for _, d := range ans.Diagnostics {
 			fmt.Fprintln(stderr, d)
 		}
 		return 1
 	}
-	fmt.Fprintf(stderr, "edge reload: %s answered %s: %s\n", req.URL, resp.Status, ans.Error)
+	fmt.Fprintf(stderr, "edge reload: %s answered %s: %s\n", reply.URL, reply.Status, ans.Error)
 	return 1
 }
