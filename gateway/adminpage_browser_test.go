@@ -151,18 +151,7 @@ func TestAdminPageInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	var out lockedBuffer
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.CombinedOutput(&out),
-	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, chromiumOptions(chromium, &out)...)
 	t.Cleanup(cancelAlloc) // waits for the browser process to end
 	tab, cancelTab := chromedp.NewContext(allocCtx)
 	t.Cleanup(cancelTab)

@@ -34,18 +34,7 @@ func TestRealBrowserBotScore(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 			defer cancel()
 			var out lockedBuffer
-			opts := []chromedp.ExecAllocatorOption{
-				chromedp.ExecPath(chromium),
-				chromedp.Flag("headless", true),
-				chromedp.Flag("no-sandbox", true),
-				chromedp.Flag("disable-gpu", true),
-				chromedp.Flag("disable-quic", true),
-				chromedp.Flag("no-first-run", true),
-				chromedp.Flag("disable-background-networking", true),
-				chromedp.Flag("disable-component-update", true),
-				chromedp.Flag("disable-sync", true),
-				chromedp.CombinedOutput(&out),
-			}
+			opts := chromiumOptions(chromium, &out)
 			if tt.userAgent != "" {
 				opts = append(opts, chromedp.UserAgent(tt.userAgent))
 			}

@@ -34,6 +34,24 @@ func chromiumPath(t *testing.T) string {
 	return "/usr/bin/chromium"
 }
 
+// chromiumOptions are the options every browser test starts Chromium
+// with: headless, no sandbox (CI runs as root), nothing running in the
+// background that could reach out, its output into out.
+func chromiumOptions(path string, out *lockedBuffer) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.CombinedOutput(out),
+	}
+}
+
 // lockedBuffer collects the browser's output for a failure message; the
 // allocator writes it from its own goroutines.
 type lockedBuffer struct {
@@ -107,18 +125,7 @@ func TestBrowserContextsGetTheirOwnVisitorBudgets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	t.Cleanup(cancel)
 	var out lockedBuffer
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.CombinedOutput(&out),
-	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, chromiumOptions(chromium, &out)...)
 	t.Cleanup(cancelAlloc) // waits for the browser process to end
 	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
 	t.Cleanup(cancelBrowser)
