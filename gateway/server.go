@@ -371,7 +371,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { defer close(done); s.syncDryRuns(pctx) }()
 		defer func() { cancel(); <-done }()
 	}
-	return serveUntil(ctx, s.NewHTTPServer(), ln)
+	return serveUntil(ctx, s.NewHTTPServer(), s.wrapTLS(ln))
 }
 
 // ServeAdmin runs the admin server on ln until ctx is done.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -378,12 +377,10 @@ func (c *Compiler) edge(e *edgeBlock) {
 		if e.AdminListen != nil {
 			p.AdminListen = c.hostPort(*e.AdminListen, e.AdminListenRange, "admin_listen")
 		}
-		if e.Upstream != nil {
-			p.Upstream = *e.Upstream
-			if u, err := url.Parse(p.Upstream); err != nil || u.Scheme != "http" || u.Host == "" {
-				c.Errorf(e.UpstreamRange, "Invalid upstream", "%q is not an http://HOST:PORT address", p.Upstream)
-			}
-		}
+		c.edgeUpstream(e)
+		c.edgeTLS(e)
+		c.edgeJA4(e)
+		c.edgeDecide(e)
 		trusted = c.prefixes(e.TrustedProxies, "trusted_proxies")
 		nat64 = c.nat64Prefixes(e.NAT64Prefixes)
 		if e.ForwardedHeader != nil {

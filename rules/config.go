@@ -38,6 +38,17 @@ type edgeBlock struct {
 	// key_secret_env names the environment variable holding the key secret
 	// (default "EDGE_KEY_SECRET").
 	KeySecretEnv *string `hcl:"key_secret_env,optional"`
+	// tls serves the public listener over TLS (compile_tls.go).
+	TLS *tlsBlock `hcl:"tls,block"`
+	// ja4_header names the header in which a trusted proxy that terminates
+	// TLS forwards the connection's JA4 fingerprint (compile_ja4.go).
+	JA4Header *string `hcl:"ja4_header,optional"`
+	// upstream_tls configures TLS to an https:// upstream
+	// (compile_upstream.go).
+	UpstreamTLS *upstreamTLSBlock `hcl:"upstream_tls,block"`
+	// decide_listen is the decision-only listener, for NGINX auth_request
+	// and Envoy ext_authz (compile_decide.go).
+	DecideListen *string `hcl:"decide_listen,optional"`
 
 	DefRange             hcl.Range `hcl:",def_range"`
 	ListenRange          hcl.Range `hcl:"listen,attr_value_range"`
@@ -49,6 +60,8 @@ type edgeBlock struct {
 	MaxBodyBytesRange    hcl.Range `hcl:"max_body_bytes,attr_value_range"`
 	PathCaseRange        hcl.Range `hcl:"path_case,attr_value_range"`
 	KeySecretEnvRange    hcl.Range `hcl:"key_secret_env,attr_value_range"`
+	JA4HeaderRange       hcl.Range `hcl:"ja4_header,attr_value_range"`
+	DecideListenRange    hcl.Range `hcl:"decide_listen,attr_value_range"`
 }
 
 // storeBlock is `store "memory" { }` or `store "redis" { }`.

@@ -57,6 +57,11 @@ type Request struct {
 	Client netip.Addr
 	// Fields looks up headers, cookies, query parameters and the body.
 	Fields Fields
+	// JA4 is the JA4 fingerprint of the connection's TLS ClientHello, as
+	// the edge computed it when it terminates TLS, or as a trusted proxy
+	// forwarded it in the policy's ja4_header; nil when neither is known
+	// (the ja4 characteristic is then missing).
+	JA4 []byte
 }
 
 // Outcome is what one matching rule decided.

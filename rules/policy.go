@@ -39,6 +39,17 @@ type Policy struct {
 	DryRun bool
 	// KeySecretEnv names the environment variable of the key secret.
 	KeySecretEnv string
+	// TLS, when set, serves the public listener over TLS (compile_tls.go).
+	TLS *ListenerTLS
+	// JA4Header is the canonical name of the header a trusted proxy sets
+	// to the connection's JA4 fingerprint; empty: none (compile_ja4.go).
+	JA4Header string
+	// UpstreamTLS configures TLS to an https:// upstream; nil for http://
+	// (compile_upstream.go).
+	UpstreamTLS *UpstreamTLS
+	// DecideListen is the decision-only listener's HOST:PORT; empty: none
+	// (compile_decide.go).
+	DecideListen string
 
 	// Store is the counter store the policy asks for.
 	Store StoreConfig

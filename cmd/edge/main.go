@@ -281,12 +281,12 @@ func serve(args []string, stderr io.Writer) int {
 		go func() { errc <- demo.New().Serve(ctx, ln) }()
 		log.Info("demo origin listening", "addr", ln.Addr().String())
 	}
-	aln, err := net.Listen("tcp", srv.AdminAddr())
+	aln, err := openListener("admin", srv.AdminAddr())
 	if err != nil {
 		fmt.Fprintln(stderr, "edge: admin listener:", err)
 		return 1
 	}
-	ln, err := net.Listen("tcp", srv.ListenAddr())
+	ln, err := openListener("public", srv.ListenAddr())
 	if err != nil {
 		fmt.Fprintln(stderr, "edge: listener:", err)
 		return 1
