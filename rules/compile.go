@@ -312,6 +312,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	}
 	c.resolveSkips(rules, p)
 	keyBudgets(p)
+	c.decideRules(p) // compile_decide.go
 	return p
 }
 
