@@ -1,0 +1,493 @@
+package memstore
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"math"
+
+	"github.com/edge-gateway/edge/rules"
+)
+
+// Snapshots carry a store's counters to the process that replaces it on a
+// binary upgrade (docs/deploying.md, "Graceful restarts and binary
+// upgrades"): a counter that is still refusing is never forgotten, not even
+// by an upgrade. The format is versioned and self-checking:
+//
+//	header   "edge-memstore" (13 bytes), version (1 byte, snapshotVersion)
+//	budget   'B', rule ID (8 bytes), shared (1 byte: 0 or 1), max keys (uvarint)
+//	entry    'E', budget index (uvarint, in the order budgets came), key (24 bytes),
+//	         expiry (varint, µs since the epoch), algorithm (1 byte), At, N, Prev (varints),
+//	         len(Log) (uvarint), Log (varints: the first, then each step from the one before),
+//	         len(Seen) (uvarint), Seen (member: 8 bytes little-endian, At: varint)
+//	trailer  'Z', budgets (uvarint), entries (uvarint), CRC-32C of every byte before it (4 bytes, little-endian)
+//
+// Entries come in each shard's recency order, least recently used first,
+// so that the restored store evicts in the same order. Times are absolute
+// (µs since the Unix epoch, as rules.State holds them), so a snapshot
+// taken on one host reads right on the same host's next process.
+
+const (
+	snapshotMagic   = "edge-memstore"
+	snapshotVersion = 1
+
+	// MaxSnapshotKeys bounds the keys Restore reads: a corrupted count
+	// stops there instead of filling memory. It is well over any budget a
+	// policy can give (max_keys is an int32, and a node has few rules).
+	MaxSnapshotKeys = 1 << 24
+	// maxSnapshotBudgets bounds the budgets Restore reads: one per rule.
+	maxSnapshotBudgets = 1 << 16
+)
+
+// ErrBadSnapshot wraps every error of Restore about the snapshot itself
+// (as opposed to the reader's): a wrong magic or version, a record out of
+// bounds, a checksum that does not match.
+var ErrBadSnapshot = errors.New("memstore: bad snapshot")
+
+// ErrNotEmpty is Restore's error for a store that already holds keys.
+var ErrNotEmpty = errors.New("memstore: restoring into a store that is not empty")
+
+// Snapshot writes every live key of s (its state, its expiry and its key
+// budget) to w, in the format above, and returns the number of keys
+// written. Keys already expired are left out: they read as fresh anyway.
+//
+// Each shard is copied under its own lock and written after it is
+// released, so a Snapshot never holds up requests on w; a Take running
+// meanwhile may land on either side of it, and a budget first seen after
+// Snapshot started is left out. For a consistent cut, take it once the
+// store is quiet (the binary upgrade takes it after the old process has
+// stopped serving and drained its requests).
+func (s *Store) Snapshot(w io.Writer) (keys int, err error) {
+	nowUS := s.clock.Now().UnixMicro()
+	cw := &crcWriter{w: bufio.NewWriterSize(w, 64<<10), h: crc32.New(crcTable)}
+
+	s.budgetsMu.Lock()
+	bs := make([]*budget, 0, len(s.budgets)+1)
+	bs = append(bs, s.shared)
+	for _, b := range s.budgets {
+		bs = append(bs, b)
+	}
+	s.budgetsMu.Unlock()
+	index := make(map[*budget]uint64, len(bs))
+
+	buf := make([]byte, 0, 4096)
+	buf = append(buf, snapshotMagic...)
+	buf = append(buf, snapshotVersion)
+	for i, b := range bs {
+		index[b] = uint64(i)
+		buf = append(buf, 'B')
+		buf = append(buf, b.id[:]...)
+		buf = append(buf, boolByte(b.shared))
+		buf = binary.AppendUvarint(buf, uint64(max(b.max.Load(), 0)))
+	}
+	cw.write(buf)
+
+	for i := range s.shards {
+		sh := &s.shards[i]
+		buf = buf[:0]
+		sh.mu.Lock()
+		parts := make([]*part, 0, len(sh.parts)+1)
+		if sh.shared != nil {
+			parts = append(parts, sh.shared)
+		}
+		parts = append(parts, sh.parts...)
+		for _, p := range parts {
+			bi, ok := index[p.b]
+			if !ok {
+				continue // a budget first seen after the list was taken
+			}
+			for e := p.tail; e != nil; e = e.prev {
+				if e.expiresAt <= nowUS {
+					continue
+				}
+				buf = appendEntry(buf, bi, e)
+				keys++
+			}
+		}
+		sh.mu.Unlock()
+		cw.write(buf)
+	}
+
+	buf = append(buf[:0], 'Z')
+	buf = binary.AppendUvarint(buf, uint64(len(bs)))
+	buf = binary.AppendUvarint(buf, uint64(keys))
+	cw.write(buf)
+	cw.write(binary.LittleEndian.AppendUint32(nil, cw.h.Sum32()))
+	if cw.err == nil {
+		cw.err = cw.w.Flush()
+	}
+	if cw.err != nil {
+		return keys, fmt.Errorf("writing the memory store's snapshot: %w", cw.err)
+	}
+	return keys, nil
+}
+
+func appendEntry(buf []byte, bi uint64, e *entry) []byte {
+	buf = append(buf, 'E')
+	buf = binary.AppendUvarint(buf, bi)
+	buf = append(buf, e.key[:]...)
+	buf = binary.AppendVarint(buf, e.expiresAt)
+	buf = append(buf, byte(e.st.Alg))
+	buf = binary.AppendVarint(buf, e.st.At)
+	buf = binary.AppendVarint(buf, e.st.N)
+	buf = binary.AppendVarint(buf, e.st.Prev)
+	buf = binary.AppendUvarint(buf, uint64(len(e.st.Log)))
+	prev := int64(0)
+	for _, t := range e.st.Log {
+		buf = binary.AppendVarint(buf, t-prev)
+		prev = t
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(e.st.Seen)))
+	for _, m := range e.st.Seen {
+		buf = binary.LittleEndian.AppendUint64(buf, m.Member)
+		buf = binary.AppendVarint(buf, m.At)
+	}
+	return buf
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// crcWriter writes to w and hashes what it wrote; the first error sticks.
+type crcWriter struct {
+	w   *bufio.Writer
+	h   hash.Hash32
+	err error
+}
+
+func (c *crcWriter) write(p []byte) {
+	if c.err != nil {
+		return
+	}
+	c.h.Write(p)
+	_, c.err = c.w.Write(p)
+}
+
+// Restore reads a snapshot that Snapshot wrote, all of r up to its end,
+// into s, which must hold no keys (ErrNotEmpty otherwise), and returns the
+// number of keys restored.
+// Keys that expired since the snapshot are left out. The budgets come back
+// with their bounds (an op's MaxKeys sets its budget's bound again from its
+// next new key, as after a reload) and their keys counted, so a restored
+// budget is as full as it was.
+//
+// The whole snapshot is read and checked (every record within bounds:
+// MaxSnapshotKeys keys, rules.MaxLogLimit timestamps and
+// rules.MaxDistinctLimit members a key; the checksum) before anything is
+// stored: a snapshot that fails leaves s empty, with an error wrapping
+// ErrBadSnapshot (or the reader's error). It never panics on its input.
+func (s *Store) Restore(r io.Reader) (keys int, err error) {
+	if s.Len() > 0 {
+		return 0, ErrNotEmpty
+	}
+	d := &snapDecoder{r: bufio.NewReaderSize(r, 64<<10), h: crc32.New(crcTable)}
+	bs, ents, err := d.decode()
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: truncated after %d bytes", ErrBadSnapshot, d.n)
+		}
+		return 0, err
+	}
+
+	// Install. New's budgets are the snapshot's, by rule ID.
+	nowUS := s.clock.Now().UnixMicro()
+	budgets := make([]*budget, len(bs))
+	s.budgetsMu.Lock()
+	for i, sb := range bs {
+		switch {
+		case sb.shared:
+			budgets[i] = s.shared
+		default:
+			id := binary.LittleEndian.Uint64(sb.id[:])
+			b := s.budgets[id]
+			if b == nil {
+				b = &budget{id: sb.id}
+				s.budgets[id] = b
+			}
+			budgets[i] = b
+		}
+		if !sb.shared {
+			// The shared budget keeps this store's Options.MaxKeys.
+			budgets[i].max.Store(sb.max)
+		}
+	}
+	s.budgetsMu.Unlock()
+	for i := range ents {
+		se := &ents[i]
+		if se.expiresAt <= nowUS {
+			continue
+		}
+		b := budgets[se.budget]
+		x := s.shardOf(&se.key)
+		sh := &s.shards[x]
+		sh.mu.Lock()
+		sh.gen++
+		if _, dup := sh.m[se.key]; dup {
+			sh.mu.Unlock()
+			continue // decode refused duplicates; a concurrent Take wrote it first
+		}
+		p := sh.partForBudget(b)
+		e := &entry{st: se.st, expiresAt: se.expiresAt, heapAt: se.expiresAt, key: se.key, part: p, gen: sh.gen}
+		sh.m[se.key] = e
+		p.pushFront(e)
+		p.push(e)
+		b.n.Add(1)
+		sh.mu.Unlock()
+		b.lower(se.expiresAt)
+		keys++
+	}
+	return keys, nil
+}
+
+// partForBudget returns b's part in sh, creating it. sh is locked.
+func (sh *shard) partForBudget(b *budget) *part {
+	if p := sh.partFor(b); p != nil {
+		return p
+	}
+	p := &part{partState: partState{b: b}}
+	if b.shared {
+		sh.shared = p
+		return p
+	}
+	sh.partIDs = append(sh.partIDs, binary.LittleEndian.Uint64(b.id[:]))
+	sh.parts = append(sh.parts, p)
+	return p
+}
+
+// snapBudget and snapEntry are a decoded snapshot's records.
+type snapBudget struct {
+	id     [8]byte
+	shared bool
+	max    int64
+}
+
+type snapEntry struct {
+	budget    uint64
+	key       rules.Key
+	expiresAt int64
+	st        rules.State
+}
+
+// snapDecoder reads a snapshot, hashing every byte it reads.
+type snapDecoder struct {
+	r    *bufio.Reader
+	h    hash.Hash32
+	n    int64 // bytes read
+	rerr error // the reader's last error
+}
+
+func (d *snapDecoder) ReadByte() (byte, error) {
+	c, err := d.r.ReadByte()
+	if err != nil {
+		d.rerr = err
+		return 0, err
+	}
+	d.h.Write([]byte{c})
+	d.n++
+	return c, nil
+}
+
+func (d *snapDecoder) full(p []byte) error {
+	n, err := io.ReadFull(d.r, p)
+	d.h.Write(p[:n])
+	d.n += int64(n)
+	return err
+}
+
+func (d *snapDecoder) uvarint(what string, limit uint64) (uint64, error) {
+	v, err := binary.ReadUvarint(d)
+	if err != nil {
+		return 0, d.bad(err, what)
+	}
+	if v > limit {
+		return 0, fmt.Errorf("%w: %s %d exceeds %d", ErrBadSnapshot, what, v, limit)
+	}
+	return v, nil
+}
+
+func (d *snapDecoder) varint(what string) (int64, error) {
+	v, err := binary.ReadVarint(d)
+	if err != nil {
+		return 0, d.bad(err, what)
+	}
+	return v, nil
+}
+
+// bad keeps the reader's errors (an EOF, which Restore reports as a
+// truncation, among them) and turns any other, a varint's overflow, into
+// ErrBadSnapshot.
+func (d *snapDecoder) bad(err error, what string) error {
+	if err == d.rerr || errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	return fmt.Errorf("%w: %s overflows", ErrBadSnapshot, what)
+}
+
+func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
+	head := make([]byte, len(snapshotMagic)+1)
+	if err := d.full(head); err != nil {
+		return nil, nil, err
+	}
+	if string(head[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, nil, fmt.Errorf("%w: not a memory store snapshot", ErrBadSnapshot)
+	}
+	if v := head[len(snapshotMagic)]; v != snapshotVersion {
+		return nil, nil, fmt.Errorf("%w: version %d, this build reads version %d", ErrBadSnapshot, v, snapshotVersion)
+	}
+	var (
+		bs   []snapBudget
+		ents []snapEntry
+		seen = make(map[rules.Key]struct{})
+	)
+	for {
+		tag, err := d.ReadByte()
+		if err != nil {
+			return nil, nil, err
+		}
+		switch tag {
+		case 'B':
+			if len(ents) > 0 || len(bs) >= maxSnapshotBudgets {
+				return nil, nil, fmt.Errorf("%w: budget record %d out of place", ErrBadSnapshot, len(bs))
+			}
+			var b snapBudget
+			var raw [9]byte
+			if err := d.full(raw[:]); err != nil {
+				return nil, nil, err
+			}
+			copy(b.id[:], raw[:8])
+			switch raw[8] {
+			case 0:
+			case 1:
+				b.shared = true
+			default:
+				return nil, nil, fmt.Errorf("%w: budget %d's shared flag is %d", ErrBadSnapshot, len(bs), raw[8])
+			}
+			m, err := d.uvarint("a budget's max keys", math.MaxInt32)
+			if err != nil {
+				return nil, nil, err
+			}
+			b.max = int64(m)
+			bs = append(bs, b)
+		case 'E':
+			if len(ents) >= MaxSnapshotKeys {
+				return nil, nil, fmt.Errorf("%w: more than %d keys", ErrBadSnapshot, MaxSnapshotKeys)
+			}
+			e, err := d.entry(len(bs))
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, dup := seen[e.key]; dup {
+				return nil, nil, fmt.Errorf("%w: a key appears twice", ErrBadSnapshot)
+			}
+			seen[e.key] = struct{}{}
+			ents = append(ents, e)
+		case 'Z':
+			nb, err := d.uvarint("the budget count", maxSnapshotBudgets)
+			if err != nil {
+				return nil, nil, err
+			}
+			ne, err := d.uvarint("the key count", MaxSnapshotKeys)
+			if err != nil {
+				return nil, nil, err
+			}
+			if nb != uint64(len(bs)) || ne != uint64(len(ents)) {
+				return nil, nil, fmt.Errorf("%w: the trailer counts %d budgets and %d keys, the snapshot has %d and %d", ErrBadSnapshot, nb, ne, len(bs), len(ents))
+			}
+			want := d.h.Sum32()
+			var sum [4]byte
+			if _, err := io.ReadFull(d.r, sum[:]); err != nil {
+				return nil, nil, err
+			}
+			if got := binary.LittleEndian.Uint32(sum[:]); got != want {
+				return nil, nil, fmt.Errorf("%w: checksum %08x, the content sums to %08x", ErrBadSnapshot, got, want)
+			}
+			switch _, err := d.r.ReadByte(); {
+			case err == nil:
+				return nil, nil, fmt.Errorf("%w: bytes after the trailer", ErrBadSnapshot)
+			case !errors.Is(err, io.EOF):
+				return nil, nil, err
+			}
+			return bs, ents, nil
+		default:
+			return nil, nil, fmt.Errorf("%w: unknown record %q at byte %d", ErrBadSnapshot, tag, d.n-1)
+		}
+	}
+}
+
+func (d *snapDecoder) entry(budgets int) (snapEntry, error) {
+	var e snapEntry
+	bi, err := d.uvarint("a key's budget", math.MaxUint32)
+	if err != nil {
+		return e, err
+	}
+	if bi >= uint64(budgets) {
+		return e, fmt.Errorf("%w: a key names budget %d of %d", ErrBadSnapshot, bi, budgets)
+	}
+	e.budget = bi
+	if err := d.full(e.key[:]); err != nil {
+		return e, err
+	}
+	if e.expiresAt, err = d.varint("a key's expiry"); err != nil {
+		return e, err
+	}
+	alg, err := d.ReadByte()
+	if err != nil {
+		return e, err
+	}
+	if rules.Algorithm(alg) > rules.Distinct {
+		return e, fmt.Errorf("%w: algorithm %d", ErrBadSnapshot, alg)
+	}
+	e.st.Alg = rules.Algorithm(alg)
+	for _, f := range []*int64{&e.st.At, &e.st.N, &e.st.Prev} {
+		if *f, err = d.varint("a state's field"); err != nil {
+			return e, err
+		}
+	}
+	nl, err := d.uvarint("a log's length", rules.MaxLogLimit)
+	if err != nil {
+		return e, err
+	}
+	if nl > 0 {
+		e.st.Log = make([]int64, nl)
+		prev := int64(0)
+		for i := range e.st.Log {
+			step, err := d.varint("a log's timestamp")
+			if err != nil {
+				return e, err
+			}
+			if i > 0 && step < 0 {
+				return e, fmt.Errorf("%w: a log's timestamps are not ascending", ErrBadSnapshot)
+			}
+			prev += step
+			e.st.Log[i] = prev
+		}
+	}
+	ns, err := d.uvarint("a distinct set's size", rules.MaxDistinctLimit)
+	if err != nil {
+		return e, err
+	}
+	if ns > 0 {
+		e.st.Seen = make([]rules.Seen, ns)
+		var raw [8]byte
+		for i := range e.st.Seen {
+			if err := d.full(raw[:]); err != nil {
+				return e, err
+			}
+			e.st.Seen[i].Member = binary.LittleEndian.Uint64(raw[:])
+			if e.st.Seen[i].At, err = d.varint("a member's time"); err != nil {
+				return e, err
+			}
+		}
+	}
+	return e, nil
+}
