@@ -219,6 +219,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 		Listen:              DefaultListen,
 		AdminListen:         DefaultAdminListen,
 		Upstream:            DefaultUpstream,
+		UpstreamTimeout:     DefaultUpstreamTimeout,
 		ForwardedHeader:     "X-Forwarded-For",
 		IPv4Prefix:          32,
 		IPv6Prefix:          64,

@@ -1,20 +1,278 @@
 package rules
 
-import "net/url"
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
-// upstreamTLSBlock is `edge { upstream_tls { } }`. Owner: the upstream TLS work (issue 14, item 6).
-type upstreamTLSBlock struct{}
+	"github.com/hashicorp/hcl/v2"
+)
 
-// UpstreamTLS is the compiled upstream_tls block.
-type UpstreamTLS struct{}
+// The origin: upstream, upstream_timeout and upstream_tls in the edge block
+// (docs/policy.md, "edge { }"; docs/deploying.md, "The origin over HTTPS,
+// and its health").
 
-// edgeUpstream compiles upstream and upstream_tls.
+// Upstream timeouts (docs/policy.md): the default, and the bounds a
+// policy's upstream_timeout must keep to.
+const (
+	DefaultUpstreamTimeout = 10 * time.Second
+	minUpstreamTimeout     = 10 * time.Millisecond
+	maxUpstreamTimeout     = 5 * time.Minute
+)
+
+// upstreamTLSBlock is `edge { upstream_tls { } }`: how the edge speaks TLS
+// to an https:// upstream. Every attribute is optional; paths are relative
+// to the policy file's directory.
+type upstreamTLSBlock struct {
+	// ca_file is a PEM file of the CA certificates the origin's chain must
+	// end in, instead of the system's pool.
+	CAFile *string `hcl:"ca_file,optional"`
+	// cert_file and key_file are the edge's client certificate (PEM; the
+	// chain, leaf first) and its private key, for an origin that asks for
+	// one (mTLS). Both or neither.
+	CertFile *string `hcl:"cert_file,optional"`
+	KeyFile  *string `hcl:"key_file,optional"`
+	// server_name is sent as SNI and is the name the origin's certificate
+	// is verified against (default: the upstream URL's host).
+	ServerName *string `hcl:"server_name,optional"`
+
+	DefRange        hcl.Range `hcl:",def_range"`
+	CAFileRange     hcl.Range `hcl:"ca_file,attr_value_range"`
+	CertFileRange   hcl.Range `hcl:"cert_file,attr_value_range"`
+	KeyFileRange    hcl.Range `hcl:"key_file,attr_value_range"`
+	ServerNameRange hcl.Range `hcl:"server_name,attr_value_range"`
+}
+
+// UpstreamTLS is the compiled upstream_tls block: the files' contents,
+// read and checked when the policy compiled. A reload reads them again.
+type UpstreamTLS struct {
+	// CAFile, CertFile and KeyFile are the paths the files were read from,
+	// resolved against the policy file's directory; empty when not set.
+	CAFile, CertFile, KeyFile string
+	// ServerName is server_name, lowercased; empty: the upstream's host.
+	ServerName string
+	// RootCAs holds ca_file's certificates; nil: the system's pool.
+	RootCAs *x509.CertPool
+	// Certificate is the client certificate of cert_file and key_file;
+	// nil: the edge presents none.
+	Certificate *tls.Certificate
+	// Digest is a SHA-256 over the files' contents and ServerName: two
+	// blocks with one digest configure TLS alike (the gateway keeps its
+	// connections to the origin across a reload that changes nothing).
+	Digest [sha256.Size]byte
+}
+
+// ParseUpstream checks an upstream address and returns its scheme ("http"
+// or "https") and its authority as written ("host", "host:port",
+// "[v6]:port"). It takes http://HOST[:PORT] and https://HOST[:PORT], with
+// at most a "/" after the authority: no path, query, fragment or userinfo
+// (the edge forwards each request's own path). The compiler and the
+// gateway's -upstream flag check alike.
+func ParseUpstream(s string) (scheme, authority string, err error) {
+	u, perr := url.Parse(s)
+	switch {
+	case perr != nil:
+		return "", "", fmt.Errorf("%q is not a URL", s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", "", fmt.Errorf("%q is not an http:// or https:// address", s)
+	case u.Opaque != "" || u.Host == "":
+		return "", "", fmt.Errorf("%q has no host: want http://HOST:PORT or https://HOST:PORT", s)
+	case u.User != nil:
+		return "", "", fmt.Errorf("%q carries userinfo; an origin's credentials do not go in its address", s)
+	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "", "", fmt.Errorf("%q has a path or query; the edge forwards each request's own path, so the upstream is HOST:PORT only", s)
+	case u.Hostname() == "":
+		return "", "", fmt.Errorf("%q has no host: want http://HOST:PORT or https://HOST:PORT", s)
+	}
+	return u.Scheme, u.Host, nil
+}
+
+// edgeUpstream compiles upstream, upstream_timeout and upstream_tls.
 func (c *Compiler) edgeUpstream(e *edgeBlock) {
 	p := c.p
+	scheme := "http"
 	if e.Upstream != nil {
 		p.Upstream = *e.Upstream
-		if u, err := url.Parse(p.Upstream); err != nil || u.Scheme != "http" || u.Host == "" {
-			c.Errorf(e.UpstreamRange, "Invalid upstream", "%q is not an http://HOST:PORT address", p.Upstream)
+		s, _, err := ParseUpstream(p.Upstream)
+		if err != nil {
+			c.Errorf(e.UpstreamRange, "Invalid upstream", "%v", err)
+		}
+		scheme = s
+	}
+	if e.UpstreamTimeout != nil {
+		d, err := ParseDuration(*e.UpstreamTimeout)
+		switch {
+		case err != nil || d <= 0:
+			c.Errorf(e.UpstreamTimeoutRange, "Invalid upstream_timeout", "%q is not a positive duration such as \"10s\"", *e.UpstreamTimeout)
+		case d < minUpstreamTimeout || d > maxUpstreamTimeout:
+			c.Errorf(e.UpstreamTimeoutRange, "Invalid upstream_timeout", "%q: the origin's budget is between %v and %v", *e.UpstreamTimeout, minUpstreamTimeout, maxUpstreamTimeout)
+		default:
+			p.UpstreamTimeout = d
 		}
 	}
+	b := e.UpstreamTLS
+	if b == nil {
+		return
+	}
+	if scheme == "http" {
+		c.Errorf(b.DefRange, "Unexpected upstream_tls", "upstream_tls configures TLS to an https:// upstream; the upstream is %q", p.Upstream)
+	}
+	t := &UpstreamTLS{}
+	h := sha256.New()
+	field := func(name string, b []byte) {
+		// Length-prefixed, so that no two settings hash alike.
+		fmt.Fprintf(h, "%s %d\n", name, len(b))
+		h.Write(b)
+	}
+	if b.ServerName != nil {
+		name := strings.TrimSuffix(strings.ToLower(*b.ServerName), ".")
+		if err := checkServerName(name); err != nil {
+			c.Errorf(b.ServerNameRange, "Invalid server_name", "%q %v", *b.ServerName, err)
+		}
+		t.ServerName = name
+		field("server_name", []byte(name))
+	}
+	if b.CAFile != nil {
+		t.CAFile = c.policyRelative(*b.CAFile)
+		pemBytes, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			c.Errorf(b.CAFileRange, "Cannot read ca_file", "%v", err)
+		} else if pool, expired, err := caPool(pemBytes, time.Now()); err != nil {
+			c.Errorf(b.CAFileRange, "Invalid ca_file", "%s: %v", t.CAFile, err)
+		} else {
+			for _, x := range expired {
+				c.Warnf(b.CAFileRange, "Expired CA certificate", "%s: %s; no chain can end in it", t.CAFile, x)
+			}
+			t.RootCAs = pool
+			field("ca_file", pemBytes)
+		}
+	}
+	switch {
+	case b.CertFile != nil && b.KeyFile == nil:
+		c.Errorf(b.CertFileRange, "Missing key_file", "cert_file needs key_file, the private key of its certificate")
+	case b.KeyFile != nil && b.CertFile == nil:
+		c.Errorf(b.KeyFileRange, "Missing cert_file", "key_file needs cert_file, the certificate of its key")
+	case b.CertFile != nil:
+		t.CertFile, t.KeyFile = c.policyRelative(*b.CertFile), c.policyRelative(*b.KeyFile)
+		certPEM, cerr := os.ReadFile(t.CertFile)
+		if cerr != nil {
+			c.Errorf(b.CertFileRange, "Cannot read cert_file", "%v", cerr)
+		}
+		keyPEM, kerr := os.ReadFile(t.KeyFile)
+		if kerr != nil {
+			c.Errorf(b.KeyFileRange, "Cannot read key_file", "%v", kerr)
+		}
+		if cerr != nil || kerr != nil {
+			break
+		}
+		leaf, err := firstCertificate(certPEM)
+		if err != nil {
+			c.Errorf(b.CertFileRange, "Invalid cert_file", "%s: %v", t.CertFile, err)
+			break
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			c.Errorf(b.KeyFileRange, "Invalid key_file", "%s does not hold the private key of %s: %v", t.KeyFile, t.CertFile, err)
+			break
+		}
+		if now := time.Now(); now.After(leaf.NotAfter) {
+			c.Warnf(b.CertFileRange, "Expired cert_file", "%s expired at %s: an origin that verifies it will refuse the edge", t.CertFile, leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+		t.Certificate = &pair
+		field("cert_file", certPEM)
+		field("key_file", keyPEM)
+	}
+	copy(t.Digest[:], h.Sum(nil))
+	p.UpstreamTLS = t
+}
+
+// policyRelative resolves a path of the policy against the policy file's
+// directory; an absolute path stays as it is.
+func (c *Compiler) policyRelative(path string) string {
+	if filepath.IsAbs(path) || path == "" {
+		return path
+	}
+	return filepath.Join(filepath.Dir(c.filename), path)
+}
+
+// caPool parses a PEM file of CA certificates: every block must be a
+// CERTIFICATE that parses, and there must be one at least (x509's
+// AppendCertsFromPEM skips what it cannot read, so a key pasted into the
+// file or a truncated block would pass unseen). expired describes the
+// certificates past their NotAfter at now (a warning: a bundle may carry
+// an old root beside the current one).
+func caPool(pemBytes []byte, now time.Time) (pool *x509.CertPool, expired []string, err error) {
+	pool = x509.NewCertPool()
+	n := 0
+	for rest := pemBytes; ; {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			if strings.TrimSpace(string(rest)) != "" {
+				return nil, nil, errors.New("text that is not a PEM block")
+			}
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			return nil, nil, fmt.Errorf("a %s block; want only CERTIFICATE blocks", blk.Type)
+		}
+		cert, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("certificate %d: %v", n+1, err)
+		}
+		if now.After(cert.NotAfter) {
+			expired = append(expired, fmt.Sprintf("certificate %d (%s) expired at %s", n+1, cert.Subject, cert.NotAfter.UTC().Format(time.RFC3339)))
+		}
+		pool.AddCert(cert)
+		n++
+	}
+	if n == 0 {
+		return nil, nil, errors.New("no PEM certificate")
+	}
+	return pool, expired, nil
+}
+
+// firstCertificate parses the first CERTIFICATE block of a cert_file.
+func firstCertificate(pemBytes []byte) (*x509.Certificate, error) {
+	for rest := pemBytes; ; {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			return nil, errors.New("no PEM certificate")
+		}
+		if blk.Type == "CERTIFICATE" {
+			return x509.ParseCertificate(blk.Bytes)
+		}
+	}
+}
+
+// checkServerName accepts an IP address or a DNS name (letters, digits,
+// hyphens and dots, labels of 1 to 63 bytes, at most 253 in all).
+func checkServerName(name string) error {
+	if net.ParseIP(name) != nil {
+		return nil
+	}
+	if name == "" || len(name) > 253 {
+		return errors.New("is not a host name")
+	}
+	for label := range strings.SplitSeq(name, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return errors.New("is not a host name (no port, scheme or path)")
+		}
+		for i := 0; i < len(label); i++ {
+			ch := label[i]
+			if !('a' <= ch && ch <= 'z' || '0' <= ch && ch <= '9' || ch == '-') {
+				return errors.New("is not a host name (no port, scheme or path)")
+			}
+		}
+	}
+	return nil
 }

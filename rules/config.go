@@ -14,8 +14,11 @@ type edgeBlock struct {
 	Listen *string `hcl:"listen,optional"`
 	// admin_listen is the admin listener (default "127.0.0.1:9901").
 	AdminListen *string `hcl:"admin_listen,optional"`
-	// upstream is the origin, "http://HOST:PORT".
+	// upstream is the origin, "http://HOST:PORT" or "https://HOST:PORT".
 	Upstream *string `hcl:"upstream,optional"`
+	// upstream_timeout is the origin's budget for one request (default
+	// "10s"; compile_upstream.go).
+	UpstreamTimeout *string `hcl:"upstream_timeout,optional"`
 	// trusted_proxies are CIDRs allowed to say who the client is.
 	TrustedProxies hcl.Expression `hcl:"trusted_proxies,optional"`
 	// forwarded_header is "x-forwarded-for" (default) or "forwarded".
@@ -54,6 +57,7 @@ type edgeBlock struct {
 	ListenRange          hcl.Range `hcl:"listen,attr_value_range"`
 	AdminListenRange     hcl.Range `hcl:"admin_listen,attr_value_range"`
 	UpstreamRange        hcl.Range `hcl:"upstream,attr_value_range"`
+	UpstreamTimeoutRange hcl.Range `hcl:"upstream_timeout,attr_value_range"`
 	ForwardedHeaderRange hcl.Range `hcl:"forwarded_header,attr_value_range"`
 	IPv4PrefixRange      hcl.Range `hcl:"ipv4_prefix,attr_value_range"`
 	IPv6PrefixRange      hcl.Range `hcl:"ipv6_prefix,attr_value_range"`

@@ -47,6 +47,10 @@ type Policy struct {
 	// UpstreamTLS configures TLS to an https:// upstream; nil for http://
 	// (compile_upstream.go).
 	UpstreamTLS *UpstreamTLS
+	// UpstreamTimeout is the origin's budget for one request: sending it
+	// (and the TLS handshake) and reading the whole answer (default
+	// DefaultUpstreamTimeout, 10s).
+	UpstreamTimeout time.Duration
 	// DecideListen is the decision-only listener's HOST:PORT; empty: none
 	// (compile_decide.go).
 	DecideListen string
