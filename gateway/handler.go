@@ -129,6 +129,16 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 		s.observeHook(d, rs.sc.Matches)
 	}
 
+	if s.refuse(ctx, rs, d) {
+		return
+	}
+	s.forward(ctx, st, rs, d)
+}
+
+// refuse answers d's refusal, if it is one, and reports whether it was:
+// the one set of refusals both the proxy listener and the decision-only
+// listener (decide.go) answer.
+func (s *Server) refuse(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision) bool {
 	switch d.Verdict {
 	case rules.RefuseLimit:
 		if d.Sensitive {
@@ -136,21 +146,18 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 		} else {
 			s.informative429(ctx, rs, d)
 		}
-		return
 	case rules.RefuseForbidden:
 		problem(ctx, fasthttp.StatusForbidden, "Forbidden", "this request is not allowed")
-		return
 	case rules.RejectMissing:
 		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "the request lacks an identity this route requires")
-		return
 	case rules.RejectInvalid:
 		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "the request names an invalid identity (for example a phone number that is not a possible number)")
-		return
 	case rules.Unavailable:
 		unavailable(ctx)
-		return
+	default:
+		return false
 	}
-	s.forward(ctx, st, rs, d)
+	return true
 }
 
 // release drops rs's references into fasthttp's request memory, which
@@ -303,6 +310,14 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	// an origin reads such a body differently (docs/host-and-path.md §4).
 	req.Header.SetNoDefaultContentType(true)
 	req.SetRequestURIBytes(rs.uri)
+	// The scheme is the origin's, never the client's: fasthttp's client
+	// refuses a request whose scheme is not its own (a client on the TLS
+	// listener to an http:// origin, or the reverse).
+	if st.upstream.IsTLS {
+		req.URI().SetScheme("https")
+	} else {
+		req.URI().SetScheme("http")
+	}
 	mint := s.visitorHeader(st, rs, req, d)
 	if st.bots != nil {
 		// The origin learns the request's bot score and why (issue 12):
@@ -322,9 +337,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	resp := &ctx.Response
 	if err := st.upstream.Do(req, resp); err != nil {
 		s.m.upstreamErrors.Inc()
-		if s.log.Enabled(ctx, slog.LevelWarn) {
-			s.log.LogAttrs(context.Background(), slog.LevelWarn, "upstream failed", slog.String("error", err.Error()))
-		}
+		s.upstreamFailed(st.origin, upstreamFailure(err), err) // its health and log (upstream_health.go)
 		status := fasthttp.StatusBadGateway
 		if errors.Is(err, fasthttp.ErrTimeout) {
 			status = fasthttp.StatusGatewayTimeout
@@ -332,6 +345,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		plain(ctx, status)
 		return
 	}
+	s.upstreamAnswered(st.origin, resp.StatusCode())
 	stripHopByHopResponse(&resp.Header)
 	if d.Settle {
 		// reset_on_success: one more store call, only on routes whose
