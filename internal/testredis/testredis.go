@@ -9,6 +9,7 @@ package testredis
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os/exec"
@@ -24,6 +25,16 @@ type Server struct {
 	Port int
 	cmd  *exec.Cmd
 	dir  string
+
+	// extra are more arguments of redis-server (tls.go, sentinel.go);
+	// binary is redis-server when empty.
+	extra  []string
+	binary string
+	// tls, when set, is how Do reaches a TLS server (tls.go).
+	tls   *tls.Config
+	files TLSFiles
+	// auth, when set, is the password Do authenticates with first.
+	auth string
 }
 
 // Start runs a fresh redis-server without persistence on a free loopback
@@ -37,26 +48,52 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	s := &Server{t: t, Port: port, dir: t.TempDir()}
+	s := &Server{t: t, Port: freePort(t, ln), dir: t.TempDir()}
 	s.start()
 	t.Cleanup(s.Kill)
 	return s
 }
 
+// freePort returns ln's port, closing ln.
+func freePort(t testing.TB, ln net.Listener) int {
+	t.Helper()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return port
+}
+
 // Addr is "127.0.0.1:PORT".
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
 
-// URL is "redis://127.0.0.1:PORT/0".
-func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+// URL is "redis://127.0.0.1:PORT/0", or "rediss://…" for a TLS server.
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return "rediss://" + s.Addr() + "/0"
+	}
+	return "redis://" + s.Addr() + "/0"
+}
+
+// TLS returns the files a client of a TLS server needs (zero for a plain
+// one): the CA that signed the server's certificate and a client
+// certificate it signed.
+func (s *Server) TLS() TLSFiles { return s.files }
 
 func (s *Server) start() {
 	s.t.Helper()
-	s.cmd = exec.Command("redis-server",
-		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+	bin := s.binary
+	if bin == "" {
+		bin = "redis-server"
+	}
+	args := []string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--enable-debug-command", "local")
+		"--enable-debug-command", "local"}
+	if s.binary != "" { // a sentinel: its config file first
+		args = nil
+	}
+	if s.tls != nil {
+		args[1] = "0" // TLS only: the port is --tls-port's
+	}
+	s.cmd = exec.Command(bin, append(args, s.extra...)...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
@@ -91,13 +128,16 @@ func (s *Server) Restart() {
 // text: a simple string, an error, an integer, or a bulk string; arrays
 // come back with their elements one per line.
 func (s *Server) Do(args ...string) (string, error) {
-	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	c, err := s.dial()
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	var b strings.Builder
+	if s.auth != "" {
+		fmt.Fprintf(&b, "*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(s.auth), s.auth)
+	}
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
@@ -105,7 +145,22 @@ func (s *Server) Do(args ...string) (string, error) {
 	if _, err := c.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
-	return readReply(bufio.NewReader(c))
+	r := bufio.NewReader(c)
+	if s.auth != "" {
+		if _, err := readReply(r); err != nil {
+			return "", err
+		}
+	}
+	return readReply(r)
+}
+
+// dial connects to the server, over TLS when it serves TLS.
+func (s *Server) dial() (net.Conn, error) {
+	if s.tls != nil {
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second}, Config: s.tls}
+		return d.Dial("tcp", s.Addr())
+	}
+	return net.DialTimeout("tcp", s.Addr(), time.Second)
 }
 
 func readReply(r *bufio.Reader) (string, error) {
@@ -182,7 +237,7 @@ func (s *Server) Keys() ([]string, error) {
 	var keys []string
 	cursor := "0"
 	for {
-		c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+		c, err := s.dial()
 		if err != nil {
 			return nil, err
 		}
@@ -211,4 +266,25 @@ func (s *Server) Keys() ([]string, error) {
 			return keys, nil
 		}
 	}
+}
+
+// Clients returns the number of clients connected now (INFO clients'
+// connected_clients), less the one asking.
+func (s *Server) Clients(t testing.TB) int {
+	t.Helper()
+	info, err := s.Do("INFO", "clients")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_clients:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n - 1
+		}
+	}
+	t.Fatal("INFO clients has no connected_clients")
+	return 0
 }

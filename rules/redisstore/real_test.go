@@ -79,17 +79,30 @@ func checkKeys(t *testing.T, ctx context.Context, c redis.Cmdable, p string) int
 	return n
 }
 
+// TestConformanceRedis runs the conformance tables against a real Redis
+// reached each way a fleet reaches one (transports, managed_test.go):
+// plain, over TLS, and through Sentinel.
 func TestConformanceRedis(t *testing.T) {
-	addr := redisAddr(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			base, raw := tr.start(t)
+			testConformance(t, base, raw)
+		})
+	}
+}
+
+func testConformance(t *testing.T, base Options, raw *redis.Client) {
 	prefix := testPrefix("conformance")
 	t.Run("caller_clock", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) rules.Store {
-			return mustNew(t, Options{URL: "redis://" + addr + "/0", Prefix: prefix, UseCallerClock: true, Timeout: time.Second})
+			o := base
+			o.Prefix, o.UseCallerClock, o.Timeout = prefix, true, time.Second
+			return mustNew(t, o)
 		})
 	})
 	// Every key the whole suite left has a TTL, and no raw input in its
 	// name.
-	n := checkKeys(t, context.Background(), rawClient(t, addr), prefix)
+	n := checkKeys(t, context.Background(), raw, prefix)
 	if n == 0 {
 		t.Error("the suite left no keys: the scan looked in the wrong place")
 	}

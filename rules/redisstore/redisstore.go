@@ -26,6 +26,10 @@ const (
 	DefaultURL = "redis://127.0.0.1:6379/0"
 	// DefaultTimeout is Options.Timeout when 0.
 	DefaultTimeout = 5 * time.Millisecond
+	// DefaultDialTimeout is Options.DialTimeout when 0: enough for a TCP
+	// connect, a TLS handshake and, with Sentinel, asking a sentinel for
+	// the master, to a managed Redis in another zone or region.
+	DefaultDialTimeout = time.Second
 	// DefaultPrefix is Options.Prefix when empty.
 	DefaultPrefix = "edge:"
 	// CallerClockSlack is added to every Redis TTL when Options.UseCallerClock
@@ -53,9 +57,34 @@ type Options struct {
 	// "redis://[user:password@]host:port/db", "rediss://…" (TLS) or
 	// "unix:///path/redis.sock?db=N". A Redis Cluster:
 	// "redis+cluster://[user:password@]host:port,host:port,…", any of its
-	// nodes (the others are discovered). Empty: DefaultURL. Timeouts,
-	// retries and the protocol in the URL's query are overridden.
+	// nodes (the others are discovered). A master that Redis Sentinel
+	// manages: "redis+sentinel://[user:password@]MASTER@host:port,…[/db]"
+	// listing sentinels, or "rediss+sentinel://…" over TLS (sentinel.go).
+	// Empty: DefaultURL. Timeouts, retries and the protocol in the URL's
+	// query are overridden.
 	URL string
+	// TLS configures the connections of a rediss:// or rediss+sentinel://
+	// URL (tls.go); it is an error with any other.
+	TLS TLS
+	// Password, when not empty, replaces the URL's password (an ACL
+	// user's, or requirepass), so that the secret can come from the
+	// environment instead of a file (the policy's password_env).
+	Password string
+	// SentinelUsername and SentinelPassword authenticate to the sentinels
+	// of a sentinel URL, when they require it (their own requirepass or
+	// ACL); the URL's credentials are the master's.
+	SentinelUsername, SentinelPassword string
+	// DialTimeout bounds establishing one connection: the TCP connect, the
+	// TLS handshake and, with Sentinel, the question to a sentinel
+	// (DefaultDialTimeout when 0). It is longer than Timeout because a
+	// handshake is several round trips and some CPU; a call does not pay
+	// it in the steady state: Ping, which the node calls at start and its
+	// breaker's probes call after an outage, opens the connections the
+	// coalescing flushers use, and idle connections are kept (TCP
+	// keep-alive finds dead ones). A coalesced call still fails after its
+	// budget while a flusher dials; an uncoalesced one (DisableCoalescing,
+	// a cluster) that finds no idle connection waits for the dial.
+	DialTimeout time.Duration
 	// Timeout is the budget of one round trip (DefaultTimeout when 0):
 	// the client's dial, pool-wait, write and read timeouts are all set to
 	// it, and so is a coalesced call's own timer from the moment it is
@@ -149,6 +178,7 @@ type Store struct {
 	// ScriptLoad and Close).
 	node      scripter
 	co        *coalescer
+	warm      int // pipelines Ping runs at once: the flushers' connections
 	cluster   *redis.ClusterClient
 	masterFor func(ctx context.Context, key string) (scripter, error)
 	closeFn   func() error
@@ -184,9 +214,14 @@ func New(opts Options) (*Store, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = max(DefaultDialTimeout, opts.Timeout)
+	}
 	switch {
 	case opts.Timeout < 0:
 		return nil, fmt.Errorf("redisstore: timeout %v is negative", opts.Timeout)
+	case opts.DialTimeout < 0:
+		return nil, fmt.Errorf("redisstore: dial timeout %v is negative", opts.DialTimeout)
 	case opts.PoolSize < 0:
 		return nil, fmt.Errorf("redisstore: pool size %d is negative", opts.PoolSize)
 	case strings.ContainsAny(opts.Prefix, "{}"):
@@ -214,12 +249,32 @@ func New(opts Options) (*Store, error) {
 		s.closeFn = cc.Close
 		return s, nil
 	}
-	o, err := redis.ParseURL(opts.URL)
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: parsing URL: %w", err)
+	var c *redis.Client
+	if rest, tlsOn := strings.CutPrefix(opts.URL, sentinelTLSScheme); tlsOn || strings.HasPrefix(opts.URL, sentinelScheme) {
+		if !tlsOn {
+			rest = opts.URL[len(sentinelScheme):]
+		}
+		fc, err := newFailover(rest, opts, tlsOn, &s.late)
+		if err != nil {
+			return nil, err
+		}
+		c = fc
+	} else {
+		o, err := redis.ParseURL(opts.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: parsing URL: %w", redactErr(err, opts.URL))
+		}
+		// ParseURL made rediss:// a tls.Config verifying the host; ours
+		// adds the CA, the client certificate and a server name.
+		if o.TLSConfig, err = tlsConfig(opts, o.TLSConfig != nil); err != nil {
+			return nil, err
+		}
+		if opts.Password != "" {
+			o.Password = opts.Password
+		}
+		configure(o, opts, &s.late)
+		c = redis.NewClient(o)
 	}
-	configure(o, opts, &s.late)
-	c := redis.NewClient(o)
 	s.node, s.closeFn = c, c.Close
 	if !opts.DisableCoalescing {
 		flushers := opts.flushers
@@ -227,6 +282,7 @@ func New(opts Options) (*Store, error) {
 			flushers = defaultFlushers
 		}
 		s.co = newCoalescer(s, c, opts.Timeout, flushers)
+		s.warm = flushers
 	}
 	return s, nil
 }
@@ -234,8 +290,9 @@ func New(opts Options) (*Store, error) {
 // configure sets what every connection of a single Redis needs.
 func configure(o *redis.Options, opts Options, late *lateReads) {
 	o.MaxRetries = -1 // a retried EVALSHA that ran charges twice
-	o.DialTimeout = opts.Timeout
-	o.Dialer = storeTimeDialer(opts.Timeout, opts.Timeout, o.TLSConfig, late) // the package doc's "Store time"
+	o.DialTimeout = opts.DialTimeout
+	o.Dialer = storeTimeDialer(opts.DialTimeout, opts.Timeout, o.TLSConfig, late) // the package doc's "Store time"
+	o.ConnMaxIdleTime = -1                                                        // keep idle connections: a call must not pay a handshake
 	o.DialerRetries = 1                                                       // one dial per attempt: retries would outlast the budget
 	o.PoolTimeout = opts.Timeout
 	o.ReadTimeout = opts.Timeout
@@ -256,8 +313,9 @@ func configure(o *redis.Options, opts Options, late *lateReads) {
 func configureCluster(o *redis.ClusterOptions, opts Options, late *lateReads) {
 	o.MaxRetries = -1
 	o.MaxRedirects = -1
-	o.DialTimeout = opts.Timeout
-	o.Dialer = storeTimeDialer(opts.Timeout, opts.Timeout, o.TLSConfig, late)
+	o.DialTimeout = opts.DialTimeout
+	o.Dialer = storeTimeDialer(opts.DialTimeout, opts.Timeout, o.TLSConfig, late)
+	o.ConnMaxIdleTime = -1
 	o.DialerRetries = 1
 	o.PoolTimeout = opts.Timeout
 	o.ReadTimeout = opts.Timeout
@@ -269,6 +327,16 @@ func configureCluster(o *redis.ClusterOptions, opts Options, late *lateReads) {
 	if opts.PoolSize > 0 {
 		o.PoolSize = opts.PoolSize
 	}
+}
+
+// redactErr is a URL parsing error without the URL, which may hold a
+// password (url.Error quotes it whole).
+func redactErr(err error, _ string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("malformed URL: %w", ue.Err)
+	}
+	return err
 }
 
 // parseClusterURL parses what follows "redis+cluster://":
@@ -306,7 +374,13 @@ func parseClusterURL(rest string) (*redis.ClusterOptions, error) {
 }
 
 // Ping checks that the server (every master of a cluster) answers and
-// loads the script into its cache, for readiness probes and start-up.
+// loads the script into its cache, for readiness probes and start-up. On
+// a single Redis (or Sentinel's master) that coalesces, it also opens, by
+// as many concurrent one-PING pipelines, the connections the flushers
+// use, so that requests after it pay no dial or TLS handshake: go-redis
+// keeps pipeline connections apart from the others and never pre-dials
+// them. ctx bounds it all; a connection it needs is dialed within
+// Options.DialTimeout, not the call budget.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.cluster != nil {
 		err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
@@ -324,7 +398,32 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := c.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redisstore: pinging: %w", err)
 	}
-	return loaded(c.ScriptLoad(ctx, takeScript))
+	if err := loaded(c.ScriptLoad(ctx, takeScript)); err != nil {
+		return err
+	}
+	return s.warmPipelines(ctx, c)
+}
+
+// warmPipelines runs s.warm one-PING pipelines at once, so that the
+// pipeline pool holds a connection for each flusher.
+func (s *Store) warmPipelines(ctx context.Context, c *redis.Client) error {
+	if s.warm == 0 {
+		return nil
+	}
+	errs := make([]error, s.warm)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			pipe := c.Pipeline()
+			pipe.Ping(ctx)
+			_, errs[i] = pipe.Exec(ctx)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("redisstore: opening the pipelines' connections: %w", err)
+	}
+	return nil
 }
 
 // loaded checks a SCRIPT LOAD's answer.

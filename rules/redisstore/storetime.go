@@ -100,7 +100,8 @@ var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interv
 // storeTimeDialer returns a dialer like go-redis' default (dial timeout,
 // keep-alive, TLS when tlsConfig is set) whose connections are
 // storeTimeConns; TLS runs on top of one, so that its reads are retried
-// the same way.
+// the same way. dialTimeout bounds the TCP connect and the TLS handshake
+// together; grace is a late read's fresh deadline (the call's budget).
 //
 // A dial that fails returns a deadConn carrying the error, not the error:
 // go-redis' pool counts failed dials over its whole life, and once they
@@ -114,7 +115,12 @@ var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interv
 // error, at the same moment, and the pool drops the connection.
 func storeTimeDialer(dialTimeout, grace time.Duration, tlsConfig *tls.Config, late *lateReads) func(context.Context, string, string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		d := net.Dialer{Timeout: dialTimeout, KeepAliveConfig: keepAlive}
+		// One deadline for the TCP connect and the TLS handshake together:
+		// dialTimeout is the budget of establishing a connection
+		// (Options.DialTimeout), not of each step.
+		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+		d := net.Dialer{KeepAliveConfig: keepAlive}
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return deadConn{err: err}, nil
@@ -130,9 +136,7 @@ func storeTimeDialer(dialTimeout, grace time.Duration, tlsConfig *tls.Config, la
 			}
 		}
 		tc := tls.Client(sc, cfg)
-		hctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		defer cancel()
-		if err := tc.HandshakeContext(hctx); err != nil {
+		if err := tc.HandshakeContext(ctx); err != nil {
 			c.Close()
 			return deadConn{err: err}, nil
 		}

@@ -1,0 +1,198 @@
+package testredis
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// MasterName is the name the sentinel of StartSentinel monitors its
+// primary under.
+const MasterName = "edgemaster"
+
+// Sentinel is a primary, a replica of it and one redis-sentinel
+// monitoring them (quorum 1), all on loopback, for failover tests.
+type Sentinel struct {
+	t                testing.TB
+	Primary, Replica *Server
+	// Monitor is the sentinel process; Do on it sends sentinel commands.
+	Monitor *Server
+}
+
+// SentinelOptions configure StartSentinel.
+type SentinelOptions struct {
+	// DownAfter is the sentinel's down-after-milliseconds (500ms when 0):
+	// how long the primary must not answer before it fails over.
+	DownAfter time.Duration
+	// Password, when set, is the sentinel's own requirepass.
+	Password string
+}
+
+// StartSentinel starts a primary, a replica (--replicaof the primary) and a
+// sentinel with a generated config in the test's temporary directory, and
+// waits until the replica has synced and the sentinel knows both. Each is
+// stopped when the test ends.
+func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil { // runs as redis-server --sentinel
+		t.Skip("redis-server is not installed (CI installs Debian's redis-server and redis-sentinel)")
+	}
+	if opts.DownAfter == 0 {
+		opts.DownAfter = 500 * time.Millisecond
+	}
+	s := &Sentinel{t: t}
+	// No diskless-sync delay (5s by default, waiting for more replicas).
+	s.Primary = startWith(t, "--repl-diskless-sync-delay", "0")
+	s.Replica = startWith(t, "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", strconv.Itoa(s.Primary.Port))
+	waitUntil(t, func() bool {
+		info, err := s.Replica.Do("INFO", "replication")
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, "the replica to sync")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t, ln)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	cfg := fmt.Sprintf(`port %d
+bind 127.0.0.1
+dir %s
+sentinel monitor %s 127.0.0.1 %d 1
+sentinel down-after-milliseconds %s %d
+sentinel failover-timeout %s 10000
+sentinel parallel-syncs %s 1
+`, port, dir, MasterName, s.Primary.Port, MasterName, opts.DownAfter.Milliseconds(), MasterName, MasterName)
+	if opts.Password != "" {
+		cfg += "requirepass " + opts.Password + "\n"
+	}
+	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Monitor = &Server{t: t, Port: port, dir: dir, binary: "redis-server", extra: []string{conf, "--sentinel"}}
+	if opts.Password != "" {
+		s.Monitor.auth = opts.Password
+	}
+	s.Monitor.start()
+	t.Cleanup(s.Monitor.Kill)
+	waitUntil(t, func() bool {
+		out, err := s.Monitor.Do("SENTINEL", "REPLICAS", MasterName)
+		return err == nil && strings.Contains(out, strconv.Itoa(s.Replica.Port))
+	}, "the sentinel to find the replica")
+	return s
+}
+
+// startWith is Start with more redis-server arguments.
+func startWith(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{t: t, Port: freePort(t, ln), dir: t.TempDir(), extra: extra}
+	s.start()
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// URL is "redis+sentinel://MASTER@127.0.0.1:PORT/0", the sentinel's.
+func (s *Sentinel) URL() string { return "redis+sentinel://" + MasterName + "@" + s.Monitor.Addr() + "/0" }
+
+// TLS is zero: the sentinel setup is plain.
+func (s *Sentinel) TLS() TLSFiles { return TLSFiles{} }
+
+// Kill stops the primary and the replica (the replica first, so that the
+// sentinel has no one to promote): the store is down.
+func (s *Sentinel) Kill() {
+	s.Replica.Kill()
+	s.Primary.Kill()
+}
+
+// Restart starts the primary and the replica again, empty, on their
+// ports, and waits until the replica has synced.
+func (s *Sentinel) Restart() {
+	s.t.Helper()
+	s.Primary.Restart()
+	s.Replica.Restart()
+	waitUntil(s.t, func() bool {
+		info, err := s.Replica.Do("INFO", "replication")
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, "the replica to sync again")
+}
+
+// MasterPort returns the port the sentinel names as the master's now.
+func (s *Sentinel) MasterPort() (int, error) {
+	out, err := s.Monitor.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName)
+	if err != nil {
+		return 0, err
+	}
+	parts := strings.Split(out, "\n")
+	if len(parts) != 2 {
+		return 0, fmt.Errorf("get-master-addr-by-name: %q", out)
+	}
+	return strconv.Atoi(parts[1])
+}
+
+// Failover asks the sentinel to fail over now (SENTINEL FAILOVER) and waits
+// until it names the replica as the master and the replica says it is
+// one. It returns the new master.
+func (s *Sentinel) Failover() *Server {
+	s.t.Helper()
+	if _, err := s.Monitor.Do("SENTINEL", "FAILOVER", MasterName); err != nil {
+		s.t.Fatal(err)
+	}
+	return s.WaitMaster(s.Replica)
+}
+
+// WaitMaster waits until the sentinel names want as the master and want's
+// ROLE is master, and returns it.
+func (s *Sentinel) WaitMaster(want *Server) *Server {
+	s.t.Helper()
+	waitUntil(s.t, func() bool {
+		p, err := s.MasterPort()
+		if err != nil || p != want.Port {
+			return false
+		}
+		role, err := want.Do("ROLE")
+		return err == nil && strings.HasPrefix(role, "master")
+	}, "the sentinel to promote the replica")
+	return want
+}
+
+// Synced reports whether the replica has every write the primary has
+// acknowledged (their replication offsets agree).
+func (s *Sentinel) Synced() bool {
+	off := func(srv *Server, field string) string {
+		info, err := srv.Do("INFO", "replication")
+		if err != nil {
+			return "?" + field
+		}
+		for line := range strings.SplitSeq(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+				return v
+			}
+		}
+		return "?" + field
+	}
+	return off(s.Primary, "master_repl_offset") == off(s.Replica, "master_repl_offset")
+}
+
+// waitUntil polls cond every 10ms until it holds, failing t after 30s (a
+// hang guard: nothing here is timed).
+func waitUntil(t testing.TB, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for an event, not timing it
+	}
+}
