@@ -103,7 +103,9 @@ func startWith(t testing.TB, extra ...string) *Server {
 }
 
 // URL is "redis+sentinel://MASTER@127.0.0.1:PORT/0", the sentinel's.
-func (s *Sentinel) URL() string { return "redis+sentinel://" + MasterName + "@" + s.Monitor.Addr() + "/0" }
+func (s *Sentinel) URL() string {
+	return "redis+sentinel://" + MasterName + "@" + s.Monitor.Addr() + "/0"
+}
 
 // TLS is zero: the sentinel setup is plain.
 func (s *Sentinel) TLS() TLSFiles { return TLSFiles{} }

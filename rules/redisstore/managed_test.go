@@ -289,4 +289,3 @@ func TestHandshakeOutlastsTheBudget(t *testing.T) {
 		t.Error("Ping with a 5ms dial budget over a 50ms handshake succeeded: the proxy does not delay")
 	}
 }
-

@@ -293,7 +293,7 @@ func configure(o *redis.Options, opts Options, late *lateReads) {
 	o.DialTimeout = opts.DialTimeout
 	o.Dialer = storeTimeDialer(opts.DialTimeout, opts.Timeout, o.TLSConfig, late) // the package doc's "Store time"
 	o.ConnMaxIdleTime = -1                                                        // keep idle connections: a call must not pay a handshake
-	o.DialerRetries = 1                                                       // one dial per attempt: retries would outlast the budget
+	o.DialerRetries = 1                                                           // one dial per attempt: retries would outlast the budget
 	o.PoolTimeout = opts.Timeout
 	o.ReadTimeout = opts.Timeout
 	o.WriteTimeout = opts.Timeout
