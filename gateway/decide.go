@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 
 	"github.com/valyala/fasthttp"
@@ -59,7 +60,16 @@ const maxOriginalMethod = 32
 // ServeDecide runs the decision-only listener on ln until ctx is done: the
 // public server's limits and timeouts (NewHTTPServer), plain HTTP (it
 // listens for a proxy on loopback or a private network), DecideHandler.
+//
+// The policy must set decide_listen (wherever ln listens): only then were
+// its rules checked for what a described request carries
+// (rules/compile_decide.go). A policy reloaded without it is not decided
+// here: every described request answers 503 until the node restarts.
 func (s *Server) ServeDecide(ctx context.Context, ln net.Listener) error {
+	if s.Policy().DecideListen == "" {
+		ln.Close()
+		return errors.New("gateway: the policy sets no decide_listen, so its rules were not checked for the decision-only mode")
+	}
 	srv := s.NewHTTPServer()
 	srv.Handler = s.DecideHandler
 	return serveUntil(ctx, srv, ln)
@@ -75,6 +85,10 @@ func (s *Server) DecideHandler(ctx *fasthttp.RequestCtx) {
 	// method (a GET subrequest describing a HEAD still reads a body).
 	rs.uri = append(rs.uri[:0], ctx.Method()...)
 	defer ctx.Request.Header.SetMethodBytes(rs.uri)
+	if st.policy.DecideListen == "" {
+		unavailable(ctx) // reloaded without decide_listen (ServeDecide)
+		return
+	}
 
 	if !describe(&ctx.Request) || !s.decide(ctx, st, rs) {
 		s.m.malformed.Inc()

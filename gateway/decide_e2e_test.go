@@ -356,3 +356,30 @@ func FuzzDecideDescribed(f *testing.F) {
 		}
 	})
 }
+
+// TestDecideNeedsACheckedPolicy: the decision-only listener serves only a
+// policy that sets decide_listen (its rules were checked for what a
+// described request carries); one reloaded without it answers 503.
+func TestDecideNeedsACheckedPolicy(t *testing.T) {
+	unchecked, diags := builtin.Load("plain.hcl", []byte(strings.Replace(decidePolicy, `decide_listen   = "127.0.0.1:18081"`, "", 1)))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	n := startNode(t, unchecked, nodeOptions{})
+	if err := n.srv.ServeDecide(context.Background(), listen(t)); err == nil {
+		t.Fatal("ServeDecide served a policy without decide_listen")
+	}
+	if err := n.srv.Reload(loadDecidePolicy(t)); err != nil {
+		t.Fatal(err)
+	}
+	daddr := serveDecide(t, n)
+	if resp, _ := sendRaw(t, daddr, "GET", "/_edge", []string{"X-Original-URI", "/api/x"}); resp.StatusCode != 200 {
+		t.Fatalf("checked policy: %d", resp.StatusCode)
+	}
+	if err := n.srv.Reload(unchecked); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := sendRaw(t, daddr, "GET", "/_edge", []string{"X-Original-URI", "/api/x"}); resp.StatusCode != 503 {
+		t.Fatalf("reloaded without decide_listen: %d, want 503", resp.StatusCode)
+	}
+}

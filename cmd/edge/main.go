@@ -259,7 +259,7 @@ func serve(args []string, stderr io.Writer) int {
 	if _, err := rl.watch(ctx); err != nil {
 		log.Warn("not reloading on changes of the policy file (SIGHUP and POST /admin/reload still do)", "policy", *config, "error", err.Error())
 	}
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	running := 0
 
 	if *withDemo {
@@ -294,6 +294,18 @@ func serve(args []string, stderr io.Writer) int {
 	running += 2
 	go func() { errc <- srv.ServeAdmin(ctx, aln) }()
 	go func() { errc <- srv.Serve(ctx, ln) }()
+	if p.DecideListen != "" {
+		// The decision-only listener (docs/deploying.md, "Decision-only
+		// mode"): opened at start, like the others.
+		dln, err := openListener("decide", p.DecideListen)
+		if err != nil {
+			fmt.Fprintln(stderr, "edge: decide listener:", err)
+			return 1
+		}
+		running++
+		go func() { errc <- srv.ServeDecide(ctx, dln) }()
+		log.Info("decision-only listener", "addr", dln.Addr().String())
+	}
 	log.Info("edge listening", "addr", ln.Addr().String(), "admin", aln.Addr().String(),
 		"policy", *config, "rules", len(p.Rules), "dry_run", *dryRun || p.DryRun, "store", storeName(p, *store))
 
