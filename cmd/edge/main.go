@@ -10,6 +10,7 @@
 //	edge fmt [-w] [-l] [FILE...]
 //	edge reload [-admin ADDR]
 //	edge demo-origin [-listen ADDR]
+//	edge health [-admin ADDR | -config policies.hcl] [-strict] [-timeout 2s]
 package main
 
 import (
@@ -71,11 +72,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return demoOrigin(args, stderr)
 	case "version":
 		return version(stdout)
+	case "health":
+		return healthCmd(args, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|fmt|reload|dry-run|explain|demo-origin|version] [flags]; edge CMD -h for flags")
+		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|fmt|reload|dry-run|explain|demo-origin|health|version] [flags]; edge CMD -h for flags")
 		return 0
 	}
-	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, explain, demo-origin or version)\n", cmd)
+	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, explain, demo-origin, health or version)\n", cmd)
 	return 2
 }
 

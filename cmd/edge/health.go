@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/edge-gateway/edge/builtin"
+)
+
+// defaultAdminListen is the policy language's default admin_listen
+// (rules.Policy.AdminListen), which `edge health` probes when neither
+// -admin nor -config names another.
+const defaultAdminListen = "127.0.0.1:9901"
+
+// healthCmd is `edge health [-admin HOST:PORT | -config FILE] [-strict]
+// [-timeout 2s]`: a readiness probe for a container's HEALTHCHECK, which
+// has no curl (docs/deploying.md, "Container image and systemd unit"). It
+// GETs /readyz on the node's admin listener (/readyz?strict=1 with
+// -strict) and exits 0 when the node answers 2xx, 1 when it answers
+// anything else, cannot be reached within the timeout, or its policy file
+// (-config) does not load, and 2 on bad flags. The admin address is
+// -admin, else -config's admin_listen, else 127.0.0.1:9901; an
+// unspecified host (0.0.0.0, ::, none) is probed on loopback, as a probe
+// inside the node's host or container does. /readyz needs no admin token.
+//
+// Without -strict a node whose store is down is ready ("degraded", exit
+// 0, the reason printed): a fleet sharing one sick Redis must not be
+// restarted or pulled out all at once (docs/architecture.md, "The admin
+// listener"). -strict fails it.
+func healthCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("health", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: edge health [-admin HOST:PORT | -config FILE] [-strict] [-timeout 2s]\n\nexit 0 when the node's /readyz answers 2xx, 1 when not, 2 on bad flags\n\nflags of health:\n")
+		fs.PrintDefaults()
+	}
+	admin := fs.String("admin", "", "the node's admin listener HOST:PORT or http://HOST:PORT (default the policy's admin_listen with -config, else "+defaultAdminListen+")")
+	config := fs.String("config", "", "policy file whose admin_listen to probe (ignored with -admin)")
+	strict := fs.Bool("strict", false, "not ready while the store is degraded (/readyz?strict=1)")
+	timeout := fs.Duration("timeout", 2*time.Second, "give up on a node that has not answered after this long")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "edge health: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *timeout <= 0 {
+		fmt.Fprintf(stderr, "edge health: -timeout must be positive, got %v\n", *timeout)
+		return 2
+	}
+	addr := *admin
+	if addr == "" && *config != "" {
+		p, diags := builtin.LoadFile(*config)
+		if diags.HasErrors() {
+			printDiags(stderr, *config, diags)
+			fmt.Fprintf(stderr, "edge health: not ready: %s has errors, so its admin listener is unknown (and a node would not start on it)\n", *config)
+			return 1
+		}
+		addr = p.AdminListen
+	}
+	if addr == "" {
+		addr = defaultAdminListen
+	}
+	u, err := readyzURL(addr, *strict)
+	if err != nil {
+		fmt.Fprintln(stderr, "edge health:", err)
+		return 2
+	}
+	return probeReadyz(u, *timeout, stdout, stderr)
+}
+
+// readyzURL is the /readyz URL on the admin listener admin (HOST:PORT or
+// http://HOST:PORT), with an unspecified host replaced by loopback
+// (127.0.0.1, or ::1 for ::).
+func readyzURL(admin string, strict bool) (string, error) {
+	hostport := strings.TrimSuffix(strings.TrimPrefix(admin, "http://"), "/")
+	if strings.Contains(hostport, "://") || strings.Contains(hostport, "/") {
+		return "", fmt.Errorf("-admin %q: want HOST:PORT or http://HOST:PORT (the admin listener speaks plain HTTP)", admin)
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", fmt.Errorf("-admin %q: %v", admin, err)
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	u := "http://" + net.JoinHostPort(host, port) + "/readyz"
+	if strict {
+		u += "?strict=1"
+	}
+	return u, nil
+}
+
+// probeReadyz GETs u once and reports the node's readiness: exit 0 on a
+// 2xx answer, 1 otherwise. The answer's JSON body ({"status": "ok" or
+// "degraded", "reason": …}) is what it prints: on stdout when ready, on
+// stderr when not.
+func probeReadyz(u string, timeout time.Duration, stdout, stderr io.Writer) int {
+	// No proxy (a probe of the node's own admin listener never goes
+	// through $HTTP_PROXY) and no kept connection.
+	client := &http.Client{
+		Timeout:   timeout,
+		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+	}
+	resp, err := client.Get(u)
+	if err != nil {
+		why := err.Error()
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			why = "connection refused: nothing listens there (is edge serve running, with this admin_listen?)"
+		case isTimeout(err):
+			why = fmt.Sprintf("no answer within %v", timeout)
+		}
+		fmt.Fprintf(stderr, "edge health: not ready: %s: %s\n", u, why)
+		return 1
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body struct {
+		Status string `json:"status"`
+		Reason string `json:"reason"`
+	}
+	said := strings.TrimSpace(string(raw))
+	if json.Unmarshal(raw, &body) == nil && body.Status != "" {
+		said = body.Status
+		if body.Reason != "" {
+			said += ": " + body.Reason
+		}
+	}
+	if resp.StatusCode/100 == 2 {
+		fmt.Fprintf(stdout, "ready (%s)\n", said)
+		return 0
+	}
+	fmt.Fprintf(stderr, "edge health: not ready: %s answered %s: %s\n", u, resp.Status, said)
+	return 1
+}
+
+// isTimeout reports whether err is a timeout (the client's, or a dial's).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
