@@ -10,6 +10,7 @@ import (
 
 	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/fields"
+	"github.com/edge-gateway/edge/ja4"
 	"github.com/edge-gateway/edge/login"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/otp"
@@ -20,10 +21,10 @@ import (
 // request fields (header:, cookie:, query:, json:, form:), OTP (identity
 // { }'s phone and otp_session, phone numbers, OTP challenges), login
 // (identity { }'s account), visitors (visitor { }), bot scores (botscore
-// { }, asn, country and the bot conditions) and the test blocks `edge
-// test` runs. Every block of the policy language is now built.
+// { }, asn, country and the bot conditions), TLS fingerprints (ja4) and
+// the test blocks `edge test` runs. Every block of the policy language is now built.
 func Features() []rules.Feature {
-	return []rules.Feature{fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), tests()}
+	return []rules.Feature{fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), tests()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

@@ -668,7 +668,7 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 			out, status = ch.AppendValue(buf, req, s)
 		}
 		switch {
-		case status == Missing:
+		case status == Missing, status == Absent:
 		case status != Present:
 			status = Invalid // Invalid, or a status no feature may return
 		case len(out) < n || !bytes.Equal(out[:n], buf):
@@ -700,7 +700,7 @@ func (e *Engine) member(r *Rule, req *Request, s *Scratch) (uint64, Status) {
 	n := len(buf)
 	out, st := r.Distinct.AppendValue(buf, req, s)
 	switch {
-	case st == Missing:
+	case st == Missing, st == Absent:
 	case st != Present || len(out) < n || !bytes.Equal(out[:n], buf):
 		st = Invalid
 	case len(out) == n:
@@ -727,8 +727,8 @@ func (r *Rule) conditions(req *Request, s *Scratch) Status {
 	for _, c := range r.Conditions {
 		switch c.Eval(req, s) {
 		case Present:
-		case Missing:
-			return Missing
+		case Missing, Absent:
+			return Missing // a condition's absent identity: the rule does not apply either way
 		default:
 			status = Invalid // Invalid, or a status no feature may return
 		}

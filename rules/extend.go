@@ -136,6 +136,12 @@ const (
 	// origin could read it another way (the rule's invalid_identity
 	// decides; docs/body-identities.md).
 	Invalid
+	// Absent: the request cannot have the value, through no doing of its
+	// client: a TLS fingerprint (ja4) on a connection the edge did not
+	// terminate and no trusted proxy described. The rule skips, whatever
+	// missing_identity and sensitive say: rejecting would refuse every
+	// such request, and no client could supply the value.
+	Absent
 )
 
 // Characteristic is one compiled element of a rule's key.
