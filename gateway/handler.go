@@ -43,6 +43,7 @@ type reqState struct {
 	peer      netip.Addr
 	now       time.Time
 	cookie    []byte // a newly minted visitor cookie value
+	ja4       []byte // a trusted proxy's ja4_header value (ja4.go)
 	d         rules.Decision
 	explain   bool // decide peeks only (POST /admin/explain, admin_explain.go)
 }
@@ -214,6 +215,7 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 		Path:      rs.match,
 		Client:    client,
 		Fields:    &rs.fields,
+		JA4:       requestJA4(ctx, p, rs),
 	}
 	if rs.explain {
 		rs.d = s.engine.Explain(ctx, now, p, &rs.req, rs.sc) // consumes nothing
@@ -300,6 +302,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	clientClose := req.Header.ConnectionClose()
 	stripHopByHop(&req.Header)
 	s.sanitizeHeaders(rs, req, trusted && p.ForwardedHeader == "Forwarded", p.HeaderNames())
+	stripJA4Header(req, p, trusted)
 	req.Header.ResetConnectionClose()
 	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
 	// The host the rules matched, in the one spelling they matched it
