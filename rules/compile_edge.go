@@ -27,15 +27,17 @@ func (c *Compiler) store(blocks []storeBlock, sc *StoreConfig) {
 			if b.URL != nil {
 				c.Errorf(b.URLRange, "Unexpected url", "the memory store takes no url")
 			}
+			c.memoryStoreAttrs(b)
 		case "redis":
 			if b.URL == nil {
-				c.Errorf(b.DefRange, "Missing url", "store \"redis\" needs url, such as \"redis://127.0.0.1:6379/0\" or \"redis+cluster://10.0.0.1:7000,10.0.0.2:7000\"")
+				c.Errorf(b.DefRange, "Missing url", "store \"redis\" needs url, such as \"redis://127.0.0.1:6379/0\", \"rediss://redis.internal:6380/0\", \"redis+cluster://10.0.0.1:7000,10.0.0.2:7000\" or \"redis+sentinel://mymaster@10.0.0.1:26379,10.0.0.2:26379\"")
 			} else if err := ValidateStoreURL(*b.URL); err != nil {
 				c.Errorf(b.URLRange, "Invalid url", "%v", err)
 			}
 			if b.MaxKeys != nil {
 				c.Errorf(b.MaxKeysRange, "Unexpected max_keys", "max_keys bounds the memory store; Redis is bounded by its own maxmemory")
 			}
+			c.redisStoreAttrs(b, sc) // compile_store.go
 		default:
 			c.Errorf(b.KindRange, "Unknown store", "%q is not a store; want \"memory\" or \"redis\"", b.Kind)
 		}
@@ -70,18 +72,33 @@ func (c *Compiler) store(blocks []storeBlock, sc *StoreConfig) {
 
 // ValidateStoreURL checks a store address as the policy's url and the -store
 // flag take it: "redis://HOST:PORT/DB" (DB optional, 0-15 by default in
-// Redis) or "redis+cluster://HOST:PORT,HOST:PORT".
+// Redis), "rediss://HOST:PORT/DB" (TLS), "redis+cluster://HOST:PORT,HOST:PORT"
+// or "redis+sentinel://MASTER@HOST:PORT,HOST:PORT/DB" (sentinels; MASTER
+// the name they monitor; "rediss+sentinel://" over TLS), each with
+// optional "USER:PASSWORD@" credentials first (docs/policy.md, "store").
 func ValidateStoreURL(s string) error {
 	shown := RedactURL(s) // errors are printed and logged: never the password
-	rest, cluster := strings.CutPrefix(s, "redis+cluster://")
-	if !cluster {
-		var ok bool
-		if rest, ok = strings.CutPrefix(s, "redis://"); !ok {
-			return fmt.Errorf("%q is not redis://HOST:PORT/DB or redis+cluster://HOST:PORT,HOST:PORT", shown)
-		}
+	scheme, rest, ok := strings.Cut(s, "://")
+	cluster := scheme == "redis+cluster"
+	sentinel := scheme == "redis+sentinel" || scheme == "rediss+sentinel"
+	if !ok || !cluster && !sentinel && scheme != "redis" && scheme != "rediss" {
+		return fmt.Errorf("%q is not redis://HOST:PORT/DB, rediss://HOST:PORT/DB, redis+cluster://HOST:PORT,HOST:PORT or redis+sentinel://MASTER@HOST:PORT,HOST:PORT", shown)
 	}
-	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
-		rest = rest[i+1:] // credentials (the last '@': a password may hold one)
+	if strings.ContainsAny(rest, "?#") {
+		return fmt.Errorf("%q: a store url takes no query; TLS settings and timeouts are store block attributes", shown)
+	}
+	at := strings.LastIndexByte(rest, '@')
+	head := ""
+	if at >= 0 {
+		head, rest = rest[:at], rest[at+1:] // credentials (the last '@': a password may hold one)
+	}
+	if sentinel {
+		if i := strings.LastIndexByte(head, '@'); i >= 0 {
+			head = head[i+1:]
+		}
+		if !validMasterName(head) {
+			return fmt.Errorf("%q: want redis+sentinel://[USER:PASSWORD@]MASTER@HOST:PORT,HOST:PORT, MASTER the name the sentinels monitor (letters, digits, '.', '_', '-')", shown)
+		}
 	}
 	hosts, db, hasDB := strings.Cut(rest, "/")
 	if hasDB && db != "" {
@@ -93,8 +110,8 @@ func ValidateStoreURL(s string) error {
 		}
 	}
 	list := strings.Split(hosts, ",")
-	if !cluster && len(list) != 1 {
-		return fmt.Errorf("%q: several addresses need redis+cluster://", shown)
+	if !cluster && !sentinel && len(list) != 1 {
+		return fmt.Errorf("%q: several addresses need redis+cluster:// or redis+sentinel://", shown)
 	}
 	for _, h := range list {
 		if _, _, err := splitHostPort(h); err != nil || h == "" {
@@ -105,7 +122,8 @@ func ValidateStoreURL(s string) error {
 }
 
 // RedactURL returns a store URL fit to print: its credentials, if any,
-// replaced by "xxxxx" ("redis://xxxxx@10.0.0.1:6379/0").
+// replaced by "xxxxx" ("redis://xxxxx@10.0.0.1:6379/0"); a sentinel URL
+// keeps its master's name ("redis+sentinel://xxxxx@mymaster@10.0.0.1:26379").
 func RedactURL(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
@@ -117,7 +135,33 @@ func RedactURL(s string) string {
 	if at < 0 {
 		return s
 	}
+	if scheme == "redis+sentinel" || scheme == "rediss+sentinel" {
+		head := rest[:at]
+		master := head[strings.LastIndexByte(head, '@')+1:]
+		switch {
+		case !validMasterName(master):
+			// Not a master's name: credentials without one, all hidden.
+		case len(master) == len(head):
+			return s // a master's name, no credentials
+		default:
+			return scheme + "://xxxxx@" + master + rest[at:]
+		}
+	}
 	return scheme + "://xxxxx" + rest[at:]
+}
+
+// validMasterName reports whether s can be a sentinel master's name in a
+// store URL: letters, digits, '.', '_' and '-' (as redisstore parses it).
+func validMasterName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Compiler) hostPort(s string, rng hcl.Range, attr string) string {

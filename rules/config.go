@@ -74,19 +74,46 @@ type storeBlock struct {
 	// max_keys bounds the memory store's keys of the rules that set no
 	// max_keys of their own, split evenly among them (default 100000).
 	MaxKeys *int `hcl:"max_keys,optional"`
-	// url is the Redis address (redis://host:port/db, redis+cluster://h:p,h:p).
+	// url is the Redis address (redis://host:port/db, rediss://…,
+	// redis+cluster://h:p,h:p, redis+sentinel://master@h:p,h:p).
 	URL *string `hcl:"url,optional"`
 	// timeout is the per-call budget (default "5ms").
 	Timeout *string `hcl:"timeout,optional"`
 	// fleet_size divides limits for the "local" fallback bucket.
 	FleetSize *int `hcl:"fleet_size,optional"`
+	// dial_timeout bounds establishing one connection to Redis: TCP, TLS
+	// handshake, sentinel lookup (default "1s").
+	DialTimeout *string `hcl:"dial_timeout,optional"`
+	// ca_file, cert_file, key_file and server_name configure a rediss://
+	// or rediss+sentinel:// url: the CA bundle (default: the system's
+	// pool), the client certificate and key (PEM; paths relative to the
+	// policy file), the name the server's certificate must carry.
+	CAFile     *string `hcl:"ca_file,optional"`
+	CertFile   *string `hcl:"cert_file,optional"`
+	KeyFile    *string `hcl:"key_file,optional"`
+	ServerName *string `hcl:"server_name,optional"`
+	// password_env names the environment variable holding the Redis
+	// password (it replaces the url's), so the secret is not in the file.
+	PasswordEnv *string `hcl:"password_env,optional"`
+	// sentinel_username and sentinel_password_env authenticate to the
+	// sentinels of a redis+sentinel url, when they require it.
+	SentinelUsername    *string `hcl:"sentinel_username,optional"`
+	SentinelPasswordEnv *string `hcl:"sentinel_password_env,optional"`
 
-	DefRange       hcl.Range `hcl:",def_range"`
-	KindRange      hcl.Range `hcl:"kind,label_range"`
-	MaxKeysRange   hcl.Range `hcl:"max_keys,attr_value_range"`
-	URLRange       hcl.Range `hcl:"url,attr_value_range"`
-	TimeoutRange   hcl.Range `hcl:"timeout,attr_value_range"`
-	FleetSizeRange hcl.Range `hcl:"fleet_size,attr_value_range"`
+	DefRange                 hcl.Range `hcl:",def_range"`
+	KindRange                hcl.Range `hcl:"kind,label_range"`
+	MaxKeysRange             hcl.Range `hcl:"max_keys,attr_value_range"`
+	URLRange                 hcl.Range `hcl:"url,attr_value_range"`
+	TimeoutRange             hcl.Range `hcl:"timeout,attr_value_range"`
+	FleetSizeRange           hcl.Range `hcl:"fleet_size,attr_value_range"`
+	DialTimeoutRange         hcl.Range `hcl:"dial_timeout,attr_value_range"`
+	CAFileRange              hcl.Range `hcl:"ca_file,attr_value_range"`
+	CertFileRange            hcl.Range `hcl:"cert_file,attr_value_range"`
+	KeyFileRange             hcl.Range `hcl:"key_file,attr_value_range"`
+	ServerNameRange          hcl.Range `hcl:"server_name,attr_value_range"`
+	PasswordEnvRange         hcl.Range `hcl:"password_env,attr_value_range"`
+	SentinelUsernameRange    hcl.Range `hcl:"sentinel_username,attr_value_range"`
+	SentinelPasswordEnvRange hcl.Range `hcl:"sentinel_password_env,attr_value_range"`
 }
 
 // ruleBlock is `rule "NAME" { }`: a limit, a block or a log action.

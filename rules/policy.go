@@ -135,6 +135,19 @@ type StoreConfig struct {
 	Timeout time.Duration
 	// FleetSize divides limits for the "local" fallback (default 1).
 	FleetSize int
+	// DialTimeout bounds establishing one Redis connection (0: the
+	// store's default, 1s).
+	DialTimeout time.Duration
+	// CAFile, CertFile, KeyFile (absolute paths, resolved against the
+	// policy file's directory) and ServerName configure TLS to a
+	// rediss:// or rediss+sentinel:// URL; empty: the system's CA pool,
+	// no client certificate, the URL's host.
+	CAFile, CertFile, KeyFile, ServerName string
+	// PasswordEnv names the environment variable whose value replaces the
+	// URL's password; SentinelUsername and SentinelPasswordEnv
+	// authenticate to a sentinel URL's sentinels. Read at start, never
+	// stored in the Policy.
+	PasswordEnv, SentinelUsername, SentinelPasswordEnv string
 }
 
 // CountMode is a rule's `count`.

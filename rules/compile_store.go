@@ -1,0 +1,150 @@
+package rules
+
+import (
+	"crypto/tls"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// The store block's Redis connection attributes: TLS files, credentials
+// from the environment, the dial budget (docs/policy.md, "store";
+// docs/deploying.md, "Redis over TLS, ACLs and Sentinel").
+
+// maxDialTimeout bounds dial_timeout: establishing a connection happens
+// at start and after an outage, off the steady request path, but a
+// caller that must dial waits for it.
+const maxDialTimeout = 30 * time.Second
+
+// envName is a POSIX environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// memoryStoreAttrs refuses the Redis-only attributes on a memory store.
+func (c *Compiler) memoryStoreAttrs(b *storeBlock) {
+	for _, a := range []struct {
+		set  bool
+		name string
+		rng  hcl.Range
+	}{
+		{b.DialTimeout != nil, "dial_timeout", b.DialTimeoutRange},
+		{b.CAFile != nil, "ca_file", b.CAFileRange},
+		{b.CertFile != nil, "cert_file", b.CertFileRange},
+		{b.KeyFile != nil, "key_file", b.KeyFileRange},
+		{b.ServerName != nil, "server_name", b.ServerNameRange},
+		{b.PasswordEnv != nil, "password_env", b.PasswordEnvRange},
+		{b.SentinelUsername != nil, "sentinel_username", b.SentinelUsernameRange},
+		{b.SentinelPasswordEnv != nil, "sentinel_password_env", b.SentinelPasswordEnvRange},
+	} {
+		if a.set {
+			c.Errorf(a.rng, "Unexpected "+a.name, "%s configures the connection to Redis; the memory store has none", a.name)
+		}
+	}
+}
+
+// redisStoreAttrs compiles the Redis connection attributes into sc. Files
+// are read and checked now (resolved against the policy file's
+// directory), so that a missing CA or a key that does not match its
+// certificate is a validate error, not a node that cannot reach Redis.
+func (c *Compiler) redisStoreAttrs(b *storeBlock, sc *StoreConfig) {
+	url := ""
+	if b.URL != nil {
+		url = *b.URL
+	}
+	useTLS := strings.HasPrefix(url, "rediss://") || strings.HasPrefix(url, "rediss+sentinel://")
+	sentinel := strings.Contains(url, "+sentinel://")
+	if b.DialTimeout != nil {
+		d, err := ParseDuration(*b.DialTimeout)
+		switch {
+		case err != nil || d <= 0:
+			c.Errorf(b.DialTimeoutRange, "Invalid dial_timeout", "%q is not a positive duration such as \"1s\"", *b.DialTimeout)
+		case d > maxDialTimeout:
+			c.Errorf(b.DialTimeoutRange, "Invalid dial_timeout", "%q: at most %v", *b.DialTimeout, maxDialTimeout)
+		default:
+			sc.DialTimeout = d
+		}
+	}
+	needTLS := func(set bool, name string, rng hcl.Range) bool {
+		if set && !useTLS && url != "" {
+			c.Errorf(rng, "Unexpected "+name, "%s configures TLS; the url %q is not rediss:// or rediss+sentinel://", name, RedactURL(url))
+			return false
+		}
+		return set
+	}
+	if needTLS(b.ServerName != nil, "server_name", b.ServerNameRange) {
+		name := strings.TrimSuffix(strings.ToLower(*b.ServerName), ".")
+		if err := checkServerName(name); err != nil {
+			c.Errorf(b.ServerNameRange, "Invalid server_name", "%q %v", *b.ServerName, err)
+		}
+		sc.ServerName = name
+	}
+	if needTLS(b.CAFile != nil, "ca_file", b.CAFileRange) {
+		sc.CAFile = c.policyRelative(*b.CAFile)
+		if pemBytes, err := os.ReadFile(sc.CAFile); err != nil {
+			c.Errorf(b.CAFileRange, "Cannot read ca_file", "%v (paths are relative to the policy file's directory)", err)
+		} else if _, expired, err := caPool(pemBytes, time.Now()); err != nil {
+			c.Errorf(b.CAFileRange, "Invalid ca_file", "%s: %v", sc.CAFile, err)
+		} else {
+			for _, x := range expired {
+				c.Warnf(b.CAFileRange, "Expired CA certificate", "%s: %s; no chain can end in it", sc.CAFile, x)
+			}
+		}
+	}
+	certSet := needTLS(b.CertFile != nil, "cert_file", b.CertFileRange)
+	keySet := needTLS(b.KeyFile != nil, "key_file", b.KeyFileRange)
+	switch {
+	case certSet && !keySet:
+		c.Errorf(b.CertFileRange, "Missing key_file", "cert_file needs key_file, the private key of its certificate")
+	case keySet && !certSet:
+		c.Errorf(b.KeyFileRange, "Missing cert_file", "key_file needs cert_file, the certificate of its key")
+	case certSet:
+		sc.CertFile, sc.KeyFile = c.policyRelative(*b.CertFile), c.policyRelative(*b.KeyFile)
+		certPEM, cerr := os.ReadFile(sc.CertFile)
+		if cerr != nil {
+			c.Errorf(b.CertFileRange, "Cannot read cert_file", "%v (paths are relative to the policy file's directory)", cerr)
+		}
+		keyPEM, kerr := os.ReadFile(sc.KeyFile)
+		if kerr != nil {
+			c.Errorf(b.KeyFileRange, "Cannot read key_file", "%v (paths are relative to the policy file's directory)", kerr)
+		}
+		if cerr != nil || kerr != nil {
+			break
+		}
+		leaf, err := firstCertificate(certPEM)
+		if err != nil {
+			c.Errorf(b.CertFileRange, "Invalid cert_file", "%s: %v", sc.CertFile, err)
+			break
+		}
+		if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+			c.Errorf(b.KeyFileRange, "Invalid key_file", "%s does not hold the private key of %s: %v", sc.KeyFile, sc.CertFile, err)
+			break
+		}
+		if now := time.Now(); now.After(leaf.NotAfter) {
+			c.Warnf(b.CertFileRange, "Expired cert_file", "%s expired at %s: a Redis that checks client certificates will refuse the edge", sc.CertFile, leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	env := func(p *string, name string, rng hcl.Range) string {
+		if p == nil {
+			return ""
+		}
+		if !envName.MatchString(*p) {
+			// Not echoed: a secret pasted here must not reach the logs.
+			c.Errorf(rng, "Invalid "+name, "not an environment variable name (letters, digits and '_', not starting with a digit; the value is not shown, in case it is a secret): %s names the variable that holds the secret", name)
+		}
+		return *p
+	}
+	sc.PasswordEnv = env(b.PasswordEnv, "password_env", b.PasswordEnvRange)
+	if (b.SentinelUsername != nil || b.SentinelPasswordEnv != nil) && !sentinel && url != "" {
+		rng := b.SentinelUsernameRange
+		if b.SentinelUsername == nil {
+			rng = b.SentinelPasswordEnvRange
+		}
+		c.Errorf(rng, "Unexpected sentinel credentials", "sentinel_username and sentinel_password_env authenticate to sentinels; the url %q is not redis+sentinel:// or rediss+sentinel://", RedactURL(url))
+	}
+	if b.SentinelUsername != nil {
+		sc.SentinelUsername = *b.SentinelUsername
+	}
+	sc.SentinelPasswordEnv = env(b.SentinelPasswordEnv, "sentinel_password_env", b.SentinelPasswordEnvRange)
+}

@@ -1,0 +1,70 @@
+package rules_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/rules"
+)
+
+// TestStoreTLSFiles: a rediss store's ca_file, cert_file and key_file are
+// read at compile, relative to the policy file's directory, and reach
+// StoreConfig as absolute paths with the other connection attributes; a
+// key that is not the certificate's is a compile error.
+func TestStoreTLSFiles(t *testing.T) {
+	ca := testredis.NewCA(t, "compile test CA")
+	cert, key := ca.Issue("edge-client", true)
+	_, otherKey := ca.Issue("someone-else", true)
+	dir := t.TempDir()
+	for name, from := range map[string]string{"ca.pem": ca.File, "client.pem": cert, "client.key": key, "other.key": otherKey} {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "tls"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tls", name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policy := func(keyFile string) string {
+		return fmt.Sprintf(`store "redis" {
+  url                   = "rediss+sentinel://edge@mymaster@10.0.0.1:26379,10.0.0.2:26379/0"
+  ca_file               = "tls/ca.pem"
+  cert_file             = "tls/client.pem"
+  key_file              = %q
+  server_name           = "Redis.Internal."
+  password_env          = "EDGE_REDIS_PASSWORD"
+  sentinel_username     = "sentinel-user"
+  sentinel_password_env = "EDGE_SENTINEL_PASSWORD"
+  dial_timeout          = "2s"
+}
+`, keyFile)
+	}
+	file := filepath.Join(dir, "policies.hcl")
+	p, diags := rules.Load(file, []byte(policy("tls/client.key")))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	got := p.Store
+	want := rules.StoreConfig{
+		Kind: "redis", URL: "rediss+sentinel://edge@mymaster@10.0.0.1:26379,10.0.0.2:26379/0",
+		CAFile: filepath.Join(dir, "tls/ca.pem"), CertFile: filepath.Join(dir, "tls/client.pem"), KeyFile: filepath.Join(dir, "tls/client.key"),
+		ServerName: "redis.internal", PasswordEnv: "EDGE_REDIS_PASSWORD", SentinelUsername: "sentinel-user", SentinelPasswordEnv: "EDGE_SENTINEL_PASSWORD",
+		DialTimeout: 2e9,
+	}
+	got.MaxKeys, got.Timeout, got.FleetSize = 0, 0, 0 // defaults, not under test
+	if got != want {
+		t.Errorf("StoreConfig:\n got %+v\nwant %+v", got, want)
+	}
+
+	_, diags = rules.Load(file, []byte(policy("tls/other.key")))
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "Invalid key_file") {
+		t.Errorf("a key of another certificate: got %v, want Invalid key_file", diags)
+	}
+}
