@@ -152,6 +152,7 @@ func (c *Config) Result(req *rules.Request, s *rules.Scratch) Result {
 	st.src.f = req.Fields
 	ReadRequest(&st.src, &st.req)
 	st.src.f = nil // the Scratch outlives the request: keep no reference to it
+	st.req.JA4Mismatch = st.req.UA == UABrowser && !JA4Fits(st.req.Browser, req.JA4)
 	if st.req.Claim != ClaimNone {
 		st.net.VerifiedClaim = VerifiedCrawler(st.req.Claim, req.Client)
 	}

@@ -28,6 +28,7 @@ const (
 	AnonymousVPN
 	TorExit
 	ResidentialProxy
+	JA4Mismatch
 	numReasons
 )
 
@@ -45,7 +46,10 @@ type reasonInfo struct {
 // Accept-Encoding scores 30 or more from a residential or unknown network,
 // and less from a hosting one; a header order unlike the named browser's
 // takes a browser-like request under 30 only together with another signal
-// (45 alone leaves 54; with a hosting network, 24).
+// (45 alone leaves 54; with a hosting network, 24). A TLS fingerprint
+// unlike the named browser's weighs as much and for the same reason: a
+// TLS-intercepting proxy or antivirus re-originates a person's TLS, so it
+// alone never takes a browser-like request under 30 (botscore/ja4.go).
 var reasons = [numReasons]reasonInfo{
 	NoUserAgent:           {"no_user_agent", 80, "the request has no User-Agent"},
 	AutomationUserAgent:   {"automation_user_agent", 80, "the User-Agent is an HTTP library or tool (curl, python-requests, Go-http-client, …)"},
@@ -62,6 +66,7 @@ var reasons = [numReasons]reasonInfo{
 	AnonymousVPN:          {"anonymous_vpn", 30, "the client is a known VPN exit"},
 	TorExit:               {"tor_exit", 40, "the client is a Tor exit node"},
 	ResidentialProxy:      {"residential_proxy", 35, "the client is a known residential proxy"},
+	JA4Mismatch:           {"ja4_mismatch", 45, "the TLS fingerprint (JA4) is an HTTP library's, or not the named browser's"},
 }
 
 // Name returns the reason's name as X-Edge-Bot-Reasons writes it.
@@ -149,6 +154,9 @@ func Score(n *NetSignals, q *RequestSignals) Result {
 	}
 	if q.UA == UABrowser && q.HeaderOrderMismatch {
 		set.add(HeaderOrder)
+	}
+	if q.UA == UABrowser && q.JA4Mismatch {
+		set.add(JA4Mismatch)
 	}
 	if n.Hosting && !n.VerifiedClaim {
 		set.add(HostingNetwork)

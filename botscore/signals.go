@@ -77,4 +77,9 @@ type RequestSignals struct {
 	// HeaderOrderMismatch: the headers' order or letter case is not what
 	// the named browser sends.
 	HeaderOrderMismatch bool
+	// JA4Mismatch: for a browser User-Agent, the connection's TLS
+	// fingerprint (rules.Request.JA4) does not fit the named browser
+	// (JA4Fits). Config.Result sets it; ReadRequest, which reads headers
+	// only, leaves it false.
+	JA4Mismatch bool
 }
