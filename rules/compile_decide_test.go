@@ -1,0 +1,181 @@
+package rules_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/rules"
+)
+
+// diagSummaries lists a load's diagnostics as "error: Summary" and
+// "warning: Summary".
+func diagSummaries(diags hcl.Diagnostics) []string {
+	var out []string
+	for _, d := range diags {
+		sev := "error"
+		if d.Severity == hcl.DiagWarning {
+			sev = "warning"
+		}
+		out = append(out, sev+": "+d.Summary)
+	}
+	return out
+}
+
+// TestDecideListenAddress: decide_listen is a HOST:PORT of its own, never
+// the public or the admin listener's, a wildcard host included.
+func TestDecideListenAddress(t *testing.T) {
+	for _, c := range []struct {
+		edge  string
+		error bool
+	}{
+		{`decide_listen = "127.0.0.1:8081"`, false},
+		{`decide_listen = "[::1]:8081"`, false},
+		{`decide_listen = "nope"`, true},
+		{`decide_listen = "127.0.0.1:99999"`, true},
+		{`listen = "127.0.0.1:8080"` + "\n" + `decide_listen = "127.0.0.1:8080"`, true},
+		{`listen = "127.0.0.1:8080"` + "\n" + `decide_listen = ":8080"`, true},
+		{`listen = "0.0.0.0:8080"` + "\n" + `decide_listen = "127.0.0.1:8080"`, true},
+		{`listen = "127.0.0.1:8080"` + "\n" + `decide_listen = "127.0.0.2:8080"`, false},
+		{`decide_listen = "` + rules.DefaultAdminListen + `"`, true},
+		{`listen = "127.0.0.1:0"` + "\n" + `decide_listen = "127.0.0.1:0"`, false}, // port 0: any free port, never the same
+	} {
+		src := "edge {\n  trusted_proxies = [\"127.0.0.1/32\"]\n  " + c.edge + "\n}\n"
+		p, diags := builtin.Load("d.hcl", []byte(src))
+		got := slices.Contains(diagSummaries(diags), "error: Invalid decide_listen")
+		if got != c.error {
+			t.Errorf("%s: Invalid decide_listen %v, want %v (%s)", c.edge, got, c.error, diags.Error())
+		}
+		if !diags.HasErrors() && p.DecideListen == "" {
+			t.Errorf("%s: DecideListen not set", c.edge)
+		}
+	}
+}
+
+// TestDecideListenRuleChecks: under decide_listen an enforcing rule that
+// reads the body is an error, one that only logs or is in dry-run a
+// warning, a rule needing the origin's answer a warning, and the same
+// rules without decide_listen nothing.
+func TestDecideListenRuleChecks(t *testing.T) {
+	const identity = `
+identity {
+  account = ["json:username", "form:username"]
+  phone   = ["header:X-Phone", "json:phone"]
+}
+`
+	for _, c := range []struct {
+		rule string
+		want []string // with decide_listen
+	}{
+		{`key = ["ip"]`, nil},
+		{`key = ["header:X-Api-Key"]`, nil},
+		{`key = ["cookie:session", "query:user"]`, nil},
+		{`key = ["json:username"]`, []string{"error: Rule reads the body under decide_listen"}},
+		{`key = ["form:username"]`, []string{"error: Rule reads the body under decide_listen"}},
+		{`key = ["account"]`, []string{"error: Rule reads the body under decide_listen"}},
+		{`key = ["phone"]`, []string{"error: Rule reads the body under decide_listen"}}, // a header source first, the body next
+		{`key = ["ip"]` + "\n" + `count_distinct = "account"`, []string{"error: Rule reads the body under decide_listen"}},
+		{`action = "deny"` + "\n" + `when { header_equals = { "X-Mode" = "x" } }`, nil},
+		{`key = ["account"]` + "\n" + `action = "log"`, []string{"warning: Rule reads the body under decide_listen"}},
+		{`key = ["account"]` + "\n" + `dry_run = true`, []string{"warning: Rule reads the body under decide_listen"}},
+		{`key = ["ip"]` + "\n" + `count = "failures"`, []string{"warning: Rule needs the origin's answer under decide_listen"}},
+		{`key = ["ip"]` + "\n" + `reset_on_success = true`, []string{"warning: Rule needs the origin's answer under decide_listen"}},
+	} {
+		limit := "limit = 5\n  period = \"1m\"\n  "
+		if strings.Contains(c.rule, `"deny"`) {
+			limit = ""
+		}
+		rule := "rule \"r\" {\n  paths = [\"/login\"]\n  " + limit + c.rule + "\n}\n"
+		for _, decide := range []bool{true, false} {
+			edge := "edge {\n  trusted_proxies = [\"127.0.0.1/32\"]\n}\n"
+			if decide {
+				edge = "edge {\n  trusted_proxies = [\"127.0.0.1/32\"]\n  decide_listen = \"127.0.0.1:8081\"\n}\n"
+			}
+			_, diags := builtin.Load("d.hcl", []byte(edge+identity+rule))
+			var got []string
+			for _, s := range diagSummaries(diags) {
+				if strings.Contains(s, "decide_listen") {
+					got = append(got, s)
+				}
+			}
+			want := c.want
+			if !decide {
+				want = nil
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s (decide_listen %v): %q, want %q\n%s", c.rule, decide, got, want, diags.Error())
+			}
+			if !decide && diags.HasErrors() {
+				t.Errorf("%s without decide_listen: %s", c.rule, diags.Error())
+			}
+		}
+	}
+}
+
+// TestDecideListenWithoutTrustedProxies: the decide listener's peer is
+// the proxy, so without trusted_proxies every client shares its budget:
+// a warning.
+func TestDecideListenWithoutTrustedProxies(t *testing.T) {
+	_, diags := builtin.Load("d.hcl", []byte("edge {\n  decide_listen = \"127.0.0.1:8081\"\n}\n"))
+	if !slices.Contains(diagSummaries(diags), "warning: decide_listen without trusted_proxies") || diags.HasErrors() {
+		t.Errorf("no trusted_proxies: %q", diagSummaries(diags))
+	}
+	_, diags = builtin.Load("d.hcl", []byte("edge {\n  decide_listen = \"127.0.0.1:8081\"\n  trusted_proxies = [\"10.0.0.0/8\"]\n}\n"))
+	if len(diags) != 0 {
+		t.Errorf("with trusted_proxies: %q", diagSummaries(diags))
+	}
+}
+
+// TestShippedPolicyUnderDecideListen: the shipped policy's rules that read
+// the body are exactly those refused under decide_listen; the others
+// (ip, visitor, header keys) are not.
+func TestShippedPolicyUnderDecideListen(t *testing.T) {
+	path := filepath.Join("..", "policies.hcl")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, diags := builtin.Load(path, src)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	var body []string
+	for _, r := range plain.Rules {
+		if rules.ReadsBody(plain, r) {
+			body = append(body, r.Name)
+		}
+	}
+	for _, name := range []string{"otp-send-per-phone", "login-failures-account", "login-accounts-per-ip", "otp-verify-per-challenge-json", "otp-verify-per-challenge-form"} {
+		if !slices.Contains(body, name) {
+			t.Errorf("ReadsBody(%s) = false", name)
+		}
+	}
+	for _, name := range []string{"login-per-visitor", "login-per-network", "api-per-key", "api-per-ip", "otp-send-per-client"} {
+		if slices.Contains(body, name) {
+			t.Errorf("ReadsBody(%s) = true", name)
+		}
+	}
+	decide := strings.Replace(string(src), "edge {", "edge {\n  decide_listen = \"127.0.0.1:8081\"", 1)
+	_, diags = builtin.Load(path, []byte(decide))
+	var refused []string
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			if d.Summary != "Rule reads the body under decide_listen" {
+				t.Errorf("unexpected error %s", d.Error())
+			}
+			name, _, _ := strings.Cut(strings.TrimPrefix(d.Detail, "rule \""), "\"")
+			refused = append(refused, name)
+		}
+	}
+	for _, r := range plain.Rules {
+		enforcing := (r.Action == rules.ActionLimit || r.Action == rules.ActionDeny) && !r.DryRun
+		if want := enforcing && slices.Contains(body, r.Name); slices.Contains(refused, r.Name) != want {
+			t.Errorf("rule %s: refused %v, want %v", r.Name, !want, want)
+		}
+	}
+}
