@@ -170,7 +170,7 @@ func serve(args []string, stderr io.Writer) int {
 	config := fs.String("config", "policies.hcl", "policy file")
 	listen := fs.String("listen", "", "public listener HOST:PORT (overrides the policy's listen)")
 	admin := fs.String("admin", "", "admin listener HOST:PORT (overrides the policy's admin_listen)")
-	store := fs.String("store", "", "counter store: memory, redis://HOST:PORT/DB or redis+cluster://H:P,H:P (overrides the policy's store)")
+	store := fs.String("store", "", "counter store: memory, redis://HOST:PORT/DB, rediss://HOST:PORT/DB, redis+cluster://H:P,H:P or redis+sentinel://MASTER@H:P,H:P (overrides the policy's store url; its TLS files and password_env still apply)")
 	dryRun := fs.Bool("dry-run", false, "evaluate every rule, log and count would-be refusals, refuse nothing")
 	withDemo := fs.Bool("demo", false, "also run the built-in demo origin on the policy's upstream address")
 	upstream := fs.String("upstream", "", "origin http://HOST:PORT (overrides the policy's upstream)")
@@ -373,7 +373,11 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 	if log != nil {
 		redisstore.SetLogger(log)
 	}
-	rs, err = redisstore.New(redisstore.Options{URL: url, Timeout: p.Store.Timeout})
+	opts, err := redisOptions(p.Store, url)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rs, err = redisstore.New(opts)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("creating redis store: %w", err)
 	}
@@ -392,18 +396,53 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 		rs.Close()
 		return nil, nil, nil, fmt.Errorf("creating failclosed store: %w", err)
 	}
-	// Check Redis and load the script now, so the first requests do not pay
-	// for it. A Redis that is down (or refuses us) at start does not stop
-	// the node: it serves degraded from its first request, each rule by its
+	// Check Redis now: dial (TLS handshake, sentinel lookup), authenticate,
+	// load the script and open the flushers' connections, so the first
+	// requests pay for none of it; /readyz?strict=1 is 503 until a check
+	// has succeeded (failclosed.Check opens the breaker on a failure). A
+	// Redis that is down (or refuses us) at start does not stop the node:
+	// it serves degraded from its first request, each rule by its
 	// on_store_error, /readyz says so, and the breaker finds Redis back.
-	pctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	pctx, cancel := context.WithTimeout(context.Background(), time.Second+opts.DialTimeout)
 	if err := fc.Check(pctx); err != nil && log != nil {
-		log.Warn("redis unreachable at start: serving degraded until it answers", "store", rules.RedactURL(url), "error", err.Error())
+		level, msg := slog.LevelWarn, "redis unreachable at start: serving degraded until it answers"
+		if redisstore.IsAuthError(err) {
+			level, msg = slog.LevelError, "redis refused the edge's credentials at start (check the url's user, password_env and the ACL): serving degraded until it accepts them"
+		}
+		log.Log(pctx, level, msg, "store", rules.RedactURL(url), "error", err.Error())
 	} else if log != nil {
 		checkEviction(pctx, rs, log)
 	}
 	cancel()
 	return fc, fc, rs, nil
+}
+
+// redisOptions are the Redis store's options for url (the policy's, or the
+// -store flag's, which replaces the url only): the budget, the dial
+// budget, the TLS files when url is rediss:// or rediss+sentinel://, and
+// the passwords from the variables password_env and sentinel_password_env
+// name, which must then be set (docs/deploying.md, "Redis over TLS, ACLs
+// and Sentinel").
+func redisOptions(sc rules.StoreConfig, url string) (redisstore.Options, error) {
+	opts := redisstore.Options{URL: url, Timeout: sc.Timeout, DialTimeout: sc.DialTimeout, SentinelUsername: sc.SentinelUsername}
+	if strings.HasPrefix(url, "rediss://") || strings.HasPrefix(url, "rediss+sentinel://") {
+		opts.TLS = redisstore.TLS{CAFile: sc.CAFile, CertFile: sc.CertFile, KeyFile: sc.KeyFile, ServerName: sc.ServerName}
+	}
+	for _, e := range []struct {
+		env, attr string
+		dst       *string
+	}{{sc.PasswordEnv, "password_env", &opts.Password}, {sc.SentinelPasswordEnv, "sentinel_password_env", &opts.SentinelPassword}} {
+		if e.env == "" {
+			continue
+		}
+		if *e.dst = os.Getenv(e.env); *e.dst == "" {
+			return opts, fmt.Errorf("the store's %s names $%s, which is not set or empty", e.attr, e.env)
+		}
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = max(redisstore.DefaultDialTimeout, sc.Timeout)
+	}
+	return opts, nil
 }
 
 // checkEviction reads Redis's maxmemory-policy (every master's) and warns

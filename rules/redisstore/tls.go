@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TLS configures the TLS connections of a rediss:// or rediss+sentinel://
@@ -70,4 +72,10 @@ func tlsConfig(opts Options, useTLS bool) (*tls.Config, error) {
 		return nil, nil
 	}
 	return opts.TLS.Config()
+}
+
+// IsAuthError reports whether err is Redis refusing the store's
+// credentials or its ACL refusing a command: WRONGPASS, NOAUTH or NOPERM.
+func IsAuthError(err error) bool {
+	return redis.HasErrorPrefix(err, "WRONGPASS") || redis.HasErrorPrefix(err, "NOAUTH") || redis.HasErrorPrefix(err, "NOPERM")
 }

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/internal/testredis"
+)
+
+// The start-up of a node on Redis as managed services run it
+// (docs/deploying.md, "Redis over TLS, ACLs and Sentinel"): TLS with a
+// private CA and client certificates, an ACL user whose password comes
+// from the environment. The node dials, authenticates and loads its
+// script before it serves, and a node that cannot (wrong CA, no client
+// certificate, wrong password) starts degraded: /readyz?strict=1 answers
+// 503, nothing crashes, and the log says why without the password.
+
+// managedPolicy writes a policy using srv's TLS files by paths relative
+// to the policy file, and returns its path.
+func managedPolicy(t *testing.T, url string, files testredis.TLSFiles, passwordEnv string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "redis-tls"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rel := func(name, from string) string {
+		if from == "" {
+			return ""
+		}
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "redis-tls", name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("  %s = %q\n", strings.TrimSuffix(strings.ReplaceAll(name, ".", "_"), "_pem"), "redis-tls/"+name)
+	}
+	block := fmt.Sprintf("store \"redis\" {\n  url = %q\n  timeout = \"1s\"\n", url) +
+		rel("ca_file.pem", files.CAFile) + rel("cert_file.pem", files.CertFile) + rel("key_file.pem", files.KeyFile)
+	if passwordEnv != "" {
+		block += fmt.Sprintf("  password_env = %q\n", passwordEnv)
+	}
+	block += "}\n"
+	src, err := os.ReadFile(filepath.Join(root, "testdata/fixtures/policies/foundation.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := strings.Replace(string(src), "store \"memory\" {\n  max_keys = 100000\n}\n", block, 1)
+	if policy == string(src) {
+		t.Fatal("foundation.hcl has no memory store block to replace")
+	}
+	path := filepath.Join(dir, "policies.hcl")
+	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startManagedNode opens the store of the policy at path as edge serve
+// does and serves the node's admin listener; it returns the admin address,
+// or the error openStore returned.
+func startManagedNode(t *testing.T, path string, logs io.Writer) (string, error) {
+	t.Helper()
+	p, diags := builtin.LoadFile(path)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	st, fc, _, err := openStore(p, "", minRedisKeySecret, slog.New(slog.NewJSONHandler(logs, nil)))
+	if err != nil {
+		return "", err
+	}
+	t.Cleanup(func() { st.Close() })
+	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Health: fc, KeySecret: []byte("a Redis-backed node needs 32 bytes"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.ServeAdmin(ctx, aln) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return aln.Addr().String(), nil
+}
+
+func strictReady(t *testing.T, admin string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + "/readyz?strict=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// scriptCached reports whether srv holds a cached script (SCRIPT FLUSH
+// empties it before each case).
+func scriptCached(t *testing.T, srv *testredis.Server) bool {
+	t.Helper()
+	out, err := srv.Do("INFO", "memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "number_of_cached_scripts:"); ok {
+			return v != "0"
+		}
+	}
+	t.Fatal("INFO memory has no number_of_cached_scripts")
+	return false
+}
+
+func TestManagedRedisAtStart(t *testing.T) {
+	ca := testredis.NewCA(t, "managed redis CA")
+	srv := testredis.StartTLS(t, testredis.TLSOptions{AuthClients: "yes", CA: ca})
+	// The docs' minimal ACL user (docs/deploying.md), on the edge's keys.
+	acl := "reset on >" + "managed-s3cret ~edge:* resetchannels -@all +evalsha +eval +script|load +ping +time +get +set +setnx +del +pexpire +zadd +zcard +zcount +zrange +zrangebyscore +zrem +zremrangebyrank +zremrangebyscore +zscore +hgetall +hset +hdel +config|get"
+	if _, err := srv.Do(append([]string{"ACL", "SETUSER", "edge"}, strings.Fields(acl)...)...); err != nil {
+		t.Fatal(err)
+	}
+	url := "rediss://edge@" + srv.Addr() + "/0"
+	files := srv.TLS()
+	tests := []struct {
+		name     string
+		files    testredis.TLSFiles
+		password string // in $EDGE_TEST_REDIS_PASSWORD
+		ready    bool
+		log      string // in the start-up log line
+	}{
+		{"mTLS and ACL user", files, "managed-s3cret", true, "redis eviction policy checked"},
+		{"another CA", testredis.TLSFiles{CAFile: testredis.NewCA(t, "not the server's").File, CertFile: files.CertFile, KeyFile: files.KeyFile}, "managed-s3cret", false, "x509: certificate signed by unknown authority"},
+		{"no client certificate", testredis.TLSFiles{CAFile: files.CAFile}, "managed-s3cret", false, "certificate required"},
+		{"wrong password", files, "not-the-password", false, "redis refused the edge's credentials"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("EDGE_TEST_REDIS_PASSWORD", tt.password)
+			var logs bytes.Buffer
+			admin, err := startManagedNode(t, managedPolicy(t, url, tt.files, "EDGE_TEST_REDIS_PASSWORD"), &logs)
+			if err != nil {
+				t.Fatalf("openStore: %v (a store that cannot connect must not stop the node)", err)
+			}
+			// openStore has returned: a ready node has authenticated and
+			// loaded its script already, before its admin listener
+			// answered anything.
+			if got := scriptCached(t, srv); got != tt.ready {
+				t.Errorf("take script cached when the node started: %v, want %v", got, tt.ready)
+			}
+			want := 503
+			if tt.ready {
+				want = 200
+			}
+			if got := strictReady(t, admin); got != want {
+				t.Errorf("/readyz?strict=1: %d, want %d", got, want)
+			}
+			if !strings.Contains(logs.String(), tt.log) {
+				t.Errorf("the start-up log has no %q:\n%s", tt.log, logs.String())
+			}
+			if strings.Contains(logs.String(), tt.password) {
+				t.Errorf("the log shows the password:\n%s", logs.String())
+			}
+		})
+	}
+	t.Run("password_env not set", func(t *testing.T) {
+		t.Setenv("EDGE_TEST_REDIS_PASSWORD", "")
+		_, err := startManagedNode(t, managedPolicy(t, url, files, "EDGE_TEST_REDIS_PASSWORD"), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "$EDGE_TEST_REDIS_PASSWORD") {
+			t.Errorf("openStore with an empty password_env: got %v, want an error naming the variable", err)
+		}
+	})
+}
