@@ -61,6 +61,7 @@ func (m *metrics) registerOps(reg *prometheus.Registry, s *Server) {
 		m.responses.WithLabelValues(noRoute, c)
 	}
 	reg.MustRegister(m.responses, reloads, m.minted)
+	s.listenerTLS.register(reg) // edge_tls_handshake_errors_total, edge_tls_certificate_expiry_timestamp_seconds (tls.go)
 	if h := s.health; h != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "edge_store_degraded",

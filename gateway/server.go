@@ -124,6 +124,8 @@ type Server struct {
 	allowsSeen atomic.Uint64  // allowed requests, for the log's sampling (sampleAllow)
 	refused    refusedTracker // the top refused keys per rule (refused.go)
 
+	listenerTLS listenerTLS // the public listener's certificate and handshake counters (tls.go)
+
 	upstreamMu sync.Mutex
 	upstreams  map[string]*fasthttp.HostClient
 	upOverride string
@@ -242,6 +244,7 @@ func (s *Server) install(p *rules.Policy) error {
 			st.counters[i][o] = s.m.decisions.WithLabelValues(r.Name, name)
 		}
 	}
+	s.listenerTLS.install(p) // the next handshakes serve p's certificate (tls.go)
 	s.state.Store(st)
 	return nil
 }

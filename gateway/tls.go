@@ -1,7 +1,254 @@
 package gateway
 
-import "net"
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
-// wrapTLS returns ln serving TLS when the policy has a tls block, ln
-// itself otherwise. Owner: the TLS listener work (issue 14, item 1).
-func (s *Server) wrapTLS(ln net.Listener) net.Listener { return ln }
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edge-gateway/edge/ja4"
+	"github.com/edge-gateway/edge/rules"
+)
+
+// TLS on the public listener (docs/deploying.md, "TLS on the public
+// listener"). The policy's tls block (rules.ListenerTLS) names the
+// certificate; compile has loaded and checked it, and install stores it in
+// an atomic pointer that every handshake reads (tls.Config.GetCertificate),
+// so a reload swaps the certificate for the connections that start after
+// it while those already open keep theirs, and none is dropped.
+//
+// The listener speaks TLS 1.2 and 1.3 with Go's default cipher suites and
+// curves, and offers only "http/1.1" by ALPN: fasthttp serves HTTP/1.x and
+// has no HTTP/2, so a client that offers h2 and http/1.1 (every browser,
+// curl) gets HTTP/1.1, and one that offers only h2 is refused at the
+// handshake.
+//
+// Whether the public listener is TLS is fixed by the policy the node
+// started with (the one New got): a reload that adds or removes the tls
+// block cannot turn a bound listener into another (the reload says so in
+// its warnings); a reload without a tls block keeps the last certificate
+// serving on a TLS listener.
+
+// Handshake failure reasons, edge_tls_handshake_errors_total's `reason`
+// label: a fixed set, so that no scanner can grow the series.
+const (
+	hsClosed  = iota // the client closed or reset the connection before finishing (a bare TCP probe, a health check)
+	hsTimeout        // no complete handshake within the handshake timeout (a silent connection)
+	hsNotTLS         // the first bytes are not a TLS handshake record (plain HTTP to the TLS port, garbage)
+	hsVersion        // the client offers no version from TLS 1.2 up (SSLv3, TLS 1.0, TLS 1.1)
+	hsOther          // anything else: no shared cipher suite, curve or ALPN protocol, a malformed ClientHello
+	numHSReasons
+)
+
+var hsReasonNames = [numHSReasons]string{
+	hsClosed:  "closed",
+	hsTimeout: "timeout",
+	hsNotTLS:  "not_tls",
+	hsVersion: "version",
+	hsOther:   "other",
+}
+
+// listenerTLS is the Server's TLS state.
+type listenerTLS struct {
+	cert atomic.Pointer[tls.Certificate] // the policy in force's; nil until a policy with tls is installed
+
+	once    sync.Once
+	enabled bool // the first policy installed (New's) has a tls block: Serve serves TLS
+
+	// timeout bounds each handshake; 0 means readTimeout. Set before Serve
+	// (tests shorten it).
+	timeout time.Duration
+
+	errs [numHSReasons]prometheus.Counter
+}
+
+// register registers the TLS metrics on reg (gateway/ops_metrics.go): the
+// counters exist, at 0, on a node without TLS too.
+func (t *listenerTLS) register(reg *prometheus.Registry) {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edge_tls_handshake_errors_total",
+		Help: "TLS handshakes on the public listener that failed, by reason: closed (the client closed first), timeout, not_tls (plain HTTP or garbage), version (below TLS 1.2, such as SSLv3), other.",
+	}, []string{"reason"})
+	for i, n := range hsReasonNames {
+		t.errs[i] = vec.WithLabelValues(n)
+	}
+	expiry := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "edge_tls_certificate_expiry_timestamp_seconds",
+		Help: "When the certificate the public listener serves expires (its leaf's NotAfter), in Unix seconds; 0 without TLS.",
+	}, func() float64 {
+		c := t.cert.Load()
+		if c == nil || c.Leaf == nil {
+			return 0
+		}
+		return float64(c.Leaf.NotAfter.Unix())
+	})
+	reg.MustRegister(vec, expiry)
+}
+
+// install takes the certificate of p, if it has one (Server.install, on
+// every reload). The first policy decides whether the listener is TLS.
+func (t *listenerTLS) install(p *rules.Policy) {
+	t.once.Do(func() { t.enabled = p.TLS != nil })
+	if p.TLS != nil {
+		t.cert.Store(p.TLS.Certificate)
+	}
+}
+
+// ServesTLS reports whether the public listener serves TLS: the policy the
+// node started with has a tls block.
+func (s *Server) ServesTLS() bool { return s.listenerTLS.enabled }
+
+var errNoCertificate = errors.New("gateway: no certificate installed")
+
+// tlsConfig is the public listener's TLS configuration.
+func (s *Server) tlsConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// fasthttp has no HTTP/2: never offer h2.
+		NextProtos: []string{"http/1.1"},
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if c := s.listenerTLS.cert.Load(); c != nil {
+				return c, nil
+			}
+			return nil, errNoCertificate
+		},
+	}
+}
+
+// wrapTLS returns ln serving TLS when the node's policy has a tls block,
+// ln itself otherwise.
+func (s *Server) wrapTLS(ln net.Listener) net.Listener {
+	if !s.ServesTLS() {
+		return ln
+	}
+	to := s.listenerTLS.timeout
+	if to <= 0 {
+		to = readTimeout
+	}
+	return &tlsListener{Listener: ln, cfg: s.tlsConfig(), s: s, timeout: to}
+}
+
+// tlsListener accepts TCP connections and returns them as TLS server
+// connections whose handshake runs on the connection's own goroutine at
+// its first read or write (never in Accept, which a slow client would
+// hold up for every other).
+type tlsListener struct {
+	net.Listener
+	cfg     *tls.Config
+	s       *Server
+	timeout time.Duration
+}
+
+func (l *tlsListener) Accept() (net.Conn, error) {
+	raw, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	// The JA4 recorder sits under TLS and sees the ClientHello as the
+	// handshake reads it (package ja4).
+	rec := ja4.NewConn(raw)
+	return &tlsConn{Conn: tls.Server(rec, l.cfg), rec: rec, l: l}, nil
+}
+
+// tlsConn is a connection of the public TLS listener. It embeds *tls.Conn,
+// so fasthttp's RequestCtx.IsTLS and TLSConnectionState see it, and its
+// JA4 method gives the fingerprint of its ClientHello.
+type tlsConn struct {
+	*tls.Conn
+	rec *ja4.Conn
+	l   *tlsListener
+
+	once  sync.Once
+	hsErr error
+}
+
+// JA4 is the JA4 fingerprint of the connection's ClientHello, nil if it
+// could not be computed (package ja4).
+func (c *tlsConn) JA4() []byte { return c.rec.Fingerprint() }
+
+// Handshake runs the handshake (see handshake). fasthttp calls it first
+// thing on a connection that has it, under its read and write deadlines.
+func (c *tlsConn) Handshake() error { return c.handshake() }
+
+// Read completes the handshake first (see handshake), then reads.
+func (c *tlsConn) Read(b []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+// Write completes the handshake first (see handshake), then writes.
+func (c *tlsConn) Write(b []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
+
+// handshake runs the TLS handshake once, within the listener's timeout
+// (on expiry the connection is closed, so a silent client holds its
+// goroutine no longer), and counts a failure by reason. A failure costs
+// the connection, a counter and a debug log line: scanners knock all day,
+// and an info line per knock would drown the log.
+func (c *tlsConn) handshake() error {
+	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.l.timeout)
+		defer cancel()
+		err := c.Conn.HandshakeContext(ctx)
+		if err == nil {
+			return
+		}
+		c.hsErr = err
+		r := handshakeReason(err)
+		c.l.s.listenerTLS.errs[r].Inc()
+		c.l.s.log.Debug("tls handshake failed", "reason", hsReasonNames[r], "error", err.Error())
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
+			// As net/http does: a person who typed http:// learns why.
+			_ = re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+			_ = re.Conn.Close()
+		}
+	})
+	return c.hsErr
+}
+
+// handshakeReason classifies a failed handshake into one of the fixed
+// reasons. crypto/tls reports a version the server does not take only in
+// its error text ("client offered only unsupported versions"), hence the
+// string match; TestScannerHandshakes pins every reason.
+func handshakeReason(err error) int {
+	var re tls.RecordHeaderError
+	var ne net.Error
+	switch {
+	case errors.As(err, &re):
+		return hsNotTLS
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return hsTimeout
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):
+		return hsClosed
+	case strings.Contains(err.Error(), "unsupported versions"), strings.Contains(err.Error(), "protocol version"):
+		return hsVersion
+	}
+	return hsOther
+}
+
+// looksLikeHTTP reports whether a record header is the start of a plain
+// HTTP request (as net/http's tlsRecordHeaderLooksLikeHTTP).
+func looksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO", "DELET", "PATCH", "CONNE":
+		return true
+	}
+	return false
+}
