@@ -29,17 +29,18 @@ import (
 const redisTimeout = 5 * time.Millisecond // the policy's default budget
 
 // redisPolicy is foundation.hcl with its memory store swapped for Redis,
-// at the default 5 ms budget: the failure tests measure against it.
-func redisPolicy(t testing.TB, url string) *rules.Policy {
-	return loadPolicy(t, foundation, "store \"memory\" {\n  max_keys = 100000\n}", fmt.Sprintf("store \"redis\" {\n  url = %q\n}", url))
+// at the default 5 ms budget: the failure tests measure against it. tls,
+// for a TLS server, names its files (redis_transport_test.go).
+func redisPolicy(t testing.TB, url string, tls ...testredis.TLSFiles) *rules.Policy {
+	return loadPolicy(t, foundation, "store \"memory\" {\n  max_keys = 100000\n}", fmt.Sprintf("store \"redis\" {\n  url = %q\n%s}", url, tlsAttrs(tls)))
 }
 
 // countingPolicy is redisPolicy with a 1 s budget, for tests that count
 // exact decisions and script calls: on a loaded CI machine a 5 ms budget
 // can expire, and a store error (and the breaker's probe) would change
 // the counts these tests are not about.
-func countingPolicy(t testing.TB, url string) *rules.Policy {
-	return loadPolicy(t, foundation, "store \"memory\" {\n  max_keys = 100000\n}", fmt.Sprintf("store \"redis\" {\n  url     = %q\n  timeout = \"1s\"\n}", url))
+func countingPolicy(t testing.TB, url string, tls ...testredis.TLSFiles) *rules.Policy {
+	return loadPolicy(t, foundation, "store \"memory\" {\n  max_keys = 100000\n}", fmt.Sprintf("store \"redis\" {\n  url     = %q\n  timeout = \"1s\"\n%s}", url, tlsAttrs(tls)))
 }
 
 type fleetNode struct {
@@ -64,7 +65,7 @@ func startFleet(t testing.TB, p *rules.Policy, n int) (*demo.Origin, string, []*
 
 	var nodes []*fleetNode
 	for range n {
-		rs, err := redisstore.New(redisstore.Options{URL: p.Store.URL, Timeout: p.Store.Timeout})
+		rs, err := redisstore.New(storeOptions(p.Store))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,9 +93,16 @@ func startFleet(t testing.TB, p *rules.Policy, n int) (*demo.Origin, string, []*
 	return origin, oln.Addr().String(), nodes
 }
 
+// TestFleetSharesOneCount runs over each transport to Redis: plain, TLS
+// and Sentinel (redisTransports).
 func TestFleetSharesOneCount(t *testing.T) {
-	r := testredis.Start(t)
-	origin, _, nodes := startFleet(t, countingPolicy(t, r.URL()), 2)
+	for _, tr := range redisTransports {
+		t.Run(tr.name, func(t *testing.T) { testFleetSharesOneCount(t, tr.start(t)) })
+	}
+}
+
+func testFleetSharesOneCount(t *testing.T, r redisDeployment) {
+	origin, _, nodes := startFleet(t, countingPolicy(t, r.URL(), r.TLS()), 2)
 	var statuses []int
 	for i := range 10 {
 		n := nodes[i%2] // the load balancer alternates
@@ -257,10 +265,20 @@ func (l *outageLoad) run(t *testing.T, addr string, stop <-chan struct{}, worker
 // fast it answers while Redis is down (p99 within the budget + 5 ms) is a
 // latency goal, measured by BenchmarkRedisOutage (BENCHMARKS.md), not
 // asserted by a test that two busy cores could fail.
+//
+// It runs over each transport to Redis (redisTransports): with Sentinel,
+// the primary and its replica die and return together.
 func TestRedisOutageDuringLoad(t *testing.T) {
-	goleakOpts := goleak.IgnoreCurrent()
-	r := testredis.Start(t)
-	n := startOutageNode(t, r.URL())
+	for _, tr := range redisTransports {
+		t.Run(tr.name, func(t *testing.T) {
+			goleakOpts := goleak.IgnoreCurrent()
+			testRedisOutageDuringLoad(t, tr.start(t), goleakOpts)
+		})
+	}
+}
+
+func testRedisOutageDuringLoad(t *testing.T, r redisDeployment, goleakOpts goleak.Option) {
+	n := startOutageNode(t, r.URL(), r.TLS())
 	origin, addr, admin := n.origin, n.addr, n.admin
 
 	l := &outageLoad{transport: &http.Transport{MaxIdleConnsPerHost: 8}}
@@ -349,7 +367,7 @@ type outageNode struct {
 	stop        func() // stops the servers and closes the store
 }
 
-func startOutageNode(tb testing.TB, url string) *outageNode {
+func startOutageNode(tb testing.TB, url string, tls ...testredis.TLSFiles) *outageNode {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &outageNode{origin: demo.New()}
@@ -357,7 +375,8 @@ func startOutageNode(tb testing.TB, url string) *outageNode {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = n.origin.Serve(ctx, oln) }()
-	rs, err := redisstore.New(redisstore.Options{URL: url, Timeout: redisTimeout})
+	p := redisPolicy(tb, url, tls...)
+	rs, err := redisstore.New(storeOptions(p.Store))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -365,7 +384,7 @@ func startOutageNode(tb testing.TB, url string) *outageNode {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := New(Options{Policy: redisPolicy(tb, url), Store: fc, KeySecret: []byte("a Redis-backed node needs 32 bytes"), Upstream: "http://" + oln.Addr().String(), Health: fc, StoreStats: fc})
+	srv, err := New(Options{Policy: p, Store: fc, KeySecret: []byte("a Redis-backed node needs 32 bytes"), Upstream: "http://" + oln.Addr().String(), Health: fc, StoreStats: fc})
 	if err != nil {
 		tb.Fatal(err)
 	}
