@@ -82,6 +82,11 @@ type Options struct {
 	// are the request's pooled memory, not to be kept past the call. For
 	// `edge test` (policytest); nil in production.
 	Observe func(d *rules.Decision, matches []rules.Match)
+	// VisitorSecret signs visitor cookies when the visitor block's
+	// secret_env is unset (random when nil): cmd/edge hands its random one
+	// to the process that replaces it on a binary upgrade, so that the
+	// cookies it signed keep verifying (docs/deploying.md).
+	VisitorSecret []byte
 }
 
 // StoreStats is what the metrics read from a failure-handling store.
@@ -175,6 +180,7 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.visitorSecret = opts.VisitorSecret // nil: visitorSigner makes one
 	if opts.Redis != nil {
 		s.fleet = &fleetDryRuns{rs: opts.Redis}
 	}
@@ -262,7 +268,9 @@ func (s *Server) visitorSigner(v *nat.Config) (*nat.Signer, error) {
 		}
 	} else {
 		s.visitorOnce.Do(func() {
-			s.visitorSecret = nat.RandomSecret()
+			if s.visitorSecret == nil {
+				s.visitorSecret = nat.RandomSecret()
+			}
 			s.log.Warn("visitor secret not set: using a random one; visitor cookies will not verify on other nodes or after a restart, and a fleet needs a shared secret", "env", v.SecretEnv)
 		})
 		secrets = [][]byte{s.visitorSecret}

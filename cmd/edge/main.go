@@ -185,6 +185,19 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "edge:", err)
 		return 2
 	}
+	// Binary upgrades and systemd (upgrade.go, sdnotify.go): SIGUSR2 is
+	// caught from the start (its default action kills), and a process
+	// started by an upgrade reads what the old one handed over.
+	usr2 := make(chan os.Signal, 1)
+	notifyUpgrade(usr2)
+	defer signal.Stop(usr2)
+	listeners.setLogger(log)
+	sd := newNotifier()
+	inh, err := inherit(log)
+	if err != nil {
+		fmt.Fprintln(stderr, "edge: binary upgrade:", err)
+		return 1
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -222,6 +235,9 @@ func serve(args []string, stderr io.Writer) int {
 		}
 	}
 	switch {
+	case len(secret) == 0 && inh.handedKeySecret() != nil:
+		secret = inh.handedKeySecret()
+		log.Warn("key secret not set: using the random one the previous process handed over on the binary upgrade; counter keys and visitor hashes change at the next restart", "env", p.KeySecretEnv)
 	case len(secret) == 0:
 		secret = make([]byte, 32)
 		_, _ = rand.Read(secret)
@@ -244,10 +260,11 @@ func serve(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var rl *reloader // SIGHUP, the file's changes and POST /admin/reload all reload through it
+	visitorSecret := visitorSecretFor(inh)
 	srv, err := gateway.New(gateway.Options{
 		Policy: p, Store: st, KeySecret: secret, DryRun: *dryRun,
 		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
-		Health: health, StoreStats: stats, RedisStats: redisStats, Redis: rs,
+		Health: health, StoreStats: stats, RedisStats: redisStats, Redis: rs, VisitorSecret: visitorSecret,
 		AdminToken: os.Getenv("EDGE_ADMIN_TOKEN"),
 		Reload:     func() gateway.ReloadResult { return rl.reload("admin") },
 	})
@@ -259,6 +276,8 @@ func serve(args []string, stderr io.Writer) int {
 		listen: srv.ListenAddr(), adminListen: srv.AdminAddr(), listenFlag: *listen != "", adminFlag: *admin != "",
 		upstreamFlag: *upstream, maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv,
 	}, stored, log, stderr)
+	rl.sd = sd
+	upg := newUpgrader(log, sd, append([]string{"serve"}, args...), handedState{keySecret: secret, visitorSecret: visitorSecret}, memoryStore(st))
 	if _, err := rl.watch(ctx); err != nil {
 		log.Warn("not reloading on changes of the policy file (SIGHUP and POST /admin/reload still do)", "policy", *config, "error", err.Error())
 	}
@@ -275,7 +294,7 @@ func serve(args []string, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "edge: upstream:", err)
 			return 1
 		}
-		ln, err := net.Listen("tcp", u.Host)
+		ln, err := openListener("demo", u.Host) // handed over on an upgrade too
 		if err != nil {
 			fmt.Fprintln(stderr, "edge: demo origin:", err)
 			return 1
@@ -294,23 +313,48 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "edge: listener:", err)
 		return 1
 	}
-	running += 2
-	go func() { errc <- srv.ServeAdmin(ctx, aln) }()
-	go func() { errc <- srv.Serve(ctx, ln) }()
+	var dln net.Listener
 	if p.DecideListen != "" {
 		// The decision-only listener (docs/deploying.md, "Decision-only
 		// mode"): opened at start, like the others.
-		dln, err := openListener("decide", p.DecideListen)
-		if err != nil {
+		if dln, err = openListener("decide", p.DecideListen); err != nil {
 			fmt.Fprintln(stderr, "edge: decide listener:", err)
 			return 1
 		}
+	}
+	if inh != nil {
+		// Every listener is open: the old process may stop accepting. Its
+		// counters come over before this one accepts (upgrade.go).
+		if err := inh.takeOver(memoryStore(st), secret); err != nil {
+			fmt.Fprintln(stderr, "edge: binary upgrade:", err)
+			return 1
+		}
+	}
+	running += 2
+	go func() { errc <- srv.ServeAdmin(ctx, aln) }()
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	if dln != nil {
 		running++
 		go func() { errc <- srv.ServeDecide(ctx, dln) }()
 		log.Info("decision-only listener", "addr", dln.Addr().String())
 	}
 	log.Info("edge listening", "addr", ln.Addr().String(), "admin", aln.Addr().String(),
-		"policy", *config, "rules", len(p.Rules), "dry_run", *dryRun || p.DryRun, "store", storeName(p, *store))
+		"policy", *config, "rules", len(p.Rules), "dry_run", *dryRun || p.DryRun, "store", storeName(p, *store), "pid", os.Getpid())
+	if names := listeners.unclaimed(); len(names) > 0 {
+		log.Warn("inherited sockets no listener uses were closed", "sockets", names)
+	}
+	if inh != nil {
+		inh.serving()
+	}
+	if err := sd.ready(); err != nil {
+		log.Warn("could not tell systemd the node is ready", "error", err.Error())
+	}
+	go func() {
+		<-ctx.Done()
+		if !upg.handingOver() {
+			_ = sd.stopping()
+		}
+	}()
 
 	// SIGHUP reloads the policy; a broken one is refused and the running
 	// policy stays.
@@ -323,6 +367,15 @@ func serve(args []string, stderr io.Writer) int {
 		select {
 		case <-hup:
 			rl.reload("signal")
+		case <-usr2:
+			upg.start()
+		case ev := <-upg.Events():
+			if ev.err != nil {
+				log.Error("binary upgrade failed: still serving", "pid", ev.pid, "error", ev.err.Error())
+				continue
+			}
+			upg.stopServing(ev.pid)
+			stop() // every server drains and returns
 		case err := <-errc:
 			running--
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -331,6 +384,9 @@ func serve(args []string, stderr io.Writer) int {
 			}
 			stop()
 		}
+	}
+	if upg.handingOver() {
+		return upg.handOver()
 	}
 	return code
 }

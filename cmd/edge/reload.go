@@ -51,6 +51,7 @@ type startSettings struct {
 	upstreamFlag        string // -upstream, which overrides the policy's upstream
 	maxBodyBytes        int    // the public server's body cap (fasthttp's MaxRequestBodySize)
 	keySecretEnv        string // where the key secret was read from
+	tls                 bool   // the public listener serves TLS (newReloader sets it: gateway.Server.ServesTLS)
 }
 
 // reloader is a node's one reload path. Reloads run one at a time.
@@ -67,15 +68,28 @@ type reloader struct {
 	// by a reload, refused or not): a change of the file reloads only new
 	// content.
 	seen [sha256.Size]byte
+	// certSeen is the digest of the certificate and key files (tlsDigest)
+	// as of the last load, refused or not: a change on disk reloads only
+	// new content. rewatch tells the watch that the files to watch may
+	// have changed (after every reload).
+	certSeen [sha256.Size]byte
+	rewatch  chan struct{}
+	// sd is told RELOADING=1 and READY=1 around each reload (sdnotify.go);
+	// nil does nothing.
+	sd *notifier
 }
 
 // newReloader returns the reload path of srv, which serves the policy in
 // the file path, started with the settings start. store may be nil (no
 // store settings apply).
 func newReloader(ctx context.Context, srv *gateway.Server, path string, start startSettings, store *runningStore, log *slog.Logger, stderr io.Writer) *reloader {
-	r := &reloader{ctx: ctx, srv: srv, path: path, log: log, stderr: stderr, store: store, start: start}
+	start.tls = srv.ServesTLS()
+	r := &reloader{ctx: ctx, srv: srv, path: path, log: log, stderr: stderr, store: store, start: start, rewatch: make(chan struct{}, 1)}
 	if src, err := os.ReadFile(path); err == nil {
 		r.seen = sha256.Sum256(src)
+	}
+	if t := srv.Policy().TLS; t != nil {
+		r.certSeen = t.Digest // the bytes compile read, which the node serves
 	}
 	return r
 }
@@ -85,7 +99,20 @@ func newReloader(ctx context.Context, srv *gateway.Server, path string, start st
 func (r *reloader) reload(trigger string) gateway.ReloadResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	_ = r.sd.reloading()
+	defer func() { _ = r.sd.reloaded() }()
+	// The certificate files as they are before load reads them: a write
+	// during the load is an event, whose check then sees new content.
+	certBefore := tlsDigest(r.srv.Policy().TLS)
 	res, err := r.load()
+	r.certSeen = certBefore
+	if t := r.srv.Policy().TLS; res.OK && t != nil {
+		r.certSeen = t.Digest
+	}
+	select { // the watch follows the certificate files of the policy in force
+	case r.rewatch <- struct{}{}:
+	default:
+	}
 	log := r.log.With("trigger", trigger, "policy", r.path)
 	if err != nil {
 		res.Diagnostics = append(res.Diagnostics, err.Error())
@@ -211,6 +238,12 @@ func (r *reloader) notApplied(np *rules.Policy) []unapplied {
 	}
 	if np.KeySecretEnv != s.keySecretEnv {
 		out = append(out, unapplied{"key_secret_env", fmt.Sprintf("the node keeps the key secret it read from $%s at start; $%s is read at the next restart, and if it holds another secret every counter starts over then", s.keySecretEnv, np.KeySecretEnv)})
+	}
+	if np.TLS != nil && !s.tls {
+		out = append(out, unapplied{"tls", "the public listener stays plain HTTP (a reload cannot turn a bound listener into TLS); the tls block takes effect at the next restart"})
+	}
+	if np.TLS == nil && s.tls {
+		out = append(out, unapplied{"tls", "the public listener stays TLS, serving the last certificate it loaded (a reload cannot turn a bound listener into plain HTTP); plain HTTP takes effect at the next restart"})
 	}
 	if s.upstreamFlag != "" && np.Upstream != r.srv.Policy().Upstream {
 		out = append(out, unapplied{"upstream", fmt.Sprintf("-upstream %s overrides the policy's upstream", s.upstreamFlag)})
