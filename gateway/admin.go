@@ -51,6 +51,10 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	}
 	ctx.SetContentType("application/json")
 	body := map[string]any{"status": "ok", "dry_run": s.engine.DryRunAt(s.requestTime(ctx)) || s.Policy().DryRun}
+	// The origin's passive health is reported, never a reason for strict
+	// readiness to fail: every node of a fleet shares the origin, and a
+	// load balancer would pull them all at once (upstream_health.go).
+	body["upstream"] = s.upstreamStatus()
 	if s.health != nil {
 		if degraded, reason := s.health.Degraded(); degraded {
 			body["status"] = "degraded"

@@ -57,8 +57,11 @@ type metrics struct {
 	verdicts       [len(verdictNames)]prometheus.Counter
 	malformed      prometheus.Counter
 	upstreamErrors prometheus.Counter
-	settleErrors   prometheus.Counter
-	bodyParses     prometheus.Counter
+	// upstreamFailures counts the origin's failures by reason
+	// (upstream_health.go).
+	upstreamFailures [numFailReasons]prometheus.Counter
+	settleErrors     prometheus.Counter
+	bodyParses       prometheus.Counter
 
 	// responses counts answers by route and status class (routeHandles
 	// resolves its handles at install); reloads by result, refused ([0])
@@ -109,6 +112,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	})
 	reg.MustRegister(m.decisions, requests, m.malformed, m.upstreamErrors, m.settleErrors, m.bodyParses, dry)
 	m.registerOps(reg, s)
+	m.registerUpstream(reg, s)
 	return m
 }
 

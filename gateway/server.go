@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -32,7 +31,6 @@ const (
 	idleTimeout     = 60 * time.Second
 	readBufferSize  = 8 << 10 // bytes: the cap on a request's header
 	maxConns        = 10000
-	upstreamTimeout = 10 * time.Second
 	maxUpstreamBody = 8 << 20 // bytes
 )
 
@@ -49,7 +47,9 @@ type Options struct {
 	DryRun bool
 	// Listen and AdminListen override the policy's listeners.
 	Listen, AdminListen string
-	// Upstream overrides the policy's upstream ("http://HOST:PORT").
+	// Upstream overrides the policy's upstream ("http://HOST:PORT" or
+	// "https://HOST:PORT"; an https:// one takes the policy's
+	// upstream_tls, if any).
 	Upstream string
 	// Logger receives JSON logs (default: discard).
 	Logger *slog.Logger
@@ -132,14 +132,15 @@ type Server struct {
 	listenerTLS listenerTLS // the public listener's certificate and handshake counters (tls.go)
 
 	upstreamMu sync.Mutex
-	upstreams  map[string]*fasthttp.HostClient
+	upstream   *upstreamClient // the installed policy's origin client (upstream.go)
 	upOverride string
 }
 
 // policyState is a policy with what the server precomputes for it.
 type policyState struct {
 	policy   *rules.Policy
-	upstream *fasthttp.HostClient
+	upstream *fasthttp.HostClient              // origin.hc
+	origin   *upstreamClient                   // the client and its health (upstream.go)
 	counters [][numOutcomes]prometheus.Counter // per rule, per outcome
 	routes   routeCounters                     // edge_http_responses_total, per route and status class
 	signer   *nat.Signer                       // visitor IDs; nil without a visitor block
@@ -170,7 +171,6 @@ func New(opts Options) (*Server, error) {
 		reg:         opts.Registry,
 		listen:      opts.Listen,
 		adminListen: opts.AdminListen,
-		upstreams:   map[string]*fasthttp.HostClient{},
 		upOverride:  opts.Upstream,
 		clock:       opts.Clock,
 		observeHook: opts.Observe,
@@ -225,11 +225,12 @@ func (s *Server) install(p *rules.Policy) error {
 	if s.upOverride != "" {
 		up = s.upOverride
 	}
-	hc, err := s.hostClient(up)
+	uc, err := s.hostClient(p, up)
 	if err != nil {
 		return err
 	}
-	st := &policyState{policy: p, upstream: hc, counters: make([][numOutcomes]prometheus.Counter, len(p.Rules)), routes: s.m.routeHandles(p)}
+	hc := uc.hc
+	st := &policyState{policy: p, upstream: hc, origin: uc, counters: make([][numOutcomes]prometheus.Counter, len(p.Rules)), routes: s.m.routeHandles(p)}
 	var ok bool
 	if st.upstreamAuthority, st.upstreamHost, ok = rules.AppendHost(nil, nil, []byte(hc.Addr)); !ok {
 		return fmt.Errorf("gateway: upstream address %q is not HOST:PORT", hc.Addr)
@@ -252,6 +253,7 @@ func (s *Server) install(p *rules.Policy) error {
 	}
 	s.listenerTLS.install(p) // the next handshakes serve p's certificate (tls.go)
 	s.state.Store(st)
+	s.useUpstream(uc)
 	return nil
 }
 
@@ -276,32 +278,6 @@ func (s *Server) visitorSigner(v *nat.Config) (*nat.Signer, error) {
 		secrets = [][]byte{s.visitorSecret}
 	}
 	return nat.NewSigner(nat.Options{Secrets: secrets, MaxAge: v.MaxAge, Cookie: v.Cookie, Insecure: !v.Secure})
-}
-
-// hostClient returns the HostClient for an upstream URL, one per address.
-func (s *Server) hostClient(upstream string) (*fasthttp.HostClient, error) {
-	u, err := url.Parse(upstream)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("gateway: upstream %q is not http://HOST:PORT", upstream)
-	}
-	s.upstreamMu.Lock()
-	defer s.upstreamMu.Unlock()
-	if hc, ok := s.upstreams[u.Host]; ok {
-		return hc, nil
-	}
-	hc := &fasthttp.HostClient{
-		Addr:                          u.Host,
-		ReadTimeout:                   upstreamTimeout,
-		WriteTimeout:                  upstreamTimeout,
-		MaxResponseBodySize:           maxUpstreamBody,
-		MaxConns:                      4096,
-		MaxIdleConnDuration:           30 * time.Second,
-		DisablePathNormalizing:        true,
-		NoDefaultUserAgentHeader:      true,
-		DisableHeaderNamesNormalizing: false,
-	}
-	s.upstreams[u.Host] = hc
-	return hc, nil
 }
 
 // ListenAddr is the public listener address in use (flag or policy).
