@@ -173,7 +173,7 @@ func serve(args []string, stderr io.Writer) int {
 	store := fs.String("store", "", "counter store: memory, redis://HOST:PORT/DB, rediss://HOST:PORT/DB, redis+cluster://H:P,H:P or redis+sentinel://MASTER@H:P,H:P (overrides the policy's store url; its TLS files and password_env still apply)")
 	dryRun := fs.Bool("dry-run", false, "evaluate every rule, log and count would-be refusals, refuse nothing")
 	withDemo := fs.Bool("demo", false, "also run the built-in demo origin on the policy's upstream address")
-	upstream := fs.String("upstream", "", "origin http://HOST:PORT (overrides the policy's upstream)")
+	upstream := fs.String("upstream", "", "origin http://HOST:PORT or https://HOST:PORT (overrides the policy's upstream; an https:// one uses the policy's upstream_tls, if any)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the node stops")
 	rotateKey := fs.Bool("rotate-key-secret", false, "start with a key secret other than the one Redis's counters are keyed under, resetting every counter (docs/operations.md, \"Rotating the key secret\")")
@@ -292,6 +292,10 @@ func serve(args []string, stderr io.Writer) int {
 		u, err := url.Parse(up)
 		if err != nil {
 			fmt.Fprintln(stderr, "edge: upstream:", err)
+			return 1
+		}
+		if u.Scheme != "http" {
+			fmt.Fprintf(stderr, "edge: -demo serves plain HTTP; the upstream is %s\n", up)
 			return 1
 		}
 		ln, err := openListener("demo", u.Host) // handed over on an upgrade too
