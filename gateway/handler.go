@@ -303,6 +303,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	stripHopByHop(&req.Header)
 	s.sanitizeHeaders(rs, req, trusted && p.ForwardedHeader == "Forwarded", p.HeaderNames())
 	stripJA4Header(req, p, trusted)
+	setJA4Header(req, rs)
 	req.Header.ResetConnectionClose()
 	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
 	// The host the rules matched, in the one spelling they matched it

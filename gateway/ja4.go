@@ -3,6 +3,7 @@ package gateway
 import (
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/ja4"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -20,7 +21,8 @@ import (
 // Without either, JA4 is nil and the ja4 characteristic is absent: rules
 // keyed on it skip. A ja4_header from a peer that is not trusted is
 // ignored, and removed before the request reaches the origin, so no client
-// can hand the origin a fingerprint either.
+// can hand the origin a fingerprint either. The origin learns the
+// fingerprint the edge used in X-Edge-JA4.
 
 // maxJA4Header is the longest ja4_header value copied: a JA4 is 36 bytes.
 // A longer value, or the header twice (a proxy that appends rather than
@@ -69,6 +71,15 @@ func requestJA4(ctx *fasthttp.RequestCtx, p *rules.Policy, rs *reqState) []byte 
 func stripJA4Header(req *fasthttp.Request, p *rules.Policy, trusted bool) {
 	if p.JA4Header != "" && !trusted {
 		req.Header.Del(p.JA4Header)
+	}
+}
+
+// setJA4Header tells the origin the fingerprint the edge used, in
+// X-Edge-JA4 (the client's copies of X-Edge-* are stripped), when it is one
+// of JA4's shape.
+func setJA4Header(req *fasthttp.Request, rs *reqState) {
+	if ja4.Valid(rs.req.JA4) {
+		req.Header.SetBytesV("X-Edge-JA4", rs.req.JA4)
 	}
 }
 
