@@ -251,15 +251,22 @@ func (r *reloader) notApplied(np *rules.Policy) []unapplied {
 	return out
 }
 
-// watch reloads the policy file whenever its content changes, until ctx
-// is done; the watch is in place when it returns, and done is closed once
-// it has stopped. It watches the file's directory, not the file: editors
-// and deployment tools replace the file (write a temporary file, then
-// rename it over the old one), which ends a watch on the file itself, and
-// a Kubernetes ConfigMap swaps a symlink beside it. Any event in the
-// directory, once it has been quiet for fileDebounce, rereads the file,
-// and new content reloads it. A file that is gone or empty is logged and
-// waited for; the running policy stays.
+// watch reloads the policy file whenever its content changes, and the
+// policy whenever the content of its tls block's certificate or key file
+// changes (a renewal on disk), until ctx is done; the watch is in place
+// when it returns, and done is closed once it has stopped. It watches
+// directories, not files: editors and deployment tools replace a file
+// (write a temporary file, then rename it over the old one), which ends a
+// watch on the file itself, a Kubernetes ConfigMap or Secret swaps a
+// symlink (..data) beside it, and certbot repoints the symlinks of its
+// live/ directory. For the certificate files it watches the directory of
+// each path as written and that of the file its symlinks lead to (a file
+// edited in place behind a link), following the policy in force after
+// every reload. Any event in those directories, once they have been quiet
+// for fileDebounce, rereads the files, and new content reloads through the
+// one reload path: a broken certificate is refused like a broken policy,
+// and the running one keeps serving. A policy file that is gone or empty
+// is logged and waited for; the running policy stays.
 func (r *reloader) watch(ctx context.Context) (done <-chan struct{}, err error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -270,17 +277,19 @@ func (r *reloader) watch(ctx context.Context) (done <-chan struct{}, err error) 
 		w.Close()
 		return nil, fmt.Errorf("watching the policy file's directory %s: %w", dir, err)
 	}
+	cw := &certWatch{w: w, base: dir, dirs: map[string]bool{}, log: r.log}
+	cw.follow(r.srv.Policy().TLS)
 	c := make(chan struct{})
 	go func() {
 		defer close(c)
 		defer w.Close()
-		r.watchLoop(ctx, w)
+		r.watchLoop(ctx, w, cw)
 	}()
 	return c, nil
 }
 
 // watchLoop is watch's goroutine: it debounces w's events into rereads.
-func (r *reloader) watchLoop(ctx context.Context, w *fsnotify.Watcher) {
+func (r *reloader) watchLoop(ctx context.Context, w *fsnotify.Watcher, cw *certWatch) {
 	debounce := time.NewTimer(fileDebounce)
 	debounce.Stop()
 	for {
@@ -299,35 +308,116 @@ func (r *reloader) watchLoop(ctx context.Context, w *fsnotify.Watcher) {
 			// An overflow drops events: reread the file to be sure.
 			r.log.Warn("watching the policy file", "policy", r.path, "error", err.Error())
 			debounce.Reset(fileDebounce)
+		case <-r.rewatch:
+			cw.follow(r.srv.Policy().TLS)
 		case <-debounce.C:
-			r.fileChanged()
+			r.filesChanged()
 		}
 	}
 }
 
-// fileChanged reloads the policy file if its content is new.
-func (r *reloader) fileChanged() {
+// filesChanged reloads the policy if its file's content is new, or else
+// if its certificate files' content is.
+func (r *reloader) filesChanged() {
+	if r.fileChanged() {
+		return
+	}
+	r.mu.Lock()
+	t := r.srv.Policy().TLS
+	same := t == nil || tlsDigest(t) == r.certSeen
+	r.mu.Unlock()
+	if !same {
+		r.reload("certificate")
+	}
+}
+
+// fileChanged reloads the policy file if its content is new. It reports
+// whether it took the event: it reloaded, or the file is gone or empty and
+// is waited for.
+func (r *reloader) fileChanged() bool {
 	src, err := os.ReadFile(r.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		r.log.Warn("policy file is gone: keeping the running policy until it is back", "policy", r.path)
-		return
+		return true
 	}
 	if err == nil && len(src) == 0 {
 		// A writer that truncates first (os.WriteFile, a shell's >) may
 		// still be writing: an empty file would load as a policy without
 		// rules. Its next write is an event, which rereads it.
 		r.log.Warn("policy file is empty: keeping the running policy until it has content", "policy", r.path)
-		return
+		return true
 	}
 	if err == nil {
 		r.mu.Lock()
 		same := sha256.Sum256(src) == r.seen
 		r.mu.Unlock()
 		if same {
-			return
+			return false
 		}
 	}
 	r.reload("file")
+	return true
+}
+
+// tlsDigest is the SHA-256 of t's certificate and key files as they are
+// now, computed as rules.ListenerTLS.Digest is (a file that cannot be read
+// hashes its error instead, so that its going and coming back are
+// changes); zero without t.
+func tlsDigest(t *rules.ListenerTLS) (d [sha256.Size]byte) {
+	if t == nil {
+		return d
+	}
+	h := sha256.New()
+	for _, f := range []string{t.CertFile, t.KeyFile} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			h.Write([]byte("\x00unreadable: " + err.Error()))
+			continue
+		}
+		h.Write(b)
+	}
+	h.Sum(d[:0])
+	return d
+}
+
+// certWatch is the set of certificate directories a watch holds, besides
+// the policy file's (base). Only watch's goroutine uses it.
+type certWatch struct {
+	w    *fsnotify.Watcher
+	base string
+	dirs map[string]bool
+	log  *slog.Logger
+}
+
+// follow watches the directories of t's files (as written and as their
+// symlinks resolve) and stops watching those it no longer needs.
+func (cw *certWatch) follow(t *rules.ListenerTLS) {
+	want := map[string]bool{}
+	if t != nil {
+		for _, f := range []string{t.CertFile, t.KeyFile} {
+			want[filepath.Dir(f)] = true
+			if real, err := filepath.EvalSymlinks(f); err == nil {
+				want[filepath.Dir(real)] = true
+			}
+		}
+	}
+	delete(want, cw.base)
+	for d := range cw.dirs {
+		if !want[d] {
+			_ = cw.w.Remove(d) // gone already, if its directory was removed
+			delete(cw.dirs, d)
+		}
+	}
+	for d := range want {
+		if cw.dirs[d] {
+			continue
+		}
+		if err := cw.w.Add(d); err != nil {
+			cw.log.Warn("not reloading on changes of the certificate files in a directory (SIGHUP and POST /admin/reload still do)", "dir", d, "error", err.Error())
+			continue
+		}
+		cw.dirs[d] = true
+	}
 }
 
 // runningStore is the store a node opened at start, for reloads: which of
