@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -341,9 +340,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	resp := &ctx.Response
 	if err := st.upstream.Do(req, resp); err != nil {
 		s.m.upstreamErrors.Inc()
-		s.upstreamFailed(st.origin, upstreamFailure(err), err) // its health and log (upstream_health.go)
+		reason := upstreamFailure(err)
+		s.upstreamFailed(st.origin, reason, err) // its health and log (upstream_health.go)
 		status := fasthttp.StatusBadGateway
-		if errors.Is(err, fasthttp.ErrTimeout) {
+		if reason == failTimeout {
 			status = fasthttp.StatusGatewayTimeout
 		}
 		plain(ctx, status)

@@ -595,3 +595,94 @@ func TestUpstreamFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamTLSHandshakeTimeout: an origin that accepts the connection
+// and never answers the ClientHello is a 504 and a timeout failure once
+// upstream_timeout has passed.
+func TestUpstreamTLSHandshakeTimeout(t *testing.T) {
+	ln := listen(t)
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held silent until the test ends
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	n := startUpNode(t, upPolicy(t, t.TempDir(), `
+  upstream         = "https://`+ln.Addr().String()+`"
+  upstream_timeout = "200ms"`, nil), "")
+	if got := n.get(t); got != 504 || n.failures("timeout") != 1 {
+		t.Errorf("%d, %d timeout failures; want 504 and 1", got, n.failures("timeout"))
+	}
+}
+
+// TestUpstreamHTTPSToPlainOrigin: https:// to an origin speaking plain
+// HTTP is a 502 and a tls failure.
+func TestUpstreamHTTPSToPlainOrigin(t *testing.T) {
+	o := startUpOrigin(t, upOriginOptions{})
+	n := startUpNode(t, upPolicy(t, t.TempDir(), `upstream = "https://`+o.addr+`"`, nil), "")
+	if got := n.get(t); got != 502 || n.failures("tls") != 1 || o.requests.Load() != 0 {
+		t.Errorf("%d, %d tls failures, %d origin requests; want 502, 1 and 0", got, n.failures("tls"), o.requests.Load())
+	}
+}
+
+// TestUpstreamSchemeIsTheOrigins: the scheme the origin is spoken to is
+// the upstream's, whatever the client's: a client over the edge's TLS
+// listener reaches an http:// origin, and a plain client an https:// one
+// (fasthttp's client refuses a request whose scheme is not its own).
+func TestUpstreamSchemeIsTheOrigins(t *testing.T) {
+	ca := newUpCA(t, "CA")
+	edgeCert, edgeKey, _ := ca.issue(t, "edge", false, "127.0.0.1")
+	_, _, originCert := ca.issue(t, "origin", false, "localhost")
+	plainOrigin := startUpOrigin(t, upOriginOptions{})
+	tlsOrigin := startUpOrigin(t, upOriginOptions{cert: &originCert})
+	files := map[string][]byte{"ca.pem": ca.pem, "edge.pem": edgeCert, "edge.key": edgeKey}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	tlsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	for _, tt := range []struct {
+		name, edge, scheme string
+		origin             *upOrigin
+	}{
+		{"TLS client, http origin", `upstream = "http://` + plainOrigin.addr + `"`, "https", plainOrigin},
+		{"TLS client, https origin", `upstream = "https://localhost:` + tlsOrigin.port() + `"
+  upstream_tls {
+    ca_file = "ca.pem"
+  }`, "https", tlsOrigin},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := startUpNode(t, upPolicy(t, t.TempDir(), tt.edge+`
+  tls {
+    cert_file = "edge.pem"
+    key_file  = "edge.key"
+  }`, files), "")
+			before := tt.origin.requests.Load()
+			resp, err := tlsClient.Get(tt.scheme + "://" + n.addr + "/api/x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || tt.origin.requests.Load() != before+1 {
+				t.Errorf("%d, origin requests %d; want 200 and 1", resp.StatusCode, tt.origin.requests.Load()-before)
+			}
+		})
+	}
+}
