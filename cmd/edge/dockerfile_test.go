@@ -689,10 +689,13 @@ func exerciseImage(t *testing.T, r imageRun) {
 	if err := node.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- node.Wait() }()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = node.Wait(); close(exited) }()
 	defer func() {
-		if node.ProcessState == nil {
+		select {
+		case <-exited:
+		default:
 			node.Process.Kill()
 			<-exited
 		}
@@ -713,7 +716,8 @@ func exerciseImage(t *testing.T, r imageRun) {
 	first := 0
 	for first == 0 {
 		select {
-		case err := <-exited:
+		case <-exited:
+			err := waitErr
 			t.Fatalf("the image's command %q exited: %v\n%s", r.Argv, err, logs.String())
 		default:
 		}
@@ -756,7 +760,8 @@ func exerciseImage(t *testing.T, r imageRun) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case <-exited:
+		err := waitErr
 		if err != nil {
 			t.Errorf("the image's command after SIGTERM (docker stop): %v, want exit 0\n%s", err, logs.String())
 		}

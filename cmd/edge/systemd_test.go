@@ -222,10 +222,13 @@ func TestSystemdUnitLifecycle(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	defer func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-exited:
+		default:
 			cmd.Process.Kill()
 			<-exited
 		}
@@ -255,7 +258,8 @@ func TestSystemdUnitLifecycle(t *testing.T) {
 		next("STOPPING=1")
 	}
 	select {
-	case err := <-exited:
+	case <-exited:
+		err := waitErr
 		if err != nil {
 			t.Errorf("ExecStart's node after SIGTERM: %v, want exit 0\n%s", err, logs.String())
 		}
