@@ -45,6 +45,19 @@ rule "api-per-ip" {
   limit  = 3
   period = "1m"
 }
+
+rule "keyed-per-key" {
+  paths            = ["/keyed"]
+  key              = ["header:X-Api-Key"]
+  limit            = 2
+  period           = "1m"
+  missing_identity = "reject"
+}
+
+rule "no-admin" {
+  paths  = ["/admin"]
+  action = "deny"
+}
 `
 
 // nginxBinary is Debian's nginx, or a skip (a failure under
@@ -186,12 +199,9 @@ func call(t *testing.T, c *http.Client, method, url string, header ...string) se
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := seen{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), rateLimit: resp.Header.Get("RateLimit"), rateLimitPolicy: resp.Header.Get("RateLimit-Policy")}
-	if resp.StatusCode == 429 {
-		s.cctl = resp.Header.Get("Cache-Control")
-		if strings.HasPrefix(req.URL.Path, "/login") {
-			s.body = string(b)
-		}
+	s := seen{status: resp.StatusCode, cctl: resp.Header.Get("Cache-Control"), retryAfter: resp.Header.Get("Retry-After"), rateLimit: resp.Header.Get("RateLimit"), rateLimitPolicy: resp.Header.Get("RateLimit-Policy")}
+	if resp.StatusCode == 429 && strings.HasPrefix(req.URL.Path, "/login") {
+		s.body = string(b)
 	}
 	return s
 }
@@ -237,8 +247,12 @@ func TestNginxAuthRequestRefusesAsTheEdge(t *testing.T) {
 		{a, "127.0.0.2", "GET", "/api/items", ""},
 		{a, "127.0.0.2", "GET", "/api/items", ""},
 		{b, "127.0.0.3", "GET", "/api/items", ""},
+		{a, "127.0.0.2", "GET", "/keyed", ""},    // no X-Api-Key: 400
+		{a, "127.0.0.2", "GET", "/admin", ""},    // deny: 403
+		{a, "127.0.0.2", "GET", "/ADMIN/./", ""}, // the same route, spelt otherwise
+		{b, "127.0.0.3", "GET", "/nothing", ""},  // no rule: the origin's 404
 	}
-	want := []int{401, 401, 401, 429, 429, 401, 429, 401, 200, 200, 200, 429, 429, 200}
+	want := []int{401, 401, 401, 429, 429, 401, 429, 401, 200, 200, 200, 429, 429, 200, 400, 403, 403, 404}
 	var got []int
 	for i, r := range script {
 		var via, edge seen
