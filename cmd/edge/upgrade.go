@@ -290,6 +290,15 @@ func (u *upgrader) watch(proc *os.Process, readyR, stateW *os.File) {
 	var err error
 	select {
 	case err = <-got:
+		if err != nil {
+			// A closed pipe is a process on its way out: its exit status
+			// says more than the pipe.
+			select {
+			case <-u.exited:
+				err = fmt.Errorf("the new process exited before it was ready (%v): its log says why", u.exitErr)
+			case <-time.After(5 * time.Second):
+			}
+		}
 	case <-u.exited:
 		err = fmt.Errorf("the new process exited before it was ready (%v): its log says why", u.exitErr)
 	case <-time.After(readyTimeout):
