@@ -144,8 +144,8 @@ func (s *Server) DecideHandler(ctx *fasthttp.RequestCtx) {
 // not a token (RFC 9110 §9.1) of at most maxOriginalMethod bytes, a
 // target that is not origin-form ("/…") or absolute-form ("http://…",
 // "https://…"; its authority then names the host, as on the proxy
-// listener, RFC 9112 §3.2.2), or that holds a space, a control byte or a
-// byte over 0x7e. The target's path and host are then read by decide()
+// listener, RFC 9112 §3.2.2), or that holds a space or a control byte.
+// Bytes over 0x7f pass, as in a request line on the proxy listener. The target's path and host are then read by decide()
 // exactly as a request line's are.
 func describe(req *fasthttp.Request) (ok bool) {
 	h := &req.Header
@@ -173,13 +173,13 @@ func describe(req *fasthttp.Request) (ok bool) {
 }
 
 // validTarget reports whether u is an origin-form or absolute-form
-// (http, https) request-target of visible ASCII.
+// (http, https) request-target without a space or a control byte.
 func validTarget(u []byte) bool {
 	if len(u) == 0 {
 		return false
 	}
 	for _, c := range u {
-		if c <= ' ' || c >= 0x7f {
+		if c <= ' ' || c == 0x7f {
 			return false
 		}
 	}
