@@ -112,7 +112,7 @@ var decideFlood = []struct {
 	{step{"GET", "/keyed", "198.51.100.1", []string{"X-Api-Key", "k1"}}, "429"},
 	{step{"GET", "/keyed", "198.51.100.1", []string{"X-Api-Key", "k2"}}, "pass"},
 	{step{"GET", "/admin", "198.51.100.1", nil}, "403"},
-	{step{"GET", "/%zz", "198.51.100.1", nil}, "400"}, // a path that cannot be read one way
+	{step{"GET", "/%zz", "198.51.100.1", nil}, "400"},              // a path that cannot be read one way
 	{step{"GET", "/api/caf\xc3\xa9", "198.51.100.5", nil}, "pass"}, // raw UTF-8, as NGINX's $request_uri keeps it
 	{step{"GET", "/a/../api/x", "198.51.100.5", nil}, "pass"},
 	{step{"GET", "/a/../api/x", "198.51.100.5", nil}, "pass"},
