@@ -46,7 +46,7 @@ type upCA struct {
 
 var upSerial atomic.Int64
 
-func newUpCA(t *testing.T, cn string) *upCA {
+func newUpCA(t testing.TB, cn string) *upCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -74,7 +74,7 @@ func newUpCA(t *testing.T, cn string) *upCA {
 
 // issue signs a leaf for the names (DNS names, or IP addresses when they
 // parse as one), for a server or a client.
-func (ca *upCA) issue(t *testing.T, cn string, client bool, names ...string) (certPEM, keyPEM []byte, pair tls.Certificate) {
+func (ca *upCA) issue(t testing.TB, cn string, client bool, names ...string) (certPEM, keyPEM []byte, pair tls.Certificate) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -216,7 +216,7 @@ type upNode struct {
 
 // upPolicy writes a policy with the edge block's body edge into dir, with
 // files beside it, and returns its path.
-func upPolicy(t *testing.T, dir, edge string, files map[string][]byte) string {
+func upPolicy(t testing.TB, dir, edge string, files map[string][]byte) string {
 	t.Helper()
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
