@@ -21,8 +21,12 @@
 //     429 with RateLimit headers (docs/headers.md) otherwise, 400 for a
 //     missing or invalid identity, 503 when a fail-closed rule's store is
 //     down (RFC 6585, RFC 9110).
-//   - Forward (handler.go): one fasthttp.HostClient per upstream, with
-//     timeouts and an 8 MiB response cap. Hop-by-hop headers, every
+//   - Forward (handler.go): one fasthttp.HostClient per upstream
+//     (upstream.go: http:// or https:// with the policy's upstream_tls,
+//     upstream_timeout, kept across reloads that change neither), with an
+//     8 MiB response cap; each answer or failure feeds the origin's
+//     passive health (upstream_health.go; docs/deploying.md, "The origin
+//     over HTTPS, and its health"). Hop-by-hop headers, every
 //     client-sent X-Edge-* and client-IP header, and other spellings of
 //     headers the policy reads are removed; the edge sets its own
 //     X-Forwarded-For and X-Edge-Visitor, and the Host the origin receives is
@@ -31,7 +35,8 @@
 //
 // The admin listener (ServeAdmin, AdminHandler) serves /healthz, /readyz (200
 // with the store degraded unless ?strict=1, so a fleet on one sick Redis is
-// not pulled from its load balancer at once) and /metrics, the Prometheus
+// not pulled from its load balancer at once; the origin's health reported,
+// never failing it) and /metrics, the Prometheus
 // registry of Options.Registry: decisions per rule and outcome, requests per
 // verdict, the failure-handling store's breaker and counters, the Redis
 // client's and, for the memory store, each rule's key budget
