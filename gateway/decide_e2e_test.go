@@ -386,3 +386,51 @@ func TestDecideNeedsACheckedPolicy(t *testing.T) {
 		t.Fatalf("reloaded without decide_listen: %d, want 503", resp.StatusCode)
 	}
 }
+
+// TestDecideTellsWhatTheProxyListenerTellsTheOrigin: on a pass the decide
+// listener answers the headers the proxy listener would add to the
+// request it forwards (X-Edge-Visitor, X-Edge-Bot-Score and -Reasons),
+// for the proxy to copy, and a Set-Cookie for a new visitor; a cookie it
+// minted verifies on the proxy listener as the same visitor.
+func TestDecideTellsWhatTheProxyListenerTellsTheOrigin(t *testing.T) {
+	p := loadPolicy(t, "testdata/fixtures/policies/bots.hcl",
+		`trusted_proxies = ["127.0.0.1/32", "::1/128"]`, `trusted_proxies = ["127.0.0.1/32", "::1/128"]
+  decide_listen   = "127.0.0.1:18081"`,
+		`rule "signup-per-network" {`, `visitor {
+  secure = false
+}
+
+rule "login-per-visitor" {
+  paths  = ["/login"]
+  key    = ["visitor"]
+  limit  = 100
+  period = "1m"
+}
+
+rule "signup-per-network" {`)
+	n := startNode(t, p, nodeOptions{})
+	daddr := serveDecide(t, n)
+	ua := "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+
+	resp, _ := sendRaw(t, daddr, "GET", "/_edge", []string{"X-Original-Method", "POST", "X-Original-URI", "/login", "X-Forwarded-For", "81.2.69.160", "User-Agent", ua})
+	cookie := resp.Header.Get("Set-Cookie")
+	visitor := resp.Header.Get("X-Edge-Visitor")
+	if resp.StatusCode != 200 || cookie == "" || visitor == "" || resp.Header.Get("X-Edge-Bot-Score") == "" {
+		t.Fatalf("first pass: %d, Set-Cookie %q, X-Edge-Visitor %q, X-Edge-Bot-Score %q", resp.StatusCode, cookie, visitor, resp.Header.Get("X-Edge-Bot-Score"))
+	}
+	pair, _, _ := strings.Cut(cookie, ";")
+
+	// The same request, cookie and all, through the proxy listener: the
+	// origin hears what the decide listener said.
+	resp, _ = sendRaw(t, daddr, "GET", "/_edge", []string{"X-Original-Method", "POST", "X-Original-URI", "/login", "X-Forwarded-For", "81.2.69.160", "User-Agent", ua, "Cookie", pair})
+	if resp.Header.Get("Set-Cookie") != "" || resp.Header.Get("X-Edge-Visitor") != visitor {
+		t.Errorf("with its cookie: Set-Cookie %q, X-Edge-Visitor %q, want none and %q", resp.Header.Get("Set-Cookie"), resp.Header.Get("X-Edge-Visitor"), visitor)
+	}
+	sendRaw(t, n.addr, "POST", "/login", []string{"X-Forwarded-For", "81.2.69.160", "User-Agent", ua, "Cookie", pair})
+	last := n.last(t)
+	for _, h := range []string{"X-Edge-Visitor", "X-Edge-Bot-Score", "X-Edge-Bot-Reasons"} {
+		if got, want := resp.Header.Get(h), last.Headers[h]; got != want || want == "" && h != "X-Edge-Bot-Reasons" {
+			t.Errorf("%s: the decide listener says %q, the origin heard %q from the proxy listener", h, got, want)
+		}
+	}
+}
