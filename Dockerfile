@@ -7,6 +7,9 @@
 #   docker run --rm -p 8080:8080 -e EDGE_KEY_SECRET -e EDGE_ADMIN_TOKEN edge \
 #     serve -config /etc/edge/policies.hcl -listen 0.0.0.0:8080 -upstream http://app:9000
 #
+# BuildKit (Docker's builder since 23.0; buildah and podman too) runs it: the
+# RUN lines keep Go's module and build caches in --mount=type=cache mounts.
+#
 # cmd/edge/dockerfile_test.go builds the binary as the build stage's RUN line
 # does and runs the final stage's ENTRYPOINT + CMD and HEALTHCHECK, with the
 # files where the COPY lines put them: no container daemon is needed to test
