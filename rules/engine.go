@@ -60,7 +60,7 @@ type Request struct {
 	// JA4 is the JA4 fingerprint of the connection's TLS ClientHello, as
 	// the edge computed it when it terminates TLS, or as a trusted proxy
 	// forwarded it in the policy's ja4_header; nil when neither is known
-	// (the ja4 characteristic is then missing).
+	// (the ja4 characteristic is then Absent: rules keyed on it skip).
 	JA4 []byte
 }
 
