@@ -22,6 +22,7 @@ type Conn struct {
 	mu    sync.Mutex
 	state uint8   // stateRecording, stateComplete, stateDone
 	buf   *[]byte // the recorded bytes (pooled), nil once dropped
+	sc    scanner // how far the recorded records are walked
 	fp    []byte  // the fingerprint, once computed; nil if none
 }
 
@@ -63,7 +64,7 @@ func (c *Conn) record(p []byte) {
 	b := *c.buf
 	b = append(b, p[:min(len(p), MaxRecord-len(b))]...)
 	*c.buf = b
-	switch _, err := scan(b); {
+	switch _, err := c.sc.scan(b); {
 	case err == nil:
 		c.state = stateComplete
 		c.recording.Store(false)

@@ -97,3 +97,32 @@ func TestConnCloseDrops(t *testing.T) {
 		t.Error("a fingerprint from half a hello")
 	}
 }
+
+// TestConnScanIsLinear: a hello in one-byte records, read a byte at a
+// time, is walked record by record once, not once per read: a client
+// cannot make the recorder's work grow with the square of what it sends.
+func TestConnScanIsLinear(t *testing.T) {
+	v := readVectors(t)[0]
+	want, _ := scan(v.records)
+	msg := v.records[5 : 5+want]
+	var b []byte
+	for _, c := range msg {
+		b = append(b, record([]byte{c})...)
+	}
+	c := NewConn(&chunkConn{r: bytes.NewReader(b), n: 1})
+	buf := make([]byte, 1)
+	reads := 0
+	for c.recording.Load() {
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		reads++
+	}
+	if got := c.Fingerprint(); string(got) != v.want {
+		t.Fatalf("got %s, want %s", got, v.want)
+	}
+	// Each read walks the records it completed plus the one in progress.
+	if walks := c.sc.walks; walks > reads+len(msg) {
+		t.Errorf("%d record walks for %d reads of %d records, want at most %d", walks, reads, len(msg), reads+len(msg))
+	}
+}

@@ -310,6 +310,9 @@ func TestRecordsSplit(t *testing.T) {
 		if err != nil || string(got) != v.want {
 			t.Errorf("records of %d bytes: got %s, %v; want %s", size, got, err, v.want)
 		}
+		if got := fingerprintThroughConn(b, 1); string(got) != v.want {
+			t.Errorf("records of %d bytes, read a byte at a time: got %s, want %s", size, got, v.want)
+		}
 	}
 }
 

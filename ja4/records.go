@@ -16,10 +16,31 @@ const (
 // complete it; ErrNotHello or ErrMalformed when none will. want is the
 // message's length with its 4-byte header, once known.
 func scan(b []byte) (want int, err error) {
-	var hdr [4]byte
-	hdrN, got := 0, 0
-	want = -1
-	for pos := 0; ; {
+	var sc scanner
+	return sc.scan(b)
+}
+
+// scanner is scan resumable: a Conn calls scan after each read with all
+// it has recorded, and the records it has already walked are not walked
+// again, so a ClientHello that arrives a byte at a time costs time in
+// proportion to its length, not to its length squared.
+type scanner struct {
+	pos   int     // the first record not walked yet
+	got   int     // handshake bytes in the records before pos
+	hdr   [4]byte // the handshake message's header, as far as seen before pos
+	hdrN  int
+	want  int  // the message's length with its header, once known
+	known bool // want is known
+	walks int  // records looked at, over every call (a test checks the bound)
+}
+
+func (sc *scanner) scan(b []byte) (want int, err error) {
+	for {
+		pos := sc.pos
+		want = -1
+		if sc.known {
+			want = sc.want
+		}
 		if len(b)-pos < 5 {
 			if pos == 0 && len(b) > 0 && b[0] != recordHandshake {
 				return want, ErrNotHello
@@ -38,11 +59,15 @@ func scan(b []byte) (want int, err error) {
 		if l == 0 || l > maxFragment {
 			return want, ErrMalformed
 		}
+		sc.walks++
 		frag := b[pos+5:]
 		if len(frag) > l {
 			frag = frag[:l]
 		}
-		for hdrN < 4 && len(frag) > 0 && got < 4 {
+		// The state as it would be after this record: committed only once
+		// the record is complete, so a partial one is walked again.
+		hdr, hdrN, got := sc.hdr, sc.hdrN, sc.got
+		for hdrN < 4 && len(frag) > 0 {
 			hdr[hdrN] = frag[0]
 			hdrN++
 			frag = frag[1:]
@@ -64,7 +89,8 @@ func scan(b []byte) (want int, err error) {
 		if pos+5+l > len(b) {
 			return want, ErrTruncated
 		}
-		pos += 5 + l
+		sc.pos, sc.hdr, sc.hdrN, sc.got = pos+5+l, hdr, hdrN, got
+		sc.want, sc.known = want, want >= 0
 	}
 }
 
