@@ -18,7 +18,9 @@
 // the TLS records that carry one. Conn wraps a server-side connection
 // before crypto/tls reads it and keeps at most MaxRecord bytes of what the
 // client sent, until the ClientHello is complete; its Fingerprint computes
-// the JA4 once and drops the bytes. Valid checks a fingerprint's shape, for
+// the JA4 once and drops the bytes. Only the first ClientHello counts: the
+// second one a client sends after a HelloRetryRequest (RFC 8446 §4.1.4)
+// is not recorded. Valid checks a fingerprint's shape, for
 // one a trusted proxy forwards in a header. Feature is the ja4
 // characteristic (docs/policy.md).
 //
