@@ -68,6 +68,8 @@ type listenerTLS struct {
 	timeout time.Duration
 
 	errs [numHSReasons]prometheus.Counter
+	// handshaking counts the handshakes in progress (tests wait on it).
+	handshaking atomic.Int64
 }
 
 // register registers the TLS metrics on reg (gateway/ops_metrics.go): the
@@ -133,18 +135,29 @@ func (s *Server) wrapTLS(ln net.Listener) net.Listener {
 	if to <= 0 {
 		to = readTimeout
 	}
-	return &tlsListener{Listener: ln, cfg: s.tlsConfig(), s: s, timeout: to}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &tlsListener{Listener: ln, cfg: s.tlsConfig(), s: s, timeout: to, ctx: ctx, cancel: cancel}
 }
 
 // tlsListener accepts TCP connections and returns them as TLS server
 // connections whose handshake runs on the connection's own goroutine at
 // its first read or write (never in Accept, which a slow client would
-// hold up for every other).
+// hold up for every other). Closing it (the server's shutdown) also
+// interrupts the handshakes in progress, so that a shutdown neither waits
+// for a scanner's silent connection nor leaves its goroutine behind.
 type tlsListener struct {
 	net.Listener
 	cfg     *tls.Config
 	s       *Server
 	timeout time.Duration
+	ctx     context.Context // the handshakes' parent: done once the listener is closed
+	cancel  context.CancelFunc
+}
+
+// Close closes the listener and interrupts the handshakes in progress.
+func (l *tlsListener) Close() error {
+	l.cancel()
+	return l.Listener.Close()
 }
 
 func (l *tlsListener) Accept() (net.Conn, error) {
@@ -201,13 +214,18 @@ func (c *tlsConn) Write(b []byte) (int, error) {
 // and an info line per knock would drown the log.
 func (c *tlsConn) handshake() error {
 	c.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), c.l.timeout)
+		ctx, cancel := context.WithTimeout(c.l.ctx, c.l.timeout)
 		defer cancel()
+		c.l.s.listenerTLS.handshaking.Add(1)
 		err := c.Conn.HandshakeContext(ctx)
+		c.l.s.listenerTLS.handshaking.Add(-1)
 		if err == nil {
 			return
 		}
 		c.hsErr = err
+		if c.l.ctx.Err() != nil {
+			return // the server is shutting down: not the client's failure
+		}
 		r := handshakeReason(err)
 		c.l.s.listenerTLS.errs[r].Inc()
 		c.l.s.log.Debug("tls handshake failed", "reason", hsReasonNames[r], "error", err.Error())

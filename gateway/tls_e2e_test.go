@@ -276,7 +276,11 @@ func sslv3Hello() []byte {
 // (goleak); the node serves a real client throughout.
 func TestScannerHandshakes(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	n := startTLSNode(t, loginFixture, "edge.example", 300*time.Millisecond, false)
+	n := startTLSNode(t, loginFixture, "edge.example", 0, false)
+	// The silent connection's node: its handshakes time out sooner than
+	// the default 10s (only the silent connection meets it, so no slow
+	// machine can turn another probe's reason into a timeout).
+	quick := startTLSNode(t, loginFixture, "edge.example", 500*time.Millisecond, false)
 	count := func(r int) float64 { return testutil.ToFloat64(n.srv.listenerTLS.errs[r]) }
 	// probe sends b on a fresh connection (closing its write side when
 	// half is set) and returns what the node answered before closing it.
@@ -351,7 +355,7 @@ func TestScannerHandshakes(t *testing.T) {
 	check("half a ClientHello")
 
 	// A silent connection: closed by the node at the handshake timeout.
-	c, err := net.Dial("tcp", n.addr)
+	c, err := net.Dial("tcp", quick.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,8 +364,12 @@ func TestScannerHandshakes(t *testing.T) {
 		t.Errorf("a silent connection: read %q, %v; want the node to close it", b, err)
 	}
 	c.Close()
-	want[hsTimeout]++
-	check("a silent connection")
+	waitFor(t, func() bool { return testutil.ToFloat64(quick.srv.listenerTLS.errs[hsTimeout]) == 1 }, 10*time.Second, "the silent connection counted")
+	for r := range numHSReasons {
+		if got := testutil.ToFloat64(quick.srv.listenerTLS.errs[r]); r != hsTimeout && got != 0 {
+			t.Errorf("the silent connection also counted %g under %s", got, hsReasonNames[r])
+		}
+	}
 
 	// The node still serves.
 	if got := rawStatus(t, n.rawTLS(t, loginRequest("203.0.113.9", "carol@example.com", "wrong"))); got != http.StatusUnauthorized {
@@ -379,8 +387,27 @@ func TestScannerHandshakes(t *testing.T) {
 		t.Error("/metrics lacks the certificate's expiry")
 	}
 
+	// Two handshakes in progress at shutdown (a silent connection, half a
+	// ClientHello): the shutdown interrupts them, and counts neither.
+	for _, b := range [][]byte{nil, hello[:20]} {
+		c, err := net.Dial("tcp", n.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return n.srv.listenerTLS.handshaking.Load() == 2 }, 10*time.Second, "two handshakes in progress")
 	n.stop()
-	for line := range strings.Lines(n.logs.String()) {
+	quick.stop()
+	for r := range numHSReasons {
+		if count(r) != want[r] {
+			t.Errorf("after the shutdown, %s counts %g, want %g", hsReasonNames[r], count(r), want[r])
+		}
+	}
+	for line := range strings.Lines(n.logs.String() + quick.logs.String()) {
 		if strings.Contains(strings.ToLower(line), "tls") || strings.Contains(strings.ToLower(line), "handshake") {
 			t.Errorf("a log line at info or above about a handshake: %s", line)
 		}
