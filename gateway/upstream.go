@@ -88,6 +88,8 @@ func (s *Server) hostClient(p *rules.Policy, upstream string) (*upstreamClient, 
 	if scheme == "https" {
 		hc.IsTLS = true
 		cfg = upstreamTLSConfig(authority, ut)
+		// The dialer below does the handshake with cfg (fasthttp then
+		// leaves the connection as it is); TLSConfig only documents it.
 		hc.TLSConfig = cfg
 	}
 	hc.DialTimeout = upstreamDialer(cfg, key.timeout)
