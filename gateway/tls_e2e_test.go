@@ -426,7 +426,7 @@ func TestScannerHandshakes(t *testing.T) {
 // served to the connections made after it, while a connection made before
 // it keeps working (on its certificate); a reload without a tls block
 // keeps the last certificate serving; a plain node stays plain whatever a
-// reload says.
+// reload says (cmd/edge's reload warns of both: TestReloadNamesATLSChange).
 func TestTLSReloadSwapsTheCertificate(t *testing.T) {
 	n := startTLSNode(t, loginFixture, "first.example", 0, false)
 	serial := func() string {
@@ -497,5 +497,21 @@ func TestTLSReloadSwapsTheCertificate(t *testing.T) {
 	}
 	if got := serial(); got != "second.example" || !n.srv.ServesTLS() {
 		t.Errorf("after a reload without tls: serving %q, ServesTLS %v", got, n.srv.ServesTLS())
+	}
+
+	// A plain node given a policy with tls stays plain.
+	plain := startTLSNode(t, loginFixture, "edge.example", 0, true)
+	p, diags = builtin.Load(path, []byte(tlsPolicySrc(t, string(src), dir)))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if err := plain.srv.Reload(p); err != nil {
+		t.Fatal(err)
+	}
+	if plain.srv.ServesTLS() {
+		t.Error("a reload turned a plain node's listener into TLS")
+	}
+	if got := rawStatus(t, raw(t, plain.addr, loginRequest("203.0.113.7", "alice@example.com", "wrong"))); got != http.StatusUnauthorized {
+		t.Errorf("plain HTTP after the reload: %d, want 401 from the origin", got)
 	}
 }

@@ -62,6 +62,15 @@ func TestTLSBlockLoadsThePair(t *testing.T) {
 	if p, diags := loadTLS(t, t.TempDir(), tlsPolicy(abs, filepath.Join(dir, "certs/edge.key"))); diags.HasErrors() || p.TLS.CertFile != abs {
 		t.Errorf("absolute paths: %v, %+v", diags, p)
 	}
+	// A key in the certificate file loads, with a warning.
+	both := append(append([]byte{}, leaf.CertPEM...), leaf.KeyPEM...)
+	if err := os.WriteFile(filepath.Join(dir, "certs/both.pem"), both, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p, diags := loadTLS(t, dir, tlsPolicy("certs/both.pem", "certs/edge.key")); diags.HasErrors() || p.TLS == nil ||
+		!strings.Contains(diags.Error(), "policies.hcl:3,17-33: Private key in cert_file") {
+		t.Errorf("a key in cert_file: %v", diags)
+	}
 	if p, diags := loadTLS(t, dir, "edge {\n}\n"); diags.HasErrors() || p.TLS != nil {
 		t.Errorf("without a tls block: TLS = %+v, diags %v", p, diags)
 	}
