@@ -251,7 +251,7 @@ func (s *Server) install(p *rules.Policy) error {
 			st.counters[i][o] = s.m.decisions.WithLabelValues(r.Name, name)
 		}
 	}
-	s.listenerTLS.install(p) // the next handshakes serve p's certificate (tls.go)
+	s.listenerTLS.install(p, s.log) // the next handshakes serve p's certificate (tls.go)
 	s.state.Store(st)
 	s.useUpstream(uc)
 	return nil

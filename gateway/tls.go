@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -96,11 +98,17 @@ func (t *listenerTLS) register(reg *prometheus.Registry) {
 }
 
 // install takes the certificate of p, if it has one (Server.install, on
-// every reload). The first policy decides whether the listener is TLS.
-func (t *listenerTLS) install(p *rules.Policy) {
+// every reload), and logs a certificate it did not serve before. The first
+// policy decides whether the listener is TLS.
+func (t *listenerTLS) install(p *rules.Policy, log *slog.Logger) {
 	t.once.Do(func() { t.enabled = p.TLS != nil })
-	if p.TLS != nil {
-		t.cert.Store(p.TLS.Certificate)
+	if p.TLS == nil {
+		return
+	}
+	c := p.TLS.Certificate
+	if old := t.cert.Swap(c); old == nil || !bytes.Equal(old.Certificate[0], c.Certificate[0]) {
+		log.Info("tls certificate installed", "cert_file", p.TLS.CertFile, "subject", c.Leaf.Subject.String(),
+			"serial", c.Leaf.SerialNumber.Text(16), "not_after", c.Leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
 }
 

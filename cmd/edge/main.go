@@ -343,7 +343,7 @@ func serve(args []string, stderr io.Writer) int {
 		log.Info("decision-only listener", "addr", dln.Addr().String())
 	}
 	log.Info("edge listening", "addr", ln.Addr().String(), "admin", aln.Addr().String(),
-		"policy", *config, "rules", len(p.Rules), "dry_run", *dryRun || p.DryRun, "store", storeName(p, *store), "pid", os.Getpid())
+		"policy", *config, "rules", len(p.Rules), "dry_run", *dryRun || p.DryRun, "store", storeName(p, *store), "pid", os.Getpid(), "tls", srv.ServesTLS())
 	if names := listeners.unclaimed(); len(names) > 0 {
 		log.Warn("inherited sockets no listener uses were closed", "sockets", names)
 	}
