@@ -492,17 +492,20 @@ func TestDockerfile(t *testing.T) {
 	}
 }
 
-// imageRun is one run of the image's command: its files under Root, its
-// argv and HEALTHCHECK with their paths moved there, and the addresses it
-// serves on, as the policy and the command have them (in a network
-// namespace of its own) or moved to free ports (without one).
+// imageRun is one run of the image's command: its files under Root, and
+// the addresses it serves on, as the policy and the command have them (in
+// a network namespace of its own) or moved to free ports (without one).
 type imageRun struct {
-	Root        string
-	Argv        []string
-	Healthcheck []string
-	Public      string // HOST:PORT to send requests to
-	Upstream    string // HOST:PORT where the demo origin listens
-	AsNonroot   bool   // run the command and the probe as 65532:65532
+	Root string
+	// Argv and Healthcheck are the image's ENTRYPOINT + CMD and
+	// HEALTHCHECK: as written when Contained, else with their paths moved
+	// under Root.
+	Argv, Healthcheck []string
+	Public            string // HOST:PORT to send requests to
+	Upstream          string // HOST:PORT where the demo origin listens
+	// Contained runs the command and the probe as a container would: with
+	// Root as their root directory (chroot), as 65532:65532.
+	Contained bool
 }
 
 // TestImageHelperProcess runs an imageRun in the network namespace its
@@ -549,12 +552,16 @@ func loopbackUp() error {
 // refused), pass its HEALTHCHECK, stop with exit 0 on SIGTERM (docker
 // stop), and then fail the HEALTHCHECK.
 //
-// As root it runs in a network namespace of its own, as a container does,
+// As root it runs as a container does: in a network namespace of its own,
 // so the command's 0.0.0.0:8080 and the policy's 127.0.0.1:9901 and
-// upstream 127.0.0.1:9000 are used as written, by the image's user
-// 65532:65532 (files root-owned, as COPY leaves them: it writes nothing).
-// Without root (or namespaces) it runs here, with those addresses moved to
-// free loopback ports in the policy's copy and the -listen argument.
+// upstream 127.0.0.1:9000 are used as written; with the temporary root as
+// its root directory, so the command and the HEALTHCHECK run word for word
+// and find nothing but what the COPY lines put there (no libc, no CA
+// certificates, no /etc/passwd: distroless has more); and as the image's
+// user 65532:65532, with files root-owned as COPY leaves them (it writes
+// nothing). Without root (or namespaces) it also runs here, with the paths
+// moved under the temporary root and the addresses moved to free loopback
+// ports, in the policy's copy and the -listen argument.
 func TestImageEntrypoint(t *testing.T) {
 	b, s, _ := readDockerfile(t)
 	base := t.TempDir()
@@ -612,7 +619,8 @@ func TestImageEntrypoint(t *testing.T) {
 			t.Skip("not root: no network namespace of its own (the run on moved ports covers the command)")
 		}
 		r := r
-		r.Public, r.Upstream, r.AsNonroot = net.JoinHostPort("127.0.0.1", port), up.Host, true
+		r.Public, r.Upstream, r.Contained = net.JoinHostPort("127.0.0.1", port), up.Host, true
+		r.Argv, r.Healthcheck = argv, s.Healthcheck
 		spec, _ := json.Marshal(r)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestImageHelperProcess$", "-test.v")
 		cmd.Env = append(os.Environ(), "EDGE_IMAGE_HELPER="+string(spec))
@@ -678,8 +686,8 @@ func exerciseImage(t *testing.T, r imageRun) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = "/"
 		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"} // distroless's, and nothing else
-		if r.AsNonroot {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
+		if r.Contained {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: r.Root, Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
 		}
 		return cmd
 	}
@@ -730,13 +738,16 @@ func exerciseImage(t *testing.T, r imageRun) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if r.AsNonroot {
+	if r.Contained {
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", node.Process.Pid))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !regexp.MustCompile(`(?m)^Uid:\s+65532\s+65532\s+65532\s+65532$`).Match(status) {
 			t.Errorf("the image's command does not run as 65532:\n%s", status)
+		}
+		if dir, err := os.Readlink(fmt.Sprintf("/proc/%d/root", node.Process.Pid)); err != nil || dir != r.Root {
+			t.Errorf("the image's command runs with the root directory %q (%v), want %s", dir, err, r.Root)
 		}
 	}
 	codes := []int{first}
