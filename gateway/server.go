@@ -376,22 +376,19 @@ func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
 	return serveUntil(ctx, srv, ln)
 }
 
-// serveUntil serves ln and shuts the server down when ctx is done.
+// serveUntil serves ln and, when ctx is done, drains the server (drain.go:
+// stop accepting, Connection: close on the requests still coming, then
+// close what is idle) and shuts it down.
 func serveUntil(ctx context.Context, srv *fasthttp.Server, ln net.Listener) error {
+	var d drainer
+	d.install(srv)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		defer cancel()
-		err := srv.ShutdownWithContext(sctx)
-		// A shutdown that raced Serve's start finds no server to stop:
-		// closing the listener makes Serve return either way.
-		_ = ln.Close()
-		<-errc
-		return shutdownErr(err)
+		return shutdownErr(d.drain(srv, ln, errc))
 	}
 }
 

@@ -329,9 +329,11 @@ func checkStillRefused(t *testing.T, n *upgradeNode, visitor *http.Client, round
 }
 
 // load is a closed loop of clients, each on its own keep-alive
-// connection, each request a GET (which Go's Transport retries when a
-// draining server closes the idle connection it was sent on, as RFC 9112
-// §9.3.1 allows for idempotent requests).
+// connection. Half of them POST, which no client resends on its own (RFC
+// 9110 §9.2.2; Go's Transport retries only idempotent requests on a
+// connection the server closed): a POST sent on a connection the draining
+// node closed would be lost, so every one of them must be answered
+// (gateway/drain.go).
 type load struct {
 	stop              chan struct{}
 	wg                sync.WaitGroup
@@ -360,6 +362,9 @@ func startLoad(t *testing.T, addr string, clients int) *load {
 				default:
 				}
 				req, _ := http.NewRequest("GET", url, nil)
+				if i%2 == 0 {
+					req, _ = http.NewRequest("POST", url, strings.NewReader("a=1"))
+				}
 				req.Header.Set("X-Forwarded-For", fmt.Sprintf("192.0.2.%d", i+1))
 				start := time.Now()
 				resp, err := c.Do(req)
