@@ -157,4 +157,3 @@ func TestDrainWithoutConnections(t *testing.T) {
 		t.Fatal("the drain of a server without connections waits (for its quiet window of an hour?)")
 	}
 }
-
