@@ -102,8 +102,8 @@ func (t *listenerTLS) register(reg *prometheus.Registry) {
 // policy decides whether the listener is TLS.
 func (t *listenerTLS) install(p *rules.Policy, log *slog.Logger) {
 	t.once.Do(func() { t.enabled = p.TLS != nil })
-	if p.TLS == nil {
-		return
+	if p.TLS == nil || p.TLS.Certificate == nil || p.TLS.Certificate.Leaf == nil {
+		return // compile always loads both; a hand-made policy keeps what serves
 	}
 	c := p.TLS.Certificate
 	if old := t.cert.Swap(c); old == nil || !bytes.Equal(old.Certificate[0], c.Certificate[0]) {
