@@ -633,3 +633,83 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestSocketActivation: a socket passed as systemd passes it (descriptor
+// 3, $LISTEN_FDS, $LISTEN_FDNAMES, $LISTEN_PID the node's own PID) is the
+// public listener, whatever the policy's listen says; the admin listener,
+// without a socket, is bound as usual.
+func TestSocketActivation(t *testing.T) {
+	bin := edgeBinary(t)
+	origin := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	oln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go origin.Serve(oln)
+	t.Cleanup(func() { origin.Close() })
+
+	sock, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sockFile, err := sock.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock.Close() // the node holds the socket now, through sockFile's copy
+	dir := t.TempDir()
+	policyListen, admin := freeAddr(t), freeAddr(t)
+	policy := filepath.Join(dir, "policies.hcl")
+	if err := os.WriteFile(policy, []byte(upgradePolicy(policyListen, admin, oln.Addr().String())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "edge.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	// sh sets LISTEN_PID to its own PID, which exec keeps: as systemd sets
+	// it between fork and exec.
+	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ exec "$0" "$@"`, bin, "serve", "-config", policy)
+	cmd.ExtraFiles = []*os.File{sockFile}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "LISTEN_FDS=1", "LISTEN_FDNAMES=public", "EDGE_KEY_SECRET=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sockFile.Close()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	n := &upgradeNode{logPath: logPath}
+	listening := n.awaitLog(t, "edge listening", 1)
+	sockAddr, _ := listening["addr"].(string)
+	if sockAddr != sock.Addr().String() {
+		t.Errorf("the node listens on %s, want the passed socket %s", sockAddr, sock.Addr())
+	}
+	resp, err := (&http.Client{Timeout: hangGuard}).Get("http://" + sock.Addr().String() + "/load/1")
+	if err != nil {
+		t.Fatalf("through the passed socket: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("through the passed socket: got %d, want 200", resp.StatusCode)
+	}
+	if c, err := net.Dial("tcp", policyListen); err == nil {
+		c.Close()
+		t.Errorf("something listens on the policy's %s too", policyListen)
+	}
+	warned := n.awaitLog(t, "listening on the socket systemd passed, not on the address the policy or flag names: the socket unit's ListenStream= decides", 1)
+	if warned["configured"] != policyListen {
+		t.Errorf("the warning names %v, want %s", warned["configured"], policyListen)
+	}
+	if resp, err := http.Get("http://" + admin + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("the admin listener, bound as usual: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+}
