@@ -34,32 +34,20 @@ import (
 // hangGuard bounds every wait on a condition of these tests.
 const hangGuard = 30 * time.Second
 
-// edgeBinary builds ./cmd/edge once per test binary and returns a copy of
-// it at a path of the test's own (which the test may replace).
-var edgeBuild struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-func edgeBinary(t *testing.T) string {
+// edgeBinary builds ./cmd/edge into a directory of the test's (the go
+// build cache makes every build after the first a link) and returns the
+// build, the release a test installs, and a copy of it installed at the
+// path the node runs from (which the test replaces).
+func edgeBinary(t *testing.T) (bin, release string) {
 	t.Helper()
-	edgeBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "edge-upgrade-build-")
-		if err != nil {
-			edgeBuild.err = err
-			return
-		}
-		edgeBuild.path = filepath.Join(dir, "edge")
-		edgeBuild.out, edgeBuild.err = exec.Command("go", "build", "-o", edgeBuild.path, ".").CombinedOutput()
-	})
-	if edgeBuild.err != nil {
-		t.Fatalf("go build: %v\n%s", edgeBuild.err, edgeBuild.out)
+	dir := t.TempDir()
+	release = filepath.Join(dir, "release", "edge")
+	if out, err := exec.Command("go", "build", "-o", release, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	dst := filepath.Join(t.TempDir(), "bin", "edge")
-	installBinary(t, edgeBuild.path, dst)
-	return dst
+	bin = filepath.Join(dir, "bin", "edge")
+	installBinary(t, release, bin)
+	return bin, release
 }
 
 // installBinary puts src at dst as a deployment does: written beside it,
@@ -430,7 +418,7 @@ func TestBinaryUpgradeUnderLoad(t *testing.T) {
 	if os.Getenv("EDGE_LONG_TESTS") == "1" {
 		rounds, clients, after = 20, 32, 300
 	}
-	bin := edgeBinary(t)
+	bin, release := edgeBinary(t)
 	n := startUpgradeNode(t, bin)
 	visitor := refusedClients(t, n)
 
@@ -447,7 +435,7 @@ func TestBinaryUpgradeUnderLoad(t *testing.T) {
 	pid := n.first.Process.Pid
 	var gaps []float64
 	for round := 1; round <= rounds; round++ {
-		installBinary(t, edgeBuild.path, bin) // the new release, renamed over the old
+		installBinary(t, release, bin) // the new release, renamed over the old
 		if err := syscall.Kill(pid, syscall.SIGUSR2); err != nil {
 			t.Fatal(err)
 		}
@@ -522,7 +510,7 @@ func TestBinaryUpgradeUnderLoad(t *testing.T) {
 // serving with its counters; once both are fixed, the next SIGUSR2
 // upgrades.
 func TestBinaryUpgradeFailureKeepsServing(t *testing.T) {
-	bin := edgeBinary(t)
+	bin, release := edgeBinary(t)
 	n := startUpgradeNode(t, bin)
 	visitor := refusedClients(t, n)
 	pid := n.first.Process.Pid
@@ -559,7 +547,7 @@ func TestBinaryUpgradeFailureKeepsServing(t *testing.T) {
 
 	// 2. The right binary, a broken policy: the new process refuses it
 	// (the old one's reload of the file refuses it too).
-	installBinary(t, edgeBuild.path, bin)
+	installBinary(t, release, bin)
 	good, err := os.ReadFile(n.policy)
 	if err != nil {
 		t.Fatal(err)
@@ -639,7 +627,7 @@ func readFile(t *testing.T, path string) string {
 // public listener, whatever the policy's listen says; the admin listener,
 // without a socket, is bound as usual.
 func TestSocketActivation(t *testing.T) {
-	bin := edgeBinary(t)
+	bin, _ := edgeBinary(t)
 	origin := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
 	oln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
