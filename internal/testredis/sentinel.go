@@ -32,6 +32,9 @@ type SentinelOptions struct {
 	DownAfter time.Duration
 	// Password, when set, is the sentinel's own requirepass.
 	Password string
+	// PrimaryArgs are more redis-server arguments for the primary only,
+	// such as "--min-replicas-to-write", "1".
+	PrimaryArgs []string
 }
 
 // StartSentinel starts a primary, a replica (--replicaof the primary) and a
@@ -48,7 +51,7 @@ func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 	}
 	s := &Sentinel{t: t}
 	// No diskless-sync delay (5s by default, waiting for more replicas).
-	s.Primary = startWith(t, "--repl-diskless-sync-delay", "0")
+	s.Primary = startWith(t, append([]string{"--repl-diskless-sync-delay", "0"}, opts.PrimaryArgs...)...)
 	s.Replica = startWith(t, "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", strconv.Itoa(s.Primary.Port))
 	waitUntil(t, func() bool {
 		info, err := s.Replica.Do("INFO", "replication")
@@ -82,11 +85,28 @@ sentinel parallel-syncs %s 1
 	}
 	s.Monitor.start()
 	t.Cleanup(s.Monitor.Kill)
-	waitUntil(t, func() bool {
-		out, err := s.Monitor.Do("SENTINEL", "REPLICAS", MasterName)
-		return err == nil && strings.Contains(out, strconv.Itoa(s.Replica.Port))
-	}, "the sentinel to find the replica")
+	waitUntil(t, s.replicaPromotable, "the sentinel to know the replica well enough to promote it")
 	return s
+}
+
+// replicaPromotable reports whether the sentinel would promote the
+// replica: it is connected and up ("flags" exactly "slave"), its link to
+// the master is ok, and the sentinel has had an INFO reply from it (until
+// then "info-refresh" counts from the epoch, and a failover finds no good
+// replica).
+func (s *Sentinel) replicaPromotable() bool {
+	out, err := s.Monitor.Do("SENTINEL", "REPLICAS", MasterName)
+	if err != nil {
+		return false
+	}
+	f := strings.Split(out, "\n")
+	fields := map[string]string{}
+	for i := 0; i+1 < len(f); i += 2 {
+		fields[f[i]] = f[i+1]
+	}
+	refresh, err := strconv.ParseInt(fields["info-refresh"], 10, 64)
+	return fields["port"] == strconv.Itoa(s.Replica.Port) && fields["flags"] == "slave" &&
+		fields["master-link-status"] == "ok" && err == nil && refresh < 60_000
 }
 
 // startWith is Start with more redis-server arguments.
@@ -127,6 +147,7 @@ func (s *Sentinel) Restart() {
 		info, err := s.Replica.Do("INFO", "replication")
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	}, "the replica to sync again")
+	waitUntil(s.t, s.replicaPromotable, "the sentinel to see the replica again")
 }
 
 // MasterPort returns the port the sentinel names as the master's now.
