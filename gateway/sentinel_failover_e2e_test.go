@@ -183,17 +183,15 @@ func testFailoverUnderLoad(t *testing.T, how string, workers int, so testredis.S
 	waitFor(t, func() bool { return during.forwarded.Load() >= switched+100 }, 20*time.Second, "requests to be forwarded on the new master")
 	stop()
 
-	// After: once the old primary is a replica (or dead), the new master
-	// is the only server that takes a write, so every request forwarded
-	// from now on is counted there. One at a time until afterN are
-	// forwarded: a connection to the old primary that go-redis closes
-	// only now, on the sentinel's late +switch-master, fails its call
-	// closed (a 503), and the next goes to the new master.
+	// After: once the node holds no connection to the old primary (go-redis
+	// closes them on the sentinel's +switch-master, and dials only the
+	// master the sentinel names), every request it forwards is counted on
+	// the new master. (The old primary, alive after SENTINEL FAILOVER, is
+	// made a replica only at the sentinel's next look at it, up to 10s
+	// later.) One at a time until afterN are forwarded; a call that fails
+	// closed meanwhile (a 503) is counted as possibly charged.
 	if how == "SENTINEL FAILOVER" {
-		waitFor(t, func() bool {
-			role, err := sn.Primary.Do("ROLE")
-			return err == nil && strings.HasPrefix(role, "slave")
-		}, 20*time.Second, "the old primary to be a replica")
+		waitFor(t, func() bool { return testredis.AppClients(t, sn.Primary) == 0 }, 20*time.Second, "the node to drop its connections to the old primary")
 	}
 	const afterN = 20
 	waitFor(t, func() bool {

@@ -219,3 +219,27 @@ func waitUntil(t testing.TB, cond func() bool, what string) {
 		time.Sleep(10 * time.Millisecond) // polling for an event, not timing it
 	}
 }
+
+// AppClients returns the client connections srv holds other than the
+// sentinels' (named "sentinel-…"), its replicas' and the one asking: the
+// connections of the stores under test.
+func AppClients(t testing.TB, srv *Server) int {
+	t.Helper()
+	out, err := srv.Do("CLIENT", "LIST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.SplitSeq(out, "\n") {
+		f := map[string]string{}
+		for kv := range strings.FieldsSeq(line) {
+			k, v, _ := strings.Cut(kv, "=")
+			f[k] = v
+		}
+		if f["id"] == "" || strings.HasPrefix(f["name"], "sentinel-") || strings.ContainsAny(f["flags"], "SM") || f["cmd"] == "client|list" {
+			continue
+		}
+		n++
+	}
+	return n
+}
