@@ -50,12 +50,18 @@
 //
 // # Failures and the time budget
 //
-// Options.Timeout, the budget of a call, is the client's dial, pool-wait,
-// read and write timeout; a dial is tried once. A call on an established
-// connection, the steady state, fails after about Timeout when the server
-// does not answer; a call that must also wait for a pooled connection or
-// dial a new one (whose setup sends HELLO first) can take a few times
-// Timeout, each phase bounded by it. A coalesced call (below) has a timer
+// Options.Timeout, the budget of a call, is the client's pool-wait, read
+// and write timeout; establishing a connection (TCP, a TLS handshake, with
+// Sentinel the question to a sentinel) has Options.DialTimeout, 1s by
+// default, since a handshake is several round trips and some CPU; a dial
+// is tried once. A call on an established connection, the steady state,
+// fails after about Timeout when the server does not answer. Calls do not
+// dial in the steady state: idle connections are kept (no idle timeout;
+// TCP keep-alive finds dead ones), and Ping, which the node runs at start
+// and its breaker's probes run after an outage, opens the connections the
+// flushers use. An uncoalesced call (DisableCoalescing, a cluster) that
+// finds no idle connection waits for the dial; a coalesced one is bounded
+// by its own timer, below. A coalesced call (below) has a timer
 // of its own from the moment it is queued. The budget bounds the store's
 // time, not the node's: past its budget, a call whose store is answering
 // (the last pipeline finished without an I/O error) goes on waiting for
@@ -94,6 +100,23 @@
 //
 // Replies are decoded with checked type assertions and range checks: a
 // malformed reply is ErrMalformedReply, never a panic.
+//
+// # TLS, ACL users and Sentinel
+//
+// A "rediss://" URL speaks TLS (1.2 at least) verified against Options.TLS's
+// CA file or the system's pool, presenting its client certificate when the
+// server asks for one (tls.go); Options.Password replaces the URL's
+// password, so that it can come from the environment. A
+// "redis+sentinel://[user:password@]MASTER@host:port,…" URL (or
+// "rediss+sentinel://", TLS to the sentinels and the master alike) is
+// go-redis' failover client, a *redis.Client whose dialer asks a sentinel
+// for the master before each new connection and which drops its
+// connections to the old master on the sentinels' +switch-master
+// (sentinel.go). Everything above holds for it unchanged: one script call
+// per Take, coalesced, never retried; a call in flight when the master
+// fails fails; the new master answers the first call NOSCRIPT. What a
+// failover forgets (writes the old master took and had not replicated) is
+// docs/deploying.md's "Redis over TLS, ACLs and Sentinel".
 //
 // # Redis Cluster
 //
