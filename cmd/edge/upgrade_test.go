@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edge-gateway/edge/internal/testredis"
 )
 
 // Binary upgrades (upgrade.go) tested as deployed: the edge binary, built
@@ -122,7 +124,8 @@ type upgradeNode struct {
 // startUpgradeNode starts bin on a policy of its own with an in-test
 // origin, its key and visitor secrets unset (random: the upgrade must hand
 // them over), and waits until it is ready (READY=1 on its notify socket).
-func startUpgradeNode(t *testing.T, bin string) *upgradeNode {
+// extra are more arguments of serve and env more variables.
+func startUpgradeNode(t *testing.T, bin string, extra []string, env ...string) *upgradeNode {
 	t.Helper()
 	origin := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
@@ -145,11 +148,11 @@ func startUpgradeNode(t *testing.T, bin string) *upgradeNode {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "serve", "-config", n.policy)
+	cmd := exec.Command(bin, append([]string{"serve", "-config", n.policy}, extra...)...)
 	// An *os.File, not a pipe: Wait returns when this process exits,
 	// though the process it upgrades to keeps the file open.
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "EDGE_KEY_SECRET=", "EDGE_TEST_VISITOR_SECRETS=", "NOTIFY_SOCKET="+n.notify.name)
+	cmd.Env = append(append(os.Environ(), "EDGE_KEY_SECRET=", "EDGE_TEST_VISITOR_SECRETS=", "NOTIFY_SOCKET="+n.notify.name), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -324,6 +327,7 @@ func checkStillRefused(t *testing.T, n *upgradeNode, visitor *http.Client, round
 // (gateway/drain.go).
 type load struct {
 	stop              chan struct{}
+	stopOnce          sync.Once
 	wg                sync.WaitGroup
 	ok, refused, lost atomic.Int64
 	other             atomic.Int64 // answers other than 200
@@ -335,6 +339,7 @@ type load struct {
 
 func startLoad(t *testing.T, addr string, clients int) *load {
 	l := &load{stop: make(chan struct{}), per: make([]atomic.Int64, clients)}
+	t.Cleanup(l.finish)
 	for i := range clients {
 		l.wg.Add(1)
 		go func() {
@@ -401,8 +406,10 @@ func (l *load) awaitEach(t *testing.T, n int64) {
 	})
 }
 
+// finish stops the clients and waits for them; startLoad has the test
+// call it at the latest when it ends.
 func (l *load) finish() {
-	close(l.stop)
+	l.stopOnce.Do(func() { close(l.stop) })
 	l.wg.Wait()
 }
 
@@ -419,17 +426,10 @@ func TestBinaryUpgradeUnderLoad(t *testing.T) {
 		rounds, clients, after = 20, 32, 300
 	}
 	bin, release := edgeBinary(t)
-	n := startUpgradeNode(t, bin)
+	n := startUpgradeNode(t, bin, nil)
 	visitor := refusedClients(t, n)
 
 	l := startLoad(t, n.addr, clients)
-	defer func() {
-		select {
-		case <-l.stop:
-		default:
-			l.finish()
-		}
-	}()
 	l.awaitEach(t, 20)
 
 	pid := n.first.Process.Pid
@@ -511,7 +511,7 @@ func TestBinaryUpgradeUnderLoad(t *testing.T) {
 // upgrades.
 func TestBinaryUpgradeFailureKeepsServing(t *testing.T) {
 	bin, release := edgeBinary(t)
-	n := startUpgradeNode(t, bin)
+	n := startUpgradeNode(t, bin, nil)
 	visitor := refusedClients(t, n)
 	pid := n.first.Process.Pid
 	plain := &http.Client{Timeout: hangGuard}
@@ -700,4 +700,38 @@ func TestSocketActivation(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+}
+
+// TestBinaryUpgradeWithRedis: with the counters in Redis nothing but the
+// secrets is handed over, and clients refused before are refused after.
+func TestBinaryUpgradeWithRedis(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("EDGE_REQUIRE_STACKS") == "1" {
+		t.Fatal("redis-server is not installed (EDGE_REQUIRE_STACKS=1: .ci/run installs it)")
+	}
+	rs := testredis.Start(t) // skips without redis-server
+	bin, _ := edgeBinary(t)
+	n := startUpgradeNode(t, bin, []string{"-store", "redis://" + rs.Addr() + "/0"}, "EDGE_KEY_SECRET="+strings.Repeat("k", 32))
+	visitor := refusedClients(t, n)
+	l := startLoad(t, n.addr, 4)
+	l.awaitEach(t, 10)
+	pid := n.first.Process.Pid
+	syscall.Kill(pid, syscall.SIGUSR2)
+	newPID := n.notify.awaitUpgrade(t, pid)
+	took := n.awaitLog(t, "binary upgrade: took over from the previous process", 1)
+	if keys, _ := took["keys"].(float64); keys != 0 {
+		t.Errorf("%v keys handed over, want none: they are in Redis", took["keys"])
+	}
+	select {
+	case <-n.exited:
+	case <-time.After(hangGuard):
+		t.Fatal("the old process did not exit")
+	}
+	l.awaitEach(t, 10)
+	l.finish()
+	if l.refused.Load()+l.lost.Load()+l.other.Load() != 0 {
+		t.Errorf("%d refused, %d lost, %d not 200: %v", l.refused.Load(), l.lost.Load(), l.other.Load(), l.errs)
+	}
+	checkStillRefused(t, n, visitor, 1)
+	syscall.Kill(newPID, syscall.SIGTERM)
+	waitUntil(t, "the new process to exit", func() bool { return !alive(newPID) })
 }
