@@ -355,26 +355,39 @@ func (h *hungServer) settle(t *testing.T) (conns int, received string) {
 // budget is TestBudgetWiring's.
 const hangGuard = 5 * time.Second
 
-// TestBudgetWiring: every wait of a call is bounded by Options.Timeout: the
-// client's dial, pool-wait, read and write timeouts, and the coalescer's
-// own timer; a caller's deadline counts too, and nothing is retried.
+// TestBudgetWiring: every wait of a call on an established connection is
+// bounded by Options.Timeout: the client's pool-wait, read and write
+// timeouts, and the coalescer's own timer; establishing a connection has
+// Options.DialTimeout (DefaultDialTimeout when 0); a caller's deadline
+// counts too, and nothing is retried. The same on Sentinel's failover
+// client.
 func TestBudgetWiring(t *testing.T) {
 	t.Parallel()
 	const timeout = 20 * time.Millisecond
-	s := mustNew(t, Options{URL: "redis://127.0.0.1:1", Timeout: timeout})
-	defer s.Close()
-	o := s.node.(*redis.Client).Options()
-	for _, d := range []struct {
-		name string
-		got  time.Duration
-	}{{"DialTimeout", o.DialTimeout}, {"PoolTimeout", o.PoolTimeout}, {"ReadTimeout", o.ReadTimeout}, {"WriteTimeout", o.WriteTimeout}, {"coalescer budget", s.co.budget}} {
-		if d.got != timeout {
-			t.Errorf("%s: got %v, want the budget %v", d.name, d.got, timeout)
+	for _, tt := range []struct {
+		url  string
+		dial time.Duration // Options.DialTimeout
+		want time.Duration // the client's
+	}{
+		{"redis://127.0.0.1:1", 0, DefaultDialTimeout},
+		{"redis://127.0.0.1:1", 300 * time.Millisecond, 300 * time.Millisecond},
+		{"redis+sentinel://m@127.0.0.1:1", 0, DefaultDialTimeout},
+	} {
+		s := mustNew(t, Options{URL: tt.url, Timeout: timeout, DialTimeout: tt.dial})
+		defer s.Close()
+		o := s.node.(*redis.Client).Options()
+		for _, d := range []struct {
+			name      string
+			got, want time.Duration
+		}{{"DialTimeout", o.DialTimeout, tt.want}, {"PoolTimeout", o.PoolTimeout, timeout}, {"ReadTimeout", o.ReadTimeout, timeout}, {"WriteTimeout", o.WriteTimeout, timeout}, {"coalescer budget", s.co.budget, timeout}} {
+			if d.got != d.want {
+				t.Errorf("%s: %s: got %v, want %v", tt.url, d.name, d.got, d.want)
+			}
 		}
-	}
-	// go-redis keeps the -1 that disables retries as 0 (its default is 3).
-	if o.MaxRetries != 0 || o.DialerRetries != 1 || !o.ContextTimeoutEnabled {
-		t.Errorf("got MaxRetries %d, DialerRetries %d, ContextTimeoutEnabled %v; want 0 (no retry), 1, true", o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled)
+		// go-redis keeps the -1 that disables retries as 0 (its default is 3).
+		if o.MaxRetries != 0 || o.DialerRetries != 1 || !o.ContextTimeoutEnabled {
+			t.Errorf("%s: got MaxRetries %d, DialerRetries %d, ContextTimeoutEnabled %v; want 0 (no retry), 1, true", tt.url, o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled)
+		}
 	}
 }
 
