@@ -190,7 +190,7 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 	if s.Len() > 0 {
 		return 0, ErrNotEmpty
 	}
-	d := &snapDecoder{r: bufio.NewReaderSize(r, 64<<10), h: crc32.New(crcTable)}
+	d := newSnapDecoder(r)
 	bs, ents, err := d.decode()
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -224,26 +224,29 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 	s.budgetsMu.Unlock()
 	for i := range ents {
 		se := &ents[i]
-		if se.expiresAt <= nowUS {
+		e := se.e
+		if e.expiresAt <= nowUS {
 			continue
 		}
 		b := budgets[se.budget]
-		x := s.shardOf(&se.key)
+		x := s.shardOf(&e.key)
 		sh := &s.shards[x]
 		sh.mu.Lock()
 		sh.gen++
-		if _, dup := sh.m[se.key]; dup {
+		if _, dup := sh.m[e.key]; dup {
+			// Snapshot writes each key once, and the checksum holds: a
+			// concurrent Take wrote it first.
 			sh.mu.Unlock()
-			continue // decode refused duplicates; a concurrent Take wrote it first
+			continue
 		}
 		p := sh.partForBudget(b)
-		e := &entry{st: se.st, expiresAt: se.expiresAt, heapAt: se.expiresAt, key: se.key, part: p, gen: sh.gen}
-		sh.m[se.key] = e
+		e.heapAt, e.part, e.gen = e.expiresAt, p, sh.gen
+		sh.m[e.key] = e
 		p.pushFront(e)
 		p.push(e)
 		b.n.Add(1)
 		sh.mu.Unlock()
-		b.lower(se.expiresAt)
+		b.lower(e.expiresAt)
 		keys++
 	}
 	return keys, nil
@@ -272,36 +275,80 @@ type snapBudget struct {
 }
 
 type snapEntry struct {
-	budget    uint64
-	key       rules.Key
-	expiresAt int64
-	st        rules.State
+	budget uint32 // its index in the snapshot's budgets
+	e      *entry // key, st and expiresAt set
 }
 
-// snapDecoder reads a snapshot, hashing every byte it reads.
+// snapDecoder reads a snapshot through its own buffer, hashing the bytes
+// it consumed each time it refills (hashing byte by byte costs more than
+// decoding).
 type snapDecoder struct {
-	r    *bufio.Reader
-	h    hash.Hash32
-	n    int64 // bytes read
-	rerr error // the reader's last error
+	src      io.Reader
+	buf      []byte
+	pos, end int // buf[pos:end] is read and not consumed
+	hashed   int // buf[:hashed] is in h
+	h        hash.Hash32
+	n        int64 // bytes consumed
+	rerr     error // the reader's error, once it gave one
+}
+
+func newSnapDecoder(r io.Reader) *snapDecoder {
+	return &snapDecoder{src: r, buf: make([]byte, 64<<10), h: crc32.New(crcTable)}
+}
+
+// fill reads more, or returns the reader's error.
+func (d *snapDecoder) fill() error {
+	d.h.Write(d.buf[d.hashed:d.pos])
+	d.end = copy(d.buf, d.buf[d.pos:d.end])
+	d.pos, d.hashed = 0, 0
+	for d.rerr == nil {
+		m, err := d.src.Read(d.buf[d.end:])
+		d.end += m
+		d.rerr = err
+		if m > 0 {
+			return nil
+		}
+	}
+	return d.rerr
 }
 
 func (d *snapDecoder) ReadByte() (byte, error) {
-	c, err := d.r.ReadByte()
-	if err != nil {
-		d.rerr = err
-		return 0, err
+	for d.pos == d.end {
+		if err := d.fill(); err != nil {
+			return 0, err
+		}
 	}
-	d.h.Write([]byte{c})
+	c := d.buf[d.pos]
+	d.pos++
 	d.n++
 	return c, nil
 }
 
+// full reads len(p) bytes: io.EOF when there were none, io.ErrUnexpectedEOF
+// when there were some.
 func (d *snapDecoder) full(p []byte) error {
-	n, err := io.ReadFull(d.r, p)
-	d.h.Write(p[:n])
-	d.n += int64(n)
-	return err
+	for i := 0; i < len(p); {
+		if d.pos == d.end {
+			if err := d.fill(); err != nil {
+				if errors.Is(err, io.EOF) && i > 0 {
+					return io.ErrUnexpectedEOF
+				}
+				return err
+			}
+		}
+		k := copy(p[i:], d.buf[d.pos:d.end])
+		d.pos += k
+		d.n += int64(k)
+		i += k
+	}
+	return nil
+}
+
+// sum is the CRC of every byte consumed.
+func (d *snapDecoder) sum() uint32 {
+	d.h.Write(d.buf[d.hashed:d.pos])
+	d.hashed = d.pos
+	return d.h.Sum32()
 }
 
 func (d *snapDecoder) uvarint(what string, limit uint64) (uint64, error) {
@@ -347,7 +394,6 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 	var (
 		bs   []snapBudget
 		ents []snapEntry
-		seen = make(map[rules.Key]struct{})
 	)
 	for {
 		tag, err := d.ReadByte()
@@ -386,10 +432,6 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			if _, dup := seen[e.key]; dup {
-				return nil, nil, fmt.Errorf("%w: a key appears twice", ErrBadSnapshot)
-			}
-			seen[e.key] = struct{}{}
 			ents = append(ents, e)
 		case 'Z':
 			nb, err := d.uvarint("the budget count", maxSnapshotBudgets)
@@ -403,15 +445,15 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 			if nb != uint64(len(bs)) || ne != uint64(len(ents)) {
 				return nil, nil, fmt.Errorf("%w: the trailer counts %d budgets and %d keys, the snapshot has %d and %d", ErrBadSnapshot, nb, ne, len(bs), len(ents))
 			}
-			want := d.h.Sum32()
+			want := d.sum()
 			var sum [4]byte
-			if _, err := io.ReadFull(d.r, sum[:]); err != nil {
+			if err := d.full(sum[:]); err != nil {
 				return nil, nil, err
 			}
 			if got := binary.LittleEndian.Uint32(sum[:]); got != want {
 				return nil, nil, fmt.Errorf("%w: checksum %08x, the content sums to %08x", ErrBadSnapshot, got, want)
 			}
-			switch _, err := d.r.ReadByte(); {
+			switch _, err := d.ReadByte(); {
 			case err == nil:
 				return nil, nil, fmt.Errorf("%w: bytes after the trailer", ErrBadSnapshot)
 			case !errors.Is(err, io.EOF):
@@ -425,37 +467,38 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 }
 
 func (d *snapDecoder) entry(budgets int) (snapEntry, error) {
-	var e snapEntry
+	se := snapEntry{e: new(entry)}
+	e := se.e
 	bi, err := d.uvarint("a key's budget", math.MaxUint32)
 	if err != nil {
-		return e, err
+		return se, err
 	}
 	if bi >= uint64(budgets) {
-		return e, fmt.Errorf("%w: a key names budget %d of %d", ErrBadSnapshot, bi, budgets)
+		return se, fmt.Errorf("%w: a key names budget %d of %d", ErrBadSnapshot, bi, budgets)
 	}
-	e.budget = bi
+	se.budget = uint32(bi)
 	if err := d.full(e.key[:]); err != nil {
-		return e, err
+		return se, err
 	}
 	if e.expiresAt, err = d.varint("a key's expiry"); err != nil {
-		return e, err
+		return se, err
 	}
 	alg, err := d.ReadByte()
 	if err != nil {
-		return e, err
+		return se, err
 	}
 	if rules.Algorithm(alg) > rules.Distinct {
-		return e, fmt.Errorf("%w: algorithm %d", ErrBadSnapshot, alg)
+		return se, fmt.Errorf("%w: algorithm %d", ErrBadSnapshot, alg)
 	}
 	e.st.Alg = rules.Algorithm(alg)
 	for _, f := range []*int64{&e.st.At, &e.st.N, &e.st.Prev} {
 		if *f, err = d.varint("a state's field"); err != nil {
-			return e, err
+			return se, err
 		}
 	}
 	nl, err := d.uvarint("a log's length", rules.MaxLogLimit)
 	if err != nil {
-		return e, err
+		return se, err
 	}
 	if nl > 0 {
 		e.st.Log = make([]int64, nl)
@@ -463,10 +506,10 @@ func (d *snapDecoder) entry(budgets int) (snapEntry, error) {
 		for i := range e.st.Log {
 			step, err := d.varint("a log's timestamp")
 			if err != nil {
-				return e, err
+				return se, err
 			}
 			if i > 0 && step < 0 {
-				return e, fmt.Errorf("%w: a log's timestamps are not ascending", ErrBadSnapshot)
+				return se, fmt.Errorf("%w: a log's timestamps are not ascending", ErrBadSnapshot)
 			}
 			prev += step
 			e.st.Log[i] = prev
@@ -474,20 +517,20 @@ func (d *snapDecoder) entry(budgets int) (snapEntry, error) {
 	}
 	ns, err := d.uvarint("a distinct set's size", rules.MaxDistinctLimit)
 	if err != nil {
-		return e, err
+		return se, err
 	}
 	if ns > 0 {
 		e.st.Seen = make([]rules.Seen, ns)
 		var raw [8]byte
 		for i := range e.st.Seen {
 			if err := d.full(raw[:]); err != nil {
-				return e, err
+				return se, err
 			}
 			e.st.Seen[i].Member = binary.LittleEndian.Uint64(raw[:])
 			if e.st.Seen[i].At, err = d.varint("a member's time"); err != nil {
-				return e, err
+				return se, err
 			}
 		}
 	}
-	return e, nil
+	return se, nil
 }

@@ -258,3 +258,46 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSnapshotRestore: the part of a binary upgrade's accept gap that
+// grows with the store: a snapshot of n GCRA keys (every rule's state
+// takes a few bytes more), written to memory and restored into an empty
+// store. It reports the snapshot's bytes per key.
+func BenchmarkSnapshotRestore(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("%d_keys", n), func(b *testing.B) {
+			clock := &stepClock{now: storetest.Base}
+			a, err := New(Options{SweepInterval: -1, Clock: clock, MaxKeys: n})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			res := make([]rules.Result, 1)
+			for i := range n {
+				op := gcraOp(0, 5, time.Hour)
+				binary.LittleEndian.PutUint64(op.Key[8:], uint64(i))
+				op.MaxKeys = int32(n)
+				if err := a.Take(b.Context(), storetest.Base, []rules.Op{op}, res); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var buf bytes.Buffer
+			b.ReportAllocs()
+			for b.Loop() {
+				buf.Reset()
+				if _, err := a.Snapshot(&buf); err != nil {
+					b.Fatal(err)
+				}
+				s, err := New(Options{SweepInterval: -1, Clock: clock, MaxKeys: n})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if k, err := s.Restore(bytes.NewReader(buf.Bytes())); err != nil || k != n {
+					b.Fatalf("restored %d of %d: %v", k, n, err)
+				}
+				s.Close()
+			}
+			b.ReportMetric(float64(buf.Len())/float64(n), "bytes/key")
+		})
+	}
+}
