@@ -580,8 +580,9 @@ func TestBinaryUpgradeFailureKeepsServing(t *testing.T) {
 }
 
 // awaitUpgrade waits for an upgrade's notifications: MAINPID=<new> from
-// the old process, then READY=1 from the new one, whose PID it returns.
-// Others (a reload's RELOADING=1 and READY=1) are skipped.
+// the old process, then READY=1 from the new one, whose PID it returns;
+// STOPPING=1 on the way fails the test. Others (a reload's RELOADING=1 and
+// READY=1) are skipped.
 func (s *notifySocket) awaitUpgrade(t *testing.T, old int) int {
 	t.Helper()
 	mainPID := 0
@@ -593,6 +594,9 @@ func (s *notifySocket) awaitUpgrade(t *testing.T, old int) int {
 					t.Errorf("MAINPID=%s sent by pid %d, want the old process %d (NotifyAccess=main)", v, m.pid, old)
 				}
 				mainPID, _ = strconv.Atoi(v)
+			}
+			if line == "STOPPING=1" {
+				t.Errorf("STOPPING=1 from pid %d during the upgrade: systemd would stop the unit", m.pid)
 			}
 			if line == "READY=1" && m.pid != old {
 				if mainPID != m.pid {
