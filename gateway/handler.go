@@ -295,6 +295,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	}
 	rs.xff = p.Client.AppendForwardedFor(rs.xff[:0], peer, fwd)
 	trusted := p.Client.Trusted(peer)
+	proto := forwardedProto(ctx, req, trusted) // read before sanitizeHeaders drops the client's copy
 
 	// The client's Connection: close is about its connection to the edge,
 	// not the pool to the origin.
@@ -305,6 +306,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	setJA4Header(req, rs)
 	req.Header.ResetConnectionClose()
 	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
+	req.Header.SetBytesV("X-Forwarded-Proto", proto)
 	// The host the rules matched, in the one spelling they matched it
 	// (requestHost): never the client's Host beside another target.
 	req.Header.SetHostBytes(rs.authority)
@@ -399,6 +401,51 @@ var originRouteHeaders = [...]string{
 	"x-forwarded-host", "x-host", "x-forwarded-server", "x-original-host", "x-original-url", "x-rewrite-url",
 }
 
+// originSchemeHeaders tell origins behind a proxy which scheme the client
+// used: X-Forwarded-Proto (Express's req.protocol with "trust proxy",
+// Django's SECURE_PROXY_SSL_HEADER, Werkzeug's ProxyFix, Rails),
+// X-Forwarded-Scheme and X-Url-Scheme (Rack), X-Forwarded-Ssl and
+// Front-End-Https (Rack, IIS), X-Forwarded-Protocol. An origin that took a
+// client's copy would treat a plain-HTTP request as one over TLS (secure
+// cookies, CSRF origin checks, redirects). The edge is the one authority:
+// no client-sent copy reaches the origin, in any spelling (dropHeader), and
+// X-Forwarded-Proto says what the edge saw (forwardedProto;
+// docs/deploying.md, "TLS on the public listener").
+var originSchemeHeaders = [...]string{
+	"x-forwarded-proto", "x-forwarded-scheme", "x-url-scheme", "x-forwarded-ssl", "front-end-https", "x-forwarded-protocol",
+}
+
+var (
+	schemeHTTP  = []byte("http")
+	schemeHTTPS = []byte("https")
+)
+
+// forwardedProto is the X-Forwarded-Proto the origin receives: "https" when
+// the client's connection to the edge is TLS, "http" otherwise; from a
+// trusted proxy (which terminated the client's TLS itself), the right-most
+// element of its X-Forwarded-Proto when that is http or https in any case.
+// It returns one of two static slices: nothing allocated.
+func forwardedProto(ctx *fasthttp.RequestCtx, req *fasthttp.Request, trusted bool) []byte {
+	proto := schemeHTTP
+	if ctx.IsTLS() {
+		proto = schemeHTTPS
+	}
+	if !trusted {
+		return proto
+	}
+	v := req.Header.Peek("X-Forwarded-Proto")
+	if i := bytes.LastIndexByte(v, ','); i >= 0 {
+		v = v[i+1:]
+	}
+	switch v = bytes.TrimSpace(v); {
+	case bytes.EqualFold(v, schemeHTTPS):
+		return schemeHTTPS
+	case bytes.EqualFold(v, schemeHTTP):
+		return schemeHTTP
+	}
+	return proto
+}
+
 // visitorHeader tells the origin who the visitor is, X-Edge-Visitor: the
 // visitor ID's keyed hash, never the cookie. A request without a valid
 // cookie whose IP's mint budget allowed one gets a new ID here (rs.cookie
@@ -451,7 +498,7 @@ func (s *Server) sanitizeHeaders(rs *reqState, req *fasthttp.Request, keepForwar
 //
 //   - the X-Edge-* namespace: only the edge speaks in it to the origin;
 //   - clientIPHeaders, but for keepForwarded's own "Forwarded";
-//   - originRouteHeaders;
+//   - originRouteHeaders and originSchemeHeaders;
 //   - a method override header (methodOverrideHeaders) in a spelling other
 //     than the one the edge matched (letters in any case, "-" between):
 //     matched or removed, never forwarded unmatched.
@@ -465,6 +512,11 @@ func dropHeader(k []byte, keepForwarded bool) bool {
 		}
 	}
 	for _, h := range originRouteHeaders {
+		if headerNameIs(k, h) {
+			return true
+		}
+	}
+	for _, h := range originSchemeHeaders {
 		if headerNameIs(k, h) {
 			return true
 		}

@@ -34,6 +34,7 @@ type tlsNode struct {
 	addr, admin string
 	ca          *testcert.CA
 	dir         string // the certificate files' directory
+	oaddr       string // the demo origin's address
 	logs        *syncBuffer
 	stop        func() // stops the node and waits for every server to return
 }
@@ -83,6 +84,7 @@ func startTLSNode(t testing.TB, rel, cn string, hsTimeout time.Duration, plain b
 	t.Cleanup(n.stop)
 	origin := demo.New()
 	oln := listen(t)
+	n.oaddr = oln.Addr().String()
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = origin.Serve(ctx, oln) }()
 	n.srv, err = New(Options{
