@@ -274,7 +274,7 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	rl = newReloader(ctx, srv, *config, startSettings{
 		listen: srv.ListenAddr(), adminListen: srv.AdminAddr(), listenFlag: *listen != "", adminFlag: *admin != "",
-		upstreamFlag: *upstream, maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv,
+		upstreamFlag: *upstream, maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv, decideListen: p.DecideListen,
 	}, stored, log, stderr)
 	rl.sd = sd
 	upg := newUpgrader(log, sd, append([]string{"serve"}, args...), handedState{keySecret: secret, visitorSecret: visitorSecret}, memoryStore(st))

@@ -52,6 +52,7 @@ type startSettings struct {
 	maxBodyBytes        int    // the public server's body cap (fasthttp's MaxRequestBodySize)
 	keySecretEnv        string // where the key secret was read from
 	tls                 bool   // the public listener serves TLS (newReloader sets it: gateway.Server.ServesTLS)
+	decideListen        string // the decision-only listener's address; empty: none was opened
 }
 
 // reloader is a node's one reload path. Reloads run one at a time.
@@ -244,6 +245,15 @@ func (r *reloader) notApplied(np *rules.Policy) []unapplied {
 	}
 	if np.TLS == nil && s.tls {
 		out = append(out, unapplied{"tls", "the public listener stays TLS, serving the last certificate it loaded (a reload cannot turn a bound listener into plain HTTP); plain HTTP takes effect at the next restart"})
+	}
+	switch {
+	case np.DecideListen == s.decideListen:
+	case s.decideListen == "":
+		out = append(out, unapplied{"decide_listen", fmt.Sprintf("no decision-only listener was opened at start (a reload cannot bind one); %s opens at the next restart", np.DecideListen)})
+	case np.DecideListen == "":
+		out = append(out, unapplied{"decide_listen", fmt.Sprintf("the decision-only listener on %s stays open but answers 503 to every described request, since the policy in force was not checked for it; it closes at the next restart", s.decideListen)})
+	default:
+		out = append(out, unapplied{"decide_listen", fmt.Sprintf("the decision-only listener stays on %s (a reload cannot move a bound listener); %s takes effect at the next restart", s.decideListen, np.DecideListen)})
 	}
 	if s.upstreamFlag != "" && np.Upstream != r.srv.Policy().Upstream {
 		out = append(out, unapplied{"upstream", fmt.Sprintf("-upstream %s overrides the policy's upstream", s.upstreamFlag)})
@@ -478,7 +488,7 @@ func (r *runningStore) apply(np *rules.Policy, log *slog.Logger) []unapplied {
 func reload(srv *gateway.Server, path string, log *slog.Logger, stderr io.Writer, running *runningStore) error {
 	p := srv.Policy()
 	r := newReloader(context.Background(), srv, path, startSettings{
-		listen: p.Listen, adminListen: p.AdminListen, maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv,
+		listen: p.Listen, adminListen: p.AdminListen, maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv, decideListen: p.DecideListen,
 	}, running, log, stderr)
 	if res := r.reload("signal"); !res.OK {
 		return errors.New(strings.Join(res.Diagnostics, "\n"))

@@ -131,7 +131,7 @@ func startReloadNode(t *testing.T, src string, store ...rules.Store) *reloadNode
 		t.Fatal(err)
 	}
 	n.rl = newReloader(ctx, n.srv, path, startSettings{
-		listen: n.srv.ListenAddr(), adminListen: n.srv.AdminAddr(), maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv,
+		listen: n.srv.ListenAddr(), adminListen: n.srv.AdminAddr(), maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv, decideListen: p.DecideListen,
 	}, &runningStore{cfg: p.Store}, log, io.Discard)
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = n.srv.Serve(ctx, ln) }()
