@@ -32,6 +32,9 @@ var redisTransports = []struct {
 	{"plain", func(t testing.TB) redisDeployment { return testredis.Start(t) }},
 	{"tls", func(t testing.TB) redisDeployment { return testredis.StartTLS(t, testredis.TLSOptions{}) }},
 	{"sentinel", func(t testing.TB) redisDeployment { return testredis.StartSentinel(t, testredis.SentinelOptions{}) }},
+	{"tls+sentinel", func(t testing.TB) redisDeployment {
+		return testredis.StartSentinel(t, testredis.SentinelOptions{TLS: true})
+	}},
 }
 
 // tlsAttrs are the store block's TLS attributes for files (at most one;

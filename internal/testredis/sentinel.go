@@ -20,6 +20,7 @@ const MasterName = "edgemaster"
 // monitoring them (quorum 1), all on loopback, for failover tests.
 type Sentinel struct {
 	t                testing.TB
+	files            TLSFiles // zero: plain
 	Primary, Replica *Server
 	// Monitor is the sentinel process; Do on it sends sentinel commands.
 	Monitor *Server
@@ -35,6 +36,11 @@ type SentinelOptions struct {
 	// PrimaryArgs are more redis-server arguments for the primary only,
 	// such as "--min-replicas-to-write", "1".
 	PrimaryArgs []string
+	// TLS serves the primary, the replica and the sentinel over TLS only,
+	// with certificates of one throwaway CA; replication and the
+	// sentinel's links are TLS too (tls-replication yes). URL is then
+	// "rediss+sentinel://…" and TLS() names the files.
+	TLS bool
 }
 
 // StartSentinel starts a primary, a replica (--replicaof the primary) and a
@@ -50,9 +56,14 @@ func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 		opts.DownAfter = 500 * time.Millisecond
 	}
 	s := &Sentinel{t: t}
+	var ca *CA
+	if opts.TLS {
+		ca = NewCA(t, "edge sentinel test CA")
+		s.files = clientFiles(ca)
+	}
 	// No diskless-sync delay (5s by default, waiting for more replicas).
-	s.Primary = startWith(t, append([]string{"--repl-diskless-sync-delay", "0"}, opts.PrimaryArgs...)...)
-	s.Replica = startWith(t, "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", strconv.Itoa(s.Primary.Port))
+	s.Primary = s.startData(ca, append([]string{"--repl-diskless-sync-delay", "0"}, opts.PrimaryArgs...))
+	s.Replica = s.startData(ca, []string{"--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", strconv.Itoa(s.Primary.Port)})
 	waitUntil(t, func() bool {
 		info, err := s.Replica.Do("INFO", "replication")
 		return err == nil && strings.Contains(info, "master_link_status:up")
@@ -65,14 +76,19 @@ func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 	port := freePort(t, ln)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
-	cfg := fmt.Sprintf(`port %d
+	listen := fmt.Sprintf("port %d", port)
+	if ca != nil {
+		cert, key := ca.Issue("sentinel", false)
+		listen = fmt.Sprintf("port 0\ntls-port %d\ntls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\ntls-auth-clients no\ntls-replication yes", port, cert, key, ca.File)
+	}
+	cfg := fmt.Sprintf(`%s
 bind 127.0.0.1
 dir %s
 sentinel monitor %s 127.0.0.1 %d 1
 sentinel down-after-milliseconds %s %d
 sentinel failover-timeout %s 10000
 sentinel parallel-syncs %s 1
-`, port, dir, MasterName, s.Primary.Port, MasterName, opts.DownAfter.Milliseconds(), MasterName, MasterName)
+`, listen, dir, MasterName, s.Primary.Port, MasterName, opts.DownAfter.Milliseconds(), MasterName, MasterName)
 	if opts.Password != "" {
 		cfg += "requirepass " + opts.Password + "\n"
 	}
@@ -80,6 +96,9 @@ sentinel parallel-syncs %s 1
 		t.Fatal(err)
 	}
 	s.Monitor = &Server{t: t, Port: port, dir: dir, binary: "redis-server", extra: []string{conf, "--sentinel"}}
+	if ca != nil {
+		s.Monitor.tls = clientConfig(t, s.files)
+	}
 	if opts.Password != "" {
 		s.Monitor.auth = opts.Password
 	}
@@ -109,6 +128,26 @@ func (s *Sentinel) replicaPromotable() bool {
 		fields["master-link-status"] == "ok" && err == nil && refresh < 60_000
 }
 
+// startData starts a primary or a replica: plain, or TLS only with a
+// certificate ca issues (and TLS replication).
+func (s *Sentinel) startData(ca *CA, extra []string) *Server {
+	s.t.Helper()
+	if ca == nil {
+		return startWith(s.t, extra...)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	srv := &Server{t: s.t, Port: freePort(s.t, ln), dir: s.t.TempDir()}
+	srv.extra = append(append(tlsArgs(ca, srv.Port, "no"), "--tls-replication", "yes"), extra...)
+	srv.files = s.files
+	srv.tls = clientConfig(s.t, s.files)
+	srv.start()
+	s.t.Cleanup(srv.Kill)
+	return srv
+}
+
 // startWith is Start with more redis-server arguments.
 func startWith(t testing.TB, extra ...string) *Server {
 	t.Helper()
@@ -122,13 +161,18 @@ func startWith(t testing.TB, extra ...string) *Server {
 	return s
 }
 
-// URL is "redis+sentinel://MASTER@127.0.0.1:PORT/0", the sentinel's.
+// URL is "redis+sentinel://MASTER@127.0.0.1:PORT/0", the sentinel's
+// ("rediss+sentinel://…" over TLS).
 func (s *Sentinel) URL() string {
-	return "redis+sentinel://" + MasterName + "@" + s.Monitor.Addr() + "/0"
+	scheme := "redis+sentinel://"
+	if s.Monitor.tls != nil {
+		scheme = "rediss+sentinel://"
+	}
+	return scheme + MasterName + "@" + s.Monitor.Addr() + "/0"
 }
 
-// TLS is zero: the sentinel setup is plain.
-func (s *Sentinel) TLS() TLSFiles { return TLSFiles{} }
+// TLS returns the files a client needs over TLS (zero for a plain setup).
+func (s *Sentinel) TLS() TLSFiles { return s.files }
 
 // Kill stops the primary and the replica (the replica first, so that the
 // sentinel has no one to promote): the store is down.

@@ -90,7 +90,7 @@ func (s *Server) start() {
 	if s.binary != "" { // a sentinel: its config file first
 		args = nil
 	}
-	if s.tls != nil {
+	if s.tls != nil && args != nil {
 		args[1] = "0" // TLS only: the port is --tls-port's
 	}
 	s.cmd = exec.Command(bin, append(args, s.extra...)...)

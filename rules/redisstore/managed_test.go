@@ -42,6 +42,10 @@ var transports = []struct {
 		s := testredis.StartSentinel(t, testredis.SentinelOptions{})
 		return Options{URL: s.URL()}, rawClient(t, s.Primary.Addr())
 	}},
+	{"tls+sentinel", func(t *testing.T) (Options, *redis.Client) {
+		s := testredis.StartSentinel(t, testredis.SentinelOptions{TLS: true})
+		return Options{URL: s.URL(), TLS: TLS(s.TLS())}, tlsClient(t, s.Primary)
+	}},
 }
 
 // tlsClient is rawClient for a TLS server.
