@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
@@ -209,4 +210,36 @@ func TestManagedRedisAtStart(t *testing.T) {
 			t.Errorf("openStore with an empty password_env: got %v, want an error naming the variable", err)
 		}
 	})
+}
+
+// TestReadyOnlyOnceRedisAnswers: a node that started while its (TLS) Redis
+// was down is not ready (/readyz?strict=1 503) until a check succeeds, and
+// when it turns ready the check has dialed, shaken hands and loaded the
+// script: the Redis came back empty, so its cached script is the node's
+// doing, before any request.
+func TestReadyOnlyOnceRedisAnswers(t *testing.T) {
+	srv := testredis.StartTLS(t, testredis.TLSOptions{})
+	srv.Kill()
+	var logs bytes.Buffer
+	admin, err := startManagedNode(t, managedPolicy(t, srv.URL(), srv.TLS(), ""), &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strictReady(t, admin); got != 503 {
+		t.Fatalf("/readyz?strict=1 with Redis down: %d, want 503", got)
+	}
+	srv.Restart()
+	deadline := time.Now().Add(20 * time.Second) // a hang guard: the breaker probes every 200ms
+	for strictReady(t, admin) != 200 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready 20s after Redis returned:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling for an event, not timing it
+	}
+	if !scriptCached(t, srv) {
+		t.Error("ready, but the take script is not loaded: the first request would pay for it")
+	}
+	if n := srv.Clients(t); n < 2 {
+		t.Errorf("ready with %d connections open, want the check's and the flushers' (at least 2)", n)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,9 +48,7 @@ type SentinelOptions struct {
 // stopped when the test ends.
 func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil { // runs as redis-server --sentinel
-		t.Skip("redis-server is not installed (CI installs Debian's redis-server and redis-sentinel)")
-	}
+	requireRedis(t) // a sentinel runs as redis-server --sentinel
 	if opts.DownAfter == 0 {
 		opts.DownAfter = 500 * time.Millisecond
 	}

@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -41,9 +42,7 @@ type Server struct {
 // port and stops it when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed (CI installs Debian's redis-server)")
-	}
+	requireRedis(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +51,18 @@ func Start(t testing.TB) *Server {
 	s.start()
 	t.Cleanup(s.Kill)
 	return s
+}
+
+// requireRedis skips t when redis-server is not installed, or fails it
+// under EDGE_REQUIRE_STACKS=1 (CI, which installs it).
+func requireRedis(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("EDGE_REQUIRE_STACKS") == "1" {
+			t.Fatal("redis-server is not installed (EDGE_REQUIRE_STACKS=1: .ci/run installs Debian's redis-server)")
+		}
+		t.Skip("redis-server is not installed (CI installs Debian's redis-server)")
+	}
 }
 
 // freePort returns ln's port, closing ln.

@@ -11,7 +11,6 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -138,9 +137,7 @@ type TLSOptions struct {
 // signed; Do speaks TLS to it.
 func StartTLS(t testing.TB, opts TLSOptions) *Server {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed (CI installs Debian's redis-server)")
-	}
+	requireRedis(t)
 	if opts.CA == nil {
 		opts.CA = NewCA(t, "edge test CA")
 	}
