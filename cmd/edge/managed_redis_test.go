@@ -18,6 +18,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // The start-up of a node on Redis as managed services run it
@@ -241,5 +242,76 @@ func TestReadyOnlyOnceRedisAnswers(t *testing.T) {
 	}
 	if n := srv.Clients(t); n < 2 {
 		t.Errorf("ready with %d connections open, want the check's and the flushers' (at least 2)", n)
+	}
+}
+
+// TestDeployingStoreExample: the store block docs/deploying.md shows in
+// "Redis over TLS, ACLs and Sentinel" compiles (with its files in place)
+// and becomes the store options it describes: the TLS files resolved
+// against the policy's directory, the password from password_env; the
+// -store flag replaces the url and keeps them, except the TLS files for a
+// plain url.
+func TestDeployingStoreExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs/deploying.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Redis over TLS, ACLs and Sentinel\n")
+	if !ok {
+		t.Fatal("docs/deploying.md has no Redis over TLS section")
+	}
+	_, block, _ := strings.Cut(section, "```hcl\n")
+	block, _, _ = strings.Cut(block, "```")
+	dir := t.TempDir()
+	ca := testredis.NewCA(t, "docs example CA")
+	cert, key := ca.Issue("edge", true)
+	if err := os.Mkdir(filepath.Join(dir, "redis-tls"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, from := range map[string]string{"ca.pem": ca.File, "edge.pem": cert, "edge.key": key} {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "redis-tls", name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, diags := builtin.Load(filepath.Join(dir, "policies.hcl"), []byte(block))
+	if diags.HasErrors() {
+		t.Fatalf("the docs' store block: %s\n%s", diags.Error(), block)
+	}
+	t.Setenv("EDGE_REDIS_PASSWORD", "from-the-environment")
+	tests := []struct {
+		flag    string
+		wantURL string
+		tls     bool
+	}{
+		{"", "rediss://edge@redis.internal:6380/0", true},
+		{"rediss+sentinel://edge@mymaster@10.0.0.1:26379", "rediss+sentinel://edge@mymaster@10.0.0.1:26379", true},
+		{"redis://edge@10.0.0.1:6379/0", "redis://edge@10.0.0.1:6379/0", false},
+	}
+	for _, tt := range tests {
+		url := p.Store.URL
+		if tt.flag != "" {
+			url = tt.flag
+		}
+		o, err := redisOptions(p.Store, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.URL != tt.wantURL || o.Password != "from-the-environment" {
+			t.Errorf("-store %q: URL %q, password %q; want %q and the variable's", tt.flag, o.URL, o.Password, tt.wantURL)
+		}
+		wantTLS := redisstore.TLS{}
+		if tt.tls {
+			wantTLS = redisstore.TLS{CAFile: filepath.Join(dir, "redis-tls/ca.pem"), CertFile: filepath.Join(dir, "redis-tls/edge.pem"), KeyFile: filepath.Join(dir, "redis-tls/edge.key")}
+		}
+		if o.TLS != wantTLS {
+			t.Errorf("-store %q: TLS %+v, want %+v", tt.flag, o.TLS, wantTLS)
+		}
+		if o.DialTimeout != redisstore.DefaultDialTimeout {
+			t.Errorf("-store %q: DialTimeout %v, want the default %v", tt.flag, o.DialTimeout, redisstore.DefaultDialTimeout)
+		}
 	}
 }
