@@ -2,6 +2,8 @@ package rules
 
 import (
 	"crypto/tls"
+	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -21,6 +23,36 @@ const maxDialTimeout = 30 * time.Second
 
 // envName is a POSIX environment variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// maxPEMFile bounds a PEM file the store block names: a CA bundle of a few
+// hundred certificates is well under it.
+const maxPEMFile = 1 << 20
+
+// readPEMFile reads a regular file of at most maxPEMFile bytes, so that a
+// path such as /dev/zero or a FIFO is an error, not a compile that never
+// ends.
+func readPEMFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxPEMFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes: not a PEM file", path, maxPEMFile)
+	}
+	return b, nil
+}
 
 // memoryStoreAttrs refuses the Redis-only attributes on a memory store.
 func (c *Compiler) memoryStoreAttrs(b *storeBlock) {
@@ -82,7 +114,7 @@ func (c *Compiler) redisStoreAttrs(b *storeBlock, sc *StoreConfig) {
 	}
 	if needTLS(b.CAFile != nil, "ca_file", b.CAFileRange) {
 		sc.CAFile = c.policyRelative(*b.CAFile)
-		if pemBytes, err := os.ReadFile(sc.CAFile); err != nil {
+		if pemBytes, err := readPEMFile(sc.CAFile); err != nil {
 			c.Errorf(b.CAFileRange, "Cannot read ca_file", "%v (paths are relative to the policy file's directory)", err)
 		} else if _, expired, err := caPool(pemBytes, time.Now()); err != nil {
 			c.Errorf(b.CAFileRange, "Invalid ca_file", "%s: %v", sc.CAFile, err)
@@ -101,11 +133,11 @@ func (c *Compiler) redisStoreAttrs(b *storeBlock, sc *StoreConfig) {
 		c.Errorf(b.KeyFileRange, "Missing cert_file", "key_file needs cert_file, the certificate of its key")
 	case certSet:
 		sc.CertFile, sc.KeyFile = c.policyRelative(*b.CertFile), c.policyRelative(*b.KeyFile)
-		certPEM, cerr := os.ReadFile(sc.CertFile)
+		certPEM, cerr := readPEMFile(sc.CertFile)
 		if cerr != nil {
 			c.Errorf(b.CertFileRange, "Cannot read cert_file", "%v (paths are relative to the policy file's directory)", cerr)
 		}
-		keyPEM, kerr := os.ReadFile(sc.KeyFile)
+		keyPEM, kerr := readPEMFile(sc.KeyFile)
 		if kerr != nil {
 			c.Errorf(b.KeyFileRange, "Cannot read key_file", "%v (paths are relative to the policy file's directory)", kerr)
 		}

@@ -68,3 +68,15 @@ func TestStoreTLSFiles(t *testing.T) {
 		t.Errorf("a key of another certificate: got %v, want Invalid key_file", diags)
 	}
 }
+
+// TestStoreFileNotRegular: a device or a directory named as a store file is
+// an error at compile, read no further than its first bytes.
+func TestStoreFileNotRegular(t *testing.T) {
+	for _, path := range []string{"/dev/zero", t.TempDir()} {
+		src := fmt.Sprintf("store \"redis\" {\n  url     = \"rediss://127.0.0.1:6380/0\"\n  ca_file = %q\n}\n", path)
+		_, diags := rules.Load("p.hcl", []byte(src))
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), "Cannot read ca_file") {
+			t.Errorf("ca_file = %q: got %v, want Cannot read ca_file", path, diags)
+		}
+	}
+}
