@@ -309,3 +309,44 @@ func TestHandshakeOutlastsTheBudget(t *testing.T) {
 		t.Error("Ping with the call budget for dialing succeeded over a handshake three budgets long: the proxy does not delay")
 	}
 }
+
+// TestParseSentinelURL: the grammar of redis+sentinel URLs.
+func TestParseSentinelURL(t *testing.T) {
+	tests := []struct {
+		rest               string
+		master, user, pass string
+		addrs              []string
+		db                 int
+		wantErr            bool
+	}{
+		{rest: "mymaster@10.0.0.1:26379,10.0.0.2:26379", master: "mymaster", addrs: []string{"10.0.0.1:26379", "10.0.0.2:26379"}},
+		{rest: "edge:s3/cr@t@my.master-1@[::1]:26379/3", master: "my.master-1", user: "edge", pass: "s3/cr@t", addrs: []string{"[::1]:26379"}, db: 3},
+		{rest: ":p%40ss@m@h:1", master: "m", pass: "p@ss", addrs: []string{"h:1"}},
+		{rest: "10.0.0.1:26379", wantErr: true},
+		{rest: "edge:pw@10.0.0.1:26379", wantErr: true},
+		{rest: "m@", wantErr: true},
+		{rest: "m@h", wantErr: true},
+		{rest: "m@h:0", wantErr: true},
+		{rest: "m@h:1/x", wantErr: true},
+		{rest: "m@h:1?x=y", wantErr: true},
+		{rest: "u:%zz@m@h:1", wantErr: true},
+	}
+	for _, tt := range tests {
+		o, err := parseSentinelURL(tt.rest)
+		if tt.wantErr {
+			if err == nil {
+				t.Errorf("%q: got no error", tt.rest)
+			} else if strings.Contains(err.Error(), "s3") || strings.Contains(err.Error(), "pw") {
+				t.Errorf("%q: the error shows the password: %v", tt.rest, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.rest, err)
+			continue
+		}
+		if o.MasterName != tt.master || o.Username != tt.user || o.Password != tt.pass || o.DB != tt.db || strings.Join(o.SentinelAddrs, ",") != strings.Join(tt.addrs, ",") {
+			t.Errorf("%q: got master %q user %q pass %q db %d addrs %v, want %q %q %q %d %v", tt.rest, o.MasterName, o.Username, o.Password, o.DB, o.SentinelAddrs, tt.master, tt.user, tt.pass, tt.db, tt.addrs)
+		}
+	}
+}

@@ -46,13 +46,16 @@ func parseSentinelURL(rest string) (*redis.FailoverOptions, error) {
 	head, hosts := rest[:at], rest[at+1:]
 	master := head
 	if i := strings.LastIndexByte(head, '@'); i >= 0 {
+		// USER:PASSWORD, each percent-decoded; split here rather than by
+		// url.Parse, which would end the authority at a '/' in the password.
 		master = head[i+1:]
-		u, err := url.Parse("redis://" + head[:i+1] + "host")
-		if err != nil {
-			return nil, errors.New("redisstore: parsing sentinel URL credentials: malformed") // never echo them
+		user, pass, _ := strings.Cut(head[:i], ":")
+		var errU, errP error
+		o.Username, errU = url.PathUnescape(user)
+		o.Password, errP = url.PathUnescape(pass)
+		if errU != nil || errP != nil {
+			return nil, errors.New("redisstore: parsing sentinel URL credentials: malformed percent-encoding") // never echo them
 		}
-		o.Username = u.User.Username()
-		o.Password, _ = u.User.Password()
 	}
 	if !validMasterName(master) {
 		return nil, errors.New("redisstore: a sentinel master name is letters, digits, '.', '_' and '-' (redis+sentinel://[user:password@]MASTER@HOST:PORT,…)")
