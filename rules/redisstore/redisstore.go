@@ -86,12 +86,13 @@ type Options struct {
 	// a cluster) that finds no idle connection waits for the dial.
 	DialTimeout time.Duration
 	// Timeout is the budget of one round trip (DefaultTimeout when 0):
-	// the client's dial, pool-wait, write and read timeouts are all set to
-	// it, and so is a coalesced call's own timer from the moment it is
-	// queued, so a call to a server that does not answer fails after about
-	// Timeout (see the package doc for the worst case, and for a node too
-	// loaded to run its flushers in time), and nothing is ever
-	// retried (a retried script call that did run would charge twice).
+	// the client's pool-wait, write and read timeouts are all set to it (a
+	// new connection's dial has DialTimeout), and so is a coalesced call's
+	// own timer from the moment it is queued, so a call to a server that
+	// does not answer fails after about Timeout (see the package doc for
+	// the worst case, and for a node too loaded to run its flushers in
+	// time), and nothing is ever retried (a retried script call that did
+	// run would charge twice).
 	Timeout time.Duration
 	// PoolSize is the number of connections per server (go-redis' default
 	// when 0: 10 per CPU for a single Redis, 5 per CPU per cluster node).
@@ -262,7 +263,7 @@ func New(opts Options) (*Store, error) {
 	} else {
 		o, err := redis.ParseURL(opts.URL)
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: parsing URL: %w", redactErr(err, opts.URL))
+			return nil, fmt.Errorf("redisstore: parsing URL: %w", redactErr(err))
 		}
 		// ParseURL made rediss:// a tls.Config verifying the host; ours
 		// adds the CA, the client certificate and a server name.
@@ -331,7 +332,7 @@ func configureCluster(o *redis.ClusterOptions, opts Options, late *lateReads) {
 
 // redactErr is a URL parsing error without the URL, which may hold a
 // password (url.Error quotes it whole).
-func redactErr(err error, _ string) error {
+func redactErr(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return fmt.Errorf("malformed URL: %w", ue.Err)
