@@ -41,8 +41,10 @@
 // # Time budget
 //
 // The budget of a call (the policy's store timeout, 5ms by default) is the
-// inner store's to enforce: redisstore sets the client's dial, pool, read
-// and write timeouts from it, and memstore never blocks on I/O. The house
+// inner store's to enforce: redisstore sets the client's pool, read and
+// write timeouts from it (a new connection's dial has a budget of its own,
+// redisstore.Options.DialTimeout, since a TLS handshake outlasts a call's
+// budget), and memstore never blocks on I/O. The house
 // style bans context.WithTimeout per request, and a goroutine or a timer per
 // call would make the hot path allocate, so failclosed adds nothing to the
 // call: ctx is passed through unchanged, and an inner store must honour its
