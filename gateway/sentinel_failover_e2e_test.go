@@ -234,6 +234,10 @@ func testFailoverUnderLoad(t *testing.T, how string, workers int, so testredis.S
 	if got, want := origin.Hits()["/login"], before.forwarded.Load()+during.forwarded.Load()+after.forwarded.Load(); got != want {
 		t.Errorf("origin saw %d /login, clients saw %d forwarded", got, want)
 	}
+	// The failover client coalesced, as a single Redis's client does.
+	if rs.Stats().Pipelines == 0 {
+		t.Error("no pipeline written: the failover client did not coalesce")
+	}
 	if st := fc.Stats(); st.FallbackAllow != 0 || st.LocalAllow != 0 {
 		t.Errorf("store errors answered by letting requests through: %+v", st)
 	}

@@ -150,15 +150,25 @@ func multiOps(label string) []rules.Op {
 // TestOneRoundTrip: a Take of five ops, one of each algorithm, is exactly
 // one EVALSHA on the server, and nothing else (not run in parallel with
 // the other tests, which share the server's counters).
+//
+// It runs over each transport (plain, TLS, Sentinel: managed_test.go).
 func TestOneRoundTrip(t *testing.T) {
-	addr := redisAddr(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			base, raw := tr.start(t)
+			testOneRoundTrip(t, base, raw)
+		})
+	}
+}
+
+func testOneRoundTrip(t *testing.T, base Options, c *redis.Client) {
 	ctx := context.Background()
-	s := mustNew(t, Options{URL: "redis://" + addr, Prefix: testPrefix("roundtrip"), Timeout: time.Second})
+	base.Prefix, base.Timeout = testPrefix("roundtrip"), time.Second
+	s := mustNew(t, base)
 	defer s.Close()
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := rawClient(t, addr)
 	ops := multiOps("roundtrip")
 	res := make([]rules.Result, len(ops))
 	// Warm the pool: a new connection is not part of the count.
