@@ -9,9 +9,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -313,5 +315,68 @@ func TestDeployingStoreExample(t *testing.T) {
 		if o.DialTimeout != redisstore.DefaultDialTimeout {
 			t.Errorf("-store %q: DialTimeout %v, want the default %v", tt.flag, o.DialTimeout, redisstore.DefaultDialTimeout)
 		}
+	}
+}
+
+// TestServeOnManagedRedis: `edge serve` as deployed (its own process), on
+// a Redis that wants TLS with client certificates and an ACL user whose
+// password is in the environment, with the -store flag naming the URL
+// (the block's files and password_env still apply): the very first
+// answer its admin listener gives /readyz?strict=1 is 200, since the
+// listener opens only once the store's check has passed, and by then the
+// script is loaded.
+func TestServeOnManagedRedis(t *testing.T) {
+	srv := testredis.StartTLS(t, testredis.TLSOptions{AuthClients: "yes"})
+	if _, err := srv.Do(docsACL(t, "serve-s3cret")...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	// The policy names another server; -store replaces its url only.
+	path := managedPolicy(t, "rediss://nobody@127.0.0.1:1/0", srv.TLS(), "EDGE_TEST_REDIS_PASSWORD")
+	listen, admin := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeHelperProcess$")
+	cmd.Env = append(os.Environ(),
+		"EDGE_SERVE_HELPER=serve\n-config\n"+path+"\n-listen\n"+listen+"\n-admin\n"+admin+"\n-store\nrediss://edge@"+srv.Addr()+"/0",
+		"EDGE_KEY_SECRET=a fleet's secret, at least 32 bytes long", "EDGE_TEST_REDIS_PASSWORD=serve-s3cret")
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			<-exited
+		}
+	})
+	var first int
+	waitFor(t, "the node's admin listener", func() bool {
+		resp, err := http.Get("http://" + admin + "/readyz?strict=1")
+		if err != nil {
+			select {
+			case <-exited:
+				t.Fatalf("edge serve exited:\n%s", logs.String())
+			default:
+			}
+			return false
+		}
+		resp.Body.Close()
+		first = resp.StatusCode
+		return true
+	})
+	if first != 200 {
+		t.Errorf("the first /readyz?strict=1 answered %d, want 200:\n%s", first, logs.String())
+	}
+	if !scriptCached(t, srv) {
+		t.Error("ready, but the take script is not loaded")
+	}
+	if strings.Contains(logs.String(), "serve-s3cret") {
+		t.Errorf("the log shows the password:\n%s", logs.String())
 	}
 }
