@@ -4,7 +4,12 @@
 //
 // A test that needs a server calls Start, which skips the test when the
 // redis-server binary is not installed (CI installs Debian's redis-server,
-// so there the tests always run).
+// and sets EDGE_REQUIRE_STACKS=1, under which a missing binary fails the
+// test instead). StartTLS runs one that serves TLS only, with a
+// certificate from a throwaway CA made in the test (tls.go; NewCA issues
+// client certificates too); StartSentinel runs a primary, a replica and a
+// sentinel monitoring them, plain or TLS throughout (sentinel.go), for the
+// deployments of docs/deploying.md, "Redis over TLS, ACLs and Sentinel".
 package testredis
 
 import (
