@@ -125,7 +125,6 @@ func newFailover(rest string, opts Options, useTLS bool, late *lateReads) (*redi
 	fo.Protocol = o.Protocol
 	fo.DisableIdentity = o.DisableIdentity
 	fo.ConnMaxIdleTime = o.ConnMaxIdleTime
-	fo.MinIdleConns = o.MinIdleConns
 	if opts.PoolSize > 0 {
 		fo.PoolSize = opts.PoolSize
 	}
