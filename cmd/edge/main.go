@@ -472,6 +472,7 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 		log.Log(pctx, level, msg, "store", rules.RedactURL(url), "error", err.Error())
 	} else if log != nil {
 		checkEviction(pctx, rs, log)
+		checkFailoverLoss(pctx, rs, log)
 	}
 	cancel()
 	return fc, fc, rs, nil
@@ -533,6 +534,25 @@ func checkEviction(ctx context.Context, rs *redisstore.Store, log *slog.Logger) 
 		default:
 			log.Info("redis eviction policy checked", attrs...)
 		}
+	}
+}
+
+// checkFailoverLoss reads, for a master that Redis Sentinel manages, its
+// min-replicas-to-write, and warns when it is 0: a master being failed
+// over then keeps taking counts its promoted replica never sees, and the
+// clients they counted get that many requests again, a counter forgotten
+// (docs/deploying.md, "What a failover forgets"). Best effort, like
+// checkEviction: a refused CONFIG is logged as not checked.
+func checkFailoverLoss(ctx context.Context, rs *redisstore.Store, log *slog.Logger) {
+	n, managed, err := rs.MinReplicasToWrite(ctx)
+	switch {
+	case !managed:
+	case err != nil:
+		log.Warn("could not check the sentinel master's min-replicas-to-write: with 0, a failover forgets the counts the old master takes after its replica's promotion; set min-replicas-to-write 1 and min-replicas-max-lag 1 (docs/deploying.md)", "error", err.Error())
+	case n == 0:
+		log.Warn("A SENTINEL FAILOVER FORGETS COUNTERS: the master's min-replicas-to-write is 0, so while it is failed over it keeps taking counts its promoted replica never sees, and the clients they counted get that many requests again; set min-replicas-to-write 1 and min-replicas-max-lag 1 on every data node (docs/deploying.md, \"What a failover forgets\")")
+	default:
+		log.Info("sentinel master refuses writes without a replica", "min_replicas_to_write", n)
 	}
 }
 

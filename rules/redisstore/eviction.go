@@ -116,3 +116,32 @@ func eviction(ctx context.Context, c *redis.Client) (Eviction, error) {
 	}
 	return e, nil
 }
+
+// MinReplicasToWrite reads the min-replicas-to-write of a master that Redis
+// Sentinel manages (CONFIG GET), for the start-up check of what a failover
+// forgets (docs/deploying.md, "Redis over TLS, ACLs and Sentinel"): with 0,
+// a master that is being failed over keeps taking counts its promoted
+// replica never sees, and the clients they counted get that many requests
+// again. managed is false, and nothing is read, for any other store. An
+// error means CONFIG could not be read (managed services often refuse it).
+func (s *Store) MinReplicasToWrite(ctx context.Context) (n int, managed bool, err error) {
+	if !s.sentinel {
+		return 0, false, nil
+	}
+	c, ok := s.node.(*redis.Client)
+	if !ok {
+		return 0, true, fmt.Errorf("redisstore: reading min-replicas-to-write: no server client")
+	}
+	vals, err := c.ConfigGet(ctx, "min-replicas-to-write").Result()
+	if err != nil {
+		return 0, true, fmt.Errorf("redisstore: reading min-replicas-to-write (CONFIG GET): %w", err)
+	}
+	v, ok := vals["min-replicas-to-write"]
+	if !ok {
+		return 0, true, fmt.Errorf("redisstore: reading min-replicas-to-write: CONFIG GET did not return it")
+	}
+	if n, err = strconv.Atoi(v); err != nil || n < 0 {
+		return 0, true, fmt.Errorf("redisstore: reading min-replicas-to-write: %q is not a count", v)
+	}
+	return n, true, nil
+}

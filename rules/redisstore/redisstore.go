@@ -194,6 +194,10 @@ type Store struct {
 	// take and its undo.
 	beforeUndo func()
 
+	// sentinel is true for a master that Redis Sentinel manages
+	// (MinReplicasToWrite).
+	sentinel bool
+
 	noScript, crossSlot, undos, undoErrors atomic.Uint64
 	late                                   lateReads
 }
@@ -260,6 +264,7 @@ func New(opts Options) (*Store, error) {
 			return nil, err
 		}
 		c = fc
+		s.sentinel = true
 	} else {
 		o, err := redis.ParseURL(opts.URL)
 		if err != nil {
