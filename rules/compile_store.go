@@ -24,8 +24,8 @@ const maxDialTimeout = 30 * time.Second
 // envName is a POSIX environment variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// maxPEMFile bounds a PEM file the store block names: a CA bundle of a few
-// hundred certificates is well under it.
+// maxPEMFile bounds a PEM file a policy names (the tls, upstream_tls and
+// store blocks): a CA bundle of a few hundred certificates is well under it.
 const maxPEMFile = 1 << 20
 
 // readPEMFile reads a regular file of at most maxPEMFile bytes, so that a

@@ -80,3 +80,20 @@ func TestStoreFileNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyFilesNotRegular: every PEM file a policy names (the tls,
+// upstream_tls and store blocks') is read only when it is a regular file,
+// so a path such as /dev/zero is an error at its attribute, not a compile
+// that never ends.
+func TestPolicyFilesNotRegular(t *testing.T) {
+	for _, src := range []string{
+		"edge {\n  tls {\n    cert_file = \"/dev/zero\"\n    key_file  = \"/dev/zero\"\n  }\n}\n",
+		"edge {\n  upstream = \"https://127.0.0.1:9443\"\n  upstream_tls {\n    ca_file = \"/dev/zero\"\n  }\n}\n",
+		"edge {\n  upstream = \"https://127.0.0.1:9443\"\n  upstream_tls {\n    cert_file = \"/dev/zero\"\n    key_file  = \"/dev/zero\"\n  }\n}\n",
+	} {
+		_, diags := rules.Load("p.hcl", []byte(src))
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), "not a regular file") {
+			t.Errorf("%s: diagnostics %v, want a not-a-regular-file error", src, diags)
+		}
+	}
+}

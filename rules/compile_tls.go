@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -131,7 +130,7 @@ func (c *Compiler) readTLSFile(path, written string, rng hcl.Range, attr string)
 		c.Errorf(rng, "Invalid "+attr, "%s is empty: it names a PEM file, relative to the policy file's directory", attr)
 		return nil, false
 	}
-	b, err := os.ReadFile(path)
+	b, err := readPEMFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		c.Errorf(rng, "Missing "+attr, "%s does not exist (paths are relative to the policy file's directory)", path)

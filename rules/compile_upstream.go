@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -143,7 +142,7 @@ func (c *Compiler) edgeUpstream(e *edgeBlock) {
 	}
 	if b.CAFile != nil {
 		t.CAFile = c.policyRelative(*b.CAFile)
-		pemBytes, err := os.ReadFile(t.CAFile)
+		pemBytes, err := readPEMFile(t.CAFile)
 		if err != nil {
 			c.Errorf(b.CAFileRange, "Cannot read ca_file", "%v", err)
 		} else if pool, expired, err := caPool(pemBytes, time.Now()); err != nil {
@@ -163,11 +162,11 @@ func (c *Compiler) edgeUpstream(e *edgeBlock) {
 		c.Errorf(b.KeyFileRange, "Missing cert_file", "key_file needs cert_file, the certificate of its key")
 	case b.CertFile != nil:
 		t.CertFile, t.KeyFile = c.policyRelative(*b.CertFile), c.policyRelative(*b.KeyFile)
-		certPEM, cerr := os.ReadFile(t.CertFile)
+		certPEM, cerr := readPEMFile(t.CertFile)
 		if cerr != nil {
 			c.Errorf(b.CertFileRange, "Cannot read cert_file", "%v", cerr)
 		}
-		keyPEM, kerr := os.ReadFile(t.KeyFile)
+		keyPEM, kerr := readPEMFile(t.KeyFile)
 		if kerr != nil {
 			c.Errorf(b.KeyFileRange, "Cannot read key_file", "%v", kerr)
 		}
