@@ -70,20 +70,47 @@ const quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exc
 // longest wait of the enforcing limits with nothing left (retryAfter), so a
 // client that retries then, and sends nothing meanwhile, is admitted by
 // every one of them; each such limit's RateLimit t is its own wait, and
-// the longest equals Retry-After (docs/headers.md).
+// the longest equals Retry-After (docs/headers.md). A rule's
+// retry_after_jitter adds to its wait, in Retry-After and its t alike
+// (retry_jitter.go); the refusing rule with the longest wait sets the
+// status and body (refusal_status, refusal_body: refusalRule), 429 and the
+// problem body by default.
 func (s *Server) informative429(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision) {
+	u := s.jitterDraw()
+	status := fasthttp.StatusTooManyRequests
+	var custom *rules.Refusal
+	if r := refusalRule(rs); r != nil {
+		if r.Refusal.Status != 0 {
+			status = r.Refusal.Status
+		}
+		if r.Refusal.Body != nil {
+			custom = &r.Refusal
+		}
+	}
 	ctx.Response.Reset()
-	ctx.Response.SetStatusCode(fasthttp.StatusTooManyRequests)
-	ctx.Response.Header.SetContentType("application/problem+json")
+	ctx.Response.SetStatusCode(status)
+	if custom != nil {
+		ctx.Response.Header.SetContentType(custom.ContentType)
+	} else {
+		ctx.Response.Header.SetContentType("application/problem+json")
+	}
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
-	rs.hdr = strconv.AppendInt(rs.hdr[:0], ceilSeconds(retryAfter(rs, d)), 10)
+	rs.hdr = strconv.AppendInt(rs.hdr[:0], refusalWait(rs, d, u), 10)
 	ctx.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, rs.hdr)
-	s.setRateLimitHeaders(ctx, rs)
+	s.rateLimitHeaders(ctx, rs, true, u)
+	if custom != nil {
+		ctx.Response.SetBody(custom.Body)
+		return
+	}
 
 	b := rs.hdr[:0]
 	b = append(b, `{"type":"`...)
 	b = append(b, quotaExceeded...)
-	b = append(b, `","title":"Too Many Requests","status":429,"violated-policies":[`...)
+	b = append(b, `","title":`...)
+	b = strconv.AppendQuote(b, fasthttp.StatusMessage(status))
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, `,"violated-policies":[`...)
 	first := true
 	for i := range rs.sc.Matches {
 		m := &rs.sc.Matches[i]
@@ -121,6 +148,14 @@ var (
 // store could not decide (a store-outage answer) has no RateLimit member:
 // its counter's state is unknown.
 func (s *Server) setRateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState) {
+	s.rateLimitHeaders(ctx, rs, false, 0)
+}
+
+// rateLimitHeaders is setRateLimitHeaders; on a refusal (refused), the t
+// of a limit with nothing left is its wait with its rule's jitter for the
+// draw u, as Retry-After's (jitteredSeconds), so the longest still equals
+// Retry-After.
+func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refused bool, u uint64) {
 	b := rs.hdr[:0]
 	n := 0
 	for i := range rs.sc.Matches {
@@ -161,7 +196,11 @@ func (s *Server) setRateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState) {
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, r, 10)
 		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, ceilSecondsOrZero(t), 10)
+		if refused && r == 0 && t > 0 {
+			b = strconv.AppendInt(b, jitteredSeconds(t, m.Rule.Refusal.Jitter, u), 10)
+		} else {
+			b = strconv.AppendInt(b, ceilSecondsOrZero(t), 10)
+		}
 	}
 	if n > 0 {
 		ctx.Response.Header.SetCanonical(hdrRateLimit, b[mark:])

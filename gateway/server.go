@@ -73,6 +73,10 @@ type Options struct {
 	// Clock replaces the request time (fasthttp's ctx.Time()) for tests
 	// that script time; nil in production.
 	Clock rules.Clock
+	// RetryJitterRand replaces the random source of retry_after_jitter
+	// (tests): one uniform 64-bit draw per informative refusal, called
+	// concurrently. nil: math/rand/v2's runtime source (retry_jitter.go).
+	RetryJitterRand func() uint64
 	// Reload, when set, reloads the node's policy file for POST
 	// /admin/reload (cmd/edge's one reload path, which SIGHUP and a change
 	// of the file also take); nil answers 501 (docs/operations.md, "Reload").
@@ -113,6 +117,8 @@ type Server struct {
 	health Health
 	fleet  *fleetDryRuns // nil without Redis (admin_dryrun.go)
 	synced atomic.Bool   // the fleet's toggles are being polled
+
+	jitterRand func() uint64 // Options.RetryJitterRand (retry_jitter.go)
 
 	observeHook func(d *rules.Decision, matches []rules.Match)
 	reload      func() ReloadResult
@@ -173,6 +179,7 @@ func New(opts Options) (*Server, error) {
 		adminListen: opts.AdminListen,
 		upOverride:  opts.Upstream,
 		clock:       opts.Clock,
+		jitterRand:  opts.RetryJitterRand,
 		observeHook: opts.Observe,
 		reload:      opts.Reload,
 		health:      opts.Health,

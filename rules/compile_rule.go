@@ -247,6 +247,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		c.when(w, r)
 	}
 	c.ruleAttrs(rb.Remain, r)
+	c.finishRefusal(r)
 	hasVisitor := r.ceilingChar >= 0
 	if hasVisitor && r.Limit > 0 {
 		// Every visitor rule holds all visitors of one IP to a ceiling, so

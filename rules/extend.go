@@ -254,6 +254,9 @@ func newRegistry(features []Feature) *registry {
 	for _, cd := range coreConditions {
 		g.conds[cd.Name] = cd
 	}
+	for i := range refusalAttrs {
+		g.attrs[refusalAttrs[i].Name] = &refusalAttrs[i]
+	}
 	for _, f := range features {
 		for i := range f.Blocks {
 			b := &f.Blocks[i]

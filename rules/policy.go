@@ -288,6 +288,9 @@ type Rule struct {
 	MaxKeys int
 	// maxKeysSet is true when the rule sets max_keys itself.
 	maxKeysSet bool
+	// Refusal is how the rule's informative refusal is answered:
+	// retry_after_jitter, refusal_status, refusal_body (compile_refusal.go).
+	Refusal Refusal
 }
 
 // PeriodUS is the period in microseconds.
