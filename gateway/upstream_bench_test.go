@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/testcert"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -18,8 +19,8 @@ import (
 // loopback over http:// and https:// (pooled, resumed connections), to
 // price TLS to the origin. go test -run - -bench ProxyOrigin ./gateway/
 func BenchmarkProxyOrigin(b *testing.B) {
-	ca := newUpCA(b, "bench CA")
-	_, _, cert := ca.issue(b, "origin", false, "localhost")
+	ca := testcert.NewCASpec(b, testcert.Spec{CN: "bench CA"})
+	_, _, cert := upIssue(b, ca, "origin", false, "localhost")
 	for _, scheme := range []string{"http", "https"} {
 		b.Run(scheme, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -44,7 +45,7 @@ func BenchmarkProxyOrigin(b *testing.B) {
     ca_file = "ca.pem"
   }`
 			}
-			path := upPolicy(b, dir, edge, map[string][]byte{"ca.pem": ca.pem})
+			path := upPolicy(b, dir, edge, map[string][]byte{"ca.pem": ca.PEM})
 			p, diags := builtin.LoadFile(path)
 			if diags.HasErrors() {
 				b.Fatal(diags.Error())

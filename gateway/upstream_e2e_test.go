@@ -2,17 +2,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,90 +21,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/testcert"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // End to end: the edge in front of an origin over HTTPS (a Go net/http
-// server with certificates from a throwaway CA made here), and the
+// server with certificates from a throwaway internal/testcert CA), and the
 // origin's passive health (docs/deploying.md, "The origin over HTTPS, and
 // its health").
 
-// upCA is a throwaway certificate authority.
-type upCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-var upSerial atomic.Int64
-
-func newUpCA(t testing.TB, cn string) *upCA {
+// upIssue signs a leaf for the names (DNS names, or IP addresses when
+// they parse as one) with ca, for a server or a client.
+func upIssue(t testing.TB, ca *testcert.CA, cn string, client bool, names ...string) (certPEM, keyPEM []byte, pair tls.Certificate) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(upSerial.Add(1)),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &upCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue signs a leaf for the names (DNS names, or IP addresses when they
-// parse as one), for a server or a client.
-func (ca *upCA) issue(t testing.TB, cn string, client bool, names ...string) (certPEM, keyPEM []byte, pair tls.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(upSerial.Add(1)),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if client {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
-	for _, n := range names {
-		if ip := net.ParseIP(n); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, n)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-	if pair, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
-		t.Fatal(err)
-	}
-	return certPEM, keyPEM, pair
+	l := ca.IssueSpec(t, testcert.Spec{CN: cn, Client: client, Names: names})
+	return l.CertPEM, l.KeyPEM, l.TLS(t)
 }
 
 // upOrigin is an origin on loopback that records what each request
@@ -134,7 +59,7 @@ type upOrigin struct {
 // waits on hold.
 type upOriginOptions struct {
 	cert     *tls.Certificate
-	clientCA *upCA
+	clientCA *testcert.CA
 	hold     bool
 }
 
@@ -178,10 +103,8 @@ func startUpOrigin(t *testing.T, o upOriginOptions) *upOrigin {
 			},
 		}
 		if o.clientCA != nil {
-			pool := x509.NewCertPool()
-			pool.AddCert(o.clientCA.cert)
 			u.srv.TLS.ClientAuth = tls.RequireAndVerifyClientCert
-			u.srv.TLS.ClientCAs = pool
+			u.srv.TLS.ClientCAs = o.clientCA.Pool()
 		}
 		u.srv.StartTLS()
 	} else {
@@ -314,14 +237,14 @@ func (n *upNode) readyz(t *testing.T, query string) (int, upstreamStatus) {
 // and the client's Host, and an HTTP/1.0 request without Host arrives under
 // the upstream's address.
 func TestUpstreamHTTPSWithCAFile(t *testing.T) {
-	ca := newUpCA(t, "origin CA")
-	_, _, cert := ca.issue(t, "origin", false, "localhost")
+	ca := testcert.NewCASpec(t, testcert.Spec{CN: "origin CA"})
+	_, _, cert := upIssue(t, ca, "origin", false, "localhost")
 	o := startUpOrigin(t, upOriginOptions{cert: &cert})
 	path := upPolicy(t, t.TempDir(), `
   upstream = "https://localhost:`+o.port()+`"
   upstream_tls {
     ca_file = "ca.pem"
-  }`, map[string][]byte{"ca.pem": ca.pem})
+  }`, map[string][]byte{"ca.pem": ca.PEM})
 	n := startUpNode(t, path, "")
 	if got := n.get(t); got != 200 {
 		t.Fatalf("through the edge: %d, want 200", got)
@@ -348,8 +271,8 @@ func TestUpstreamHTTPSWithCAFile(t *testing.T) {
 // and a tls failure, one handshake each (no retries), and the node goes on
 // serving.
 func TestUpstreamHTTPSSystemPoolRefusesPrivateCA(t *testing.T) {
-	ca := newUpCA(t, "private CA")
-	_, _, cert := ca.issue(t, "origin", false, "localhost")
+	ca := testcert.NewCASpec(t, testcert.Spec{CN: "private CA"})
+	_, _, cert := upIssue(t, ca, "origin", false, "localhost")
 	o := startUpOrigin(t, upOriginOptions{cert: &cert})
 	n := startUpNode(t, upPolicy(t, t.TempDir(), `upstream = "https://localhost:`+o.port()+`"`, nil), "")
 	for i := 1; i <= 3; i++ {
@@ -372,10 +295,10 @@ func TestUpstreamHTTPSSystemPoolRefusesPrivateCA(t *testing.T) {
 // an edge without cert_file (a 502, counted as tls) and serves one with
 // it, seeing the certificate's name.
 func TestUpstreamMTLS(t *testing.T) {
-	ca := newUpCA(t, "origin CA")
-	_, _, cert := ca.issue(t, "origin", false, "localhost")
-	clientCA := newUpCA(t, "client CA")
-	ccert, ckey, _ := clientCA.issue(t, "edge-node", true)
+	ca := testcert.NewCASpec(t, testcert.Spec{CN: "origin CA"})
+	_, _, cert := upIssue(t, ca, "origin", false, "localhost")
+	clientCA := testcert.NewCASpec(t, testcert.Spec{CN: "client CA"})
+	ccert, ckey, _ := upIssue(t, clientCA, "edge-node", true)
 	o := startUpOrigin(t, upOriginOptions{cert: &cert, clientCA: clientCA})
 	dir := t.TempDir()
 	edge := `
@@ -384,7 +307,7 @@ func TestUpstreamMTLS(t *testing.T) {
     ca_file = "ca.pem"
     %s
   }`
-	files := map[string][]byte{"ca.pem": ca.pem, "client.pem": ccert, "client.key": ckey}
+	files := map[string][]byte{"ca.pem": ca.PEM, "client.pem": ccert, "client.key": ckey}
 	n := startUpNode(t, upPolicy(t, dir, strings.Replace(edge, "%s", "", 1), files), "")
 	if got := n.get(t); got != 502 {
 		t.Fatalf("without a client certificate: %d, want 502", got)
@@ -409,8 +332,8 @@ func TestUpstreamMTLS(t *testing.T) {
 // only origin.internal fails verification until server_name says that
 // name; then it sees it as SNI, and the client's Host as Host.
 func TestUpstreamServerName(t *testing.T) {
-	ca := newUpCA(t, "origin CA")
-	_, _, cert := ca.issue(t, "origin", false, "origin.internal")
+	ca := testcert.NewCASpec(t, testcert.Spec{CN: "origin CA"})
+	_, _, cert := upIssue(t, ca, "origin", false, "origin.internal")
 	o := startUpOrigin(t, upOriginOptions{cert: &cert})
 	dir := t.TempDir()
 	edge := `
@@ -419,7 +342,7 @@ func TestUpstreamServerName(t *testing.T) {
     ca_file = "ca.pem"
     %s
   }`
-	n := startUpNode(t, upPolicy(t, dir, strings.Replace(edge, "%s", "", 1), map[string][]byte{"ca.pem": ca.pem}), "")
+	n := startUpNode(t, upPolicy(t, dir, strings.Replace(edge, "%s", "", 1), map[string][]byte{"ca.pem": ca.PEM}), "")
 	if got := n.get(t); got != 502 || n.failures("tls") != 1 {
 		t.Fatalf("a certificate for another name: %d, %d tls failures; want 502 and 1", got, n.failures("tls"))
 	}
@@ -439,11 +362,11 @@ func TestUpstreamServerName(t *testing.T) {
 // old one's pooled connection is closed), and a reload that changes
 // nothing keeps the client and its connections.
 func TestUpstreamReloadSwapsTLS(t *testing.T) {
-	ca := newUpCA(t, "origin CA")
-	_, _, cert := ca.issue(t, "origin", false, "localhost")
-	clientCA := newUpCA(t, "client CA")
-	certA, keyA, _ := clientCA.issue(t, "edge-a", true)
-	certB, keyB, _ := clientCA.issue(t, "edge-b", true)
+	ca := testcert.NewCASpec(t, testcert.Spec{CN: "origin CA"})
+	_, _, cert := upIssue(t, ca, "origin", false, "localhost")
+	clientCA := testcert.NewCASpec(t, testcert.Spec{CN: "client CA"})
+	certA, keyA, _ := upIssue(t, clientCA, "edge-a", true)
+	certB, keyB, _ := upIssue(t, clientCA, "edge-b", true)
 	o := startUpOrigin(t, upOriginOptions{cert: &cert, clientCA: clientCA})
 	dir := t.TempDir()
 	path := upPolicy(t, dir, `
@@ -452,7 +375,7 @@ func TestUpstreamReloadSwapsTLS(t *testing.T) {
     ca_file   = "ca.pem"
     cert_file = "client.pem"
     key_file  = "client.key"
-  }`, map[string][]byte{"ca.pem": ca.pem, "client.pem": certA, "client.key": keyA})
+  }`, map[string][]byte{"ca.pem": ca.PEM, "client.pem": certA, "client.key": keyA})
 	n := startUpNode(t, path, "")
 	if got := n.get(t); got != 200 {
 		t.Fatalf("first request: %d", got)
@@ -482,8 +405,8 @@ func TestUpstreamReloadSwapsTLS(t *testing.T) {
 	}
 	waitFor(t, func() bool { return o.closed.Load() >= 1 }, 15*time.Second, "the old client's idle connection to close")
 
-	other := newUpCA(t, "another CA")
-	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), other.pem, 0o600); err != nil {
+	other := testcert.NewCASpec(t, testcert.Spec{CN: "another CA"})
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), other.PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	n.reload(t)
@@ -575,14 +498,14 @@ func TestUpstreamConnectRefused(t *testing.T) {
 // TestUpstreamFlag: the -upstream flag takes https:// and uses the policy's
 // upstream_tls; the gateway checks it as the compiler checks the policy.
 func TestUpstreamFlag(t *testing.T) {
-	ca := newUpCA(t, "origin CA")
-	_, _, cert := ca.issue(t, "origin", false, "localhost")
+	ca := testcert.NewCASpec(t, testcert.Spec{CN: "origin CA"})
+	_, _, cert := upIssue(t, ca, "origin", false, "localhost")
 	o := startUpOrigin(t, upOriginOptions{cert: &cert})
 	path := upPolicy(t, t.TempDir(), `
   upstream = "https://origin.invalid:1"
   upstream_tls {
     ca_file = "ca.pem"
-  }`, map[string][]byte{"ca.pem": ca.pem})
+  }`, map[string][]byte{"ca.pem": ca.PEM})
 	n := startUpNode(t, path, "https://localhost:"+o.port())
 	if got := n.get(t); got != 200 {
 		t.Errorf("https -upstream with the policy's ca_file: %d, want 200", got)
@@ -648,15 +571,13 @@ func TestUpstreamHTTPSToPlainOrigin(t *testing.T) {
 // listener reaches an http:// origin, and a plain client an https:// one
 // (fasthttp's client refuses a request whose scheme is not its own).
 func TestUpstreamSchemeIsTheOrigins(t *testing.T) {
-	ca := newUpCA(t, "CA")
-	edgeCert, edgeKey, _ := ca.issue(t, "edge", false, "127.0.0.1")
-	_, _, originCert := ca.issue(t, "origin", false, "localhost")
+	ca := testcert.NewCASpec(t, testcert.Spec{CN: "CA"})
+	edgeCert, edgeKey, _ := upIssue(t, ca, "edge", false, "127.0.0.1")
+	_, _, originCert := upIssue(t, ca, "origin", false, "localhost")
 	plainOrigin := startUpOrigin(t, upOriginOptions{})
 	tlsOrigin := startUpOrigin(t, upOriginOptions{cert: &originCert})
-	files := map[string][]byte{"ca.pem": ca.pem, "edge.pem": edgeCert, "edge.key": edgeKey}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
-	tlsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	files := map[string][]byte{"ca.pem": ca.PEM, "edge.pem": edgeCert, "edge.key": edgeKey}
+	tlsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
 	for _, tt := range []struct {
 		name, edge, scheme string
 		origin             *upOrigin

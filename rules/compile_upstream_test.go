@@ -1,13 +1,6 @@
 package rules
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,36 +8,15 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/internal/testcert"
 )
 
-// upTestCert makes a self-signed certificate valid from notBefore to
-// notAfter and returns its PEM and its key's PEM.
-func upTestCert(t *testing.T, cn string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
+// upClient is a client certificate ca issued, valid from notBefore to
+// notAfter (zero: the testcert default).
+func upClient(t *testing.T, ca *testcert.CA, cn string, notBefore, notAfter time.Time) testcert.Leaf {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return ca.IssueSpec(t, testcert.Spec{CN: cn, Client: true, NotBefore: notBefore, NotAfter: notAfter})
 }
 
 // upLoad writes files into a new directory and compiles the policy src
@@ -83,9 +55,9 @@ func upDiag(t *testing.T, diags hcl.Diagnostics, summary string, sev hcl.Diagnos
 }
 
 func TestUpstreamTLSCompiles(t *testing.T) {
-	now := time.Now()
-	ca, _ := upTestCert(t, "test CA", now.Add(-time.Hour), now.Add(time.Hour))
-	cert, key := upTestCert(t, "edge client", now.Add(-time.Hour), now.Add(time.Hour))
+	tca := testcert.NewCASpec(t, testcert.Spec{CN: "test CA"})
+	client := upClient(t, tca, "edge client", time.Time{}, time.Time{})
+	ca, cert, key := tca.PEM, client.CertPEM, client.KeyPEM
 	src := `edge {
   upstream         = "https://origin.internal:8443"
   upstream_timeout = "2s"
@@ -130,7 +102,7 @@ func TestUpstreamTLSCompiles(t *testing.T) {
 	if again.UpstreamTLS.Digest != ut.Digest {
 		t.Error("the same files gave another digest")
 	}
-	ca2, _ := upTestCert(t, "other CA", now.Add(-time.Hour), now.Add(time.Hour))
+	ca2 := testcert.NewCASpec(t, testcert.Spec{CN: "other CA"}).PEM
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), ca2, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -158,10 +130,10 @@ func TestUpstreamDefaults(t *testing.T) {
 }
 
 func TestUpstreamTLSRefusals(t *testing.T) {
-	now := time.Now()
-	ca, caKey := upTestCert(t, "test CA", now.Add(-time.Hour), now.Add(time.Hour))
-	cert, _ := upTestCert(t, "edge client", now.Add(-time.Hour), now.Add(time.Hour))
-	_, otherKey := upTestCert(t, "other", now.Add(-time.Hour), now.Add(time.Hour))
+	tca := testcert.NewCASpec(t, testcert.Spec{CN: "test CA"})
+	ca, caKey := tca.PEM, upClient(t, tca, "test CA's key", time.Time{}, time.Time{}).KeyPEM
+	cert := upClient(t, tca, "edge client", time.Time{}, time.Time{}).CertPEM
+	otherKey := upClient(t, tca, "other", time.Time{}, time.Time{}).KeyPEM
 	files := map[string][]byte{
 		"ca.pem": ca, "ca.key": caKey, "client.pem": cert, "other.key": otherKey,
 		"garbage.pem":  []byte("not a certificate\n"),
@@ -175,7 +147,7 @@ func TestUpstreamTLSRefusals(t *testing.T) {
 		{"missing ca_file", `ca_file = "nope.pem"`, "Cannot read ca_file", 4, 15, "no such file"},
 		{"garbage ca_file", `ca_file = "garbage.pem"`, "Invalid ca_file", 4, 15, "not a PEM block"},
 		{"trailing junk", `ca_file = "trailing.pem"`, "Invalid ca_file", 4, 15, "not a PEM block"},
-		{"a key in ca_file", `ca_file = "ca.key"`, "Invalid ca_file", 4, 15, "EC PRIVATE KEY block"},
+		{"a key in ca_file", `ca_file = "ca.key"`, "Invalid ca_file", 4, 15, "a PRIVATE KEY block; want only CERTIFICATE blocks"},
 		{"cert without key", `cert_file = "client.pem"`, "Missing key_file", 4, 17, "needs key_file"},
 		{"key without cert", `key_file = "other.key"`, "Missing cert_file", 4, 16, "needs cert_file"},
 		{"missing cert_file", "cert_file = \"nope.pem\"\n    key_file = \"other.key\"", "Cannot read cert_file", 4, 17, "no such file"},
@@ -231,9 +203,10 @@ func TestUpstreamRefusals(t *testing.T) {
 
 func TestUpstreamTLSExpiredWarns(t *testing.T) {
 	now := time.Now()
-	oldCA, _ := upTestCert(t, "old CA", now.Add(-48*time.Hour), now.Add(-24*time.Hour))
-	newCA, _ := upTestCert(t, "new CA", now.Add(-time.Hour), now.Add(time.Hour))
-	cert, key := upTestCert(t, "edge client", now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	old := testcert.NewCASpec(t, testcert.Spec{CN: "old CA", NotBefore: now.Add(-48 * time.Hour), NotAfter: now.Add(-24 * time.Hour)})
+	oldCA, newCA := old.PEM, testcert.NewCASpec(t, testcert.Spec{CN: "new CA"}).PEM
+	client := upClient(t, old, "edge client", now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	cert, key := client.CertPEM, client.KeyPEM
 	src := "edge {\n  upstream = \"https://origin.example\"\n  upstream_tls {\n    ca_file = \"bundle.pem\"\n    cert_file = \"client.pem\"\n    key_file = \"client.key\"\n  }\n}\n"
 	p, diags, _ := upLoad(t, src, map[string][]byte{"bundle.pem": append(append([]byte{}, oldCA...), newCA...), "client.pem": cert, "client.key": key})
 	if diags.HasErrors() || p == nil {

@@ -2,19 +2,13 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/edge-gateway/edge/internal/testcert"
 )
 
 // upstreamTLSPolicy is reloadPolicy with an https upstream whose
@@ -49,7 +43,7 @@ func TestValidateMissingCAFile(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "certs"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "certs/origin-ca.pem"), selfSignedPEM(t), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "certs/origin-ca.pem"), testcert.NewCA(t).PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	errb.Reset()
@@ -78,23 +72,4 @@ func TestReloadRefusesMissingCAFile(t *testing.T) {
 	if got := n.mustSend(t, "POST", "/signup", "198.51.100.1"); got != 200 {
 		t.Errorf("after the refused reload the running policy answers %d, want 200 from its origin", got)
 	}
-}
-
-// selfSignedPEM is a CA certificate valid for the next hour.
-func selfSignedPEM(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -1,13 +1,16 @@
 // Package testcert makes throwaway certificates for tests: a CA generated
-// in the test (ECDSA P-256, crypto/x509) and server certificates it signs
-// for 127.0.0.1, ::1 and localhost. Nothing here is ever a committed key;
-// nothing outside tests imports it.
+// in the test (ECDSA P-256, crypto/x509) and the server or client
+// certificates it signs (by default servers for 127.0.0.1, ::1 and
+// localhost). Nothing here is ever a committed key; nothing outside tests
+// imports it. It is the one CA of the repo's tests: internal/testredis
+// builds its CA files on it.
 package testcert
 
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -26,15 +29,50 @@ type CA struct {
 	key *ecdsa.PrivateKey
 }
 
-// NewCA makes a CA valid from an hour ago for a day.
+// Spec describes a certificate; its zero fields are the defaults.
+type Spec struct {
+	// CN is the subject's common name.
+	CN string
+	// NotBefore and NotAfter bound its validity; zero: from an hour ago
+	// for a day.
+	NotBefore, NotAfter time.Time
+	// Client makes a leaf for client authentication (ExtKeyUsageClientAuth)
+	// instead of a server's (ExtKeyUsageServerAuth).
+	Client bool
+	// Names are a leaf's subject alternative names: DNS names, or IP
+	// addresses when they parse as one. None: a server's are localhost,
+	// 127.0.0.1 and ::1, a client's are none.
+	Names []string
+}
+
+func (s Spec) validity() (notBefore, notAfter time.Time) {
+	notBefore, notAfter = s.NotBefore, s.NotAfter
+	if notBefore.IsZero() {
+		notBefore = time.Now().Add(-time.Hour)
+	}
+	if notAfter.IsZero() {
+		notAfter = time.Now().Add(24 * time.Hour)
+	}
+	return notBefore, notAfter
+}
+
+// NewCA makes a CA named after the test, valid from an hour ago for a day.
 func NewCA(t testing.TB) *CA {
 	t.Helper()
+	return NewCASpec(t, Spec{CN: "edge test CA " + t.Name()})
+}
+
+// NewCASpec makes a CA of spec's CN and validity (its Client and Names do
+// not apply to a CA).
+func NewCASpec(t testing.TB, spec Spec) *CA {
+	t.Helper()
 	key := newKey(t)
+	notBefore, notAfter := spec.validity()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: "edge test CA " + t.Name()},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
+		Subject:               pkix.Name{CommonName: spec.CN},
+		NotBefore:             notBefore,
+		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -57,7 +95,7 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
-// Leaf is a certificate the CA issued, with its key, in PEM.
+// Leaf is a certificate the CA issued, with its key (PKCS #8), in PEM.
 type Leaf struct {
 	Cert            *x509.Certificate
 	CertPEM, KeyPEM []byte
@@ -67,23 +105,41 @@ type Leaf struct {
 // valid from an hour ago for a day, for 127.0.0.1, ::1 and localhost.
 func (ca *CA) Issue(t testing.TB, cn string) Leaf {
 	t.Helper()
-	return ca.IssueValid(t, cn, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	return ca.IssueSpec(t, Spec{CN: cn})
 }
 
 // IssueValid is Issue with a validity period of its own (an expired or not
 // yet valid certificate).
 func (ca *CA) IssueValid(t testing.TB, cn string, notBefore, notAfter time.Time) Leaf {
 	t.Helper()
+	return ca.IssueSpec(t, Spec{CN: cn, NotBefore: notBefore, NotAfter: notAfter})
+}
+
+// IssueSpec makes the leaf spec describes, signed by the CA.
+func (ca *CA) IssueSpec(t testing.TB, spec Spec) Leaf {
+	t.Helper()
 	key := newKey(t)
+	notBefore, notAfter := spec.validity()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: cn},
+		Subject:      pkix.Name{CommonName: spec.CN},
 		NotBefore:    notBefore,
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	names := spec.Names
+	if spec.Client {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	} else if len(names) == 0 {
+		names = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
@@ -102,6 +158,17 @@ func (ca *CA) IssueValid(t testing.TB, cn string, notBefore, notAfter time.Time)
 		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
 	}
+}
+
+// TLS is the leaf as a tls.Certificate, for a Go server's or client's
+// Certificates.
+func (l Leaf) TLS(t testing.TB) tls.Certificate {
+	t.Helper()
+	pair, err := tls.X509KeyPair(l.CertPEM, l.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
 }
 
 // Write writes the leaf's certificate and key to certFile and keyFile (the

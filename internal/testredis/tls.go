@@ -1,20 +1,15 @@
 package testredis
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
+
+	"github.com/edge-gateway/edge/internal/testcert"
 )
 
 // TLSFiles are PEM files of a TLS client: the CA its server's certificate
@@ -26,13 +21,12 @@ type TLSFiles struct {
 	ServerName        string
 }
 
-// CA is a throwaway certificate authority made for one test (ECDSA P-256,
-// valid for a day), whose files live in the test's temporary directory.
+// CA is a throwaway certificate authority made for one test (a
+// testcert.CA), whose files live in the test's temporary directory.
 type CA struct {
-	t    testing.TB
-	dir  string
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	t   testing.TB
+	dir string
+	ca  *testcert.CA
 	// File is the CA certificate's PEM file.
 	File string
 }
@@ -40,30 +34,11 @@ type CA struct {
 // NewCA makes a CA named name.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &CA{t: t, dir: t.TempDir(), cert: cert, key: key}
+	ca := &CA{t: t, dir: t.TempDir(), ca: testcert.NewCASpec(t, testcert.Spec{CN: name})}
 	ca.File = filepath.Join(ca.dir, "ca.pem")
-	writePEM(t, ca.File, "CERTIFICATE", der)
+	if err := os.WriteFile(ca.File, ca.ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return ca
 }
 
@@ -73,52 +48,14 @@ func NewCA(t testing.TB, name string) *CA {
 func (ca *CA) Issue(name string, client bool) (certFile, keyFile string) {
 	t := ca.t
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", name},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	if client {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-		tmpl.DNSNames, tmpl.IPAddresses = nil, nil
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
+	spec := testcert.Spec{CN: name, Client: client}
+	if !client {
+		spec.Names = []string{"localhost", name, "127.0.0.1"}
 	}
 	certFile = filepath.Join(ca.dir, name+".pem")
 	keyFile = filepath.Join(ca.dir, name+".key")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
+	ca.ca.IssueSpec(t, spec).Write(t, certFile, keyFile)
 	return certFile, keyFile
-}
-
-func serial(t testing.TB) *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TLSOptions configure StartTLS.
