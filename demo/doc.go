@@ -18,6 +18,8 @@
 //	                   challenge lives 10 minutes
 //	POST /otp/verify   200 once for a matching "challenge_id", "phone" and "code"; 401 otherwise
 //	                   (a wrong code leaves the challenge: limiting guesses is the edge's job)
+//	/api/export        200 {"ok":true} with X-Actual-Cost: the cost query parameter as sent
+//	                   (10 without one), a variable-cost call for settle_from
 //	/api/…, /trace/…   200 {"ok":true}, any method
 //	anything else      404
 //

@@ -140,11 +140,27 @@ func (o *Origin) Handler(ctx *fasthttp.RequestCtx) {
 		o.otpSend(ctx)
 	case path == "/otp/verify" && method == fasthttp.MethodPost:
 		o.otpVerify(ctx)
+	case path == "/api/export":
+		exportCost(ctx)
 	case underPrefix(path, "/api"), underPrefix(path, "/trace"):
 		writeJSON(ctx, fasthttp.StatusOK, `{"ok":true}`)
 	default:
 		writeJSON(ctx, fasthttp.StatusNotFound, `{"error":"not found"}`)
 	}
+}
+
+// exportCost answers /api/export, a variable-cost call: X-Actual-Cost
+// names what the export really cost, for an edge rule's settle_from
+// (docs/policy.md, "cost"). The cost is the query's cost parameter as sent
+// (so a test can make the origin name any value, valid or not), 10 without
+// one.
+func exportCost(ctx *fasthttp.RequestCtx) {
+	cost := ctx.QueryArgs().Peek("cost")
+	if cost == nil {
+		cost = []byte("10")
+	}
+	ctx.Response.Header.SetBytesV("X-Actual-Cost", cost)
+	writeJSON(ctx, fasthttp.StatusOK, `{"ok":true}`)
 }
 
 // underPrefix reports whether path is prefix itself or lies below it.

@@ -243,6 +243,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	}
 	c.knownVisitors(rb, r)
 	c.ban(rb, r)
+	c.compileCost(rb, r) // cost, max_cost, settle_from (cost.go)
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}

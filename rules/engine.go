@@ -194,6 +194,11 @@ type Scratch struct {
 	owner      *Engine
 	skips      skipState // the skip rules' exemptions of this request (skip.go)
 	peekOnly   bool      // Explain: every op a peek, no ban written (explain.go)
+
+	// resp is the origin's answer, for settle_from; settleInvalid counts
+	// the settle_from values the last Settle clamped (cost.go).
+	resp          ResponseHeaders
+	settleInvalid int
 }
 
 // NewScratch returns a Scratch sized for n rules.
@@ -243,6 +248,7 @@ func (s *Scratch) reset() {
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
 	s.prev = s.prev[:0]
+	s.resp = nil
 }
 
 // EngineOptions configures an Engine. The zero value of each field works
@@ -390,7 +396,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			Limit:     r.Limit,
 			Burst:     r.Burst,
 			PeriodUS:  r.PeriodUS(),
-			Cost:      1,
+			Cost:      r.cost.of(req), // 1 unless cost is set (cost.go)
 			Member:    member,
 			Enforce:   m.Enforce,
 			Attempts:  r.Count == CountAttempts,
@@ -530,7 +536,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		_ = e.writeBans(ctx, now, s)
 	}
 	for i := range s.Matches {
-		if m := &s.Matches[i]; len(m.Rule.Hooks) > 0 && m.Op >= 0 && m.Outcome == OutcomeAllow {
+		if m := &s.Matches[i]; (len(m.Rule.Hooks) > 0 || m.Rule.cost.settles()) && m.Op >= 0 && m.Outcome == OutcomeAllow {
 			d.Settle = true
 		}
 	}
@@ -744,6 +750,7 @@ func (r *Rule) conditions(req *Request, s *Scratch) Status {
 // store.
 func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status int, outcome []byte) (bool, error) {
 	s.settle = s.settle[:0]
+	s.settleInvalid = 0
 	for i := range s.Matches {
 		m := &s.Matches[i]
 		if m.Op < 0 || m.Outcome != OutcomeAllow {
@@ -751,6 +758,9 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 		}
 		for _, h := range m.Rule.Hooks {
 			s.settle = h.AfterOrigin(m, s.Ops, status, outcome, s.settle)
+		}
+		if m.Rule.cost.settles() {
+			s.settle = settleCost(m, s.Ops, s.resp, s.settle, &s.settleInvalid) // settle_from (cost.go)
 		}
 	}
 	if len(s.settle) == 0 {

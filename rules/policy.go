@@ -243,6 +243,8 @@ type Rule struct {
 	knownUS   int64
 	knownBy   []Characteristic
 	knownTags []byte
+	// cost is the rule's cost, max_cost and settle_from (cost.go).
+	cost ruleCost
 	// banUS is ban in µs (0: none); BanScope its ban_scope.
 	banUS    int64
 	BanScope BanScope

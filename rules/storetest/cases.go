@@ -107,6 +107,7 @@ func Cases() []Case {
 		cs = append(cs, withRoomyBudget(c))
 	}
 	cs = append(cs, invalidCases())
+	cs = append(cs, costCases()...) // cost.go
 	return cs
 }
 
