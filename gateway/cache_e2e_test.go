@@ -2,16 +2,10 @@ package gateway
 
 import (
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -82,46 +76,16 @@ func (o *cacheOrigin) hitsOf(path string) int {
 // not installed, unless EDGE_REQUIRE_STACKS=1 (CI), where it fails.
 func startNginx(t *testing.T, upstream string) string {
 	t.Helper()
-	bin := "/usr/sbin/nginx"
-	if _, err := os.Stat(bin); err != nil {
-		if p, err := exec.LookPath("nginx"); err == nil {
-			bin = p
-		} else if os.Getenv("EDGE_REQUIRE_STACKS") == "1" {
-			t.Fatal("nginx is not installed (EDGE_REQUIRE_STACKS=1: .ci/run installs Debian's nginx-light)")
-		} else {
-			t.Skip("nginx is not installed (CI installs Debian's nginx-light)")
-		}
-	}
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	user := ""
-	if os.Geteuid() == 0 {
-		// Workers would run as nobody, who cannot write the test's
-		// temporary directory.
-		user = "user root;"
-	}
+	addr := freeAddr(t)
 	conf := fmt.Sprintf(`%s
-worker_processes 1;
-pid %[2]s/nginx.pid;
-error_log %[2]s/error.log info;
 events { worker_connections 64; }
 http {
-  access_log off;
-  client_body_temp_path %[2]s/body;
-  proxy_temp_path %[2]s/proxy;
-  fastcgi_temp_path %[2]s/fastcgi;
-  uwsgi_temp_path %[2]s/uwsgi;
-  scgi_temp_path %[2]s/scgi;
-  proxy_cache_path %[2]s/cache levels=1 keys_zone=edge:1m;
+%s  proxy_cache_path %s/cache levels=1 keys_zone=edge:1m;
   server {
-    listen %[3]s;
+    listen %s;
     location / {
-      proxy_pass http://%[4]s;
+      proxy_pass http://%s;
       proxy_http_version 1.1;
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_cache edge;
@@ -129,45 +93,9 @@ http {
     }
   }
 }
-`, user, dir, addr, upstream)
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-p", dir, "-c", confPath, "-g", "daemon off;")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // the master we started, by its pid
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	// Polling for start-up, not for correctness.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		select {
-		case <-done:
-			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Fatalf("nginx exited: %s%s", stderr.String(), log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx did not listen on %s: %s", addr, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+`, nginxMain(dir), nginxHTTP(dir), dir, addr, upstream)
+	runNginx(t, dir, conf, addr)
+	return addr
 }
 
 func TestSharedCacheNeverServesAnotherClientsRateLimit(t *testing.T) {

@@ -6,85 +6,18 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/edge-gateway/edge/builtin"
-	"github.com/edge-gateway/edge/rules"
 )
 
 // The decision-only mode behind Debian's real NGINX (issue 14, item 7):
 // deploy/nginx-auth-request.conf as shipped, its addresses replaced by
 // free loopback ports, auth_request to the edge's decide listener and the
-// edge's demo origin behind NGINX.
-
-// nginxDecidePolicy: NGINX (127.0.0.1, as the edge sees it) is the one
+// edge's demo origin behind NGINX. The policy is decidePolicy
+// (decide_e2e_test.go): NGINX (127.0.0.1, as the edge sees it) is the one
 // trusted proxy; clients reach NGINX from 127.0.0.2 and 127.0.0.3.
-const nginxDecidePolicy = `
-edge {
-  trusted_proxies = ["127.0.0.1/32"]
-  decide_listen   = "127.0.0.1:18081"
-}
-
-rule "login-per-ip" {
-  methods   = ["POST"]
-  paths     = ["/login"]
-  key       = ["ip"]
-  limit     = 3
-  period    = "1m"
-  sensitive = true
-}
-
-rule "api-per-ip" {
-  paths  = ["/api/*"]
-  key    = ["ip"]
-  limit  = 3
-  period = "1m"
-}
-
-rule "keyed-per-key" {
-  paths            = ["/keyed"]
-  key              = ["header:X-Api-Key"]
-  limit            = 2
-  period           = "1m"
-  missing_identity = "reject"
-}
-
-rule "no-admin" {
-  paths  = ["/admin"]
-  action = "deny"
-}
-`
-
-// nginxBinary is Debian's nginx, or a skip (a failure under
-// EDGE_REQUIRE_STACKS=1, as CI runs).
-func nginxBinary(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx"
-	}
-	if p, err := exec.LookPath("nginx"); err == nil {
-		return p
-	}
-	if os.Getenv("EDGE_REQUIRE_STACKS") == "1" {
-		t.Fatal("nginx is not installed (EDGE_REQUIRE_STACKS=1: .ci/run installs Debian's nginx-light)")
-	}
-	t.Skip("nginx is not installed (CI installs Debian's nginx-light)")
-	return ""
-}
-
-// freeAddr returns a loopback HOST:PORT nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln := listen(t)
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // startAuthNginx runs deploy/nginx-auth-request.conf with its edge and
 // application addresses replaced by decide and app, listening on a free
@@ -92,7 +25,6 @@ func freeAddr(t *testing.T) string {
 // logs and temporary directories in the test's directory, one worker.
 func startAuthNginx(t *testing.T, decide, app string) (addr, errorLog string) {
 	t.Helper()
-	bin := nginxBinary(t)
 	src, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "nginx-auth-request.conf"))
 	if err != nil {
 		t.Fatal(err)
@@ -100,61 +32,19 @@ func startAuthNginx(t *testing.T, decide, app string) (addr, errorLog string) {
 	dir := t.TempDir()
 	addr = freeAddr(t)
 	conf := string(src)
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root;\n" // workers would run as nobody, who cannot write dir
-	}
 	for _, r := range [][2]string{
-		{"worker_processes auto;", user + "worker_processes 1;\npid " + dir + "/nginx.pid;\nerror_log " + dir + "/error.log info;"},
+		{"worker_processes auto;", nginxMain(dir)},
 		{"listen 80;", "listen " + addr + ";"},
 		{"server 127.0.0.1:8081;", "server " + decide + ";"},
 		{"server 127.0.0.1:9000;", "server " + app + ";"},
-		{"http {\n", "http {\n  access_log off;\n  client_body_temp_path " + dir + "/body;\n  proxy_temp_path " + dir + "/proxy;\n  fastcgi_temp_path " + dir + "/fastcgi;\n  uwsgi_temp_path " + dir + "/uwsgi;\n  scgi_temp_path " + dir + "/scgi;\n"},
+		{"http {\n", "http {\n" + nginxHTTP(dir)},
 	} {
 		if strings.Count(conf, r[0]) != 1 {
 			t.Fatalf("deploy/nginx-auth-request.conf has %d of %q, want 1", strings.Count(conf, r[0]), r[0])
 		}
 		conf = strings.Replace(conf, r[0], r[1], 1)
 	}
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	errorLog = filepath.Join(dir, "error.log")
-	cmd := exec.Command(bin, "-p", dir, "-c", confPath, "-g", "daemon off;")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // the master we started, by its pid
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	// Polling for start-up, not for correctness.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr, errorLog
-		}
-		select {
-		case <-done:
-			log, _ := os.ReadFile(errorLog)
-			t.Fatalf("nginx exited: %s%s", stderr.String(), log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx did not listen on %s: %s", addr, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return addr, runNginx(t, dir, conf, addr)
 }
 
 // clientFrom is an HTTP client whose connections come from the loopback
@@ -218,11 +108,11 @@ func call(t *testing.T, c *http.Client, method, url string, header ...string) se
 // once (NGINX's error_page does not ask again).
 func TestNginxAuthRequestRefusesAsTheEdge(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	p := loadPolicyText(t, nginxDecidePolicy)
+	p := loadDecidePolicy(t)
 	behind := startNode(t, p, nodeOptions{clock: &fakeClock{t: at}})
 	daddr := serveDecide(t, behind)
 	nginx, errorLog := startAuthNginx(t, daddr, behind.oaddr)
-	direct := startNode(t, loadPolicyText(t, nginxDecidePolicy), nodeOptions{clock: &fakeClock{t: at}})
+	direct := startNode(t, loadDecidePolicy(t), nodeOptions{clock: &fakeClock{t: at}})
 
 	a, b := clientFrom("127.0.0.2"), clientFrom("127.0.0.3")
 	type req struct {
@@ -296,7 +186,7 @@ func TestNginxAuthRequestRefusesAsTheEdge(t *testing.T) {
 // TestNginxAuthRequestFailsClosed: with the edge's decide listener down,
 // NGINX refuses (503) rather than letting requests through.
 func TestNginxAuthRequestFailsClosed(t *testing.T) {
-	behind := startNode(t, loadPolicyText(t, nginxDecidePolicy), nodeOptions{})
+	behind := startNode(t, loadDecidePolicy(t), nodeOptions{})
 	nginx, _ := startAuthNginx(t, freeAddr(t), behind.oaddr) // nothing listens there
 	if s := call(t, clientFrom("127.0.0.2"), "POST", "http://"+nginx+"/login"); s.status != 503 {
 		t.Fatalf("edge down: %d, want 503", s.status)
@@ -304,13 +194,4 @@ func TestNginxAuthRequestFailsClosed(t *testing.T) {
 	if hits := behind.hits(t); hits["/login"] != 0 {
 		t.Fatalf("the origin saw %v with the edge down", hits)
 	}
-}
-
-func loadPolicyText(t *testing.T, src string) *rules.Policy {
-	t.Helper()
-	p, diags := builtin.Load("decide-nginx.hcl", []byte(src))
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	return p
 }
