@@ -191,6 +191,12 @@ func ValidateOp(op *Op) error {
 	if op.Cost < 0 {
 		return fmt.Errorf("%w: cost %d is negative", ErrInvalidLimits, op.Cost)
 	}
+	if op.Calendar && op.Algorithm != FixedWindow {
+		return fmt.Errorf("%w: a calendar window is a fixed_window, not %s", ErrInvalidLimits, op.Algorithm)
+	}
+	if op.Calendar && (op.WindowStartUS < 0 || op.WindowStartUS > MaxExact-MaxPeriodUS) {
+		return fmt.Errorf("%w: calendar window start %dµs out of range", ErrInvalidLimits, op.WindowStartUS)
+	}
 	return ValidateLimits(op.Algorithm, op.Limit, op.Burst, op.PeriodUS)
 }
 
@@ -306,7 +312,7 @@ func windowUS(st *State, nowUS int64, op *Op) int64 {
 	case FixedWindow:
 		// Spent, the window is full until it ends.
 		start, _ := fixedAt(st, nowUS, op)
-		return start + op.PeriodUS - nowUS
+		return fixedLeft(start, nowUS, op)
 	case SlidingWindow:
 		p := op.PeriodUS
 		start, prev, cur := slidingAt(st, nowUS, op)
@@ -395,7 +401,7 @@ func waitUS(st *State, nowUS int64, op *Op, cost int64) (wait int64) {
 		}
 		start, n := fixedAt(st, nowUS, op)
 		if n+cost > op.Limit {
-			return start + op.PeriodUS - nowUS
+			return fixedLeft(start, nowUS, op)
 		}
 		return 0
 	case SlidingWindow:
@@ -678,7 +684,7 @@ func reportState(st *State, nowUS int64, op *Op) (remaining, resetUS int64) {
 		if n == 0 {
 			return op.Limit, 0
 		}
-		return max(op.Limit-n, 0), start + op.PeriodUS - nowUS
+		return max(op.Limit-n, 0), fixedLeft(start, nowUS, op)
 	case SlidingWindow:
 		p := op.PeriodUS
 		start, prev, cur := slidingAt(st, nowUS, op)
@@ -785,10 +791,23 @@ func windowStart(nowUS, periodUS int64) int64 {
 // later than now's (a clock step back) stays current.
 func fixedAt(st *State, nowUS int64, op *Op) (start, n int64) {
 	start = windowStart(nowUS, op.PeriodUS)
+	if op.Calendar {
+		start = op.WindowStartUS
+	}
 	if st.Alg != op.Algorithm || st.At < start {
 		return start, 0
 	}
 	return st.At, st.N
+}
+
+// fixedLeft returns the µs from nowUS to the end of the fixed window that
+// starts at start, at least 1. Only a Calendar op's window can end at or
+// before nowUS: its bounds come from the caller's clock, its now may be
+// another's (the Redis store's server-time mode), and then the window the
+// caller chose is full or not for one µs more, never for a negative time
+// (rules/calendar.go).
+func fixedLeft(start, nowUS int64, op *Op) int64 {
+	return max(start+op.PeriodUS-nowUS, 1)
 }
 
 // slidingAt returns the current window's start, the previous window's count

@@ -178,6 +178,8 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		}
 		if rb.Period == nil {
 			fail(rb.DefRange, "Missing period", "rule %q needs period, a duration such as \"1m\" or \"1d\"", rb.Name)
+		} else if c.calendarPeriod(rb, r) {
+			ok = ok && r.Calendar != NoCalendar // "day", "week", "month" (calendar.go)
 		} else if d, err := ParseDuration(*rb.Period); err != nil {
 			fail(rb.PeriodRange, "Invalid period", "%q is not a duration; write it like \"30s\", \"15m\", \"1h\" or \"1d\"", *rb.Period)
 		} else if d <= 0 {
@@ -210,6 +212,8 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 			fail(rb.LimitRange, "Limit not used", "%s; remove limit", uncounted(r.Action))
 		}
 	}
+
+	c.timeZone(rb, r)
 
 	if rb.Count != nil {
 		switch *rb.Count {

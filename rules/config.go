@@ -132,6 +132,9 @@ type ruleBlock struct {
 	Limit  *int64  `hcl:"limit,optional"`
 	Period *string `hcl:"period,optional"`
 	Burst  *int64  `hcl:"burst,optional"`
+	// time_zone is a calendar period's IANA zone (default "UTC";
+	// calendar.go).
+	TimeZone *string `hcl:"time_zone,optional"`
 	// count is "requests" (default), "attempts" or "failures".
 	Count          *string        `hcl:"count,optional"`
 	FailureStatus  hcl.Expression `hcl:"failure_status,optional"`
@@ -179,6 +182,7 @@ type ruleBlock struct {
 	AlgorithmRange       hcl.Range `hcl:"algorithm,attr_value_range"`
 	LimitRange           hcl.Range `hcl:"limit,attr_value_range"`
 	PeriodRange          hcl.Range `hcl:"period,attr_value_range"`
+	TimeZoneRange        hcl.Range `hcl:"time_zone,attr_value_range"`
 	BurstRange           hcl.Range `hcl:"burst,attr_value_range"`
 	CountRange           hcl.Range `hcl:"count,attr_value_range"`
 	ResetOnSuccessRange  hcl.Range `hcl:"reset_on_success,attr_value_range"`

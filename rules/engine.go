@@ -404,6 +404,9 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			Sensitive: r.Sensitive,
 			MaxKeys:   int32(r.MaxKeys), // ≤ MaxKeysLimit (compile_rule.go)
 		})
+		if r.Calendar != NoCalendar {
+			r.calendarOp(now, &s.Ops[m.Op]) // its ceiling's op copies it
+		}
 		if r.IPCeiling > 0 {
 			// All visitors of one IP share a ceiling (key: the IP instead
 			// of the visitor), in the same call, so stockpiled visitor IDs

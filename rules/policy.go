@@ -253,6 +253,13 @@ type Rule struct {
 	// Limit units per Period; Burst is the bucket size (bucket algorithms).
 	Limit, Burst int64
 	Period       time.Duration
+	// Calendar is the rule's calendar period (period = "day", "week" or
+	// "month" on a fixed_window rule; calendar.go), NoCalendar for a
+	// duration. Then Period is its nominal length (24h, 7×24h, 31×24h)
+	// and each op's PeriodUS the current window's own; Zone is its
+	// time_zone (UTC by default, for every rule).
+	Calendar CalendarPeriod
+	Zone     *time.Location
 	// Count is the count mode.
 	Count CountMode
 	// Action is limit, deny or log.

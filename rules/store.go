@@ -144,6 +144,17 @@ type Op struct {
 	// ignore it. Sensitive and MaxKeys fit in Op's padding: an Op is 80
 	// bytes with them as without.
 	MaxKeys int32
+	// Calendar marks a fixed_window op of a calendar period (period =
+	// "day", "week" or "month", rules/calendar.go): its window is
+	// [WindowStartUS, WindowStartUS + PeriodUS), computed by the caller
+	// in the rule's time_zone from its clock, instead of the multiple of
+	// PeriodUS since the epoch that holds now. PeriodUS is then that
+	// window's own length (a day of 23 or 25 hours across a DST change, a
+	// month of 28 to 31 days). Only FixedWindow may set it (ValidateOp).
+	Calendar bool
+	// WindowStartUS is a Calendar op's window start, µs since the Unix
+	// epoch; 0 otherwise.
+	WindowStartUS int64
 }
 
 // Result is the outcome of one Op.

@@ -69,11 +69,15 @@
 -- (caller-clock mode, and every undo), else now is -1 and the slack 0;
 -- port says an op is a sliding_log or a distinct count (the port below
 -- runs the call). Then per op: kind + 8*algorithm + 64*enforce +
--- 128*attempts, limit, burst, period (us), cost, and in undo mode the
+-- 128*attempts + 256*calendar, limit, burst, period (us), cost, and in undo mode the
 -- number of payload strings the op has after the ops' fields. In take
 -- mode, each distinct op's Member follows the ops' fields, a string of 16
 -- hex digits, in the ops' order (an undo needs none: its payloads name
--- the members).
+-- the members). A calendar op (rules.Op.Calendar: a fixed_window of a
+-- day, week or month in a time zone, rules/calendar.go) carries its
+-- window's start (us) in the burst's place, which a window ignores, and
+-- its period is that window's length; only the port runs it (wire.go's
+-- needsPort), so the fast path never sees the flag.
 --
 -- Cost. Redis runs the whole chunk on every call, so every function below
 -- is a closure created (and collected) per call, every table is allocated
@@ -657,6 +661,7 @@ end
 -- Member after the previous distinct op's, ARGV's strings after the ops'
 -- fields.
 local kind, alg, enforce, attempts, limit, burst, period, cost, T, key, lk, isSet, member
+local calStart -- a calendar op's window start (us), nil for any other op
 local nextKey, nextMember = 1, 1
 
 local function use(i)
@@ -666,8 +671,12 @@ local function use(i)
 	local b = width * (i - 1)
 	local code = h[b + 1]
 	kind, alg = code % 8, (code - code % 8) / 8 % 8
-	enforce, attempts = code % 128 >= 64, code >= 128
+	enforce, attempts = code % 128 >= 64, code % 256 >= 128
 	limit, burst, period, cost = h[b + 2], h[b + 3], h[b + 4], max(h[b + 5], 0)
+	calStart = nil
+	if code >= 256 then
+		calStart, burst = burst, 0
+	end
 	if alg == GCRA then
 		T = idiv(period, limit)
 	end
@@ -757,6 +766,9 @@ local function levelAt(sa, at, n, t)
 end
 
 local function windowStart(t)
+	if calStart then
+		return calStart
+	end
 	local r = fmod(t, period)
 	if r < 0 then
 		r = r + period
@@ -871,7 +883,7 @@ local function check(sa, at, n, prev, t)
 		else
 			local start, cnt = fixedAt(sa, at, n, t)
 			if cnt + cost > limit then
-				wait = start + period - t
+				wait = max(start + period - t, 1) -- rules.fixedLeft
 			end
 		end
 	elseif alg == SLIDING then
@@ -934,7 +946,7 @@ local function window(sa, at, n, prev, t)
 		return skew(sa, at, t) + ceildiv(level + (r + 1) * period - cap, limit)
 	elseif alg == FIXED then
 		local start = fixedAt(sa, at, n, t)
-		return start + period - t
+		return max(start + period - t, 1)
 	elseif alg == SLIDING then
 		local p = period
 		local start, pr, cur = slidingAt(sa, at, n, prev, t)
@@ -1249,7 +1261,7 @@ local function report(sa, at, n, prev, t, count, newest)
 		if cnt == 0 then
 			return limit, 0
 		end
-		return max(limit - cnt, 0), start + period - t
+		return max(limit - cnt, 0), max(start + period - t, 1)
 	elseif alg == SLIDING then
 		local p = period
 		local start, pr, cur = slidingAt(sa, at, n, prev, t)

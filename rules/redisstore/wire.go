@@ -236,8 +236,10 @@ func header(mode int64, flag, clock, port bool, ops int) int64 {
 
 // needsPort reports whether op needs the script's port: the fast path runs
 // the algorithms without a sorted set. Every algorithm after SlidingLog
-// (a distinct count, take.lua's header) runs in the port only.
-func needsPort(op *rules.Op) bool { return op.Algorithm >= rules.SlidingLog }
+// (a distinct count, take.lua's header) runs in the port only, and so does
+// a calendar window (Op.Calendar), a fixed_window whose start the caller
+// gives.
+func needsPort(op *rules.Op) bool { return op.Algorithm >= rules.SlidingLog || op.Calendar }
 
 // hasSet reports whether op keeps a sorted set beside its string key, in
 // the key slot after it: its name plus logSuffix, in the same hash slot. A
@@ -249,7 +251,8 @@ func hasSet(op *rules.Op) bool {
 }
 
 // opCode is an op's first field: kind + 8×algorithm + 64×enforce +
-// 128×attempts (one number: each costs the script a conversion).
+// 128×attempts + 256×calendar (one number: each costs the script a
+// conversion).
 func opCode(op *rules.Op) int64 {
 	code := int64(op.Kind) + 8*int64(op.Algorithm)
 	if op.Enforce {
@@ -257,6 +260,9 @@ func opCode(op *rules.Op) int64 {
 	}
 	if op.Attempts {
 		code += 128
+	}
+	if op.Calendar {
+		code += 256
 	}
 	return code
 }
@@ -319,11 +325,17 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 }
 
 // appendOp appends op's fields to ARGV: its code, limit, burst, period
-// and cost.
+// and cost. A calendar window (a fixed_window, which has no burst) sends
+// its WindowStartUS in the burst's place, so the layout stays five
+// numbers an op.
 func (s *Store) appendOp(c *call, op *rules.Op) {
 	c.num(opCode(op))
 	c.num(op.Limit)
-	c.num(op.Burst)
+	if op.Calendar {
+		c.num(op.WindowStartUS)
+	} else {
+		c.num(op.Burst)
+	}
 	c.num(op.PeriodUS)
 	c.num(op.Cost)
 }

@@ -103,6 +103,7 @@ func Cases() []Case {
 	cs = append(cs, epochCases()...)
 	cs = append(cs, algorithmChange())
 	cs = append(cs, distinctCases()...)
+	cs = append(cs, calendarCases()...) // calendar.go
 	for _, c := range distinctCases()[:3] {
 		cs = append(cs, withRoomyBudget(c))
 	}
