@@ -76,6 +76,9 @@ type config struct {
 
 	// credential-stuffing and brute-force only
 	login loginParams
+
+	// retry-storm only; clients is its crowd
+	storm stormParams
 }
 
 // scenario is one kind of traffic.
@@ -112,6 +115,8 @@ func scenarios() map[string]scenario {
 
 		"credential-stuffing": {run: runCredentialStuffing, duration: loginDuration},
 		"brute-force":         {run: runBruteForce, duration: loginDuration},
+
+		"retry-storm": {run: runRetryStorm, duration: stormDuration, requests: stormRequests},
 	}
 }
 
@@ -142,7 +147,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"and one level's ratio understates it; cgnat-crowd: the crowd's connections, one number (each at most %d)", maxLevels, maxConnections))
 	repeat := fs.Int("repeat", 1, fmt.Sprintf("throughput: run the whole set of -connections levels this many times, interleaved "+
 		"(level after level, each level's target then compare), and summarise the medians per level (at most %d)", maxRepeat))
-	clients := fs.Int("clients", 1000, fmt.Sprintf("throughput: distinct X-Forwarded-For addresses from 198.18.0.0/15, in turn (at most %d)", maxClients))
+	clients := fs.Int("clients", 1000, fmt.Sprintf("throughput, retry-storm (at most 5000): distinct X-Forwarded-For addresses from 198.18.0.0/15, in turn (at most %d)", maxClients))
 	method := fs.String("method", "GET", "throughput: request method")
 	path := fs.String("path", "/api/bench", "throughput, cgnat-crowd: request path, query allowed (cgnat-crowd: a path the visitor rule limits)")
 	rawCompare := fs.String("compare", "", "throughput: base URL of a second target (e.g. the origin) measured right after -target; loopback only")
@@ -167,6 +172,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	at.register(fs)
 	lp := defaultLoginParams
 	lp.register(fs)
+	var sp stormParams
+	fs.DurationVar(&sp.period, "storm-window", 4*time.Second, "retry-storm: the fixed window of the policy's /storm/* rules (loadtest/testdata/retry-storm.hcl), whole seconds")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./loadtest [flags]\n\nscenarios: %s\n\nflags:\n", strings.Join(names, ", "))
 		fs.PrintDefaults()
@@ -288,6 +295,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		otp:     op,
 		attacks: at,
 		login:   lp,
+		storm:   sp,
 	}
 	budget := cfg.duration
 	if sc.budget != nil {
