@@ -312,27 +312,21 @@ func configure(o *redis.Options, opts Options, late *lateReads) {
 	}
 }
 
-// configureCluster is configure for a cluster's node clients. MaxRedirects
-// is -1 too: go-redis' cluster client retries a command after a timeout
-// within its redirect budget. Script calls do not go through that path
-// anyway (Take routes them to the masters' clients itself).
-func configureCluster(o *redis.ClusterOptions, opts Options, late *lateReads) {
-	o.MaxRetries = -1
-	o.MaxRedirects = -1
-	o.DialTimeout = opts.DialTimeout
-	o.Dialer = storeTimeDialer(opts.DialTimeout, opts.Timeout, o.TLSConfig, late)
-	o.ConnMaxIdleTime = -1
-	o.DialerRetries = 1
-	o.PoolTimeout = opts.Timeout
-	o.ReadTimeout = opts.Timeout
-	o.WriteTimeout = opts.Timeout
-	o.ContextTimeoutEnabled = true
-	o.Protocol = 2
-	o.DisableIdentity = true
-	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	if opts.PoolSize > 0 {
-		o.PoolSize = opts.PoolSize
-	}
+// configureCluster is configure for a cluster's node clients: the fields
+// configure sets on a redis.Options, copied (go-redis' options types share
+// them by name, not by a type), so that the values and their reasons stand
+// once. MaxRedirects is -1 too: go-redis' cluster client retries a command
+// after a timeout within its redirect budget. Script calls do not go
+// through that path anyway (Take routes them to the masters' clients
+// itself).
+func configureCluster(co *redis.ClusterOptions, opts Options, late *lateReads) {
+	o := &redis.Options{TLSConfig: co.TLSConfig}
+	configure(o, opts, late)
+	co.MaxRetries, co.MaxRedirects, co.DialerRetries = o.MaxRetries, -1, o.DialerRetries
+	co.DialTimeout, co.Dialer, co.ConnMaxIdleTime = o.DialTimeout, o.Dialer, o.ConnMaxIdleTime
+	co.PoolTimeout, co.ReadTimeout, co.WriteTimeout = o.PoolTimeout, o.ReadTimeout, o.WriteTimeout
+	co.ContextTimeoutEnabled, co.Protocol, co.DisableIdentity = o.ContextTimeoutEnabled, o.Protocol, o.DisableIdentity
+	co.MaintNotificationsConfig, co.PoolSize = o.MaintNotificationsConfig, o.PoolSize
 }
 
 // redactErr is a URL parsing error without the URL, which may hold a
@@ -366,17 +360,28 @@ func parseClusterURL(rest string) (*redis.ClusterOptions, error) {
 	if rest == "" {
 		return nil, errors.New("redisstore: a redis+cluster URL needs at least one host:port")
 	}
-	for addr := range strings.SplitSeq(rest, ",") {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: cluster node %q: %w", addr, err)
-		}
-		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || host == "" {
-			return nil, fmt.Errorf("redisstore: cluster node %q: want host:port", addr)
-		}
-		o.Addrs = append(o.Addrs, addr)
+	var err error
+	if o.Addrs, err = parseAddrs(rest, "cluster node"); err != nil {
+		return nil, err
 	}
 	return o, nil
+}
+
+// parseAddrs splits list, "HOST:PORT[,HOST:PORT…]", into its addresses;
+// what names one in an error ("cluster node", "sentinel").
+func parseAddrs(list, what string) ([]string, error) {
+	var addrs []string
+	for addr := range strings.SplitSeq(list, ",") {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %s %q: %w", what, addr, err)
+		}
+		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || host == "" {
+			return nil, fmt.Errorf("redisstore: %s %q: want host:port", what, addr)
+		}
+		addrs = append(addrs, addr)
+	}
+	return addrs, nil
 }
 
 // Ping checks that the server (every master of a cluster) answers and

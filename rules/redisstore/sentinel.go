@@ -3,7 +3,6 @@ package redisstore
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -72,15 +71,9 @@ func parseSentinelURL(rest string) (*redis.FailoverOptions, error) {
 	if hosts == "" {
 		return nil, errors.New("redisstore: a redis+sentinel URL needs at least one sentinel HOST:PORT")
 	}
-	for addr := range strings.SplitSeq(hosts, ",") {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: sentinel %q: %w", addr, err)
-		}
-		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || host == "" {
-			return nil, fmt.Errorf("redisstore: sentinel %q: want host:port", addr)
-		}
-		o.SentinelAddrs = append(o.SentinelAddrs, addr)
+	var err error
+	if o.SentinelAddrs, err = parseAddrs(hosts, "sentinel"); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -99,7 +92,8 @@ func validMasterName(s string) bool {
 }
 
 // newFailover returns the failover client of a sentinel URL (rest follows
-// the scheme), configured as configure does a single Redis's.
+// the scheme), configured as configure does a single Redis's: its fields
+// copied from a redis.Options configure set, as configureCluster does.
 func newFailover(rest string, opts Options, useTLS bool, late *lateReads) (*redis.Client, error) {
 	fo, err := parseSentinelURL(rest)
 	if err != nil {
@@ -114,19 +108,12 @@ func newFailover(rest string, opts Options, useTLS bool, late *lateReads) (*redi
 	fo.SentinelUsername, fo.SentinelPassword = opts.SentinelUsername, opts.SentinelPassword
 	o := &redis.Options{TLSConfig: fo.TLSConfig}
 	configure(o, opts, late)
-	fo.MaxRetries = o.MaxRetries
-	fo.DialTimeout = o.DialTimeout
-	fo.Dialer = o.Dialer // the sentinels' connections and the master's
-	fo.DialerRetries = o.DialerRetries
-	fo.PoolTimeout = o.PoolTimeout
-	fo.ReadTimeout = o.ReadTimeout
-	fo.WriteTimeout = o.WriteTimeout
-	fo.ContextTimeoutEnabled = o.ContextTimeoutEnabled
-	fo.Protocol = o.Protocol
-	fo.DisableIdentity = o.DisableIdentity
-	fo.ConnMaxIdleTime = o.ConnMaxIdleTime
-	if opts.PoolSize > 0 {
-		fo.PoolSize = opts.PoolSize
-	}
+	// The dialer serves the sentinels' connections and the master's; go-redis
+	// does not support maintenance notifications on a failover client.
+	fo.MaxRetries, fo.DialerRetries = o.MaxRetries, o.DialerRetries
+	fo.DialTimeout, fo.Dialer, fo.ConnMaxIdleTime = o.DialTimeout, o.Dialer, o.ConnMaxIdleTime
+	fo.PoolTimeout, fo.ReadTimeout, fo.WriteTimeout = o.PoolTimeout, o.ReadTimeout, o.WriteTimeout
+	fo.ContextTimeoutEnabled, fo.Protocol, fo.DisableIdentity = o.ContextTimeoutEnabled, o.Protocol, o.DisableIdentity
+	fo.PoolSize = o.PoolSize
 	return redis.NewFailoverClient(fo), nil
 }
