@@ -171,7 +171,7 @@ func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refuse
 		b = append(b, ";q="...)
 		b = strconv.AppendInt(b, m.Rule.Limit, 10)
 		b = append(b, ";w="...)
-		b = strconv.AppendInt(b, ceilSeconds(m.Rule.Period), 10)
+		b = strconv.AppendInt(b, ceilSeconds(policyWindow(rs, m)), 10)
 	}
 	if n == 0 {
 		return
