@@ -417,6 +417,20 @@ rule "api-per-ip" {
   limit     = 60
   period    = "1m"
   burst     = 20
+  # How its refusals are answered (ordinary rules only: a sensitive rule's
+  # is always the bare 429, and these are errors there). retry_after_jitter
+  # makes Retry-After and this rule's RateLimit t the true wait plus up to
+  # 20% more, in whole seconds and never earlier, so clients refused at once
+  # do not all return at once (here a refused client waits about a second,
+  # under the one-second step, so 20% would add nothing: worth it on longer
+  # waits). refusal_status (429 by default; 400-599 as NGINX's
+  # limit_req_status) and refusal_body replace the 429 and its problem+json
+  # body; the refusing rule with the longest wait answers (docs/policy.md,
+  # "Refusals").
+  # retry_after_jitter   = "20%"
+  # refusal_status       = 503
+  # refusal_body         = "{\"error\":\"slow down\"}\n"
+  # refusal_content_type = "application/json"
 }
 
 # A tighter limit being tried in shadow mode: decided and counted as
