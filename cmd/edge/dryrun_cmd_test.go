@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -29,9 +27,7 @@ func startDryRunNode(t *testing.T, logs *bytes.Buffer, mu *sync.Mutex) (*gateway
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done; st.Close() })
+	t.Cleanup(func() { st.Close() }) // after serveAdmin's
 	srv, err := gateway.New(gateway.Options{
 		Policy: p, Store: st, AdminToken: dryRunToken,
 		Logger: slog.New(slog.NewJSONHandler(lockedWriter{logs, mu}, nil)),
@@ -39,12 +35,7 @@ func startDryRunNode(t *testing.T, logs *bytes.Buffer, mu *sync.Mutex) (*gateway
 	if err != nil {
 		t.Fatal(err)
 	}
-	aln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { defer close(done); _ = srv.ServeAdmin(ctx, aln) }()
-	return srv, aln.Addr().String()
+	return srv, serveAdmin(t, srv)
 }
 
 type lockedWriter struct {

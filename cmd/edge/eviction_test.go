@@ -11,18 +11,49 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
+// redisCheckPolicy is a policy on Redis with a budget of a second: a
+// start-up check must not time out on a busy machine (openStoreLogs' url
+// replaces the policy's, as the -store flag does).
+func redisCheckPolicy(t *testing.T) *rules.Policy {
+	t.Helper()
+	p, diags := builtin.Load("p.hcl", []byte("store \"redis\" {\n  url     = \"redis://127.0.0.1:1/0\"\n  timeout = \"1s\"\n}\n"))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return p
+}
+
+// openStoreLogs opens p's store at url as edge serve does (it closes when
+// the test ends) and returns what it logged meanwhile, as JSON lines.
+func openStoreLogs(t *testing.T, p *rules.Policy, url string) string {
+	t.Helper()
+	var logs bytes.Buffer
+	st, _, _, err := openStore(p, url, minRedisKeySecret, slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return logs.String()
+}
+
+// lastLine is the last line of logs that contains s, or "".
+func lastLine(logs, s string) string {
+	var line string
+	for l := range strings.Lines(logs) {
+		if strings.Contains(l, s) {
+			line = l
+		}
+	}
+	return line
+}
+
 // TestRedisEvictionPolicyChecked: a node on Redis reads maxmemory-policy
 // at start and says loudly (error level) when it can evict live counters,
 // that it is fine when it cannot, and that it could not check when CONFIG
 // is refused. Each against a real redis-server whose policy CONFIG SET
 // set.
 func TestRedisEvictionPolicyChecked(t *testing.T) {
-	// A budget of a second: the start-up check must not time out on a busy
-	// machine (the -store flag below replaces the url).
-	p, diags := builtin.Load("p.hcl", []byte("store \"redis\" {\n  url     = \"redis://127.0.0.1:1/0\"\n  timeout = \"1s\"\n}\n"))
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
+	p := redisCheckPolicy(t)
 	tests := []struct {
 		name, policy string
 		noConfig     bool   // the store's user may not run CONFIG
@@ -48,20 +79,10 @@ func TestRedisEvictionPolicyChecked(t *testing.T) {
 				}
 				url = "redis://edge:edge-pass@" + r.Addr() + "/0"
 			}
-			var logs bytes.Buffer
-			st, _, _, err := openStore(p, url, minRedisKeySecret, slog.New(slog.NewJSONHandler(&logs, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			var line string
-			for l := range strings.Lines(logs.String()) {
-				if strings.Contains(l, tt.want) {
-					line = l
-				}
-			}
+			logs := openStoreLogs(t, p, url)
+			line := lastLine(logs, tt.want)
 			if line == "" || !strings.Contains(line, `"level":"`+tt.level+`"`) {
-				t.Fatalf("no %s line with %q in the logs:\n%s", tt.level, tt.want, logs.String())
+				t.Fatalf("no %s line with %q in the logs:\n%s", tt.level, tt.want, logs)
 			}
 			if !tt.noConfig && !strings.Contains(line, `"maxmemory_policy":"`+tt.policy+`"`) {
 				t.Errorf("the line does not name the policy: %s", line)

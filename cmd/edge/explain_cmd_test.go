@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/edge-gateway/edge/builtin"
@@ -43,20 +40,12 @@ func startExplainNode(t *testing.T, token string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() }) // after serveAdmin's
 	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Upstream: "http://127.0.0.1:1", AdminToken: token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	aln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = srv.ServeAdmin(ctx, aln) }()
-	return aln.Addr().String()
+	return serveAdmin(t, srv)
 }
 
 func runExplain(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"log/slog"
 	"strings"
 	"testing"
 
-	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/testredis"
 )
 
@@ -16,10 +13,7 @@ import (
 // replica's promotion), and says it is fine when the master refuses writes
 // without a replica. Against a real primary, replica and sentinel.
 func TestSentinelFailoverLossChecked(t *testing.T) {
-	p, diags := builtin.Load("p.hcl", []byte("store \"redis\" {\n  url     = \"redis://127.0.0.1:1/0\"\n  timeout = \"1s\"\n}\n"))
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
+	p := redisCheckPolicy(t)
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -31,32 +25,15 @@ func TestSentinelFailoverLossChecked(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testredis.StartSentinel(t, testredis.SentinelOptions{PrimaryArgs: tc.args})
-			var logs bytes.Buffer
-			st, _, _, err := openStore(p, s.URL(), minRedisKeySecret, slog.New(slog.NewJSONHandler(&logs, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			var line string
-			for l := range strings.Lines(logs.String()) {
-				if strings.Contains(l, tc.want) {
-					line = l
-				}
-			}
-			if !strings.Contains(line, `"level":"`+tc.level+`"`) {
-				t.Errorf("no %s line %q in the logs:\n%s", tc.level, tc.want, logs.String())
+			logs := openStoreLogs(t, p, s.URL())
+			if line := lastLine(logs, tc.want); !strings.Contains(line, `"level":"`+tc.level+`"`) {
+				t.Errorf("no %s line %q in the logs:\n%s", tc.level, tc.want, logs)
 			}
 		})
 	}
 	// A plain Redis is not asked.
-	r := testredis.Start(t)
-	var logs bytes.Buffer
-	st, _, _, err := openStore(p, r.URL(), minRedisKeySecret, slog.New(slog.NewJSONHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if strings.Contains(logs.String(), "min-replicas") || strings.Contains(logs.String(), "SENTINEL") {
-		t.Errorf("a plain Redis was checked for failover loss:\n%s", logs.String())
+	logs := openStoreLogs(t, p, testredis.Start(t).URL())
+	if strings.Contains(logs, "min-replicas") || strings.Contains(logs, "SENTINEL") {
+		t.Errorf("a plain Redis was checked for failover loss:\n%s", logs)
 	}
 }

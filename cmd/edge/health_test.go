@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/edge-gateway/edge/builtin"
@@ -49,16 +47,7 @@ func startHealthNode(t *testing.T, redisDown bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = srv.ServeAdmin(ctx, aln) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return aln.Addr().String()
+	return serveAdmin(t, srv)
 }
 
 func runHealth(args ...string) (code int, stdout, stderr string) {

@@ -2,17 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -91,15 +88,7 @@ func startManagedNode(t *testing.T, path string, logs io.Writer) (string, error)
 	if err != nil {
 		t.Fatal(err)
 	}
-	aln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.ServeAdmin(ctx, aln) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return aln.Addr().String(), nil
+	return serveAdmin(t, srv), nil
 }
 
 func strictReady(t *testing.T, admin string) int {
