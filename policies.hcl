@@ -69,7 +69,7 @@ edge {
 # sensitive rule never evicts a live counter: a new key is answered by its
 # on_store_error instead (edge_store_budget_full_total). A key costs about
 # 220 bytes (250 to 350 for a sliding_log, by limit); this file's budgets
-# together hold 640000 keys, about 145 MiB when every one is full
+# together hold 650000 keys, about 147 MiB when every one is full
 # (docs/memory-store.md).
 store "memory" {
   max_keys = 100000
@@ -431,6 +431,29 @@ rule "api-per-ip-shadow" {
   dry_run   = true
 }
 
+# Weighted costs: an export is worth many reads. Each is charged an estimate
+# of 10 units up front (cost), and once the origin has answered, the real
+# cost it names in X-Actual-Cost (settle_from; the demo origin's
+# /api/export?cost=N names N) is settled on the key: the difference is
+# charged, or refunded when the export was cheaper. A charge is never
+# refused (the export was served); the balance may go below empty, and the
+# client's next exports wait until it has recovered, as AWS bills
+# variable-cost APIs. The origin's value is clamped to 0..max_cost, and
+# X-Actual-Cost never reaches the client. A client can declare the cost
+# itself instead, cost = "header:X-Export-Rows", clamped to 1..max_cost
+# (a value that is not an integer costs max_cost).
+rule "api-export-per-ip" {
+  paths       = ["/api/export"]
+  key         = ["ip"]
+  algorithm   = "gcra"
+  limit       = 100
+  period      = "1h"
+  cost        = 10
+  max_cost    = 50
+  settle_from = "X-Actual-Cost"
+  max_keys    = 10000
+}
+
 # ---- Blocked outright ---------------------------------------------------------
 # action = "deny" refuses every match (403 here; a bare 429 when sensitive)
 # without counting: no key, limit or period. "log" would count and log
@@ -593,6 +616,62 @@ test "the shadow rule would refuse the eleventh API call a minute, and never doe
     from   = "198.51.100.20"
     expect = "dry_run_deny"
     rule   = "api-per-ip-shadow"
+  }
+}
+
+test "an export is charged what the origin says it cost, into debt, and refunded when cheaper" {
+  # 100 units an hour (one back every 36 s), 10 charged up front; each of
+  # these two really cost 50, so 40 more are charged after each.
+  request {
+    path           = "/api/export"
+    from           = "198.51.100.30"
+    origin_headers = { "X-Actual-Cost" = "50" }
+    repeat         = 2
+    expect         = "allow"
+  }
+  request {
+    path   = "/api/export"
+    from   = "198.51.100.30"
+    expect = "deny"
+    rule   = "api-export-per-ip"
+  }
+  # 6 minutes give back 10 units, the estimate; the real cost is 50 again:
+  # 40 units of debt.
+  request {
+    after          = "6m"
+    path           = "/api/export"
+    from           = "198.51.100.30"
+    origin_headers = { "X-Actual-Cost" = "50" }
+    expect         = "allow"
+  }
+  # 24 minutes repay the debt only: the counter is full.
+  request {
+    after  = "24m"
+    path   = "/api/export"
+    from   = "198.51.100.30"
+    expect = "deny"
+    rule   = "api-export-per-ip"
+  }
+  # 6 more give back 10 units; this export cost 1, so 9 come back.
+  request {
+    after          = "6m"
+    path           = "/api/export"
+    from           = "198.51.100.30"
+    origin_headers = { "X-Actual-Cost" = "1" }
+    expect         = "allow"
+  }
+  # One unit more (36 s) and the refund makes 10.
+  request {
+    after  = "36s"
+    path   = "/api/export"
+    from   = "198.51.100.30"
+    expect = "allow"
+  }
+  request {
+    path   = "/api/export"
+    from   = "198.51.100.30"
+    expect = "deny"
+    rule   = "api-export-per-ip"
   }
 }
 

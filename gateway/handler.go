@@ -356,11 +356,14 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	if d.Settle {
 		// reset_on_success: one more store call, only on routes whose
 		// rules need it. The origin's X-Edge-Outcome overrides its status.
+		rs.sc.SetResponse(&resp.Header) // settle_from reads the real cost (gateway/cost.go)
 		if _, err := s.engine.Settle(ctx, rs.now, rs.sc, resp.StatusCode(), resp.Header.Peek("X-Edge-Outcome")); err != nil {
 			s.m.settleErrors.Inc()
 		}
+		s.countSettleInvalid(rs)
 	}
 	resp.Header.Del("X-Edge-Outcome")
+	stripSettleHeaders(p, &resp.Header)
 	// A shared cache would serve this client's state to others
 	// (docs/headers.md): neither its RateLimit values nor its new visitor
 	// cookie go on such an answer. The client stays in its IP's cookieless

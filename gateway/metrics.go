@@ -61,6 +61,7 @@ type metrics struct {
 	// (upstream_health.go).
 	upstreamFailures [numFailReasons]prometheus.Counter
 	settleErrors     prometheus.Counter
+	settleInvalid    prometheus.Counter // settle_from values clamped (cost.go)
 	bodyParses       prometheus.Counter
 
 	// responses counts answers by route and status class (routeHandles
@@ -112,6 +113,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	})
 	reg.MustRegister(m.decisions, requests, m.malformed, m.upstreamErrors, m.settleErrors, m.bodyParses, dry)
 	m.registerOps(reg, s)
+	m.registerCost(reg)
 	m.registerUpstream(reg, s)
 	return m
 }

@@ -105,6 +105,10 @@ type Request struct {
 	Visitor string
 	// OriginStatus is what the simulated origin answers a forwarded request.
 	OriginStatus int
+	// OriginHeaders are the headers the simulated origin adds to its
+	// answer (origin_headers), such as a settle_from header naming the
+	// request's real cost (docs/policy.md, "cost").
+	OriginHeaders []Header
 	// Repeat is how many times the request is sent, each at the same
 	// simulated instant and each expecting Expect (at least 1).
 	Repeat int
@@ -131,7 +135,7 @@ var requestSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "after"}, {Name: "method"}, {Name: "path"}, {Name: "from"},
 		{Name: "json"}, {Name: "form"}, {Name: "headers"}, {Name: "cookies"},
-		{Name: "visitor"}, {Name: "origin_status"}, {Name: "repeat"},
+		{Name: "visitor"}, {Name: "origin_status"}, {Name: "origin_headers"}, {Name: "repeat"},
 		{Name: "expect", Required: true}, {Name: "rule"},
 	},
 }
@@ -273,6 +277,11 @@ func parseRequest(b *hcl.Block) (Request, hcl.Diagnostics) {
 		hs, d := headers(a.Expr, "header")
 		diags = append(diags, d...)
 		r.Headers = hs
+	}
+	if a, ok := c.Attributes["origin_headers"]; ok {
+		hs, d := headers(a.Expr, "header")
+		diags = append(diags, d...)
+		r.OriginHeaders = hs
 	}
 	if a, ok := c.Attributes["cookies"]; ok {
 		hs, d := headers(a.Expr, "cookie")

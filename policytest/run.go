@@ -117,7 +117,9 @@ type origin struct {
 	srv    *fasthttp.Server
 	ln     net.Listener
 	status atomic.Int64
-	done   chan error
+	// headers are the current request's origin_headers.
+	headers atomic.Pointer[[]Header]
+	done    chan error
 }
 
 func startOrigin(see func(*fasthttp.RequestCtx)) (*origin, error) {
@@ -132,6 +134,11 @@ func startOrigin(see func(*fasthttp.RequestCtx)) (*origin, error) {
 				see(ctx)
 			}
 			ctx.SetStatusCode(int(o.status.Load()))
+			if hs := o.headers.Load(); hs != nil {
+				for _, h := range *hs {
+					ctx.Response.Header.Add(h.Name, h.Value)
+				}
+			}
 		},
 		NoDefaultServerHeader: true,
 		NoDefaultContentType:  true,
@@ -207,6 +214,7 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 		r := &t.Requests[i]
 		clock.now = clock.now.Add(r.After)
 		o.status.Store(int64(r.OriginStatus))
+		o.headers.Store(&r.OriginHeaders)
 		var cookie []byte
 		if r.Visitor != "" {
 			if cookie = visitors[r.Visitor]; cookie == nil {

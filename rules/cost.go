@@ -261,6 +261,7 @@ func (c *Compiler) compileCost(rb *ruleBlock, r *Rule) {
 			return
 		}
 		r.cost.settleFrom = []byte(name)
+		c.addSettleHeader(r.cost.settleFrom)
 	}
 	needMax := r.cost.header != nil || r.cost.settleFrom != nil
 	if rb.MaxCost == nil {
@@ -377,3 +378,19 @@ func (s *Scratch) SetResponse(h ResponseHeaders) { s.resp = h }
 // SettleInvalid returns how many settle_from values the last Settle found
 // invalid or out of range (SettleCost's clamped).
 func (s *Scratch) SettleInvalid() int { return s.settleInvalid }
+
+// SettleHeaders returns the response headers the policy's rules settle
+// their cost from (settle_from), one per name compared case-insensitively;
+// the gateway strips them from the origin's answer. The caller must not
+// modify them.
+func (p *Policy) SettleHeaders() [][]byte { return p.settleHeaders }
+
+// addSettleHeader records a settle_from header (SettleHeaders).
+func (c *Compiler) addSettleHeader(name []byte) {
+	for _, have := range c.p.settleHeaders {
+		if strings.EqualFold(string(have), string(name)) {
+			return
+		}
+	}
+	c.p.settleHeaders = append(c.p.settleHeaders, name)
+}

@@ -380,3 +380,22 @@ rule "export" {
 func loadDiags(src string) (*rules.Policy, hcl.Diagnostics) {
 	return builtin.Load("test.hcl", []byte(src))
 }
+
+// Under decide_listen the edge never sees the origin's answer: settle_from
+// is a warning, as reset_on_success is.
+func TestCostSettleUnderDecideListenWarns(t *testing.T) {
+	_, diags := loadDiags(`edge {
+  decide_listen   = "127.0.0.1:9902"
+  trusted_proxies = ["127.0.0.1/32"]
+}
+rule "r" {
+  key         = ["ip"]
+  limit       = 10
+  period      = "1m"
+  max_cost    = 10
+  settle_from = "X-Actual-Cost"
+}`)
+	if diags.HasErrors() || !strings.Contains(diags.Error(), "settle_from, which needs the origin's answer") {
+		t.Errorf("got %v, want the settle_from warning", diags)
+	}
+}

@@ -66,6 +66,8 @@ type Policy struct {
 
 	// headerNames are the request headers the policy reads (HeaderNames).
 	headerNames []string
+	// settleHeaders are the rules' settle_from headers (SettleHeaders).
+	settleHeaders [][]byte
 	// blocks are the feature blocks' compiled values, by block type, in
 	// file order (Block, Blocks).
 	blocks map[string][]any
