@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // Weighted costs through the real server (docs/policy.md, "cost"): the
@@ -14,9 +18,25 @@ import (
 // charged up front, settle_from = "X-Actual-Cost", max_cost 50) in front of
 // the demo origin, whose /api/export?cost=N names N as the real cost. The
 // clock is fake and moves only when the test says.
+//
+// It runs on the memory store and on a real redis-server (the Lua script's
+// add and refund, deciding at the test's clock: UseCallerClock; skipped
+// without redis-server unless EDGE_REQUIRE_STACKS).
 func TestExportCostSettlesThroughTheServer(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testExportCost(t, nil) })
+	t.Run("redis", func(t *testing.T) {
+		rs, err := redisstore.New(redisstore.Options{URL: testredis.Start(t).URL(), Timeout: time.Second, UseCallerClock: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rs.Close() })
+		testExportCost(t, rs)
+	})
+}
+
+func testExportCost(t *testing.T, store rules.Store) {
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	n := startNode(t, loadPolicy(t, "policies.hcl"), nodeOptions{clock: clk})
+	n := startNode(t, loadPolicy(t, "policies.hcl"), nodeOptions{clock: clk, store: store})
 	export := func(cost string, header ...string) reply {
 		t.Helper()
 		url := "http://" + n.addr + "/api/export"
@@ -87,7 +107,7 @@ func TestExportCostSettlesThroughTheServer(t *testing.T) {
 	// Real cost 0: all 10 refunded. Then invalid values leave the
 	// estimate standing (and count), a negative one reads as 0.
 	if r := export("0"); r.status != 200 || remaining(r) != 0 {
-		t.Fatalf("recovered: %d r=%d, want 200 and 0", r.status, remaining(r))
+		t.Fatalf("recovered: %d r=%d, want 200 and 0 (%v)", r.status, remaining(r), r.header)
 	}
 	if r := export("abc"); r.status != 200 || remaining(r) != 0 {
 		t.Fatalf("after a refund of 10: %d r=%d, want 200 and 0", r.status, remaining(r))
