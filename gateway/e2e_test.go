@@ -200,6 +200,12 @@ func raw(t testing.TB, addr, request string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rawOn(t, c, request)
+}
+
+// rawOn is raw over c, a new connection (plain or TLS), which it closes.
+func rawOn(t testing.TB, c net.Conn, request string) string {
+	t.Helper()
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(c, request); err != nil {

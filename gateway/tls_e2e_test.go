@@ -116,16 +116,7 @@ func (n *tlsNode) rawTLS(t testing.TB, request string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, request); err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(c)
-	if err != nil && len(b) == 0 {
-		t.Fatal(err)
-	}
-	return string(b)
+	return rawOn(t, c, request)
 }
 
 func loginRequest(client, username, password string) string {

@@ -96,7 +96,7 @@ func ValidateStoreURL(s string) error {
 		if i := strings.LastIndexByte(head, '@'); i >= 0 {
 			head = head[i+1:]
 		}
-		if !validMasterName(head) {
+		if !ValidSentinelMaster(head) {
 			return fmt.Errorf("%q: want redis+sentinel://[USER:PASSWORD@]MASTER@HOST:PORT,HOST:PORT, MASTER the name the sentinels monitor (letters, digits, '.', '_', '-')", shown)
 		}
 	}
@@ -139,7 +139,7 @@ func RedactURL(s string) string {
 		head := rest[:at]
 		master := head[strings.LastIndexByte(head, '@')+1:]
 		switch {
-		case !validMasterName(master):
+		case !ValidSentinelMaster(master):
 			// Not a master's name: credentials without one, all hidden.
 		case len(master) == len(head):
 			return s // a master's name, no credentials
@@ -150,9 +150,11 @@ func RedactURL(s string) string {
 	return scheme + "://xxxxx" + rest[at:]
 }
 
-// validMasterName reports whether s can be a sentinel master's name in a
-// store URL: letters, digits, '.', '_' and '-' (as redisstore parses it).
-func validMasterName(s string) bool {
+// ValidSentinelMaster reports whether s can be a sentinel master's name
+// in a store URL ("redis+sentinel://[user:password@]MASTER@HOST:PORT,…"):
+// one or more letters, digits, '.', '_' and '-'. The compiler redacts
+// store URLs by it and rules/redisstore parses them by it.
+func ValidSentinelMaster(s string) bool {
 	if s == "" {
 		return false
 	}

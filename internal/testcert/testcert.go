@@ -77,15 +77,8 @@ func NewCASpec(t testing.TB, spec Spec) *CA {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &CA{Cert: cert, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: key}
+	cert, certPEM := create(t, tmpl, tmpl, key, key)
+	return &CA{Cert: cert, PEM: certPEM, key: key}
 }
 
 // Pool is a pool holding only the CA, for a client's RootCAs.
@@ -141,7 +134,19 @@ func (ca *CA) IssueSpec(t testing.TB, spec Spec) Leaf {
 			tmpl.DNSNames = append(tmpl.DNSNames, n)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	cert, certPEM := create(t, tmpl, ca.Cert, key, ca.key)
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Leaf{Cert: cert, CertPEM: certPEM, KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})}
+}
+
+// create signs tmpl, for key's public half, by parent's signer, and returns
+// the certificate parsed and in PEM.
+func create(t testing.TB, tmpl, parent *x509.Certificate, key, signer *ecdsa.PrivateKey) (*x509.Certificate, []byte) {
+	t.Helper()
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,15 +154,7 @@ func (ca *CA) IssueSpec(t testing.TB, spec Spec) Leaf {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Leaf{
-		Cert:    cert,
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
-	}
+	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // TLS is the leaf as a tls.Certificate, for a Go server's or client's

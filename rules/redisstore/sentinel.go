@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/edge-gateway/edge/rules"
 )
 
 // Redis Sentinel. A "redis+sentinel://" URL names the master by the name
@@ -56,7 +58,7 @@ func parseSentinelURL(rest string) (*redis.FailoverOptions, error) {
 			return nil, errors.New("redisstore: parsing sentinel URL credentials: malformed percent-encoding") // never echo them
 		}
 	}
-	if !validMasterName(master) {
+	if !rules.ValidSentinelMaster(master) {
 		return nil, errors.New("redisstore: a sentinel master name is letters, digits, '.', '_' and '-' (redis+sentinel://[user:password@]MASTER@HOST:PORT,…)")
 	}
 	o.MasterName = master
@@ -76,19 +78,6 @@ func parseSentinelURL(rest string) (*redis.FailoverOptions, error) {
 		return nil, err
 	}
 	return o, nil
-}
-
-// validMasterName reports whether s is a master name a sentinel URL takes.
-func validMasterName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // newFailover returns the failover client of a sentinel URL (rest follows
