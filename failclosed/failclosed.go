@@ -459,6 +459,7 @@ func (s *Store) fallbackLocal(ctx context.Context, now time.Time, ops []rules.Op
 		if op.Burst > 0 {
 			op.Burst = ceilDiv(op.Burst, fleet)
 		}
+		op.Cost = localCost(&op)
 		if refused && op.Kind == rules.OpTake && !op.Attempts {
 			op.Kind = rules.OpPeek
 		}
