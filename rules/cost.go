@@ -65,9 +65,8 @@ func (r *Rule) Cost() int64 {
 	return 1
 }
 
-// CostHeader returns the request header a rule's cost is read from ("" for
-// a constant cost); MaxCost its max_cost (0 when unset); SettleFrom the
-// response header naming the real cost ("" when none).
+// CostHeader returns the request header a rule's cost is read from, "" for
+// a constant cost.
 func (r *Rule) CostHeader() string { return r.cost.headerName }
 
 // MaxCost returns the rule's max_cost, 0 when unset.
@@ -232,9 +231,8 @@ func (c *Compiler) compileCost(rb *ruleBlock, r *Rule) {
 		c.Errorf(rng, "cost not used", "a count_distinct rule counts one value per request, whatever it costs; remove cost, max_cost and settle_from")
 		return
 	}
-	capacity := r.capacity()
-	what := "limit"
-	if capacity == r.Burst && r.Algorithm != FixedWindow && r.Algorithm != SlidingWindow && r.Algorithm != SlidingLog {
+	capacity, what := r.capacity(), "limit"
+	if r.Algorithm == GCRA || r.Algorithm == TokenBucket || r.Algorithm == LeakyBucket {
 		what = "burst"
 	}
 	if costSet {
