@@ -256,6 +256,17 @@ func appendHex16(dst []byte, v uint16) []byte {
 	return append(dst, hexDigits[v>>12], hexDigits[v>>8&0xf], hexDigits[v>>4&0xf], hexDigits[v&0xf])
 }
 
+// appendHexList appends vs as 4 hex digits each, comma-separated.
+func appendHexList(dst []byte, vs []uint16) []byte {
+	for i, v := range vs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendHex16(dst, v)
+	}
+	return dst
+}
+
 // appendHash12 appends the first 12 hex digits of SHA-256 over txt, or
 // twelve zeros when empty is true (JA4.md: an empty list is not hashed).
 func appendHash12(dst, txt []byte, empty bool) []byte {
@@ -290,13 +301,7 @@ func (s *scratch) fingerprint(dst []byte, quic bool) []byte {
 	// b: the sorted cipher suites, 4 hex digits each, comma-separated.
 	s.u16 = append(s.u16[:0], h.ciphers...)
 	slices.Sort(s.u16)
-	s.txt = s.txt[:0]
-	for i, v := range s.u16 {
-		if i > 0 {
-			s.txt = append(s.txt, ',')
-		}
-		s.txt = appendHex16(s.txt, v)
-	}
+	s.txt = appendHexList(s.txt[:0], s.u16)
 	dst = appendHash12(dst, s.txt, len(s.u16) == 0)
 	dst = append(dst, '_')
 
@@ -309,13 +314,7 @@ func (s *scratch) fingerprint(dst []byte, quic bool) []byte {
 		}
 	}
 	slices.Sort(s.u16)
-	s.txt = s.txt[:0]
-	for i, v := range s.u16 {
-		if i > 0 {
-			s.txt = append(s.txt, ',')
-		}
-		s.txt = appendHex16(s.txt, v)
-	}
+	s.txt = appendHexList(s.txt[:0], s.u16)
 	if len(h.sigs) > 0 {
 		s.txt = append(s.txt, '_')
 		for i := 0; i+1 < len(h.sigs); i += 2 {

@@ -45,15 +45,18 @@ type Spec struct {
 	Names []string
 }
 
-func (s Spec) validity() (notBefore, notAfter time.Time) {
-	notBefore, notAfter = s.NotBefore, s.NotAfter
-	if notBefore.IsZero() {
-		notBefore = time.Now().Add(-time.Hour)
+// template is the certificate's serial number (random), subject and
+// validity.
+func (s Spec) template(t testing.TB) *x509.Certificate {
+	t.Helper()
+	tmpl := &x509.Certificate{SerialNumber: serial(t), Subject: pkix.Name{CommonName: s.CN}, NotBefore: s.NotBefore, NotAfter: s.NotAfter}
+	if tmpl.NotBefore.IsZero() {
+		tmpl.NotBefore = time.Now().Add(-time.Hour)
 	}
-	if notAfter.IsZero() {
-		notAfter = time.Now().Add(24 * time.Hour)
+	if tmpl.NotAfter.IsZero() {
+		tmpl.NotAfter = time.Now().Add(24 * time.Hour)
 	}
-	return notBefore, notAfter
+	return tmpl
 }
 
 // NewCA makes a CA named after the test, valid from an hour ago for a day.
@@ -67,16 +70,9 @@ func NewCA(t testing.TB) *CA {
 func NewCASpec(t testing.TB, spec Spec) *CA {
 	t.Helper()
 	key := newKey(t)
-	notBefore, notAfter := spec.validity()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: spec.CN},
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
+	tmpl := spec.template(t)
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	tmpl.BasicConstraintsValid, tmpl.IsCA = true, true
 	cert, certPEM := create(t, tmpl, tmpl, key, key)
 	return &CA{Cert: cert, PEM: certPEM, key: key}
 }
@@ -112,15 +108,9 @@ func (ca *CA) IssueValid(t testing.TB, cn string, notBefore, notAfter time.Time)
 func (ca *CA) IssueSpec(t testing.TB, spec Spec) Leaf {
 	t.Helper()
 	key := newKey(t)
-	notBefore, notAfter := spec.validity()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: spec.CN},
-		NotBefore:    notBefore,
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+	tmpl := spec.template(t)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	names := spec.Names
 	if spec.Client {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
