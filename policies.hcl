@@ -69,7 +69,7 @@ edge {
 # sensitive rule never evicts a live counter: a new key is answered by its
 # on_store_error instead (edge_store_budget_full_total). A key costs about
 # 220 bytes (250 to 350 for a sliding_log, by limit); this file's budgets
-# together hold 650000 keys, about 147 MiB when every one is full
+# together hold 660000 keys, about 149 MiB when every one is full
 # (docs/memory-store.md).
 store "memory" {
   max_keys = 100000
@@ -394,6 +394,26 @@ rule "api-per-key" {
   period         = "1s"
   burst          = 20
   on_store_error = "allow"
+}
+
+# A calendar quota per API key, layered over api-per-key's burst limit: the
+# two rules match the same requests and each decides as any two rules do
+# (the burst paces a key within the month; the quota caps its month however
+# it is paced). 100000 calls a calendar month, the month as the customer's
+# invoice counts it: from the 1st at 00:00 in Paris (23:00 UTC in winter,
+# 22:00 in summer) to the next 1st; period = "day" (midnight to midnight)
+# and "week" (Monday 00:00, ISO 8601) work alike. fixed_window only; DST
+# makes a day 23 or 25 hours, and RateLimit's t counts to the next 1st
+# (docs/policy.md, "Calendar quotas").
+rule "api-monthly-per-key" {
+  paths            = ["/api/*"]
+  key              = ["header:X-Api-Key"]
+  missing_identity = "skip"
+  algorithm        = "fixed_window"
+  limit            = 100000
+  period           = "month"
+  time_zone        = "Europe/Paris"
+  max_keys         = 10000
 }
 
 # Per client: 60 a minute, bursts to 20.

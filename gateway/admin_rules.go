@@ -55,7 +55,7 @@ func (s *Server) adminRules(ctx *fasthttp.RequestCtx) {
 	for i, r := range p.Rules {
 		ar := adminRule{
 			Name: r.Name, Methods: nonNil(r.Methods()), Paths: nonNil(r.Paths()), Hosts: nonNil(r.Hosts()),
-			Key: nonNil(r.KeyNames), Algorithm: r.Algorithm.String(), Limit: r.Limit, Period: r.Period.String(),
+			Key: nonNil(r.KeyNames), Algorithm: r.Algorithm.String(), Limit: r.Limit, Period: periodText(r),
 			Sensitive: r.Sensitive, Action: r.Action.String(),
 			DryRun:    r.Action != rules.ActionSkip && !s.engine.RuleEnforces(p, r, now),
 			Decisions: map[string]int64{},

@@ -19,3 +19,12 @@ func policyWindow(rs *reqState, m *rules.Match) time.Duration {
 	}
 	return m.Rule.Period
 }
+
+// periodText is a rule's period as GET /admin/rules shows it: a duration
+// ("1m0s"), or a calendar period with its zone ("month Europe/Paris").
+func periodText(r *rules.Rule) string {
+	if r.Calendar != rules.NoCalendar {
+		return r.Calendar.String() + " " + r.Zone.String()
+	}
+	return r.Period.String()
+}

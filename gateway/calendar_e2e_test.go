@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 	_ "time/tzdata" // the zones below, whatever the host has installed
+
+	"github.com/edge-gateway/edge/builtin"
 )
 
 // calendarPolicy layers a monthly quota in Paris over a burst limit on one
@@ -125,5 +127,20 @@ func TestCalendarQuotaThroughTheServer(t *testing.T) {
 				t.Fatalf("11 March 00:00 EDT: %d, d-daily %v, policy %v; want a fresh 24-hour day", r.status, r.limit["d-daily"], r.policy["d-daily"])
 			}
 		})
+	}
+}
+
+// TestAdminRulesPeriodText: GET /admin/rules shows a calendar period by
+// name with its zone, not as its nominal duration.
+func TestAdminRulesPeriodText(t *testing.T) {
+	p, diags := builtin.Load("calendar.hcl", []byte(calendarPolicy))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	want := map[string]string{"q-burst": "1s", "q-monthly": "month Europe/Paris", "d-daily": "day America/New_York"}
+	for _, r := range p.Rules {
+		if got := periodText(r); got != want[r.Name] {
+			t.Errorf("%s: period %q, want %q", r.Name, got, want[r.Name])
+		}
 	}
 }

@@ -23,16 +23,23 @@ import "time"
 // window's start is older than the op's: it reads as empty), and the key's
 // TTL is the time to the window's end.
 //
-// The window comes from the Engine's clock. With a Redis store in
-// server-time mode (redisstore, docs/redis.md) the script decides by
-// Redis' TIME, which can lie a little outside the window the node chose
-// near a boundary (by the clocks' skew): the node's window still decides
-// which count a request joins, and its wait and TTL count to that
-// window's end, at least 1µs (rules.fixedLeft). Once any node has counted
-// in the next window, every node counts there (a stored window later than
-// the op's stays current, as after a clock step back), so nodes disagree
-// for at most the skew around a boundary, as they would with plain
-// windows; a day does not lose or gain a whole quota.
+// The window comes from the Engine's clock, so the stores need no zone
+// data and every store counts the same window. With a Redis store in
+// server-time mode (rules/redisstore's package doc, "Time") the script
+// decides by Redis' TIME, which near a boundary can lie outside the window
+// the node chose, by the clocks' skew. Chosen: the node's window decides
+// which count a request joins; by Redis' time its wait and TTL count to
+// that window's end, at least 1µs (fixedLeft), never negative. A node
+// ahead of Redis starts the new window early (Redis' now before its start:
+// the wait is the whole window plus the skew); a node behind finds the old
+// window's count expired once Redis has passed its end (decided against an
+// empty count that lives 1µs: at most the skew's worth of requests go
+// uncounted), or joins the new window once another node has written it (a
+// stored window later than the op's stays current, as after a clock step
+// back). The error is bounded by the skew around each boundary, as for a
+// plain window; no window's quota is granted twice. The alternative,
+// computing the window in the script from TIME, would need the zone's
+// rules in Lua.
 
 // CalendarPeriod is a rule's calendar period, or NoCalendar for a
 // duration.

@@ -29,6 +29,19 @@
 // tests only, passes the caller's now instead, so that the conformance
 // tables run against a real Redis without sleeping.
 //
+// Calendar quotas (rules/calendar.go) are the exception that needs no
+// zone data here: the node computes the window from its own clock, in the
+// rule's time zone, and sends its start and length with the op (the
+// start in the burst's slot, take.lua's header); the script counts in
+// that window by TIME. Near a boundary the two clocks can disagree by
+// their skew: a request the node puts in the old window after Redis has
+// passed its end finds that window's count expired (its TTL was the
+// window's end) and is decided against an empty count living 1µs, and
+// a node behind joins the new window as soon as another node has written
+// it (a stored window later than the op's stays current). The error is
+// bounded by the skew, as for every algorithm; a window's quota is never
+// granted twice over a whole day or month.
+//
 // # Keys and expiry
 //
 // A key is Options.Prefix followed by the 24-byte rules.Key in hex inside a
