@@ -22,6 +22,11 @@
 // period after it was last seen), adds never past the limit, refunds and
 // resets, attempts, dry runs, clock steps back, a lowered limit (which
 // members stay, ties by value) and a sorted set shared with a sliding_log.
+// The calendar/ tables (calendar.go) hold calendar windows (rules.Op.Calendar:
+// a fixed_window of a day, week or month in a time zone) to their
+// boundaries: month ends and leap Februaries, ISO weeks, DST days of 23
+// and 25 hours in Paris and New York, and a caller's clock on either side
+// of the store's.
 // Generated checks add a sliding_log exactness property (no
 // rolling period ever holds more than Limit), a concurrency check of one
 // call's atomicity, and a differential run against rules.Check and
