@@ -34,6 +34,7 @@ func schemeHeadersSeen(l demo.Request) map[string]string {
 func TestForwardedProtoIsTheEdges(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	spoofs := []string{
+		"X-Forwarded-Port", "443", "X_Forwarded_Prefix", "/admin",
 		"X-Forwarded-Proto", "https", "X_Forwarded_Proto", "https", "x.forwarded.proto", "https",
 		"X-Forwarded-Ssl", "on", "Front-End-Https", "on", "X-Url-Scheme", "https", "X-Forwarded-Scheme", "https",
 	}
@@ -42,9 +43,15 @@ func TestForwardedProtoIsTheEdges(t *testing.T) {
 		if r := do(t, "GET", "http://"+n.addr+"/api/orders", "", spoofs...); r.status != 200 {
 			t.Fatalf("status %d", r.status)
 		}
-		seen := schemeHeadersSeen(n.last(t))
+		l := n.last(t)
+		seen := schemeHeadersSeen(l)
 		if len(seen) != 1 || seen["X-Forwarded-Proto"] != "http" {
 			t.Errorf("the origin saw %v, want only X-Forwarded-Proto: http", seen)
+		}
+		for k := range l.Headers {
+			if headerNameIs([]byte(k), "x-forwarded-port") || headerNameIs([]byte(k), "x-forwarded-prefix") {
+				t.Errorf("the origin received the client's %s", k)
+			}
 		}
 	})
 	t.Run("trusted proxy", func(t *testing.T) {
@@ -64,6 +71,18 @@ func TestForwardedProtoIsTheEdges(t *testing.T) {
 			if len(seen) != 1 || seen["X-Forwarded-Proto"] != c.want {
 				t.Errorf("proxy sent %q: the origin saw %v, want only X-Forwarded-Proto: %s", c.sent, seen, c.want)
 			}
+		}
+	})
+	t.Run("proxy's own line after the client's", func(t *testing.T) {
+		// A trusted proxy that appends its line (HAProxy's add-header)
+		// after the client's copy: the proxy's, the last, is the truth.
+		n := startNode(t, loadPolicy(t, "policies.hcl"), nodeOptions{clock: clock})
+		resp := raw(t, n.addr, "GET /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.9\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Proto: http\r\nConnection: close\r\n\r\n")
+		if rawStatus(t, resp) != 200 {
+			t.Fatalf("answer %q", resp)
+		}
+		if seen := schemeHeadersSeen(n.last(t)); len(seen) != 1 || seen["X-Forwarded-Proto"] != "http" {
+			t.Errorf("the origin saw %v, want only X-Forwarded-Proto: http (the proxy's own, last, line)", seen)
 		}
 	})
 	t.Run("TLS listener", func(t *testing.T) {

@@ -397,11 +397,15 @@ var clientIPHeaders = [...]string{
 // X-Forwarded-Host (Express with "trust proxy", Django's
 // USE_X_FORWARDED_HOST, Werkzeug's ProxyFix, Rails), X-Host,
 // X-Forwarded-Server and X-Original-Host (host), X-Original-URL and
-// X-Rewrite-URL (IIS URL Rewrite, older Symfony: the path). The edge
+// X-Rewrite-URL (IIS URL Rewrite, older Symfony: the path), X-Forwarded-Port
+// and X-Forwarded-Prefix (Spring's ForwardedHeaderFilter, ASP.NET Core's
+// forwarded headers, Werkzeug's ProxyFix x_port and x_prefix, Rack: the
+// port and path prefix of the URLs they build). The edge
 // matched Host and the target; a client-sent copy would let the origin
 // route elsewhere, so none reaches it (docs/host-and-path.md §1).
 var originRouteHeaders = [...]string{
 	"x-forwarded-host", "x-host", "x-forwarded-server", "x-original-host", "x-original-url", "x-rewrite-url",
+	"x-forwarded-port", "x-forwarded-prefix",
 }
 
 // originSchemeHeaders tell origins behind a proxy which scheme the client
@@ -426,7 +430,8 @@ var (
 // forwardedProto is the X-Forwarded-Proto the origin receives: "https" when
 // the client's connection to the edge is TLS, "http" otherwise; from a
 // trusted proxy (which terminated the client's TLS itself), the right-most
-// element of its X-Forwarded-Proto when that is http or https in any case.
+// element of the last X-Forwarded-Proto line when that is http or https in
+// any case.
 // It returns one of two static slices: nothing allocated.
 func forwardedProto(ctx *fasthttp.RequestCtx, req *fasthttp.Request, trusted bool) []byte {
 	proto := schemeHTTP
@@ -436,7 +441,14 @@ func forwardedProto(ctx *fasthttp.RequestCtx, req *fasthttp.Request, trusted boo
 	if !trusted {
 		return proto
 	}
-	v := req.Header.Peek("X-Forwarded-Proto")
+	// The last line's right-most element: a proxy that appends its own
+	// line after the client's (HAProxy's add-header) is the one that saw
+	// the client, as X-Forwarded-For is read (ipv6.Extractor).
+	lines := req.Header.PeekAll("X-Forwarded-Proto")
+	if len(lines) == 0 {
+		return proto
+	}
+	v := lines[len(lines)-1]
 	if i := bytes.LastIndexByte(v, ','); i >= 0 {
 		v = v[i+1:]
 	}
