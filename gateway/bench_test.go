@@ -85,9 +85,11 @@ func newBenchSetup(tb testing.TB, peer, xff string) *benchSetup {
 	return newBenchSetupWith(tb, benchPolicy, peer, xff, nil)
 }
 
-func newBenchSetupWith(tb testing.TB, src, peer, xff string, cookie func(*Server, time.Time) []byte) *benchSetup {
+// benchServer is a server of the policy src (named name) on a memory store
+// of 1000 keys that closes when the test ends, reading the time from clk.
+func benchServer(tb testing.TB, name, src string, clk *fakeClock) *Server {
 	tb.Helper()
-	p, diags := builtin.Load("bench.hcl", []byte(src))
+	p, diags := builtin.Load(name, []byte(src))
 	if diags.HasErrors() {
 		tb.Fatal(diags.Error())
 	}
@@ -96,11 +98,17 @@ func newBenchSetupWith(tb testing.TB, src, peer, xff string, cookie func(*Server
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { store.Close() })
-	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	s, err := New(Options{Policy: p, Store: store, Clock: clk})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return s
+}
+
+func newBenchSetupWith(tb testing.TB, src, peer, xff string, cookie func(*Server, time.Time) []byte) *benchSetup {
+	tb.Helper()
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	s := benchServer(tb, "bench.hcl", src, clk)
 	var req fasthttp.Request
 	req.Header.SetMethod("POST")
 	req.SetRequestURI("/login?next=%2Fhome")
@@ -114,7 +122,7 @@ func newBenchSetupWith(tb testing.TB, src, peer, xff string, cookie func(*Server
 	ctx := &fasthttp.RequestCtx{}
 	ctx.Init(&req, &net.TCPAddr{IP: net.ParseIP(peer), Port: 40000}, nil)
 	b := &benchSetup{s: s, st: s.state.Load(), rs: newReqState().(*reqState), ctx: ctx}
-	if !s.decide(ctx, b.st, b.rs) || len(b.rs.sc.Matches) != len(p.Rules) || b.rs.d.Verdict != rules.Forward {
+	if !s.decide(ctx, b.st, b.rs) || len(b.rs.sc.Matches) != len(s.Policy().Rules) || b.rs.d.Verdict != rules.Forward {
 		tb.Fatalf("setup: got %d matches, verdict %d", len(b.rs.sc.Matches), b.rs.d.Verdict)
 	}
 	return b

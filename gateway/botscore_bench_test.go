@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/edge-gateway/edge/builtin"
-	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // newBotsSetup is the decision path of a policy whose rule needs the bot
@@ -48,19 +45,7 @@ rule "per-asn" {
 }
 `, filepath.Join(root, "testdata/data/mmdb/GeoLite2-ASN-Test.mmdb"), filepath.Join(root, "testdata/data/mmdb/GeoIP2-Country-Test.mmdb"),
 		filepath.Join(root, "testdata/data/asn/x4bnet-lists_vpn/datacenter-ASN.txt"))
-	p, diags := builtin.Load("bots-bench.hcl", []byte(src))
-	if diags.HasErrors() {
-		tb.Fatal(diags.Error())
-	}
-	store, err := memstore.New(memstore.Options{MaxKeys: 1000})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { store.Close() })
-	s, err := New(Options{Policy: p, Store: store, Clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := benchServer(tb, "bots-bench.hcl", src, &fakeClock{t: time.Unix(1_800_000_000, 0)})
 	var req fasthttp.Request
 	if err := req.Read(bufio.NewReader(strings.NewReader(rawReq))); err != nil {
 		tb.Fatal(err)

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/edge-gateway/edge/builtin"
-	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // decideAllocPolicy: one ordinary rule that always allows (RateLimit
@@ -41,19 +38,7 @@ rule "login-per-ip" {
 // request as NGINX sends it, from peer 10.0.0.2.
 func newDecideCtx(tb testing.TB, target string) (*Server, *fasthttp.RequestCtx) {
 	tb.Helper()
-	p, diags := builtin.Load("decide-alloc.hcl", []byte(decideAllocPolicy))
-	if diags.HasErrors() {
-		tb.Fatal(diags.Error())
-	}
-	store, err := memstore.New(memstore.Options{MaxKeys: 1000})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { store.Close() })
-	s, err := New(Options{Policy: p, Store: store, Clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := benchServer(tb, "decide-alloc.hcl", decideAllocPolicy, &fakeClock{t: time.Unix(1_800_000_000, 0)})
 	var req fasthttp.Request
 	req.Header.SetMethod("GET")
 	req.SetRequestURI("/_edge")
