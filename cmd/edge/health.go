@@ -8,11 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/edge-gateway/edge/builtin"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // defaultAdminListen is the policy language's default admin_listen
@@ -25,9 +28,10 @@ const defaultAdminListen = "127.0.0.1:9901"
 // has no curl (docs/deploying.md, "Container image and systemd unit"). It
 // GETs /readyz on the node's admin listener (/readyz?strict=1 with
 // -strict) and exits 0 when the node answers 2xx, 1 when it answers
-// anything else, cannot be reached within the timeout, or its policy file
-// (-config) does not load, and 2 on bad flags. The admin address is
-// -admin, else -config's admin_listen, else 127.0.0.1:9901; an
+// anything else or cannot be reached within the timeout, and 2 on bad
+// flags. The admin address is -admin, else -config's admin_listen (read
+// alone: errors elsewhere in the file do not fail the probe,
+// adminListenOf), else 127.0.0.1:9901; an
 // unspecified host (0.0.0.0, ::, none) is probed on loopback, as a probe
 // inside the node's host or container does. /readyz needs no admin token.
 //
@@ -59,13 +63,12 @@ func healthCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	addr := *admin
 	if addr == "" && *config != "" {
-		p, diags := builtin.LoadFile(*config)
-		if diags.HasErrors() {
-			printDiags(stderr, *config, diags)
-			fmt.Fprintf(stderr, "edge health: not ready: %s has errors, so its admin listener is unknown (and a node would not start on it)\n", *config)
-			return 1
+		var err error
+		if addr, err = adminListenOf(*config); err != nil {
+			// The node may be serving a policy it loaded before the file
+			// broke (a refused reload keeps it): probe the default.
+			fmt.Fprintf(stderr, "edge health: %v; probing %s\n", err, defaultAdminListen)
 		}
-		addr = p.AdminListen
 	}
 	if addr == "" {
 		addr = defaultAdminListen
@@ -76,6 +79,43 @@ func healthCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return probeReadyz(u, *timeout, stdout, stderr)
+}
+
+// adminListenOf reads the admin_listen of the policy file at path, and
+// nothing else: the file may hold errors a running node refused at a
+// reload (it keeps serving the policy it had, /readyz 200), and a probe
+// that failed on them would have every healthy node restarted over one
+// typo, none of which could then start. "" when the edge block sets none
+// (the default applies); an error when the file cannot be read or
+// admin_listen is not a string literal.
+func adminListenOf(path string) (string, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading %s for its admin_listen: %w", path, err)
+	}
+	f, _ := hclsyntax.ParseConfig(src, path, hcl.InitialPos) // a partial body on syntax errors
+	if f == nil {
+		return "", fmt.Errorf("%s does not parse: its admin_listen is unknown", path)
+	}
+	body, ok := f.Body.(*hclsyntax.Body)
+	if !ok {
+		return "", fmt.Errorf("%s does not parse: its admin_listen is unknown", path)
+	}
+	for _, b := range body.Blocks {
+		if b.Type != "edge" {
+			continue
+		}
+		a, ok := b.Body.Attributes["admin_listen"]
+		if !ok {
+			return "", nil
+		}
+		v, diags := a.Expr.Value(nil)
+		if diags.HasErrors() || v.Type() != cty.String || v.IsNull() {
+			return "", fmt.Errorf("%s: admin_listen at %s is not a string", path, a.SrcRange)
+		}
+		return v.AsString(), nil
+	}
+	return "", nil
 }
 
 // readyzURL is the /readyz URL on the admin listener admin (HOST:PORT or

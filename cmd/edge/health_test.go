@@ -131,12 +131,31 @@ func TestHealthReadsConfig(t *testing.T) {
 			t.Errorf("edge health -config -admin CLOSED: exit %d, stderr %q; want -admin probed", code, errb)
 		}
 	}
+	// A file with errors the running node refused at a reload (it keeps
+	// serving, /readyz 200): the probe reads admin_listen alone and the
+	// node is ready; a typo in a shared policy must not restart every
+	// healthy node.
 	broken := filepath.Join(dir, "broken.hcl")
-	if err := os.WriteFile(broken, []byte("edge {\n  admin_listen = 9901\n  no_such = 1\n}\n"), 0o644); err != nil {
+	brokenSrc := strings.Replace(string(src), `admin_listen = "127.0.0.1:9901"`, `admin_listen = "`+admin+`"`, 1) + "\nrule \"typo\" {\n  limit = \"ten\"\n  no_such = 1\n"
+	if err := os.WriteFile(broken, []byte(brokenSrc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errb := runHealth("-config", broken); code != 1 || !strings.Contains(errb, "broken.hcl has errors") {
-		t.Errorf("edge health -config BROKEN: exit %d, stderr %q; want 1", code, errb)
+	if _, diags := builtin.LoadFile(broken); !diags.HasErrors() {
+		t.Fatal("the broken policy loads")
+	}
+	if code, out, errb := runHealth("-config", broken); code != 0 || out != "ready (ok)\n" {
+		t.Errorf("edge health -config BROKEN: exit %d, stdout %q, stderr %q; want the node ready", code, out, errb)
+	}
+	// admin_listen that is not a string, or no file: the default address
+	// is probed, and said so.
+	bad := filepath.Join(dir, "bad.hcl")
+	if err := os.WriteFile(bad, []byte("edge {\n  admin_listen = 9901\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{bad, filepath.Join(dir, "missing.hcl")} {
+		if _, _, errb := runHealth("-config", path, "-timeout", "500ms"); !strings.Contains(errb, "probing "+defaultAdminListen) {
+			t.Errorf("edge health -config %s: stderr %q; want the default probed", path, errb)
+		}
 	}
 }
 
