@@ -486,7 +486,14 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 // and Sentinel").
 func redisOptions(sc rules.StoreConfig, url string) (redisstore.Options, error) {
 	opts := redisstore.Options{URL: url, Timeout: sc.Timeout, DialTimeout: sc.DialTimeout, SentinelUsername: sc.SentinelUsername}
-	if strings.HasPrefix(url, "rediss://") || strings.HasPrefix(url, "rediss+sentinel://") {
+	tlsURL := func(u string) bool { return strings.HasPrefix(u, "rediss://") || strings.HasPrefix(u, "rediss+sentinel://") }
+	if !tlsURL(url) && (tlsURL(sc.URL) || sc.CAFile != "" || sc.CertFile != "" || sc.KeyFile != "" || sc.ServerName != "") {
+		// A -store override must not turn the block's TLS off: the
+		// password and every keyed hash would cross the network in the
+		// clear, with nothing said.
+		return opts, fmt.Errorf("-store %s is not TLS, but the policy's store block is (url %s, its TLS files): the store's password and keys would go in the clear; give a rediss:// or rediss+sentinel:// URL", rules.RedactURL(url), rules.RedactURL(sc.URL))
+	}
+	if tlsURL(url) {
 		opts.TLS = redisstore.TLS{CAFile: sc.CAFile, CertFile: sc.CertFile, KeyFile: sc.KeyFile, ServerName: sc.ServerName}
 	}
 	for _, e := range []struct {

@@ -280,7 +280,6 @@ func TestDeployingStoreExample(t *testing.T) {
 	}{
 		{"", "rediss://edge@redis.internal:6380/0", true},
 		{"rediss+sentinel://edge@mymaster@10.0.0.1:26379", "rediss+sentinel://edge@mymaster@10.0.0.1:26379", true},
-		{"redis://edge@10.0.0.1:6379/0", "redis://edge@10.0.0.1:6379/0", false},
 	}
 	for _, tt := range tests {
 		url := p.Store.URL
@@ -303,6 +302,13 @@ func TestDeployingStoreExample(t *testing.T) {
 		}
 		if o.DialTimeout != redisstore.DefaultDialTimeout {
 			t.Errorf("-store %q: DialTimeout %v, want the default %v", tt.flag, o.DialTimeout, redisstore.DefaultDialTimeout)
+		}
+	}
+	// A plain -store over the TLS block would send the password in the
+	// clear: refused, saying why.
+	for _, flag := range []string{"redis://edge@10.0.0.1:6379/0", "redis+sentinel://mymaster@10.0.0.1:26379"} {
+		if _, err := redisOptions(p.Store, flag); err == nil || !strings.Contains(err.Error(), "is not TLS, but the policy's store block is") {
+			t.Errorf("-store %q over a TLS store block: err %v, want it refused", flag, err)
 		}
 	}
 }
