@@ -96,7 +96,7 @@ func testConformance(t *testing.T, base Options, raw *redis.Client) {
 	t.Run("caller_clock", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) rules.Store {
 			o := base
-			o.Prefix, o.UseCallerClock, o.Timeout = prefix, true, time.Second
+			o.Prefix, o.UseCallerClock, o.Timeout, o.DialTimeout = prefix, true, conformanceBudget, conformanceBudget
 			return mustNew(t, o)
 		})
 	})

@@ -41,17 +41,23 @@ func (s timedStore) Take(ctx context.Context, now time.Time, ops []rules.Op, res
 	return s.Store.Take(ctx, now, ops, res)
 }
 
+// conformanceBudget is the conformance suite's per-call budget: a budget
+// for a test on a busy machine, not a latency the suite measures (the
+// "concurrent" table runs 64 callers at once through a pool of a few
+// connections, under the race detector).
+const conformanceBudget = 10 * time.Second
+
 func TestConformanceMiniredis(t *testing.T) {
 	t.Run("caller_clock", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) rules.Store {
 			_, url := newMini(t)
-			return mustNew(t, Options{URL: url, UseCallerClock: true, Timeout: time.Second})
+			return mustNew(t, Options{URL: url, UseCallerClock: true, Timeout: conformanceBudget, DialTimeout: conformanceBudget})
 		})
 	})
 	t.Run("server_time", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) rules.Store {
 			m, url := newMini(t)
-			return timedStore{mustNew(t, Options{URL: url, Timeout: time.Second}), m}
+			return timedStore{mustNew(t, Options{URL: url, Timeout: conformanceBudget, DialTimeout: conformanceBudget}), m}
 		})
 	})
 	// miniredis answers CLUSTER SLOTS as one master owning every slot: the
@@ -60,13 +66,13 @@ func TestConformanceMiniredis(t *testing.T) {
 	t.Run("cluster", func(t *testing.T) {
 		storetest.RunWith(t, func(t *testing.T) rules.Store {
 			m := miniredis.RunT(t)
-			return mustNew(t, Options{URL: "redis+cluster://" + m.Addr(), UseCallerClock: true, Timeout: time.Second})
+			return mustNew(t, Options{URL: "redis+cluster://" + m.Addr(), UseCallerClock: true, Timeout: conformanceBudget, DialTimeout: conformanceBudget})
 		}, storetest.Options{PerShard: true})
 	})
 	t.Run("cluster_server_time", func(t *testing.T) {
 		storetest.RunWith(t, func(t *testing.T) rules.Store {
 			m := miniredis.RunT(t)
-			return timedStore{mustNew(t, Options{URL: "redis+cluster://" + m.Addr(), Timeout: time.Second}), m}
+			return timedStore{mustNew(t, Options{URL: "redis+cluster://" + m.Addr(), Timeout: conformanceBudget, DialTimeout: conformanceBudget}), m}
 		}, storetest.Options{PerShard: true})
 	})
 }
