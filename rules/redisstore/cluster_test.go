@@ -366,7 +366,7 @@ func TestConformanceCluster(t *testing.T) {
 	prefix := testPrefix("cluster")
 	t.Run("caller_clock", func(t *testing.T) {
 		storetest.RunWith(t, func(t *testing.T) rules.Store {
-			return mustNew(t, Options{URL: "redis+cluster://" + addrs, Prefix: prefix, UseCallerClock: true, Timeout: time.Second})
+			return mustNew(t, Options{URL: "redis+cluster://" + addrs, Prefix: prefix, UseCallerClock: true, Timeout: conformanceBudget, DialTimeout: conformanceBudget})
 		}, storetest.Options{PerShard: true})
 	})
 	ms, _ := masters(t, clusterClient(t, addrs))
