@@ -253,6 +253,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	}
 	c.ruleAttrs(rb.Remain, r)
 	c.finishRefusal(r)
+	c.finishQueue(r) // queue, max_delay (queue.go)
 	hasVisitor := r.ceilingChar >= 0
 	if hasVisitor && r.Limit > 0 {
 		// Every visitor rule holds all visitors of one IP to a ceiling, so

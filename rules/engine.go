@@ -154,6 +154,10 @@ type Decision struct {
 	Sensitive bool
 	// RetryAfter is the longest wait among refusing rules.
 	RetryAfter time.Duration
+	// Delay is, when Verdict is Forward, how long the gateway holds the
+	// request before forwarding it: the longest QueueDelay among the
+	// enforcing queue = true rules that admitted it (queue.go), 0 without.
+	Delay time.Duration
 	// Refusing is the first rule that refused (nil when forwarded), for
 	// logs and metrics; never shown to the client of a sensitive route.
 	Refusing *Rule
@@ -185,6 +189,8 @@ type Scratch struct {
 	exempts    []exemptCheck // forgive's exemption markers to check (forgive.go)
 	mops       []Op
 	mres       []Result
+	qops       []Op // max_delay refunds (queue.go)
+	qres       []Result
 	mbuf       []byte
 	buf        []byte // encoded key values, for the keyed hash
 	prev       []byte // the previous key's encoded values
@@ -518,6 +524,11 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			e.storeFallback(&d, m, res)
 			continue
 		}
+		if m.Rule.Queue.On && res.Allowed && !s.peekOnly {
+			if e.overMaxDelay(&d, m, s) {
+				continue
+			}
+		}
 		switch {
 		case res.Allowed:
 			m.Outcome = OutcomeAllow
@@ -544,7 +555,49 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		}
 	}
 	d.setVerdict(denyAction, invalid, missing)
+	if len(s.qops) > 0 {
+		// Give back the units of the requests max_delay refused: they are
+		// never held, so they must not fill the queue (queue.go). An error
+		// leaves them charged; they drain at the rule's rate.
+		if cap(s.qres) < len(s.qops) {
+			s.qres = make([]Result, len(s.qops))
+		}
+		s.qres = s.qres[:len(s.qops)]
+		_ = e.store.Take(ctx, now, s.qops, s.qres)
+		s.qops = s.qops[:0]
+	}
+	if d.Verdict != Forward {
+		d.Delay = 0
+	}
 	return d
+}
+
+// overMaxDelay records the delay of m, an enforcing queue rule that
+// admitted the request, in d.Delay, or refuses the request when the delay
+// is past the rule's max_delay (true: m is decided): the delay is known at
+// arrival, so the request is refused then rather than held, and its unit is
+// queued for a refund.
+func (e *Engine) overMaxDelay(d *Decision, m *Match, s *Scratch) bool {
+	if !m.Enforce {
+		return false
+	}
+	op := &s.Ops[m.Op]
+	delay := QueueDelay(op, &s.Res[m.Op])
+	if delay <= m.Rule.Queue.MaxDelay {
+		d.Delay = max(d.Delay, delay)
+		return false
+	}
+	m.Outcome = OutcomeDeny
+	if d.Refusing == nil {
+		d.Refusing = m.Rule
+	}
+	if wait := delay - m.Rule.Queue.MaxDelay; wait > d.RetryAfter {
+		d.RetryAfter = wait
+	}
+	refund := *op
+	refund.Kind = OpRefund
+	s.qops = append(s.qops, refund)
+	return true
 }
 
 // setVerdict decides what the edge does with the request once every

@@ -302,6 +302,8 @@ type Rule struct {
 	// Refusal is how the rule's informative refusal is answered:
 	// retry_after_jitter, refusal_status, refusal_body (compile_refusal.go).
 	Refusal Refusal
+	// Queue is the rule's queue = true and max_delay (queue.go).
+	Queue Queue
 }
 
 // PeriodUS is the period in microseconds.

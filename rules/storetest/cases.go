@@ -108,7 +108,8 @@ func Cases() []Case {
 		cs = append(cs, withRoomyBudget(c))
 	}
 	cs = append(cs, invalidCases())
-	cs = append(cs, costCases()...) // cost.go
+	cs = append(cs, costCases()...)  // cost.go
+	cs = append(cs, queueCases()...) // queue.go
 	return cs
 }
 

@@ -34,6 +34,9 @@ type Step struct {
 	Ignore Fields
 	// Err means Take must return an error (Want is then not compared).
 	Err bool
+	// Delay, when not nil, holds the rules.QueueDelay each op's result
+	// must give (queue = true, queue.go), compared whatever Ignore says.
+	Delay []time.Duration
 }
 
 // Fields selects Result fields.
@@ -168,6 +171,11 @@ func replay(t *testing.T, s rules.Store, c Case, ks keyspace) {
 			}
 			if got != want {
 				t.Errorf("step %d at %v, op %d (%s): got %s, want %s", i, st.At, j, describe(&st.Ops[j]), fmtResult(got), fmtResult(want))
+			}
+			if st.Delay != nil {
+				if d := rules.QueueDelay(&ops[j], &res[j]); d != st.Delay[j] {
+					t.Errorf("step %d at %v, op %d (%s): QueueDelay %v, want %v", i, st.At, j, describe(&st.Ops[j]), d, st.Delay[j])
+				}
 			}
 		}
 	}
