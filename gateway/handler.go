@@ -132,6 +132,18 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	if s.refuse(ctx, rs, d) {
 		return
 	}
+	if d.Delay > 0 {
+		// A queue = true rule admitted it early: hold it (queue.go).
+		switch s.hold(ctx, d.Delay) {
+		case holdGone:
+			unavailable(ctx)
+			ctx.SetConnectionClose()
+			return
+		case holdFull:
+			unavailable(ctx)
+			return
+		}
+	}
 	s.forward(ctx, st, rs, d)
 }
 

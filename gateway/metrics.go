@@ -70,6 +70,8 @@ type metrics struct {
 	responses *prometheus.CounterVec
 	reloads   [2]prometheus.Counter
 	minted    prometheus.Counter
+
+	queueDropped, queueFull prometheus.Counter // queue.go
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -114,6 +116,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	reg.MustRegister(m.decisions, requests, m.malformed, m.upstreamErrors, m.settleErrors, m.bodyParses, dry)
 	m.registerOps(reg, s)
 	m.registerCost(reg)
+	m.registerQueue(reg, s)
 	m.registerUpstream(reg, s)
 	return m
 }

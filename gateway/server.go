@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -77,6 +78,15 @@ type Options struct {
 	// (tests): one uniform 64-bit draw per informative refusal, called
 	// concurrently. nil: math/rand/v2's runtime source (retry_jitter.go).
 	RetryJitterRand func() uint64
+	// QueueAfter replaces the timer a queue = true rule's held request
+	// waits on (tests release holds in their own order): it returns a
+	// channel that delivers once the delay is over. nil: pooled timers
+	// (queue.go).
+	QueueAfter func(delay time.Duration) <-chan time.Time
+	// QueueMaxHeld is the most requests the node holds in queues at once
+	// (0: DefaultQueueMaxHeld); beyond it a request a queue admits is
+	// answered 503.
+	QueueMaxHeld int
 	// Reload, when set, reloads the node's policy file for POST
 	// /admin/reload (cmd/edge's one reload path, which SIGHUP and a change
 	// of the file also take); nil answers 501 (docs/operations.md, "Reload").
@@ -119,6 +129,10 @@ type Server struct {
 	synced atomic.Bool   // the fleet's toggles are being polled
 
 	jitterRand func() uint64 // Options.RetryJitterRand (retry_jitter.go)
+
+	queueAfter   func(time.Duration) <-chan time.Time // Options.QueueAfter (queue.go)
+	queueMaxHeld int64
+	queueHeld    atomic.Int64
 
 	observeHook func(d *rules.Decision, matches []rules.Match)
 	reload      func() ReloadResult
@@ -180,6 +194,7 @@ func New(opts Options) (*Server, error) {
 		upOverride:  opts.Upstream,
 		clock:       opts.Clock,
 		jitterRand:  opts.RetryJitterRand,
+		queueAfter:  opts.QueueAfter,
 		observeHook: opts.Observe,
 		reload:      opts.Reload,
 		health:      opts.Health,
@@ -187,6 +202,7 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.queueMaxHeld = int64(cmp.Or(opts.QueueMaxHeld, DefaultQueueMaxHeld))
 	s.visitorSecret = opts.VisitorSecret // nil: visitorSigner makes one
 	if opts.Redis != nil {
 		s.fleet = &fleetDryRuns{rs: opts.Redis}

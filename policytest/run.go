@@ -189,6 +189,10 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 	srv, err := gateway.New(gateway.Options{
 		Policy: p, Store: st, KeySecret: keySecret, Clock: clock,
 		Upstream: "http://" + o.ln.Addr().String(),
+		// A queue = true rule's hold ends at once: the simulated clock
+		// moves only between requests, so a test block sees the
+		// decisions, never waits out the delay (docs/policy.md, "Queue").
+		QueueAfter: func(time.Duration) <-chan time.Time { return released },
 		Observe: func(d *rules.Decision, ms []rules.Match) {
 			cur.decided, cur.verdict = true, d.Verdict
 			for i := range ms {
@@ -371,3 +375,10 @@ func describe(e Expect, by []string) string {
 	}
 	return e.String() + " by " + list
 }
+
+// released is a channel that has delivered: the queue holds of a test run.
+var released = func() <-chan time.Time {
+	ch := make(chan time.Time)
+	close(ch)
+	return ch
+}()

@@ -487,6 +487,28 @@ rule "api-export-per-ip" {
   max_keys    = 10000
 }
 
+# A queue, as NGINX's limit_req without nodelay: a leaky_bucket rule with
+# queue = true does not forward a burst at once but holds each request the
+# bucket admits early and releases it at the rule's rate, in arrival order
+# (here one every 200 ms: a burst of 20 is spread over 3.8 s, the 21st
+# refused). max_delay (default and at most burst ÷ rate, 4 s here) refuses
+# at arrival a request that would wait longer, and gives its unit back. A
+# held request whose client hangs up is dropped, never forwarded (its unit
+# stays charged); a node holds at most 10000 requests in all, answering 503
+# beyond (edge_queue_held, edge_queue_full_total). Smoothing for an origin
+# that takes bursts badly; on a login it delays what the bucket lets through
+# anyway, so it never admits more (docs/policy.md, "Queue").
+# rule "api-search-queue" {
+#   paths     = ["/api/search"]
+#   key       = ["ip"]
+#   algorithm = "leaky_bucket"
+#   limit     = 5
+#   period    = "1s"
+#   burst     = 20
+#   queue     = true
+#   max_delay = "2s"
+# }
+
 # ---- Blocked outright ---------------------------------------------------------
 # action = "deny" refuses every match (403 here; a bare 429 when sensitive)
 # without counting: no key, limit or period. "log" would count and log
