@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
+	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // queuePolicy is the queue: 5 a second, a burst of 20, held.
@@ -103,7 +108,13 @@ type queueNode struct {
 
 func startQueueNode(t *testing.T, maxHeld int) *queueNode {
 	t.Helper()
-	p, diags := builtin.Load("queue.hcl", []byte(queuePolicy))
+	return startQueueNodeWith(t, queuePolicy, nil, maxHeld)
+}
+
+// startQueueNodeWith starts src's node on store (nil: a memory store).
+func startQueueNodeWith(t *testing.T, src string, store rules.Store, maxHeld int) *queueNode {
+	t.Helper()
+	p, diags := builtin.Load("queue.hcl", []byte(src))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -113,12 +124,16 @@ func startQueueNode(t *testing.T, maxHeld int) *queueNode {
 	osrv := &http.Server{Handler: q.origin}
 	go func() { _ = osrv.Serve(oln) }()
 	t.Cleanup(func() { osrv.Close() })
-	ms, err := memstore.New(memstore.Options{MaxKeys: 1000})
-	if err != nil {
-		t.Fatal(err)
+	if store == nil {
+		ms, err := memstore.New(memstore.Options{MaxKeys: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ms.Close() })
+		store = ms
 	}
-	t.Cleanup(func() { ms.Close() })
-	q.srv, err = New(Options{Policy: p, Store: ms, Upstream: "http://" + oln.Addr().String(), Registry: prometheus.NewRegistry(),
+	var err error
+	q.srv, err = New(Options{Policy: p, Store: store, Upstream: "http://" + oln.Addr().String(), Registry: prometheus.NewRegistry(),
 		Clock: clk, QueueAfter: q.timers.after, QueueMaxHeld: maxHeld})
 	if err != nil {
 		t.Fatal(err)
@@ -262,5 +277,63 @@ func TestQueueNodeCap(t *testing.T) {
 	}
 	if got := q.origin.got(); len(got) != 3 {
 		t.Fatalf("the origin received %v, want 0, 1, 2", got)
+	}
+}
+
+// max_delay through the real server, on the memory store and a real
+// redis-server: with max_delay = "1s" the first six of a burst are admitted
+// (delays 0 … 1s), the next ten would wait 1.2 s and are refused 429 at
+// once, never held, and their units are given back: 200ms later the next
+// is held for exactly 1s. Without the refunds the level would be 16 and it
+// would be refused too (a 3 s wait).
+func TestQueueMaxDelayThroughTheServer(t *testing.T) {
+	src := strings.Replace(queuePolicy, "queue     = true", "queue     = true\n  max_delay = \"1s\"", 1)
+	t.Run("memory", func(t *testing.T) { testQueueMaxDelay(t, startQueueNodeWith(t, src, nil, 0)) })
+	t.Run("redis", func(t *testing.T) {
+		rs, err := redisstore.New(redisstore.Options{URL: testredis.Start(t).URL(), Timeout: time.Second, UseCallerClock: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rs.Close() })
+		testQueueMaxDelay(t, startQueueNodeWith(t, src, rs, 0))
+	})
+}
+
+func testQueueMaxDelay(t *testing.T, q *queueNode) {
+	t0 := q.clk.Now()
+	if st := <-q.send(t, 0); st != 200 {
+		t.Fatalf("first: %d", st)
+	}
+	var held []<-chan int
+	for i := 1; i <= 5; i++ {
+		held = append(held, q.send(t, i))
+		waitUntil(t, fmt.Sprintf("request %d held", i), func() bool { return q.timers.count() == i })
+	}
+	for i := range 10 {
+		if st := <-q.send(t, 100+i); st != 429 {
+			t.Fatalf("over max_delay %d: status %d, want 429", i, st)
+		}
+	}
+	if n := q.timers.count(); n != 5 {
+		t.Fatalf("%d held, want 5 (the refused are never held)", n)
+	}
+	q.clk.Advance(200 * time.Millisecond)
+	held = append(held, q.send(t, 6))
+	waitUntil(t, "request 6 held", func() bool { return q.timers.count() == 6 })
+	if d := q.timers.deadline(5).Sub(t0); d != 1200*time.Millisecond {
+		t.Fatalf("request 6 held until t0+%v, want t0+1.2s (1s from its arrival)", d)
+	}
+	q.clk.Advance(time.Second)
+	q.timers.fire()
+	for i, ch := range held {
+		if st := <-ch; st != 200 {
+			t.Errorf("held %d: %d, want 200", i+1, st)
+		}
+	}
+	// Released together here (order is TestQueueReleasesInOrderThroughTheServer's).
+	got := q.origin.got()
+	slices.Sort(got)
+	if !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6}) {
+		t.Fatalf("the origin received %v, want 0 … 6 and none of the refused", got)
 	}
 }
