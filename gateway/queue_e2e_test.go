@@ -108,11 +108,12 @@ type queueNode struct {
 
 func startQueueNode(t *testing.T, maxHeld int) *queueNode {
 	t.Helper()
-	return startQueueNodeWith(t, queuePolicy, nil, maxHeld)
+	return startQueueNodeWith(t, queuePolicy, nil, maxHeld, false)
 }
 
-// startQueueNodeWith starts src's node on store (nil: a memory store).
-func startQueueNodeWith(t *testing.T, src string, store rules.Store, maxHeld int) *queueNode {
+// startQueueNodeWith starts src's node on store (nil: a memory store), its
+// holds on the fake timers or, when realTimers, on the production ones.
+func startQueueNodeWith(t *testing.T, src string, store rules.Store, maxHeld int, realTimers bool) *queueNode {
 	t.Helper()
 	p, diags := builtin.Load("queue.hcl", []byte(src))
 	if diags.HasErrors() {
@@ -132,9 +133,13 @@ func startQueueNodeWith(t *testing.T, src string, store rules.Store, maxHeld int
 		t.Cleanup(func() { ms.Close() })
 		store = ms
 	}
+	after := q.timers.after
+	if realTimers {
+		after = nil
+	}
 	var err error
 	q.srv, err = New(Options{Policy: p, Store: store, Upstream: "http://" + oln.Addr().String(), Registry: prometheus.NewRegistry(),
-		Clock: clk, QueueAfter: q.timers.after, QueueMaxHeld: maxHeld})
+		Clock: clk, QueueAfter: after, QueueMaxHeld: maxHeld})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,14 +293,14 @@ func TestQueueNodeCap(t *testing.T) {
 // would be refused too (a 3 s wait).
 func TestQueueMaxDelayThroughTheServer(t *testing.T) {
 	src := strings.Replace(queuePolicy, "queue     = true", "queue     = true\n  max_delay = \"1s\"", 1)
-	t.Run("memory", func(t *testing.T) { testQueueMaxDelay(t, startQueueNodeWith(t, src, nil, 0)) })
+	t.Run("memory", func(t *testing.T) { testQueueMaxDelay(t, startQueueNodeWith(t, src, nil, 0, false)) })
 	t.Run("redis", func(t *testing.T) {
 		rs, err := redisstore.New(redisstore.Options{URL: testredis.Start(t).URL(), Timeout: time.Second, UseCallerClock: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { rs.Close() })
-		testQueueMaxDelay(t, startQueueNodeWith(t, src, rs, 0))
+		testQueueMaxDelay(t, startQueueNodeWith(t, src, rs, 0, false))
 	})
 }
 
@@ -335,5 +340,31 @@ func testQueueMaxDelay(t *testing.T, q *queueNode) {
 	slices.Sort(got)
 	if !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6}) {
 		t.Fatalf("the origin received %v, want 0 … 6 and none of the refused", got)
+	}
+}
+
+// The production wait, on the pooled timers (no QueueAfter): at 1 a second
+// with a burst of 2 on the test's fixed clock, the second request is held
+// for 1s on a real timer (seen held, then forwarded), twice, so a pooled
+// timer is reused (Stop, Reset) across holds.
+func TestQueuePooledTimers(t *testing.T) {
+	src := strings.NewReplacer(`limit     = 5`, `limit     = 1`, `burst     = 20`, `burst     = 2`).Replace(queuePolicy)
+	q := startQueueNodeWith(t, src, nil, 0, true)
+	for round := range 2 {
+		if st := <-q.send(t, 10*round); st != 200 {
+			t.Fatalf("round %d, first: %d, want 200", round, st)
+		}
+		held := q.send(t, 10*round+1)
+		waitUntil(t, "the second held", func() bool { return q.srv.queueHeld.Load() == 1 })
+		if st := <-held; st != 200 {
+			t.Fatalf("round %d, second: %d, want 200", round, st)
+		}
+		q.clk.Advance(2 * time.Second) // the bucket drains for the next round
+	}
+	if got := q.origin.got(); !slices.Equal(got, []int{0, 1, 10, 11}) {
+		t.Fatalf("the origin received %v, want 0, 1, 10, 11", got)
+	}
+	if n := q.timers.count(); n != 0 {
+		t.Fatalf("the test hook was used %d times", n)
 	}
 }
