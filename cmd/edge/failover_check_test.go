@@ -20,7 +20,7 @@ func TestSentinelFailoverLossChecked(t *testing.T) {
 		want  string
 		level string
 	}{
-		{"min-replicas 0", nil, "A SENTINEL FAILOVER FORGETS COUNTERS", "WARN"},
+		{"min-replicas 0", nil, "A SENTINEL FAILOVER FORGETS COUNTERS", "ERROR"},
 		{"min-replicas 1", []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "10"}, "sentinel master refuses writes without a replica", "INFO"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -545,7 +545,8 @@ func checkEviction(ctx context.Context, rs *redisstore.Store, log *slog.Logger) 
 }
 
 // checkFailoverLoss reads, for a master that Redis Sentinel manages, its
-// min-replicas-to-write, and warns when it is 0: a master being failed
+// min-replicas-to-write, and logs an error when it is 0 (as checkEviction
+// does for an eviction policy that forgets live counters): a master being failed
 // over then keeps taking counts its promoted replica never sees, and the
 // clients they counted get that many requests again, a counter forgotten
 // (docs/deploying.md, "What a failover forgets"). Best effort, like
@@ -557,7 +558,7 @@ func checkFailoverLoss(ctx context.Context, rs *redisstore.Store, log *slog.Logg
 	case err != nil:
 		log.Warn("could not check the sentinel master's min-replicas-to-write: with 0, a failover forgets the counts the old master takes after its replica's promotion; set min-replicas-to-write 1 and min-replicas-max-lag 1 (docs/deploying.md)", "error", err.Error())
 	case n == 0:
-		log.Warn("A SENTINEL FAILOVER FORGETS COUNTERS: the master's min-replicas-to-write is 0, so while it is failed over it keeps taking counts its promoted replica never sees, and the clients they counted get that many requests again; set min-replicas-to-write 1 and min-replicas-max-lag 1 on every data node (docs/deploying.md, \"What a failover forgets\")")
+		log.Error("A SENTINEL FAILOVER FORGETS COUNTERS: the master's min-replicas-to-write is 0, so while it is failed over it keeps taking counts its promoted replica never sees, and the clients they counted get that many requests again; set min-replicas-to-write 1 and min-replicas-max-lag 1 on every data node (docs/deploying.md, \"What a failover forgets\")")
 	default:
 		log.Info("sentinel master refuses writes without a replica", "min_replicas_to_write", n)
 	}
