@@ -486,7 +486,9 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 // and Sentinel").
 func redisOptions(sc rules.StoreConfig, url string) (redisstore.Options, error) {
 	opts := redisstore.Options{URL: url, Timeout: sc.Timeout, DialTimeout: sc.DialTimeout, SentinelUsername: sc.SentinelUsername}
-	tlsURL := func(u string) bool { return strings.HasPrefix(u, "rediss://") || strings.HasPrefix(u, "rediss+sentinel://") }
+	tlsURL := func(u string) bool {
+		return strings.HasPrefix(u, "rediss://") || strings.HasPrefix(u, "rediss+sentinel://")
+	}
 	if !tlsURL(url) && (tlsURL(sc.URL) || sc.CAFile != "" || sc.CertFile != "" || sc.KeyFile != "" || sc.ServerName != "") {
 		// A -store override must not turn the block's TLS off: the
 		// password and every keyed hash would cross the network in the
