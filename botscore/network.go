@@ -234,31 +234,18 @@ func (n *Network) Lookup(addr netip.Addr, sig *NetSignals) {
 type asnRecord struct{ number uint32 }
 
 func (r *asnRecord) UnmarshalMaxMindDBCursor(c mmdbdata.Cursor) (mmdbdata.Cursor, error) {
-	m, err := c.Map()
-	if err != nil {
-		return mmdbdata.Cursor{}, mmdbdata.NormalizeUnmarshalError[asnRecord](err)
-	}
-	var next mmdbdata.Cursor
-	for {
-		key, v, ok := m.Next(next)
-		if !ok {
-			break
+	return readMap[asnRecord](c, func(key []byte, v mmdbdata.Cursor) (next mmdbdata.Cursor, read bool, err error) {
+		if string(key) != "autonomous_system_number" {
+			return next, false, nil
 		}
-		if string(key) == "autonomous_system_number" {
-			var u uint64
-			u, next, err = v.ReadUint()
-			if err == nil && u > 1<<32-1 {
-				err = mmdbdata.NewUnmarshalTypeError[uint32](u)
-			}
-			r.number = uint32(u)
-		} else {
-			next, err = v.Skip()
+		var u uint64
+		u, next, err = v.ReadUint()
+		if err == nil && u > 1<<32-1 {
+			err = mmdbdata.NewUnmarshalTypeError[uint32](u)
 		}
-		if err != nil {
-			return mmdbdata.Cursor{}, err
-		}
-	}
-	return m.End()
+		r.number = uint32(u)
+		return next, true, err
+	})
 }
 
 // countryRecord reads country.iso_code (Country, City and Enterprise
@@ -266,55 +253,29 @@ func (r *asnRecord) UnmarshalMaxMindDBCursor(c mmdbdata.Cursor) (mmdbdata.Cursor
 type countryRecord struct{ code string }
 
 func (r *countryRecord) UnmarshalMaxMindDBCursor(c mmdbdata.Cursor) (mmdbdata.Cursor, error) {
-	m, err := c.Map()
-	if err != nil {
-		return mmdbdata.Cursor{}, mmdbdata.NormalizeUnmarshalError[countryRecord](err)
-	}
-	var next mmdbdata.Cursor
-	for {
-		key, v, ok := m.Next(next)
-		if !ok {
-			break
+	return readMap[countryRecord](c, func(key []byte, v mmdbdata.Cursor) (mmdbdata.Cursor, bool, error) {
+		if string(key) != "country" {
+			return mmdbdata.Cursor{}, false, nil
 		}
-		if string(key) == "country" {
-			next, err = r.readCountry(v)
-		} else {
-			next, err = v.Skip()
-		}
-		if err != nil {
-			return mmdbdata.Cursor{}, err
-		}
-	}
-	return m.End()
+		next, err := r.readCountry(v)
+		return next, true, err
+	})
 }
 
 func (r *countryRecord) readCountry(c mmdbdata.Cursor) (mmdbdata.Cursor, error) {
-	m, err := c.Map()
-	if err != nil {
-		return mmdbdata.Cursor{}, mmdbdata.NormalizeUnmarshalError[countryRecord](err)
-	}
-	var next mmdbdata.Cursor
-	for {
-		key, v, ok := m.Next(next)
-		if !ok {
-			break
+	return readMap[countryRecord](c, func(key []byte, v mmdbdata.Cursor) (next mmdbdata.Cursor, read bool, err error) {
+		if string(key) != "iso_code" {
+			return next, false, nil
 		}
-		if string(key) == "iso_code" {
-			// ReadMapKey reads a string (or a pointer to one) as the
-			// database's own bytes; ReadString would copy them.
-			var code []byte
-			if code, _, err = v.ReadMapKey(); err == nil {
-				r.code = countryCode(code)
-				next, err = v.Skip()
-			}
-		} else {
+		// ReadMapKey reads a string (or a pointer to one) as the
+		// database's own bytes; ReadString would copy them.
+		var code []byte
+		if code, _, err = v.ReadMapKey(); err == nil {
+			r.code = countryCode(code)
 			next, err = v.Skip()
 		}
-		if err != nil {
-			return mmdbdata.Cursor{}, err
-		}
-	}
-	return m.End()
+		return next, true, err
+	})
 }
 
 // anonRecord reads the anonymous-IP flags. A record with none of them
@@ -323,16 +284,7 @@ func (r *countryRecord) readCountry(c mmdbdata.Cursor) (mmdbdata.Cursor, error) 
 type anonRecord struct{ vpn, tor, residential, hosting bool }
 
 func (r *anonRecord) UnmarshalMaxMindDBCursor(c mmdbdata.Cursor) (mmdbdata.Cursor, error) {
-	m, err := c.Map()
-	if err != nil {
-		return mmdbdata.Cursor{}, mmdbdata.NormalizeUnmarshalError[anonRecord](err)
-	}
-	var next mmdbdata.Cursor
-	for {
-		key, v, ok := m.Next(next)
-		if !ok {
-			break
-		}
+	return readMap[anonRecord](c, func(key []byte, v mmdbdata.Cursor) (next mmdbdata.Cursor, read bool, err error) {
 		var flag *bool
 		switch string(key) {
 		case "is_anonymous_vpn":
@@ -343,10 +295,32 @@ func (r *anonRecord) UnmarshalMaxMindDBCursor(c mmdbdata.Cursor) (mmdbdata.Curso
 			flag = &r.residential
 		case "is_hosting_provider":
 			flag = &r.hosting
+		default:
+			return next, false, nil
 		}
-		if flag != nil {
-			*flag, next, err = v.ReadBool()
-		} else {
+		*flag, next, err = v.ReadBool()
+		return next, true, err
+	})
+}
+
+// readMap walks the map at c, the one shape every record reads: field is
+// called with each key and its value, and returns the cursor after the
+// value when it read it (read true); a value it did not read is skipped.
+// A value that is not a map is T's unmarshal error. field is only called,
+// never kept, so it stays on the stack: nothing is allocated.
+func readMap[T any](c mmdbdata.Cursor, field func(key []byte, v mmdbdata.Cursor) (next mmdbdata.Cursor, read bool, err error)) (mmdbdata.Cursor, error) {
+	m, err := c.Map()
+	if err != nil {
+		return mmdbdata.Cursor{}, mmdbdata.NormalizeUnmarshalError[T](err)
+	}
+	var next mmdbdata.Cursor
+	for {
+		key, v, ok := m.Next(next)
+		if !ok {
+			break
+		}
+		var read bool
+		if next, read, err = field(key, v); err == nil && !read {
 			next, err = v.Skip()
 		}
 		if err != nil {
