@@ -123,6 +123,12 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	}
 	defer s.countResponse(ctx, st, rs, true) // once the answer is final
 	d := &rs.d
+	if rs.sc.Holds() {
+		// In-flight leases and slots (rules/inflight.go) are given back on
+		// every path: Settle after the origin's answer, else here (an
+		// upstream error, a client gone while held, a panic).
+		defer s.releaseInflight(rs)
+	}
 	s.observe(ctx, st, rs, d)
 	s.sampleAllow(ctx, rs, d)
 	if s.observeHook != nil {
@@ -166,6 +172,8 @@ func (s *Server) refuse(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decisio
 		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "the request names an invalid identity (for example a phone number that is not a possible number)")
 	case rules.Unavailable:
 		unavailable(ctx)
+	case rules.Shed:
+		s.shed(ctx, rs, d) // shed.go
 	default:
 		return false
 	}
@@ -352,6 +360,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	}()
 
 	resp := &ctx.Response
+	rs.sc.Forwarding(s.now()) // the round trip adaptive limits measure
 	if err := st.upstream.Do(req, resp); err != nil {
 		s.m.upstreamErrors.Inc()
 		reason := upstreamFailure(err)
@@ -366,10 +375,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	s.upstreamAnswered(st.origin, resp.StatusCode())
 	stripHopByHopResponse(&resp.Header)
 	if d.Settle {
-		// reset_on_success: one more store call, only on routes whose
-		// rules need it. The origin's X-Edge-Outcome overrides its status.
+		// reset_on_success, settle_from, in-flight releases: one more store
+		// call, only on routes whose rules need it. The origin's
+		// X-Edge-Outcome overrides its status.
 		rs.sc.SetResponse(&resp.Header) // settle_from reads the real cost (gateway/cost.go)
-		if _, err := s.engine.Settle(ctx, rs.now, rs.sc, resp.StatusCode(), resp.Header.Peek("X-Edge-Outcome")); err != nil {
+		if _, err := s.engine.Settle(ctx, s.now(), rs.sc, resp.StatusCode(), resp.Header.Peek("X-Edge-Outcome")); err != nil {
 			s.m.settleErrors.Inc()
 		}
 		s.countSettleInvalid(rs)

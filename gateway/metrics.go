@@ -48,6 +48,7 @@ var verdictNames = [...]string{
 	rules.RejectMissing:   "reject_missing_identity",
 	rules.RejectInvalid:   "reject_invalid_identity",
 	rules.Unavailable:     "unavailable",
+	rules.Shed:            "shed",
 }
 
 // metrics are the node's Prometheus metrics. Label handles used on the

@@ -122,6 +122,11 @@ const (
 	RejectInvalid
 	// Unavailable answers 503: a fail-closed rule could not reach its store.
 	Unavailable
+	// Shed answers 503: the origin is saturated (the node's max_in_flight
+	// or an adaptive limit is reached for the request's priority) and the
+	// request was shed before anything was counted (shed.go). It judges the
+	// system, not the caller: never 429.
+	Shed
 )
 
 // Match is one rule that matched the request, and what it decided.
@@ -164,8 +169,9 @@ type Decision struct {
 	// StoreErr is the store's error when it could not decide.
 	StoreErr error
 	// Settle is true when a rule that counted the request needs the
-	// origin's answer (a Hook: reset_on_success): call Engine.Settle after
-	// it.
+	// origin's answer (a Hook: reset_on_success), or the request holds
+	// in-flight leases or slots (inflight.go): call Engine.Settle after the
+	// origin answers, and Engine.Release on every path where it does not.
 	Settle bool
 }
 
@@ -205,6 +211,9 @@ type Scratch struct {
 	// the settle_from values the last Settle clamped (cost.go).
 	resp          ResponseHeaders
 	settleInvalid int
+
+	// fl is what the request holds while in flight (inflight.go).
+	fl inflight
 }
 
 // NewScratch returns a Scratch sized for n rules.
@@ -255,6 +264,7 @@ func (s *Scratch) reset() {
 	s.Res = s.Res[:0]
 	s.prev = s.prev[:0]
 	s.resp = nil
+	s.resetInflight()
 }
 
 // EngineOptions configures an Engine. The zero value of each field works
@@ -462,6 +472,14 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		}
 	}
 	missing = missing || invalid // both reject with 400, charging the others as attempts
+	if !denyAction && !missing && p.sheds() && !s.peekOnly {
+		// Load shedding, before anything is counted (shed.go): a shed
+		// request costs no store call and no unit of any rule.
+		if !e.admit(now, p, s, &d) {
+			d.Verdict = Shed
+			return d
+		}
+	}
 	if !denyAction && !missing {
 		for _, h := range p.requestHooks {
 			h.BeforeStore(req, s)
@@ -568,7 +586,9 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	}
 	if d.Verdict != Forward {
 		d.Delay = 0
+		s.releaseLocal(now, 0, false, false) // never sent: no sample
 	}
+	d.Settle = d.Settle || s.Holds()
 	return d
 }
 
@@ -802,11 +822,26 @@ func (r *Rule) conditions(req *Request, s *Scratch) Status {
 // call and only when a matching rule needs it: each counted and allowed
 // rule's Hooks (reset_on_success clears the rule's counter for the key when
 // the answer is a success; the origin's X-Edge-Outcome, "success" or
-// "failure", overrides the status). It reports whether it called the
-// store.
+// "failure", overrides the status), and the in-flight leases' refunds
+// (inflight.go); it also gives back the request's local slots, with its
+// round-trip time since Scratch.Forwarding. It reports whether it called
+// the store.
 func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status int, outcome []byte) (bool, error) {
 	s.settle = s.settle[:0]
 	s.settleInvalid = 0
+	if !s.fl.released {
+		// The in-flight lifecycle (inflight.go): the local slots get the
+		// round trip's sample, and the leases' refunds ride in this call.
+		s.fl.released = true
+		rtt := time.Duration(0)
+		if !s.fl.forwardedAt.IsZero() {
+			rtt = now.Sub(s.fl.forwardedAt)
+		}
+		s.releaseLocal(now, rtt, true, false)
+		if s.fl.leases {
+			s.settle = s.appendLeaseRefunds(s.settle)
+		}
+	}
 	for i := range s.Matches {
 		m := &s.Matches[i]
 		if m.Op < 0 || m.Outcome != OutcomeAllow {
