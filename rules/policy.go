@@ -304,6 +304,15 @@ type Rule struct {
 	Refusal Refusal
 	// Queue is the rule's queue = true and max_delay (queue.go).
 	Queue Queue
+	// Concurrency is set for algorithm = "concurrency" (concurrency.go):
+	// Limit is then requests in flight per key, and Period the lease of
+	// each (its op is a Distinct op of lease IDs).
+	Concurrency bool
+	// Adaptive is the rule's adaptive { } block (adaptive.go), nil without.
+	Adaptive *AdaptiveConfig
+	// Priority is the rule's priority for load shedding (shed.go);
+	// PriorityUnset when it sets none.
+	Priority Priority
 }
 
 // PeriodUS is the period in microseconds.
