@@ -512,6 +512,10 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			d.StoreErr = err
 			e.storeFailed(&d, s)
 			d.setVerdict(denyAction, invalid, missing)
+			if d.Verdict != Forward {
+				s.releaseLocal(now, 0, false, false) // never sent: no sample
+			}
+			d.Settle = s.Holds() // no lease was taken: the store did not answer
 			return d
 		}
 	}
