@@ -314,6 +314,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	c.resolveSkips(rules, p)
 	keyBudgets(p)
 	c.decideRules(p) // compile_decide.go
+	c.finishShed(p)  // load_shedding, priority (compile_shed.go)
 	return p
 }
 
@@ -383,6 +384,7 @@ func (c *Compiler) edge(e *edgeBlock) {
 		c.edgeTLS(e)
 		c.edgeJA4(e)
 		c.edgeDecide(e)
+		c.edgeShed(e)
 		trusted = c.prefixes(e.TrustedProxies, "trusted_proxies")
 		nat64 = c.nat64Prefixes(e.NAT64Prefixes)
 		if e.ForwardedHeader != nil {

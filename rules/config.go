@@ -52,6 +52,9 @@ type edgeBlock struct {
 	// decide_listen is the decision-only listener, for NGINX auth_request
 	// and Envoy ext_authz (compile_decide.go).
 	DecideListen *string `hcl:"decide_listen,optional"`
+	// load_shedding sheds requests by priority when the origin is
+	// saturated (compile_shed.go).
+	LoadShedding *loadSheddingBlock `hcl:"load_shedding,block"`
 
 	DefRange             hcl.Range `hcl:",def_range"`
 	ListenRange          hcl.Range `hcl:"listen,attr_value_range"`

@@ -173,6 +173,9 @@ type Decision struct {
 	// in-flight leases or slots (inflight.go): call Engine.Settle after the
 	// origin answers, and Engine.Release on every path where it does not.
 	Settle bool
+	// Priority is the request's priority for load shedding (shed.go), set
+	// when the policy sheds.
+	Priority Priority
 }
 
 // Scratch is the per-request working memory of Check, reused through a
@@ -290,6 +293,8 @@ type Engine struct {
 	dryMu sync.Mutex
 	// exempt records the rules forgive exempted keys of (forgive.go).
 	exempt exemptions
+	// shed is load shedding's node in-flight count and counters (shed.go).
+	shed shedState
 }
 
 // ErrNoStore is returned by NewEngine without a store.
@@ -365,6 +370,13 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			if m.Enforce {
 				invalid = true
 			}
+			s.Matches = append(s.Matches, m)
+			continue
+		}
+		if r.Adaptive != nil {
+			// Node-local, no store op: admit decides it, before the store
+			// call (shed.go). Skip until then.
+			m.Outcome = OutcomeSkip
 			s.Matches = append(s.Matches, m)
 			continue
 		}

@@ -257,6 +257,9 @@ func newRegistry(features []Feature) *registry {
 	for i := range refusalAttrs {
 		g.attrs[refusalAttrs[i].Name] = &refusalAttrs[i]
 	}
+	for i := range shedAttrs {
+		g.attrs[shedAttrs[i].Name] = &shedAttrs[i]
+	}
 	for i := range queueAttrs {
 		g.attrs[queueAttrs[i].Name] = &queueAttrs[i]
 	}

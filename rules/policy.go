@@ -54,6 +54,8 @@ type Policy struct {
 	// DecideListen is the decision-only listener's HOST:PORT; empty: none
 	// (compile_decide.go).
 	DecideListen string
+	// Shedding is the edge block's load_shedding { } (shed.go).
+	Shedding LoadShedding
 
 	// Store is the counter store the policy asks for.
 	Store StoreConfig

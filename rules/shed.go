@@ -1,20 +1,222 @@
 package rules
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
 
-// Load shedding (docs/policy.md, "Load shedding"). Owned by the shedding
-// slice; see inflight.go for the lifecycle.
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Load shedding (docs/policy.md, "Load shedding"): when the origin is
+// saturated, the edge answers 503 rather than forwarding, and sheds the
+// lower priorities first so that the routes that matter keep working. The
+// signal is what is in flight, never what arrives: the node's own count of
+// requests at the origin (load_shedding max_in_flight) and each matching
+// adaptive rule's limiter (adaptive.go). A request of priority p is
+// admitted while each count is under its capacity × p's share (shed_at);
+// critical's share is always 100%. Shedding happens before the store call,
+// so a shed request is counted by no rule; see inflight.go for how the
+// slots taken here are given back.
+
+// DefaultShedRetryAfter is load_shedding's default retry_after: the
+// Retry-After of a request shed on an ordinary route.
+const DefaultShedRetryAfter = time.Second
+
+// MaxInFlightLimit bounds load_shedding max_in_flight.
+const MaxInFlightLimit = 1 << 24
+
+// perMille is a share of 100%.
+const perMille = 1000
+
+// defaultShedShares are shed_at's defaults, per mille by priority (unset,
+// low, normal, high, critical).
+var defaultShedShares = [NumPriorities]int64{0, 500, 750, 900, perMille}
+
+// LoadShedding is the edge block's load_shedding { } (compile_shed.go).
+// Its zero value sheds only at an adaptive rule's limit itself, whatever
+// the priority.
+type LoadShedding struct {
+	// On is set when the block is written: the priorities then share the
+	// capacities as Share says.
+	On bool
+	// MaxInFlight is the node's ceiling on the requests it has at the
+	// origin (forwarded and not yet answered, or held by a queue); 0: none.
+	MaxInFlight int64
+	// Share is each priority's share of a capacity, per mille (shed_at):
+	// a request of priority p is admitted while fewer than capacity ×
+	// Share[p] ÷ 1000 (at least 1) are in flight. Share[PriorityCritical]
+	// is always 1000; without the block every share is 1000.
+	Share [NumPriorities]int64
+	// RetryAfter is the Retry-After of a request shed on an ordinary route
+	// (default DefaultShedRetryAfter); a sensitive route's 503 is bare.
+	RetryAfter time.Duration
+	// Jitter is retry_after_jitter as a fraction, 0 to 1: the gateway adds
+	// a uniformly random extra of up to Jitter × RetryAfter, in whole
+	// seconds, never less (docs/headers.md, "Retry-After jitter").
+	Jitter float64
+
+	// ceiling is MaxInFlight × Share[p] ÷ 1000, at least 1, by priority.
+	ceiling [NumPriorities]int64
+	// adaptive is set when a rule has adaptive { }.
+	adaptive bool
+	// rng is where the block is written, for diagnostics.
+	rng hcl.Range
+}
+
+// shareOf returns p's share of a capacity, per mille.
+func (ls *LoadShedding) shareOf(p Priority) int64 {
+	if !ls.On {
+		return perMille
+	}
+	return ls.Share[p]
+}
+
+// finish fills what Check reads from the compiled settings.
+func (ls *LoadShedding) finish(p *Policy) {
+	if !ls.On {
+		ls.Share = [NumPriorities]int64{perMille, perMille, perMille, perMille, perMille}
+		ls.RetryAfter = DefaultShedRetryAfter
+	}
+	ls.Share[PriorityUnset] = ls.Share[PriorityNormal]
+	ls.Share[PriorityCritical] = perMille
+	for i := range ls.ceiling {
+		ls.ceiling[i] = max(ls.MaxInFlight*ls.Share[i]/perMille, 1)
+	}
+	ls.adaptive = false
+	for _, r := range p.Rules {
+		if r.Adaptive != nil {
+			ls.adaptive = true
+		}
+	}
+}
 
 // sheds reports whether Check must run admission (admit) for p: it has a
 // node in-flight ceiling or an adaptive rule.
-func (p *Policy) sheds() bool { return false }
+func (p *Policy) sheds() bool { return p.Shedding.MaxInFlight > 0 || p.Shedding.adaptive }
+
+// RequestPriority returns the priority of a request whose matching rules
+// are matches: the highest any of them sets, PriorityNormal when none sets
+// one.
+func RequestPriority(matches []Match) Priority {
+	p := PriorityUnset
+	for i := range matches {
+		p = max(p, matches[i].Rule.Priority)
+	}
+	if p == PriorityUnset {
+		return PriorityNormal
+	}
+	return p
+}
 
 // admit decides whether the request may go to the origin now, given its
 // priority (the highest of its matching rules') and the node's and the
 // matching adaptive rules' in-flight counts; when it may, the local slots
 // it takes are recorded in s (released by Settle or Release). false: shed
-// it (Verdict Shed, d.RetryAfter set for an ordinary route).
+// it (Verdict Shed, d.RetryAfter set for an ordinary route); nothing is
+// held then.
+//
+// A dry-run adaptive rule (and, under node-wide dry-run, the node's
+// ceiling) is decided as if it enforced but never sheds: its would-shed is
+// the match's OutcomeDryRunDeny (the ceiling's is counted in ShedStats),
+// and the request goes on holding no slot of it, as a shed request would
+// not have been in flight.
 func (e *Engine) admit(now time.Time, p *Policy, s *Scratch, d *Decision) bool {
-	_ = now
+	ls := &p.Shedding
+	prio := RequestPriority(s.Matches)
+	d.Priority = prio
+	nodeDry := p.DryRun || e.dryRun.Load() || e.dry.Load().nodeDry(now)
+	shed, would := false, false
+	if ls.MaxInFlight > 0 {
+		switch {
+		case e.shed.node.tryAcquire(ls.ceiling[prio]):
+			s.fl.local = append(s.fl.local, &e.shed.node)
+		case nodeDry:
+			would = true
+		default:
+			shed = true
+		}
+	}
+	share := ls.shareOf(prio)
+	for i := range s.Matches {
+		m := &s.Matches[i]
+		if shed {
+			break
+		}
+		if m.Rule.Adaptive == nil || m.Op >= 0 || m.Outcome != OutcomeSkip {
+			continue
+		}
+		l := e.adaptiveLimiter(m.Rule)
+		switch {
+		case l == nil:
+			m.Outcome = OutcomeAllow // no limiter in this build yet
+		case l.tryAcquire(share):
+			m.Outcome = OutcomeAllow
+			s.fl.local = append(s.fl.local, l)
+		case m.Enforce:
+			m.Outcome = OutcomeDeny
+			if d.Refusing == nil {
+				d.Refusing = m.Rule
+			}
+			shed = true
+		default:
+			m.Outcome = OutcomeDryRunDeny
+			would = true
+		}
+	}
+	if shed {
+		s.releaseLocal(now, 0, false, false) // never sent: no sample
+		d.RetryAfter = ls.RetryAfter
+		e.shed.shed[prio].Add(1)
+		return false
+	}
+	if would {
+		e.shed.dry[prio].Add(1)
+	}
 	return true
+}
+
+// shedState is an Engine's load-shedding state, kept across reloads.
+type shedState struct {
+	node nodeInFlight
+	// shed and dry count, by priority, the requests shed and would-be shed.
+	shed, dry [NumPriorities]atomic.Uint64
+}
+
+// nodeInFlight is the node's count of requests in flight under
+// load_shedding max_in_flight, and the local slot each holds of it.
+type nodeInFlight struct{ n atomic.Int64 }
+
+// tryAcquire takes one slot when fewer than ceiling are taken, exactly
+// (a compare-and-swap, so a request that backs out never makes another
+// see a count it did not reach).
+func (c *nodeInFlight) tryAcquire(ceiling int64) bool {
+	for {
+		n := c.n.Load()
+		if n >= ceiling {
+			return false
+		}
+		if c.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (c *nodeInFlight) release(time.Time, time.Duration, bool, bool) { c.n.Add(-1) }
+
+var _ localSlot = (*nodeInFlight)(nil)
+
+// InFlight returns the requests this node has in flight under load_shedding
+// max_in_flight (the edge_in_flight gauge): forwarded and not yet answered,
+// or held by a queue. Only a policy with max_in_flight counts them; a
+// reload that sets it starts from the requests admitted after it.
+func (e *Engine) InFlight() int64 { return e.shed.node.n.Load() }
+
+// ShedStats returns, by priority, the requests shed (answered 503) and
+// those a dry-run ceiling or adaptive rule would have shed, since the
+// Engine started (edge_shed_total, edge_shed_dry_run_total).
+func (e *Engine) ShedStats() (shed, dryRun [NumPriorities]uint64) {
+	for i := range shed {
+		shed[i], dryRun[i] = e.shed.shed[i].Load(), e.shed.dry[i].Load()
+	}
+	return shed, dryRun
 }

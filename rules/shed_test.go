@@ -1,0 +1,390 @@
+package rules_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
+)
+
+// shedPolicy: a node ceiling of 10 with the default shares (low 50%: 5,
+// normal 75%: 7, high 90%: 9, critical 100%: 10). /search sets no priority
+// (normal); /api/otp matches a low and a critical rule (critical).
+const shedPolicy = `
+edge {
+  load_shedding {
+    max_in_flight = 10
+    retry_after   = "3s"
+  }
+}
+rule "api-reads" {
+  paths    = ["/api/*"]
+  key      = ["ip"]
+  limit    = 1000
+  period   = "1m"
+  priority = "low"
+}
+rule "search" {
+  paths  = ["/search"]
+  key    = ["ip"]
+  limit  = 1000
+  period = "1m"
+}
+rule "login" {
+  paths     = ["/login"]
+  key       = ["ip"]
+  limit     = 1000
+  period    = "1m"
+  sensitive = true
+  priority  = "high"
+}
+rule "otp-verify" {
+  paths     = ["/otp/verify", "/api/otp"]
+  key       = ["ip"]
+  limit     = 1000
+  period    = "1m"
+  sensitive = true
+  priority  = "critical"
+}
+`
+
+// countingStore counts Take calls.
+type countingStore struct {
+	rules.Store
+	calls atomic.Int64
+}
+
+func (s *countingStore) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
+	s.calls.Add(1)
+	return s.Store.Take(ctx, now, ops, res)
+}
+
+func newCountingEngine(t *testing.T, dry bool) (*rules.Engine, *countingStore) {
+	t.Helper()
+	ms, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	cs := &countingStore{Store: ms}
+	e, err := rules.NewEngine(rules.EngineOptions{Store: cs, Secret: []byte("test secret"), DryRun: dry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, cs
+}
+
+// held is a request admitted and still at the origin.
+type held struct {
+	s *rules.Scratch
+	d rules.Decision
+}
+
+// forwardN admits n requests to path and keeps them in flight, failing
+// unless each is forwarded holding a slot.
+func forwardN(t *testing.T, e *rules.Engine, p *rules.Policy, path string, n int) []held {
+	t.Helper()
+	var out []held
+	for i := range n {
+		s := rules.NewScratch(4)
+		d := check(e, p, req{method: "GET", path: path, client: "192.0.2.1"}, s)
+		if d.Verdict != rules.Forward || !d.Settle || !s.Holds() {
+			t.Fatalf("%s #%d: verdict %d settle %v holds %v, want forwarded holding a slot (in flight %d)", path, i+1, d.Verdict, d.Settle, s.Holds(), e.InFlight())
+		}
+		s.Forwarding(t0)
+		out = append(out, held{s, d})
+	}
+	return out
+}
+
+// wantShed checks that a request to path is shed with priority prio,
+// holding nothing, and that the store was not called for it.
+func wantShed(t *testing.T, e *rules.Engine, cs *countingStore, p *rules.Policy, path string, prio rules.Priority) rules.Decision {
+	t.Helper()
+	s := rules.NewScratch(4)
+	before := cs.calls.Load()
+	d := check(e, p, req{method: "GET", path: path, client: "192.0.2.1"}, s)
+	if d.Verdict != rules.Shed || d.Priority != prio || d.Settle || s.Holds() {
+		t.Fatalf("%s: verdict %d priority %v settle %v holds %v, want shed at %v holding nothing (in flight %d)", path, d.Verdict, d.Priority, d.Settle, s.Holds(), prio, e.InFlight())
+	}
+	if calls := cs.calls.Load() - before; calls != 0 {
+		t.Fatalf("%s: a shed request made %d store calls, want 0 (nothing is counted)", path, calls)
+	}
+	return d
+}
+
+func wantInFlight(t *testing.T, e *rules.Engine, n int64) {
+	t.Helper()
+	if got := e.InFlight(); got != n {
+		t.Fatalf("in flight %d, want %d", got, n)
+	}
+}
+
+// TestShedLowerPrioritiesFirst: with the node filling up, low requests are
+// shed from 5 in flight, normal ones from 7, high from 9 and critical only
+// at the ceiling of 10; each shed request holds nothing and is counted by
+// no rule; settling or releasing one frees exactly one slot.
+func TestShedLowerPrioritiesFirst(t *testing.T) {
+	p := load(t, shedPolicy)
+	e, cs := newCountingEngine(t, false)
+
+	var all []held
+	all = append(all, forwardN(t, e, p, "/api/items", 5)...)
+	d := wantShed(t, e, cs, p, "/api/items", rules.PriorityLow)
+	if d.RetryAfter != 3*time.Second || d.Sensitive {
+		t.Errorf("low shed: RetryAfter %v sensitive %v, want 3s (retry_after) on an ordinary route", d.RetryAfter, d.Sensitive)
+	}
+	all = append(all, forwardN(t, e, p, "/search", 2)...) // normal, unset
+	wantShed(t, e, cs, p, "/search", rules.PriorityNormal)
+	wantShed(t, e, cs, p, "/api/items", rules.PriorityLow)
+	all = append(all, forwardN(t, e, p, "/login", 2)...)
+	if d := wantShed(t, e, cs, p, "/login", rules.PriorityHigh); !d.Sensitive {
+		t.Error("login shed: not sensitive")
+	}
+	// /api/otp matches api-reads (low) and otp-verify (critical): critical.
+	all = append(all, forwardN(t, e, p, "/api/otp", 1)...)
+	wantInFlight(t, e, 10)
+	wantShed(t, e, cs, p, "/otp/verify", rules.PriorityCritical)
+
+	// Settle the critical one: one slot back, for critical only.
+	last := all[len(all)-1]
+	if _, err := e.Settle(context.Background(), t0, last.s, 200, nil); err != nil {
+		t.Fatal(err)
+	}
+	if last.s.Holds() {
+		t.Error("holds after Settle")
+	}
+	wantInFlight(t, e, 9)
+	wantShed(t, e, cs, p, "/login", rules.PriorityHigh)
+	all[len(all)-1] = forwardN(t, e, p, "/otp/verify", 1)[0]
+
+	// Release (an upstream error) gives back as Settle does, and a second
+	// Release or Settle gives back nothing more.
+	for _, h := range all {
+		if err := e.Release(context.Background(), t0, h.s); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Release(context.Background(), t0, h.s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Settle(context.Background(), t0, h.s, 200, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantInFlight(t, e, 0)
+	all = forwardN(t, e, p, "/api/items", 5)
+	wantShed(t, e, cs, p, "/api/items", rules.PriorityLow)
+
+	shed, dry := e.ShedStats()
+	if shed[rules.PriorityLow] != 3 || shed[rules.PriorityNormal] != 1 || shed[rules.PriorityHigh] != 2 || shed[rules.PriorityCritical] != 1 {
+		t.Errorf("ShedStats shed %v, want low 3 normal 1 high 2 critical 1", shed)
+	}
+	if dry != [rules.NumPriorities]uint64{} {
+		t.Errorf("ShedStats dry run %v, want none", dry)
+	}
+}
+
+// TestShedCountsNothing: a shed request is decided before the store call,
+// so its rule's counter is not charged: with a limit of 2 a minute, two
+// shed requests leave both units for the two admitted after them.
+func TestShedCountsNothing(t *testing.T) {
+	p := load(t, `
+edge {
+  load_shedding { max_in_flight = 1 }
+}
+rule "tight" {
+  paths  = ["/x"]
+  key    = ["ip"]
+  limit  = 2
+  period = "1m"
+}
+`)
+	e, cs := newCountingEngine(t, false)
+	h := forwardN(t, e, p, "/x", 1) // one unit of two
+	wantShed(t, e, cs, p, "/x", rules.PriorityNormal)
+	wantShed(t, e, cs, p, "/x", rules.PriorityNormal)
+	if err := e.Release(context.Background(), t0, h[0].s); err != nil {
+		t.Fatal(err)
+	}
+	h = forwardN(t, e, p, "/x", 1) // the second unit
+	if err := e.Release(context.Background(), t0, h[0].s); err != nil {
+		t.Fatal(err)
+	}
+	// Now the rule refuses (429), and its refused request holds no slot.
+	s := rules.NewScratch(4)
+	if d := check(e, p, req{method: "GET", path: "/x", client: "192.0.2.1"}, s); d.Verdict != rules.RefuseLimit || s.Holds() || d.Settle {
+		t.Fatalf("third: verdict %d holds %v settle %v, want 429 holding nothing", d.Verdict, s.Holds(), d.Settle)
+	}
+	wantInFlight(t, e, 0)
+}
+
+// TestShedDryRun: under node-wide dry-run the ceiling is decided but never
+// sheds; a would-be shed is counted in ShedStats and holds no slot (as a
+// shed request would not have been in flight).
+func TestShedDryRun(t *testing.T) {
+	p := load(t, shedPolicy)
+	e, _ := newCountingEngine(t, true)
+	forwardN(t, e, p, "/api/items", 5)
+	s := rules.NewScratch(4)
+	if d := check(e, p, req{method: "GET", path: "/api/items", client: "192.0.2.1"}, s); d.Verdict != rules.Forward || s.Holds() {
+		t.Fatalf("dry run: verdict %d holds %v, want forwarded holding no slot", d.Verdict, s.Holds())
+	}
+	wantInFlight(t, e, 5)
+	if shed, dry := e.ShedStats(); shed[rules.PriorityLow] != 0 || dry[rules.PriorityLow] != 1 {
+		t.Errorf("ShedStats shed %v dry %v, want one low would-be shed", shed, dry)
+	}
+}
+
+// TestShedWithoutCeiling: a policy without max_in_flight or an adaptive
+// rule never sheds and holds nothing per request.
+func TestShedWithoutCeiling(t *testing.T) {
+	p := load(t, strings.Replace(shedPolicy, "max_in_flight = 10", "", 1))
+	e, _ := newCountingEngine(t, false)
+	for range 50 {
+		s := rules.NewScratch(4)
+		if d := check(e, p, req{method: "GET", path: "/api/items", client: "192.0.2.1"}, s); d.Verdict != rules.Forward || s.Holds() || d.Settle {
+			t.Fatalf("verdict %d holds %v settle %v, want forwarded holding nothing", d.Verdict, s.Holds(), d.Settle)
+		}
+	}
+	wantInFlight(t, e, 0)
+}
+
+// TestShedShares: shed_at moves each priority's share; a share's ceiling
+// is rounded down but at least 1.
+func TestShedShares(t *testing.T) {
+	p := load(t, `
+edge {
+  load_shedding {
+    max_in_flight = 4
+    shed_at = { low = "10%", normal = "50%", "high" = "100%" }
+  }
+}
+rule "api-reads" {
+  paths    = ["/api/*"]
+  key      = ["ip"]
+  limit    = 1000
+  period   = "1m"
+  priority = "low"
+}
+rule "login" {
+  paths    = ["/login"]
+  key      = ["ip"]
+  limit    = 1000
+  period   = "1m"
+  priority = "high"
+}
+`)
+	if got := p.Shedding.Share; got[rules.PriorityLow] != 100 || got[rules.PriorityNormal] != 500 || got[rules.PriorityHigh] != 1000 || got[rules.PriorityCritical] != 1000 {
+		t.Fatalf("shares %v", got)
+	}
+	e, cs := newCountingEngine(t, false)
+	forwardN(t, e, p, "/api/items", 1) // 4 × 10% = 0.4: at least 1
+	wantShed(t, e, cs, p, "/api/items", rules.PriorityLow)
+	forwardN(t, e, p, "/other", 1) // normal: 2
+	wantShed(t, e, cs, p, "/other", rules.PriorityNormal)
+	forwardN(t, e, p, "/login", 2) // high: all 4
+	wantShed(t, e, cs, p, "/login", rules.PriorityHigh)
+}
+
+// TestShedCompile: load_shedding's and priority's diagnostics, each at
+// the attribute it is about.
+func TestShedCompile(t *testing.T) {
+	rule := func(extra string) string {
+		return "rule \"r\" {\n  paths = [\"/x\"]\n  key = [\"ip\"]\n  limit = 5\n  period = \"1m\"\n" + extra + "\n}\n"
+	}
+	edge := func(body string) string { return "edge {\n  load_shedding {\n" + body + "\n  }\n}\n" }
+	for _, tc := range []struct {
+		name, src, want string
+		warn            bool
+	}{
+		{"bad priority", edge("max_in_flight = 5") + rule(`priority = "urgent"`), `"urgent" is not a priority`, false},
+		{"priority on skip", edge("max_in_flight = 5") + "rule \"s\" {\n  paths = [\"/x\"]\n  action = \"skip\"\n  skip = [\"*\"]\n  priority = \"low\"\n}\n", "skip rule", false},
+		{"zero ceiling", edge("max_in_flight = 0") + rule(""), "max_in_flight is the node's requests at the origin", false},
+		{"bad share", edge(`max_in_flight = 5
+    shed_at = { low = "0%" }`) + rule(""), "percentage over 0%", false},
+		{"not a percentage", edge(`max_in_flight = 5
+    shed_at = { low = 50 }`) + rule(""), "percentage over 0%", false},
+		{"critical share", edge(`max_in_flight = 5
+    shed_at = { critical = "95%" }`) + rule(""), "critical is shed only at the capacity itself", false},
+		{"unknown priority", edge(`max_in_flight = 5
+    shed_at = { lo = "40%" }`) + rule(""), `"lo" is not a priority`, false},
+		{"order", edge(`max_in_flight = 5
+    shed_at = { low = "80%", normal = "60%" }`) + rule(""), "low (80%) ≤ normal (60%) ≤ high (90%)", false},
+		{"retry_after", edge(`max_in_flight = 5
+    retry_after = "soon"`) + rule(""), `retry_after "soon"`, false},
+		{"jitter", edge(`max_in_flight = 5
+    retry_after_jitter = "150%"`) + rule(""), "retry_after_jitter", false},
+		{"sheds nothing", edge(``) + rule(""), "no request is ever shed", true},
+		{"priority without block", rule(`priority = "high"`), "priority only orders load shedding", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, diags := builtin.Load("test.hcl", []byte(tc.src))
+			if diags.HasErrors() == tc.warn {
+				t.Fatalf("errors %v, want error %v: %s", diags.HasErrors(), !tc.warn, diags.Error())
+			}
+			var all []string
+			for _, d := range diags {
+				all = append(all, d.Error())
+			}
+			if !strings.Contains(strings.Join(all, "\n"), tc.want) {
+				t.Fatalf("diagnostics %q do not say %q", all, tc.want)
+			}
+		})
+	}
+}
+
+// TestShedCheckAllocs: admission and its release add no allocation to
+// the decision path.
+func TestShedCheckAllocs(t *testing.T) {
+	p := load(t, shedPolicy)
+	e := newEngine(t, nil)
+	s := rules.NewScratch(8)
+	r := req{method: "POST", path: "/login", client: "192.0.2.1"}.build()
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(200, func() {
+		d := e.Check(ctx, t0, p, r, s)
+		if d.Verdict != rules.Forward || !s.Holds() {
+			t.Fatalf("verdict %d holds %v", d.Verdict, s.Holds())
+		}
+		s.Forwarding(t0)
+		if _, err := e.Settle(ctx, t0, s, 200, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Check + Settle with load shedding: %v allocs, want 0", allocs)
+	}
+	wantInFlight(t, e, 0)
+}
+
+// BenchmarkCheckShed is Check and Settle of a request under a node
+// in-flight ceiling.
+func BenchmarkCheckShed(b *testing.B) {
+	p, diags := builtin.Load("test.hcl", []byte(shedPolicy))
+	if diags.HasErrors() {
+		b.Fatal(diags.Error())
+	}
+	ms, err := memstore.New(memstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ms.Close()
+	e, err := rules.NewEngine(rules.EngineOptions{Store: ms, Secret: []byte("bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := rules.NewScratch(8)
+	r := req{method: "POST", path: "/login", client: "192.0.2.1"}.build()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Check(ctx, t0, p, r, s)
+		s.Forwarding(t0)
+		_, _ = e.Settle(ctx, t0, s, 200, nil)
+	}
+}
