@@ -79,6 +79,9 @@ type config struct {
 
 	// retry-storm only; clients is its crowd
 	storm stormParams
+
+	// plain and mixed only (issue 16): -rate, -api-keys, -attackers
+	gen genParams
 }
 
 // scenario is one kind of traffic.
@@ -117,6 +120,9 @@ func scenarios() map[string]scenario {
 		"brute-force":         {run: runBruteForce, duration: loginDuration},
 
 		"retry-storm": {run: runRetryStorm, duration: stormDuration, requests: stormRequests},
+
+		"plain": {run: runPlain, duration: 10 * time.Second, requests: maxRequests, budget: genBudget},
+		"mixed": {run: runMixed, duration: 10 * time.Second, requests: maxRequests, budget: genBudget},
 	}
 }
 
@@ -172,6 +178,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	at.register(fs)
 	lp := defaultLoginParams
 	lp.register(fs)
+	gp := defaultGenParams
+	gp.register(fs)
 	var sp stormParams
 	fs.DurationVar(&sp.period, "storm-window", 4*time.Second, "retry-storm: the fixed window of the policy's /storm/* rules (loadtest/testdata/retry-storm.hcl), whole seconds")
 	fs.Usage = func() {
@@ -241,6 +249,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := lp.check(); err != nil {
 		return usage("%v", err)
 	}
+	if err := gp.check(); err != nil {
+		return usage("%v", err)
+	}
 	at.originSet = set["origin"]
 	if !ok {
 		return usage("unknown scenario %q (have %s)", *name, strings.Join(names, ", "))
@@ -296,6 +307,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		attacks: at,
 		login:   lp,
 		storm:   sp,
+		gen:     gp,
 	}
 	budget := cfg.duration
 	if sc.budget != nil {
