@@ -98,6 +98,12 @@ func (s *Server) DecideHandler(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	defer s.countResponse(ctx, st, rs, true)
+	if rs.sc.Holds() {
+		// The origin's answer never comes back here: what the decision
+		// took in flight (load shedding's slots) is given back once it is
+		// answered (rules/inflight.go; docs/policy.md, "Load shedding").
+		defer s.releaseInflight(rs)
+	}
 	d := &rs.d
 	s.observe(ctx, st, rs, d)
 	s.sampleAllow(ctx, rs, d)

@@ -118,6 +118,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m.registerOps(reg, s)
 	m.registerCost(reg)
 	m.registerQueue(reg, s)
+	registerShed(reg, s) // shed.go
 	m.registerUpstream(reg, s)
 	return m
 }

@@ -2,21 +2,71 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/rules"
-	"github.com/valyala/fasthttp"
 )
 
 // Load shedding's answer and the in-flight lifecycle's last resort
-// (rules/inflight.go, docs/policy.md, "Load shedding"). Owned by the
-// shedding slice.
+// (rules/inflight.go, rules/shed.go, docs/policy.md, "Load shedding").
+//
+// A shed request is answered 503, never 429: 429 judges the caller, 503
+// the system (RFC 9110 §15.6.4). On an ordinary route it carries
+// Retry-After (load_shedding retry_after, spread by its retry_after_jitter,
+// never earlier); on a sensitive route it is the bare 503 every other
+// unavailable answer is, with no Retry-After and nothing that tells a shed
+// from a store outage.
 
 // shed answers a shed request: 503, bare on a sensitive route, with
-// Retry-After on an ordinary one.
+// Retry-After on an ordinary one. It logs the shed at info (the decision
+// log, docs/operations.md), naming the priority and what was saturated:
+// the adaptive rule, or "max_in_flight" for the node's ceiling.
 func (s *Server) shed(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision) {
-	_ = rs
-	_ = d
 	unavailable(ctx)
+	if !d.Sensitive {
+		wait := jitteredSeconds(d.RetryAfter, s.Policy().Shedding.Jitter, s.jitterDraw())
+		rs.hdr = strconv.AppendInt(rs.hdr[:0], wait, 10)
+		ctx.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, rs.hdr)
+	}
+	if !s.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	by := "max_in_flight"
+	if d.Refusing != nil {
+		by = d.Refusing.Name
+	}
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "shed",
+		slog.String("priority", d.Priority.String()),
+		slog.String("saturated", by),
+		slog.String("method", string(ctx.Method())),
+		slog.String("path", string(rs.canon)),
+		clientAttr(rs), // the client's keyed hash, never its address
+	)
+}
+
+// registerShed registers load shedding's metrics: edge_shed_total and
+// edge_shed_dry_run_total by priority, and the node's edge_in_flight.
+func registerShed(reg *prometheus.Registry, s *Server) {
+	for p := rules.PriorityLow; int(p) < rules.NumPriorities; p++ {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "edge_shed_total",
+			Help:        "Requests shed (answered 503 before anything was counted) because the origin was saturated for their priority: the node's max_in_flight or an adaptive rule's limit, by priority.",
+			ConstLabels: prometheus.Labels{"priority": p.String()},
+		}, func() float64 { shed, _ := s.engine.ShedStats(); return float64(shed[p]) }))
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "edge_shed_dry_run_total",
+			Help:        "Requests a dry-run adaptive rule or the node's max_in_flight under node-wide dry-run would have shed, and forwarded, by priority.",
+			ConstLabels: prometheus.Labels{"priority": p.String()},
+		}, func() float64 { _, dry := s.engine.ShedStats(); return float64(dry[p]) }))
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "edge_in_flight",
+		Help: "Requests this node has at the origin now (forwarded and not yet answered, or held by a queue), counted while load_shedding sets max_in_flight.",
+	}, func() float64 { return float64(s.engine.InFlight()) }))
 }
 
 // releaseInflight gives back what the request still holds in flight when

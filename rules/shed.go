@@ -164,6 +164,11 @@ func (e *Engine) admit(now time.Time, p *Policy, s *Scratch, d *Decision) bool {
 		}
 	}
 	if shed {
+		for i := range s.Matches {
+			if m := &s.Matches[i]; m.Op >= 0 {
+				m.Outcome = OutcomeSkip // never decided: shed before the store call
+			}
+		}
 		s.releaseLocal(now, 0, false, false) // never sent: no sample
 		d.RetryAfter = ls.RetryAfter
 		e.shed.shed[prio].Add(1)

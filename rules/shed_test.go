@@ -115,6 +115,11 @@ func wantShed(t *testing.T, e *rules.Engine, cs *countingStore, p *rules.Policy,
 	if calls := cs.calls.Load() - before; calls != 0 {
 		t.Fatalf("%s: a shed request made %d store calls, want 0 (nothing is counted)", path, calls)
 	}
+	for _, m := range s.Matches {
+		if m.Op >= 0 && m.Outcome != rules.OutcomeSkip {
+			t.Fatalf("%s: rule %s decided %v on a shed request, want skip (never decided)", path, m.Rule.Name, m.Outcome)
+		}
+	}
 	return d
 }
 

@@ -1,0 +1,342 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/rules/memstore"
+)
+
+// shedE2EPolicy: a node ceiling of 10 in flight, the default shares: API
+// reads (low) are shed from 5 in flight, logins (high) from 9, OTP verifies
+// (critical) only at 10. Logins and OTP verifies are sensitive.
+const shedE2EPolicy = `
+edge {
+  upstream_timeout = "%s"
+  load_shedding {
+    max_in_flight = 10
+    retry_after   = "2s"
+  }
+}
+rule "api-reads" {
+  paths    = ["/api/*"]
+  key      = ["ip"]
+  limit    = 1000
+  period   = "1m"
+  priority = "low"
+}
+rule "login" {
+  methods   = ["POST"]
+  paths     = ["/login"]
+  key       = ["ip"]
+  limit     = 1000
+  period    = "1m"
+  sensitive = true
+  priority  = "high"
+}
+rule "otp-verify" {
+  methods   = ["POST"]
+  paths     = ["/otp/verify"]
+  key       = ["ip"]
+  limit     = 1000
+  period    = "1m"
+  sensitive = true
+  priority  = "critical"
+}
+`
+
+// holdingOrigin answers 200, or, while holding, keeps every request until
+// the test releases it (nothing rests on timing: the test waits for "N
+// held" before it probes).
+type holdingOrigin struct {
+	mu      sync.Mutex
+	holding bool
+	waiters []chan struct{}
+	close   bool // answer by closing the connection (an origin error)
+}
+
+func (o *holdingOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o.mu.Lock()
+	if o.holding {
+		ch := make(chan struct{})
+		o.waiters = append(o.waiters, ch)
+		o.mu.Unlock()
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			return
+		}
+		o.mu.Lock()
+	}
+	closeConn := o.close
+	o.mu.Unlock()
+	if closeConn {
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			c.Close()
+		}
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, "origin\n")
+}
+
+func (o *holdingOrigin) hold() { o.mu.Lock(); o.holding = true; o.mu.Unlock() }
+
+func (o *holdingOrigin) held() int { o.mu.Lock(); defer o.mu.Unlock(); return len(o.waiters) }
+
+// releaseAll answers every held request and stops holding.
+func (o *holdingOrigin) releaseAll() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, ch := range o.waiters {
+		close(ch)
+	}
+	o.waiters, o.holding = nil, false
+}
+
+type shedNode struct {
+	addr   string
+	srv    *Server
+	reg    *prometheus.Registry
+	origin *holdingOrigin
+}
+
+// startShedNode starts shedE2EPolicy with upstream_timeout timeout on a
+// memory store, in front of a holding origin.
+func startShedNode(t *testing.T, timeout string) *shedNode {
+	t.Helper()
+	p, diags := builtin.Load("shed.hcl", fmt.Appendf(nil, shedE2EPolicy, timeout))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	n := &shedNode{origin: &holdingOrigin{}, reg: prometheus.NewRegistry()}
+	oln := listen(t)
+	osrv := &http.Server{Handler: n.origin}
+	go func() { _ = osrv.Serve(oln) }()
+	t.Cleanup(func() { n.origin.releaseAll(); osrv.Close() })
+	ms, err := memstore.New(memstore.Options{MaxKeys: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	n.srv, err = New(Options{Policy: p, Store: ms, Upstream: "http://" + oln.Addr().String(), Registry: n.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	ln := listen(t)
+	n.addr = ln.Addr().String()
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = n.srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { n.origin.releaseAll(); cancel(); wg.Wait() })
+	return n
+}
+
+// send starts a request in the background; its reply arrives on the
+// channel.
+func (n *shedNode) send(t *testing.T, method, path string) <-chan reply {
+	ch := make(chan reply, 1)
+	go func() {
+		req, _ := http.NewRequest(method, "http://"+n.addr+path, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Errorf("%s %s: %v", method, path, err)
+			ch <- reply{}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ch <- reply{resp.StatusCode, resp.Header, string(b)}
+	}()
+	return ch
+}
+
+// fill sends k requests that the origin holds, and waits until it holds
+// want in all.
+func (n *shedNode) fill(t *testing.T, method, path string, k, want int) []<-chan reply {
+	t.Helper()
+	var out []<-chan reply
+	for range k {
+		out = append(out, n.send(t, method, path))
+	}
+	waitUntil(t, fmt.Sprintf("%d held at the origin", want), func() bool { return n.origin.held() == want })
+	return out
+}
+
+// gathered returns the value of name's series with every label=value
+// pair of labels (none: the first series), or -1.
+func gathered(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			ok := true
+			for i := 0; i+1 < len(labels); i += 2 {
+				ok = ok && have[labels[i]] == labels[i+1]
+			}
+			if !ok {
+				continue
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+// wantShed503 checks a shed answer: 503, the bare body, Retry-After only
+// on an ordinary route, never a RateLimit field.
+func wantShed503(t *testing.T, what string, r reply, retryAfter string) {
+	t.Helper()
+	if r.status != http.StatusServiceUnavailable || r.body != "Service Unavailable\n" {
+		t.Errorf("%s: %d %q, want the bare 503", what, r.status, r.body)
+	}
+	if got := r.header.Get("Retry-After"); got != retryAfter {
+		t.Errorf("%s: Retry-After %q, want %q", what, got, retryAfter)
+	}
+	if r.header.Get("RateLimit") != "" || r.header.Get("RateLimit-Policy") != "" {
+		t.Errorf("%s: RateLimit fields on a shed answer: %v", what, r.header)
+	}
+}
+
+// TestShedByPriorityThroughTheServer: the origin holds every request; as
+// the node fills, API reads get 503 (with Retry-After) before logins do
+// (bare, sensitive), and OTP verifies are the last, at the ceiling itself;
+// the counts are exact. Releasing the held requests answers them all, and
+// every slot is back: the node fills to exactly 10 again.
+func TestShedByPriorityThroughTheServer(t *testing.T) {
+	n := startShedNode(t, "10s")
+	base := "http://" + n.addr
+	n.origin.hold()
+
+	var held []<-chan reply
+	held = append(held, n.fill(t, "GET", "/api/items", 5, 5)...)
+	wantShed503(t, "6th API read", do(t, "GET", base+"/api/items", ""), "2")
+	// Logins still go to the origin, up to 9 in flight.
+	held = append(held, n.fill(t, "POST", "/login", 4, 9)...)
+	wantShed503(t, "API read at 9 in flight", do(t, "GET", base+"/api/items", ""), "2")
+	wantShed503(t, "10th login", do(t, "POST", base+"/login", ""), "")
+	held = append(held, n.fill(t, "POST", "/otp/verify", 1, 10)...)
+	wantShed503(t, "11th request, an OTP verify", do(t, "POST", base+"/otp/verify", ""), "")
+	wantShed503(t, "login at the ceiling", do(t, "POST", base+"/login", ""), "")
+
+	if got := gathered(t, n.reg, "edge_in_flight"); got != 10 {
+		t.Errorf("edge_in_flight %v, want 10", got)
+	}
+	for prio, want := range map[string]float64{"low": 2, "normal": 0, "high": 2, "critical": 1} {
+		if got := gathered(t, n.reg, "edge_shed_total", "priority", prio); got != want {
+			t.Errorf("edge_shed_total{priority=%q} %v, want %v", prio, got, want)
+		}
+	}
+	if got := gathered(t, n.reg, "edge_decisions_total", "rule", "api-reads", "decision", "allow"); got != 5 {
+		t.Errorf("api-reads decided %v requests, want the 5 forwarded (a shed request is counted by no rule)", got)
+	}
+
+	n.origin.releaseAll()
+	for i, ch := range held {
+		if r := <-ch; r.status != http.StatusOK {
+			t.Errorf("held request %d: %d, want 200 once released", i, r.status)
+		}
+	}
+	waitUntil(t, "edge_in_flight back to 0", func() bool { return gathered(t, n.reg, "edge_in_flight") == 0 })
+	if r := do(t, "GET", base+"/api/items", ""); r.status != http.StatusOK {
+		t.Errorf("API read after the release: %d, want 200", r.status)
+	}
+
+	// No slot leaked: the node holds exactly 10 OTP verifies again.
+	n.origin.hold()
+	held = n.fill(t, "POST", "/otp/verify", 10, 10)
+	wantShed503(t, "11th OTP verify", do(t, "POST", base+"/otp/verify", ""), "")
+	n.origin.releaseAll()
+	for _, ch := range held {
+		<-ch
+	}
+}
+
+// TestShedSlotsBackWhenTheOriginFails: requests that time out at the
+// origin (504), that it drops (502) or whose client hangs up while they
+// are held give their slots back: afterwards the node admits its full
+// share again.
+func TestShedSlotsBackWhenTheOriginFails(t *testing.T) {
+	n := startShedNode(t, "200ms")
+	base := "http://" + n.addr
+	n.origin.hold()
+
+	// Upstream timeouts: held until the edge gives up.
+	var replies []<-chan reply
+	for range 5 {
+		replies = append(replies, n.send(t, "GET", "/api/items"))
+	}
+	for i, ch := range replies {
+		if r := <-ch; r.status != http.StatusGatewayTimeout {
+			t.Errorf("timed-out request %d: %d, want 504", i, r.status)
+		}
+	}
+	waitUntil(t, "edge_in_flight back to 0 after timeouts", func() bool { return gathered(t, n.reg, "edge_in_flight") == 0 })
+	n.origin.releaseAll()
+
+	// Origin errors: the origin closes the connection.
+	n.origin.mu.Lock()
+	n.origin.close = true
+	n.origin.mu.Unlock()
+	for i := range 6 {
+		if r := do(t, "GET", base+"/api/items", ""); r.status != http.StatusBadGateway {
+			t.Errorf("dropped request %d: %d, want 502", i, r.status)
+		}
+	}
+	n.origin.mu.Lock()
+	n.origin.close = false
+	n.origin.mu.Unlock()
+	waitUntil(t, "edge_in_flight back to 0 after origin errors", func() bool { return gathered(t, n.reg, "edge_in_flight") == 0 })
+
+	// Clients gone while their requests are held: the slots come back once
+	// the origin answers, and the node admits 5 API reads again.
+	n2 := startShedNode(t, "10s")
+	n2.origin.hold()
+	var conns []net.Conn
+	for range 5 {
+		c, err := net.Dial("tcp", n2.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, "GET /api/items HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	waitUntil(t, "5 held", func() bool { return n2.origin.held() == 5 })
+	wantShed503(t, "6th API read", do(t, "GET", "http://"+n2.addr+"/api/items", ""), "2")
+	for _, c := range conns {
+		c.Close()
+	}
+	n2.origin.releaseAll()
+	waitUntil(t, "edge_in_flight back to 0 after hang-ups", func() bool { return gathered(t, n2.reg, "edge_in_flight") == 0 })
+	n2.origin.hold()
+	held := n2.fill(t, "GET", "/api/items", 5, 5)
+	wantShed503(t, "6th API read again", do(t, "GET", "http://"+n2.addr+"/api/items", ""), "2")
+	n2.origin.releaseAll()
+	for _, ch := range held {
+		<-ch
+	}
+}
