@@ -80,6 +80,9 @@ type config struct {
 	// retry-storm only; clients is its crowd
 	storm stormParams
 
+	// queue only; target.metrics is required
+	queue queueParams
+
 	// plain and mixed only (issue 16): -rate, -api-keys, -attackers
 	gen genParams
 }
@@ -120,6 +123,8 @@ func scenarios() map[string]scenario {
 		"brute-force":         {run: runBruteForce, duration: loginDuration},
 
 		"retry-storm": {run: runRetryStorm, duration: stormDuration, requests: stormRequests},
+
+		"queue": {run: runQueue, duration: queueDuration},
 
 		"plain": {run: runPlain, duration: 10 * time.Second, requests: maxRequests, budget: genBudget},
 		"mixed": {run: runMixed, duration: 10 * time.Second, requests: maxRequests, budget: genBudget},
@@ -182,6 +187,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	gp.register(fs)
 	var sp stormParams
 	fs.DurationVar(&sp.period, "storm-window", 4*time.Second, "retry-storm: the fixed window of the policy's /storm/* rules (loadtest/testdata/retry-storm.hcl), whole seconds")
+	qp := defaultQueueParams
+	fs.StringVar(&qp.origin, "queue-origin", qp.origin, "queue: listen address of the scenario's recording origin, the edge's upstream (loadtest/testdata/queue.hcl); loopback only")
+	fs.IntVar(&qp.rate, "queue-rate", qp.rate, "queue: the queue = true rule's rate, per second")
+	fs.IntVar(&qp.burst, "queue-burst", qp.burst, "queue: the rule's burst; the scenario sends one more")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./loadtest [flags]\n\nscenarios: %s\n\nflags:\n", strings.Join(names, ", "))
 		fs.PrintDefaults()
@@ -249,6 +258,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := lp.check(); err != nil {
 		return usage("%v", err)
 	}
+	if err := qp.check(); err != nil {
+		return usage("%v", err)
+	}
 	if err := gp.check(); err != nil {
 		return usage("%v", err)
 	}
@@ -266,8 +278,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usage("%v", err)
 		}
 	}
-	if (*rawTargetMetrics != "" || *rawCompareMetrics != "") && *name != "throughput" {
-		return usage("-target-metrics and -compare-metrics are for -scenario throughput only")
+	if *rawCompareMetrics != "" && *name != "throughput" || *rawTargetMetrics != "" && *name != "throughput" && *name != "queue" {
+		return usage("-target-metrics and -compare-metrics are for -scenario throughput only (and -target-metrics for queue)")
 	}
 	if *rawTargetMetrics != "" {
 		if tg.metrics, err = parseMetricsURL("-target-metrics", *rawTargetMetrics); err != nil {
@@ -307,6 +319,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		attacks: at,
 		login:   lp,
 		storm:   sp,
+		queue:   qp,
 		gen:     gp,
 	}
 	budget := cfg.duration
