@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -104,6 +107,7 @@ func (o *holdingOrigin) releaseAll() {
 
 type shedNode struct {
 	addr   string
+	decide string // the decision-only listener, when the policy sets decide_listen
 	srv    *Server
 	reg    *prometheus.Registry
 	origin *holdingOrigin
@@ -113,7 +117,15 @@ type shedNode struct {
 // memory store, in front of a holding origin.
 func startShedNode(t *testing.T, timeout string) *shedNode {
 	t.Helper()
-	p, diags := builtin.Load("shed.hcl", fmt.Appendf(nil, shedE2EPolicy, timeout))
+	return startShedNodeWith(t, fmt.Sprintf(shedE2EPolicy, timeout), nil)
+}
+
+// startShedNodeWith starts src with opts (when set) applied to the
+// server's Options, and its decision-only listener when src sets
+// decide_listen.
+func startShedNodeWith(t *testing.T, src string, opts func(*Options)) *shedNode {
+	t.Helper()
+	p, diags := builtin.Load("shed.hcl", []byte(src))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -127,7 +139,11 @@ func startShedNode(t *testing.T, timeout string) *shedNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ms.Close() })
-	n.srv, err = New(Options{Policy: p, Store: ms, Upstream: "http://" + oln.Addr().String(), Registry: n.reg})
+	o := Options{Policy: p, Store: ms, Upstream: "http://" + oln.Addr().String(), Registry: n.reg}
+	if opts != nil {
+		opts(&o)
+	}
+	n.srv, err = New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +153,12 @@ func startShedNode(t *testing.T, timeout string) *shedNode {
 	n.addr = ln.Addr().String()
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = n.srv.Serve(ctx, ln) }()
+	if p.DecideListen != "" {
+		dln := listen(t)
+		n.decide = dln.Addr().String()
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = n.srv.ServeDecide(ctx, dln) }()
+	}
 	t.Cleanup(func() { n.origin.releaseAll(); cancel(); wg.Wait() })
 	return n
 }
@@ -336,6 +358,61 @@ func TestShedSlotsBackWhenTheOriginFails(t *testing.T) {
 	held := n2.fill(t, "GET", "/api/items", 5, 5)
 	wantShed503(t, "6th API read again", do(t, "GET", "http://"+n2.addr+"/api/items", ""), "2")
 	n2.origin.releaseAll()
+	for _, ch := range held {
+		<-ch
+	}
+}
+
+// TestShedRetryAfterJitter: load_shedding's retry_after_jitter spreads a
+// shed answer's Retry-After over retry_after … retry_after × (1 + jitter),
+// never earlier: with "100%" of 2s, the lowest draw answers 2 and the
+// highest 4.
+func TestShedRetryAfterJitter(t *testing.T) {
+	var draw atomic.Uint64
+	src := strings.Replace(fmt.Sprintf(shedE2EPolicy, "10s"), `retry_after   = "2s"`, `retry_after   = "2s"
+    retry_after_jitter = "100%"`, 1)
+	n := startShedNodeWith(t, src, func(o *Options) { o.RetryJitterRand = draw.Load })
+	base := "http://" + n.addr
+	n.origin.hold()
+	held := n.fill(t, "GET", "/api/items", 5, 5)
+	wantShed503(t, "lowest draw", do(t, "GET", base+"/api/items", ""), "2")
+	draw.Store(math.MaxUint64)
+	wantShed503(t, "highest draw", do(t, "GET", base+"/api/items", ""), "4")
+	wantShed503(t, "sensitive, highest draw", func() reply {
+		held = append(held, n.fill(t, "POST", "/login", 4, 9)...)
+		return do(t, "POST", base+"/login", "")
+	}(), "")
+	n.origin.releaseAll()
+	for _, ch := range held {
+		<-ch
+	}
+}
+
+// TestShedOnTheDecideListener: a described request is shed when the
+// node's own proxied requests fill its priority's share, and, admitted,
+// holds no slot once answered (the origin's answer never comes back to
+// the decision-only listener): 20 described API reads in a row are all
+// let through with the node at 4 of 10, and the count stays 4.
+func TestShedOnTheDecideListener(t *testing.T) {
+	src := strings.Replace(fmt.Sprintf(shedE2EPolicy, "10s"), "edge {", `edge {
+  decide_listen = "127.0.0.1:18081"`, 1)
+	n := startShedNodeWith(t, src, nil)
+	n.origin.hold()
+	held := n.fill(t, "GET", "/api/items", 4, 4)
+	describe := func() reply {
+		return do(t, "GET", "http://"+n.decide+"/auth", "", "X-Original-Method", "GET", "X-Original-URI", "/api/items")
+	}
+	for i := range 20 {
+		if r := describe(); r.status != http.StatusOK {
+			t.Fatalf("described API read %d at 4 in flight: %d, want 200", i, r.status)
+		}
+	}
+	if got := gathered(t, n.reg, "edge_in_flight"); got != 4 {
+		t.Errorf("edge_in_flight %v after 20 described requests, want 4 (a described request holds no slot)", got)
+	}
+	held = append(held, n.fill(t, "GET", "/api/items", 1, 5)...)
+	wantShed503(t, "described API read at 5 in flight", describe(), "2")
+	n.origin.releaseAll()
 	for _, ch := range held {
 		<-ch
 	}
