@@ -40,6 +40,24 @@
 //	GET  /__origin/last    the last counted request (a Request), or 404 before any
 //	POST /__origin/reset   forgets the counts and the last request
 //
+// and the controls that let a test decide when the origin answers, so that
+// nothing rests on timing (hold.go; the same as Go methods of Origin):
+//
+//	POST   /__origin/hold?path=/login   hold requests to the path (every non-control path
+//	                                    without one) until released: Origin.Hold
+//	POST   /__origin/release?n=K        release the K oldest held, in arrival order (all
+//	                                    without n): {"released":K}, Origin.Release
+//	DELETE /__origin/hold               stop holding, release every held request: Origin.StopHolding
+//	GET    /__origin/inflight           {"in_flight":N,"peak":M,"held":H,"by_path":{…}}: Origin.InFlight
+//	POST   /__origin/inflight/reset     the peak starts again from what is in flight: Origin.ResetPeak
+//	POST   /__origin/latency?path=/login&ms=200
+//	                                    answer the path (every path without one) that much
+//	                                    later, on a timer; ms=0 removes it: Origin.SetLatency
+//
+// Origin.WaitHeld waits for a number of held requests without polling. At
+// most 10,000 requests are held at once (one more is a 503 at once), and a
+// shutdown releases them all.
+//
 // Everything it keeps is bounded, since it listens on a socket: 100,000
 // pending OTP challenges (the oldest dropped first), 10,000 distinct hit
 // paths (later new paths are answered but not counted), 1 MiB request

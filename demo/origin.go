@@ -54,8 +54,12 @@ type Request struct {
 type Origin struct {
 	// now is the clock for OTP expiry; tests replace it.
 	now func() time.Time
-	// maxChallenges and maxHitPaths are the bounds; tests lower them.
-	maxChallenges, maxHitPaths int
+	// maxChallenges, maxHitPaths and maxHeld are the bounds; tests lower
+	// them.
+	maxChallenges, maxHitPaths, maxHeld int
+
+	// ctl is the hold, latency and in-flight controls' state (hold.go).
+	ctl control
 
 	mu   sync.Mutex
 	hits map[string]int64
@@ -72,6 +76,7 @@ func New() *Origin {
 		now:           time.Now,
 		maxChallenges: defaultMaxChallenges,
 		maxHitPaths:   defaultMaxHitPaths,
+		maxHeld:       defaultMaxHeld,
 		hits:          make(map[string]int64),
 		challenges:    make(map[string]*list.Element),
 	}
@@ -125,9 +130,10 @@ func (o *Origin) Handler(ctx *fasthttp.RequestCtx) {
 	}
 	o.record(ctx)
 
-	path := strings.ToLower(string(ctx.Path()))
-	if len(path) > 1 {
-		path = strings.TrimSuffix(path, "/")
+	path := normalise(string(ctx.Path()))
+	defer o.leave(path)
+	if !o.waitTurn(ctx, path) { // held or delayed as the controls say (hold.go)
+		return
 	}
 
 	method := effectiveMethod(&ctx.Request.Header)
@@ -204,6 +210,7 @@ func (o *Origin) serveControl(ctx *fasthttp.RequestCtx, p string) {
 	case p == "reset" && ctx.IsPost():
 		o.Reset()
 		writeJSON(ctx, fasthttp.StatusOK, `{"ok":true}`)
+	case o.serveHoldControl(ctx, p): // hold.go
 	default:
 		writeJSON(ctx, fasthttp.StatusNotFound, `{"error":"not found"}`)
 	}

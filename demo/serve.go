@@ -25,7 +25,8 @@ func newServer(o *Origin) *fasthttp.Server {
 	}
 }
 
-// Serve serves o on ln until ctx is done, then shuts down, waiting up to
+// Serve serves o on ln until ctx is done, then shuts down: it stops
+// holding and releases every held request (StopHolding), then waits up to
 // shutdownTimeout (5s) for requests in flight. It closes ln. It returns nil
 // after a shutdown caused by ctx, and the listener's error otherwise.
 func (o *Origin) Serve(ctx context.Context, ln net.Listener) error {
@@ -42,6 +43,9 @@ func (o *Origin) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 
+	// Held requests would keep their connections open for the whole
+	// grace period: let them be answered first.
+	o.StopHolding()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	err := shutdownErr(srv.ShutdownWithContext(sctx))
