@@ -318,8 +318,13 @@ func (s *Store) remember(nowUS int64, ops []rules.Op, res []rules.Result) {
 		switch op.Kind {
 		case rules.OpTake:
 			// Attempts ops always reach the store, so caching them
-			// would save nothing; dry-run refusals refuse nothing.
-			if !r.Allowed && op.Enforce && !op.Attempts && r.RetryAfter > 0 {
+			// would save nothing; dry-run refusals refuse nothing. A
+			// Distinct set loses members to refunds this node never
+			// sees (a concurrency rule's leases, given back by the node
+			// that took them, docs/policy.md, "Concurrency limits"):
+			// its refusal's wait, until the oldest member expires, can
+			// be a whole lease too long, so it is not cached.
+			if !r.Allowed && op.Enforce && !op.Attempts && r.RetryAfter > 0 && op.Algorithm != rules.Distinct {
 				retryUntil := nowUS + r.RetryAfter.Microseconds()
 				s.deny.insert(&op.Key, nowUS, op.Cost, retryUntil, nowUS+r.ResetAfter.Microseconds())
 			}

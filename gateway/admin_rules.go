@@ -23,6 +23,9 @@ import (
 // dry_run_reason are its own toggle's. decisions are the rule's
 // edge_decisions_total counts since the node started, by decision (the
 // admin page turns them into rates), every decision present, 0 if none.
+// A concurrency rule's algorithm is "concurrency", its limit the requests
+// in flight per key and its period its lease (docs/policy.md,
+// "Concurrency limits").
 
 type adminRule struct {
 	Name         string           `json:"name"`
@@ -55,7 +58,7 @@ func (s *Server) adminRules(ctx *fasthttp.RequestCtx) {
 	for i, r := range p.Rules {
 		ar := adminRule{
 			Name: r.Name, Methods: nonNil(r.Methods()), Paths: nonNil(r.Paths()), Hosts: nonNil(r.Hosts()),
-			Key: nonNil(r.KeyNames), Algorithm: r.Algorithm.String(), Limit: r.Limit, Period: periodText(r),
+			Key: nonNil(r.KeyNames), Algorithm: r.AlgorithmName(), Limit: r.Limit, Period: periodText(r),
 			Sensitive: r.Sensitive, Action: r.Action.String(),
 			DryRun:    r.Action != rules.ActionSkip && !s.engine.RuleEnforces(p, r, now),
 			Decisions: map[string]int64{},

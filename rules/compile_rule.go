@@ -155,20 +155,25 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		default:
 			r.Distinct, r.distinctTag, r.Algorithm = ch, tag, Distinct
 		}
-		if rb.Algorithm != nil {
+		if rb.Algorithm != nil && *rb.Algorithm != ConcurrencyAlgorithm { // concurrencyAttrs refuses count_distinct there
 			fail(rb.AlgorithmRange, "Algorithm not used", "a count_distinct rule counts distinct values over a sliding period; remove algorithm")
 		}
 	}
 
 	// Algorithm and numbers.
-	if rb.Algorithm != nil && rb.CountDistinct == nil {
+	if rb.Algorithm != nil && *rb.Algorithm == ConcurrencyAlgorithm {
+		// Requests in flight: a Distinct set of lease IDs (concurrency.go);
+		// limit and lease are compiled by finishConcurrency.
+		r.Concurrency, r.Algorithm = true, Distinct
+		c.concurrencyAttrs(rb, r)
+	} else if rb.Algorithm != nil && rb.CountDistinct == nil {
 		a, aok := ParseAlgorithm(*rb.Algorithm)
 		if !aok {
 			fail(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(algorithmNamesList(), ", "), suggest(*rb.Algorithm, algorithmNamesList()))
 		}
 		r.Algorithm = a
 	}
-	if r.counts() {
+	if r.counts() && !r.Concurrency {
 		if rb.Limit == nil {
 			fail(rb.DefRange, "Missing limit", "rule %q needs limit (requests per period)", rb.Name)
 		} else if *rb.Limit < 1 {
@@ -207,7 +212,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 				fail(rb.LimitRange, "Limit out of range", "%v", err)
 			}
 		}
-	} else {
+	} else if !r.Concurrency {
 		if rb.Limit != nil {
 			fail(rb.LimitRange, "Limit not used", "%s; remove limit", uncounted(r.Action))
 		}
@@ -245,15 +250,18 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	case r.ResetOnSuccess:
 		r.Hooks = append(r.Hooks, resetOnSuccess{success: r.SuccessStatus})
 	}
-	c.knownVisitors(rb, r)
+	if !r.Concurrency { // concurrencyAttrs refuses these there
+		c.knownVisitors(rb, r)
+		c.compileCost(rb, r) // cost, max_cost, settle_from (cost.go)
+	}
 	c.ban(rb, r)
-	c.compileCost(rb, r) // cost, max_cost, settle_from (cost.go)
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}
 	c.ruleAttrs(rb.Remain, r)
 	c.finishRefusal(r)
-	c.finishQueue(r) // queue, max_delay (queue.go)
+	c.finishQueue(r)           // queue, max_delay (queue.go)
+	c.finishConcurrency(rb, r) // limit, lease (concurrency.go)
 	hasVisitor := r.ceilingChar >= 0
 	if hasVisitor && r.Limit > 0 {
 		// Every visitor rule holds all visitors of one IP to a ceiling, so

@@ -135,5 +135,5 @@ func algorithmNamesList() []string {
 			out = append(out, a.String())
 		}
 	}
-	return out
+	return append(out, ConcurrencyAlgorithm)
 }

@@ -129,12 +129,15 @@ type ruleBlock struct {
 	// key lists the characteristics whose values form the counter's key.
 	Key hcl.Expression `hcl:"key,optional"`
 	// algorithm is gcra (default), token_bucket, leaky_bucket,
-	// fixed_window, sliding_window or sliding_log.
+	// fixed_window, sliding_window, sliding_log or concurrency.
 	Algorithm *string `hcl:"algorithm,optional"`
 	// limit requests per period; burst is the bucket size (default limit).
 	Limit  *int64  `hcl:"limit,optional"`
 	Period *string `hcl:"period,optional"`
 	Burst  *int64  `hcl:"burst,optional"`
+	// lease is a concurrency rule's slot lifetime when nobody gives it
+	// back (default 30s; concurrency.go).
+	Lease *string `hcl:"lease,optional"`
 	// time_zone is a calendar period's IANA zone (default "UTC";
 	// calendar.go).
 	TimeZone *string `hcl:"time_zone,optional"`
@@ -187,6 +190,7 @@ type ruleBlock struct {
 	PeriodRange          hcl.Range `hcl:"period,attr_value_range"`
 	TimeZoneRange        hcl.Range `hcl:"time_zone,attr_value_range"`
 	BurstRange           hcl.Range `hcl:"burst,attr_value_range"`
+	LeaseRange           hcl.Range `hcl:"lease,attr_value_range"`
 	CountRange           hcl.Range `hcl:"count,attr_value_range"`
 	ResetOnSuccessRange  hcl.Range `hcl:"reset_on_success,attr_value_range"`
 	CountDistinctRange   hcl.Range `hcl:"count_distinct,attr_value_range"`

@@ -293,6 +293,8 @@ type Engine struct {
 	dryMu sync.Mutex
 	// exempt records the rules forgive exempted keys of (forgive.go).
 	exempt exemptions
+	// lease hands out concurrency rules' lease IDs (concurrency.go).
+	lease leaseIDs
 	// shed is load shedding's node in-flight count and counters (shed.go).
 	shed shedState
 }
@@ -306,6 +308,9 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 		return nil, ErrNoStore
 	}
 	e := &Engine{store: opts.Store, secret: opts.Secret}
+	if err := e.lease.init(); err != nil {
+		return nil, err
+	}
 	if len(e.secret) == 0 {
 		e.secret = make([]byte, 32)
 		if _, err := rand.Read(e.secret); err != nil {
@@ -397,6 +402,9 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		var member uint64
 		if status == Present && r.Distinct != nil {
 			member, status = e.member(r, req, s)
+		}
+		if r.Concurrency {
+			member = e.lease.next() // this request's lease (concurrency.go)
 		}
 		switch {
 		case status == Invalid && r.InvalidIdentity == IdentityReject:
@@ -530,6 +538,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			d.Settle = s.Holds() // no lease was taken: the store did not answer
 			return d
 		}
+		s.takeLeases() // concurrency rules' Retry-After and leases (concurrency.go)
 	}
 	for i := range s.Matches {
 		m := &s.Matches[i]
@@ -589,10 +598,14 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		}
 	}
 	d.setVerdict(denyAction, invalid, missing)
+	if d.Verdict != Forward {
+		s.refundLeasesOnRefusal() // refused after the store call: its leases go back in the call below
+	}
 	if len(s.qops) > 0 {
 		// Give back the units of the requests max_delay refused: they are
-		// never held, so they must not fill the queue (queue.go). An error
-		// leaves them charged; they drain at the rule's rate.
+		// never held, so they must not fill the queue (queue.go), and the
+		// leases of a request refused after taking them. An error leaves
+		// them charged; they drain at the rule's rate, and leases end.
 		if cap(s.qres) < len(s.qops) {
 			s.qres = make([]Result, len(s.qops))
 		}

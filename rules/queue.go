@@ -47,7 +47,7 @@ func compileQueue(c *Compiler, r *Rule, attr *hcl.Attribute) {
 		c.Errorf(attr.NameRange, "Invalid queue", "rule %q does not count over a limit (action is not \"limit\"); remove queue", r.Name)
 		return
 	case r.Algorithm != LeakyBucket:
-		c.Errorf(attr.NameRange, "Invalid queue", "rule %q: queue holds requests at a leaky bucket's rate; it needs algorithm = \"leaky_bucket\", not %q", r.Name, r.Algorithm.String())
+		c.Errorf(attr.NameRange, "Invalid queue", "rule %q: queue holds requests at a leaky bucket's rate; it needs algorithm = \"leaky_bucket\", not %q", r.Name, r.AlgorithmName())
 		return
 	}
 	r.Queue.On = true
