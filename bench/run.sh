@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# bench/run.sh: the edge against NGINX limit_req, side by side (issue 16).
+#
+# Builds the edge, the load tool and bench/minproxy, starts on loopback
+#   origin   the demo origin (edge demo-origin)
+#   edge     the edge on bench/policy.hcl (five rules that match every
+#            request and refuse none), memory store
+#   norules  the edge on bench/empty.hcl (no rules)
+#   minproxy bench/minproxy, fasthttp with no rules
+#   nginx    NGINX on bench/nginx.conf (limit_req per client address),
+#            installed from Debian's nginx-light when missing
+# then puts the same load on each in alternation, every round and level
+# in the same order (edge nginx minproxy norules origin, edge nginx …),
+# and prints the medians over the rounds and the median of each round's
+# ratios: edge ÷ nginx, edge ÷ minproxy, edge ÷ norules (requests per
+# second), and the p99 each proxy adds over the origin alone.
+#
+# The load: GET /api/bench, 1000 client addresses in X-Forwarded-For and
+# 100 API keys in X-Api-Key, in a closed loop of N connections (the load
+# tool's plain scenario, loadtest/README.md), or wrk when it is installed
+# (one address and one key then: the rules still match every request).
+#
+# Usage: bench/run.sh [-rounds 5] [-levels 32,128] [-duration 10s]
+#                     [-warmup 1s] [-tool auto|loadtest|wrk] [-keep]
+# Everything listens on 127.0.0.1 on free ports, and stops when the
+# script ends; each load run is bounded by -warmup + -duration. The
+# whole run takes about rounds × levels × 5 × (warmup + duration).
+# Numbers from a machine that also runs other jobs compare the targets
+# under the same conditions, not what any of them does alone.
+set -euo pipefail
+
+rounds=5
+levels=32,128
+duration=10s
+warmup=1s
+tool=auto
+keep=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-rounds) rounds=$2; shift 2 ;;
+	-levels) levels=$2; shift 2 ;;
+	-duration) duration=$2; shift 2 ;;
+	-warmup) warmup=$2; shift 2 ;;
+	-tool) tool=$2; shift 2 ;;
+	-keep) keep=1; shift ;;
+	-h | -help | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "run.sh: unknown argument $1 (-h for usage)" >&2; exit 2 ;;
+	esac
+done
+case "$rounds" in '' | *[!0-9]*) echo "run.sh: -rounds must be a number" >&2; exit 2 ;; esac
+if [ "$rounds" -lt 1 ] || [ "$rounds" -gt 50 ]; then echo "run.sh: -rounds must be in [1, 50]" >&2; exit 2; fi
+if [ "$rounds" -lt 5 ]; then echo "run.sh: warning: $rounds rounds: a smoke run; the comparison needs at least 5" >&2; fi
+
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+tmp=$(mktemp -d /tmp/edge-bench.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	if [ "$keep" = 1 ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- what it needs ----------------------------------------------------------
+echo "building edge, loadtest, minproxy into $tmp" >&2
+go build -o "$tmp/edge" ./cmd/edge
+go build -o "$tmp/loadtest" ./loadtest
+go build -o "$tmp/minproxy" ./bench/minproxy
+nginx=$(command -v nginx || true)
+[ -z "$nginx" ] && [ -x /usr/sbin/nginx ] && nginx=/usr/sbin/nginx
+if [ -z "$nginx" ]; then
+	echo "nginx is missing: installing Debian's nginx-light" >&2
+	sudo=""
+	[ "$(id -u)" = 0 ] || sudo="sudo -n"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nginx-light >/dev/null
+	nginx=/usr/sbin/nginx
+fi
+wrk=$(command -v wrk || true)
+case "$tool" in
+auto) if [ -n "$wrk" ]; then tool=wrk; else tool=loadtest; fi ;;
+wrk) [ -n "$wrk" ] || { echo "run.sh: -tool wrk, but wrk is not installed" >&2; exit 2; } ;;
+loadtest) ;;
+*) echo "run.sh: -tool must be auto, loadtest or wrk" >&2; exit 2 ;;
+esac
+
+# freeport prints a loopback port nothing listens on now (and that no
+# other call of this run returned).
+used=" "
+freeport() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		case "$used" in *" $p "*) continue ;; esac
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			used="$used$p "
+			echo "$p"
+			return
+		fi
+	done
+}
+
+# waitport waits up to 10 s for 127.0.0.1:$1 to accept, or fails naming $2.
+waitport() {
+	local i
+	for i in $(seq 200); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+		sleep 0.05
+	done
+	echo "run.sh: $2 did not listen on 127.0.0.1:$1; its log:" >&2
+	cat "$tmp/$2.log" >&2 || true
+	exit 1
+}
+
+# ---- the targets --------------------------------------------------------------
+origin=$(freeport) edge=$(freeport) edgeadmin=$(freeport) norules=$(freeport) norulesadmin=$(freeport)
+minproxy=$(freeport) nginxport=$(freeport)
+
+"$tmp/edge" demo-origin -listen "127.0.0.1:$origin" >"$tmp/origin.log" 2>&1 &
+pids+=($!)
+waitport "$origin" origin
+"$tmp/edge" serve -config bench/policy.hcl -store memory -log-level warn \
+	-listen "127.0.0.1:$edge" -admin "127.0.0.1:$edgeadmin" -upstream "http://127.0.0.1:$origin" >"$tmp/edge.log" 2>&1 &
+pids+=($!)
+"$tmp/edge" serve -config bench/empty.hcl -store memory -log-level warn \
+	-listen "127.0.0.1:$norules" -admin "127.0.0.1:$norulesadmin" -upstream "http://127.0.0.1:$origin" >"$tmp/norules.log" 2>&1 &
+pids+=($!)
+"$tmp/minproxy" -listen "127.0.0.1:$minproxy" -upstream "127.0.0.1:$origin" >"$tmp/minproxy.log" 2>&1 &
+pids+=($!)
+mkdir -p "$tmp/nginx"
+user=""
+[ "$(id -u)" = 0 ] && user="user root;"
+sed -e "s/@USER@/$user/" -e "s/@LISTEN@/127.0.0.1:$nginxport/" -e "s/@UPSTREAM@/127.0.0.1:$origin/" bench/nginx.conf >"$tmp/nginx/nginx.conf"
+"$nginx" -t -q -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log"
+"$nginx" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" -g "daemon off;" >"$tmp/nginx.log" 2>&1 &
+pids+=($!)
+waitport "$edge" edge
+waitport "$norules" norules
+waitport "$minproxy" minproxy
+waitport "$nginxport" nginx
+
+targets=(edge nginx minproxy norules origin)
+declare -A port=([edge]=$edge [nginx]=$nginxport [minproxy]=$minproxy [norules]=$norules [origin]=$origin)
+
+# ---- one load run -------------------------------------------------------------
+# load TARGET CONNECTIONS prints "rps p99_ms non2xx errors" for one run.
+secs() { # a Go duration in s or ms as seconds, for wrk
+	case "$1" in *ms) awk -v v="${1%ms}" 'BEGIN { printf "%d", (v + 999) / 1000 }' ;; *s) echo "${1%s}" ;; *) echo "$1" ;; esac
+}
+load() {
+	local url="http://127.0.0.1:${port[$1]}" c=$2 out
+	if [ "$tool" = wrk ]; then
+		local hdr=(-H "X-Forwarded-For: 198.18.0.1" -H "X-Api-Key: bench-key-0")
+		timeout 60 "$wrk" -t2 -c"$c" -d"$(secs "$warmup")" "${hdr[@]}" "$url/api/bench" >/dev/null
+		out=$(timeout "$(($(secs "$duration") + 60))" "$wrk" -t2 -c"$c" -d"$(secs "$duration")" --latency "${hdr[@]}" "$url/api/bench")
+		echo "$out" | awk '
+			function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+			/Requests\/sec:/ { rps = $2 }
+			$1 == "99%" { p99 = ms($2) }
+			/Non-2xx or 3xx responses:/ { non = $NF }
+			/Socket errors:/ { err = $4 + $6 + $8 + $10; gsub(/,/, "", err) }
+			END { printf "%s %.3f %d %d\n", rps, p99, non, err }'
+		return
+	fi
+	out=$("$tmp/loadtest" -scenario plain -target "$url" -path /api/bench -connections "$c" \
+		-clients 1000 -api-keys 100 -warmup "$warmup" -duration "$duration" -timeout 2s)
+	echo "$out" | awk '/^result: / {
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		printf "%s %s %s %s\n", f["rps"], f["p99_ms"], f["non2xx"], f["errors"] }'
+}
+
+echo "bench: $tool, GET /api/bench, levels $levels, $rounds rounds, $duration measured after a $warmup warm-up per run; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+results="$tmp/results"
+: >"$results"
+for round in $(seq "$rounds"); do
+	for c in ${levels//,/ }; do
+		for t in "${targets[@]}"; do
+			line=$(load "$t" "$c")
+			read -r rps p99 non err <<<"$line"
+			if [ -z "$err" ]; then echo "run.sh: the load on $t at $c connections gave no result" >&2; exit 1; fi
+			printf "round %d  %4d conns  %-8s  %8.0f req/s  p99 %7.3fms  non-2xx %s  errors %s\n" "$round" "$c" "$t" "$rps" "$p99" "$non" "$err" >&2
+			echo "$round $c $t $rps $p99 $non $err" >>"$results"
+		done
+	done
+done
+
+# The edge's decisions on the bench policy: every rule matched every
+# request, none refused (the bench's premise).
+metrics=$(curl -fsS "http://127.0.0.1:$edgeadmin/metrics" | grep '^edge_decisions_total' || true)
+
+# ---- the medians and ratios ---------------------------------------------------
+echo
+echo "bench/run.sh: $tool, GET /api/bench, $rounds rounds, $duration per run after a $warmup warm-up; $(nproc) CPUs"
+awk -v targets="${targets[*]}" -v levels="${levels//,/ }" '
+	function median(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	{ rps[$2, $3, $1] = $4; p99[$2, $3, $1] = $5; non[$2, $3] += $6; err[$2, $3] += $7; if ($1 > rounds) rounds = $1 }
+	END {
+		nt = split(targets, T, " "); nl = split(levels, L, " ")
+		for (l = 1; l <= nl; l++) {
+			c = L[l]
+			printf "\n%d connections        median req/s   median p99 ms   non-2xx   errors\n", c
+			for (t = 1; t <= nt; t++) {
+				for (r = 1; r <= rounds; r++) { a[r] = rps[c, T[t], r] }
+				mr = median(a, rounds)
+				for (r = 1; r <= rounds; r++) { a[r] = p99[c, T[t], r] }
+				mp = median(a, rounds)
+				printf "  %-18s %12.0f   %13.3f   %7d   %6d\n", T[t], mr, mp, non[c, T[t]], err[c, T[t]]
+			}
+			printf "  median of the rounds'"'"' ratios:\n"
+			split("nginx minproxy norules", B, " ")
+			for (b = 1; b <= 3; b++) {
+				for (r = 1; r <= rounds; r++) { a[r] = rps[c, B[b], r] > 0 ? rps[c, "edge", r] / rps[c, B[b], r] : 0 }
+				printf "    edge ÷ %-9s %.2f×\n", B[b], median(a, rounds)
+			}
+			printf "  p99 added over the origin alone (median of the rounds):\n"
+			for (t = 1; t <= nt; t++) {
+				if (T[t] == "origin") continue
+				for (r = 1; r <= rounds; r++) { a[r] = p99[c, T[t], r] - p99[c, "origin", r] }
+				printf "    %-9s %+.3fms\n", T[t], median(a, rounds)
+			}
+		}
+	}' "$results"
+
+echo
+echo "edge decisions on bench/policy.hcl, those not zero (every rule matched every request and allowed it):"
+echo "$metrics" | grep -v ' 0$' | sed 's/^/  /'
+bad=0
+for r in bench-per-ip bench-per-network bench-per-api-key bench-per-route bench-per-ip-shadow; do
+	echo "$metrics" | grep -q "rule=\"$r\"" || { echo "run.sh: rule $r decided nothing" >&2; bad=1; }
+done
+if echo "$metrics" | grep -E 'decision="(deny|dry_run_deny|skip|store_error_[a-z]+|missing_identity|invalid_identity)"' | grep -qv ' 0$'; then
+	echo "run.sh: the edge did not allow every request (see its decisions above)" >&2
+	bad=1
+fi
+if awk '$6 > 0 || $7 > 0 { found = 1 } END { exit !found }' "$results"; then
+	echo "run.sh: some runs had answers outside 2xx or errors (see the tables): those targets did not forward every request" >&2
+	bad=1
+fi
+exit "$bad"
