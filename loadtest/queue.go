@@ -308,18 +308,26 @@ func runQueue(ctx context.Context, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("queue: listening for the origin (-queue-origin, the policy's upstream): %w", err)
 	}
+	_, err = queueRun(ctx, cfg, ln)
+	return err
+}
+
+// queueRun is runQueue on the origin's listener ln: one burst, its report
+// on cfg.stdout, and its judgement (an error wrapping errMismatch).
+func queueRun(ctx context.Context, cfg config, ln net.Listener) (queueStats, error) {
 	r, err := queueBurst(ctx, cfg, ln)
 	if err != nil {
-		return err
+		return queueStats{}, err
 	}
 	s := r.stats()
 	writeQueueReport(cfg.stdout, cfg, r, s)
-	return s.mismatch(r.params)
+	return s, s.mismatch(r.params)
 }
 
 // queueBurst serves the recording origin on ln (closed on return) and
 // sends one burst through cfg.target.
 func queueBurst(ctx context.Context, cfg config, ln net.Listener) (*queueResult, error) {
+	defer ln.Close()
 	p := cfg.queue
 	n := p.burst + 1
 	if cfg.target.metrics.url == "" {
