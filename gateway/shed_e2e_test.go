@@ -11,10 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -56,61 +58,12 @@ rule "otp-verify" {
 }
 `
 
-// holdingOrigin answers 200, or, while holding, keeps every request until
-// the test releases it (nothing rests on timing: the test waits for "N
-// held" before it probes).
-type holdingOrigin struct {
-	mu      sync.Mutex
-	holding bool
-	waiters []chan struct{}
-	close   bool // answer by closing the connection (an origin error)
-}
-
-func (o *holdingOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	o.mu.Lock()
-	if o.holding {
-		ch := make(chan struct{})
-		o.waiters = append(o.waiters, ch)
-		o.mu.Unlock()
-		select {
-		case <-ch:
-		case <-r.Context().Done():
-			return
-		}
-		o.mu.Lock()
-	}
-	closeConn := o.close
-	o.mu.Unlock()
-	if closeConn {
-		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
-			c.Close()
-		}
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	io.WriteString(w, "origin\n")
-}
-
-func (o *holdingOrigin) hold() { o.mu.Lock(); o.holding = true; o.mu.Unlock() }
-
-func (o *holdingOrigin) held() int { o.mu.Lock(); defer o.mu.Unlock(); return len(o.waiters) }
-
-// releaseAll answers every held request and stops holding.
-func (o *holdingOrigin) releaseAll() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, ch := range o.waiters {
-		close(ch)
-	}
-	o.waiters, o.holding = nil, false
-}
-
 type shedNode struct {
 	addr   string
 	decide string // the decision-only listener, when the policy sets decide_listen
 	srv    *Server
 	reg    *prometheus.Registry
-	origin *holdingOrigin
+	origin *demo.Origin // holds requests as the test says (demo/hold.go)
 }
 
 // startShedNode starts shedE2EPolicy with upstream_timeout timeout on a
@@ -129,11 +82,12 @@ func startShedNodeWith(t *testing.T, src string, opts func(*Options)) *shedNode 
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	n := &shedNode{origin: &holdingOrigin{}, reg: prometheus.NewRegistry()}
+	n := &shedNode{origin: demo.New(), reg: prometheus.NewRegistry()}
+	octx, ocancel := context.WithCancel(context.Background())
 	oln := listen(t)
-	osrv := &http.Server{Handler: n.origin}
-	go func() { _ = osrv.Serve(oln) }()
-	t.Cleanup(func() { n.origin.releaseAll(); osrv.Close() })
+	odone := make(chan struct{})
+	go func() { defer close(odone); _ = n.origin.Serve(octx, oln) }()
+	t.Cleanup(func() { ocancel(); <-odone }) // shutdown releases every held request
 	ms, err := memstore.New(memstore.Options{MaxKeys: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +113,7 @@ func startShedNodeWith(t *testing.T, src string, opts func(*Options)) *shedNode 
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = n.srv.ServeDecide(ctx, dln) }()
 	}
-	t.Cleanup(func() { n.origin.releaseAll(); cancel(); wg.Wait() })
+	t.Cleanup(func() { n.origin.StopHolding(); cancel(); wg.Wait() })
 	return n
 }
 
@@ -190,8 +144,22 @@ func (n *shedNode) fill(t *testing.T, method, path string, k, want int) []<-chan
 	for range k {
 		out = append(out, n.send(t, method, path))
 	}
-	waitUntil(t, fmt.Sprintf("%d held at the origin", want), func() bool { return n.origin.held() == want })
+	n.waitHeld(t, want)
 	return out
+}
+
+// waitHeld waits until the origin holds want requests (on the origin's own
+// signal, with a generous guard), and fails if it holds more.
+func (n *shedNode) waitHeld(t *testing.T, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.origin.WaitHeld(ctx, want); err != nil {
+		t.Fatalf("waiting for %d held at the origin: %v (held %d)", want, err, n.origin.InFlight().Held)
+	}
+	if got := n.origin.InFlight().Held; got != want {
+		t.Fatalf("the origin holds %d, want %d", got, want)
+	}
 }
 
 // gathered returns the value of name's series with every label=value
@@ -250,7 +218,7 @@ func wantShed503(t *testing.T, what string, r reply, retryAfter string) {
 func TestShedByPriorityThroughTheServer(t *testing.T) {
 	n := startShedNode(t, "10s")
 	base := "http://" + n.addr
-	n.origin.hold()
+	n.origin.Hold("")
 
 	var held []<-chan reply
 	held = append(held, n.fill(t, "GET", "/api/items", 5, 5)...)
@@ -275,10 +243,13 @@ func TestShedByPriorityThroughTheServer(t *testing.T) {
 		t.Errorf("api-reads decided %v requests, want the 5 forwarded (a shed request is counted by no rule)", got)
 	}
 
-	n.origin.releaseAll()
+	if r := n.origin.InFlight(); r.Peak != 10 || r.InFlight != 10 {
+		t.Errorf("the origin has %d in flight, peak %d; want 10 and 10 (max_in_flight)", r.InFlight, r.Peak)
+	}
+	n.origin.StopHolding()
 	for i, ch := range held {
-		if r := <-ch; r.status != http.StatusOK {
-			t.Errorf("held request %d: %d, want 200 once released", i, r.status)
+		if r := <-ch; r.status == 0 || r.status >= 500 {
+			t.Errorf("held request %d: %d, want the origin's answer once released", i, r.status)
 		}
 	}
 	waitUntil(t, "edge_in_flight back to 0", func() bool { return gathered(t, n.reg, "edge_in_flight") == 0 })
@@ -287,10 +258,10 @@ func TestShedByPriorityThroughTheServer(t *testing.T) {
 	}
 
 	// No slot leaked: the node holds exactly 10 OTP verifies again.
-	n.origin.hold()
+	n.origin.Hold("")
 	held = n.fill(t, "POST", "/otp/verify", 10, 10)
 	wantShed503(t, "11th OTP verify", do(t, "POST", base+"/otp/verify", ""), "")
-	n.origin.releaseAll()
+	n.origin.StopHolding()
 	for _, ch := range held {
 		<-ch
 	}
@@ -302,8 +273,7 @@ func TestShedByPriorityThroughTheServer(t *testing.T) {
 // share again.
 func TestShedSlotsBackWhenTheOriginFails(t *testing.T) {
 	n := startShedNode(t, "200ms")
-	base := "http://" + n.addr
-	n.origin.hold()
+	n.origin.Hold("")
 
 	// Upstream timeouts: held until the edge gives up.
 	var replies []<-chan reply
@@ -316,26 +286,40 @@ func TestShedSlotsBackWhenTheOriginFails(t *testing.T) {
 		}
 	}
 	waitUntil(t, "edge_in_flight back to 0 after timeouts", func() bool { return gathered(t, n.reg, "edge_in_flight") == 0 })
-	n.origin.releaseAll()
 
-	// Origin errors: the origin closes the connection.
-	n.origin.mu.Lock()
-	n.origin.close = true
-	n.origin.mu.Unlock()
-	for i := range 6 {
-		if r := do(t, "GET", base+"/api/items", ""); r.status != http.StatusBadGateway {
-			t.Errorf("dropped request %d: %d, want 502", i, r.status)
+	// The 5 slots are back: 5 more reach the origin (and time out) rather
+	// than being shed.
+	replies = replies[:0]
+	for range 5 {
+		replies = append(replies, n.send(t, "GET", "/api/items"))
+	}
+	for i, ch := range replies {
+		if r := <-ch; r.status != http.StatusGatewayTimeout {
+			t.Errorf("request %d after the timeouts: %d, want 504 (at the origin, not shed)", i, r.status)
 		}
 	}
-	n.origin.mu.Lock()
-	n.origin.close = false
-	n.origin.mu.Unlock()
-	waitUntil(t, "edge_in_flight back to 0 after origin errors", func() bool { return gathered(t, n.reg, "edge_in_flight") == 0 })
+	waitUntil(t, "edge_in_flight back to 0 after the second timeouts", func() bool { return gathered(t, n.reg, "edge_in_flight") == 0 })
+	n.origin.StopHolding()
+
+	// Origin errors: nothing listens at the upstream. Ten in a row are each
+	// 502, none 503: each gave its slot back before its answer.
+	dead := listen(t)
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	n3 := startShedNodeWith(t, fmt.Sprintf(shedE2EPolicy, "10s"), func(o *Options) { o.Upstream = "http://" + deadAddr })
+	for i := range 10 {
+		if r := do(t, "GET", "http://"+n3.addr+"/api/items", ""); r.status != http.StatusBadGateway {
+			t.Errorf("request %d to a dead origin: %d, want 502", i, r.status)
+		}
+	}
+	if got := gathered(t, n3.reg, "edge_in_flight"); got != 0 {
+		t.Errorf("edge_in_flight %v after origin errors, want 0", got)
+	}
 
 	// Clients gone while their requests are held: the slots come back once
 	// the origin answers, and the node admits 5 API reads again.
 	n2 := startShedNode(t, "10s")
-	n2.origin.hold()
+	n2.origin.Hold("")
 	var conns []net.Conn
 	for range 5 {
 		c, err := net.Dial("tcp", n2.addr)
@@ -347,17 +331,17 @@ func TestShedSlotsBackWhenTheOriginFails(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	waitUntil(t, "5 held", func() bool { return n2.origin.held() == 5 })
+	n2.waitHeld(t, 5)
 	wantShed503(t, "6th API read", do(t, "GET", "http://"+n2.addr+"/api/items", ""), "2")
 	for _, c := range conns {
 		c.Close()
 	}
-	n2.origin.releaseAll()
+	n2.origin.StopHolding()
 	waitUntil(t, "edge_in_flight back to 0 after hang-ups", func() bool { return gathered(t, n2.reg, "edge_in_flight") == 0 })
-	n2.origin.hold()
+	n2.origin.Hold("")
 	held := n2.fill(t, "GET", "/api/items", 5, 5)
 	wantShed503(t, "6th API read again", do(t, "GET", "http://"+n2.addr+"/api/items", ""), "2")
-	n2.origin.releaseAll()
+	n2.origin.StopHolding()
 	for _, ch := range held {
 		<-ch
 	}
@@ -373,7 +357,7 @@ func TestShedRetryAfterJitter(t *testing.T) {
     retry_after_jitter = "100%"`, 1)
 	n := startShedNodeWith(t, src, func(o *Options) { o.RetryJitterRand = draw.Load })
 	base := "http://" + n.addr
-	n.origin.hold()
+	n.origin.Hold("")
 	held := n.fill(t, "GET", "/api/items", 5, 5)
 	wantShed503(t, "lowest draw", do(t, "GET", base+"/api/items", ""), "2")
 	draw.Store(math.MaxUint64)
@@ -382,7 +366,7 @@ func TestShedRetryAfterJitter(t *testing.T) {
 		held = append(held, n.fill(t, "POST", "/login", 4, 9)...)
 		return do(t, "POST", base+"/login", "")
 	}(), "")
-	n.origin.releaseAll()
+	n.origin.StopHolding()
 	for _, ch := range held {
 		<-ch
 	}
@@ -397,7 +381,7 @@ func TestShedOnTheDecideListener(t *testing.T) {
 	src := strings.Replace(fmt.Sprintf(shedE2EPolicy, "10s"), "edge {", `edge {
   decide_listen = "127.0.0.1:18081"`, 1)
 	n := startShedNodeWith(t, src, nil)
-	n.origin.hold()
+	n.origin.Hold("")
 	held := n.fill(t, "GET", "/api/items", 4, 4)
 	describe := func() reply {
 		return do(t, "GET", "http://"+n.decide+"/auth", "", "X-Original-Method", "GET", "X-Original-URI", "/api/items")
@@ -412,7 +396,7 @@ func TestShedOnTheDecideListener(t *testing.T) {
 	}
 	held = append(held, n.fill(t, "GET", "/api/items", 1, 5)...)
 	wantShed503(t, "described API read at 5 in flight", describe(), "2")
-	n.origin.releaseAll()
+	n.origin.StopHolding()
 	for _, ch := range held {
 		<-ch
 	}
