@@ -1,0 +1,307 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/demo"
+)
+
+// benchRules are bench/policy.hcl's rules, as run.sh checks them.
+var benchRules = []string{"bench-per-ip", "bench-per-network", "bench-per-api-key", "bench-per-route", "bench-per-ip-shadow"}
+
+// binDir holds the binaries the tests build, once per test binary.
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// binary returns the path of the built command pkg ("cmd/edge",
+// "bench/minproxy"), building both on first use.
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "edge-bench-test")
+		if binErr != nil {
+			return
+		}
+		for _, pkg := range []string{"cmd/edge", "bench/minproxy"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, filepath.Base(pkg)), "github.com/edge-gateway/edge/"+pkg).CombinedOutput()
+			if err != nil {
+				binErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return filepath.Join(binDir, name)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// freeAddr returns a loopback HOST:PORT nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startOrigin serves the demo origin on loopback until the test ends.
+func startOrigin(t *testing.T) (*demo.Origin, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := demo.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = o.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return o, ln.Addr().String()
+}
+
+// start runs the program until the test ends (SIGTERM to the process it
+// started, SIGKILL after 10 s) and returns once addr accepts connections;
+// it fails the test if the program exits or does not listen within 30 s.
+func start(t *testing.T, addr string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	// Polling for start-up, not for correctness.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-done:
+			t.Fatalf("%s exited: %s", filepath.Base(name), out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not listen on %s: %s", filepath.Base(name), addr, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sendBenchLoad sends n requests of the bench load (GET /api/bench, client
+// i of 198.18.0.0/15 in X-Forwarded-For and API key i mod 100, as the
+// load tool's plain scenario sends them) to addr, and fails the test on
+// any answer but 200.
+func sendBenchLoad(t *testing.T, addr string, n int) {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	for i := range n {
+		req, err := http.NewRequest("GET", "http://"+addr+"/api/bench", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.18.%d.%d", i>>8&0xff, i&0xff))
+		req.Header.Set("X-Api-Key", "bench-key-"+strconv.Itoa(i%100))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: status %d, want 200 (nothing in the bench refuses)", i, resp.StatusCode)
+		}
+	}
+}
+
+// TestBenchPoliciesValidate: `edge validate` accepts both policies, without
+// a warning, with five rules and none.
+func TestBenchPoliciesValidate(t *testing.T) {
+	edge := binary(t, "edge")
+	for _, tt := range []struct{ file, want string }{
+		{"policy.hcl", "policy.hcl: valid, 5 rules\n"},
+		{"empty.hcl", "empty.hcl: valid, 0 rules\n"},
+	} {
+		cmd := exec.Command(edge, "validate", "-config", tt.file)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil || stdout.String() != tt.want || stderr.String() != "" {
+			t.Errorf("edge validate -config %s: %v, stdout %q, stderr %q; want %q and nothing else", tt.file, err, stdout.String(), stderr.String(), tt.want)
+		}
+	}
+}
+
+// decisionLine is one edge_decisions_total sample of the metrics page.
+var decisionLine = regexp.MustCompile(`(?m)^edge_decisions_total\{decision="([a-z_]+)",rule="([^"]+)"\} (\d+)$`)
+
+// TestBenchPolicyDecidesAndForwardsEveryRequest: the built edge on
+// policy.hcl (memory store, as run.sh starts it) answers 200 to each of
+// 300 requests of the bench load, the origin sees every one, and each of
+// the five rules allowed each request: no rule skips, refuses, would
+// refuse in shadow or falls back, so the bench measures all five on every
+// request.
+func TestBenchPolicyDecidesAndForwardsEveryRequest(t *testing.T) {
+	edge := binary(t, "edge")
+	origin, originAddr := startOrigin(t)
+	listen, admin := freeAddr(t), freeAddr(t)
+	start(t, listen, edge, "serve", "-config", "policy.hcl", "-store", "memory", "-log-level", "warn",
+		"-listen", listen, "-admin", admin, "-upstream", "http://"+originAddr)
+	const n = 300
+	sendBenchLoad(t, listen, n)
+	if got := origin.Hits()["/api/bench"]; got != n {
+		t.Errorf("origin saw %d requests, want %d", got, n)
+	}
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := make(map[string]int)
+	for _, m := range decisionLine.FindAllStringSubmatch(string(page), -1) {
+		v, _ := strconv.Atoi(m[3])
+		if m[1] == "allow" {
+			allowed[m[2]] = v
+		} else if v != 0 {
+			t.Errorf("rule %s: %d %s decisions, want none", m[2], v, m[1])
+		}
+	}
+	for _, r := range benchRules {
+		if allowed[r] != n {
+			t.Errorf("rule %s allowed %d requests, want all %d", r, allowed[r], n)
+		}
+	}
+	if len(allowed) != len(benchRules) {
+		t.Errorf("rules with decisions: %v, want %v", allowed, benchRules)
+	}
+}
+
+// nginxBinary is Debian's nginx, or a skip (a failure under
+// EDGE_REQUIRE_STACKS=1, as CI runs, which installs nginx-light).
+func nginxBinary(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
+		return "/usr/sbin/nginx"
+	}
+	if p, err := exec.LookPath("nginx"); err == nil {
+		return p
+	}
+	if os.Getenv("EDGE_REQUIRE_STACKS") == "1" {
+		t.Fatal("nginx is not installed (EDGE_REQUIRE_STACKS=1: .ci/run installs Debian's nginx-light)")
+	}
+	t.Skip("nginx is not installed (CI installs Debian's nginx-light)")
+	return ""
+}
+
+// renderNginx fills in nginx.conf's template as run.sh does.
+func renderNginx(t *testing.T, dir, listen, upstream string) string {
+	t.Helper()
+	src, err := os.ReadFile("nginx.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;"
+	}
+	conf := strings.NewReplacer("@USER@", user, "@LISTEN@", listen, "@UPSTREAM@", upstream).Replace(string(src))
+	if strings.Contains(conf, "@") {
+		t.Fatalf("nginx.conf has a placeholder run.sh does not fill in:\n%s", conf)
+	}
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestNginxConfig: NGINX accepts nginx.conf (`nginx -t`), it is the
+// deployment issue 16 describes (a worker per core, limit_req per client
+// address, keepalive to the origin), and NGINX on it forwards 300 requests
+// of the bench load from 300 addresses, none refused.
+func TestNginxConfig(t *testing.T) {
+	bin := nginxBinary(t)
+	src, err := os.ReadFile("nginx.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"worker_processes auto;", "limit_req_zone $binary_remote_addr zone=per_ip", "limit_req zone=per_ip burst=", "real_ip_header X-Forwarded-For;", "keepalive 64;", `proxy_set_header Connection "";`} {
+		if !strings.Contains(string(src), want) {
+			t.Errorf("nginx.conf lacks %q", want)
+		}
+	}
+	origin, originAddr := startOrigin(t)
+	dir := t.TempDir()
+	listen := freeAddr(t)
+	conf := renderNginx(t, dir, listen, originAddr)
+	errLog := filepath.Join(dir, "error.log")
+	if out, err := exec.Command(bin, "-t", "-p", dir, "-c", conf, "-e", errLog).CombinedOutput(); err != nil {
+		t.Fatalf("nginx -t: %v\n%s", err, out)
+	}
+	start(t, listen, bin, "-p", dir, "-c", conf, "-e", errLog, "-g", "daemon off;")
+	const n = 300
+	sendBenchLoad(t, listen, n)
+	if got := origin.Hits()["/api/bench"]; got != n {
+		t.Errorf("origin saw %d requests through nginx, want %d", got, n)
+	}
+}
+
+// TestMinproxyForwards: minproxy forwards the bench load to the origin.
+func TestMinproxyForwards(t *testing.T) {
+	bin := binary(t, "minproxy")
+	origin, originAddr := startOrigin(t)
+	listen := freeAddr(t)
+	start(t, listen, bin, "-listen", listen, "-upstream", originAddr)
+	const n = 100
+	sendBenchLoad(t, listen, n)
+	if got := origin.Hits()["/api/bench"]; got != n {
+		t.Errorf("origin saw %d requests through minproxy, want %d", got, n)
+	}
+	// Loopback only.
+	if out, err := exec.Command(bin, "-listen", "0.0.0.0:0").CombinedOutput(); err == nil || !strings.Contains(string(out), "loopback") {
+		t.Errorf("minproxy -listen 0.0.0.0:0: %v %s, want a refusal", err, out)
+	}
+}
