@@ -439,7 +439,7 @@ func (c *Compiler) edge(e *edgeBlock) {
 func keyBudgets(p *Policy) {
 	n := len(p.budgets)
 	for _, r := range p.Rules {
-		if r.counts() && !r.maxKeysSet {
+		if r.counts() && !r.maxKeysSet && r.Adaptive == nil { // an adaptive rule holds no key
 			n++
 		}
 	}
@@ -448,7 +448,7 @@ func keyBudgets(p *Policy) {
 	}
 	share := max((p.Store.MaxKeys+n-1)/n, 1)
 	for _, r := range p.Rules {
-		if r.counts() && !r.maxKeysSet {
+		if r.counts() && !r.maxKeysSet && r.Adaptive == nil {
 			r.MaxKeys = share
 		}
 	}

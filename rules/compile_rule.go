@@ -138,7 +138,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		r.keyTags = append(r.keyTags, tag)
 		r.keyShared = append(r.keyShared, shared)
 	}
-	if r.counts() && len(r.Key) == 0 && (rb.Key == nil || IsNull(rb.Key)) {
+	if r.counts() && len(r.Key) == 0 && (rb.Key == nil || IsNull(rb.Key)) && rb.Adaptive == nil {
 		fail(rb.DefRange, "Missing key", "rule %q needs key = [...], such as [\"ip\"] (or [\"global\"] for one counter shared by all)", rb.Name)
 	}
 
@@ -261,6 +261,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	c.ruleAttrs(rb.Remain, r)
 	c.finishRefusal(r)
 	c.finishQueue(r)           // queue, max_delay (queue.go)
+	c.compileAdaptive(rb, r)   // adaptive { } (compile_adaptive.go)
 	c.finishConcurrency(rb, r) // limit, lease (concurrency.go)
 	hasVisitor := r.ceilingChar >= 0
 	if hasVisitor && r.Limit > 0 {
@@ -490,7 +491,7 @@ func (c *Compiler) ruleAttrs(body hcl.Body, r *Rule) {
 		// suggest among every attribute and block a rule takes.
 		if name, ok := strings.CutPrefix(d.Detail, "Blocks of type \""); ok && d.Summary == "Unsupported block type" {
 			name, _, _ = strings.Cut(name, "\"")
-			d.Detail = "Blocks of type \"" + name + "\" are not expected here." + suggest(name, []string{"when"})
+			d.Detail = "Blocks of type \"" + name + "\" are not expected here." + suggest(name, []string{"when", "adaptive"})
 			continue
 		}
 		if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {

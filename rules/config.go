@@ -180,6 +180,10 @@ type ruleBlock struct {
 	// ("rule", the default, or "sensitive").
 	Ban      *string `hcl:"ban,optional"`
 	BanScope *string `hcl:"ban_scope,optional"`
+	// adaptive { } finds a concurrency rule's limit from the origin's
+	// latency (compile_adaptive.go).
+	Adaptive *adaptiveBlock `hcl:"adaptive,block"`
+
 	// Remain holds the features' attributes (RuleAttrType).
 	Remain hcl.Body `hcl:",remain"`
 

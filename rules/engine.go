@@ -297,6 +297,8 @@ type Engine struct {
 	lease leaseIDs
 	// shed is load shedding's node in-flight count and counters (shed.go).
 	shed shedState
+	// adaptive holds the adaptive rules' limiters by rule ID (adaptive.go).
+	adaptive adaptiveState
 }
 
 // ErrNoStore is returned by NewEngine without a store.
