@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -260,4 +261,40 @@ func TestMixClients(t *testing.T) {
 	if mixPhone(0) != "+12015550100" || mixPhone(1999) != "+12285550199" || mixPhone(2000) != mixPhone(0) {
 		t.Errorf("phones %s %s", mixPhone(0), mixPhone(1999))
 	}
+}
+
+func TestPlainMixedUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, sc := range []string{"plain", "mixed"} {
+		runUsageErrors(t, []string{"-scenario", sc, "-target", "http://127.0.0.1:1"}, []usageError{
+			{sc + " negative rate", []string{"-rate", "-1"}, "-rate must be in [0, 1000000]"},
+			{sc + " huge rate", []string{"-rate", "2e6"}, "-rate must be in [0, 1000000]"},
+			{sc + " NaN rate", []string{"-rate", "NaN"}, "-rate must be in"},
+			{sc + " api keys", []string{"-api-keys", "-1"}, "-api-keys must be in"},
+			{sc + " attackers", []string{"-attackers", "513"}, "-attackers must be in [1, 512]"},
+			{sc + " levels", []string{"-connections", "8,16"}, "for -scenario throughput only"},
+			{sc + " remote", []string{"-target", "http://192.0.2.1:80"}, "not a loopback address"},
+		})
+	}
+}
+
+// TestPlainNothingListening: a target that is not there is a connection
+// error (exit 2) before any load, as in every scenario.
+func TestPlainNothingListening(t *testing.T) {
+	t.Parallel()
+	addr := freeLoopbackAddr(t)
+	code, stdout, stderr := runTool(t, "-scenario", "plain", "-target", "http://"+addr, "-duration", "1s", "-timeout", "1s")
+	if code != exitError || !strings.Contains(stderr, "connecting to") || stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and a connection error", code, stdout, stderr)
+	}
+}
+
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
