@@ -156,6 +156,8 @@ type queueStats struct {
 	maxGap      time.Duration
 	minLate     time.Duration // arrival i − (arrival 0 + i × interval), least
 	maxLate     time.Duration // and most
+	minAfter    time.Duration // arrival i − (t0 + i × interval), after the earliest release: least
+	maxAfter    time.Duration // and most
 	firstWait   time.Duration // the first request's arrival after t0
 }
 
@@ -214,6 +216,11 @@ func (r *queueResult) stats() queueStats {
 		return s
 	}
 	s.firstWait = at[0].Sub(r.t0)
+	s.minAfter, s.maxAfter = s.firstWait, s.firstWait
+	for i := 1; i < n; i++ {
+		d := at[i].Sub(r.t0.Add(time.Duration(i) * iv))
+		s.minAfter, s.maxAfter = min(s.minAfter, d), max(s.maxAfter, d)
+	}
 	s.gaps = n - 1
 	for i := 1; i < n; i++ {
 		g := at[i].Sub(at[i-1])
@@ -291,6 +298,7 @@ func writeQueueReport(w io.Writer, cfg config, r *queueResult, s queueStats) {
 		row("gaps", "%d: mean %v, min %v, max %v (the rule's interval %v)", s.gaps,
 			s.mean.Round(time.Microsecond), s.minGap.Round(time.Microsecond), s.maxGap.Round(time.Microsecond), p.interval())
 		row("lateness", "arrival i − (arrival 0 + i × %v): %v to %v", p.interval(), s.minLate.Round(time.Microsecond), s.maxLate.Round(time.Microsecond))
+		row("after the earliest", "arrival i − (T0 + i × %v): %v to %v", p.interval(), s.minAfter.Round(time.Microsecond), s.maxAfter.Round(time.Microsecond))
 	}
 	if r.others > 0 {
 		row("other requests", "%d at the origin not of this run (ignored)", r.others)
