@@ -118,7 +118,8 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m.registerOps(reg, s)
 	m.registerCost(reg)
 	m.registerQueue(reg, s)
-	registerShed(reg, s) // shed.go
+	registerShed(reg, s)     // shed.go
+	registerAdaptive(reg, s) // adaptive_metrics.go
 	m.registerUpstream(reg, s)
 	return m
 }
