@@ -9,6 +9,8 @@
 //	go run ./loadtest -scenario throughput -target http://127.0.0.1:18080 -compare http://127.0.0.1:19000 -connections 32,128,256 -repeat 3
 //	go run ./loadtest -scenario throughput -target http://127.0.0.1:18080 -target-metrics http://127.0.0.1:19901/metrics -compare http://127.0.0.1:18081 -compare-metrics http://127.0.0.1:19902/metrics -connections 32,128,256 -repeat 3
 //	go run ./loadtest -scenario cgnat-crowd -target http://127.0.0.1:18080
+//	go run ./loadtest -scenario plain -target http://127.0.0.1:18080 -rate 20000 -connections 64
+//	go run ./loadtest -scenario mixed -target http://127.0.0.1:8080 -connections 32
 //
 // Scenarios are functions of a context and a config, registered by name in
 // scenarios, with their own -duration and -requests defaults if they need
@@ -32,6 +34,14 @@
 // uncounted and looks faster, so the peak is taken only over the levels
 // where the store decided every request, and a scrape that fails fails
 // the run.
+//
+// The plain and mixed scenarios (one route; a blend of login, signup,
+// OTP and API traffic from IPv4 and IPv6 clients and a few attackers) run
+// in a closed loop of -connections or, with -rate, an open loop whose
+// latencies are measured from each request's due time, so a stall shows
+// in the percentiles instead of hiding behind the connections it holds
+// (coordinated omission); their report ends with a result line for
+// scripts such as bench/run.sh.
 //
 // Exit status: 0 when the scenario passed, 1 when the edge's decisions
 // differed from the expected ones, 2 on a usage or connection error.
