@@ -346,25 +346,29 @@ func TestShedCompile(t *testing.T) {
 // TestShedCheckAllocs: admission and its release add no allocation to
 // the decision path.
 func TestShedCheckAllocs(t *testing.T) {
-	p := load(t, shedPolicy)
-	e := newEngine(t, nil)
-	s := rules.NewScratch(8)
-	r := req{method: "POST", path: "/login", client: "192.0.2.1"}.build()
-	ctx := context.Background()
-	allocs := testing.AllocsPerRun(200, func() {
-		d := e.Check(ctx, t0, p, r, s)
-		if d.Verdict != rules.Forward || !s.Holds() {
-			t.Fatalf("verdict %d holds %v", d.Verdict, s.Holds())
+	for name, src := range map[string]string{"max_in_flight": shedPolicy, "adaptive": adaptiveShedPolicy} {
+		p := load(t, src)
+		e := newEngine(t, nil)
+		s := rules.NewScratch(8)
+		r := req{method: "POST", path: "/login", client: "192.0.2.1"}.build()
+		ctx := context.Background()
+		e.Check(ctx, t0, p, r, s) // the adaptive limiter is made on first use
+		_, _ = e.Settle(ctx, t0, s, 200, nil)
+		allocs := testing.AllocsPerRun(200, func() {
+			d := e.Check(ctx, t0, p, r, s)
+			if d.Verdict != rules.Forward || !s.Holds() {
+				t.Fatalf("%s: verdict %d holds %v", name, d.Verdict, s.Holds())
+			}
+			s.Forwarding(t0)
+			if _, err := e.Settle(ctx, t0, s, 200, nil); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: Check + Settle with load shedding: %v allocs, want 0", name, allocs)
 		}
-		s.Forwarding(t0)
-		if _, err := e.Settle(ctx, t0, s, 200, nil); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("Check + Settle with load shedding: %v allocs, want 0", allocs)
+		wantInFlight(t, e, 0)
 	}
-	wantInFlight(t, e, 0)
 }
 
 // BenchmarkCheckShed is Check and Settle of a request under a node
@@ -392,4 +396,138 @@ func BenchmarkCheckShed(b *testing.B) {
 		s.Forwarding(t0)
 		_, _ = e.Settle(ctx, t0, s, 200, nil)
 	}
+}
+
+// adaptiveShedPolicy: one adaptive rule over every path, its limit held at
+// 10 (min = max), and priorities by route; a node ceiling of 20 that the
+// adaptive limit reaches first.
+const adaptiveShedPolicy = `
+edge {
+  load_shedding {
+    max_in_flight = 20
+  }
+}
+rule "origin-adaptive" {
+  paths     = ["/*"]
+  algorithm = "concurrency"
+  adaptive {
+    method  = "aimd"
+    min     = 10
+    max     = 10
+    initial = 10
+  }
+}
+rule "api-reads" {
+  paths    = ["/api/*"]
+  key      = ["ip"]
+  limit    = 1000
+  period   = "1m"
+  priority = "low"
+}
+rule "login" {
+  paths     = ["/login"]
+  key       = ["ip"]
+  limit     = 1000
+  period    = "1m"
+  sensitive = true
+  priority  = "high"
+}
+rule "otp-verify" {
+  paths     = ["/otp/verify"]
+  key       = ["ip"]
+  limit     = 1000
+  period    = "1m"
+  sensitive = true
+  priority  = "critical"
+}
+`
+
+// TestShedAtTheAdaptiveLimitByPriority: a matching adaptive rule's limit
+// is shared as the node's ceiling is: low requests are shed from 5 of its
+// 10 in flight, normal from 7, high from 9, critical at 10; the adaptive
+// rule is the refusing rule and records deny; a request the adaptive rule
+// sheds gives back the node slot it took.
+func TestShedAtTheAdaptiveLimitByPriority(t *testing.T) {
+	p := load(t, adaptiveShedPolicy)
+	e, cs := newCountingEngine(t, false)
+	var all []held
+	all = append(all, forwardN(t, e, p, "/api/items", 5)...)
+	d := wantShed(t, e, cs, p, "/api/items", rules.PriorityLow)
+	if d.Refusing == nil || d.Refusing.Name != "origin-adaptive" || d.RetryAfter != rules.DefaultShedRetryAfter {
+		t.Errorf("shed by %v, RetryAfter %v; want origin-adaptive, the default 1s", d.Refusing, d.RetryAfter)
+	}
+	wantInFlight(t, e, 5) // the node slot the shed request took is back
+	all = append(all, forwardN(t, e, p, "/search", 2)...)
+	wantShed(t, e, cs, p, "/search", rules.PriorityNormal)
+	all = append(all, forwardN(t, e, p, "/login", 2)...)
+	wantShed(t, e, cs, p, "/login", rules.PriorityHigh)
+	all = append(all, forwardN(t, e, p, "/otp/verify", 1)...)
+	s := rules.NewScratch(4)
+	if d := check(e, p, req{method: "POST", path: "/otp/verify", client: "192.0.2.1"}, s); d.Verdict != rules.Shed {
+		t.Fatalf("11th, critical: verdict %d, want shed at the adaptive limit", d.Verdict)
+	}
+	for _, m := range s.Matches {
+		if m.Rule.Name == "origin-adaptive" && m.Outcome != rules.OutcomeDeny {
+			t.Errorf("the adaptive rule's outcome %v on the request it shed, want deny", m.Outcome)
+		}
+	}
+	if l := e.AdaptiveLimiter(p.Rules[0]); l.InFlight() != 10 || l.Limit() != 10 {
+		t.Errorf("limiter: %d in flight, limit %d; want 10 and 10", l.InFlight(), l.Limit())
+	}
+	wantInFlight(t, e, 10)
+	for _, h := range all {
+		h.s.Forwarding(t0)
+		if _, err := e.Settle(context.Background(), t0.Add(10*time.Millisecond), h.s, 200, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l := e.AdaptiveLimiter(p.Rules[0]); l.InFlight() != 0 {
+		t.Errorf("limiter: %d in flight after every Settle, want 0", l.InFlight())
+	}
+	wantInFlight(t, e, 0)
+	forwardN(t, e, p, "/api/items", 5)
+	wantShed(t, e, cs, p, "/api/items", rules.PriorityLow)
+}
+
+// TestShedAdaptiveDryRun: a dry-run adaptive rule never sheds: its
+// would-be shed is dry_run_deny and counted, and takes no slot.
+func TestShedAdaptiveDryRun(t *testing.T) {
+	p := load(t, strings.Replace(adaptiveShedPolicy, `algorithm = "concurrency"`, `algorithm = "concurrency"
+  dry_run   = true`, 1))
+	e, _ := newCountingEngine(t, false)
+	forwardN(t, e, p, "/api/items", 5)
+	s := rules.NewScratch(4)
+	d := check(e, p, req{method: "GET", path: "/api/items", client: "192.0.2.1"}, s)
+	if d.Verdict != rules.Forward {
+		t.Fatalf("verdict %d, want forwarded (the adaptive rule is in dry-run)", d.Verdict)
+	}
+	for _, m := range s.Matches {
+		if m.Rule.Name == "origin-adaptive" && m.Outcome != rules.OutcomeDryRunDeny {
+			t.Errorf("the dry-run adaptive rule's outcome %v, want dry_run_deny", m.Outcome)
+		}
+	}
+	if l := e.AdaptiveLimiter(p.Rules[0]); l.InFlight() != 5 {
+		t.Errorf("limiter: %d in flight, want 5 (a would-be shed takes no slot)", l.InFlight())
+	}
+	if _, dry := e.ShedStats(); dry[rules.PriorityLow] != 1 {
+		t.Errorf("ShedStats dry run %v, want one low", dry)
+	}
+}
+
+// TestShedAdaptiveWithoutTheBlock: without load_shedding { } every
+// priority has the whole adaptive limit: ten low requests go through and
+// the eleventh is shed.
+func TestShedAdaptiveWithoutTheBlock(t *testing.T) {
+	src := strings.Replace(adaptiveShedPolicy, "edge {\n  load_shedding {\n    max_in_flight = 20\n  }\n}\n", "", 1)
+	p, diags := builtin.Load("test.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if len(diags) == 0 {
+		t.Error("priority without load_shedding: no warning")
+	}
+	e, cs := newCountingEngine(t, false)
+	forwardN(t, e, p, "/api/items", 10)
+	wantShed(t, e, cs, p, "/api/items", rules.PriorityLow)
+	wantInFlight(t, e, 0) // no node ceiling: nothing counted there
 }
