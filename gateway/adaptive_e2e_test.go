@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -33,7 +34,12 @@ rule "login-adaptive" {
 // the next is shed (503 with Retry-After, never 429); once released, no
 // slot is left in flight.
 func TestAdaptiveThroughTheServer(t *testing.T) {
-	n := startShedNodeWith(t, adaptiveE2EPolicy, nil)
+	n := startShedNodeWith(t, adaptiveE2EPolicy, func(o *Options) { o.AdminToken = dryToken })
+	aln := listen(t)
+	actx, acancel := context.WithCancel(context.Background())
+	adone := make(chan struct{})
+	go func() { defer close(adone); _ = n.srv.ServeAdmin(actx, aln) }()
+	t.Cleanup(func() { acancel(); <-adone })
 	base := "http://" + n.addr
 	limit := func() float64 { return gathered(t, n.reg, "edge_adaptive_limit", "rule", "login-adaptive") }
 	inFlight := func() float64 { return gathered(t, n.reg, "edge_adaptive_in_flight", "rule", "login-adaptive") }
@@ -69,7 +75,12 @@ func TestAdaptiveThroughTheServer(t *testing.T) {
 		}
 	}
 	waitUntil(t, "edge_adaptive_in_flight back to 0", func() bool { return inFlight() == 0 })
-	if l := limit(); l < 1 || l > 3 {
+	l := limit()
+	if l < 1 || l > 3 {
 		t.Errorf("limit %v outside min 1 and max 3", l)
+	}
+	// The admin API shows the limiter's limit now and the method.
+	if _, ar := adminRulesOf(t, aln.Addr().String(), "login-adaptive"); ar.Adaptive != "aimd, min 1, max 3" || float64(ar.Limit) != l || ar.Algorithm != "concurrency" || ar.Period != "" {
+		t.Errorf("GET /admin/rules: %+v, want adaptive \"aimd, min 1, max 3\", limit %v, algorithm concurrency, no period", ar, l)
 	}
 }

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"fmt"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/valyala/fasthttp"
 
@@ -25,7 +27,9 @@ import (
 // admin page turns them into rates), every decision present, 0 if none.
 // A concurrency rule's algorithm is "concurrency", its limit the requests
 // in flight per key and its period its lease (docs/policy.md,
-// "Concurrency limits").
+// "Concurrency limits"); an adaptive rule's limit is its limiter's now on
+// this node, its period empty and its adaptive its method and bounds, such
+// as "gradient, min 5, max 200" (docs/policy.md, "Adaptive concurrency").
 
 type adminRule struct {
 	Name         string           `json:"name"`
@@ -36,6 +40,7 @@ type adminRule struct {
 	Algorithm    string           `json:"algorithm"`
 	Limit        int64            `json:"limit"`
 	Period       string           `json:"period"`
+	Adaptive     string           `json:"adaptive,omitempty"`
 	Sensitive    bool             `json:"sensitive"`
 	Action       string           `json:"action"`
 	DryRun       bool             `json:"dry_run"`
@@ -62,6 +67,10 @@ func (s *Server) adminRules(ctx *fasthttp.RequestCtx) {
 			Sensitive: r.Sensitive, Action: r.Action.String(),
 			DryRun:    r.Action != rules.ActionSkip && !s.engine.RuleEnforces(p, r, now),
 			Decisions: map[string]int64{},
+		}
+		if l := s.engine.AdaptiveLimiter(r); l != nil {
+			ar.Limit, ar.Period = l.Limit(), ""
+			ar.Adaptive = fmt.Sprintf("%s, min %d, max %d", r.Adaptive.Method, r.Adaptive.Min, r.Adaptive.Max)
 		}
 		if t, ok := s.engine.RuleDryRun(r, now); ok {
 			ar.DryRunUntil, ar.DryRunReason = rfc3339(t.Until), t.Reason

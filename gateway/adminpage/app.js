@@ -142,9 +142,11 @@
 
   function limitText(r) {
     if (r.action === 'deny' || r.action === 'skip' || !r.limit) return r.action || '';
-    const s = r.algorithm === 'concurrency'
-      ? `${r.limit} in flight (concurrency, lease ${r.period})`
-      : `${r.limit} / ${r.period} (${r.algorithm})`;
+    const s = r.adaptive
+      ? `${r.limit} in flight now (adaptive ${r.adaptive})`
+      : r.algorithm === 'concurrency'
+        ? `${r.limit} in flight (concurrency, lease ${r.period})`
+        : `${r.limit} / ${r.period} (${r.algorithm})`;
     return r.action && r.action !== 'limit' ? `${s}, ${r.action}` : s;
   }
 
