@@ -136,6 +136,7 @@ func TestQueueStatsJudges(t *testing.T) {
 		{"repeat", func(r *queueResult) { r.arrivals = at(0, 1, 1, 100, 1, 150, 2, 202) }, "1 arrivals at the origin were repeats"},
 		{"refused in the burst", func(r *queueResult) { r.status[1] = 429; r.arrivals = at(0, 1, 2, 202) }, "the burst's answers (request:status) 1:429"},
 		{"the last admitted in time", func(r *queueResult) { r.status[3] = 200; r.arrivals = at(0, 1, 1, 100, 2, 202, 3, 300) }, "request 3 (one over the burst"},
+		{"a store fallback", func(r *queueResult) { r.fallbacks = 1 }, "1 store calls failed within the store's budget"},
 		{"the last admitted late: not judged", func(r *queueResult) {
 			r.status[3], r.answered[3] = 200, ms(150)
 			r.arrivals = at(0, 1, 1, 100, 2, 202, 3, 300)
@@ -168,17 +169,22 @@ edge_requests_total{verdict="forward"} 7
 edge_requests_total{verdict="refuse_limit"} 2
 # TYPE edge_queue_held gauge
 edge_queue_held 3
+# TYPE edge_decisions_total counter
+edge_decisions_total{decision="allow",rule="a"} 7
+edge_decisions_total{decision="store_error_allow",rule="a"} 4
+edge_decisions_total{decision="store_error_deny",rule="b"} 1
+edge_decisions_total{decision="deny",rule="b"} 2
 `
-	d, h, err := parseQueueMetrics(strings.NewReader(page))
-	if err != nil || d != 9 || h != 3 {
-		t.Errorf("got %d decided, %d held, %v; want 9, 3", d, h, err)
+	c, err := parseQueueMetrics(strings.NewReader(page))
+	if err != nil || c != (queueCounts{decided: 9, held: 3, fallbacks: 5}) {
+		t.Errorf("got %+v, %v; want 9 decided, 3 held, 5 fallbacks", c, err)
 	}
 	for _, bad := range []string{
 		"# TYPE edge_queue_held gauge\nedge_queue_held 3\n",                                // not an edge's
 		"# TYPE edge_requests_total counter\nedge_requests_total{verdict=\"forward\"} 7\n", // no queue
 		"# TYPE edge_requests_total counter\nedge_requests_total{verdict=\"forward\"} 1.5\n# TYPE edge_queue_held gauge\nedge_queue_held 0\n",
 	} {
-		if _, _, err := parseQueueMetrics(strings.NewReader(bad)); err == nil {
+		if _, err := parseQueueMetrics(strings.NewReader(bad)); err == nil {
 			t.Errorf("no error for %q", bad)
 		}
 	}
