@@ -110,7 +110,6 @@ type genResult struct {
 	genTally
 	spec    genSpec
 	opened  int           // connections opened before the window
-	sent    int64         // requests sent, opening and warm-up included
 	due     int64         // open loop: requests due in the window
 	capped  bool          // the -requests cap ended the run early
 	elapsed time.Duration // from the window's start to the last measured answer
@@ -163,7 +162,8 @@ type genRun struct {
 	fail error
 }
 
-// take returns the next request's number, or false once the cap is spent.
+// take returns the next request's number, or false once the cap is spent
+// (which it records: the cap ended the run early).
 func (g *genRun) take() (int64, bool) {
 	n := g.next.Add(1) - 1
 	if n >= g.spec.limit {
@@ -243,7 +243,7 @@ func generate(ctx context.Context, spec genSpec, senders []genSender) (*genResul
 		return nil, err
 	}
 
-	res := &genResult{spec: spec, opened: len(senders), sent: min(g.next.Load(), spec.limit), capped: g.cap.Load()}
+	res := &genResult{spec: spec, opened: len(senders), capped: g.cap.Load()}
 	res.genTally = *newGenTally(spec)
 	for _, t := range tallies {
 		res.merge(t)
@@ -358,12 +358,13 @@ func (w *genWorker) openLoop(ctx context.Context, t0, from, to time.Time, base i
 	rate := w.g.spec.rate
 	drain := to.Add(w.g.spec.timeout)
 	for !w.g.stop.Load() {
-		n, ok := w.g.take()
-		if !ok {
-			return
-		}
+		n := w.g.next.Add(1) - 1
 		due := t0.Add(dueOffset(rate, n-base))
 		if !due.Before(to) {
+			return // the schedule's end: each sender takes one number past it
+		}
+		if n >= w.g.spec.limit {
+			w.g.cap.Store(true) // a request the schedule wanted, over the cap
 			return
 		}
 		// Never early; a timer fires late by up to about a millisecond on

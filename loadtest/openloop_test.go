@@ -298,3 +298,21 @@ func freeLoopbackAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// TestOpenLoopCapExactlyEnough: a cap that covers the schedule exactly
+// does not end the run early (each sender takes one number past the
+// schedule's end, which is not a request the schedule wanted).
+func TestOpenLoopCapExactlyEnough(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeTarget{service: time.Millisecond, timeout: time.Second, stallFrom: time.Now().Add(time.Hour)}
+		spec := genSpec{rate: 1000, duration: time.Second, timeout: time.Second, limit: 4 + 1000, kinds: 1}
+		res, err := generate(t.Context(), spec, fakeSenders(f, 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAccounting(t, res)
+		if res.capped || res.due != 1000 || res.answered() != 1000 {
+			t.Errorf("capped %v, due %d, answered %d; want 1000, not capped", res.capped, res.due, res.answered())
+		}
+	})
+}
