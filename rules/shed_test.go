@@ -531,3 +531,22 @@ func TestShedAdaptiveWithoutTheBlock(t *testing.T) {
 	wantShed(t, e, cs, p, "/api/items", rules.PriorityLow)
 	wantInFlight(t, e, 0) // no node ceiling: nothing counted there
 }
+
+// TestShedCountSurvivesAReload: the node's count is the Engine's, not the
+// policy's: requests admitted under one policy still count under the next,
+// and give their slots back there.
+func TestShedCountSurvivesAReload(t *testing.T) {
+	p1 := load(t, shedPolicy)
+	p2 := load(t, strings.Replace(shedPolicy, "max_in_flight = 10", "max_in_flight = 4", 1))
+	e, cs := newCountingEngine(t, false)
+	h := forwardN(t, e, p1, "/search", 3)                   // normal under p1: 7
+	wantShed(t, e, cs, p2, "/search", rules.PriorityNormal) // normal under p2: 3, all taken
+	forwardN(t, e, p2, "/otp/verify", 1)                    // critical under p2: 4
+	wantShed(t, e, cs, p2, "/otp/verify", rules.PriorityCritical)
+	if _, err := e.Settle(context.Background(), t0, h[0].s, 200, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantInFlight(t, e, 3)
+	forwardN(t, e, p2, "/otp/verify", 1)
+	wantInFlight(t, e, 4)
+}
