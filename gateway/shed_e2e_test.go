@@ -401,3 +401,84 @@ func TestShedOnTheDecideListener(t *testing.T) {
 		<-ch
 	}
 }
+
+// shedAdaptivePolicy: no node ceiling; an adaptive rule over every path
+// whose limit is held at 10 (min = max) is what saturates, and the
+// priorities share it as they share max_in_flight.
+const shedAdaptivePolicy = `
+edge {
+  load_shedding {
+    retry_after = "3s"
+  }
+}
+rule "origin-adaptive" {
+  paths     = ["/*"]
+  algorithm = "concurrency"
+  adaptive {
+    method  = "aimd"
+    min     = 10
+    max     = 10
+    initial = 10
+  }
+}
+rule "api-reads" {
+  paths    = ["/api/*"]
+  key      = ["ip"]
+  limit    = 1000
+  period   = "1m"
+  priority = "low"
+}
+rule "login" {
+  methods   = ["POST"]
+  paths     = ["/login"]
+  key       = ["ip"]
+  limit     = 1000
+  period    = "1m"
+  sensitive = true
+  priority  = "high"
+}
+rule "otp-verify" {
+  methods   = ["POST"]
+  paths     = ["/otp/verify"]
+  key       = ["ip"]
+  limit     = 1000
+  period    = "1m"
+  sensitive = true
+  priority  = "critical"
+}
+`
+
+// TestShedByPriorityAtTheAdaptiveLimit: with an adaptive limit of 10 as
+// the only capacity, API reads are shed from 5 in flight, logins from 9,
+// OTP verifies at 10, through the real server; the origin never has more
+// than 10.
+func TestShedByPriorityAtTheAdaptiveLimit(t *testing.T) {
+	n := startShedNodeWith(t, shedAdaptivePolicy, nil)
+	base := "http://" + n.addr
+	n.origin.Hold("")
+	var held []<-chan reply
+	held = append(held, n.fill(t, "GET", "/api/items", 5, 5)...)
+	wantShed503(t, "6th API read", do(t, "GET", base+"/api/items", ""), "3")
+	held = append(held, n.fill(t, "POST", "/login", 4, 9)...)
+	wantShed503(t, "10th login", do(t, "POST", base+"/login", ""), "")
+	held = append(held, n.fill(t, "POST", "/otp/verify", 1, 10)...)
+	wantShed503(t, "11th, an OTP verify", do(t, "POST", base+"/otp/verify", ""), "")
+	if got := gathered(t, n.reg, "edge_adaptive_in_flight", "rule", "origin-adaptive"); got != 10 {
+		t.Errorf("edge_adaptive_in_flight %v, want 10", got)
+	}
+	if got := gathered(t, n.reg, "edge_decisions_total", "rule", "origin-adaptive", "decision", "deny"); got != 3 {
+		t.Errorf("origin-adaptive denied %v, want the 3 it shed", got)
+	}
+	if r := n.origin.InFlight(); r.Peak != 10 {
+		t.Errorf("the origin's in-flight peak %d, want 10 (the adaptive limit)", r.Peak)
+	}
+	n.origin.StopHolding()
+	for _, ch := range held {
+		if r := <-ch; r.status == 0 || r.status >= 500 {
+			t.Errorf("held request: %d, want the origin's answer", r.status)
+		}
+	}
+	waitUntil(t, "edge_adaptive_in_flight back to 0", func() bool {
+		return gathered(t, n.reg, "edge_adaptive_in_flight", "rule", "origin-adaptive") == 0
+	})
+}
