@@ -326,6 +326,7 @@ func TestShedCompile(t *testing.T) {
     retry_after_jitter = "150%"`) + rule(""), "retry_after_jitter", false},
 		{"sheds nothing", edge(``) + rule(""), "no request is ever shed", true},
 		{"priority without block", rule(`priority = "high"`), "priority only orders load shedding", true},
+		{"under decide_listen", "edge {\n  decide_listen = \"127.0.0.1:18081\"\n  trusted_proxies = [\"127.0.0.1\"]\n  load_shedding {\n    max_in_flight = 5\n  }\n}\n" + rule(""), "holds no slot once answered", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, diags := builtin.Load("test.hcl", []byte(tc.src))
