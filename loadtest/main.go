@@ -159,14 +159,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	repeat := fs.Int("repeat", 1, fmt.Sprintf("throughput: run the whole set of -connections levels this many times, interleaved "+
 		"(level after level, each level's target then compare), and summarise the medians per level (at most %d)", maxRepeat))
 	clients := fs.Int("clients", 1000, fmt.Sprintf("throughput, retry-storm (at most 5000): distinct X-Forwarded-For addresses from 198.18.0.0/15, in turn (at most %d)", maxClients))
-	method := fs.String("method", "GET", "throughput: request method")
-	path := fs.String("path", "/api/bench", "throughput, cgnat-crowd: request path, query allowed (cgnat-crowd: a path the visitor rule limits)")
+	method := fs.String("method", "GET", "throughput, plain: request method")
+	path := fs.String("path", "/api/bench", "throughput, plain, cgnat-crowd: request path, query allowed (cgnat-crowd: a path the visitor rule limits)")
 	rawCompare := fs.String("compare", "", "throughput: base URL of a second target (e.g. the origin) measured right after -target; loopback only")
 	rawTargetMetrics := fs.String("target-metrics", "", "throughput: URL of -target's Prometheus metrics, its admin listener's /metrics (e.g. http://127.0.0.1:19901/metrics), "+
 		"scraped as each run's warm-up ends and after its last answer to count the rule decisions its store made and its on_store_error fallbacks; "+
 		"levels with fallbacks are left out of the peak; loopback only")
 	rawCompareMetrics := fs.String("compare-metrics", "", "throughput: the same as -target-metrics, for -compare")
-	warmup := fs.Duration("warmup", time.Second, "throughput: unmeasured load per target, per level and repetition, before measuring (at most "+maxWarmup.String()+")")
+	warmup := fs.Duration("warmup", time.Second, "throughput: unmeasured load per target, per level and repetition, before measuring; plain, mixed: before the window (at most "+maxWarmup.String()+")")
 	cg := defaultCgnatParams
 	fs.IntVar(&cg.visitors, "visitors", cg.visitors, fmt.Sprintf("cgnat-crowd: visitors behind the one address (at most %d)", maxVisitors))
 	fs.Float64Var(&cg.share, "visitor-share", cg.share, "cgnat-crowd: share of -limit each visitor sends in the period, (0, 1]")
