@@ -109,7 +109,6 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 type genResult struct {
 	genTally
 	spec    genSpec
-	opened  int           // connections opened before the window
 	due     int64         // open loop: requests due in the window
 	capped  bool          // the -requests cap ended the run early
 	elapsed time.Duration // from the window's start to the last measured answer
@@ -243,7 +242,7 @@ func generate(ctx context.Context, spec genSpec, senders []genSender) (*genResul
 		return nil, err
 	}
 
-	res := &genResult{spec: spec, opened: len(senders), capped: g.cap.Load()}
+	res := &genResult{spec: spec, capped: g.cap.Load()}
 	res.genTally = *newGenTally(spec)
 	for _, t := range tallies {
 		res.merge(t)
