@@ -146,8 +146,13 @@ declare -A port=([edge]=$edge [nginx]=$nginxport [minproxy]=$minproxy [norules]=
 
 # ---- one load run -------------------------------------------------------------
 # load TARGET CONNECTIONS prints "rps p99_ms non2xx errors" for one run.
-secs() { # a Go duration in s or ms as seconds, for wrk
-	case "$1" in *ms) awk -v v="${1%ms}" 'BEGIN { printf "%d", (v + 999) / 1000 }' ;; *s) echo "${1%s}" ;; *) echo "$1" ;; esac
+secs() { # a Go duration in ms, s or m as whole seconds (rounded up, at least 1), for wrk
+	case "$1" in
+	*ms) awk -v v="${1%ms}" 'BEGIN { s = int((v + 999) / 1000); print (s < 1 ? 1 : s) }' ;;
+	*s) awk -v v="${1%s}" 'BEGIN { s = int(v + 0.999); print (s < 1 ? 1 : s) }' ;;
+	*m) echo $((${1%m} * 60)) ;;
+	*) echo "run.sh: -tool wrk: duration $1: want ms, s or m" >&2; return 1 ;;
+	esac
 }
 load() {
 	local url="http://127.0.0.1:${port[$1]}" c=$2 out
@@ -171,6 +176,7 @@ load() {
 		printf "%s %s %s %s\n", f["rps"], f["p99_ms"], f["non2xx"], f["errors"] }'
 }
 
+load0=$(cat /proc/loadavg)
 echo "bench: $tool, GET /api/bench, levels $levels, $rounds rounds, $duration measured after a $warmup warm-up per run; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 results="$tmp/results"
 : >"$results"
@@ -192,7 +198,8 @@ metrics=$(curl -fsS "http://127.0.0.1:$edgeadmin/metrics" | grep '^edge_decision
 
 # ---- the medians and ratios ---------------------------------------------------
 echo
-echo "bench/run.sh: $tool, GET /api/bench, $rounds rounds, $duration per run after a $warmup warm-up; $(nproc) CPUs"
+echo "bench/run.sh: $tool, GET /api/bench, $rounds rounds, $duration per run after a $warmup warm-up"
+echo "machine: $(nproc) CPUs ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(uname -sr); $(go version | cut -d' ' -f3); $("$nginx" -v 2>&1 | sed 's/^nginx version: //'); load average before $(cut -d' ' -f1-3 <<<"$load0")"
 awk -v targets="${targets[*]}" -v levels="${levels//,/ }" '
 	function median(a, n,   i, j, t) {
 		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
