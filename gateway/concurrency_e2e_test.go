@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
@@ -454,5 +456,72 @@ func TestConcurrencySharedByTheFleet(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConcurrencyDryRunUnderDecideListen: the decision-only listener never
+// forwards, so a dry-run concurrency rule's slot is given back as soon as
+// the decision is answered: five decisions in a row, with a limit of one,
+// are all "allow", none a would-have refusal. (An enforcing concurrency
+// rule is refused under decide_listen: rules/concurrency_test.go.)
+func TestConcurrencyDryRunUnderDecideListen(t *testing.T) {
+	p, diags := builtin.Load("decide.hcl", []byte(`
+edge {
+  decide_listen   = "127.0.0.1:18099"
+  trusted_proxies = ["127.0.0.1/32"]
+}
+rule "login-dry" {
+  methods   = ["POST"]
+  paths     = ["/login"]
+  key       = ["ip"]
+  algorithm = "concurrency"
+  limit     = 1
+  dry_run   = true
+}`))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	ms, err := memstore.New(memstore.Options{MaxKeys: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	reg := prometheus.NewRegistry()
+	srv, err := New(Options{Policy: p, Store: ms, Upstream: "http://127.0.0.1:1", Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	dln := listen(t)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.ServeDecide(ctx, dln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for i := range 5 {
+		r := do(t, "GET", "http://"+dln.Addr().String()+"/auth", "", "X-Original-Method", "POST", "X-Original-URI", "/login")
+		if r.status != http.StatusOK {
+			t.Fatalf("decision %d: %d %q, want 200", i+1, r.status, r.body)
+		}
+	}
+	decisions := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "edge_decisions_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["rule"] == "login-dry" {
+				decisions[labels["decision"]] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if decisions["allow"] != 5 || decisions["dry_run_deny"] != 0 {
+		t.Fatalf("login-dry's decisions %v, want 5 allow and no dry_run_deny (a slot kept after a decision)", decisions)
 	}
 }
