@@ -100,7 +100,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	})
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "edge_requests_total",
-		Help: "Requests the edge decided, by verdict (forward, refuse_limit, refuse_forbidden, reject_missing_identity, reject_invalid_identity, unavailable).",
+		Help: "Requests the edge decided, by verdict (forward, refuse_limit, refuse_forbidden, reject_missing_identity, reject_invalid_identity, unavailable, shed).",
 	}, []string{"verdict"})
 	for i, n := range verdictNames {
 		m.verdicts[i] = requests.WithLabelValues(n)
