@@ -83,6 +83,9 @@ type config struct {
 	// queue only; target.metrics is required
 	queue queueParams
 
+	// adaptive only; target.metrics is required
+	adaptive adaptiveParams
+
 	// plain and mixed only (issue 16): -rate, -api-keys, -attackers
 	gen genParams
 }
@@ -125,6 +128,8 @@ func scenarios() map[string]scenario {
 		"retry-storm": {run: runRetryStorm, duration: stormDuration, requests: stormRequests},
 
 		"queue": {run: runQueue, duration: queueDuration},
+
+		"adaptive": {run: runAdaptive, requests: maxRequests, budget: adaptiveBudget},
 
 		"plain": {run: runPlain, duration: 10 * time.Second, requests: maxRequests, budget: genBudget},
 		"mixed": {run: runMixed, duration: 10 * time.Second, requests: maxRequests, budget: genBudget},
@@ -191,6 +196,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&qp.origin, "queue-origin", qp.origin, "queue: listen address of the scenario's recording origin, the edge's upstream (loadtest/testdata/queue.hcl); loopback only")
 	fs.IntVar(&qp.rate, "queue-rate", qp.rate, "queue: the queue = true rule's rate, per second")
 	fs.IntVar(&qp.burst, "queue-burst", qp.burst, "queue: the rule's burst; the scenario sends one more")
+	ap := defaultAdaptiveParams
+	ap.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./loadtest [flags]\n\nscenarios: %s\n\nflags:\n", strings.Join(names, ", "))
 		fs.PrintDefaults()
@@ -261,6 +268,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := qp.check(); err != nil {
 		return usage("%v", err)
 	}
+	if err := ap.check(); err != nil {
+		return usage("%v", err)
+	}
 	if err := gp.check(); err != nil {
 		return usage("%v", err)
 	}
@@ -278,8 +288,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usage("%v", err)
 		}
 	}
-	if *rawCompareMetrics != "" && *name != "throughput" || *rawTargetMetrics != "" && *name != "throughput" && *name != "queue" {
-		return usage("-target-metrics and -compare-metrics are for -scenario throughput only (and -target-metrics for queue)")
+	if *rawCompareMetrics != "" && *name != "throughput" || *rawTargetMetrics != "" && *name != "throughput" && *name != "queue" && *name != "adaptive" {
+		return usage("-target-metrics and -compare-metrics are for -scenario throughput only (and -target-metrics for queue and adaptive)")
 	}
 	if *rawTargetMetrics != "" {
 		if tg.metrics, err = parseMetricsURL("-target-metrics", *rawTargetMetrics); err != nil {
@@ -321,6 +331,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		storm:   sp,
 		queue:   qp,
 		gen:     gp,
+
+		adaptive: ap,
 	}
 	budget := cfg.duration
 	if sc.budget != nil {
