@@ -122,12 +122,17 @@ type adaptiveResult struct {
 	params  adaptiveParams
 	samples []adaptiveSample
 	sent    int64
+	// otherCodes counts the answers neither 200, 503 nor 429, by status.
+	otherCodes map[int]int64
 }
 
 // adaptiveTally counts answers between two readings.
 type adaptiveTally struct {
 	ok, shed, refused, other, failed, overrun atomic.Int64
 	okNanos                                   atomic.Int64
+
+	mu    sync.Mutex
+	codes map[int]int64 // the other statuses, by code, over the run
 }
 
 func runAdaptive(ctx context.Context, cfg config) error {
@@ -185,7 +190,7 @@ func adaptiveLoad(ctx context.Context, cfg config, ln net.Listener) (*adaptiveRe
 		MaxIdemponentCallAttempts: 1, ReadTimeout: cfg.timeout, WriteTimeout: cfg.timeout, DisablePathNormalizing: true,
 	}
 	defer hc.CloseIdleConnections()
-	var tally adaptiveTally
+	tally := adaptiveTally{codes: map[int]int64{}}
 	var senders sync.WaitGroup
 	busy := make(chan struct{}, adaptiveMaxInFlight)
 	send := func() {
@@ -209,6 +214,9 @@ func adaptiveLoad(ctx context.Context, cfg config, ln net.Listener) (*adaptiveRe
 			tally.refused.Add(1)
 		default:
 			tally.other.Add(1)
+			tally.mu.Lock()
+			tally.codes[code]++
+			tally.mu.Unlock()
 		}
 	}
 
@@ -283,6 +291,7 @@ func adaptiveLoad(ctx context.Context, cfg config, ln net.Listener) (*adaptiveRe
 	}
 	err := <-samplerDone
 	senders.Wait()
+	r.otherCodes = tally.codes
 	if err == nil {
 		err = sendErr
 	}
@@ -394,7 +403,7 @@ func (r *adaptiveResult) mismatch() error {
 		why = append(why, fmt.Sprintf("%d answers were 429: an adaptive limit sheds with 503 (the system is saturated, not the caller over its budget)", refused))
 	}
 	if other > 0 {
-		why = append(why, fmt.Sprintf("%d answers were neither the origin's 200 nor a shed 503", other))
+		why = append(why, fmt.Sprintf("%d answers were neither the origin's 200 nor a shed 503 (by status: %v; a 502 at the start is an edge reused across runs whose pooled connections to the previous run's origin are closed: start a fresh edge)", other, r.otherCodes))
 	}
 	switch {
 	case ph[0].samples == 0 || ph[1].samples == 0:
