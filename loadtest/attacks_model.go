@@ -163,6 +163,9 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 		vc.SetVisitor(m.s, id, true)
 	}
 	d := m.e.Check(context.Background(), time.Now(), m.p, &req, m.s)
+	// The model forwards nothing: what the decision took in flight (a
+	// concurrency lease, a load-shedding slot) is given back at once.
+	_ = m.e.Release(context.Background(), time.Now(), m.s)
 	v := canonVerdict{refused: d.Verdict != rules.Forward}
 	if v.refused {
 		v.why = "refused outright"

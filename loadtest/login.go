@@ -193,6 +193,9 @@ func (r *loginRun) rulesFor(client netip.Addr, username string) ([]loginRule, er
 	}
 	m.s.Begin(m.p)
 	d := m.e.Check(context.Background(), time.Now(), m.p, &req, m.s)
+	// The model forwards nothing: what the decision took in flight (a
+	// concurrency lease, a load-shedding slot) is given back at once.
+	_ = m.e.Release(context.Background(), time.Now(), m.s)
 	if d.Verdict != rules.Forward {
 		return nil, fmt.Errorf("the policy %s refuses every login outright (POST %s at %s): nothing to bound", m.path, loginPath, r.cfg.attacks.host)
 	}
