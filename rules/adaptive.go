@@ -348,4 +348,41 @@ func (l *AdaptiveLimiter) Limit() int64 { return l.limit.Load() }
 // edge_adaptive_in_flight metric).
 func (l *AdaptiveLimiter) InFlight() int64 { return l.inFlight.Load() }
 
+// explainAdaptive decides, for Explain (which runs no admission and takes
+// no slot), each matching adaptive rule as admit would now: a request of
+// d's priority would be shed while the rule has its limit × the priority's
+// share in flight. A shed wins over what the store said, as it comes before
+// the store call in Check; a request a deny rule or an identity rejected
+// never reaches admission, and is left as it is.
+func (e *Engine) explainAdaptive(p *Policy, s *Scratch, d *Decision) {
+	if !p.Shedding.adaptive {
+		return
+	}
+	switch d.Verdict {
+	case Forward, RefuseLimit, Unavailable:
+	default:
+		return
+	}
+	prio := RequestPriority(s.Matches)
+	share := p.Shedding.shareOf(prio)
+	for i := range s.Matches {
+		m := &s.Matches[i]
+		if m.Rule.Adaptive == nil || m.Op >= 0 || m.Outcome != OutcomeSkip {
+			continue
+		}
+		l := e.adaptiveLimiter(m.Rule)
+		switch {
+		case l.InFlight() < max(l.Limit()*share/perMille, 1):
+			m.Outcome = OutcomeAllow
+		case m.Enforce:
+			m.Outcome = OutcomeDeny
+			if d.Verdict != Shed {
+				d.Verdict, d.Refusing, d.RetryAfter, d.Priority = Shed, m.Rule, p.Shedding.RetryAfter, prio
+			}
+		default:
+			m.Outcome = OutcomeDryRunDeny
+		}
+	}
+}
+
 var _ localSlot = (*AdaptiveLimiter)(nil)

@@ -624,3 +624,31 @@ func (noFields) Query([]byte) []byte           { return nil }
 func (noFields) RawQuery() []byte              { return nil }
 func (noFields) Body() (contentType, b []byte) { return nil, nil }
 func (noFields) Cookies() []byte               { return nil }
+
+// Explain decides an adaptive rule as admission would, and takes no slot.
+func TestAdaptiveExplain(t *testing.T) {
+	p := loadAdaptive(t, adaptivePolicy) // limit 1
+	e, err := NewEngine(EngineOptions{Store: &nopStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	req := &Request{Method: []byte("POST"), Path: []byte("/login"), Client: netip.MustParseAddr("192.0.2.1"), Fields: noFields{}}
+	l := e.AdaptiveLimiter(p.Rules[0])
+	s := NewScratch(1)
+	if d := e.Explain(context.Background(), now, p, req, s); d.Verdict != Forward || s.Matches[0].Outcome != OutcomeAllow || l.InFlight() != 0 {
+		t.Fatalf("under the limit: verdict %v, outcome %v, in flight %d", d.Verdict, s.Matches[0].Outcome, l.InFlight())
+	}
+	held := NewScratch(1)
+	if d := e.Check(context.Background(), now, p, req, held); d.Verdict != Forward {
+		t.Fatalf("check: %v", d.Verdict)
+	}
+	d := e.Explain(context.Background(), now, p, req, s)
+	if d.Verdict != Shed || d.Refusing != p.Rules[0] || s.Matches[0].Outcome != OutcomeDeny || d.RetryAfter != time.Second || l.InFlight() != 1 {
+		t.Fatalf("at the limit: verdict %v, refusing %v, outcome %v, retry after %v, in flight %d", d.Verdict, d.Refusing, s.Matches[0].Outcome, d.RetryAfter, l.InFlight())
+	}
+	_ = e.Release(context.Background(), now, held)
+	if l.InFlight() != 0 {
+		t.Fatalf("in flight %d after release", l.InFlight())
+	}
+}
