@@ -652,3 +652,52 @@ func TestAdaptiveExplain(t *testing.T) {
 		t.Fatalf("in flight %d after release", l.InFlight())
 	}
 }
+
+// adaptiveRequestCycle is one request's Check, Forwarding and Settle on an
+// adaptive rule (the gradient's defaults): the slot taken and given back
+// with its round trip.
+func adaptiveRequestCycle(tb testing.TB) func() {
+	p, diags := Load("test.hcl", []byte(`
+rule "a" {
+  paths     = ["/login"]
+  algorithm = "concurrency"
+  adaptive {}
+}`))
+	if diags.HasErrors() {
+		tb.Fatal(diags.Error())
+	}
+	e, err := NewEngine(EngineOptions{Store: &nopStore{}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req := &Request{Method: []byte("POST"), Path: []byte("/login"), Client: netip.MustParseAddr("192.0.2.1"), Fields: noFields{}}
+	s := NewScratch(1)
+	now := time.Unix(1_700_000_000, 0)
+	ctx := context.Background()
+	return func() {
+		d := e.Check(ctx, now, p, req, s)
+		if d.Verdict != Forward {
+			tb.Fatalf("verdict %v", d.Verdict)
+		}
+		s.Forwarding(now)
+		now = now.Add(time.Millisecond)
+		_, _ = e.Settle(ctx, now, s, 200, nil)
+	}
+}
+
+func TestAdaptiveRequestAllocatesNothing(t *testing.T) {
+	cycle := adaptiveRequestCycle(t)
+	cycle() // the limiter is created on first use
+	if n := testing.AllocsPerRun(1000, cycle); n != 0 {
+		t.Fatalf("%v allocations per request (Check, Forwarding, Settle), want 0", n)
+	}
+}
+
+func BenchmarkAdaptiveRequest(b *testing.B) {
+	cycle := adaptiveRequestCycle(b)
+	cycle()
+	b.ReportAllocs()
+	for b.Loop() {
+		cycle()
+	}
+}
