@@ -57,6 +57,24 @@ edge {
   # start. With a Redis store it must be set, to at least 32 bytes (for
   # example `openssl rand -hex 32`), or the node refuses to start.
   key_secret_env = "EDGE_KEY_SECRET"
+
+  # Load shedding: when the origin is saturated, the edge answers 503
+  # (never 429: a 429 judges the caller, a 503 the system) before anything
+  # is counted, lowest priority first. Saturated means this node's requests
+  # at the origin reach max_in_flight × the request's priority's share, or
+  # an adaptive rule's reach its limit × that share. A request's priority is
+  # the highest of its matching rules' (priority = "low", "normal", "high"
+  # or "critical"; "normal" when none sets one). Here API reads are shed
+  # from 500 in flight, logins from 900, OTP verifies only at 1000. An
+  # ordinary route's 503 carries Retry-After (retry_after, spread by
+  # retry_after_jitter, never earlier); a sensitive route's is bare.
+  # docs/policy.md, "Load shedding".
+  load_shedding {
+    max_in_flight      = 1000 # per node
+    shed_at            = { low = "50%", normal = "75%", high = "90%" } # critical: 100%
+    retry_after        = "1s"
+    retry_after_jitter = "50%"
+  }
 }
 
 # Counters in this process's memory. Each rule has a key budget of its own
@@ -68,8 +86,9 @@ edge {
 # recently used key (counted in edge_store_evictions_total), while a
 # sensitive rule never evicts a live counter: a new key is answered by its
 # on_store_error instead (edge_store_budget_full_total). A key costs about
-# 220 bytes (250 to 350 for a sliding_log, by limit); this file's budgets
-# together hold 660000 keys, about 149 MiB when every one is full
+# 220 bytes (250 to 350 for a sliding_log, by limit; about 480 for a
+# concurrency rule of limit 10 while its slots are taken); this file's
+# budgets together hold 950000 keys, about 216 MiB when every one is full
 # (docs/memory-store.md).
 store "memory" {
   max_keys = 100000
@@ -123,6 +142,8 @@ rule "login-per-visitor" {
   burst      = 5
   ip_ceiling = 100
   sensitive  = true
+  # Shed logins after API reads, before OTP verifies (load_shedding above).
+  priority   = "high"
   # The rule's own key budget in the memory store, its visitors and their
   # IPs' ceilings together. Sensitive: it never forgets a live counter to
   # make room, so with its budget full of them a new key gets 503
@@ -144,6 +165,51 @@ rule "login-per-network" {
   period      = "1h"
   sensitive   = true
   max_keys    = 20000
+}
+
+# A concurrency limit: at most 10 logins per client at the origin at once.
+# Password hashing makes each login cost the origin 50-300 ms of CPU, so a
+# client that opens many connections fills the origin's workers long before
+# a rate limit fires (a rate limit counts arrivals, not how long each one
+# holds a worker). A slot is taken when the request is forwarded and given
+# back when the origin answers, on an upstream error or timeout, or when the
+# client of a held request hangs up. With store "redis" the fleet shares the
+# count, and a node that dies holds its slots only until their lease ends
+# (default 30s; longer than upstream_timeout). The 11th is refused: 429,
+# bare here (sensitive); on an ordinary route Retry-After: 1 and no
+# RateLimit fields, since in flight is not a quota over a window.
+# docs/policy.md, "Concurrency limits".
+rule "login-in-flight-per-ip" {
+  methods   = ["POST"]
+  paths     = ["/login"]
+  key       = ["ip"]
+  algorithm = "concurrency"
+  limit     = 10
+  lease     = "30s"
+  sensitive = true
+  max_keys  = 20000
+}
+
+# Adaptive concurrency: the route's in-flight limit on this node, found from
+# the origin's latency (Netflix's gradient: limit × RTT_noload ÷ RTT_actual
+# + √limit per window of answers, within min..max; or method = "aimd").
+# When the origin slows, the limit shrinks and the logins over it are shed
+# with 503 at once rather than queued behind ones the origin is too slow
+# for. Each node learns its own (no store); edge_adaptive_limit{rule} shows
+# it. Shipped in dry-run, as a new limit should start: it sheds nothing and
+# counts dry_run_deny where it would have. docs/policy.md, "Adaptive
+# concurrency".
+rule "login-adaptive" {
+  methods   = ["POST"]
+  paths     = ["/login"]
+  algorithm = "concurrency"
+  adaptive {
+    method  = "gradient"
+    min     = 10
+    max     = 500
+    initial = 50
+  }
+  dry_run = true
 }
 
 # Brute force on one account from one client: five failures in 15 minutes.
@@ -311,6 +377,8 @@ rule "otp-verify-per-session" {
   count     = "attempts"
   sensitive = true
   max_keys  = 50000
+  # Shed last: a user holding a code must be able to use it.
+  priority  = "critical"
 }
 
 # The same five guesses per code, keyed on the challenge ID alone. An origin
@@ -424,6 +492,8 @@ rule "api-per-ip" {
   limit     = 60
   period    = "1m"
   burst     = 20
+  # API reads are shed first when the origin is saturated.
+  priority  = "low"
   # How its refusals are answered (ordinary rules only: a sensitive rule's
   # is always the bare 429, and these are errors there). retry_after_jitter
   # makes Retry-After and this rule's RateLimit t the true wait plus up to
