@@ -120,9 +120,8 @@ func (k *concBench) one(tb testing.TB) (check, settle int64) {
 // route, its lease taken in the same store call and given back by Settle,
 // with another request of the key in flight meanwhile (a busy route);
 // "concurrency-idle-key" without: each request finds its key's set of
-// leases empty, and the memory store, which drops an empty key, makes a new
-// entry for it (2 allocations, as for any key it does not hold; the
-// engine's own path allocates nothing either way). check-takes/op and
+// leases empty (the memory store drops an empty key and keeps its entry as
+// a spare, so the key coming back allocates nothing either). check-takes/op and
 // settle-takes/op are the store calls of each step.
 func BenchmarkConcurrencyDecision(b *testing.B) {
 	for _, bc := range []struct {

@@ -129,3 +129,40 @@ func TestBudgetAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptiedKeyComesBackWithoutAllocating: a concurrency rule's key (a
+// Distinct set of leases) empties each time its last lease is refunded and
+// is dropped; the shard keeps the dropped entry as a spare, so the key's
+// next lease, or another key's in the shard, allocates nothing, and the
+// reused arrays carry no member of the old set.
+func TestEmptiedKeyComesBackWithoutAllocating(t *testing.T) {
+	s, err := New(Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	op := rules.Op{Kind: rules.OpTake, Algorithm: rules.Distinct, Key: rules.Key{7}, Limit: 10, PeriodUS: 30_000_000, Cost: 1, Enforce: true, Sensitive: true, MaxKeys: 100}
+	res := make([]rules.Result, 1)
+	now := storetest.Base
+	lease := uint64(0)
+	cycle := func() {
+		now = now.Add(time.Microsecond)
+		lease++
+		take, refund := op, op
+		take.Member, refund.Member, refund.Kind = lease, lease, rules.OpRefund
+		if err := s.Take(ctx, now, []rules.Op{take}, res); err != nil || !res[0].Allowed || res[0].Remaining != 9 {
+			t.Fatalf("take: %v %+v, want allowed with 9 remaining (one lease in the set)", err, res[0])
+		}
+		if err := s.Take(ctx, now, []rules.Op{refund}, res); err != nil {
+			t.Fatal(err)
+		}
+		if s.Len() != 0 {
+			t.Fatalf("%d keys after the refund, want 0: the emptied key is dropped", s.Len())
+		}
+	}
+	cycle() // the first lease allocates the entry and its set
+	if allocs := testing.AllocsPerRun(100, cycle); allocs != 0 {
+		t.Errorf("%v allocations per lease taken and given back, want 0", allocs)
+	}
+}

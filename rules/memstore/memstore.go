@@ -91,7 +91,16 @@ type shardState struct {
 	shared  *part
 	partIDs []uint64
 	parts   []*part
+	// spare holds up to maxSpare entries a Take dropped because they had
+	// become empty, with their Log and Seen arrays, for the next new key
+	// of the shard: a key that empties and comes back (a concurrency
+	// rule's set of leases, docs/policy.md, "Concurrency limits") then
+	// allocates nothing.
+	spare []*entry
 }
+
+// maxSpare bounds a shard's spare entries.
+const maxSpare = 8
 
 // shard is a shardState padded to its own cache lines, so that
 // neighbours' locks do not contend through false sharing.
@@ -316,6 +325,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 				sh.setExpiry(e, nowUS+ttl)
 			} else {
 				sh.drop(e) // empty: a missing key reads the same
+				sh.keepSpare(e)
 			}
 			continue
 		}
@@ -323,16 +333,48 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			continue // its budget is full: answered by OnError, not stored
 		}
 		var st rules.State
+		spare := sh.takeSpare()
+		if spare != nil {
+			st = spare.st.Cleared() // its arrays, for Settle to fill
+		}
 		ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
 		switch {
 		case ttl > 0:
-			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set)
+			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set, spare)
+			continue
 		case reserves(op):
 			b, _ := s.partOf(sh, op)
 			b.n.Add(-1) // the room pass 1 reserved
 		}
+		sh.keepSpare(spare)
 	}
 	return nil
+}
+
+// keepSpare keeps e, just dropped from sh, as a spare entry when there is
+// room. sh is locked.
+func (sh *shard) keepSpare(e *entry) {
+	if e == nil || len(sh.spare) >= maxSpare {
+		return
+	}
+	if sh.spare == nil {
+		sh.spare = make([]*entry, 0, maxSpare) // once per shard
+	}
+	st := e.st.Cleared()
+	*e = entry{st: st}
+	sh.spare = append(sh.spare, e)
+}
+
+// takeSpare returns a spare entry of sh, or nil. sh is locked.
+func (sh *shard) takeSpare() *entry {
+	n := len(sh.spare)
+	if n == 0 {
+		return nil
+	}
+	e := sh.spare[n-1]
+	sh.spare[n-1] = nil
+	sh.spare = sh.spare[:n-1]
+	return e
 }
 
 // shardIndex returns op i's shard, from the stack cache when it holds it.
@@ -449,17 +491,23 @@ func (s *Store) reserve(sh *shard, x uint16, op *rules.Op, nowUS int64, held *sh
 
 // insert stores a new key's state, making room first when its budget is
 // full: a non-sensitive op evicts (decayed state first, then the least
-// recently used); a sensitive op reserved its room in pass 1.
-func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expiresAt, nowUS int64, held *shardSet) {
+// recently used); a sensitive op reserved its room in pass 1. spare, when
+// not nil, is a spare entry (takeSpare) whose arrays st holds: it becomes
+// the new key's entry unless an evicted one is reused.
+func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expiresAt, nowUS int64, held *shardSet, spare *entry) {
 	_, p := s.partOf(sh, op)
 	var e *entry
 	if !reserves(op) {
 		e = s.makeRoom(sh, x, p, nowUS, held)
 	}
-	if e == nil {
-		e = new(entry)
-	} else {
+	switch {
+	case e != nil:
+		*e = entry{} // an evicted entry; st holds spare's arrays, if any
+	case spare != nil:
+		e = spare
 		*e = entry{}
+	default:
+		e = new(entry)
 	}
 	e.st = *st
 	e.expiresAt, e.heapAt = expiresAt, expiresAt
