@@ -25,6 +25,8 @@ type fakeEdge struct {
 	warmed   map[string]bool        // by client address
 	clients  map[string]string      // algorithm → client address
 	arrivals map[string][]time.Time // algorithm → arrival times
+	// launched is when the test started the tool (before runTool).
+	launched time.Time
 }
 
 var benchmarkNet = netip.MustParsePrefix("198.18.0.0/15")
@@ -102,11 +104,17 @@ func (f *fakeEdge) checkReplay(t *testing.T) {
 		}
 		seen[f.clients[alg]] = alg
 
-		// The latest window start the first arrival allows is t=0 (or a
-		// later start, if the request was a whole window late, which would
-		// make this check stricter still).
+		// The tool's t=0 is the first window boundary at least startLead
+		// after it started, less the first offset (alignStart), and it
+		// started after the test launched it: that boundary from the
+		// launch is a t=0 no later than the real one, whatever the machine's
+		// delays, so a request early against it was early in truth.
 		w := f.tr.window().Nanoseconds()
-		t0 := (arr[0].UnixNano() - secondsToDuration(at[0]).Nanoseconds()) / w * w
+		earliest := f.launched.Add(startLead - secondsToDuration(at[0])).UnixNano()
+		t0 := earliest / w * w
+		if t0 < earliest {
+			t0 += w
+		}
 		for i, a := range arr {
 			if early := t0 + secondsToDuration(at[i]).Nanoseconds() - a.UnixNano(); early > 0 {
 				t.Errorf("%s: request %d (t=%vs) arrived %v early", alg, i+1, at[i], time.Duration(early))
@@ -147,6 +155,7 @@ func TestSeedTraceMatches(t *testing.T) {
 	}
 	f, url := startFakeEdge(t, tr, nil)
 
+	f.launched = time.Now()
 	code, stdout, stderr := runTool(t, "-scenario", "seed-trace", "-target", url, "-trace", seedTracePath)
 	if code != exitOK {
 		t.Fatalf("exit %d, want 0\nstderr: %s\nstdout:\n%s", code, stderr, stdout)
@@ -163,6 +172,7 @@ func TestSeedTraceMismatch(t *testing.T) {
 	// Get gcra's t=1.1 s boundary point wrong, and token_bucket's first.
 	f, url := startFakeEdge(t, tr, map[string]int{"gcra": 8, "token_bucket": 0})
 
+	f.launched = time.Now()
 	code, stdout, stderr := runTool(t, "-target", url, "-trace", path, "-stagger", "0")
 	if code != exitMismatch {
 		t.Fatalf("exit %d, want %d\nstderr: %s\nstdout:\n%s", code, exitMismatch, stderr, stdout)
