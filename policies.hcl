@@ -172,10 +172,12 @@ rule "login-per-network" {
 # client that opens many connections fills the origin's workers long before
 # a rate limit fires (a rate limit counts arrivals, not how long each one
 # holds a worker). A slot is taken when the request is forwarded and given
-# back when the origin answers, on an upstream error or timeout, or when the
-# client of a held request hangs up. With store "redis" the fleet shares the
-# count, and a node that dies holds its slots only until their lease ends
-# (default 30s; longer than upstream_timeout). The 11th is refused: 429,
+# back when the origin answers, on an upstream error, or when the client of
+# a queued request hangs up. A request the origin does not answer within
+# upstream_timeout (504) keeps its slot until its lease ends: the origin may
+# still be working on it. With store "redis" the fleet shares the count,
+# and a node that dies holds its slots only until their lease ends (default
+# 30s; longer than upstream_timeout). The 11th is refused: 429,
 # bare here (sensitive); on an ordinary route Retry-After: 1 and no
 # RateLimit fields, since in flight is not a quota over a window.
 # docs/policy.md, "Concurrency limits".

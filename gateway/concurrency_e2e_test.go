@@ -100,6 +100,13 @@ type concNode struct {
 // (upstream: when not empty, that address instead).
 func startConcNodes(t *testing.T, src string, stores []rules.Store, upstream string) *concNode {
 	t.Helper()
+	return startConcNodesClock(t, src, stores, upstream, nil)
+}
+
+// startConcNodesClock is startConcNodes with the nodes' clock (nil: the
+// system's).
+func startConcNodesClock(t *testing.T, src string, stores []rules.Store, upstream string, clk rules.Clock) *concNode {
+	t.Helper()
 	p, diags := builtin.Load("concurrency.hcl", []byte(src))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
@@ -118,7 +125,7 @@ func startConcNodes(t *testing.T, src string, stores []rules.Store, upstream str
 	t.Cleanup(func() { n.origin.StopHolding(); cancel(); wg.Wait() })
 	t.Cleanup(concClient.CloseIdleConnections)
 	for _, st := range stores {
-		srv, err := New(Options{Policy: p, Store: st, KeySecret: []byte("one fleet, one secret, 32+ bytes long"), Upstream: "http://" + upstream})
+		srv, err := New(Options{Policy: p, Store: st, KeySecret: []byte("one fleet, one secret, 32+ bytes long"), Upstream: "http://" + upstream, Clock: clk})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,13 +356,30 @@ func TestConcurrencyInformativeRefusal(t *testing.T) {
 	}
 }
 
-// TestConcurrencySlotsBackAfterUpstreamTimeouts: logins the origin holds
-// past upstream_timeout get 504, and their slots are back (Release): the
-// next 10 reach the origin, none refused.
-func TestConcurrencySlotsBackAfterUpstreamTimeouts(t *testing.T) {
+// TestConcurrencyTimedOutKeepsItsLease: a login the origin does not answer
+// within upstream_timeout gets a 504, but the origin may still be working
+// on it (a password hash under load), so its slot stays taken until its
+// lease ends: a client whose logins time out cannot put another limit's
+// worth at the busy origin on every timeout. Once the lease has ended (the
+// nodes' clock moved past it) the slots are free again: never leaked.
+func TestConcurrencyTimedOutKeepsItsLease(t *testing.T) {
 	for _, st := range concStores {
 		t.Run(st.name, func(t *testing.T) {
-			n := startConcNodes(t, fmt.Sprintf(concurrencyE2EPolicy, "1s"), st.new(t, 1), "")
+			clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+			var stores []rules.Store
+			if st.name != "redis" {
+				stores = st.new(t, 1)
+			} else {
+				// Redis decides at its own TIME in production; here at the
+				// nodes' clock, so that the lease's end is the test's move.
+				rs, err := redisstore.New(redisstore.Options{URL: testredis.Start(t).URL(), Timeout: time.Second, UseCallerClock: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { rs.Close() })
+				stores = []rules.Store{rs}
+			}
+			n := startConcNodesClock(t, fmt.Sprintf(concurrencyE2EPolicy, "1s"), stores, "", clk)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			n.origin.Hold("/login")
@@ -369,17 +393,24 @@ func TestConcurrencySlotsBackAfterUpstreamTimeouts(t *testing.T) {
 					t.Fatalf("login %d: %d %q, want 504 after upstream_timeout", i+1, r.status, r.body)
 				}
 			}
-			// The origin still holds the 10 (its client, the edge, left).
-			// Every reply came after its handler gave the slot back, so the
-			// next 10 fit at once: none is refused, each is held (and times
-			// out again, with its slot given back again).
+			// The origin still holds the 10 the edge gave up on: their
+			// leases stand, and the 11th is refused (bare: sensitive).
+			if r := recv(t, "after the timeouts", n.send(ctx, 0, "POST", "/login")); r.status != http.StatusTooManyRequests {
+				t.Fatalf("a login while 10 timed-out ones are at the origin: %d %q, want 429", r.status, r.body)
+			}
+			if got := n.origin.InFlight().InFlight; got != 10 {
+				t.Fatalf("origin in flight %d, want the 10 it still works on", got)
+			}
+			// The lease ("1h") ends: all 10 slots are free again.
+			clk.Advance(time.Hour + time.Second)
 			var second []<-chan reply
 			for range 10 {
 				second = append(second, n.send(ctx, 0, "POST", "/login"))
 			}
+			n.waitHeld(t, 20)
 			for i, ch := range second {
-				if r := recv(t, "second round", ch); r.status != http.StatusGatewayTimeout {
-					t.Fatalf("second round, login %d: %d %q, want 504 (a 429 is a slot leaked by a timeout)", i+1, r.status, r.body)
+				if r := recv(t, "after the lease", ch); r.status != http.StatusGatewayTimeout {
+					t.Fatalf("after the lease, login %d: %d %q, want 504 (a 429 is a slot the lease did not end)", i+1, r.status, r.body)
 				}
 			}
 		})

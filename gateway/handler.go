@@ -368,6 +368,9 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		status := fasthttp.StatusBadGateway
 		if reason == failTimeout {
 			status = fasthttp.StatusGatewayTimeout
+			// The origin may still be working on it: its concurrency
+			// leases stay until their lease ends (rules/inflight.go).
+			rs.sc.TimedOut()
 		}
 		plain(ctx, status)
 		return

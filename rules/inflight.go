@@ -81,6 +81,10 @@ type inflight struct {
 	forwardedAt time.Time
 	// released: Settle or Release ran.
 	released bool
+	// keepLeases: the origin did not answer in time (TimedOut): Release
+	// leaves the leases to expire, since the origin may still be working
+	// on the request.
+	keepLeases bool
 	// rel, relRes are the lease refunds' ops and results of Release.
 	rel    []Op
 	relRes []Result
@@ -105,6 +109,15 @@ func (s *Scratch) Holds() bool {
 // request dropped at the origin and one never sent.
 func (s *Scratch) Forwarding(now time.Time) { s.fl.forwardedAt = now }
 
+// TimedOut records that the origin did not answer the request within the
+// upstream timeout. The edge has given up on it, but the origin may still
+// be working on it (a password hash under load): Release then leaves its
+// leases in the store until their lease ends, so a client whose requests
+// time out cannot put another limit's worth at the busy origin each
+// timeout. Its local slots are given back as a drop (an adaptive limit cuts
+// for it).
+func (s *Scratch) TimedOut() { s.fl.keepLeases = true }
+
 // Release gives back what the request holds when the origin did not answer
 // it (or the gateway never sent it): its leases, in one store call with its
 // own budget (ctx should not be the request's, which a shutdown cancels),
@@ -118,7 +131,7 @@ func (e *Engine) Release(ctx context.Context, now time.Time, s *Scratch) error {
 	s.fl.released = true
 	dropped := !s.fl.forwardedAt.IsZero()
 	s.releaseLocal(now, 0, false, dropped)
-	if !s.fl.leases {
+	if !s.fl.leases || s.fl.keepLeases {
 		return nil
 	}
 	s.fl.rel = s.appendLeaseRefunds(s.fl.rel[:0])
@@ -147,5 +160,5 @@ func (s *Scratch) resetInflight() {
 		s.fl.local[i] = nil
 	}
 	s.fl.local = s.fl.local[:0]
-	s.fl.leases, s.fl.released, s.fl.forwardedAt = false, false, time.Time{}
+	s.fl.leases, s.fl.released, s.fl.keepLeases, s.fl.forwardedAt = false, false, false, time.Time{}
 }
