@@ -160,16 +160,22 @@ func (n *concNode) send(ctx context.Context, i int, method, path string) <-chan 
 	return ch
 }
 
-// waitHeld waits until the origin holds want requests (its own signal,
-// under a generous guard) and checks it holds no more.
+// waitHeld waits until the origin holds want requests (waitOriginHeld).
 func (n *concNode) waitHeld(t *testing.T, want int) {
+	t.Helper()
+	waitOriginHeld(t, n.origin, want)
+}
+
+// waitOriginHeld waits until o holds want requests (its own signal, under
+// a generous guard) and checks it holds no more.
+func waitOriginHeld(t *testing.T, o *demo.Origin, want int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := n.origin.WaitHeld(ctx, want); err != nil {
-		t.Fatalf("waiting for %d held at the origin: %v (held %d)", want, err, n.origin.InFlight().Held)
+	if err := o.WaitHeld(ctx, want); err != nil {
+		t.Fatalf("waiting for %d held at the origin: %v (held %d)", want, err, o.InFlight().Held)
 	}
-	if got := n.origin.InFlight().Held; got != want {
+	if got := o.InFlight().Held; got != want {
 		t.Fatalf("the origin holds %d, want %d", got, want)
 	}
 }

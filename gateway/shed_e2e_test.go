@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -148,18 +147,10 @@ func (n *shedNode) fill(t *testing.T, method, path string, k, want int) []<-chan
 	return out
 }
 
-// waitHeld waits until the origin holds want requests (on the origin's own
-// signal, with a generous guard), and fails if it holds more.
+// waitHeld waits until the origin holds want requests (waitOriginHeld).
 func (n *shedNode) waitHeld(t *testing.T, want int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := n.origin.WaitHeld(ctx, want); err != nil {
-		t.Fatalf("waiting for %d held at the origin: %v (held %d)", want, err, n.origin.InFlight().Held)
-	}
-	if got := n.origin.InFlight().Held; got != want {
-		t.Fatalf("the origin holds %d, want %d", got, want)
-	}
+	waitOriginHeld(t, n.origin, want)
 }
 
 // gathered returns the value of name's series with every label=value
