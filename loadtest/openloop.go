@@ -115,19 +115,16 @@ type genResult struct {
 }
 
 // answered returns the measured requests that got an answer.
-func (r *genResult) answered() int64 {
-	var n int64
-	for _, c := range r.statuses {
-		n += c
-	}
-	return n
-}
+func (r *genResult) answered() int64 { return sumCounts(r.statuses[:]) }
 
 // failed returns the measured requests that got no answer (missed
 // excluded).
-func (r *genResult) failed() int64 {
+func (r *genResult) failed() int64 { return sumCounts(r.errs[:]) }
+
+// sumCounts adds up counts by status or by error kind.
+func sumCounts(counts []int64) int64 {
 	var n int64
-	for _, c := range r.errs {
+	for _, c := range counts {
 		n += c
 	}
 	return n
