@@ -256,6 +256,9 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		if c := st.counters[m.Rule.Index][m.Outcome]; c != nil {
 			c.Inc()
 		}
+		if d.Verdict == rules.Shed && m.Outcome == rules.OutcomeDeny {
+			continue // the adaptive rule that shed it: shed's own line says so
+		}
 		// Every refusal and would-be refusal is logged at info, the
 		// decision log an incident responder follows (docs/operations.md,
 		// "Decision logs"); allows are sampled (sampleAllow). An allow by

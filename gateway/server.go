@@ -134,6 +134,11 @@ type Server struct {
 	queueMaxHeld int64
 	queueHeld    atomic.Int64
 
+	// shedLogAt is the Unix second of the last "shed" log line, and
+	// shedLogSkipped the sheds since then it did not log (shed.go).
+	shedLogAt      atomic.Int64
+	shedLogSkipped atomic.Int64
+
 	observeHook func(d *rules.Decision, matches []rules.Match)
 	reload      func() ReloadResult
 

@@ -23,8 +23,9 @@ import (
 
 // shed answers a shed request: 503, bare on a sensitive route, with
 // Retry-After on an ordinary one. It logs the shed at info (the decision
-// log, docs/operations.md), naming the priority and what was saturated:
-// the adaptive rule, or "max_in_flight" for the node's ceiling.
+// log, docs/operations.md), at most once a second, naming the priority and
+// what was saturated (the adaptive rule, or "max_in_flight" for the node's
+// ceiling) and how many sheds since the last line went unlogged.
 func (s *Server) shed(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision) {
 	unavailable(ctx)
 	if !d.Sensitive {
@@ -33,6 +34,14 @@ func (s *Server) shed(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision)
 		ctx.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, rs.hdr)
 	}
 	if !s.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	// Shedding comes in floods exactly when the node is saturated: at
+	// most one line a second, naming how many it stands for (edge_shed_total
+	// counts every one).
+	sec := s.now().Unix()
+	if last := s.shedLogAt.Load(); last >= sec || !s.shedLogAt.CompareAndSwap(last, sec) {
+		s.shedLogSkipped.Add(1)
 		return
 	}
 	by := "max_in_flight"
@@ -45,6 +54,7 @@ func (s *Server) shed(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision)
 		slog.String("method", string(ctx.Method())),
 		slog.String("path", string(rs.canon)),
 		clientAttr(rs), // the client's keyed hash, never its address
+		slog.Int64("shed_unlogged", s.shedLogSkipped.Swap(0)),
 	)
 }
 

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -472,4 +475,52 @@ func TestShedByPriorityAtTheAdaptiveLimit(t *testing.T) {
 	waitUntil(t, "edge_adaptive_in_flight back to 0", func() bool {
 		return gathered(t, n.reg, "edge_adaptive_in_flight", "rule", "origin-adaptive") == 0
 	})
+}
+
+// TestShedLogsAtMostOneLineASecond: shedding comes in floods when the node
+// is saturated, so the "shed" decision log is one line a second (on the
+// nodes' clock), the next one naming how many went unlogged meanwhile, and
+// the adaptive or ceiling rule writes no "refused" line of its own.
+func TestShedLogsAtMostOneLineASecond(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	var logs syncBuffer
+	n := startShedNodeWith(t, fmt.Sprintf(shedE2EPolicy, "30s"), func(o *Options) {
+		o.Clock = clk
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	n.origin.Hold("")
+	held := n.fill(t, "GET", "/api/a", 5, 5) // low: shed from 5 in flight
+	shedLines := func() []map[string]any {
+		var out []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "shed" {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	for i := range 6 {
+		if r := <-n.send(t, "GET", "/api/b"); r.status != http.StatusServiceUnavailable {
+			t.Fatalf("read %d over the low share: %d, want 503", i+1, r.status)
+		}
+	}
+	if got := shedLines(); len(got) != 1 || got[0]["shed_unlogged"] != float64(0) || got[0]["priority"] != "low" || got[0]["saturated"] != "max_in_flight" {
+		t.Fatalf("after 6 sheds in one second: %v, want one line (priority low, max_in_flight, shed_unlogged 0)", got)
+	}
+	clk.Advance(time.Second)
+	if r := <-n.send(t, "GET", "/api/c"); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("a read a second later: %d, want 503", r.status)
+	}
+	got := shedLines()
+	if len(got) != 2 || got[1]["shed_unlogged"] != float64(5) {
+		t.Fatalf("a second later: %v, want a second line with shed_unlogged 5", got)
+	}
+	if strings.Contains(logs.String(), `"msg":"refused"`) {
+		t.Errorf("a shed request also logged a refusal:\n%s", logs.String())
+	}
+	n.origin.StopHolding()
+	for _, ch := range held {
+		<-ch
+	}
 }
