@@ -149,6 +149,36 @@ func (s *Scratch) refundLeasesOnRefusal() {
 	s.fl.leases = false
 }
 
+// appendUncertainLeases appends the refund of each concurrency take whose
+// store call may have run without the edge learning it: all of them when
+// the call failed (failed), else those a failure-handling store answered
+// from their on_store_error and refused (StoreError, not allowed; an
+// allowed one is held and given back as any lease is). A call that timed
+// out after Redis ran its script took the lease, and nothing else would
+// give it back before the lease ends; refunding a lease that was never
+// taken changes nothing (a Distinct refund forgets a member that is not
+// there), so the refund is always safe.
+func (s *Scratch) appendUncertainLeases(ops []Op, failed bool) []Op {
+	for i := range s.Matches {
+		m := &s.Matches[i]
+		if m.Op < 0 || !m.Rule.Concurrency {
+			continue
+		}
+		for _, j := range [2]int{m.Op, m.CeilingOp} {
+			if j < 0 || s.Ops[j].Kind != OpTake {
+				continue
+			}
+			if !failed && (j >= len(s.Res) || !s.Res[j].StoreError || s.Res[j].Allowed) {
+				continue
+			}
+			refund := s.Ops[j]
+			refund.Kind = OpRefund
+			ops = append(ops, refund)
+		}
+	}
+	return ops
+}
+
 // The rule { } attributes of a concurrency rule (compile_rule.go calls
 // these).
 

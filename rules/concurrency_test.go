@@ -459,3 +459,65 @@ func TestConcurrencyExplainTakesNothing(t *testing.T) {
 	}
 	k.refuse("4th", "/login", "192.0.2.1", nil)
 }
+
+// lateStore runs every call on its store, then, while late is set, answers
+// as a store call that timed out after Redis ran its script does: an
+// error (whole), or each op's on_store_error refusal (fallback), as a
+// failure-handling store answers. What was taken stays taken.
+type lateStore struct {
+	rules.Store
+	late, fallback bool
+}
+
+func (l *lateStore) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
+	err := l.Store.Take(ctx, now, ops, res)
+	if err != nil || !l.late {
+		return err
+	}
+	l.late = false // the refund the engine sends next goes through
+	if !l.fallback {
+		return context.DeadlineExceeded
+	}
+	for i := range res {
+		res[i] = rules.Result{StoreError: true} // fail closed
+	}
+	return nil
+}
+
+// TestConcurrencyLateStoreAnswerLeavesNoLease: a store call that failed
+// (or was answered by on_store_error) after the store took the lease
+// gives it back at once, in a call of its own: otherwise every store
+// timeout would cost a slot for the whole lease, and a burst of them lock
+// a global rule's route out (review finding).
+func TestConcurrencyLateStoreAnswerLeavesNoLease(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
+			ms, err := memstore.New(memstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ms.Close() })
+			ls := &lateStore{Store: ms, fallback: fallback}
+			tc := &takeCounter{Store: ls}
+			k := &inflight{t: t, e: newEngine(t, tc), p: load(t, loginInFlight), store: tc, now: t0}
+			ls.late = true
+			n := tc.n()
+			d, s := k.send("/login", "192.0.2.1", nil)
+			if d.Verdict != rules.Unavailable || s.Holds() {
+				t.Fatalf("verdict %v holds %v, want 503 (fail closed) holding nothing", d.Verdict, s.Holds())
+			}
+			calls := tc.since(n)
+			if len(calls) != 2 || len(calls[1]) != 1 || calls[1][0].Kind != rules.OpRefund || calls[1][0].Member != calls[0][0].Member {
+				t.Fatalf("store calls %+v, want the take, then the refund of its lease", calls)
+			}
+			if ms.Len() != 0 {
+				t.Fatalf("the store keeps %d keys, want none: the late lease was given back", ms.Len())
+			}
+			// All three slots are free.
+			for i := range 3 {
+				k.admit(fmt.Sprintf("login %d", i+1), "/login", "192.0.2.1", nil)
+			}
+			k.refuse("the 4th", "/login", "192.0.2.1", nil)
+		})
+	}
+}

@@ -537,7 +537,12 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			if d.Verdict != Forward {
 				s.releaseLocal(now, 0, false, false) // never sent: no sample
 			}
-			d.Settle = s.Holds() // no lease was taken: the store did not answer
+			d.Settle = s.Holds() // no lease is held: the store did not answer
+			if !s.peekOnly {
+				// The call may have run all the same (a timeout after Redis
+				// ran it): give its leases back, best effort.
+				e.refundUncertain(ctx, now, s, true)
+			}
 			return d
 		}
 		s.takeLeases() // concurrency rules' Retry-After and leases (concurrency.go)
@@ -603,6 +608,9 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	if d.Verdict != Forward {
 		s.refundLeasesOnRefusal() // refused after the store call: its leases go back in the call below
 	}
+	if d.StoreErr != nil && !s.peekOnly {
+		s.qops = s.appendUncertainLeases(s.qops, false) // concurrency.go
+	}
 	if len(s.qops) > 0 {
 		// Give back the units of the requests max_delay refused: they are
 		// never held, so they must not fill the queue (queue.go), and the
@@ -621,6 +629,22 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	}
 	d.Settle = d.Settle || s.Holds()
 	return d
+}
+
+// refundUncertain sends, in a call of its own, the refunds of the leases a
+// failed store call may have taken (appendUncertainLeases); its own error
+// leaves them to their lease's end.
+func (e *Engine) refundUncertain(ctx context.Context, now time.Time, s *Scratch, failed bool) {
+	s.qops = s.appendUncertainLeases(s.qops[:0], failed)
+	if len(s.qops) == 0 {
+		return
+	}
+	if cap(s.qres) < len(s.qops) {
+		s.qres = make([]Result, len(s.qops))
+	}
+	s.qres = s.qres[:len(s.qops)]
+	_ = e.store.Take(ctx, now, s.qops, s.qres)
+	s.qops = s.qops[:0]
 }
 
 // overMaxDelay records the delay of m, an enforcing queue rule that
