@@ -67,12 +67,13 @@ edge {
   # or "critical"; "normal" when none sets one). Here API reads are shed
   # from 500 in flight, logins from 900, OTP verifies only at 1000. An
   # ordinary route's 503 carries Retry-After (retry_after, spread by
-  # retry_after_jitter, never earlier); a sensitive route's is bare.
-  # docs/policy.md, "Load shedding".
+  # retry_after_jitter, never earlier: here 2 or 3 seconds; Retry-After is
+  # whole seconds, so a jitter under one second spreads nothing and validate
+  # says so); a sensitive route's is bare. docs/policy.md, "Load shedding".
   load_shedding {
     max_in_flight      = 1000 # per node
     shed_at            = { low = "50%", normal = "75%", high = "90%" } # critical: 100%
-    retry_after        = "1s"
+    retry_after        = "2s"
     retry_after_jitter = "50%"
   }
 }

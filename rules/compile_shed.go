@@ -99,6 +99,10 @@ func (c *Compiler) edgeShed(e *edgeBlock) {
 			c.Errorf(b.RetryAfterJitterRange, "Invalid retry_after_jitter", "retry_after_jitter %q must be a percentage from 0%% to 100%%, such as \"50%%\"", *b.RetryAfterJitter)
 		} else {
 			ls.Jitter = f / 100
+			if ls.Jitter > 0 && int64(ls.Jitter*ls.RetryAfter.Seconds()) == 0 {
+				c.Warnf(b.RetryAfterJitterRange, "retry_after_jitter spreads nothing",
+					"retry_after_jitter %q of retry_after %v is under a second, and Retry-After is whole seconds: no shed answer is ever spread. Raise retry_after (\"2s\" with \"50%%\" spreads over 2 and 3 seconds) or the jitter", *b.RetryAfterJitter, ls.RetryAfter)
+			}
 		}
 	}
 }
@@ -128,7 +132,7 @@ func (c *Compiler) shedAt(expr hcl.Expression, ls *LoadShedding) {
 		}
 		p, ok := ParsePriority(name)
 		if !ok {
-			c.Errorf(kv.Key.Range(), "Invalid shed_at", "%q is not a priority; shed_at takes low, normal and high.%s", name, suggest(name, names))
+			c.Errorf(kv.Key.Range(), "Invalid shed_at", "%q is not a priority; shed_at takes low, normal and high (and critical, only \"100%%\").%s", name, suggest(name, names))
 			continue
 		}
 		s, ok := exprString(kv.Value)

@@ -251,6 +251,10 @@ func (c *Compiler) finishConcurrency(rb *ruleBlock, r *Rule) {
 	if !r.counts() {
 		return // concurrencyAttrs said why
 	}
+	if j := r.Refusal.Jitter; j > 0 && int64(j*ConcurrencyRetryAfter.Seconds()) == 0 {
+		c.Warnf(r.DefRange, "retry_after_jitter spreads nothing",
+			"rule %q: a concurrency refusal's Retry-After is %v, and Retry-After is whole seconds, so %v%% of it adds nothing to any answer; write \"100%%\" to spread clients over 1 and 2 seconds", rb.Name, ConcurrencyRetryAfter, j*100)
+	}
 	switch {
 	case rb.Limit == nil:
 		c.Errorf(rb.DefRange, "Missing limit", "rule %q needs limit, the most requests in flight per key at once", rb.Name)

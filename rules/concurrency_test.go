@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
@@ -519,5 +520,22 @@ func TestConcurrencyLateStoreAnswerLeavesNoLease(t *testing.T) {
 			}
 			k.refuse("the 4th", "/login", "192.0.2.1", nil)
 		})
+	}
+}
+
+// TestConcurrencyJitterUnderASecondWarns: a concurrency refusal's
+// Retry-After is one second, so a retry_after_jitter under 100% can never
+// add a whole second: validate says so, rather than let a policy believe
+// its refusals are spread.
+func TestConcurrencyJitterUnderASecondWarns(t *testing.T) {
+	src := func(jitter string) string {
+		return "rule \"api-in-flight\" {\n  paths = [\"/api/*\"]\n  key = [\"ip\"]\n  algorithm = \"concurrency\"\n  limit = 5\n  retry_after_jitter = \"" + jitter + "\"\n}\n"
+	}
+	_, diags := builtin.Load("test.hcl", []byte(src("50%")))
+	if diags.HasErrors() || len(diags) != 1 || diags[0].Summary != "retry_after_jitter spreads nothing" || diags[0].Subject.Start.Line != 1 {
+		t.Fatalf("50%%: %v, want one warning at the rule, retry_after_jitter spreads nothing", diags)
+	}
+	if _, diags := builtin.Load("test.hcl", []byte(src("100%"))); len(diags) != 0 {
+		t.Fatalf("100%%: %v, want no diagnostic", diags)
 	}
 }

@@ -324,6 +324,11 @@ func TestShedCompile(t *testing.T) {
     retry_after = "soon"`) + rule(""), `retry_after "soon"`, false},
 		{"jitter", edge(`max_in_flight = 5
     retry_after_jitter = "150%"`) + rule(""), "retry_after_jitter", false},
+		{"jitter under a second", edge(`max_in_flight = 5
+    retry_after_jitter = "50%"`) + rule(""), `test.hcl:4,26-31: retry_after_jitter spreads nothing; retry_after_jitter "50%" of retry_after 1s is under a second`, true},
+		{"jitter that spreads", edge(`max_in_flight = 5
+    retry_after = "2s"
+    retry_after_jitter = "50%"`) + rule(`priority = "high"`), "", true},
 		{"sheds nothing", edge(``) + rule(""), "no request is ever shed", true},
 		{"priority without block", rule(`priority = "high"`), "priority only orders load shedding", true},
 		{"under decide_listen", "edge {\n  decide_listen = \"127.0.0.1:18081\"\n  trusted_proxies = [\"127.0.0.1\"]\n  load_shedding {\n    max_in_flight = 5\n  }\n}\n" + rule(""), "holds no slot once answered", true},
@@ -336,6 +341,9 @@ func TestShedCompile(t *testing.T) {
 			var all []string
 			for _, d := range diags {
 				all = append(all, d.Error())
+			}
+			if tc.want == "" && len(all) > 0 {
+				t.Fatalf("diagnostics %q, want none", all)
 			}
 			if !strings.Contains(strings.Join(all, "\n"), tc.want) {
 				t.Fatalf("diagnostics %q do not say %q", all, tc.want)
