@@ -47,14 +47,15 @@ const (
 
 // attackParams are the attacks scenario's flags.
 type attackParams struct {
-	policy    string // -policy: the policy file the node serves
-	host      string // -host: the Host every request names
-	classes   string // -classes: comma-separated, "" for all
-	flood     int    // -flood: key-flood requests, 0 for max_keys × 1.1
-	originSet bool   // -origin was given (otherwise the policy's upstream)
+	policy    string        // -policy: the policy file the node serves
+	host      string        // -host: the Host every request names
+	classes   string        // -classes: comma-separated, "" for all
+	flood     int           // -flood: key-flood requests, 0 for max_keys × 1.1
+	leaseWait time.Duration // -lease-wait: the longest in-flight waits for a lease to end
+	originSet bool          // -origin was given (otherwise the policy's upstream)
 }
 
-var defaultAttackParams = attackParams{policy: "policies.hcl", host: attackHost}
+var defaultAttackParams = attackParams{policy: "policies.hcl", host: attackHost, leaseWait: defaultLeaseWait}
 
 // register defines the attacks flags on fs, writing into p.
 func (p *attackParams) register(fs *flag.FlagSet) {
@@ -65,6 +66,7 @@ func (p *attackParams) register(fs *flag.FlagSet) {
 		names = append(names, c.name)
 	}
 	fs.StringVar(&p.classes, "classes", p.classes, "attacks: comma-separated attack classes to run, default all: "+strings.Join(names, ", "))
+	fs.DurationVar(&p.leaseWait, "lease-wait", p.leaseWait, "attacks: the longest in-flight waits for the leases of logins that timed out at the edge to end, to check their slots come back (longer: that check is skipped)")
 	fs.IntVar(&p.flood, "flood", p.flood, fmt.Sprintf("attacks: key-flood requests, each from a new /64 (default: the policy's memory max_keys × 1.1; at most %d)", maxRequests))
 }
 
@@ -72,6 +74,9 @@ func (p *attackParams) register(fs *flag.FlagSet) {
 func (p *attackParams) check() error {
 	if p.flood < 0 || p.flood > maxRequests {
 		return fmt.Errorf("-flood must be in [0, %d], got %d", maxRequests, p.flood)
+	}
+	if p.leaseWait < 0 || p.leaseWait > 10*time.Minute {
+		return fmt.Errorf("-lease-wait must be in [0, 10m], got %v", p.leaseWait)
 	}
 	if p.host == "" || strings.ContainsAny(p.host, " \t\r\n/@") {
 		return fmt.Errorf("-host %q: want a host name such as %s", p.host, attackHost)
@@ -137,6 +142,7 @@ func attackClasses() []attackClass {
 		{"otp-challenge", otpChallengeRequests, runOTPChallenge},
 		{"sms-pumping", smsPumpingRequests, runSMSPumping},
 		{"embedded-ipv4", embeddedIPv4Requests, runEmbeddedIPv4},
+		{"in-flight", inflightRequests, runInFlight},
 		{"key-flood", keyFloodRequests, runKeyFlood},
 	}
 }

@@ -69,6 +69,10 @@ type canonVerdict struct {
 	// new visitor ID from; nil without a visitor block or with a valid
 	// cookie.
 	mint *constraint
+	// inflight are the enforcing concurrency rules' ops (and a visitor
+	// concurrency rule's IP ceiling): what holds the request's slots at
+	// the origin, not its count (attacks_inflight.go).
+	inflight []constraint
 }
 
 // policyModel decides canonical requests against a policy, in process.
@@ -182,6 +186,15 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 			continue
 		}
 		op := m.s.Ops[mt.Op]
+		if mt.Rule.Concurrency {
+			// A concurrency lease bounds requests at once, not in all.
+			v.inflight = append(v.inflight, constraint{role: 2 * mt.Rule.Index, name: mt.Rule.Name, key: op.Key, op: op})
+			if mt.CeilingOp >= 0 {
+				cop := m.s.Ops[mt.CeilingOp]
+				v.inflight = append(v.inflight, constraint{role: 2*mt.Rule.Index + 1, name: mt.Rule.Name + " (IP ceiling)", key: cop.Key, op: cop})
+			}
+			continue
+		}
 		if op.Algorithm == rules.Distinct {
 			// count_distinct bounds distinct values, not requests.
 			continue
