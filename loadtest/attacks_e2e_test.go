@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,13 +69,14 @@ func runAttacksTool(t *testing.T, edge, origin, policy string, args ...string) (
 
 // TestAttacksShortSuite is the CI form of the attacks scenario: a real
 // edge node and the demo origin in-process, on the attacks policy (the
-// shipped one with hosts on its login rules) with a small memory store,
-// every attack class, and no breach.
+// shipped one with hosts on its login rules) with a small memory store and
+// in-flight's short upstream_timeout and lease (inflightPolicy), every
+// attack class, and no breach.
 func TestAttacksShortSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real edge")
 	}
-	policy := writeAttacksPolicy(t, shortStore...)
+	policy := writeAttacksPolicy(t, append(slices.Clone(shortStore), inflightPolicy...)...)
 	edge, origin, _ := startEdgeOrigin(t, policy)
 	code, out, stderr := runAttacksTool(t, edge, origin, policy)
 	t.Logf("report:\n%s", out)
@@ -120,6 +122,12 @@ func TestAttacksShortSuite(t *testing.T) {
 		"attack: otp-guessing/codes-sent gain=3 bound=3 ok\n",
 		"attack: sms-pumping/one-block gain=5 bound=5 ok\n",
 		"attack: embedded-ipv4/native gain=10 bound=10 ok\n",
+		// One client's logins at the origin at once: the concurrency
+		// limit, whatever it tries, and every slot back.
+		"attack: in-flight/parallel gain=10 bound=10 ok\n",
+		"attack: in-flight/timeouts gain=10 bound=10 ok\n",
+		"attack: in-flight/timeouts-leaked gain=0 bound=0 ok\n",
+		"attack: in-flight/hang-ups-leaked gain=0 bound=0 ok\n",
 		"attack: key-flood gain=3 bound=3 ok\n",
 	} {
 		if !strings.Contains(out, want) {

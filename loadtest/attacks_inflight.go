@@ -199,12 +199,6 @@ func runInFlight(a *attackRun) error {
 		_ = a.origin.post(ctx, "/__origin/hold", fasthttp.MethodDelete)
 	}()
 	for _, spec := range inflightCases {
-		if spec.timeouts && a.cfg.timeout <= a.m.p.UpstreamTimeout+time.Second {
-			why := fmt.Sprintf("-timeout %v does not outlast the edge's upstream_timeout %v by a second: the 504s would not be seen", a.cfg.timeout, a.m.p.UpstreamTimeout)
-			a.skip("in-flight", spec.name, why)
-			a.skip("in-flight", spec.name+"-leaked", why)
-			continue
-		}
 		if err := a.inflightCase(spec, limit, lease); err != nil {
 			return err
 		}
@@ -303,11 +297,11 @@ func (a *attackRun) inflightCase(spec inflightCaseSpec, limit int64, lease time.
 	// all be at the origin at once; then one more is refused.
 	leakName := spec.name + "-leaked"
 	var leaked int64 = -1
-	leakNote := ""
+	leakNote, leakSkip := "", ""
 	start, guard := time.Now(), inflightGuard
 	if ir.got504 {
 		if lease > a.p.leaseWait {
-			a.skip("in-flight", leakName, fmt.Sprintf("logins timed out at the edge, so their slots come back when their lease (%v) ends, over -lease-wait %v: not waited for", lease, a.p.leaseWait))
+			leakSkip = fmt.Sprintf("logins timed out at the edge, so their slots come back when their lease (%v) ends, over -lease-wait %v: not waited for", lease, a.p.leaseWait)
 		} else {
 			// Their leases end no later than lease after the last answer
 			// of a forwarded login (each was decided before it was
@@ -334,7 +328,7 @@ func (a *attackRun) inflightCase(spec inflightCaseSpec, limit int64, lease time.
 		}
 		leakNote = fmt.Sprintf("slots of the %d that did not come back: of a fresh wave of %d logins sent again while refused, %d were at the origin at once (hang guard %v)", limit, limit, limit-leaked, guard.Round(time.Millisecond))
 		if leaked < 0 {
-			a.skip("in-flight", leakName, fmt.Sprintf("the client's login budget was spent before the fresh wave: the edge let more of its logins through than the limit of %d the case plans for", limit))
+			leakSkip = fmt.Sprintf("the client's login budget was spent before the fresh wave: the edge let more of its logins through than the limit of %d the case plans for", limit)
 		}
 		if leaked == 0 {
 			base, err := ir.originLogins()
@@ -388,6 +382,9 @@ func (a *attackRun) inflightCase(spec inflightCaseSpec, limit int64, lease time.
 	if spec.name == "parallel" && tc.res.gain < tc.res.bound.bound {
 		a.warn("%s, the canonical request of its class, had %d at the origin at once, under its bound %d: slots an earlier run left, or a node stricter than %s; the class's gains may understate",
 			tc.res.name, tc.res.gain, tc.res.bound.bound, a.p.policy)
+	}
+	if leakSkip != "" {
+		a.skip("in-flight", leakName, leakSkip)
 	}
 	if leaked >= 0 {
 		r := caseResult{name: caseName("in-flight", leakName), gain: leaked,
@@ -528,7 +525,9 @@ func (ir *inflightRun) launch(n int) ([]*flight, error) {
 			return nil, err
 		}
 		ir.verdicts = append(ir.verdicts, v)
-		c := a.conn(netip.Addr{})
+		// A held login waits for the edge's answer up to its
+		// upstream_timeout, then -timeout as any request.
+		c := newRawConn(a.cfg.target.addr, netip.Addr{}, a.m.p.UpstreamTimeout+a.cfg.timeout, a.cookie)
 		if err := c.dial(a.ctx); err != nil {
 			return nil, err
 		}

@@ -72,6 +72,11 @@ func TestAttacksInFlightDetectsBreaches(t *testing.T) {
 			t.Errorf("%s: got %q, want gain %s bound 10 BREACH", tt.name, g, tt.gain)
 		}
 	}
+	for _, name := range []string{"timeouts-leaked", "hang-ups-leaked"} {
+		if want := "attack: in-flight/" + name + " skipped: the client's login budget was spent"; !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
 	if t.Failed() {
 		t.Logf("report:\n%s\nstderr:\n%s", out, stderr)
 	}
