@@ -3,6 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/rules"
 )
 
 // inflightPolicy shortens the edge's upstream_timeout and the login
@@ -79,5 +82,43 @@ func TestAttacksInFlightDetectsBreaches(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("report:\n%s\nstderr:\n%s", out, stderr)
+	}
+}
+
+// TestInflightBound: the in-flight bound is, per concurrency rule, the
+// logins it does not hold plus min(logins, limit) per key, the least over
+// the rules; a held phase longer than the lease adds a limit per lease; a
+// refused login counts nothing.
+func TestInflightBound(t *testing.T) {
+	op := func(key byte, limit int64, lease time.Duration) constraint {
+		return constraint{role: 2, name: "login-in-flight", key: rules.Key{key}, op: rules.Op{Key: rules.Key{key}, Limit: limit, PeriodUS: lease.Microseconds(), Algorithm: rules.Distinct}}
+	}
+	held := func(cs ...constraint) canonVerdict { return canonVerdict{inflight: cs} }
+	many := func(n int, v canonVerdict) []canonVerdict {
+		out := make([]canonVerdict, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	lease := 5 * time.Second
+	for _, tt := range []struct {
+		name string
+		vs   []canonVerdict
+		span time.Duration
+		want int64
+	}{
+		{"one key", many(30, held(op(1, 10, lease))), time.Second, 10},
+		{"fewer than the limit", many(4, held(op(1, 10, lease))), time.Second, 4},
+		{"two keys", append(many(15, held(op(1, 10, lease))), many(15, held(op(2, 10, lease)))...), time.Second, 20},
+		{"not held", append(many(15, held(op(1, 10, lease))), many(3, held())...), time.Second, 13},
+		{"refused", append(many(15, held(op(1, 10, lease))), many(3, canonVerdict{refused: true})...), time.Second, 10},
+		{"longer than the lease", many(30, held(op(1, 10, lease))), lease + time.Second, 20},
+		{"no rule", many(7, held()), time.Second, 7},
+	} {
+		ir := &inflightRun{verdicts: tt.vs}
+		if got := ir.bound(tt.span); got.bound != tt.want {
+			t.Errorf("%s: bound %d (%s), want %d", tt.name, got.bound, got.why, tt.want)
+		}
 	}
 }
