@@ -125,8 +125,11 @@ func TestAttacksShortSuite(t *testing.T) {
 		// One client's logins at the origin at once: the concurrency
 		// limit, whatever it tries, and every slot back.
 		"attack: in-flight/parallel gain=10 bound=10 ok\n",
+		"attack: in-flight/parallel-leaked gain=0 bound=0 ok\n",
+		"attack: in-flight/spellings gain=10 bound=10 ok\n",
 		"attack: in-flight/timeouts gain=10 bound=10 ok\n",
 		"attack: in-flight/timeouts-leaked gain=0 bound=0 ok\n",
+		"attack: in-flight/hang-ups gain=10 bound=10 ok\n",
 		"attack: in-flight/hang-ups-leaked gain=0 bound=0 ok\n",
 		"attack: key-flood gain=3 bound=3 ok\n",
 	} {

@@ -298,21 +298,23 @@ func (a *attackRun) inflightCase(spec inflightCaseSpec, limit int64, lease time.
 	leakName := spec.name + "-leaked"
 	var leaked int64 = -1
 	leakNote, leakSkip := "", ""
+	spentWhy := fmt.Sprintf("the client's login budget was spent before the fresh wave: the edge let more of its logins through than the limit of %d the case plans for", limit)
 	start, guard := time.Now(), inflightGuard
-	if ir.got504 {
-		if lease > a.p.leaseWait {
-			leakSkip = fmt.Sprintf("logins timed out at the edge, so their slots come back when their lease (%v) ends, over -lease-wait %v: not waited for", lease, a.p.leaseWait)
-		} else {
-			// Their leases end no later than lease after the last answer
-			// of a forwarded login (each was decided before it was
-			// answered), and no earlier than lease after t0: the wave
-			// starts then, and its guard runs from the latest end.
-			start = t0.Add(lease)
-			guard = time.Until(lastDecided.Add(lease+clockAllowance)) + inflightGuard
-		}
+	switch {
+	case ir.room() < limit:
+		leakSkip = spentWhy
+	case ir.got504 && lease > a.p.leaseWait:
+		leakSkip = fmt.Sprintf("logins timed out at the edge, so their slots come back when their lease (%v) ends, over -lease-wait %v: not waited for", lease, a.p.leaseWait)
+	case ir.got504:
+		// Their leases end no later than lease after the last answer of a
+		// forwarded login (each was decided before it was answered), and
+		// no earlier than lease after t0: the wave starts then, and its
+		// guard runs from the latest end.
+		start = t0.Add(lease)
+		guard = time.Until(lastDecided.Add(lease+clockAllowance)) + inflightGuard
 	}
 	var fresh []*flight
-	if !ir.got504 || lease <= a.p.leaseWait {
+	if leakSkip == "" {
 		if d := time.Until(start); d > 0 {
 			t := time.NewTimer(d)
 			select {
@@ -328,7 +330,7 @@ func (a *attackRun) inflightCase(spec inflightCaseSpec, limit int64, lease time.
 		}
 		leakNote = fmt.Sprintf("slots of the %d that did not come back: of a fresh wave of %d logins sent again while refused, %d were at the origin at once (hang guard %v)", limit, limit, limit-leaked, guard.Round(time.Millisecond))
 		if leaked < 0 {
-			leakSkip = fmt.Sprintf("the client's login budget was spent before the fresh wave: the edge let more of its logins through than the limit of %d the case plans for", limit)
+			leakSkip = spentWhy
 		}
 		if leaked == 0 {
 			base, err := ir.originLogins()
@@ -473,6 +475,15 @@ func (ir *inflightRun) prepare() (string, error) {
 			min(shared, perCred*int64(len(ir.creds))), perCred, len(ir.creds), shared, need, ir.limit), nil
 	}
 	return "", nil
+}
+
+// room is how many more logins the case's creds can be charged.
+func (ir *inflightRun) room() int64 {
+	var n int64
+	for _, c := range ir.creds {
+		n += max(0, ir.budget-c.charged)
+	}
+	return n
 }
 
 // client is the address login i comes from.

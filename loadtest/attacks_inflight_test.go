@@ -19,32 +19,6 @@ var inflightPolicy = []string{
 	"  lease     = \"30s\"\n", "  lease     = \"5s\"\n",
 }
 
-// TestAttacksInFlight runs the in-flight class against a real node and the
-// demo origin: every case holds the client to the rule's limit at the
-// origin, the canonical case reaches it exactly, and every slot comes
-// back, the timed-out ones when their lease ends.
-func TestAttacksInFlight(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a real edge")
-	}
-	policy := writeAttacksPolicy(t, inflightPolicy...)
-	edge, origin, _ := startEdgeOrigin(t, policy)
-	code, out, stderr := runAttacksTool(t, edge, origin, policy, "-classes", "in-flight")
-	t.Logf("report:\n%s\nstderr:\n%s", out, stderr)
-	if code != exitOK {
-		t.Errorf("exit %d, want %d", code, exitOK)
-	}
-	for _, want := range []string{
-		"attack: in-flight/parallel gain=10 bound=10 ok\n",
-		"attack: in-flight/parallel-leaked gain=0 bound=0 ok\n",
-		"attack: in-flight/timeouts-leaked gain=0 bound=0 ok\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("report lacks %q", want)
-		}
-	}
-}
-
 // TestAttacksInFlightDetectsBreaches: a node whose login concurrency rule
 // is in dry_run (it takes and gives back slots, refuses nothing) while the
 // tool reads the enforcing one lets every login of a wave through, and
