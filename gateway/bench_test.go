@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +164,25 @@ func BenchmarkDecisionPathVisitor(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		bs.s.decide(bs.ctx, bs.st, bs.rs)
+	}
+}
+
+// BenchmarkRateLimitHeaders is the RateLimit and RateLimit-Policy fields of
+// an allowed answer on the bench policy's ordinary route (five rules, four
+// shown: the dry-run shadow is not), after one decision.
+func BenchmarkRateLimitHeaders(b *testing.B) {
+	bs := newBenchSetup(b, "10.1.2.3", "203.0.113.9, 10.0.0.2")
+	if bs.rs.d.Sensitive {
+		b.Fatal("the bench route is sensitive: no RateLimit fields")
+	}
+	bs.s.setRateLimitHeaders(bs.ctx, bs.rs)
+	const want = `RateLimit-Policy: "per-ip";q=1000000;w=1, "per-network";q=1000000;w=60, "per-key";q=1000000;w=1, "per-route";q=1000000000;w=3600` + "\r\n" +
+		`RateLimit: "per-ip";r=999999;t=1, "per-network";r=999999;t=61, "per-key";r=999999;t=1, "per-route";r=999999999;t=3600` + "\r\n"
+	if got := bs.ctx.Response.Header.String(); !strings.Contains(got, want) {
+		b.Fatalf("the fields: %q, want %q", got, want)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		bs.s.setRateLimitHeaders(bs.ctx, bs.rs)
 	}
 }

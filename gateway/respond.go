@@ -167,7 +167,11 @@ func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refuse
 			b = append(b, ", "...)
 		}
 		n++
-		b = strconv.AppendQuote(b, m.Rule.Name)
+		if item := m.Rule.PolicyItem(); item != nil {
+			b = append(b, item...) // written once per policy
+			continue
+		}
+		b = m.Rule.AppendQuotedName(b)
 		b = append(b, ";q="...)
 		b = strconv.AppendInt(b, m.Rule.Limit, 10)
 		b = append(b, ";w="...)
@@ -192,7 +196,7 @@ func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refuse
 			b = append(b, ", "...)
 		}
 		n++
-		b = strconv.AppendQuote(b, m.Rule.Name)
+		b = m.Rule.AppendQuotedName(b)
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, r, 10)
 		b = append(b, ";t="...)

@@ -76,6 +76,9 @@ func Load(filename string, src []byte, features ...Feature) (*Policy, hcl.Diagno
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	for _, r := range p.Rules {
+		r.setPolicyItem()
+	}
 	return p, diags
 }
 
