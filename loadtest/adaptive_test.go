@@ -3,17 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/edge-gateway/edge/builtin"
-	"github.com/edge-gateway/edge/gateway"
-	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // startAdaptiveEdge runs a real edge on testdata/adaptive.hcl in-process on
@@ -22,37 +14,7 @@ import (
 // its admin /metrics included.
 func startAdaptiveEdge(t *testing.T, originAddr string) target {
 	t.Helper()
-	src, err := os.ReadFile("testdata/adaptive.hcl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, diags := builtin.Load("testdata/adaptive.hcl", src)
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	st, err := memstore.New(memstore.Options{MaxKeys: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Upstream: "http://" + originAddr, Registry: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	ln, aln := listenLoopback(t), listenLoopback(t)
-	wg.Go(func() { _ = srv.Serve(ctx, ln) })
-	wg.Go(func() { _ = srv.ServeAdmin(ctx, aln) })
-	tg, err := parseTarget("http://" + ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tg.metrics, err = parseMetricsURL("-target-metrics", "http://"+aln.Addr().String()+"/metrics"); err != nil {
-		t.Fatal(err)
-	}
-	return tg
+	return startFileEdge(t, "testdata/adaptive.hcl", originAddr, nil)
 }
 
 // TestAdaptiveScenarioThroughTheEdge is the CI smoke run of the scenario:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -24,11 +25,19 @@ import (
 // production timers. It returns the target, its admin /metrics included.
 func startQueueEdge(t *testing.T, originAddr string) target {
 	t.Helper()
-	src, err := os.ReadFile("testdata/queue.hcl")
+	return startFileEdge(t, "testdata/queue.hcl", originAddr, &stormFakeClock{t: time.Unix(1_800_000_000, 0)})
+}
+
+// startFileEdge runs a real edge on the policy file path in-process on
+// loopback, on a memory store, its upstream originAddr, on clk (nil: the
+// system clock), and returns the target, its admin /metrics included.
+func startFileEdge(t *testing.T, path, originAddr string, clk rules.Clock) target {
+	t.Helper()
+	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, diags := builtin.Load("testdata/queue.hcl", src)
+	p, diags := builtin.Load(path, src)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -37,7 +46,6 @@ func startQueueEdge(t *testing.T, originAddr string) target {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clk := &stormFakeClock{t: time.Unix(1_800_000_000, 0)}
 	srv, err := gateway.New(gateway.Options{
 		Policy: p, Store: st, Upstream: "http://" + originAddr, Clock: clk, Registry: prometheus.NewRegistry(),
 	})
