@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/demo"
+	"github.com/edge-gateway/edge/internal/teststack"
 )
 
 // benchRules are bench/policy.hcl's rules, as run.sh checks them.
@@ -223,17 +224,7 @@ func TestBenchPolicyDecidesAndForwardsEveryRequest(t *testing.T) {
 // EDGE_REQUIRE_STACKS=1, as CI runs, which installs nginx-light).
 func nginxBinary(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx"
-	}
-	if p, err := exec.LookPath("nginx"); err == nil {
-		return p
-	}
-	if os.Getenv("EDGE_REQUIRE_STACKS") == "1" {
-		t.Fatal("nginx is not installed (EDGE_REQUIRE_STACKS=1: .ci/run installs Debian's nginx-light)")
-	}
-	t.Skip("nginx is not installed (CI installs Debian's nginx-light)")
-	return ""
+	return teststack.Binary(t, "nginx", "nginx-light", "/usr/sbin/nginx")
 }
 
 // renderNginx fills in nginx.conf's template as run.sh does.

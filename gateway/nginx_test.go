@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edge-gateway/edge/internal/teststack"
 )
 
 // Debian's real nginx in the gateway's tests (the shared cache of
@@ -20,17 +22,7 @@ import (
 // EDGE_REQUIRE_STACKS=1, as CI runs).
 func nginxBinary(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx"
-	}
-	if p, err := exec.LookPath("nginx"); err == nil {
-		return p
-	}
-	if os.Getenv("EDGE_REQUIRE_STACKS") == "1" {
-		t.Fatal("nginx is not installed (EDGE_REQUIRE_STACKS=1: .ci/run installs Debian's nginx-light)")
-	}
-	t.Skip("nginx is not installed (CI installs Debian's nginx-light)")
-	return ""
+	return teststack.Binary(t, "nginx", "nginx-light", "/usr/sbin/nginx")
 }
 
 // freeAddr returns a loopback HOST:PORT nothing listens on now.
