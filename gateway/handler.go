@@ -363,7 +363,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	}()
 
 	resp := &ctx.Response
-	rs.sc.Forwarding(s.now()) // the round trip adaptive limits measure
+	if rs.sc.Holds() {
+		// The round trip adaptive limits measure; no clock read for a
+		// request that holds nothing in flight.
+		rs.sc.Forwarding(s.now())
+	}
 	if err := st.upstream.Do(req, resp); err != nil {
 		s.m.upstreamErrors.Inc()
 		reason := upstreamFailure(err)
