@@ -323,7 +323,6 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	// The client's Connection: close is about its connection to the edge,
 	// not the pool to the origin.
 	clientClose := req.Header.ConnectionClose()
-	stripHopByHop(&req.Header)
 	s.sanitizeHeaders(rs, req, trusted && p.ForwardedHeader == "Forwarded", p.HeaderNames())
 	stripJA4Header(req, p, trusted)
 	setJA4Header(req, rs)
@@ -514,15 +513,36 @@ func (s *Server) visitorHeader(st *policyState, rs *reqState, req *fasthttp.Requ
 	return mint
 }
 
-// sanitizeHeaders removes, in every spelling, the client-sent headers only
-// the edge may speak to the origin (dropHeader). keepForwarded keeps a
-// canonical Forwarded header from a trusted proxy under forwarded_header =
-// "forwarded". read are the headers the policy reads (rules.Policy's
-// HeaderNames): another spelling of one is removed too (otherSpelling).
+// sanitizeHeaders removes the hop-by-hop headers (stripHopByHop) and, in
+// every spelling, the client-sent headers only the edge may speak to the
+// origin (dropHeader). keepForwarded keeps a canonical Forwarded header from
+// a trusted proxy under forwarded_header = "forwarded". read are the
+// headers the policy reads (rules.Policy's HeaderNames): another spelling
+// of one is removed too (otherSpelling).
+//
+// One pass over the header finds both kinds: a request without a
+// hop-by-hop header (nearly all of them) pays no lookup per hop-by-hop name.
+// One with any, or with a Trailer field, has stripHopByHop's deletions in
+// their order and then a second pass, since deleting Trailer moves the
+// request's trailer fields into its header, where the pass must see them.
 func (s *Server) sanitizeHeaders(rs *reqState, req *fasthttp.Request, keepForwarded bool, read []string) {
+	h := &req.Header
+	stripConnectionTokens(h)
+	if s.dropClientHeaders(rs, h, keepForwarded, read) {
+		stripHopByHop(h)
+		s.dropClientHeaders(rs, h, keepForwarded, read)
+	}
+}
+
+// dropClientHeaders deletes the names dropHeader and otherSpelling refuse,
+// and reports whether the header holds a hop-by-hop name (isHopByHop),
+// which it leaves in place.
+func (s *Server) dropClientHeaders(rs *reqState, h *fasthttp.RequestHeader, keepForwarded bool, read []string) (hop bool) {
 	rs.edgeHdrs = rs.edgeHdrs[:0]
-	for k := range req.Header.All() {
-		if dropHeader(k, keepForwarded) || otherSpelling(k, read) {
+	for k := range h.All() {
+		if isHopByHop(k) {
+			hop = true
+		} else if dropHeader(k, keepForwarded) || otherSpelling(k, read) {
 			rs.edgeHdrs = append(rs.edgeHdrs, k...)
 			rs.edgeHdrs = append(rs.edgeHdrs, 0)
 		}
@@ -530,9 +550,10 @@ func (s *Server) sanitizeHeaders(rs *reqState, req *fasthttp.Request, keepForwar
 	names := rs.edgeHdrs
 	for len(names) > 0 {
 		i := bytes.IndexByte(names, 0)
-		req.Header.DelBytes(names[:i])
+		h.DelBytes(names[:i])
 		names = names[i+1:]
 	}
+	return hop
 }
 
 // dropHeader reports whether a client-sent header name must not reach the
@@ -636,30 +657,65 @@ var hopByHop = [...]string{
 // framing and routing.
 var endToEnd = [...]string{"host", "content-length", "transfer-encoding", "content-type", "close", "keep-alive"}
 
-func stripHopByHop(h *fasthttp.RequestHeader) {
-	// Headers named in Connection are hop-by-hop too, except the request's
-	// framing and routing ("Connection: Host" must not unroute it).
-	if c := h.Peek("Connection"); len(c) > 0 {
-	tokens:
-		for tok := range bytes.SplitSeq(c, []byte(",")) {
-			tok = bytes.TrimSpace(tok)
-			if len(tok) == 0 {
-				continue
-			}
-			for _, e := range endToEnd {
-				if bytes.EqualFold(tok, []byte(e)) {
-					continue tokens
-				}
-			}
-			h.DelBytes(tok)
+// isHopByHop reports whether the header name k is one of hopByHop, in any
+// case: fasthttp has normalised the names it parsed, and Del matches them
+// so.
+func isHopByHop(k []byte) bool {
+	for _, h := range hopByHop {
+		if len(k) == len(h) && bytes.EqualFold(k, []byte(h)) {
+			return true
 		}
 	}
+	return false
+}
+
+// stripConnectionTokens deletes the headers the request's Connection header
+// names: they are hop-by-hop too, except the request's framing and routing
+// ("Connection: Host" must not unroute it).
+func stripConnectionTokens(h *fasthttp.RequestHeader) {
+	c := h.Peek("Connection")
+	if len(c) == 0 {
+		return
+	}
+tokens:
+	for tok := range bytes.SplitSeq(c, []byte(",")) {
+		tok = bytes.TrimSpace(tok)
+		if len(tok) == 0 {
+			continue
+		}
+		for _, e := range endToEnd {
+			if bytes.EqualFold(tok, []byte(e)) {
+				continue tokens
+			}
+		}
+		h.DelBytes(tok)
+	}
+}
+
+// stripHopByHop deletes the hopByHop headers, in their order (Trailer
+// before Upgrade: deleting Trailer moves trailer fields into the header).
+func stripHopByHop(h *fasthttp.RequestHeader) {
 	for _, k := range hopByHop {
 		h.Del(k)
 	}
 }
 
+// stripHopByHopResponse deletes the hopByHop headers from the origin's
+// answer. One pass finds whether it has any: an answer with none (nearly
+// all) pays no lookup per name. An answer with trailer fields has a
+// Trailer line in the pass (fasthttp announces them), so it takes the
+// deletions too.
 func stripHopByHopResponse(h *fasthttp.ResponseHeader) {
+	hop := false
+	for k := range h.All() {
+		if isHopByHop(k) {
+			hop = true
+			break
+		}
+	}
+	if !hop {
+		return
+	}
 	for _, k := range hopByHop {
 		h.Del(k)
 	}
