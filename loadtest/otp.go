@@ -56,6 +56,7 @@ type otpParams struct {
 	attempts     int    // otp-guessing's verify attempts
 	phoneCeiling int64  // otp-verify-per-phone's limit: verify attempts that may reach the origin
 	sendLimit    int64  // otp-send-per-phone's limit: codes that may be sent to one phone
+	areaCode     int    // otp-pumping's block: its NANP area code, 0 for a random one
 }
 
 // defaultOTPParams matches testdata/fixtures/policies/otp.hcl and
@@ -79,6 +80,7 @@ func (p *otpParams) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.attempts, "attempts", p.attempts, fmt.Sprintf("otp-guessing: the guesser's verify attempts (at most %d)", maxOTPAttempts))
 	fs.Int64Var(&p.phoneCeiling, "phone-ceiling", p.phoneCeiling, "otp-guessing: the policy's per-phone verify limit (otp-verify-per-phone), the bound on attempts reaching the origin")
 	fs.Int64Var(&p.sendLimit, "send-limit", p.sendLimit, "otp-guessing: the policy's per-phone send limit (otp-send-per-phone), the bound on codes sent")
+	fs.IntVar(&p.areaCode, "area-code", p.areaCode, "otp-pumping: the NANP area code of the block's +1 NPA 555-0100..0199 numbers (200-999, one range in an allowed country); 0 picks one at random")
 }
 
 // check reports a flag out of range, naming it, and parses -origin.
@@ -94,6 +96,8 @@ func (p *otpParams) check() error {
 		return fmt.Errorf("-phone-ceiling must not be negative, got %d", p.phoneCeiling)
 	case p.sendLimit < 0:
 		return fmt.Errorf("-send-limit must not be negative, got %d", p.sendLimit)
+	case p.areaCode != 0 && (p.areaCode < 200 || p.areaCode > 999):
+		return fmt.Errorf("-area-code must be 0 or in [200, 999], got %d", p.areaCode)
 	}
 	o, err := parseFlagTarget("-origin", p.rawOrigin)
 	if err != nil {

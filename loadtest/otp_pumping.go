@@ -167,9 +167,16 @@ func runOTPPumping(ctx context.Context, cfg config) error {
 		return err
 	}
 	// A block in a random area code, so counters an earlier run left on
-	// its range (an hour, in otp.hcl) most likely do not count.
-	block, err := pickOTPBlock(rand.IntN)
-	if err != nil {
+	// its range (an hour, in otp.hcl) most likely do not count; or in
+	// -area-code's, for a run that must not meet an earlier one's.
+	var block otpBlock
+	if p.areaCode != 0 {
+		b, ok := otpBlockFor(p.areaCode)
+		if !ok {
+			return fmt.Errorf("-area-code %d: its 555-0100..0199 numbers are not one range in an allowed country", p.areaCode)
+		}
+		block = b
+	} else if block, err = pickOTPBlock(rand.IntN); err != nil {
 		return err
 	}
 	if need := len(block.phones) + len(foreign); need > cfg.requests {

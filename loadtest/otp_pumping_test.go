@@ -189,6 +189,8 @@ func TestOTPUsageErrors(t *testing.T) {
 		{"too many attempts", []string{"-scenario", "otp-guessing", "-attempts", "10001"}, "-attempts must be in [1, 10000]"},
 		{"negative ceiling", []string{"-scenario", "otp-guessing", "-phone-ceiling", "-1"}, "-phone-ceiling"},
 		{"negative send limit", []string{"-scenario", "otp-guessing", "-send-limit", "-1"}, "-send-limit"},
+		{"area code out of range", []string{"-scenario", "otp-pumping", "-area-code", "100"}, "-area-code must be 0 or in [200, 999], got 100"},
+		{"area code not a block", []string{"-scenario", "otp-pumping", "-phones", otpPhonesPath, "-area-code", "211"}, "-area-code 211: its 555-0100..0199 numbers are not one range"},
 		{"missing phones", []string{"-scenario", "otp-pumping", "-phones", "does-not-exist.csv"}, "reading phone numbers"},
 		{"too many foreign", []string{"-scenario", "otp-pumping", "-phones", otpPhonesPath, "-foreign-numbers", "1000"}, "-foreign-numbers 1000, but only"},
 		{"pumping over -requests", []string{"-scenario", "otp-pumping", "-phones", otpPhonesPath, "-requests", "135"}, "needs 136 requests (100 block sends, 36 foreign sends)"},
