@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -45,10 +47,22 @@ func TestParseTarget(t *testing.T) {
 }
 
 // runTool runs the tool with args and returns its exit status and output.
+// toolRunGuard bounds each in-process run of the tool in a test.
+const toolRunGuard = 3 * time.Minute
+
 func runTool(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut strings.Builder
-	code = run(t.Context(), args, &out, &errOut)
+	// A hang guard, far above any run a test makes (the longest is about
+	// 30 s): a tool run that waits on something that never comes is cut
+	// here and fails its test by name, instead of holding the package
+	// until go test's -timeout, whose dump does not say which run hung.
+	ctx, cancel := context.WithTimeout(t.Context(), toolRunGuard)
+	defer cancel()
+	code = run(ctx, args, &out, &errOut)
+	if ctx.Err() == context.DeadlineExceeded {
+		t.Errorf("loadtest %s: still running after %v (a hang): exit %d", strings.Join(args, " "), toolRunGuard, code)
+	}
 	return code, out.String(), errOut.String()
 }
 
