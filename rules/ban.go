@@ -100,7 +100,7 @@ func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banne
 		s.mres = make([]Result, len(s.mops))
 	}
 	s.mres = s.mres[:len(s.mops)]
-	if err := e.store.Take(ctx, now, s.mops, s.mres); err != nil {
+	if err := e.take(ctx, now, s, s.mops, s.mres); err != nil {
 		return nil, 0
 	}
 	e.markKnown(s, s.mres[:len(s.markers)])
@@ -135,7 +135,7 @@ func (e *Engine) writeBans(ctx context.Context, now time.Time, s *Scratch) error
 		s.mres = make([]Result, len(s.mops))
 	}
 	s.mres = s.mres[:len(s.mops)]
-	return e.store.Take(ctx, now, s.mops, s.mres)
+	return e.take(ctx, now, s, s.mops, s.mres)
 }
 
 // banned turns d into the refusal of a banned request: the banning rule's

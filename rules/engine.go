@@ -205,7 +205,11 @@ type Scratch struct {
 	prev       []byte // the previous key's encoded values
 	prevSum    [15]byte
 	sum        []byte
-	mac        hash.Hash // HMAC-SHA256 under owner's secret
+	mac        hash.Hash  // HMAC-SHA256 under owner's secret (format 1, HashClient), made on first use
+	mode       keyMode    // the request's key format (keyformat.go), set by Check
+	pairs      []hashPair // modeDual: the request's format 1 hashes and their twins
+	dops       []Op       // modeDual: a store call's ops and their twins (Engine.take)
+	dres       []Result
 	owner      *Engine
 	skips      skipState // the skip rules' exemptions of this request (skip.go)
 	peekOnly   bool      // Explain: every op a peek, no ban written (explain.go)
@@ -266,6 +270,7 @@ func (s *Scratch) reset() {
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
 	s.prev = s.prev[:0]
+	s.pairs = s.pairs[:0]
 	s.resp = nil
 	s.resetInflight()
 }
@@ -275,9 +280,13 @@ func (s *Scratch) reset() {
 type EngineOptions struct {
 	// Store holds the counters.
 	Store Store
-	// Secret keys the hash of key values (HMAC-SHA256). Empty: a random
+	// Secret keys the hash of key values (KeyFormats). Empty: a random
 	// secret, which suits one node with a memory store only.
 	Secret []byte
+	// KeyFormats is the format counter keys are hashed in; the zero value
+	// is format 2, which a memory store always uses. A node of a fleet on
+	// one Redis takes the fleet's (redisstore.ClaimKeyFormat).
+	KeyFormats KeyFormats
 	// DryRun starts the node in dry-run: every rule decided, none refusing.
 	DryRun bool
 }
@@ -299,6 +308,10 @@ type Engine struct {
 	shed shedState
 	// adaptive holds the adaptive rules' limiters by rule ID (adaptive.go).
 	adaptive adaptiveState
+	// formats is the key format (keyformat.go); sip0 and sip1 are format
+	// 2's subkey, derived from secret.
+	formats    atomic.Pointer[KeyFormats]
+	sip0, sip1 uint64
 }
 
 // ErrNoStore is returned by NewEngine without a store.
@@ -319,6 +332,7 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 			return nil, err
 		}
 	}
+	e.initKeyFormats(opts.KeyFormats)
 	e.dryRun.Store(opts.DryRun)
 	return e, nil
 }
@@ -342,10 +356,13 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	s.begun = nil // the next request begins afresh
 	s.reset()
 	if s.owner != e {
-		// Once per pooled Scratch: crypto/hmac keeps the keyed inner and
-		// outer SHA-256 states, so each key then costs two compressions.
+		s.mac, s.owner = nil, e // format 1's HMAC is keyed by the engine's secret
+	}
+	s.mode = e.formats.Load().mode(now)
+	if s.mode != mode2 && s.mac == nil {
+		// Once per pooled Scratch and engine: crypto/hmac keeps the keyed
+		// inner and outer SHA-256 states (hmacHash).
 		s.mac = hmac.New(sha256.New, e.secret)
-		s.owner = e
 	}
 	var d Decision
 	dry := e.dry.Load() // run-time toggles (dryrun.go), expiring by now
@@ -530,7 +547,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		if s.peekOnly {
 			s.peekAll() // Explain consumes nothing (explain.go)
 		}
-		if err := e.store.Take(ctx, now, s.Ops, s.Res); err != nil {
+		if err := e.take(ctx, now, s, s.Ops, s.Res); err != nil {
 			d.StoreErr = err
 			e.storeFailed(&d, s)
 			d.setVerdict(denyAction, invalid, missing)
@@ -620,7 +637,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			s.qres = make([]Result, len(s.qops))
 		}
 		s.qres = s.qres[:len(s.qops)]
-		_ = e.store.Take(ctx, now, s.qops, s.qres)
+		_ = e.take(ctx, now, s, s.qops, s.qres)
 		s.qops = s.qops[:0]
 	}
 	if d.Verdict != Forward {
@@ -643,7 +660,7 @@ func (e *Engine) refundUncertain(ctx context.Context, now time.Time, s *Scratch,
 		s.qres = make([]Result, len(s.qops))
 	}
 	s.qres = s.qres[:len(s.qops)]
-	_ = e.store.Take(ctx, now, s.qops, s.qres)
+	_ = e.take(ctx, now, s, s.qops, s.qres)
 	s.qops = s.qops[:0]
 }
 
@@ -916,7 +933,7 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 		s.settleRes = make([]Result, len(s.settle))
 	}
 	s.settleRes = s.settleRes[:len(s.settle)]
-	return true, e.store.Take(ctx, now, s.settle, s.settleRes)
+	return true, e.take(ctx, now, s, s.settle, s.settleRes)
 }
 
 // resetOnSuccess is reset_on_success: the Hook that clears a rule's counter
@@ -1009,15 +1026,24 @@ func IsSuccess(success []int, status int, outcome []byte) bool {
 	return false
 }
 
-// valueHash is the keyed hash (HMAC-SHA256, truncated to 15 bytes) of
-// encoded key values. Keys alike in one request (a limit and its shadow, a
-// rule and the mint budget) share one hash.
+// valueHash is the keyed hash of encoded key values, 15 bytes, in the
+// request's key format (keyformat.go): SipHash-2-4-128 in format 2,
+// HMAC-SHA256 in format 1 and in the migration window, where the format 2
+// twin is computed too and kept for Engine.take. Keys alike in one request
+// (a limit and its shadow, a rule and the mint budget) share one hash.
 func (s *Scratch) valueHash(buf []byte) []byte {
 	if len(s.prev) == 0 || !bytes.Equal(buf, s.prev) {
-		s.mac.Reset()
-		s.mac.Write(buf)
-		s.sum = s.mac.Sum(s.sum[:0])
-		copy(s.prevSum[:], s.sum[:15])
+		switch s.mode {
+		case mode2:
+			s.prevSum = s.owner.sipHash(buf)
+		case mode1:
+			s.prevSum = s.hmacHash(buf)
+		default:
+			s.prevSum = s.hmacHash(buf)
+			if _, ok := s.twin(s.prevSum[:]); !ok {
+				s.pairs = append(s.pairs, hashPair{h1: s.prevSum, h2: s.owner.sipHash(buf)})
+			}
+		}
 		s.prev = append(s.prev[:0], buf...)
 	}
 	return s.prevSum[:]

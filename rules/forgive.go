@@ -76,8 +76,22 @@ var ErrNotForgivable = errors.New("rule counts nothing: there is no key to forgi
 // for a request carrying these values. Every characteristic needs a value
 // except global; a name the key does not have is an error, as is a value
 // a request could not carry. It allocates; it is for the admin API, not
-// the request path.
+// the request path. The key is in the format the engine's requests are
+// keyed in now (format 1 during a migration window, keyformat.go).
 func (e *Engine) KeyFromText(p *Policy, r *Rule, values map[string]string) (Key, error) {
+	_, k, err := e.keyFromText(p, r, values, e.formats.Load().mode(time.Now()))
+	return k, err
+}
+
+// keyFromText is KeyFromText in mode m; the Scratch it returns holds the
+// key's format 2 twin in modeDual, for Engine.take.
+func (e *Engine) keyFromText(p *Policy, r *Rule, values map[string]string, m keyMode) (*Scratch, Key, error) {
+	s := &Scratch{owner: e, mode: m}
+	k, err := e.keyText(p, r, values, s)
+	return s, k, err
+}
+
+func (e *Engine) keyText(p *Policy, r *Rule, values map[string]string, s *Scratch) (Key, error) {
 	var k Key
 	if r.Action == ActionDeny || r.skip != nil || len(r.Key) == 0 {
 		return k, ErrNotForgivable
@@ -116,9 +130,10 @@ func (e *Engine) KeyFromText(p *Policy, r *Rule, values map[string]string) (Key,
 	if len(r.Key) > 1 {
 		k[8] |= 0x80
 	}
-	mac := hmac.New(sha256.New, e.secret)
-	mac.Write(buf)
-	copy(k[9:], mac.Sum(nil)) // valueHash's hash: the first 15 bytes
+	if s.mode != mode2 {
+		s.mac = hmac.New(sha256.New, e.secret)
+	}
+	copy(k[9:], s.valueHash(buf))
 	return k, nil
 }
 
@@ -155,7 +170,7 @@ func (e *Engine) Forgive(ctx context.Context, now time.Time, p *Policy, r *Rule,
 	if exempt < 0 || exempt > MaxExempt {
 		return f, fmt.Errorf("exemption of %v: give one between 0 and %v", exempt, MaxExempt)
 	}
-	k, err := e.KeyFromText(p, r, values)
+	s, k, err := e.keyFromText(p, r, values, e.formats.Load().mode(now))
 	if err != nil {
 		return f, err
 	}
@@ -178,7 +193,7 @@ func (e *Engine) Forgive(ctx context.Context, now time.Time, p *Policy, r *Rule,
 		// judges the ops of one call against the state before it).
 		ops = append(ops, exemptOp(OpReset, r, ex, 0))
 	}
-	if err := e.store.Take(ctx, now, ops, make([]Result, len(ops))); err != nil {
+	if err := e.take(ctx, now, s, ops, make([]Result, len(ops))); err != nil {
 		return Forgiven{}, fmt.Errorf("forgiving %s: %w", r.Name, err)
 	}
 	if exempt <= 0 {
@@ -186,7 +201,7 @@ func (e *Engine) Forgive(ctx context.Context, now time.Time, p *Policy, r *Rule,
 	}
 	ms := (exempt + time.Millisecond - 1) / time.Millisecond
 	add := []Op{exemptOp(OpAdd, r, ex, int64(ms))}
-	if err := e.store.Take(ctx, now, add, make([]Result, 1)); err != nil {
+	if err := e.take(ctx, now, s, add, make([]Result, 1)); err != nil {
 		return f, fmt.Errorf("exempting %s: %w", r.Name, err) // cleared, not exempt
 	}
 	f.ExemptUntil = now.Add(ms * time.Millisecond)
@@ -340,6 +355,9 @@ func (s *Scratch) forgiven(r *Rule) bool {
 // domain byte, so it never equals a counter key's hash. Call it after
 // Check, whose engine's secret it uses; it allocates nothing.
 func (s *Scratch) HashClient(a netip.Addr) (h [15]byte) {
+	if s.mac == nil {
+		s.mac = hmac.New(sha256.New, s.owner.secret) // a format 2 request made none
+	}
 	b := a.As16()
 	s.mbuf = append(append(s.mbuf[:0], 0xfd), b[:]...)
 	s.mac.Reset()

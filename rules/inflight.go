@@ -142,7 +142,7 @@ func (e *Engine) Release(ctx context.Context, now time.Time, s *Scratch) error {
 		s.fl.relRes = make([]Result, len(s.fl.rel))
 	}
 	s.fl.relRes = s.fl.relRes[:len(s.fl.rel)]
-	return e.store.Take(ctx, now, s.fl.rel, s.fl.relRes)
+	return e.take(ctx, now, s, s.fl.rel, s.fl.relRes)
 }
 
 // releaseLocal releases the local slots held, once.

@@ -152,6 +152,10 @@ type Op struct {
 	// window's own length (a day of 23 or 25 hours across a DST change, a
 	// month of 28 to 31 days). Only FixedWindow may set it (ValidateOp).
 	Calendar bool
+	// KeyFormat is the format of Key's hash (rules/keyformat.go): a Redis
+	// store names format 2 keys apart (redisstore's doc). 0, an op no
+	// engine hashed, is named as format 1 is.
+	KeyFormat KeyFormat
 	// WindowStartUS is a Calendar op's window start, µs since the Unix
 	// epoch; 0 otherwise.
 	WindowStartUS int64

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
@@ -29,32 +30,100 @@ func keyFingerprint(secret []byte) string {
 }
 
 // checkKeySecret holds a Redis-backed node to the fleet's key secret
-// (docs/operations.md, "Rotating the key secret"). Counter keys are keyed
-// hashes under the secret, so a node with another secret counts every
-// client afresh: a silent reset of every limit. The first node writes its
-// secret's fingerprint to Redis; a node whose fingerprint differs refuses
-// to start, unless rotate (the -rotate-key-secret flag) acknowledges the
-// reset, which overwrites the fingerprint (the fleet's other nodes then
-// refuse to restart with the old secret). A Redis that does not answer
-// within fingerprintTimeout does not stop the node (it serves degraded, as
-// openStore says): the check is skipped, with a warning.
-func checkKeySecret(rs *redisstore.Store, secret []byte, env string, rotate bool, log *slog.Logger) error {
+// (docs/operations.md, "Rotating the key secret") and returns the fleet's
+// key format (docs/deploying.md, "Key format and rolling upgrades").
+// Counter keys are keyed hashes under the secret, so a node with another
+// secret counts every client afresh: a silent reset of every limit. The
+// first node writes its secret's fingerprint to Redis, claiming format 2; a
+// fingerprint without a format (what nodes before key formats write) is a
+// format 1 fleet, which the node joins in format 1. A node whose
+// fingerprint differs refuses to start, unless rotate (the
+// -rotate-key-secret flag) acknowledges the reset, which overwrites the
+// fingerprint (the fleet's other nodes then refuse to restart with the old
+// secret). A Redis that does not answer within fingerprintTimeout does not
+// stop the node (it serves degraded, as openStore says): the check is
+// skipped, with a warning, and the node applies every op in both formats
+// (unknownKeyFormat) until watchKeyFormat reads the fleet's.
+func checkKeySecret(rs *redisstore.Store, secret []byte, env string, rotate bool, log *slog.Logger) (rules.KeyFormats, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), fingerprintTimeout)
 	defer cancel()
 	fp := keyFingerprint(secret)
-	held, err := rs.ClaimKeyFingerprint(ctx, fp, rotate)
+	held, claimed, err := rs.ClaimKeyFormat(ctx, fp, rotate)
 	switch {
 	case err != nil:
 		log.Warn("could not check the key secret against redis: a node started with another secret than the fleet's would count every client afresh", "env", env, "error", err.Error())
-		return nil
-	case held == "":
-		log.Info("key secret fingerprint written to redis", "fingerprint", fp[:16])
-	case held == fp:
+		return unknownKeyFormat(), nil
+	case claimed:
+		log.Info("key secret fingerprint written to redis, key format 2", "fingerprint", fp[:16])
+		return held.KeyFormats(), nil
+	case held.Fingerprint == fp:
+		if held.Format == rules.KeyFormat1 {
+			log.Info("joining a key format 1 fleet: counter keys are hashed as older nodes hash them; run edge key-format migrate once every node runs this version (docs/deploying.md)")
+		}
+		return held.KeyFormats(), nil
 	case rotate:
-		log.Warn("key secret rotated (-rotate-key-secret): every counter in redis restarts from zero, and nodes still on the old secret refuse to restart", "env", env, "old_fingerprint", held[:min(16, len(held))], "fingerprint", fp[:16])
-	default:
-		return fmt.Errorf("the key secret in $%s is not the one the counters in redis are keyed under (fingerprint %s, redis holds %s): starting would silently reset every limit; give this node the fleet's secret, or, to rotate it on purpose, start one node with -rotate-key-secret and then the others with the new secret (docs/operations.md, \"Rotating the key secret\")",
-			env, fp[:16], held[:min(16, len(held))])
+		log.Warn("key secret rotated (-rotate-key-secret): every counter in redis restarts from zero, and nodes still on the old secret refuse to restart", "env", env, "old_fingerprint", held.Fingerprint[:min(16, len(held.Fingerprint))], "fingerprint", fp[:16])
+		f := held.KeyFormats()
+		f.DualUntil = time.Time{} // every counter restarts: nothing to migrate
+		return f, nil
 	}
-	return nil
+	return rules.KeyFormats{}, fmt.Errorf("the key secret in $%s is not the one the counters in redis are keyed under (fingerprint %s, redis holds %s): starting would silently reset every limit; give this node the fleet's secret, or, to rotate it on purpose, start one node with -rotate-key-secret and then the others with the new secret (docs/operations.md, \"Rotating the key secret\")",
+		env, fp[:16], held.Fingerprint[:min(16, len(held.Fingerprint))])
+}
+
+// unknownKeyFormat is the key format of a node that could not read the
+// fleet's: every op applied in both formats, refused when either key
+// refuses, which is safe beside nodes of either format (rules/keyformat.go)
+// at twice the store's work, until the fleet's is read.
+func unknownKeyFormat() rules.KeyFormats {
+	return rules.KeyFormats{Format: rules.KeyFormat1, DualUntil: time.Unix(1<<40, 0)}
+}
+
+// keyFormatPoll is how often a Redis-backed node reads the fleet's key
+// format, so that a migration started by edge key-format migrate reaches
+// every node within it; keyFormatStale is how long a node trusts what it
+// read last when reads fail.
+const (
+	keyFormatPoll  = 10 * time.Second
+	keyFormatStale = 3 * keyFormatPoll
+)
+
+// watchKeyFormat reads the fleet's key format every keyFormatPoll until
+// ctx ends and sets it on e. A fingerprint other than fp leaves e as it is
+// (the secret was rotated under the node, which restarts to follow). When
+// reads have failed for keyFormatStale and e is not on format 2 for good,
+// e applies every op in both formats (unknownKeyFormat) until a read
+// succeeds: a node cut off from Redis through a migration's end must not
+// come back writing format 1 alone. now is the clock (tests inject one);
+// tick paces the loop.
+func watchKeyFormat(ctx context.Context, rs *redisstore.Store, e *rules.Engine, fp string, now func() time.Time, tick <-chan time.Time, log *slog.Logger) {
+	lastOK := now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+		rctx, cancel := context.WithTimeout(ctx, fingerprintTimeout)
+		held, err := rs.ReadKeyFormat(rctx)
+		cancel()
+		t := now()
+		switch {
+		case err != nil:
+			cur := e.KeyFormats()
+			final := cur.Format == rules.KeyFormat2 && !t.Before(cur.DualUntil)
+			if t.Sub(lastOK) >= keyFormatStale && !final && cur != unknownKeyFormat() {
+				log.Warn("could not read the fleet's key format: applying every counter op in both formats until it is read", "error", err.Error())
+				e.SetKeyFormats(unknownKeyFormat())
+			}
+		case held.Fingerprint != fp:
+			lastOK = t
+		default:
+			lastOK = t
+			if f := held.KeyFormats(); f != e.KeyFormats() {
+				log.Info("key format of the fleet changed", "format", int(f.Format), "dual_until", f.DualUntil)
+				e.SetKeyFormats(f)
+			}
+		}
+	}
 }

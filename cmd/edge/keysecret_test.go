@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
@@ -61,14 +62,17 @@ func TestKeySecretFingerprint(t *testing.T) {
 		{"the old secret after the rotation", secretA, false, true, secretB},
 	}
 	for _, st := range steps {
-		err := checkKeySecret(rs, []byte(st.secret), "EDGE_KEY_SECRET", st.rotate, log)
+		kf, err := checkKeySecret(rs, []byte(st.secret), "EDGE_KEY_SECRET", st.rotate, log)
 		if (err != nil) != st.refused {
 			t.Fatalf("%s: got error %v, want refused %v", st.name, err, st.refused)
 		}
 		if err != nil && (!strings.Contains(err.Error(), "-rotate-key-secret") || !strings.Contains(err.Error(), "Rotating the key secret")) {
 			t.Errorf("%s: the error does not name the procedure: %v", st.name, err)
 		}
-		if got, want := held(), keyFingerprint([]byte(st.holds)); got != want {
+		if err == nil && (kf.Format != rules.KeyFormat2 || !kf.DualUntil.IsZero()) {
+			t.Errorf("%s: got key formats %+v, want format 2 (the fleet this test's first node claimed)", st.name, kf)
+		}
+		if got, want := held(), "2:"+keyFingerprint([]byte(st.holds)); got != want {
 			t.Errorf("%s: redis holds %s, want %s", st.name, got, want)
 		}
 	}
@@ -84,7 +88,7 @@ func TestKeySecretFingerprint(t *testing.T) {
 // are keyed under another secret exits 1 before listening, saying why.
 func TestServeRefusesAChangedKeySecret(t *testing.T) {
 	r := testredis.Start(t)
-	if err := checkKeySecret(redisStore(t, r.URL()), []byte(secretA), "EDGE_KEY_SECRET", false, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := checkKeySecret(redisStore(t, r.URL()), []byte(secretA), "EDGE_KEY_SECRET", false, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	src, err := os.ReadFile(filepath.Join(root, "policies.hcl"))
@@ -101,7 +105,7 @@ func TestServeRefusesAChangedKeySecret(t *testing.T) {
 	if code != 1 || !strings.Contains(errb.String(), "is not the one the counters in redis are keyed under") {
 		t.Errorf("exit %d, stderr:\n%s", code, errb.String())
 	}
-	if v, _ := r.Do("GET", "edge:key-fingerprint"); v != keyFingerprint([]byte(secretA)) {
+	if v, _ := r.Do("GET", "edge:key-fingerprint"); v != "2:"+keyFingerprint([]byte(secretA)) {
 		t.Errorf("the refused node changed the fingerprint to %s", v)
 	}
 }
@@ -114,8 +118,12 @@ func TestKeySecretUncheckedWhenRedisIsDown(t *testing.T) {
 	rs := redisStore(t, r.URL())
 	r.Kill()
 	var logs bytes.Buffer
-	if err := checkKeySecret(rs, []byte(secretA), "EDGE_KEY_SECRET", false, slog.New(slog.NewJSONHandler(&logs, nil))); err != nil {
+	kf, err := checkKeySecret(rs, []byte(secretA), "EDGE_KEY_SECRET", false, slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
 		t.Fatalf("got %v, want the node to start", err)
+	}
+	if kf != unknownKeyFormat() {
+		t.Errorf("got key formats %+v, want both formats until the fleet's is read", kf)
 	}
 	if !strings.Contains(logs.String(), "could not check the key secret") {
 		t.Errorf("no warning: %s", logs.String())

@@ -74,11 +74,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return version(stdout)
 	case "health":
 		return healthCmd(args, stdout, stderr)
+	case "key-format":
+		return keyFormatCmd(args, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|fmt|reload|dry-run|explain|demo-origin|health|version] [flags]; edge CMD -h for flags")
+		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|fmt|reload|dry-run|explain|demo-origin|health|key-format|version] [flags]; edge CMD -h for flags")
 		return 0
 	}
-	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, explain, demo-origin, health or version)\n", cmd)
+	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, explain, demo-origin, health, key-format or version)\n", cmd)
 	return 2
 }
 
@@ -228,11 +230,14 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	stored := &runningStore{flag: *store, cfg: p.Store, fc: fc}
 	defer st.Close()
+	var keyFormats rules.KeyFormats // the memory store's: format 2
 	if rs != nil {
-		if err := checkKeySecret(rs, secret, p.KeySecretEnv, *rotateKey, log); err != nil {
+		kf, err := checkKeySecret(rs, secret, p.KeySecretEnv, *rotateKey, log)
+		if err != nil {
 			fmt.Fprintln(stderr, "edge:", err)
 			return 1
 		}
+		keyFormats = kf
 	}
 	switch {
 	case len(secret) == 0 && inh.handedKeySecret() != nil:
@@ -271,6 +276,12 @@ func serve(args []string, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "edge:", err)
 		return 1
+	}
+	srv.Engine().SetKeyFormats(keyFormats) // before any request (docs/deploying.md, "Key format and rolling upgrades")
+	if rs != nil {
+		tick := time.NewTicker(keyFormatPoll)
+		defer tick.Stop()
+		go watchKeyFormat(ctx, rs, srv.Engine(), keyFingerprint(secret), time.Now, tick.C, log)
 	}
 	rl = newReloader(ctx, srv, *config, startSettings{
 		listen: srv.ListenAddr(), adminListen: srv.AdminAddr(), listenFlag: *listen != "", adminFlag: *admin != "",

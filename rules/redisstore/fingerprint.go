@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/edge-gateway/edge/rules"
 )
 
 // fingerprintKey names, under the store's prefix ("edge:key-fingerprint"),
@@ -52,4 +57,162 @@ func (s *Store) ClaimKeyFingerprint(ctx context.Context, fp string, overwrite bo
 		}
 	}
 	return held, nil
+}
+
+// FleetKeyFormat is the key format a fleet's Redis holds in the
+// fingerprint key's value, beside the key secret's fingerprint
+// (rules/keyformat.go, docs/deploying.md "Key format and rolling
+// upgrades"):
+//
+//	<fp>               format 1: what nodes before key formats write
+//	2:<fp>             format 2
+//	2:<fp>:<until µs>  format 2 after a migration window from format 1
+//	                   that ends at until (Unix time in µs)
+//
+// A node before key formats compares the whole value with its bare
+// fingerprint, so it refuses to start on a format 2 fleet (or one
+// migrating) as it refuses another secret: it would count in keys no
+// other node reads.
+type FleetKeyFormat struct {
+	// Fingerprint is the key secret's fingerprint.
+	Fingerprint string
+	// Format is the fleet's format.
+	Format rules.KeyFormat
+	// DualUntil is the end of the migration window; zero when none.
+	DualUntil time.Time
+}
+
+// KeyFormats is the engine's setting for f.
+func (f FleetKeyFormat) KeyFormats() rules.KeyFormats {
+	return rules.KeyFormats{Format: f.Format, DualUntil: f.DualUntil}
+}
+
+// String is the value f is stored as.
+func (f FleetKeyFormat) String() string {
+	switch {
+	case f.Format == rules.KeyFormat1:
+		return f.Fingerprint
+	case f.DualUntil.IsZero():
+		return "2:" + f.Fingerprint
+	}
+	return "2:" + f.Fingerprint + ":" + strconv.FormatInt(f.DualUntil.UnixMicro(), 10)
+}
+
+// ErrBadKeyFormat is returned for a fingerprint key whose value is none of
+// FleetKeyFormat's forms.
+var ErrBadKeyFormat = errors.New("redisstore: the key fingerprint's value is not one this version reads")
+
+// ParseFleetKeyFormat parses a fingerprint key's value.
+func ParseFleetKeyFormat(v string) (FleetKeyFormat, error) {
+	rest, ok := strings.CutPrefix(v, "2:")
+	if !ok {
+		if v == "" || strings.Contains(v, ":") {
+			return FleetKeyFormat{}, ErrBadKeyFormat
+		}
+		return FleetKeyFormat{Fingerprint: v, Format: rules.KeyFormat1}, nil
+	}
+	f := FleetKeyFormat{Format: rules.KeyFormat2}
+	fp, until, dual := strings.Cut(rest, ":")
+	if fp == "" {
+		return FleetKeyFormat{}, ErrBadKeyFormat
+	}
+	f.Fingerprint = fp
+	if dual {
+		us, err := strconv.ParseInt(until, 10, 64)
+		if err != nil || us <= 0 {
+			return FleetKeyFormat{}, ErrBadKeyFormat
+		}
+		f.DualUntil = time.UnixMicro(us)
+	}
+	return f, nil
+}
+
+// ClaimKeyFormat is ClaimKeyFingerprint with the fleet's key format: an
+// empty Redis is claimed as format 2 (SET NX: of several nodes starting at
+// once, the first wins, and an old node racing a new one either wins, the
+// fleet then being format 1, or finds format 2 and refuses to start);
+// otherwise held is what Redis holds, a bare fingerprint being a format 1
+// fleet. claimed reports that this call wrote it. With overwrite (a
+// rotation of the secret, which restarts every counter) a different
+// fingerprint is replaced by fp in the fleet's format (a migration's
+// window is dropped: its counters restart), and held is still the old
+// one. ctx bounds each round trip; there are at most three.
+func (s *Store) ClaimKeyFormat(ctx context.Context, fp string, overwrite bool) (held FleetKeyFormat, claimed bool, err error) {
+	c, err := s.hashes()
+	if err != nil {
+		return held, false, err
+	}
+	key := s.prefix + fingerprintKey
+	mine := FleetKeyFormat{Fingerprint: fp, Format: rules.KeyFormat2}
+	for range 2 {
+		set, err := c.SetNX(ctx, key, mine.String(), 0).Result()
+		if err != nil {
+			return held, false, fmt.Errorf("redisstore: writing the key fingerprint: %w", err)
+		}
+		if set {
+			return mine, true, nil
+		}
+		v, err := c.Get(ctx, key).Result()
+		if errors.Is(err, redis.Nil) {
+			continue // removed between the two calls: claim it again, once
+		}
+		if err != nil {
+			return held, false, fmt.Errorf("redisstore: reading the key fingerprint: %w", err)
+		}
+		held, err = ParseFleetKeyFormat(v)
+		if err != nil && !overwrite {
+			return held, false, err
+		}
+		if held.Fingerprint != fp && overwrite {
+			next := FleetKeyFormat{Fingerprint: fp, Format: held.Format}
+			if next.Format == 0 {
+				next.Format = rules.KeyFormat2
+			}
+			if err := c.Set(ctx, key, next.String(), 0).Err(); err != nil {
+				return held, false, fmt.Errorf("redisstore: overwriting the key fingerprint: %w", err)
+			}
+		}
+		return held, false, nil
+	}
+	return held, false, nil
+}
+
+// ReadKeyFormat returns the fleet's key format as Redis holds it; redis.Nil
+// (wrapped) when there is none.
+func (s *Store) ReadKeyFormat(ctx context.Context) (FleetKeyFormat, error) {
+	c, err := s.hashes()
+	if err != nil {
+		return FleetKeyFormat{}, err
+	}
+	v, err := c.Get(ctx, s.prefix+fingerprintKey).Result()
+	if err != nil {
+		return FleetKeyFormat{}, fmt.Errorf("redisstore: reading the key fingerprint: %w", err)
+	}
+	return ParseFleetKeyFormat(v)
+}
+
+// casScript sets KEYS[1] to ARGV[2] when it holds ARGV[1]; it returns what
+// the key held.
+var casScript = redis.NewScript(`local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) end
+return v or ''`)
+
+// MigrateKeyFormat starts a format 1 fleet's migration to format 2: the
+// value from fp (format 1) to 2:<fp>:<until>, atomically (a script: the
+// value must still be fp). It returns the format Redis held: a fleet
+// already on format 2, or with another fingerprint, is left as it is.
+func (s *Store) MigrateKeyFormat(ctx context.Context, fp string, until time.Time) (held FleetKeyFormat, err error) {
+	c, err := s.hashes()
+	if err != nil {
+		return held, err
+	}
+	next := FleetKeyFormat{Fingerprint: fp, Format: rules.KeyFormat2, DualUntil: until}
+	v, err := casScript.Run(ctx, c, []string{s.prefix + fingerprintKey}, fp, next.String()).Text()
+	if err != nil {
+		return held, fmt.Errorf("redisstore: migrating the key format: %w", err)
+	}
+	if v == "" {
+		return held, fmt.Errorf("redisstore: migrating the key format: %w", redis.Nil)
+	}
+	return ParseFleetKeyFormat(v)
 }

@@ -22,6 +22,12 @@ const (
 	hexKeyLen = 2 * len(rules.Key{})
 	logSuffix = ":log"
 
+	// format2Mark is the version marker of a format 2 key's name
+	// (rules.KeyFormat2), between the prefix and the hash tag: "edge:v2{…}"
+	// beside format 1's "edge:{…}", so the two formats never share a name
+	// and the hash slot is the Key's either way.
+	format2Mark = "v2"
+
 	// maxReplyValue bounds every number a reply may carry: the script's
 	// values are exact integers under 2^53 (rules.MaxExact).
 	maxReplyValue = rules.MaxExact
@@ -51,7 +57,8 @@ type call struct {
 	shareable bool
 
 	args  []any        // evalsha, the SHA, #keys, keys…, ARGV…
-	keys  []*keyBuf    // the key buffers, one per key slot
+	keys  []*keyBuf    // the key buffers, one per key slot (format 1's names)
+	keys2 []*keyBuf    // the same for format 2's names (format2Mark)
 	mems  []*memberBuf // the Member buffers, one per distinct op
 	nkeys int          // keys in use
 	nums  []int64      // ARGV's numbers, which args point into
@@ -111,41 +118,56 @@ func (c *call) op(j int) int {
 	return c.idx[j]
 }
 
-// appendKey appends k's Redis key: the prefix and the Key in hex inside a
-// hash tag, so that a sliding_log's sorted set (the same name plus
-// logSuffix) lives in the same hash slot. The Key is already a keyed hash
-// of its values (rules.Key), so no request input reaches Redis raw.
-func (s *Store) appendKey(dst []byte, k *rules.Key) []byte {
+// appendKey appends k's Redis key in format f: the prefix, format2Mark in
+// format 2, and the Key in hex inside a hash tag, so that a sliding_log's
+// sorted set (the same name plus logSuffix) lives in the same hash slot.
+// Format 1's name (and that of format 0, an op no engine hashed) is
+// exactly the name of the nodes before key formats. The Key is already a
+// keyed hash of its values (rules.Key), so no request input reaches Redis
+// raw.
+func (s *Store) appendKey(dst []byte, k *rules.Key, f rules.KeyFormat) []byte {
 	dst = append(dst, s.prefix...)
+	if f == rules.KeyFormat2 {
+		dst = append(dst, format2Mark...)
+	}
 	dst = append(dst, '{')
 	dst = hex.AppendEncode(dst, k[:])
 	return append(dst, '}')
 }
 
-// keyName returns k's Redis key.
-func (s *Store) keyName(k *rules.Key) string {
-	return string(s.appendKey(make([]byte, 0, len(s.prefix)+hexKeyLen+2), k))
+// keyName returns k's Redis key in format 1.
+func (s *Store) keyName(k *rules.Key) string { return s.keyNameOf(k, rules.KeyFormat1) }
+
+// keyNameOf returns k's Redis key in format f.
+func (s *Store) keyNameOf(k *rules.Key, f rules.KeyFormat) string {
+	return string(s.appendKey(make([]byte, 0, len(s.prefix)+len(format2Mark)+hexKeyLen+2), k, f))
 }
 
-// keyArg returns key slot i holding k's key (its sorted set's with log),
-// boxed.
-func (s *Store) keyArg(c *call, i int, k *rules.Key, log bool) any {
-	n := len(s.prefix) + 1 + hexKeyLen + 1 + len(logSuffix)
-	for len(c.keys) <= i {
-		c.keys = append(c.keys, nil)
+// keyArg returns key slot i holding op's key (its sorted set's with log),
+// named in op's format, boxed.
+func (s *Store) keyArg(c *call, i int, op *rules.Op, log bool) any {
+	k := &op.Key
+	keys, mark := &c.keys, ""
+	if op.KeyFormat == rules.KeyFormat2 {
+		keys, mark = &c.keys2, format2Mark
 	}
-	kb := c.keys[i]
+	n := len(s.prefix) + len(mark) + 1 + hexKeyLen + 1 + len(logSuffix)
+	for len(*keys) <= i {
+		*keys = append(*keys, nil)
+	}
+	kb := (*keys)[i]
 	if kb == nil || len(kb.b) != n {
 		b := make([]byte, 0, n)
 		b = append(b, s.prefix...)
+		b = append(b, mark...)
 		b = append(b, '{')
 		b = append(b, make([]byte, hexKeyLen)...)
 		b = append(b, '}')
 		b = append(b, logSuffix...)
 		kb = &keyBuf{b: b, key: b[:n-len(logSuffix)], log: b}
-		c.keys[i] = kb
+		(*keys)[i] = kb
 	}
-	hex.Encode(kb.b[len(s.prefix)+1:], k[:])
+	hex.Encode(kb.b[len(s.prefix)+len(mark)+1:], k[:])
 	if log {
 		return kb.log
 	}
@@ -298,10 +320,10 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 	ki := 0
 	for j := range n {
 		op := &ops[c.op(j)]
-		c.args = append(c.args, s.keyArg(c, ki, &op.Key, false))
+		c.args = append(c.args, s.keyArg(c, ki, op, false))
 		ki++
 		if hasSet(op) {
-			c.args = append(c.args, s.keyArg(c, ki, &op.Key, true))
+			c.args = append(c.args, s.keyArg(c, ki, op, true))
 			ki++
 		}
 	}
@@ -472,10 +494,10 @@ func (s *Store) prepareUndo(u *call, ops []rules.Op, c *call) bool {
 	u.args = append(u.args, "evalsha", shaArg, nk)
 	ki := 0
 	for _, i := range idx {
-		u.args = append(u.args, s.keyArg(u, ki, &ops[i].Key, false))
+		u.args = append(u.args, s.keyArg(u, ki, &ops[i], false))
 		ki++
 		if hasSet(&ops[i]) {
-			u.args = append(u.args, s.keyArg(u, ki, &ops[i].Key, true))
+			u.args = append(u.args, s.keyArg(u, ki, &ops[i], true))
 			ki++
 		}
 	}
