@@ -8,9 +8,12 @@ import (
 
 // Key identifies one counter. Bytes [0:8] are a hash of the rule's name (so
 // counters follow a rule across reloads), byte [8] is the characteristic kind
-// and bytes [9:24] a keyed hash (HMAC-SHA256 under the key secret, truncated)
-// of the characteristic values. It is comparable and needs no allocation as a
-// map key.
+// and bytes [9:24] a keyed hash of the characteristic values in the engine's
+// key format (rules/keyformat.go): format 2, SipHash-2-4-128 under a subkey
+// derived from the key secret, or format 1, HMAC-SHA256 under the secret,
+// each truncated to 15 bytes; Op.KeyFormat says which, and a Redis store
+// names the two apart (docs/deploying.md, "Key format and rolling
+// upgrades"). It is comparable and needs no allocation as a map key.
 type Key [24]byte
 
 // OpKind says what an Op does to its counter.
