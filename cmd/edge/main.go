@@ -238,6 +238,10 @@ func serve(args []string, stderr io.Writer) int {
 			return 1
 		}
 		keyFormats = kf
+	} else if inh != nil {
+		// The memory store restores the old process's counters, hashed in
+		// its format: keep them found.
+		keyFormats = inh.memoryKeyFormats(time.Now(), p.LongestKeyLifetime())
 	}
 	switch {
 	case len(secret) == 0 && inh.handedKeySecret() != nil:
@@ -288,7 +292,7 @@ func serve(args []string, stderr io.Writer) int {
 		upstreamFlag: *upstream, maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv, decideListen: p.DecideListen,
 	}, stored, log, stderr)
 	rl.sd = sd
-	upg := newUpgrader(log, sd, append([]string{"serve"}, args...), handedState{keySecret: secret, visitorSecret: visitorSecret}, memoryStore(st))
+	upg := newUpgrader(log, sd, append([]string{"serve"}, args...), handedState{keySecret: secret, visitorSecret: visitorSecret, formats: srv.Engine().KeyFormats}, memoryStore(st))
 	if _, err := rl.watch(ctx); err != nil {
 		log.Warn("not reloading on changes of the policy file (SIGHUP and POST /admin/reload still do)", "policy", *config, "error", err.Error())
 	}

@@ -57,7 +57,10 @@ const (
 	upgradeFDsEnv = "EDGE_UPGRADE_FDS"
 	// upgradeMagic starts the state pipe; its version byte follows.
 	upgradeMagic   = "edge-upgrade"
-	upgradeVersion = 1
+	upgradeVersion = 2
+	// upgradeVersionNoFormats is the state of a binary before key formats:
+	// its memory store's keys are format 1 (handedState.keyFormats).
+	upgradeVersionNoFormats = 1
 	// maxHandedSecret bounds a secret read from the state pipe, in bytes.
 	maxHandedSecret = 4096
 
@@ -85,6 +88,30 @@ const (
 type handedState struct {
 	keySecret     []byte // the key secret in use
 	visitorSecret []byte // the random visitor secret in use; nil when none
+	// formats returns, on the old process's side, the key formats its
+	// engine hashes in at the handover (nil: format 2 alone).
+	formats func() rules.KeyFormats
+	// keyFormats is, on the new process's side, what the old process's
+	// memory-store keys were hashed in: handed (version 2), or format 1
+	// alone from a binary before key formats (version 1).
+	keyFormats rules.KeyFormats
+}
+
+// memoryKeyFormats returns the key formats a memory-store node started by
+// a binary upgrade hashes in at now, so that no restored counter is
+// forgotten (docs/deploying.md, "Key format and rolling upgrades"): keys
+// restored in format 1 are kept beside format 2 for a migration window of
+// lifetime (the policy's longest key lifetime) plus a minute; a window the
+// old process was in goes on to its end; otherwise format 2.
+func (h handedState) memoryKeyFormats(now time.Time, lifetime time.Duration) rules.KeyFormats {
+	f := h.keyFormats
+	switch {
+	case now.Before(f.DualUntil):
+		return rules.KeyFormats{Format: rules.KeyFormat2, DualUntil: f.DualUntil}
+	case f.Format == rules.KeyFormat1:
+		return rules.KeyFormats{Format: rules.KeyFormat2, DualUntil: now.Add(lifetime + time.Minute)}
+	}
+	return rules.KeyFormats{Format: rules.KeyFormat2}
 }
 
 // upgrader is the old process's side of a binary upgrade.
@@ -376,6 +403,16 @@ func writeHandedState(w io.Writer, st handedState) error {
 	b = append(b, st.keySecret...)
 	b = binary.AppendUvarint(b, uint64(len(st.visitorSecret)))
 	b = append(b, st.visitorSecret...)
+	f := rules.KeyFormats{Format: rules.KeyFormat2}
+	if st.formats != nil {
+		f = st.formats()
+	}
+	var until int64
+	if !f.DualUntil.IsZero() {
+		until = f.DualUntil.UnixMicro()
+	}
+	b = append(b, byte(f.Format))
+	b = binary.AppendVarint(b, until)
 	if _, err := w.Write(b); err != nil {
 		return fmt.Errorf("writing the state pipe: %w", err)
 	}
@@ -439,8 +476,9 @@ func (h *inheritance) readHandedState() error {
 	if _, err := io.ReadFull(h.stateR, head); err != nil {
 		return err
 	}
-	if string(head[:len(upgradeMagic)]) != upgradeMagic || head[len(upgradeMagic)] != upgradeVersion {
-		return fmt.Errorf("not version %d of the upgrade state (the previous binary is too old or too new to hand over to this one)", upgradeVersion)
+	version := head[len(upgradeMagic)]
+	if string(head[:len(upgradeMagic)]) != upgradeMagic || (version != upgradeVersion && version != upgradeVersionNoFormats) {
+		return fmt.Errorf("not version %d or %d of the upgrade state (the previous binary is too old or too new to hand over to this one)", upgradeVersionNoFormats, upgradeVersion)
 	}
 	for _, dst := range []*[]byte{&h.keySecret, &h.visitorSecret} {
 		n, err := binary.ReadUvarint(h.stateR)
@@ -457,6 +495,25 @@ func (h *inheritance) readHandedState() error {
 		if _, err := io.ReadFull(h.stateR, *dst); err != nil {
 			return err
 		}
+	}
+	if version == upgradeVersionNoFormats {
+		h.keyFormats = rules.KeyFormats{Format: rules.KeyFormat1}
+		return nil
+	}
+	format, err := h.stateR.ReadByte()
+	if err != nil {
+		return err
+	}
+	until, err := binary.ReadVarint(h.stateR)
+	if err != nil {
+		return err
+	}
+	if f := rules.KeyFormat(format); f != rules.KeyFormat1 && f != rules.KeyFormat2 {
+		return fmt.Errorf("key format %d (this binary knows 1 and 2)", format)
+	}
+	h.keyFormats = rules.KeyFormats{Format: rules.KeyFormat(format)}
+	if until != 0 {
+		h.keyFormats.DualUntil = time.UnixMicro(until)
 	}
 	return nil
 }

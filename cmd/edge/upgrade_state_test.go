@@ -148,7 +148,7 @@ func TestUpgradeStateRefusesAnOversizedSecret(t *testing.T) {
 	if err := h.readHandedState(); err == nil || !strings.Contains(err.Error(), "at most") {
 		t.Errorf("got %v, want a secret too long", err)
 	}
-	h = &inheritance{stateR: bufio.NewReader(strings.NewReader("edge-upgrade\x02"))}
+	h = &inheritance{stateR: bufio.NewReader(strings.NewReader("edge-upgrade\x03"))}
 	if err := h.readHandedState(); err == nil || !strings.Contains(err.Error(), "version") {
 		t.Errorf("another version: got %v", err)
 	}
