@@ -5,12 +5,14 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/redisstore"
+	"github.com/redis/go-redis/v9"
 )
 
 // fingerprintLabel is what the key secret's fingerprint is an HMAC of.
@@ -94,10 +96,14 @@ const (
 // reads have failed for keyFormatStale and e is not on format 2 for good,
 // e applies every op in both formats (unknownKeyFormat) until a read
 // succeeds: a node cut off from Redis through a migration's end must not
-// come back writing format 1 alone. now is the clock (tests inject one);
-// tick paces the loop.
+// come back writing format 1 alone. A marker gone from a Redis that
+// answers (restarted empty) is written back as this node last read it
+// (SET NX), so a node of the fleet starting next finds the fleet's format
+// rather than claiming format 2 beside nodes on format 1. now is the
+// clock (tests inject one); tick paces the loop.
 func watchKeyFormat(ctx context.Context, rs *redisstore.Store, e *rules.Engine, fp string, now func() time.Time, tick <-chan time.Time, log *slog.Logger) {
 	lastOK := now()
+	var last redisstore.FleetKeyFormat // the last read under fp; zero before one
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,6 +115,14 @@ func watchKeyFormat(ctx context.Context, rs *redisstore.Store, e *rules.Engine, 
 		cancel()
 		t := now()
 		switch {
+		case errors.Is(err, redis.Nil) && last.Fingerprint != "":
+			wctx, wcancel := context.WithTimeout(ctx, fingerprintTimeout)
+			_, werr := rs.ClaimKeyFingerprint(wctx, last.String(), false)
+			wcancel()
+			if werr == nil {
+				lastOK = t
+				log.Warn("the fleet's key format was gone from redis (restarted empty?): wrote back the one this node read last", "format", int(last.Format), "dual_until", last.DualUntil)
+			}
 		case err != nil:
 			cur := e.KeyFormats()
 			final := cur.Format == rules.KeyFormat2 && !t.Before(cur.DualUntil)
@@ -120,6 +134,7 @@ func watchKeyFormat(ctx context.Context, rs *redisstore.Store, e *rules.Engine, 
 			lastOK = t
 		default:
 			lastOK = t
+			last = held
 			if f := held.KeyFormats(); f != e.KeyFormats() {
 				log.Info("key format of the fleet changed", "format", int(f.Format), "dual_until", f.DualUntil)
 				e.SetKeyFormats(f)
