@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +10,9 @@ import (
 )
 
 // TestWatchKeyFormat drives the poller a Redis-backed node runs (main.go)
-// against a real redis-server, its ticks and clock the test's: a node of a
+// against a real redis-server, one read at a time on the test's goroutine
+// with the test's clock (a loop fed ticks would start its next read while
+// the test moves on, and race it): a node of a
 // format 1 fleet stays on format 1; a migration reaches it at the next
 // read; Redis gone for less than keyFormatStale changes nothing, and from
 // keyFormatStale on the node applies every op in both formats; once Redis
@@ -22,7 +22,7 @@ import (
 func TestWatchKeyFormat(t *testing.T) {
 	r := testredis.Start(t)
 	rs := redisStore(t, r.URL())
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := t.Context()
 	fp := keyFingerprint([]byte(secretA))
 	if _, err := rs.ClaimKeyFingerprint(ctx, fp, false); err != nil { // a format 1 fleet
 		t.Fatal(err)
@@ -32,29 +32,11 @@ func TestWatchKeyFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(1_800_000_000, 0)
-	var mu sync.Mutex
 	clock := t0
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	set := func(d time.Duration) { mu.Lock(); clock = t0.Add(d); mu.Unlock() }
-	tick := make(chan time.Time) // unbuffered: a send returns once the loop has taken it
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		watchKeyFormat(ctx, rs, e, fp, now, tick, slog.New(slog.DiscardHandler))
-	}()
-	defer func() { cancel(); <-done }()
-	// poll runs one read to its end: the second send is taken only once the
-	// loop is back waiting, the first read done.
-	poll := func() {
-		t.Helper()
-		for range 2 {
-			select {
-			case tick <- time.Time{}:
-			case <-time.After(time.Minute): // a hang guard, never the test's timing
-				t.Fatal("the poller took no tick in a minute")
-			}
-		}
-	}
+	now := func() time.Time { return clock }
+	set := func(d time.Duration) { clock = t0.Add(d) }
+	w := newKeyFormatPoller(rs, e, fp, now, slog.New(slog.DiscardHandler))
+	poll := func() { w.poll(ctx) } // one read, to its end, on the test's goroutine
 	want := func(step string, f rules.KeyFormats) {
 		t.Helper()
 		if got := e.KeyFormats(); got.Format != f.Format || !got.DualUntil.Equal(f.DualUntil) {

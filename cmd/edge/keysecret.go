@@ -90,55 +90,76 @@ const (
 	keyFormatStale = 3 * keyFormatPoll
 )
 
-// watchKeyFormat reads the fleet's key format every keyFormatPoll until
-// ctx ends and sets it on e. A fingerprint other than fp leaves e as it is
-// (the secret was rotated under the node, which restarts to follow). When
-// reads have failed for keyFormatStale and e is not on format 2 for good,
-// e applies every op in both formats (unknownKeyFormat) until a read
-// succeeds: a node cut off from Redis through a migration's end must not
-// come back writing format 1 alone. A marker gone from a Redis that
-// answers (restarted empty) is written back as this node last read it
-// (SET NX), so a node of the fleet starting next finds the fleet's format
-// rather than claiming format 2 beside nodes on format 1. now is the
-// clock (tests inject one); tick paces the loop.
+// watchKeyFormat reads the fleet's key format on every tick until ctx
+// ends and sets it on e (keyFormatPoller.poll says how). now is the clock
+// (tests inject one); tick paces the loop.
 func watchKeyFormat(ctx context.Context, rs *redisstore.Store, e *rules.Engine, fp string, now func() time.Time, tick <-chan time.Time, log *slog.Logger) {
-	lastOK := now()
-	var last redisstore.FleetKeyFormat // the last read under fp; zero before one
+	p := newKeyFormatPoller(rs, e, fp, now, log)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
+			p.poll(ctx)
 		}
-		rctx, cancel := context.WithTimeout(ctx, fingerprintTimeout)
-		held, err := rs.ReadKeyFormat(rctx)
-		cancel()
-		t := now()
-		switch {
-		case errors.Is(err, redis.Nil) && last.Fingerprint != "":
-			wctx, wcancel := context.WithTimeout(ctx, fingerprintTimeout)
-			_, werr := rs.ClaimKeyFingerprint(wctx, last.String(), false)
-			wcancel()
-			if werr == nil {
-				lastOK = t
-				log.Warn("the fleet's key format was gone from redis (restarted empty?): wrote back the one this node read last", "format", int(last.Format), "dual_until", last.DualUntil)
-			}
-		case err != nil:
-			cur := e.KeyFormats()
-			final := cur.Format == rules.KeyFormat2 && !t.Before(cur.DualUntil)
-			if t.Sub(lastOK) >= keyFormatStale && !final && cur != unknownKeyFormat() {
-				log.Warn("could not read the fleet's key format: applying every counter op in both formats until it is read", "error", err.Error())
-				e.SetKeyFormats(unknownKeyFormat())
-			}
-		case held.Fingerprint != fp:
-			lastOK = t
-		default:
-			lastOK = t
-			last = held
-			if f := held.KeyFormats(); f != e.KeyFormats() {
-				log.Info("key format of the fleet changed", "format", int(f.Format), "dual_until", f.DualUntil)
-				e.SetKeyFormats(f)
-			}
+	}
+}
+
+// keyFormatPoller is what watchKeyFormat carries from one read to the
+// next: when a read last succeeded, and what it read under fp.
+type keyFormatPoller struct {
+	rs     *redisstore.Store
+	e      *rules.Engine
+	fp     string
+	now    func() time.Time
+	log    *slog.Logger
+	lastOK time.Time
+	last   redisstore.FleetKeyFormat // the last read under fp; zero before one
+}
+
+func newKeyFormatPoller(rs *redisstore.Store, e *rules.Engine, fp string, now func() time.Time, log *slog.Logger) *keyFormatPoller {
+	return &keyFormatPoller{rs: rs, e: e, fp: fp, now: now, log: log, lastOK: now()}
+}
+
+// poll reads the fleet's key format once, within fingerprintTimeout, and
+// sets it on e. A fingerprint other than fp leaves e as it is (the secret
+// was rotated under the node, which restarts to follow). When reads have
+// failed for keyFormatStale and e is not on format 2 for good, e applies
+// every op in both formats (unknownKeyFormat) until a read succeeds: a
+// node cut off from Redis through a migration's end must not come back
+// writing format 1 alone. A marker gone from a Redis that answers
+// (restarted empty) is written back as this node last read it (SET NX),
+// so a node of the fleet starting next finds the fleet's format rather
+// than claiming format 2 beside nodes on format 1.
+func (p *keyFormatPoller) poll(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, fingerprintTimeout)
+	held, err := p.rs.ReadKeyFormat(rctx)
+	cancel()
+	t := p.now()
+	switch {
+	case errors.Is(err, redis.Nil) && p.last.Fingerprint != "":
+		wctx, wcancel := context.WithTimeout(ctx, fingerprintTimeout)
+		_, werr := p.rs.ClaimKeyFingerprint(wctx, p.last.String(), false)
+		wcancel()
+		if werr == nil {
+			p.lastOK = t
+			p.log.Warn("the fleet's key format was gone from redis (restarted empty?): wrote back the one this node read last", "format", int(p.last.Format), "dual_until", p.last.DualUntil)
+		}
+	case err != nil:
+		cur := p.e.KeyFormats()
+		final := cur.Format == rules.KeyFormat2 && !t.Before(cur.DualUntil)
+		if t.Sub(p.lastOK) >= keyFormatStale && !final && cur != unknownKeyFormat() {
+			p.log.Warn("could not read the fleet's key format: applying every counter op in both formats until it is read", "error", err.Error())
+			p.e.SetKeyFormats(unknownKeyFormat())
+		}
+	case held.Fingerprint != p.fp:
+		p.lastOK = t
+	default:
+		p.lastOK = t
+		p.last = held
+		if f := held.KeyFormats(); f != p.e.KeyFormats() {
+			p.log.Info("key format of the fleet changed", "format", int(f.Format), "dual_until", f.DualUntil)
+			p.e.SetKeyFormats(f)
 		}
 	}
 }
