@@ -9,11 +9,19 @@
 #   minproxy bench/minproxy, fasthttp with no rules
 #   nginx    NGINX on bench/nginx.conf (limit_req per client address),
 #            installed from Debian's nginx-light when missing
+# and, with -redis, one redis-server (no persistence) and
+#   edge-redis  the edge on bench/policy.hcl, Redis store (its five
+#               rules in one script call per request)
+#   redisrate   bench/redisrate, fasthttp calling go-redis/redis_rate
+#               once per request, on the same Redis
 # then puts the same load on each in alternation, every round and level
-# in the same order (edge nginx minproxy norules origin, edge nginx …),
-# and prints the medians over the rounds and the median of each round's
-# ratios: edge ÷ nginx, edge ÷ minproxy, edge ÷ norules (requests per
-# second), and the p99 each proxy adds over the origin alone.
+# in the same order (edge nginx minproxy norules origin [edge-redis
+# redisrate], edge nginx …), and prints the medians over the rounds and
+# the median of each round's ratios: edge ÷ nginx, edge ÷ minproxy,
+# edge ÷ norules, and with -redis edge-redis ÷ redisrate and
+# edge-redis ÷ edge (requests per second), and the p99 each proxy adds
+# over the origin alone. -targets runs a subset, in that order (the
+# ratios whose two targets ran are printed).
 #
 # The load: GET /api/bench, 1000 client addresses in X-Forwarded-For and
 # 100 API keys in X-Api-Key, in a closed loop of N connections (the load
@@ -21,10 +29,11 @@
 # (one address and one key then: the rules still match every request).
 #
 # Usage: bench/run.sh [-rounds 5] [-levels 32,128] [-duration 10s]
-#                     [-warmup 1s] [-tool auto|loadtest|wrk] [-keep]
+#                     [-warmup 1s] [-tool auto|loadtest|wrk] [-redis]
+#                     [-targets edge,edge-redis,redisrate,…] [-keep]
 # Everything listens on 127.0.0.1 on free ports, and stops when the
 # script ends; each load run is bounded by -warmup + -duration. The
-# whole run takes about rounds × levels × 5 × (warmup + duration).
+# whole run takes about rounds × levels × targets × (warmup + duration).
 # Numbers from a machine that also runs other jobs compare the targets
 # under the same conditions, not what any of them does alone.
 set -euo pipefail
@@ -35,6 +44,8 @@ duration=10s
 warmup=1s
 tool=auto
 keep=0
+redis=0
+only=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-rounds) rounds=$2; shift 2 ;;
@@ -43,6 +54,8 @@ while [ $# -gt 0 ]; do
 	-warmup) warmup=$2; shift 2 ;;
 	-tool) tool=$2; shift 2 ;;
 	-keep) keep=1; shift ;;
+	-redis) redis=1; shift ;;
+	-targets) only=$2; shift 2 ;;
 	-h | -help | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (-h for usage)" >&2; exit 2 ;;
 	esac
@@ -68,9 +81,27 @@ echo "building edge, loadtest, minproxy into $tmp" >&2
 go build -o "$tmp/edge" ./cmd/edge
 go build -o "$tmp/loadtest" ./loadtest
 go build -o "$tmp/minproxy" ./bench/minproxy
+targets=(edge nginx minproxy norules origin)
+if [ "$redis" = 1 ]; then
+	targets+=(edge-redis redisrate)
+	redisserver=$(command -v redis-server || true)
+	[ -n "$redisserver" ] || { echo "run.sh: -redis needs redis-server (Debian's redis-server package)" >&2; exit 2; }
+	(cd bench/redisrate && go build -o "$tmp/redisrate" .)
+fi
+if [ -n "$only" ]; then
+	picked=()
+	for t in "${targets[@]}"; do
+		case ",$only," in *",$t,"*) picked+=("$t") ;; esac
+	done
+	for t in ${only//,/ }; do
+		case " ${targets[*]} " in *" $t "*) ;; *) echo "run.sh: -targets: no target $t (${targets[*]}; edge-redis and redisrate need -redis)" >&2; exit 2 ;; esac
+	done
+	targets=("${picked[@]}")
+fi
+want() { case " ${targets[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
 nginx=$(command -v nginx || true)
 [ -z "$nginx" ] && [ -x /usr/sbin/nginx ] && nginx=/usr/sbin/nginx
-if [ -z "$nginx" ]; then
+if [ -z "$nginx" ] && want nginx; then
 	echo "nginx is missing: installing Debian's nginx-light" >&2
 	sudo=""
 	[ "$(id -u)" = 0 ] || sudo="sudo -n"
@@ -86,13 +117,16 @@ loadtest) ;;
 *) echo "run.sh: -tool must be auto, loadtest or wrk" >&2; exit 2 ;;
 esac
 
-# freeport prints a loopback port nothing listens on now (and that no
-# other call of this run returned).
+# freeport prints a loopback port nothing listens on now, below the
+# kernel's ephemeral range (where an outgoing connection of this or
+# another job may hold the port: bind would fail).
+ephemeral=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$ephemeral" -gt 21000 ] || ephemeral=60000
 used=" "
 freeport() {
 	local p
 	while :; do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % (ephemeral - 20000)))
 		case "$used" in *" $p "*) continue ;; esac
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			used="$used$p "
@@ -129,20 +163,40 @@ pids+=($!)
 pids+=($!)
 "$tmp/minproxy" -listen "127.0.0.1:$minproxy" -upstream "127.0.0.1:$origin" >"$tmp/minproxy.log" 2>&1 &
 pids+=($!)
-mkdir -p "$tmp/nginx"
-user=""
-[ "$(id -u)" = 0 ] && user="user root;"
-sed -e "s/@USER@/$user/" -e "s/@LISTEN@/127.0.0.1:$nginxport/" -e "s/@UPSTREAM@/127.0.0.1:$origin/" bench/nginx.conf >"$tmp/nginx/nginx.conf"
-"$nginx" -t -q -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log"
-"$nginx" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" -g "daemon off;" >"$tmp/nginx.log" 2>&1 &
-pids+=($!)
+if want nginx; then
+	mkdir -p "$tmp/nginx"
+	user=""
+	[ "$(id -u)" = 0 ] && user="user root;"
+	sed -e "s/@USER@/$user/" -e "s/@LISTEN@/127.0.0.1:$nginxport/" -e "s/@UPSTREAM@/127.0.0.1:$origin/" bench/nginx.conf >"$tmp/nginx/nginx.conf"
+	"$nginx" -t -q -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log"
+	"$nginx" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" -g "daemon off;" >"$tmp/nginx.log" 2>&1 &
+	pids+=($!)
+fi
+declare -A port=([edge]=$edge [nginx]=$nginxport [minproxy]=$minproxy [norules]=$norules [origin]=$origin)
+if [ "$redis" = 1 ]; then
+	# One Redis for both, without persistence (a snapshot or an AOF
+	# rewrite in a run would be noise), on loopback only. The edge's key
+	# secret is random: the keys only have to agree within this run.
+	redisport=$(freeport) edgeredis=$(freeport) edgeredisadmin=$(freeport) redisrate=$(freeport)
+	"$redisserver" --port "$redisport" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$tmp" --logfile "$tmp/redis.log" --daemonize no >/dev/null 2>&1 &
+	pids+=($!)
+	waitport "$redisport" redis
+	EDGE_KEY_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n') "$tmp/edge" serve -config bench/policy.hcl \
+		-store "redis://127.0.0.1:$redisport/0" -log-level warn \
+		-listen "127.0.0.1:$edgeredis" -admin "127.0.0.1:$edgeredisadmin" -upstream "http://127.0.0.1:$origin" >"$tmp/edge-redis.log" 2>&1 &
+	pids+=($!)
+	"$tmp/redisrate" -listen "127.0.0.1:$redisrate" -upstream "127.0.0.1:$origin" -redis "127.0.0.1:$redisport" >"$tmp/redisrate.log" 2>&1 &
+	pids+=($!)
+	waitport "$edgeredis" edge-redis
+	waitport "$redisrate" redisrate
+	port[edge-redis]=$edgeredis
+	port[redisrate]=$redisrate
+fi
 waitport "$edge" edge
 waitport "$norules" norules
 waitport "$minproxy" minproxy
-waitport "$nginxport" nginx
-
-targets=(edge nginx minproxy norules origin)
-declare -A port=([edge]=$edge [nginx]=$nginxport [minproxy]=$minproxy [norules]=$norules [origin]=$origin)
+want nginx && waitport "$nginxport" nginx
 
 # ---- one load run -------------------------------------------------------------
 # load TARGET CONNECTIONS prints "rps p99_ms non2xx errors" for one run.
@@ -186,20 +240,22 @@ for round in $(seq "$rounds"); do
 			line=$(load "$t" "$c")
 			read -r rps p99 non err <<<"$line"
 			if [ -z "$err" ]; then echo "run.sh: the load on $t at $c connections gave no result" >&2; exit 1; fi
-			printf "round %d  %4d conns  %-8s  %8.0f req/s  p99 %7.3fms  non-2xx %s  errors %s\n" "$round" "$c" "$t" "$rps" "$p99" "$non" "$err" >&2
+			printf "round %d  %4d conns  %-10s  %8.0f req/s  p99 %7.3fms  non-2xx %s  errors %s\n" "$round" "$c" "$t" "$rps" "$p99" "$non" "$err" >&2
 			echo "$round $c $t $rps $p99 $non $err" >>"$results"
 		done
 	done
 done
 
-# The edge's decisions on the bench policy: every rule matched every
+# The edges' decisions on the bench policy: every rule matched every
 # request, none refused (the bench's premise).
-metrics=$(curl -fsS "http://127.0.0.1:$edgeadmin/metrics" | grep '^edge_decisions_total' || true)
+declare -A metrics=()
+want edge && metrics[edge]=$(curl -fsS "http://127.0.0.1:$edgeadmin/metrics" | grep '^edge_decisions_total' || true)
+want edge-redis && metrics[edge-redis]=$(curl -fsS "http://127.0.0.1:$edgeredisadmin/metrics" | grep '^edge_decisions_total' || true)
 
 # ---- the medians and ratios ---------------------------------------------------
 echo
 echo "bench/run.sh: $tool, GET /api/bench, $rounds rounds, $duration per run after a $warmup warm-up"
-echo "machine: $(nproc) CPUs ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(uname -sr); $(go version | cut -d' ' -f3); $("$nginx" -v 2>&1 | sed 's/^nginx version: //'); load average before $(cut -d' ' -f1-3 <<<"$load0")"
+echo "machine: $(nproc) CPUs ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(uname -sr); $(go version | cut -d' ' -f3)${nginx:+; $("$nginx" -v 2>&1 | sed 's/^nginx version: //')}$([ "$redis" = 1 ] && echo "; $("$redisserver" --version | cut -d' ' -f1-3)"); load average before $(cut -d' ' -f1-3 <<<"$load0")"
 awk -v targets="${targets[*]}" -v levels="${levels//,/ }" '
 	function median(a, n,   i, j, t) {
 		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
@@ -208,6 +264,7 @@ awk -v targets="${targets[*]}" -v levels="${levels//,/ }" '
 	{ rps[$2, $3, $1] = $4; p99[$2, $3, $1] = $5; non[$2, $3] += $6; err[$2, $3] += $7; if ($1 > rounds) rounds = $1 }
 	END {
 		nt = split(targets, T, " "); nl = split(levels, L, " ")
+		for (t = 1; t <= nt; t++) ran[T[t]] = 1
 		for (l = 1; l <= nl; l++) {
 			c = L[l]
 			printf "\n%d connections        median req/s   median p99 ms   non-2xx   errors\n", c
@@ -219,31 +276,40 @@ awk -v targets="${targets[*]}" -v levels="${levels//,/ }" '
 				printf "  %-18s %12.0f   %13.3f   %7d   %6d\n", T[t], mr, mp, non[c, T[t]], err[c, T[t]]
 			}
 			printf "  median of the rounds'"'"' ratios:\n"
-			split("nginx minproxy norules", B, " ")
-			for (b = 1; b <= 3; b++) {
-				for (r = 1; r <= rounds; r++) { a[r] = rps[c, B[b], r] > 0 ? rps[c, "edge", r] / rps[c, B[b], r] : 0 }
-				printf "    edge ÷ %-9s %.2f×\n", B[b], median(a, rounds)
+			np = split("edge/nginx edge/minproxy edge/norules edge-redis/redisrate edge-redis/edge", P, " ")
+			for (i = 1; i <= np; i++) {
+				split(P[i], ab, "/")
+				if (!(ab[1] in ran) || !(ab[2] in ran)) continue
+				for (r = 1; r <= rounds; r++) { a[r] = rps[c, ab[2], r] > 0 ? rps[c, ab[1], r] / rps[c, ab[2], r] : 0 }
+				printf "    %s ÷ %-9s %.2f×\n", ab[1], ab[2], median(a, rounds)
 			}
 			printf "  p99 added over the origin alone (median of the rounds):\n"
 			for (t = 1; t <= nt; t++) {
-				if (T[t] == "origin") continue
+				if (T[t] == "origin" || !("origin" in ran)) continue
 				for (r = 1; r <= rounds; r++) { a[r] = p99[c, T[t], r] - p99[c, "origin", r] }
 				printf "    %-9s %+.3fms\n", T[t], median(a, rounds)
 			}
 		}
 	}' "$results"
 
-echo
-echo "edge decisions on bench/policy.hcl, those not zero (every rule matched every request and allowed it):"
-echo "$metrics" | grep -v ' 0$' | sed 's/^/  /'
 bad=0
-for r in bench-per-ip bench-per-network bench-per-api-key bench-per-route bench-per-ip-shadow; do
-	echo "$metrics" | grep -q "rule=\"$r\"" || { echo "run.sh: rule $r decided nothing" >&2; bad=1; }
+for e in edge edge-redis; do
+	want "$e" || continue
+	m=${metrics[$e]}
+	echo
+	echo "$e decisions on bench/policy.hcl, those not zero (every rule matched every request and allowed it):"
+	echo "$m" | grep -v ' 0$' | sed 's/^/  /'
+	for r in bench-per-ip bench-per-network bench-per-api-key bench-per-route bench-per-ip-shadow; do
+		echo "$m" | grep -q "rule=\"$r\"" || { echo "run.sh: $e: rule $r decided nothing" >&2; bad=1; }
+	done
+	# A store_error decision (the Redis-backed edge past its budget, failing
+	# open) forwarded a request its rules did not count: such a run is not
+	# a capacity.
+	if echo "$m" | grep -E 'decision="(deny|dry_run_deny|skip|store_error_[a-z]+|missing_identity|invalid_identity)"' | grep -qv ' 0$'; then
+		echo "run.sh: $e did not allow every request by its rules (see its decisions above)" >&2
+		bad=1
+	fi
 done
-if echo "$metrics" | grep -E 'decision="(deny|dry_run_deny|skip|store_error_[a-z]+|missing_identity|invalid_identity)"' | grep -qv ' 0$'; then
-	echo "run.sh: the edge did not allow every request (see its decisions above)" >&2
-	bad=1
-fi
 if awk '$6 > 0 || $7 > 0 { found = 1 } END { exit !found }' "$results"; then
 	echo "run.sh: some runs had answers outside 2xx or errors (see the tables): those targets did not forward every request" >&2
 	bad=1
