@@ -294,6 +294,13 @@ func retryAfter(rs *reqState, d *rules.Decision) time.Duration {
 func sharedStorable(h *fasthttp.ResponseHeader) bool {
 	var cc, targeted cacheDirectives
 	for k, v := range h.All() {
+		switch len(k) {
+		case len(strCacheControl), len(strExpires), len(strCDNCacheControl), len(strXAccelExpires):
+			// The lengths of the names below (Surrogate-Control is as long
+			// as CDN-Cache-Control): any other name is none of them.
+		default:
+			continue
+		}
 		switch {
 		case bytes.EqualFold(k, strCacheControl):
 			cc.parse(v)
