@@ -327,8 +327,8 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	stripJA4Header(req, p, trusted)
 	setJA4Header(req, rs)
 	req.Header.ResetConnectionClose()
-	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
-	req.Header.SetBytesV("X-Forwarded-Proto", proto)
+	req.Header.SetCanonical(hdrXForwardedFor, rs.xff)
+	req.Header.SetCanonical(hdrXForwardedProto, proto)
 	// The host the rules matched, in the one spelling they matched it
 	// (requestHost): never the client's Host beside another target.
 	req.Header.SetHostBytes(rs.authority)
@@ -351,9 +351,9 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		// the client's copies of these headers were stripped above.
 		res := st.bots.Result(&rs.req, rs.sc)
 		rs.hdr = res.AppendScore(rs.hdr[:0])
-		req.Header.SetBytesV("X-Edge-Bot-Score", rs.hdr)
+		req.Header.SetCanonical(hdrXEdgeBotScore, rs.hdr)
 		rs.hdr = res.Reasons.AppendNames(rs.hdr[:0])
-		req.Header.SetBytesV("X-Edge-Bot-Reasons", rs.hdr)
+		req.Header.SetCanonical(hdrXEdgeBotReasons, rs.hdr)
 	}
 	defer func() {
 		if clientClose {
@@ -453,6 +453,18 @@ var originSchemeHeaders = [...]string{
 	"x-forwarded-proto", "x-forwarded-scheme", "x-url-scheme", "x-forwarded-ssl", "front-end-https", "x-forwarded-protocol",
 }
 
+// The names of the headers the edge sets on the forwarded request, in
+// fasthttp's canonical form (what SetBytesV would normalise them to), so
+// SetCanonical sets them without normalising a constant per request.
+var (
+	hdrConnection      = []byte("Connection")
+	hdrXForwardedFor   = []byte("X-Forwarded-For")
+	hdrXForwardedProto = []byte("X-Forwarded-Proto")
+	hdrXEdgeVisitor    = []byte("X-Edge-Visitor")
+	hdrXEdgeBotScore   = []byte("X-Edge-Bot-Score")
+	hdrXEdgeBotReasons = []byte("X-Edge-Bot-Reasons")
+)
+
 var (
 	schemeHTTP  = []byte("http")
 	schemeHTTPS = []byte("https")
@@ -508,7 +520,7 @@ func (s *Server) visitorHeader(st *policyState, rs *reqState, req *fasthttp.Requ
 	}
 	if ok {
 		rs.hdr = st.signer.AppendVisitorHash(rs.hdr[:0], id)
-		req.Header.SetBytesV("X-Edge-Visitor", rs.hdr)
+		req.Header.SetCanonical(hdrXEdgeVisitor, rs.hdr)
 	}
 	return mint
 }
@@ -540,7 +552,14 @@ func (s *Server) sanitizeHeaders(rs *reqState, req *fasthttp.Request, keepForwar
 func (s *Server) dropClientHeaders(rs *reqState, h *fasthttp.RequestHeader, keepForwarded bool, read []string) (hop bool) {
 	rs.edgeHdrs = rs.edgeHdrs[:0]
 	for k := range h.All() {
-		if isHopByHop(k) {
+		if !knownShape(k) {
+			// Neither hop-by-hop nor dropHeader's (nearly every name):
+			// only the policy's own names are left to compare.
+			if otherSpelling(k, read) {
+				rs.edgeHdrs = append(rs.edgeHdrs, k...)
+				rs.edgeHdrs = append(rs.edgeHdrs, 0)
+			}
+		} else if isHopByHop(k) {
 			hop = true
 		} else if dropHeader(k, keepForwarded) || otherSpelling(k, read) {
 			rs.edgeHdrs = append(rs.edgeHdrs, k...)
@@ -614,6 +633,31 @@ func otherSpelling(k []byte, read []string) bool {
 	return false
 }
 
+// nameShapes[c] has bit n set when a name isHopByHop or dropHeader
+// matches can start with the folded byte c (headerNameByte) and be n bytes
+// long; bit 63 stands for every length from 63 up. The X-Edge-* prefix sets
+// every length from 7 for 'x'. Built once from the lists above.
+var nameShapes = func() (t [256]uint64) {
+	add := func(name string) { t[headerNameByte(name[0])] |= 1 << min(len(name), 63) }
+	for _, l := range [][]string{hopByHop[:], clientIPHeaders[:], originRouteHeaders[:], originSchemeHeaders[:], methodOverrideHeaders[:]} {
+		for _, name := range l {
+			add(name)
+		}
+	}
+	t['x'] |= ^uint64(1<<len("x-edge-") - 1)
+	return t
+}()
+
+// knownShape reports whether k could be a name isHopByHop or dropHeader
+// matches (nameShapes): when it is false, neither does, and the pass over
+// the header skips their comparisons. It never says false for a name they
+// match: both fold the first byte as headerNameByte does (isHopByHop's
+// EqualFold agrees on letters, and every listed name starts with one) and
+// match only names of a listed length, or the X-Edge-* prefix.
+func knownShape(k []byte) bool {
+	return len(k) > 0 && nameShapes[headerNameByte(k[0])]&(1<<min(len(k), 63)) != 0
+}
+
 // headerNameByte folds one byte of a header name as dropHeader compares
 // names: ASCII letters to lower case, digits kept, anything else "-".
 func headerNameByte(c byte) byte {
@@ -673,7 +717,7 @@ func isHopByHop(k []byte) bool {
 // names: they are hop-by-hop too, except the request's framing and routing
 // ("Connection: Host" must not unroute it).
 func stripConnectionTokens(h *fasthttp.RequestHeader) {
-	c := h.Peek("Connection")
+	c := h.PeekCanonical(hdrConnection) // Peek("Connection"), its name canonical
 	if len(c) == 0 {
 		return
 	}

@@ -58,3 +58,90 @@ func TestHygieneNoHopByHop(t *testing.T) {
 		t.Errorf("after the hygiene:\n%s", req.String())
 	}
 }
+
+// TestKnownShapeCoversTheLists: every name isHopByHop or dropHeader
+// matches, in the spellings origins read alike (letter case, "_" and "."
+// for "-") and under the X-Edge-* prefix at any length, has a known shape,
+// so the pass that skips the others skips none of theirs; and common names
+// that are none of them are skipped.
+func TestKnownShapeCoversTheLists(t *testing.T) {
+	var names []string
+	for _, l := range [][]string{hopByHop[:], clientIPHeaders[:], originRouteHeaders[:], originSchemeHeaders[:], methodOverrideHeaders[:]} {
+		names = append(names, l...)
+	}
+	names = append(names, "X-Edge-Visitor", "x-edge-", "X_EDGE_A", "X-Edge-"+strings.Repeat("a", 100))
+	for _, n := range names {
+		for _, v := range []string{n, strings.ToUpper(n), strings.ToLower(n), strings.ReplaceAll(n, "-", "_"), strings.ReplaceAll(n, "-", ".")} {
+			k := []byte(v)
+			if !(isHopByHop(k) || dropHeader(k, false) || dropHeader(k, true)) {
+				continue
+			}
+			if !knownShape(k) {
+				t.Errorf("%q is matched but knownShape says no", v)
+			}
+		}
+	}
+	// The check above is not empty: every listed name but the method
+	// overrides (kept in their own spelling) is matched as written, and
+	// an override in another spelling is.
+	for _, n := range names[:len(names)-len(methodOverrideHeaders)-4] {
+		if !isHopByHop([]byte(n)) && !dropHeader([]byte(n), false) {
+			t.Errorf("%q: the list's own spelling is not matched", n)
+		}
+	}
+	if !dropHeader([]byte("X_HTTP_Method_Override"), false) {
+		t.Error("X_HTTP_Method_Override is not dropped")
+	}
+	for _, n := range []string{"Host", "Accept", "User-Agent", "Accept-Encoding", "Content-Type", "Cookie", "Referer"} {
+		if knownShape([]byte(n)) {
+			t.Errorf("%q has a known shape: the pass compares it against every list", n)
+		}
+	}
+}
+
+// FuzzKnownShape: a name knownShape skips is never one isHopByHop or
+// dropHeader matches.
+func FuzzKnownShape(f *testing.F) {
+	for _, s := range []string{"Keep-Alive", "x_edge_a", "TE", "Forwarded", "X-Api-Key", "\u212aeep-Alive"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, k []byte) {
+		if !knownShape(k) && (isHopByHop(k) || dropHeader(k, false) || dropHeader(k, true)) {
+			t.Fatalf("%q is matched but knownShape says no", k)
+		}
+	})
+}
+
+// TestCanonicalHeaderNames: the names forward sets with SetCanonical are
+// in the form fasthttp normalises them to, so setting them so is setting
+// them with SetBytesV: one line, replacing any other of that name.
+func TestCanonicalHeaderNames(t *testing.T) {
+	for _, k := range [][]byte{hdrXForwardedFor, hdrXForwardedProto, hdrXEdgeVisitor, hdrXEdgeBotScore, hdrXEdgeBotReasons} {
+		var a, b fasthttp.RequestHeader
+		a.Set(string(k), "old")
+		b.Set(string(k), "old")
+		a.SetBytesV(strings.ToLower(string(k)), []byte("v"))
+		b.SetCanonical(k, []byte("v"))
+		if a.String() != b.String() {
+			t.Errorf("%s: SetCanonical gives %q, SetBytesV %q", k, b.String(), a.String())
+		}
+		if n := len(b.PeekAll(string(k))); n != 1 {
+			t.Errorf("%s: %d lines after SetCanonical, want 1", k, n)
+		}
+	}
+}
+
+// TestConnectionPeekCanonical: stripConnectionTokens reads Connection as
+// Peek("Connection") does, whatever the client's spelling.
+func TestConnectionPeekCanonical(t *testing.T) {
+	for _, raw := range []string{"connection: Keep-Alive, X-Foo", "CONNECTION: close", "Connection: te"} {
+		var req fasthttp.Request
+		if err := req.Read(bufio.NewReader(strings.NewReader("GET / HTTP/1.1\r\nHost: a\r\n" + raw + "\r\n\r\n"))); err != nil {
+			t.Fatal(err)
+		}
+		got, want := string(req.Header.PeekCanonical(hdrConnection)), string(req.Header.Peek("Connection"))
+		if got != want || want == "" {
+			t.Errorf("%q: PeekCanonical %q, Peek %q", raw, got, want)
+		}
+	}
+}
