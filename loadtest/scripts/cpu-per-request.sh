@@ -38,7 +38,10 @@ t0=$(awk '{print $16 + $17}' /proc/$$/stat)
 "$bin" "$@" >"$out" 2>&1 || { cat "$out"; exit 1; }
 t1=$(awk '{print $16 + $17}' /proc/$$/stat)
 cat "$out"
+# The answered requests: the throughput scenario's table, or the result
+# line of the others (plain, bench/run.sh's load).
 n=$(awk -F'|' '/^\| http/ {gsub(/ /, "", $3); print $3; exit}' "$out")
+[ -n "$n" ] || n=$(awk '/^result: / {for (i = 2; i <= NF; i++) if ($i ~ /^requests=/) {sub(/^requests=/, "", $i); print $i; exit}}' "$out")
 [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "no requests in the report" >&2; exit 1; }
 echo
 echo "CPU per answered request ($n requests):"
