@@ -368,7 +368,12 @@ func serve(args []string, stderr io.Writer) int {
 	if err := sd.ready(); err != nil {
 		log.Warn("could not tell systemd the node is ready", "error", err.Error())
 	}
+	// STOPPING=1 goes as the drain begins; the node waits for it before it
+	// exits, or a busy machine could end the process first and systemd
+	// would never hear it.
+	told := make(chan struct{})
 	go func() {
+		defer close(told)
 		<-ctx.Done()
 		if !upg.handingOver() {
 			_ = sd.stopping()
@@ -404,6 +409,8 @@ func serve(args []string, stderr io.Writer) int {
 			stop()
 		}
 	}
+	stop()
+	<-told
 	if upg.handingOver() {
 		return upg.handOver()
 	}
