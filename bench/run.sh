@@ -295,7 +295,7 @@ awk -v targets="${targets[*]}" -v levels="${levels//,/ }" '
 				for (r = 1; r <= rounds; r++) { a[r] = rps[c, ab[2], r] > 0 ? rps[c, ab[1], r] / rps[c, ab[2], r] : 0 }
 				printf "    %s ÷ %-9s %.2f×\n", ab[1], ab[2], median(a, rounds)
 			}
-			printf "  p99 added over the origin alone (median of the rounds):\n"
+			if ("origin" in ran) printf "  p99 added over the origin alone (median of the rounds):\n"
 			for (t = 1; t <= nt; t++) {
 				if (T[t] == "origin" || !("origin" in ran)) continue
 				for (r = 1; r <= rounds; r++) { a[r] = p99[c, T[t], r] - p99[c, "origin", r] }
