@@ -453,9 +453,10 @@ var originSchemeHeaders = [...]string{
 	"x-forwarded-proto", "x-forwarded-scheme", "x-url-scheme", "x-forwarded-ssl", "front-end-https", "x-forwarded-protocol",
 }
 
-// The names of the headers the edge sets on the forwarded request, in
-// fasthttp's canonical form (what SetBytesV would normalise them to), so
-// SetCanonical sets them without normalising a constant per request.
+// The names of the headers the edge sets on the forwarded request (and
+// Connection, which it reads), in fasthttp's canonical form (what
+// SetBytesV and Peek would normalise them to), so that SetCanonical and
+// PeekCanonical use them without normalising a constant per request.
 var (
 	hdrConnection      = []byte("Connection")
 	hdrXForwardedFor   = []byte("X-Forwarded-For")
