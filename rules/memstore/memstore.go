@@ -111,9 +111,18 @@ type shard struct {
 
 // entry is one key's state, when it has decayed to empty, and its place in
 // its budget's part of its shard: the recency list and the expiry heap.
+//
+// The state is held compact, not as a rules.State (80 B): the scalar
+// fields in place, and the arrays only sliding_log and distinct use behind
+// one pointer, nil for a key that never had one. An entry is then 112 B on
+// amd64 (the 112 B size class, where a rules.State in place made it 152 B,
+// the 160 B class): with its map slot and heap slot, about 190 B a tracked
+// GCRA key (docs/memory-store.md, "Memory per key"). load and store convert
+// to and from rules.State around rules.Check and rules.Settle.
 type entry struct {
-	st        rules.State
-	expiresAt int64 // µs since the epoch
+	at, n, before int64   // rules.State's At, N and Prev
+	arr           *arrays // rules.State's Log and Seen; nil until a key has one
+	expiresAt     int64   // µs since the epoch
 	// heapAt orders the expiry heap: never later than expiresAt (a take
 	// that extends expiresAt leaves it, so the hot path never touches the
 	// heap; it is brought up to date when it reaches the top).
@@ -121,8 +130,48 @@ type entry struct {
 	key        rules.Key
 	prev, next *entry // towards the most and the least recently used
 	part       *part
-	idx        int32  // position in part.heap
-	gen        uint32 // the shard's gen when last touched
+	idx        int32           // position in part.heap
+	gen        uint32          // the shard's gen when last touched
+	alg        rules.Algorithm // rules.State's Alg
+}
+
+// arrays are the Log and Seen of a key's rules.State, apart from its entry
+// so that the keys of the other algorithms do not carry them. They stay
+// with the entry through expiry and reuse as a spare, so a log's or a
+// distinct set's array is allocated once per entry.
+type arrays struct {
+	log  []int64
+	seen []rules.Seen
+}
+
+// load returns e's state as a rules.State, sharing e's arrays.
+func (e *entry) load() rules.State {
+	st := rules.State{Alg: e.alg, At: e.at, N: e.n, Prev: e.before}
+	if e.arr != nil {
+		st.Log, st.Seen = e.arr.log, e.arr.seen
+	}
+	return st
+}
+
+// store sets e's state to st, keeping st's arrays (allocating the arrays
+// holder the first time st has one).
+func (e *entry) store(st *rules.State) {
+	e.alg, e.at, e.n, e.before = st.Alg, st.At, st.N, st.Prev
+	switch {
+	case e.arr != nil:
+		e.arr.log, e.arr.seen = st.Log, st.Seen
+	case st.Log != nil || st.Seen != nil:
+		e.arr = &arrays{log: st.Log, seen: st.Seen}
+	}
+}
+
+// clear sets e's state to the fresh state of every algorithm, keeping its
+// arrays, emptied, for reuse (rules.State.Cleared).
+func (e *entry) clear() {
+	e.alg, e.at, e.n, e.before = 0, 0, 0, 0
+	if e.arr != nil {
+		e.arr.log, e.arr.seen = e.arr.log[:0], e.arr.seen[:0]
+	}
 }
 
 // partState is one budget's entries in one shard.
@@ -291,7 +340,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 				// tests prove it), in place, keeping the arrays of a log
 				// and a distinct set for reuse and the entry's room in its budget (given back in
 				// pass 2 if the op leaves it empty).
-				e.st = e.st.Cleared()
+				e.clear()
 			}
 		}
 		if i < cachedOps {
@@ -305,7 +354,8 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			continue
 		}
 		sh.touch(e)
-		res[i] = rules.Check(&e.st, nowUS, op)
+		st := e.load()
+		res[i] = rules.Check(&st, nowUS, op)
 	}
 
 	// Pass 2: consume per the contract and report the state after.
@@ -321,7 +371,10 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			e = sh.m[op.Key]
 		}
 		if e != nil {
-			if ttl := rules.Settle(&e.st, nowUS, op, refused, &res[i]); ttl > 0 {
+			st := e.load()
+			ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
+			e.store(&st)
+			if ttl > 0 {
 				sh.setExpiry(e, nowUS+ttl)
 			} else {
 				sh.drop(e) // empty: a missing key reads the same
@@ -335,7 +388,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		var st rules.State
 		spare := sh.takeSpare()
 		if spare != nil {
-			st = spare.st.Cleared() // its arrays, for Settle to fill
+			st = spare.load() // cleared, with its arrays, for Settle to fill
 		}
 		ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
 		switch {
@@ -360,8 +413,8 @@ func (sh *shard) keepSpare(e *entry) {
 	if sh.spare == nil {
 		sh.spare = make([]*entry, 0, maxSpare) // once per shard
 	}
-	st := e.st.Cleared()
-	*e = entry{st: st}
+	e.clear()
+	*e = entry{arr: e.arr}
 	sh.spare = append(sh.spare, e)
 }
 
@@ -502,14 +555,16 @@ func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expir
 	}
 	switch {
 	case e != nil:
-		*e = entry{} // an evicted entry; st holds spare's arrays, if any
+		// An evicted entry; st holds spare's arrays, if any, and store
+		// puts them in e's arrays holder, if e has one.
+		*e = entry{arr: e.arr}
 	case spare != nil:
 		e = spare
-		*e = entry{}
+		*e = entry{arr: e.arr}
 	default:
 		e = new(entry)
 	}
-	e.st = *st
+	e.store(st)
 	e.expiresAt, e.heapAt = expiresAt, expiresAt
 	e.key = op.Key
 	e.gen = sh.gen

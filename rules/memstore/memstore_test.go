@@ -151,7 +151,7 @@ func TestExpiredEntryIsReusedFresh(t *testing.T) {
 	now := storetest.Base
 	take(t, s, now, op)
 	e := s.shards[s.shardOf(&op.Key)].m[op.Key]
-	arr := &e.st.Log[:1][0]
+	arr := &e.arr.log[:1][0]
 	// Long after expiry, without a sweep: the same entry, read as fresh,
 	// its log's array reused.
 	res := take(t, s, now.Add(time.Hour), op)
@@ -159,7 +159,7 @@ func TestExpiredEntryIsReusedFresh(t *testing.T) {
 		t.Fatalf("got %+v, want allowed: an expired key is fresh", res[0])
 	}
 	e2 := s.shards[s.shardOf(&op.Key)].m[op.Key]
-	if e2 != e || &e2.st.Log[:1][0] != arr {
+	if e2 != e || &e2.arr.log[:1][0] != arr {
 		t.Error("expired entry not reused in place")
 	}
 }

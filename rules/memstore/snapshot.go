@@ -131,18 +131,19 @@ func appendEntry(buf []byte, bi uint64, e *entry) []byte {
 	buf = binary.AppendUvarint(buf, bi)
 	buf = append(buf, e.key[:]...)
 	buf = binary.AppendVarint(buf, e.expiresAt)
-	buf = append(buf, byte(e.st.Alg))
-	buf = binary.AppendVarint(buf, e.st.At)
-	buf = binary.AppendVarint(buf, e.st.N)
-	buf = binary.AppendVarint(buf, e.st.Prev)
-	buf = binary.AppendUvarint(buf, uint64(len(e.st.Log)))
+	st := e.load()
+	buf = append(buf, byte(st.Alg))
+	buf = binary.AppendVarint(buf, st.At)
+	buf = binary.AppendVarint(buf, st.N)
+	buf = binary.AppendVarint(buf, st.Prev)
+	buf = binary.AppendUvarint(buf, uint64(len(st.Log)))
 	prev := int64(0)
-	for _, t := range e.st.Log {
+	for _, t := range st.Log {
 		buf = binary.AppendVarint(buf, t-prev)
 		prev = t
 	}
-	buf = binary.AppendUvarint(buf, uint64(len(e.st.Seen)))
-	for _, m := range e.st.Seen {
+	buf = binary.AppendUvarint(buf, uint64(len(st.Seen)))
+	for _, m := range st.Seen {
 		buf = binary.LittleEndian.AppendUint64(buf, m.Member)
 		buf = binary.AppendVarint(buf, m.At)
 	}
@@ -490,8 +491,8 @@ func (d *snapDecoder) entry(budgets int) (snapEntry, error) {
 	if rules.Algorithm(alg) > rules.Distinct {
 		return se, fmt.Errorf("%w: algorithm %d", ErrBadSnapshot, alg)
 	}
-	e.st.Alg = rules.Algorithm(alg)
-	for _, f := range []*int64{&e.st.At, &e.st.N, &e.st.Prev} {
+	st := rules.State{Alg: rules.Algorithm(alg)}
+	for _, f := range []*int64{&st.At, &st.N, &st.Prev} {
 		if *f, err = d.varint("a state's field"); err != nil {
 			return se, err
 		}
@@ -501,9 +502,9 @@ func (d *snapDecoder) entry(budgets int) (snapEntry, error) {
 		return se, err
 	}
 	if nl > 0 {
-		e.st.Log = make([]int64, nl)
+		st.Log = make([]int64, nl)
 		prev := int64(0)
-		for i := range e.st.Log {
+		for i := range st.Log {
 			step, err := d.varint("a log's timestamp")
 			if err != nil {
 				return se, err
@@ -512,7 +513,7 @@ func (d *snapDecoder) entry(budgets int) (snapEntry, error) {
 				return se, fmt.Errorf("%w: a log's timestamps are not ascending", ErrBadSnapshot)
 			}
 			prev += step
-			e.st.Log[i] = prev
+			st.Log[i] = prev
 		}
 	}
 	ns, err := d.uvarint("a distinct set's size", rules.MaxDistinctLimit)
@@ -520,17 +521,18 @@ func (d *snapDecoder) entry(budgets int) (snapEntry, error) {
 		return se, err
 	}
 	if ns > 0 {
-		e.st.Seen = make([]rules.Seen, ns)
+		st.Seen = make([]rules.Seen, ns)
 		var raw [8]byte
-		for i := range e.st.Seen {
+		for i := range st.Seen {
 			if err := d.full(raw[:]); err != nil {
 				return se, err
 			}
-			e.st.Seen[i].Member = binary.LittleEndian.Uint64(raw[:])
-			if e.st.Seen[i].At, err = d.varint("a member's time"); err != nil {
+			st.Seen[i].Member = binary.LittleEndian.Uint64(raw[:])
+			if st.Seen[i].At, err = d.varint("a member's time"); err != nil {
 				return se, err
 			}
 		}
 	}
+	e.store(&st)
 	return se, nil
 }
