@@ -60,14 +60,17 @@ func BenchmarkTake(b *testing.B) {
 			return ops
 		}},
 	}
+	// coalesced runs defaultFlushers flushers, coalesced_1 one: larger
+	// pipelines, fewer round trips, each call waiting longer.
 	modes := []struct {
-		name    string
-		disable bool
-	}{{"coalesced", false}, {"direct", true}}
+		name     string
+		disable  bool
+		flushers int
+	}{{"coalesced", false, 0}, {"coalesced_1", false, 1}, {"direct", true, 0}}
 	for _, bb := range benches {
 		for _, mode := range modes {
 			b.Run(bb.name+"/"+mode.name, func(b *testing.B) {
-				s := mustNew(b, Options{URL: "redis://" + addr, Prefix: testPrefix("bench"), Timeout: time.Second, DisableCoalescing: mode.disable})
+				s := mustNew(b, Options{URL: "redis://" + addr, Prefix: testPrefix("bench"), Timeout: time.Second, DisableCoalescing: mode.disable, flushers: mode.flushers})
 				defer s.Close()
 				if err := s.Ping(ctx); err != nil {
 					b.Fatal(err)
