@@ -251,6 +251,7 @@ func FuzzBudgets(f *testing.F) {
 						call, nowUS-storetest.Base.UnixMicro(), i, ops[i].Kind, ops[i].Key[1], ops[i].Key[8], ops[i].Sensitive, got[i], want[i])
 				}
 			}
+			checkEntries(t, s)
 			// Decayed entries are invisible, and which of them each side
 			// forgot is free: the live keys, their expiries, and each
 			// budget's counters must be the same.

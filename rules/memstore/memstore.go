@@ -80,14 +80,18 @@ var _ rules.Store = (*Store)(nil)
 // shardState is one lock and the entries it guards.
 type shardState struct {
 	mu sync.Mutex
-	// gen is bumped by whoever takes mu to change entries (a Take, the
-	// sweeper, a reclaim from another shard); an entry touched by the
-	// current holder carries it, and nothing evicts such an entry: a call
-	// never loses its own writes.
-	gen uint32
-	m   map[rules.Key]*entry
+	m  map[rules.Key]*entry
+	// touched lists the entries the Take holding mu has touched (their
+	// touched flag set): nothing evicts or reclaims such an entry, so a
+	// call never loses its own writes. unlock clears the flags before it
+	// lets go of mu, so whoever else takes mu (the sweeper, a reclaim from
+	// another shard, Restore) finds none set. Its array is kept for the
+	// next call.
+	touched []*entry
 	// shared is this shard's part of the shared budget (nil until used);
-	// parts[i] is its part of the rule budget whose ID is partIDs[i].
+	// parts[i] is its part of the rule budget whose ID is partIDs[i]. A
+	// part, once made, keeps its place: entries name it by that place
+	// (entry.part).
 	shared  *part
 	partIDs []uint64
 	parts   []*part
@@ -114,25 +118,83 @@ type shard struct {
 //
 // The state is held compact, not as a rules.State (80 B): the scalar
 // fields in place, and the arrays only sliding_log and distinct use behind
-// one pointer, nil for a key that never had one. An entry is then 112 B on
-// amd64 (the 112 B size class, where a rules.State in place made it 152 B,
-// the 160 B class): with its map slot and heap slot, about 190 B a tracked
-// GCRA key (docs/memory-store.md, "Memory per key"). load and store convert
-// to and from rules.State around rules.Check and rules.Settle.
+// one pointer, nil for a key that never had one. Its part is named by its
+// place in the shard (2 bytes, not an 8-byte pointer), and what the call
+// holding the shard touched by one flag (not a 4-byte generation). An
+// entry is then 96 B on amd64, the 96 B size class (112 B with a part
+// pointer and a generation; 152 B, the 160 B class, with a rules.State in
+// place): with its map slot and heap slot, about 190 B a tracked GCRA key
+// at a million keys (docs/memory-store.md, "What a key costs").
+// TestEntryFitsItsSizeClass holds it there. load and store convert to and
+// from rules.State around rules.Check and rules.Settle.
 type entry struct {
 	at, n, before int64   // rules.State's At, N and Prev
 	arr           *arrays // rules.State's Log and Seen; nil until a key has one
 	expiresAt     int64   // µs since the epoch
 	// heapAt orders the expiry heap: never later than expiresAt (a take
 	// that extends expiresAt leaves it, so the hot path never touches the
-	// heap; it is brought up to date when it reaches the top).
+	// heap; it is brought up to date when it reaches the top), except
+	// math.MaxInt64 while the call holding the shard rewrites an expired
+	// entry (shard.expired).
 	heapAt     int64
 	key        rules.Key
 	prev, next *entry // towards the most and the least recently used
-	part       *part
-	idx        int32           // position in part.heap
-	gen        uint32          // the shard's gen when last touched
-	alg        rules.Algorithm // rules.State's Alg
+	idx        int32  // position in its part's heap
+	// part is its part of the shard (shard.partAt): 0 the shared one, i
+	// parts[i-1], partByKey the part of the rule ID key starts with.
+	part uint16
+	alg  rules.Algorithm // rules.State's Alg
+	// touched: the call holding the shard has touched it (shard.touched
+	// lists it); nothing evicts or reclaims it.
+	touched bool
+}
+
+// partByKey is entry.part for a part at parts[partByKey-1] or later,
+// beyond what 16 bits name: it is found by its rule ID, the first 8 bytes
+// of the entry's key (a shard has that many parts only after as many
+// rule budgets had keys in it; a policy has a few dozen rules).
+const partByKey = math.MaxUint16
+
+// partIndex is entry.part for the part at parts[i].
+func partIndex(i int) uint16 {
+	if i >= partByKey-1 {
+		return partByKey
+	}
+	return uint16(i + 1)
+}
+
+// partAt returns e's part. sh holds e.
+func (sh *shardState) partAt(e *entry) *part {
+	switch i := e.part; {
+	case i == 0:
+		return sh.shared
+	case i < partByKey:
+		return sh.parts[i-1]
+	}
+	id := ruleID(&e.key)
+	for i := partByKey - 1; i < len(sh.partIDs); i++ {
+		if sh.partIDs[i] == id {
+			return sh.parts[i]
+		}
+	}
+	panic("memstore: an entry's rule budget has no part in its shard")
+}
+
+// mark flags e as touched by the call holding sh, for unlock to clear.
+func (sh *shardState) mark(e *entry) {
+	if !e.touched {
+		e.touched = true
+		sh.touched = append(sh.touched, e)
+	}
+}
+
+// unmark clears the flags of the entries the call holding sh touched.
+func (sh *shardState) unmark() {
+	for i, e := range sh.touched {
+		e.touched = false
+		sh.touched[i] = nil // a dropped entry is not kept alive by the list
+	}
+	sh.touched = sh.touched[:0]
 }
 
 // arrays are the Log and Seen of a key's rules.State, apart from its entry
@@ -279,9 +341,7 @@ func (ss *shardSet) has(i int) bool { return ss.words[i>>6]&(1<<(i&63)) != 0 }
 func (s *Store) lock(ss *shardSet) {
 	for w := ss.lo; w < ss.hi; w++ {
 		for word := ss.words[w]; word != 0; word &= word - 1 {
-			sh := &s.shards[int(w)<<6|bits.TrailingZeros64(word)]
-			sh.mu.Lock()
-			sh.gen++
+			s.shards[int(w)<<6|bits.TrailingZeros64(word)].mu.Lock()
 		}
 	}
 }
@@ -289,7 +349,9 @@ func (s *Store) lock(ss *shardSet) {
 func (s *Store) unlock(ss *shardSet) {
 	for w := ss.lo; w < ss.hi; w++ {
 		for word := ss.words[w]; word != 0; word &= word - 1 {
-			s.shards[int(w)<<6|bits.TrailingZeros64(word)].mu.Unlock()
+			sh := &s.shards[int(w)<<6|bits.TrailingZeros64(word)]
+			sh.unmark()
+			sh.mu.Unlock()
 		}
 	}
 }
@@ -332,7 +394,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		sh := &s.shards[x]
 		e := sh.m[op.Key]
 		if e != nil && nowUS >= e.expiresAt {
-			if (op.MaxKeys <= 0) != e.part.b.shared {
+			if (op.MaxKeys <= 0) != (e.part == 0) {
 				sh.drop(e) // and a reload moved its rule to another budget
 				e = nil
 			} else {
@@ -396,7 +458,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set, spare)
 			continue
 		case reserves(op):
-			b, _ := s.partOf(sh, op)
+			b, _, _ := s.partOf(sh, op)
 			b.n.Add(-1) // the room pass 1 reserved
 		}
 		sh.keepSpare(spare)
@@ -483,28 +545,28 @@ func (b *budget) setMax(m int32) {
 	}
 }
 
-// partOf returns op's budget and its part in sh, creating both on first
-// sight. sh is locked.
-func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part) {
+// partOf returns op's budget, its part in sh and the part's entry.part,
+// creating the budget and the part on first sight. sh is locked.
+func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part, uint16) {
 	if op.MaxKeys <= 0 {
 		if sh.shared == nil {
 			sh.shared = &part{partState: partState{b: s.shared}}
 		}
-		return s.shared, sh.shared
+		return s.shared, sh.shared, 0
 	}
 	id := ruleID(&op.Key)
 	for i, pid := range sh.partIDs {
 		if pid == id {
 			p := sh.parts[i]
 			p.b.setMax(op.MaxKeys)
-			return p.b, p
+			return p.b, p, partIndex(i)
 		}
 	}
 	b := s.budgetOf(op)
 	p := &part{partState: partState{b: b}}
 	sh.partIDs = append(sh.partIDs, id)
 	sh.parts = append(sh.parts, p)
-	return b, p
+	return b, p, partIndex(len(sh.parts) - 1)
 }
 
 // partFor returns b's part in sh, or nil. sh is locked.
@@ -526,7 +588,7 @@ func (sh *shard) partFor(b *budget) *part {
 // could. It never evicts live state: a budget full of it counts one more
 // full answer and reports false.
 func (s *Store) reserve(sh *shard, x uint16, op *rules.Op, nowUS int64, held *shardSet) bool {
-	b, p := s.partOf(sh, op)
+	b, p, _ := s.partOf(sh, op)
 	for {
 		n := b.n.Load()
 		if n < b.max.Load() {
@@ -548,7 +610,7 @@ func (s *Store) reserve(sh *shard, x uint16, op *rules.Op, nowUS int64, held *sh
 // not nil, is a spare entry (takeSpare) whose arrays st holds: it becomes
 // the new key's entry unless an evicted one is reused.
 func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expiresAt, nowUS int64, held *shardSet, spare *entry) {
-	_, p := s.partOf(sh, op)
+	_, p, pi := s.partOf(sh, op)
 	var e *entry
 	if !reserves(op) {
 		e = s.makeRoom(sh, x, p, nowUS, held)
@@ -567,8 +629,8 @@ func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expir
 	e.store(st)
 	e.expiresAt, e.heapAt = expiresAt, expiresAt
 	e.key = op.Key
-	e.gen = sh.gen
-	e.part = p
+	e.part = pi
+	sh.mark(e)
 	sh.m[op.Key] = e
 	p.pushFront(e)
 	p.push(e)
@@ -634,7 +696,6 @@ func (s *Store) evict(sh *shard, x uint16, b *budget, p *part, nowUS int64, held
 			if !o.mu.TryLock() {
 				continue
 			}
-			o.gen++
 		}
 		var v *entry
 		if op := o.partFor(b); op != nil {
@@ -689,7 +750,6 @@ func (s *Store) reclaimElsewhere(x uint16, b *budget, nowUS int64, held *shardSe
 				complete = false
 				continue
 			}
-			o.gen++
 		}
 		found := false
 		if op := o.partFor(b); op != nil {
@@ -734,8 +794,8 @@ func (b *budget) lower(at int64) {
 // touch marks e as used by the call holding sh: most recently used, and
 // not to be evicted before the call ends.
 func (sh *shard) touch(e *entry) {
-	e.gen = sh.gen
-	if p := e.part; p.head != e {
+	sh.mark(e)
+	if p := sh.partAt(e); p.head != e {
 		p.unlinkList(e)
 		p.pushFront(e)
 	}
@@ -747,8 +807,9 @@ func (sh *shard) setExpiry(e *entry, at int64) {
 	e.expiresAt = at
 	if at < e.heapAt {
 		e.heapAt = at
-		e.part.up(int(e.idx))
-		e.part.b.lower(at)
+		p := sh.partAt(e)
+		p.up(int(e.idx))
+		p.b.lower(at)
 	}
 }
 
@@ -759,7 +820,7 @@ func (sh *shard) drop(e *entry) { sh.forget(e, false) }
 // forget removes e from sh's map and its part's list and heap; its room
 // goes back to its budget unless keep (a new key takes it).
 func (sh *shard) forget(e *entry, keep bool) {
-	p := e.part
+	p := sh.partAt(e)
 	delete(sh.m, e.key)
 	p.unlinkList(e)
 	p.remove(int(e.idx))
@@ -784,7 +845,7 @@ func (sh *shard) expired(p *part, nowUS int64, limit int) (e *entry, steps int) 
 			return nil, steps
 		case e.expiresAt > nowUS:
 			e.heapAt = e.expiresAt
-		case e.gen == sh.gen:
+		case e.touched:
 			e.heapAt = math.MaxInt64 // setExpiry lowers it again
 		default:
 			return e, steps
@@ -800,7 +861,7 @@ func (sh *shard) expired(p *part, nowUS int64, limit int) (e *entry, steps int) 
 // a few entries at most.
 func (sh *shard) lru(p *part) *entry {
 	for e := p.tail; e != nil; e = e.prev {
-		if e.gen != sh.gen {
+		if !e.touched {
 			return e
 		}
 	}
@@ -999,8 +1060,7 @@ func (s *Store) sweep(nowUS int64) (dropped int) {
 func (sh *shard) sweep(nowUS int64) (dropped int) {
 	k := -1 // the part being swept: -1 the shared one, then parts[k]
 	for {
-		sh.mu.Lock()
-		sh.gen++ // nothing is being rewritten: every expired entry may go
+		sh.mu.Lock() // nothing is being rewritten: every expired entry may go
 		left := sweepBatch
 		for left > 0 && k < len(sh.parts) {
 			p := sh.shared

@@ -233,15 +233,14 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 		x := s.shardOf(&e.key)
 		sh := &s.shards[x]
 		sh.mu.Lock()
-		sh.gen++
 		if _, dup := sh.m[e.key]; dup {
 			// Snapshot writes each key once, and the checksum holds: a
 			// concurrent Take wrote it first.
 			sh.mu.Unlock()
 			continue
 		}
-		p := sh.partForBudget(b)
-		e.heapAt, e.part, e.gen = e.expiresAt, p, sh.gen
+		p, pi := sh.partForBudget(b)
+		e.heapAt, e.part = e.expiresAt, pi
 		sh.m[e.key] = e
 		p.pushFront(e)
 		p.push(e)
@@ -253,19 +252,24 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 	return keys, nil
 }
 
-// partForBudget returns b's part in sh, creating it. sh is locked.
-func (sh *shard) partForBudget(b *budget) *part {
-	if p := sh.partFor(b); p != nil {
-		return p
-	}
-	p := &part{partState: partState{b: b}}
+// partForBudget returns b's part in sh and the part's entry.part,
+// creating the part. sh is locked.
+func (sh *shard) partForBudget(b *budget) (*part, uint16) {
 	if b.shared {
-		sh.shared = p
-		return p
+		if sh.shared == nil {
+			sh.shared = &part{partState: partState{b: b}}
+		}
+		return sh.shared, 0
 	}
-	sh.partIDs = append(sh.partIDs, binary.LittleEndian.Uint64(b.id[:]))
-	sh.parts = append(sh.parts, p)
-	return p
+	id := binary.LittleEndian.Uint64(b.id[:])
+	for i, pid := range sh.partIDs {
+		if pid == id {
+			return sh.parts[i], partIndex(i)
+		}
+	}
+	sh.partIDs = append(sh.partIDs, id)
+	sh.parts = append(sh.parts, &part{partState: partState{b: b}})
+	return sh.parts[len(sh.parts)-1], partIndex(len(sh.parts) - 1)
 }
 
 // snapBudget and snapEntry are a decoded snapshot's records.
@@ -429,7 +433,7 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 			if len(ents) >= MaxSnapshotKeys {
 				return nil, nil, fmt.Errorf("%w: more than %d keys", ErrBadSnapshot, MaxSnapshotKeys)
 			}
-			e, err := d.entry(len(bs))
+			e, err := d.entry(bs)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -467,19 +471,27 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 	}
 }
 
-func (d *snapDecoder) entry(budgets int) (snapEntry, error) {
+// entry reads an entry record after its tag; bs are the budgets read.
+// A key of a rule's budget starts with that rule's ID (Snapshot writes
+// each key with the budget of its part, which partOf found by that ID), so
+// one that does not is refused: the store finds some entries' parts by
+// the ID their key starts with (partByKey).
+func (d *snapDecoder) entry(bs []snapBudget) (snapEntry, error) {
 	se := snapEntry{e: new(entry)}
 	e := se.e
 	bi, err := d.uvarint("a key's budget", math.MaxUint32)
 	if err != nil {
 		return se, err
 	}
-	if bi >= uint64(budgets) {
-		return se, fmt.Errorf("%w: a key names budget %d of %d", ErrBadSnapshot, bi, budgets)
+	if bi >= uint64(len(bs)) {
+		return se, fmt.Errorf("%w: a key names budget %d of %d", ErrBadSnapshot, bi, len(bs))
 	}
 	se.budget = uint32(bi)
 	if err := d.full(e.key[:]); err != nil {
 		return se, err
+	}
+	if b := &bs[bi]; !b.shared && [8]byte(e.key[:8]) != b.id {
+		return se, fmt.Errorf("%w: a key of rule %x names the budget of rule %x", ErrBadSnapshot, e.key[:8], b.id)
 	}
 	if e.expiresAt, err = d.varint("a key's expiry"); err != nil {
 		return se, err

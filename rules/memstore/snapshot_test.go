@@ -198,9 +198,10 @@ func TestRestoreRefusesAnotherVersionAndHugeRecords(t *testing.T) {
 	// A log claiming more timestamps than any rule keeps is refused before
 	// anything is allocated for it.
 	huge := append([]byte(snapshotMagic), snapshotVersion)
-	huge = append(huge, 'B', 0, 0, 0, 0, 0, 0, 0, 1, 0, 10)
+	huge = append(huge, 'B', 0, 0, 0, 0, 0, 0, 0, 1, 0, 10) // rule 00..01's budget
 	huge = append(huge, 'E', 0)
-	huge = append(huge, make([]byte, 24)...)
+	huge = append(huge, 0, 0, 0, 0, 0, 0, 0, 1) // a key of that rule
+	huge = append(huge, make([]byte, 16)...)
 	huge = binary.AppendVarint(huge, 1<<60)
 	huge = append(huge, byte(rules.SlidingLog), 0, 0, 0)
 	huge = binary.AppendUvarint(huge, 1<<40)

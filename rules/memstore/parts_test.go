@@ -1,0 +1,193 @@
+package memstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/storetest"
+)
+
+// checkEntries fails t unless every shard of s is consistent between
+// calls: no entry flagged as touched (unlock cleared them all), every
+// entry of a shard's map in exactly one part's recency list and at its
+// place in that part's expiry heap, the part its entry.part names, of the
+// budget its key's rule ID says, and every heap ordered.
+func checkEntries(t testing.TB, s *Store) {
+	t.Helper()
+	for x := range s.shards {
+		sh := &s.shards[x]
+		sh.mu.Lock()
+		if len(sh.touched) != 0 {
+			t.Errorf("shard %d: %d entries listed as touched between calls, want 0", x, len(sh.touched))
+		}
+		listed := 0
+		for _, p := range append([]*part{sh.shared}, sh.parts...) {
+			if p == nil {
+				continue
+			}
+			n := 0
+			for e := p.head; e != nil; e = e.next {
+				n++
+				switch {
+				case sh.m[e.key] != e:
+					t.Errorf("shard %d: key %x is in a recency list, not in the map", x, e.key[:12])
+				case e.touched:
+					t.Errorf("shard %d: key %x is flagged as touched between calls", x, e.key[:12])
+				case sh.partAt(e) != p:
+					t.Errorf("shard %d: key %x names part %d, not the part whose list holds it", x, e.key[:12], e.part)
+				case e.idx < 0 || int(e.idx) >= len(p.heap) || p.heap[e.idx] != e:
+					t.Errorf("shard %d: key %x is not at its place %d in its part's heap", x, e.key[:12], e.idx)
+				case (e.part == 0) != p.b.shared, !p.b.shared && [8]byte(e.key[:8]) != p.b.id:
+					t.Errorf("shard %d: key %x is in the part of budget %x (shared %v), entry.part %d", x, e.key[:12], p.b.id, p.b.shared, e.part)
+				}
+				if n > len(sh.m) {
+					t.Fatalf("shard %d: a recency list loops", x)
+				}
+			}
+			if n != len(p.heap) {
+				t.Errorf("shard %d: a part lists %d entries and heaps %d", x, n, len(p.heap))
+			}
+			for i := 1; i < len(p.heap); i++ {
+				if p.heap[(i-1)/2].heapAt > p.heap[i].heapAt {
+					t.Errorf("shard %d: heap out of order at %d", x, i)
+				}
+			}
+			listed += n
+		}
+		if listed != len(sh.m) {
+			t.Errorf("shard %d: the parts list %d entries, the map holds %d", x, listed, len(sh.m))
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// fillParts gives shard 0 of s n empty parts, of rule budgets nothing
+// else uses, as n rules' keys gone by would have left them (partOf's
+// making of them, without its scan of the parts before each).
+func fillParts(s *Store, n int) {
+	sh := &s.shards[0]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for i := range n {
+		op := rules.Op{Key: rules.Key{'f', 'i', 'l', 'l'}, MaxKeys: 1}
+		binary.BigEndian.PutUint32(op.Key[4:8], uint32(i))
+		sh.partIDs = append(sh.partIDs, ruleID(&op.Key))
+		sh.parts = append(sh.parts, &part{partState: partState{b: s.budgetOf(&op)}})
+	}
+}
+
+// TestPartsPastSixteenBits: the parts a shard makes after the first
+// 65,534 rule budgets are named by their keys' rule ID (partByKey), not
+// by their place, and keep every promise of a budget: recency order, a
+// call's own keys never evicted, decayed state reclaimed before a
+// sensitive rule's new key is refused, sweeping, and a snapshot's round
+// trip.
+func TestPartsPastSixteenBits(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: storetest.Base}
+	newFilled := func() *Store {
+		s := newStore(t, Options{Shards: 1, SweepInterval: -1, Clock: clock})
+		fillParts(s, partByKey-1)
+		return s
+	}
+	s := newFilled()
+	now := storetest.Base
+	a := func(n int) rules.Op { return ruleOp('A', n, 2, false, 1, time.Hour) }
+	sens := func(n int) rules.Op { return ruleOp('S', n, 1, true, 1, time.Second) }
+	expect := func(what string, got rules.Result, allowed, storeError bool) {
+		t.Helper()
+		if got.Allowed != allowed || got.StoreError != storeError {
+			t.Errorf("%s: got %+v, want allowed %v, answered by OnError %v", what, got, allowed, storeError)
+		}
+		checkEntries(t, s)
+	}
+
+	expect("A1", take(t, s, now, a(1))[0], true, false)
+	expect("A2", take(t, s, now, a(2))[0], true, false)
+	expect("A1 again", take(t, s, now, a(1))[0], false, false) // and A1 is now the most recently used
+	for _, e := range s.shards[0].m {
+		if e.part != partByKey {
+			t.Fatalf("key %x: entry.part %d, want partByKey: the test does not reach past 16 bits", e.key[:12], e.part)
+		}
+	}
+	expect("A3", take(t, s, now, a(3))[0], true, false) // evicts A2, the least recently used
+	expect("A1 kept", take(t, s, now, peekOf(a(1)))[0], false, false)
+	expect("A2 evicted", take(t, s, now, peekOf(a(2)))[0], true, false)
+	// Two new keys in one call: each evicts one of the two before, never
+	// the other new one.
+	res := take(t, s, now, a(4), a(5))
+	expect("A4", res[0], true, false)
+	expect("A5", res[1], true, false)
+	expect("A4 kept", take(t, s, now, peekOf(a(4)))[0], false, false)
+	expect("A5 kept", take(t, s, now, peekOf(a(5)))[0], false, false)
+	expect("A3 evicted", take(t, s, now, peekOf(a(3)))[0], true, false)
+	if b := budgetStats(t, s, 'A'); b.Keys != 2 || b.Evictions != 3 {
+		t.Errorf("rule A's budget: got %+v, want 2 keys and 3 evictions", b)
+	}
+
+	// The snapshot's round trip, while the store has seen 65,536 budgets
+	// (the shared one, the fillers' and A's), as many as Restore reads.
+	clock.now = now
+	snap := snapshot(t, s)
+	r := newFilled()
+	if n, err := r.Restore(bytes.NewReader(snap)); err != nil || n != 2 {
+		t.Fatalf("restore: got %d keys, %v; want 2", n, err)
+	}
+	checkEntries(t, r)
+	for _, op := range []rules.Op{a(4), a(5)} {
+		if got := take(t, r, now, peekOf(op))[0]; got.Allowed {
+			t.Errorf("key %x after the restore: got %+v, want refused", op.Key[:12], got)
+		}
+	}
+	for _, e := range r.shards[0].m {
+		if e.part != partByKey {
+			t.Errorf("restored key %x: entry.part %d, want partByKey", e.key[:12], e.part)
+		}
+	}
+
+	expect("S1", take(t, s, now, sens(1))[0], true, false)
+	expect("S2, budget full", take(t, s, now, sens(2))[0], false, true)
+	now = now.Add(2 * time.Second) // S1 has decayed
+	expect("S2 after S1 decayed", take(t, s, now, sens(2))[0], true, false)
+	if b := budgetStats(t, s, 'S'); b.Keys != 1 || b.Full != 1 {
+		t.Errorf("rule S's budget: got %+v, want 1 key and 1 full answer", b)
+	}
+
+	if n := s.sweep(now.Add(2 * time.Hour).UnixMicro()); n != 3 || s.Len() != 0 { // A4, A5, S2
+		t.Errorf("sweep: dropped %d, %d keys left; want 3 dropped, none left", n, s.Len())
+	}
+	checkEntries(t, s)
+}
+
+// TestRestoreRefusesAKeyOfAnotherRule: a snapshot whose key names the
+// budget of a rule other than its own (which Snapshot never writes) is
+// refused, though its checksum holds.
+func TestRestoreRefusesAKeyOfAnotherRule(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: storetest.Base}
+	s := newStore(t, Options{SweepInterval: -1, Clock: clock})
+	build := func(keyRule byte) []byte {
+		snap := append([]byte(snapshotMagic), snapshotVersion)
+		snap = append(snap, 'B', 'r', 'A', 0, 0, 0, 0, 0, 0, 0, 10) // rule rA's budget of 10
+		snap = append(snap, 'E', 0, 'r', keyRule)
+		snap = append(snap, make([]byte, 22)...)
+		snap = binary.AppendVarint(snap, storetest.Base.Add(time.Hour).UnixMicro())
+		snap = append(snap, byte(rules.GCRA), 2, 0, 0, 0, 0) // At 1, N 0, Prev 0, no log, no set
+		snap = append(snap, 'Z', 1, 1)
+		return binary.LittleEndian.AppendUint32(snap, crc32.Checksum(snap, crcTable))
+	}
+	_, err := s.Restore(bytes.NewReader(build('B')))
+	if !errors.Is(err, ErrBadSnapshot) || !strings.Contains(err.Error(), "names the budget of rule") || s.Len() != 0 {
+		t.Fatalf("a key of rule rB in rule rA's budget: got %v, %d keys; want ErrBadSnapshot, none", err, s.Len())
+	}
+	if n, err := s.Restore(bytes.NewReader(build('A'))); err != nil || n != 1 {
+		t.Fatalf("the same snapshot with a key of rule rA: got %d keys, %v; want 1", n, err)
+	}
+	checkEntries(t, s)
+}
