@@ -45,6 +45,10 @@ type reqState struct {
 	ja4       []byte // a trusted proxy's ja4_header value (ja4.go)
 	d         rules.Decision
 	explain   bool // decide peeks only (POST /admin/explain, admin_explain.go)
+	// forwarding: decide also renders xff, the X-Forwarded-For forward
+	// sends, from its one read of the client's header (the proxy
+	// listener; the decide listener and explain forward nothing).
+	forwarding bool
 }
 
 func newReqState() any {
@@ -114,6 +118,7 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	rs := s.pool.Get().(*reqState)
 	defer s.release(rs)
 
+	rs.forwarding = true
 	if !s.decide(ctx, st, rs) {
 		s.m.malformed.Inc()
 		plain(ctx, fasthttp.StatusBadRequest)
@@ -185,6 +190,7 @@ func (s *Server) refuse(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decisio
 func (s *Server) release(rs *reqState) {
 	rs.fields.r = nil
 	rs.req = rules.Request{}
+	rs.forwarding = false
 	s.pool.Put(rs)
 }
 
@@ -200,8 +206,15 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 	}
 	rs.peer = peerAddr(ctx)
 	// PeekAll's result is fasthttp's scratch, overwritten by the next
-	// PeekAll: use it at once (forward peeks again).
-	client := p.Client.Client(rs.peer, ctx.Request.Header.PeekAll(p.ForwardedHeader))
+	// PeekAll: use it at once. The request forward sends carries the
+	// X-Forwarded-For of this same read (one scan finds the client and the
+	// hops the origin hears).
+	var client netip.Addr
+	if fwd := ctx.Request.Header.PeekAll(p.ForwardedHeader); rs.forwarding {
+		client, rs.xff = p.Client.ClientAndForwardedFor(rs.xff[:0], rs.peer, fwd)
+	} else {
+		client = p.Client.Client(rs.peer, fwd)
+	}
 
 	rs.canon, ok = rules.AppendCanonicalPath(rs.canon[:0], ctx.Request.URI().PathOriginal())
 	if !ok {
@@ -307,7 +320,7 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 // answer, with RateLimit headers on non-sensitive routes.
 func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState, d *rules.Decision) {
 	p := st.policy
-	peer, fwd := rs.peer, ctx.Request.Header.PeekAll(p.ForwardedHeader)
+	peer := rs.peer
 	req := &ctx.Request
 
 	// The origin receives the canonical path and the query as sent.
@@ -316,7 +329,6 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		rs.uri = append(rs.uri, '?')
 		rs.uri = append(rs.uri, q...)
 	}
-	rs.xff = p.Client.AppendForwardedFor(rs.xff[:0], peer, fwd)
 	trusted := p.Client.Trusted(peer)
 	proto := forwardedProto(ctx, req, trusted) // read before sanitizeHeaders drops the client's copy
 
@@ -327,6 +339,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	stripJA4Header(req, p, trusted)
 	setJA4Header(req, rs)
 	req.Header.ResetConnectionClose()
+	// decide rendered rs.xff from the read that found the rules' client.
 	req.Header.SetCanonical(hdrXForwardedFor, rs.xff)
 	req.Header.SetCanonical(hdrXForwardedProto, proto)
 	// The host the rules matched, in the one spelling they matched it

@@ -45,6 +45,10 @@ func TestNoAllocs(t *testing.T) {
 				name string
 				fn   func()
 			}{"AppendForwardedFor " + bc.name, func() { dst = e.AppendForwardedFor(dst[:0], bc.peer, bc.values) }},
+			struct {
+				name string
+				fn   func()
+			}{"ClientAndForwardedFor " + bc.name, func() { _, dst = e.ClientAndForwardedFor(dst[:0], bc.peer, bc.values) }},
 		)
 	}
 	for _, tt := range tests {

@@ -34,8 +34,8 @@
 //
 // # Allocation
 //
-// ParseAddr, Extractor.Client, Extractor.AppendForwardedFor (given a dst with
-// room), Extractor.EmbeddedIPv4, Extractor.Counted, Prefix and AppendKey do
-// not allocate; benchmarks and an
-// AllocsPerRun test hold them to it.
+// ParseAddr, Extractor.Client, Extractor.AppendForwardedFor and
+// Extractor.ClientAndForwardedFor (given a dst with room),
+// Extractor.EmbeddedIPv4, Extractor.Counted, Prefix and AppendKey do not
+// allocate; benchmarks and an AllocsPerRun test hold them to it.
 package ipv6

@@ -279,11 +279,21 @@ func (e *Extractor) Client(peer netip.Addr, values [][]byte) netip.Addr {
 // never reaches the origin. Addresses are in canonical text form, separated
 // by ", ". It does not allocate when dst has room.
 func (e *Extractor) AppendForwardedFor(dst []byte, peer netip.Addr, values [][]byte) []byte {
+	_, dst = e.ClientAndForwardedFor(dst, peer, values)
+	return dst
+}
+
+// ClientAndForwardedFor is Client and AppendForwardedFor of the same peer
+// and values in one scan of the header: client is what Client returns, and
+// dst has AppendForwardedFor's value appended. It does not allocate when
+// dst has room, and does not retain values.
+func (e *Extractor) ClientAndForwardedFor(dst []byte, peer netip.Addr, values [][]byte) (client netip.Addr, _ []byte) {
 	var hops [maxHops]netip.Addr
 	client, n := e.scan(peer, values, &hops)
 	dst = client.AppendTo(dst)
+	client = e.Counted(client)
 	if n == 0 {
-		return dst
+		return client, dst
 	}
 	// hops[:n] are the client's hop and the trusted hops to its right, right
 	// to left; hops[n-1] is the client.
@@ -292,7 +302,7 @@ func (e *Extractor) AppendForwardedFor(dst []byte, peer netip.Addr, values [][]b
 		dst = hops[i].AppendTo(dst)
 	}
 	dst = append(dst, ", "...)
-	return peer.Unmap().WithZone("").AppendTo(dst)
+	return client, peer.Unmap().WithZone("").AppendTo(dst)
 }
 
 // scan implements Client. When it finds the client in the header (rather

@@ -128,6 +128,11 @@ func FuzzClient(f *testing.F) {
 		if !ok || e.Counted(wire) != got {
 			t.Fatalf("AppendForwardedFor(%v, %q) = %q: want it to start with an address that counts as the client %v", peer, ls, xff, got)
 		}
+		// The one scan the gateway makes must find the client Client does
+		// (which scans without keeping the hops).
+		if c, x := e.ClientAndForwardedFor(nil, peer, values); c != got || string(x) != string(xff) {
+			t.Fatalf("ClientAndForwardedFor(%v, %q) = %v, %q; Client and AppendForwardedFor say %v, %q", peer, ls, c, x, got, xff)
+		}
 		want, chain, comparable := slowClient(trusted, k, e.maxHops, e.maxBytes, peer, ls)
 		if !comparable {
 			return
