@@ -15,6 +15,15 @@
 //     traffic (say, one a strict readiness check took out of its load
 //     balancer) still notices the store coming back: with the defaults the
 //     node is healthy again well within one second of the store returning.
+//     An inner store that is a Liveness (it counts the replies its backend
+//     sends, late ones included) gets a breaker that opens on silence
+//     rather than on failures: calls that miss their budget while replies
+//     keep coming are late, not lost, so they are answered by their
+//     on_store_error one by one and the breaker stays closed; and an open
+//     breaker that sees a reply probes without waiting out its Cooldown.
+//     Otherwise a node saturated on purpose, whose calls miss their budget
+//     while the store is up, would answer every call by on_store_error for
+//     a Cooldown at a time (docs/attacks.md, "Saturation fail-open").
 //   - Per-rule on_store_error (rules.Op.OnError). When the store cannot
 //     decide, every op of the call is answered from its rule's mode and
 //     marked rules.Result.StoreError: FailOpen allows, FailClosed refuses

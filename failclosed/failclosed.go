@@ -93,6 +93,29 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Liveness is implemented by inner stores that can tell a backend that
+// answers late from one that does not answer. Replies returns the number of
+// answers the backend has sent to calls since the store was created (a
+// script's result or a ping's, not an error reply), counting those read
+// after their call's budget had passed, when the call had already failed:
+// a late answer is evidence that the backend is up. It must be safe for
+// concurrent use and cheap (an atomic load): an open breaker reads it on
+// every call.
+//
+// With a Liveness inner store the breaker opens on silence: a run of
+// failures during which Replies moved does not open it (Stats.OpensWithheld
+// counts those), and an open breaker whose store has answered since it
+// opened lets the next call probe without waiting out Cooldown. A node so
+// busy that its calls miss their budget while the store answers then goes
+// on deciding in the store, each call that misses its budget answered by
+// its rule's on_store_error, instead of answering every call by
+// on_store_error for a Cooldown (docs/attacks.md, "Saturation fail-open").
+// A store that is down or silent sends no replies and opens the breaker as
+// before.
+type Liveness interface {
+	Replies() uint64
+}
+
 // Stats are a Store's counters since New, node-wide, for the gateway to
 // export (this package imports no metrics library). Per-rule decisions
 // (edge_decisions_total{decision="store_error_allow"|"store_error_deny"})
@@ -117,12 +140,16 @@ type Stats struct {
 	// BreakerOpens counts transitions from closed to open; Probes counts
 	// half-open probes (request and background).
 	BreakerOpens, Probes uint64
+	// OpensWithheld counts runs of failures that would have opened the
+	// breaker but did not, the inner store (a Liveness) having answered
+	// during them: its calls were late, not lost.
+	OpensWithheld uint64
 }
 
 type counters struct {
 	storeErrors, shortCircuits                         atomic.Uint64
 	fallbackAllow, fallbackDeny, localAllow, localDeny atomic.Uint64
-	denyHits, breakerOpens, probes                     atomic.Uint64
+	denyHits, breakerOpens, probes, opensWithheld      atomic.Uint64
 }
 
 // Store is a rules.Store that wraps another with a breaker, a deny cache
@@ -219,6 +246,9 @@ func New(inner rules.Store, opts Options) (*Store, error) {
 		stop:        make(chan struct{}),
 		healthEvery: opts.HealthInterval,
 		log:         opts.Logger,
+	}
+	if l, ok := inner.(Liveness); ok {
+		s.br.live = l
 	}
 	s.fleet.Store(int64(opts.FleetSize))
 	s.pool.New = func() any { return new(scratch) }
@@ -352,8 +382,12 @@ func (s *Store) failed(ctx context.Context, err error, probe uint64) {
 	s.errMu.Lock()
 	s.lastErr = err
 	s.errMu.Unlock()
-	if s.br.failure(s.elapsed(), probe) {
+	opened, withheld := s.br.failure(s.elapsed(), probe)
+	if opened {
 		s.opened(err, "consecutive failures")
+	}
+	if withheld {
+		s.n.opensWithheld.Add(1)
 	}
 }
 
@@ -402,6 +436,7 @@ func (s *Store) Check(ctx context.Context) error {
 		if st, _ := unpack(w); st == BreakerOpen {
 			return err
 		}
+		s.br.markOpen()
 		if s.br.word.CompareAndSwap(w, pack(BreakerOpen, now)) {
 			if closed(w) {
 				s.br.outage.Store(now)
@@ -515,6 +550,7 @@ func (s *Store) Stats() Stats {
 		DenyCacheHits: s.n.denyHits.Load(),
 		BreakerOpens:  s.n.breakerOpens.Load(),
 		Probes:        s.n.probes.Load(),
+		OpensWithheld: s.n.opensWithheld.Load(),
 	}
 }
 
