@@ -34,7 +34,9 @@ var errTimeout = timeoutError{}
 
 type timeoutError struct{}
 
-func (timeoutError) Error() string { return "redisstore: no reply within the time budget (i/o timeout)" }
+func (timeoutError) Error() string {
+	return "redisstore: no reply within the time budget (i/o timeout)"
+}
 func (timeoutError) Timeout() bool { return true }
 
 // TestBreakerLateIsNotLost: calls that miss their budget while the store
