@@ -426,6 +426,15 @@ func serve(args []string, stderr io.Writer) int {
 // store never fails and is used as is. fc is the failclosed wrapper and rs
 // the Redis store inside it, both nil for memory; closing st closes
 // everything.
+// breakerSpanBudgets is how many store budgets a run of failed calls must
+// last before it opens the breaker: as long as a coalesced call may wait,
+// past its budget, for a store that is answering on a node short of CPU
+// (redisstore's overload bound, 20 budgets: its package doc, "Failures and
+// the time budget"). Every call of the run still fails by its own
+// on_store_error within its budget; the span only delays failing fast, by
+// 100ms at the default 5ms budget, when Redis is really gone.
+const breakerSpanBudgets = 20
+
 func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logger) (st rules.Store, fc *failclosed.Store, rs *redisstore.Store, err error) {
 	kind, url := p.Store.Kind, p.Store.URL
 	switch {
@@ -463,16 +472,21 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("creating redis store: %w", err)
 	}
-	// The breaker opens on failures lasting two budgets: one coalesced
-	// round trip that fails, failing all its calls at once, or one reply a
-	// saturated node missed, costs those calls, not a cooldown of all. An
-	// idle node pings Redis every second, so that /readyz knows.
+	// The breaker opens on failures lasting breakerSpanBudgets budgets (and
+	// on silence, when the store counts its replies: failclosed.Liveness).
+	// One coalesced round trip that fails, failing all its calls at once,
+	// or replies a saturated node read late, cost those calls, each by its
+	// on_store_error within its budget, not a cooldown of every call: an
+	// open breaker answers everything by on_store_error, so a flood that
+	// saturates the node must not be able to open it (docs/attacks.md,
+	// "Saturation fail-open"). An idle node pings Redis every second, so
+	// that /readyz knows.
 	budget := p.Store.Timeout
 	if budget == 0 {
 		budget = redisstore.DefaultTimeout
 	}
 	fc, err = failclosed.New(rs, failclosed.Options{
-		FleetSize: p.Store.FleetSize, FailureSpan: 2 * budget, HealthInterval: time.Second, Logger: log,
+		FleetSize: p.Store.FleetSize, FailureSpan: breakerSpanBudgets * budget, HealthInterval: time.Second, Logger: log,
 	})
 	if err != nil {
 		rs.Close()
