@@ -17,8 +17,9 @@ import (
 // with lists, heaps and hints. The algorithms are rules.Check and
 // rules.Settle, as in the store: what it checks is which state is kept,
 // evicted or refused. Its one freedom: which decayed entry it forgets
-// (any is invisible, the clock never stepping back); a decayed entry that
-// an op reads is read as fresh in place and keeps its room for the call.
+// (each reads as fresh, the clock never stepping back); a decayed entry
+// that an op reads is read as fresh in place and keeps its room for the
+// call. After each call it takes the store's choice (syncDecayed).
 type budgetModel struct {
 	shardOf func(*rules.Key) uint16
 	shards  int
@@ -267,8 +268,49 @@ func FuzzBudgets(f *testing.F) {
 					t.Fatalf("call %d: budget %d: got %+v, the model %d live keys, %d evictions, %d full", call, i, b, len(m.live(i, nowUS)), m.evicted[i], m.full[i])
 				}
 			}
+			m.syncDecayed(s, nowUS)
+			for _, b := range s.Budgets() {
+				i := 0
+				if !b.Shared {
+					i = int(b.ID[1])
+				}
+				if b.Keys != m.count[i] {
+					t.Fatalf("call %d: budget %d counts %d keys, holds %d", call, i, b.Keys, m.count[i])
+				}
+			}
 		}
 	})
+}
+
+// syncDecayed makes the model's decayed keys the store's. Which decayed
+// entry a full budget forgets is free, but not invisible later: a decayed
+// entry still held is read as fresh in place, keeping its room, where a
+// forgotten one comes back as a new key, which evicts from its own shard
+// when the budget is full. So after each call the model keeps the decayed
+// keys the store kept (each side forgot as many, so the counts hold).
+func (m *budgetModel) syncDecayed(s *Store, nowUS int64) {
+	held := map[rules.Key]bool{}
+	for x := range s.shards {
+		for k, e := range s.shards[x].m {
+			if nowUS < e.expiresAt {
+				continue
+			}
+			held[k] = true
+			if m.keys[k] == nil {
+				b := 0
+				if e.part != 0 {
+					b = int(k[1])
+				}
+				m.keys[k] = &modelEntry{expiresAt: e.expiresAt, budget: b}
+				m.count[b]++
+			}
+		}
+	}
+	for k, e := range m.keys {
+		if nowUS >= e.expiresAt && !held[k] {
+			m.remove(k)
+		}
+	}
 }
 
 // liveKeys lists the store's keys that have not decayed at nowUS, as
