@@ -67,10 +67,12 @@
 // (it takes the evicted entry) or is refused by a full budget; creating a
 // key otherwise costs one allocation (and its log's array, for
 // sliding_log).
-// An entry holds its state compact (112 B on amd64, about 205 B a tracked
-// GCRA key with its map and heap slots at a million keys): a log's and a
-// distinct set's arrays sit behind one pointer, allocated once per entry
-// and kept through expiry and reuse as a spare.
+// An entry holds its state compact (96 B on amd64, about 189 B a tracked
+// GCRA key with its map and heap slots at a million keys, 173 B at ten
+// million): a log's and a distinct set's arrays sit behind one pointer,
+// allocated once per entry and kept through expiry and reuse as a spare;
+// its budget's part is named by its place in the shard, and what the call
+// holding the shard touched by a flag that the call clears as it unlocks.
 // An existing key's take touches neither its budget nor its expiry heap: a
 // heap key is allowed to lag behind an expiry that moved later, and is
 // brought up to date when it reaches the heap's top.
