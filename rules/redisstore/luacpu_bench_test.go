@@ -94,6 +94,25 @@ func BenchmarkScriptCPU(b *testing.B) {
 				op(rules.SlidingWindow, rules.OpTake, 8, i),
 			}
 		}},
+		// bench/policy.hcl's five rules, as the engine compiles them:
+		// gcra per address, sliding_window per network, token_bucket per
+		// API key, gcra per route and the per-address gcra in dry run
+		// (not enforcing), in format 2's names, as bench/run.sh -redis
+		// sends them.
+		{"5ops_bench", func(i int) []rules.Op {
+			ops := []rules.Op{
+				{Algorithm: rules.GCRA, Limit: 100_000, Burst: 100_000, PeriodUS: 1_000_000},
+				{Algorithm: rules.SlidingWindow, Limit: 1_000_000, PeriodUS: 10_000_000},
+				{Algorithm: rules.TokenBucket, Limit: 100_000, Burst: 100_000, PeriodUS: 1_000_000},
+				{Algorithm: rules.GCRA, Limit: 1_000_000, Burst: 1_000_000, PeriodUS: 1_000_000},
+				{Algorithm: rules.GCRA, Limit: 50_000, Burst: 50_000, PeriodUS: 1_000_000},
+			}
+			for j := range ops {
+				ops[j].Kind, ops[j].Cost, ops[j].Enforce, ops[j].KeyFormat = rules.OpTake, 1, j < 4, rules.KeyFormat2
+				ops[j].Key = rules.Key{'c', 14 + byte(j), byte(i >> 8), byte(i)}
+			}
+			return ops
+		}},
 		{"5ops_mixed", func(i int) []rules.Op {
 			var ops []rules.Op
 			for j, alg := range []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.FixedWindow, rules.SlidingWindow, rules.LeakyBucket} {

@@ -40,7 +40,14 @@
 -- within that (rules.MaxExact) for clocks under 2^52us, so this script and
 -- Go compute the same integers. Integer division truncates toward zero as
 -- Go's does: idiv derives it from math.fmod, which is exact, rather than
--- from math.floor(a / b), whose rounded quotient can be one off. Numbers go
+-- from math.floor(a / b), whose rounded quotient can be one off. The fast
+-- path uses Lua's % instead (a - floor(a / b) * b, an instruction of the
+-- VM, where fmod is a function call that costs Redis' Lua about 5 times
+-- as much), and only where a is never negative or a floored remainder is
+-- what it wants (a window's start). For integers with |a| < 2^53 both are
+-- exact: for the rounded quotient a / b to reach the next integer, the
+-- gap of at least 1/b must be under half an ulp of the quotient, which
+-- takes |a| >= 2^53. Numbers go
 -- to Redis commands through str (%.0f): Lua's tostring keeps 14 digits, and
 -- a timestamp in microseconds has 16. The fast path formats with %d, which
 -- is cheaper and as exact for these integers (Redis' Lua casts to a C
@@ -103,7 +110,7 @@
 local GCRA, TOKEN, LEAKY, FIXED, SLIDING, LOG, DISTINCT = 0, 1, 2, 3, 4, 5, 6
 local TAKE, PEEK, ADD, REFUND, RESET = 0, 1, 2, 3, 4
 
-local call, tonumber, format, match = redis.call, tonumber, string.format, string.match
+local call, tonumber, format, match, unpack, setmetatable = redis.call, tonumber, string.format, string.match, unpack, setmetatable
 local fmod, max, min = math.fmod, math.max, math.min
 
 if redis.replicate_commands then
@@ -147,6 +154,15 @@ local stateFormat = '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)$'
 
 if mode == 0 and not port then
 	local tnow = -1 -- the server's TIME, read once for all the calls of a batch
+	-- num maps an op field's string to its number, converting each
+	-- distinct string once: a policy's ops repeat a few values (and a
+	-- batch's calls the same ops), and a lookup costs a fraction of
+	-- tonumber's parse.
+	local num = setmetatable({}, { __index = function(t, s)
+		local v = tonumber(s)
+		t[s] = v
+		return v
+	end })
 	for ci = 1, ncalls do
 		local t = now
 		if t < 0 then
@@ -158,22 +174,28 @@ if mode == 0 and not port then
 		end
 		-- The op in hand: its fields (T: gcra's emission interval), its key's
 		-- raw value and state, the view and the decision. A call of several
-		-- ops keeps each op's in kept (15 slots an op) between the passes.
+		-- ops keeps each op's in kept (a table an op) between the passes.
 		local code, kind, a, limit, burst, period, cost, T
 		local raw, sa, at, n, prev, v1, v2, v3, ok, wait
 		local kept, refused = nil, false
+		local raws = nil -- the keys' values, one MGET for a call of several ops
 		if nops > 1 then
 			kept = {}
+			raws = call('MGET', unpack(KEYS, kb + 1, kb + nops))
 		end
 
 		-- Pass 1: decide every op against the state before the call
 		-- (rules.Check).
 		for i = 1, nops do
 			local f = base + 5 * i - 4
-			code, limit, burst, period = tonumber(ARGV[f]), tonumber(ARGV[f + 1]), tonumber(ARGV[f + 2]), tonumber(ARGV[f + 3])
-			cost = max(tonumber(ARGV[f + 4]), 0)
+			code, limit, burst, period = num[ARGV[f]], num[ARGV[f + 1]], num[ARGV[f + 2]], num[ARGV[f + 3]]
+			cost = max(num[ARGV[f + 4]], 0)
 			kind, a = code % 8, (code % 64 - code % 8) / 8
-			raw = call('GET', KEYS[kb + i])
+			if raws then
+				raw = raws[i]
+			else
+				raw = call('GET', KEYS[kb + i])
+			end
 			sa, at, n, prev = 0, 0, 0, 0
 			if raw then
 				local ra, rx, rat, rn, rp = match(raw, stateFormat)
@@ -184,7 +206,7 @@ if mode == 0 and not port then
 			-- The view; a state of another algorithm reads as fresh.
 			v1, v2, v3 = 0, 0, 0
 			if a == GCRA then
-				T = (period - fmod(period, limit)) / limit
+				T = (period - period % limit) / limit
 				if sa == a then
 					v1 = at -- TAT
 				end
@@ -196,7 +218,7 @@ if mode == 0 and not port then
 					local elapsed = t - at
 					if elapsed > 0 then
 						local d = cap - v1
-						if elapsed > (d - fmod(d, limit)) / limit then
+						if elapsed > (d - d % limit) / limit then
 							v1 = cap
 						else
 							v1 = v1 + elapsed * limit
@@ -216,10 +238,7 @@ if mode == 0 and not port then
 					end
 				end
 			else
-				local r = fmod(t, period) -- windows start at multiples of the period
-				if r < 0 then
-					r = r + period
-				end
+				local r = t % period -- windows start at multiples of the period
 				v1 = t - r -- start; fixed_window v2: count; sliding_window v2, v3: prev, cur
 				if a == FIXED then
 					if sa == a and at >= v1 then
@@ -250,7 +269,7 @@ if mode == 0 and not port then
 					local need = cost * period - v1
 					if need > 0 then
 						local q = need + limit - 1
-						wait = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+						wait = max(v2 - t, 0) + (q - q % limit) / limit
 					end
 				end
 			elseif a == LEAKY then
@@ -260,7 +279,7 @@ if mode == 0 and not port then
 					local excess = v1 + cost * period - burst * period
 					if excess > 0 then
 						local q = excess + limit - 1
-						wait = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+						wait = max(v2 - t, 0) + (q - q % limit) / limit
 					end
 				end
 			elseif a == FIXED then
@@ -277,11 +296,11 @@ if mode == 0 and not port then
 				if room >= 0 then
 					if v2 * (p - max(t - v1, 0)) > room * p then
 						local q = room * p
-						wait = v1 + p - (q - fmod(q, v2)) / v2 - t
+						wait = v1 + p - (q - q % v2) / v2 - t
 					end
 				else
 					local q = (limit - cost) * p
-					wait = v1 + 2 * p - (q - fmod(q, v3)) / v3 - t
+					wait = v1 + 2 * p - (q - q % v3) / v3 - t
 				end
 			end
 			if wait < 0 then
@@ -292,10 +311,9 @@ if mode == 0 and not port then
 				refused = true
 			end
 			if kept then
-				local j = 15 * (i - 1)
-				kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5] = code, limit, burst, period, cost
-				kept[j + 6], kept[j + 7], kept[j + 8], kept[j + 9], kept[j + 10] = raw, sa, at, n, prev
-				kept[j + 11], kept[j + 12], kept[j + 13], kept[j + 14], kept[j + 15] = v1, v2, v3, ok, wait
+				-- One table an op, built whole: filling one table of them
+				-- all grows it, and each growth rehashes it.
+				kept[i] = { code, limit, burst, period, cost, raw, sa, at, n, prev, v1, v2, v3, ok, wait, T }
 			end
 		end
 
@@ -303,18 +321,18 @@ if mode == 0 and not port then
 		-- with its TTL (rules.Settle).
 		local out, pays = nil, nil
 		if nops > 1 or flag or replies then
-			out, pays = { t }, {}
+			out = { t }
+		end
+		if flag then
+			pays = {}
 		end
 		for i = 1, nops do
 			if kept then
-				local j = 15 * (i - 1)
-				code, limit, burst, period, cost = kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5]
-				raw, sa, at, n, prev = kept[j + 6], kept[j + 7], kept[j + 8], kept[j + 9], kept[j + 10]
-				v1, v2, v3, ok, wait = kept[j + 11], kept[j + 12], kept[j + 13], kept[j + 14], kept[j + 15]
+				local k = kept[i]
+				code, limit, burst, period, cost = k[1], k[2], k[3], k[4], k[5]
+				raw, sa, at, n, prev = k[6], k[7], k[8], k[9], k[10]
+				v1, v2, v3, ok, wait, T = k[11], k[12], k[13], k[14], k[15], k[16]
 				kind, a = code % 8, (code % 64 - code % 8) / 8
-				if a == GCRA then
-					T = (period - fmod(period, limit)) / limit
-				end
 			end
 			local attempts = code >= 128
 			-- (Plain ifs: gopher-lua, miniredis' Lua, miscompiles
@@ -343,10 +361,7 @@ if mode == 0 and not port then
 						if a == TOKEN then
 							v1 = burst * period
 						elseif a >= FIXED then
-							local r = fmod(t, period)
-							if r < 0 then
-								r = r + period
-							end
+							local r = t % period
 							v1 = t - r
 						end
 					elseif a == GCRA then
@@ -437,24 +452,24 @@ if mode == 0 and not port then
 				if a == GCRA then
 					reset = max(v1 - t, 0)
 					local d = burst * T - reset
-					remaining = max((d - fmod(d, T)) / T, 0)
+					remaining = max((d - d % T) / T, 0)
 				elseif a == TOKEN then
 					local d = burst * period - v1
 					reset = 0
 					if d > 0 then
 						local q = d + limit - 1
-						reset = (q - fmod(q, limit)) / limit + max(v2 - t, 0)
+						reset = (q - q % limit) / limit + max(v2 - t, 0)
 					end
 					local m = max(v1, 0)
-					remaining = (m - fmod(m, period)) / period
+					remaining = (m - m % period) / period
 				elseif a == LEAKY then
 					reset = 0
 					if v1 > 0 then
 						local q = v1 + limit - 1
-						reset = (q - fmod(q, limit)) / limit + max(v2 - t, 0)
+						reset = (q - q % limit) / limit + max(v2 - t, 0)
 					end
 					local m = max(burst * period - v1, 0)
-					remaining = (m - fmod(m, period)) / period
+					remaining = (m - m % period) / period
 				elseif a == FIXED then
 					if v2 == 0 then
 						remaining, reset = limit, 0
@@ -472,7 +487,7 @@ if mode == 0 and not port then
 					local cw = 0
 					if w > 0 then
 						local q = w + period - 1
-						cw = (q - fmod(q, period)) / period
+						cw = (q - q % period) / period
 					end
 					remaining = max(limit - v3 - cw, 0)
 				end
@@ -494,16 +509,16 @@ if mode == 0 and not port then
 					local tol = burst * T
 					local ahead = max(v1 - t, 0)
 					local d = tol - ahead
-					shown = ahead + (max((d - fmod(d, T)) / T, 0) + 1) * T - tol
+					shown = ahead + (max((d - d % T) / T, 0) + 1) * T - tol
 				elseif a == TOKEN then
 					local m = max(v1, 0)
-					local q = ((m - fmod(m, period)) / period + 1) * period - v1 + limit - 1
-					shown = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+					local q = ((m - m % period) / period + 1) * period - v1 + limit - 1
+					shown = max(v2 - t, 0) + (q - q % limit) / limit
 				elseif a == LEAKY then
 					local cap = burst * period
 					local m = max(cap - v1, 0)
-					local q = v1 + ((m - fmod(m, period)) / period + 1) * period - cap + limit - 1
-					shown = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+					local q = v1 + ((m - m % period) / period + 1) * period - cap + limit - 1
+					shown = max(v2 - t, 0) + (q - q % limit) / limit
 				elseif a == FIXED then
 					shown = v1 + period - t
 				else
@@ -514,16 +529,16 @@ if mode == 0 and not port then
 					local cw = 0
 					if w > 0 then
 						local q = w + p - 1
-						cw = (q - fmod(q, p)) / p
+						cw = (q - q % p) / p
 					end
 					local c = v3 + max(limit - v3 - cw, 0)
 					local room = limit - c - 1
 					if room >= 0 then
 						local q = room * p
-						shown = v1 + p - (q - fmod(q, v2)) / v2 - t
+						shown = v1 + p - (q - q % v2) / v2 - t
 					else
 						local q = (limit - 1) * p
-						shown = v1 + 2 * p - (q - fmod(q, c)) / c - t
+						shown = v1 + 2 * p - (q - q % c) / c - t
 					end
 				end
 			elseif consumes then
@@ -535,13 +550,13 @@ if mode == 0 and not port then
 					local need = cost * period - v1
 					if need > 0 then
 						local q = need + limit - 1
-						wait = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+						wait = max(v2 - t, 0) + (q - q % limit) / limit
 					end
 				elseif a == LEAKY then
 					local excess = v1 + cost * period - burst * period
 					if excess > 0 then
 						local q = excess + limit - 1
-						wait = max(v2 - t, 0) + (q - fmod(q, limit)) / limit
+						wait = max(v2 - t, 0) + (q - q % limit) / limit
 					end
 				elseif a == FIXED then
 					if v2 + cost > limit then
@@ -553,11 +568,11 @@ if mode == 0 and not port then
 					if room >= 0 then
 						if v2 * (p - max(t - v1, 0)) > room * p then
 							local q = room * p
-							wait = v1 + p - (q - fmod(q, v2)) / v2 - t
+							wait = v1 + p - (q - q % v2) / v2 - t
 						end
 					else
 						local q = (limit - cost) * p
-						wait = v1 + 2 * p - (q - fmod(q, v3)) / v3 - t
+						wait = v1 + 2 * p - (q - q % v3) / v3 - t
 					end
 				end
 				shown = wait
@@ -568,9 +583,15 @@ if mode == 0 and not port then
 			local written = ''
 			if consumes then
 				if reset > 0 then
-					written = format('%d:%d:%d:%d:%d', sa, t + reset, at, n, prev)
+					if n == 0 and prev == 0 then
+						-- The same text, two numbers fewer to format: a gcra
+						-- state's n and prev are 0.
+						written = format('%d:%d:%d:0:0', sa, t + reset, at)
+					else
+						written = format('%d:%d:%d:%d:%d', sa, t + reset, at, n, prev)
+					end
 					local ms = reset + 999 -- whole ms, rounded up: never 0
-					call('SET', KEYS[kb + i], written, 'PX', format('%d', (ms - fmod(ms, 1000)) / 1000 + slack))
+					call('SET', KEYS[kb + i], written, 'PX', format('%d', (ms - ms % 1000) / 1000 + slack))
 				else
 					call('DEL', KEYS[kb + i]) -- empty: not stored
 				end
@@ -584,18 +605,18 @@ if mode == 0 and not port then
 			if not out then
 				return { t, allowed, remaining, shown, wait }
 			end
-			out[#out + 1] = allowed
-			out[#out + 1] = remaining
-			out[#out + 1] = shown
-			out[#out + 1] = wait
-			pays[i] = 0
-			if restore then
-				pays[i] = { restore, written, '0' }
+			local o = 4 * i - 3 -- out[1] is t
+			out[o + 1], out[o + 2], out[o + 3], out[o + 4] = allowed, remaining, shown, wait
+			if pays then
+				pays[i] = 0
+				if restore then
+					pays[i] = { restore, written, '0' }
+				end
 			end
 		end
-		if flag then
+		if pays then
 			for i = 1, nops do
-				out[#out + 1] = pays[i]
+				out[1 + 4 * nops + i] = pays[i]
 			end
 		end
 		if not replies then
