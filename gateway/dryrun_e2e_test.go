@@ -261,7 +261,7 @@ func startDryRunFleet(t testing.TB, p *rules.Policy, clk *fakeClock, n int) []dr
 		if err != nil {
 			t.Fatal(err)
 		}
-		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize, FailureSpan: 2 * p.Store.Timeout})
+		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize, FailureSpan: breakerSpanBudgets * p.Store.Timeout})
 		if err != nil {
 			t.Fatal(err)
 		}

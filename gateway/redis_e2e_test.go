@@ -28,6 +28,10 @@ import (
 
 const redisTimeout = 5 * time.Millisecond // the policy's default budget
 
+// breakerSpanBudgets is how many budgets of failures open the breaker, as
+// cmd/edge's openStore sets it (docs/attacks.md, "Saturation fail-open").
+const breakerSpanBudgets = 20
+
 // redisPolicy is foundation.hcl with its memory store swapped for Redis,
 // at the default 5 ms budget: the failure tests measure against it. tls,
 // for a TLS server, names its files (redis_transport_test.go).
@@ -69,7 +73,7 @@ func startFleet(t testing.TB, p *rules.Policy, n int) (*demo.Origin, string, []*
 		if err != nil {
 			t.Fatal(err)
 		}
-		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize, FailureSpan: 2 * p.Store.Timeout})
+		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize, FailureSpan: breakerSpanBudgets * p.Store.Timeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +384,7 @@ func startOutageNode(tb testing.TB, url string, tls ...testredis.TLSFiles) *outa
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fc, err := failclosed.New(rs, failclosed.Options{FailureSpan: 2 * redisTimeout}) // as cmd/edge sets it
+	fc, err := failclosed.New(rs, failclosed.Options{FailureSpan: breakerSpanBudgets * redisTimeout}) // as cmd/edge sets it
 	if err != nil {
 		tb.Fatal(err)
 	}

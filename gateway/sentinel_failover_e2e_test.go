@@ -110,7 +110,7 @@ func testFailoverUnderLoad(t *testing.T, how string, workers int, so testredis.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, err := failclosed.New(rs, failclosed.Options{FailureSpan: 2 * p.Store.Timeout, HealthInterval: time.Second}) // as cmd/edge sets it
+	fc, err := failclosed.New(rs, failclosed.Options{FailureSpan: breakerSpanBudgets * p.Store.Timeout, HealthInterval: time.Second}) // as cmd/edge sets it
 	if err != nil {
 		t.Fatal(err)
 	}

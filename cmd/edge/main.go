@@ -417,15 +417,6 @@ func serve(args []string, stderr io.Writer) int {
 	return code
 }
 
-// openStore opens the counter store the policy (or the -store flag) names.
-// A Redis store is wrapped in failclosed (time budget, breaker, each rule's
-// on_store_error) and needs the key secret, secretLen bytes long, to be set
-// (a fleet must share one key space: docs/host-and-path.md §7) and at
-// least
-// minRedisKeySecret bytes long (Redis holds the keyed hashes). The memory
-// store never fails and is used as is. fc is the failclosed wrapper and rs
-// the Redis store inside it, both nil for memory; closing st closes
-// everything.
 // breakerSpanBudgets is how many store budgets a run of failed calls must
 // last before it opens the breaker: as long as a coalesced call may wait,
 // past its budget, for a store that is answering on a node short of CPU
@@ -435,6 +426,14 @@ func serve(args []string, stderr io.Writer) int {
 // 100ms at the default 5ms budget, when Redis is really gone.
 const breakerSpanBudgets = 20
 
+// openStore opens the counter store the policy (or the -store flag) names.
+// A Redis store is wrapped in failclosed (time budget, breaker, each rule's
+// on_store_error) and needs the key secret, secretLen bytes long, to be set
+// (a fleet must share one key space: docs/host-and-path.md §7) and at
+// least minRedisKeySecret bytes long (Redis holds the keyed hashes). The memory
+// store never fails and is used as is. fc is the failclosed wrapper and rs
+// the Redis store inside it, both nil for memory; closing st closes
+// everything.
 func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logger) (st rules.Store, fc *failclosed.Store, rs *redisstore.Store, err error) {
 	kind, url := p.Store.Kind, p.Store.URL
 	switch {
