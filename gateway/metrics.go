@@ -142,6 +142,7 @@ func registerStoreMetrics(reg *prometheus.Registry, st StoreStats) {
 		counter("edge_store_short_circuits_total", "Calls answered by on_store_error without calling the store: the breaker was open.", func(s failclosed.Stats) uint64 { return s.ShortCircuits }),
 		counter("edge_store_deny_cache_hits_total", "Calls answered from the local cache of keys already over their limit.", func(s failclosed.Stats) uint64 { return s.DenyCacheHits }),
 		counter("edge_store_breaker_opens_total", "Times the store's circuit breaker opened.", func(s failclosed.Stats) uint64 { return s.BreakerOpens }),
+		counter("edge_store_breaker_opens_withheld_total", "Runs of failed store calls that would have opened the breaker but did not: the store answered during them (late, not lost: a node short of CPU).", func(s failclosed.Stats) uint64 { return s.OpensWithheld }),
 		counter("edge_store_probes_total", "Half-open probes of a store behind an open breaker.", func(s failclosed.Stats) uint64 { return s.Probes }),
 		fallback("allow", "allow", func(s failclosed.Stats) uint64 { return s.FallbackAllow }),
 		fallback("deny", "deny", func(s failclosed.Stats) uint64 { return s.FallbackDeny }),
