@@ -191,3 +191,40 @@ func TestRestoreRefusesAKeyOfAnotherRule(t *testing.T) {
 	}
 	checkEntries(t, s)
 }
+
+// TestSnapshotWritesTheBudgetsHoldingKeys: a process that has seen more
+// rule budgets than Restore reads (rules renamed and removed by reloads
+// leave theirs behind, empty) still hands its keys over in a binary
+// upgrade, since Snapshot writes only the budgets holding a key. Before,
+// it wrote every budget it had seen, and the new process refused the
+// whole snapshot: every counter forgotten, lockouts included.
+func TestSnapshotWritesTheBudgetsHoldingKeys(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: storetest.Base}
+	s := newStore(t, Options{Shards: 1, SweepInterval: -1, Clock: clock})
+	fillParts(s, maxSnapshotBudgets+10) // budgets gone by: none holds a key
+	now := storetest.Base
+	ban := ruleOp('A', 1, 10, true, 1, time.Hour)
+	if res := take(t, s, now, ban); !res[0].Allowed {
+		t.Fatalf("the key's first take: got %+v, want allowed", res[0])
+	}
+	if res := take(t, s, now, ban); res[0].Allowed {
+		t.Fatalf("the key's second take: got %+v, want refused (limit 1)", res[0])
+	}
+	if got := len(s.Budgets()); got != maxSnapshotBudgets+12 {
+		t.Fatalf("the store has seen %d budgets, want %d: the test does not pass Restore's bound", got, maxSnapshotBudgets+12)
+	}
+
+	snap := snapshot(t, s)
+	r := newStore(t, Options{Shards: 1, SweepInterval: -1, Clock: clock})
+	if n, err := r.Restore(bytes.NewReader(snap)); err != nil || n != 1 {
+		t.Fatalf("restore: got %d keys, %v; want 1", n, err)
+	}
+	if got := take(t, r, now.Add(time.Minute), peekOf(ban))[0]; got.Allowed {
+		t.Errorf("the refusing key after the restore: got %+v, want still refused", got)
+	}
+	if got := len(r.Budgets()); got != 2 {
+		t.Errorf("the restored store has %d budgets, want 2 (the shared one and the key's)", got)
+	}
+	checkEntries(t, r)
+}

@@ -39,7 +39,9 @@ const (
 	// stops there instead of filling memory. It is well over any budget a
 	// policy can give (max_keys is an int32, and a node has few rules).
 	MaxSnapshotKeys = 1 << 24
-	// maxSnapshotBudgets bounds the budgets Restore reads: one per rule.
+	// maxSnapshotBudgets bounds the budgets Restore reads: one per rule
+	// that held a key (Snapshot writes no other), far more than a
+	// policy has.
 	maxSnapshotBudgets = 1 << 16
 )
 
@@ -58,7 +60,8 @@ var ErrNotEmpty = errors.New("memstore: restoring into a store that is not empty
 // Each shard is copied under its own lock and written after it is
 // released, so a Snapshot never holds up requests on w; a Take running
 // meanwhile may land on either side of it, and a budget first seen after
-// Snapshot started is left out. For a consistent cut, take it once the
+// Snapshot started, or holding no key when it started, is left out with
+// its keys. For a consistent cut, take it once the
 // store is quiet (the binary upgrade takes it after the old process has
 // stopped serving and drained its requests).
 func (s *Store) Snapshot(w io.Writer) (keys int, err error) {
@@ -69,7 +72,12 @@ func (s *Store) Snapshot(w io.Writer) (keys int, err error) {
 	bs := make([]*budget, 0, len(s.budgets)+1)
 	bs = append(bs, s.shared)
 	for _, b := range s.budgets {
-		bs = append(bs, b)
+		// A budget holding no key has nothing to hand over (the next op
+		// of its rule sets its bound again): a process that has seen
+		// many rules come and go through reloads writes only the live ones.
+		if b.n.Load() > 0 {
+			bs = append(bs, b)
+		}
 	}
 	s.budgetsMu.Unlock()
 	index := make(map[*budget]uint64, len(bs))
@@ -98,7 +106,7 @@ func (s *Store) Snapshot(w io.Writer) (keys int, err error) {
 		for _, p := range parts {
 			bi, ok := index[p.b]
 			if !ok {
-				continue // a budget first seen after the list was taken
+				continue // a budget first seen, or first holding a key, after the list was taken
 			}
 			for e := p.tail; e != nil; e = e.prev {
 				if e.expiresAt <= nowUS {
