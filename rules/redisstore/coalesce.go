@@ -26,9 +26,15 @@ const (
 	// maxBatch bounds a pipeline's calls.
 	maxBatch = 128
 	// overloadBudgets bounds, in budgets, how long a call may wait while
-	// the store is answering but the node is too busy to run the flusher
-	// that carries it (the package doc's "Failures and the time budget").
+	// the store is answering but late, or the node is too busy to run the
+	// flusher that carries it (the package doc's "Failures and the time
+	// budget"). It is also the coalesced client's read and write deadline,
+	// so that a pipeline whose replies come late is read, not dropped.
 	overloadBudgets = 20
+	// silenceBudgets is how long, in budgets, a pipeline may be out with
+	// nothing heard from the store since it was written before the store
+	// counts as silent: calls past their budget then fail.
+	silenceBudgets = 2
 )
 
 // Waiter states: a waiter is queued or in flight, answered (the flusher
@@ -80,6 +86,16 @@ type coalescer struct {
 	// fails then, and waits on otherwise.
 	failing atomic.Bool
 
+	// epoch is when the coalescer started (its monotonic reading is the
+	// clock of out); heard counts the pipelines the store answered, with
+	// replies or its own error replies, late ones included; out holds,
+	// per flusher, the pipeline it has out.
+	epoch time.Time
+	heard atomic.Uint64
+	out   []outstanding
+	// clock, when set (tests only), replaces the monotonic clock of now.
+	clock func() int64
+
 	mu     sync.Mutex
 	queue  []*waiter
 	closed bool
@@ -100,10 +116,66 @@ func newCoalescer(s *Store, client *redis.Client, budget time.Duration, flushers
 		quit:   make(chan struct{}),
 	}
 	co.ctx, co.cancel = context.WithCancel(context.Background())
-	for range flushers {
-		co.wg.Go(co.run)
+	co.epoch = time.Now()
+	co.out = make([]outstanding, flushers)
+	for i := range flushers {
+		co.wg.Go(func() { co.run(&co.out[i]) })
 	}
 	return co
+}
+
+// outstanding is a flusher's pipeline in flight: when it was written
+// (nanoseconds since the coalescer's epoch; 0 when none is out) and the
+// coalescer's heard count then.
+type outstanding struct {
+	since atomic.Int64
+	mark  atomic.Uint64
+}
+
+// now is the time since co.epoch in nanoseconds, plus one (0 marks no
+// pipeline out). It reads the monotonic clock only.
+func (co *coalescer) now() int64 {
+	if co.clock != nil {
+		return co.clock() + 1
+	}
+	return int64(time.Since(co.epoch)) + 1
+}
+
+// sent records that a flusher wrote a pipeline, now.
+func (co *coalescer) sent(o *outstanding) {
+	o.mark.Store(co.heard.Load())
+	o.since.Store(co.now())
+}
+
+// received records that a flusher's pipeline is done, and whether the
+// store answered it (replies, its own error replies, or part of them
+// before a failure).
+func (co *coalescer) received(o *outstanding, answered bool) {
+	if answered {
+		co.heard.Add(1)
+	}
+	o.since.Store(0)
+}
+
+// silent reports whether a pipeline has been out for silenceBudgets
+// budgets or more with no pipeline answered since it was written: the
+// store is down, asleep or cut off, not late. A node too busy to write a
+// pipeline is not the store's silence: with no pipeline out, it never is.
+func (co *coalescer) silent() bool {
+	now := co.now()
+	for i := range co.out {
+		o := &co.out[i]
+		since := o.since.Load()
+		if since == 0 || now-since < int64(silenceBudgets*co.budget) {
+			continue
+		}
+		// Read since again after mark: a flusher that finished this
+		// pipeline and wrote the next meanwhile has moved both.
+		if co.heard.Load() == o.mark.Load() && o.since.Load() == since {
+			return true
+		}
+	}
+	return false
 }
 
 // do queues w's prepared call and waits for its reply, as wait says, or
@@ -140,13 +212,15 @@ func (co *coalescer) do(ctx context.Context, w *waiter) (bool, error) {
 // wait waits for w's answer (nil) or the end of its wait: errBudget or
 // ctx's error.
 //
-// The budget bounds the store's time, not the node's. A call whose
-// pipeline is out is bounded by the client's own deadlines, set when the
-// flusher writes it; so a call past its budget goes on waiting, while the
-// store answers, for a flusher busy on a node too loaded to run it soon,
-// and fails when the last pipeline failed below the script (the store is
-// slow or down: queued calls then fail at their budget, not after the
-// pipelines ahead of them) or after overloadBudgets budgets in all.
+// The budget bounds the store's silence, not its lateness nor the node's.
+// A call past its budget goes on waiting, while the store answers, for a
+// reply the store sends late or a flusher busy on a node too loaded to run
+// it soon; it fails when the last pipeline failed below the script (the
+// store is down: queued calls then fail at their budget, not after the
+// pipelines ahead of them), when the store is silent (a pipeline has been
+// out silenceBudgets budgets with nothing heard since it was written:
+// asleep, paused or cut off), or after overloadBudgets budgets in all,
+// which is also the client's read deadline of a pipeline.
 func (co *coalescer) wait(ctx context.Context, w *waiter) error {
 	var extended time.Duration
 	for {
@@ -155,7 +229,7 @@ func (co *coalescer) wait(ctx context.Context, w *waiter) error {
 			w.timer.Stop()
 			return nil
 		case <-w.timer.C:
-			if co.failing.Load() || extended >= (overloadBudgets-1)*co.budget {
+			if co.failing.Load() || extended >= (overloadBudgets-1)*co.budget || co.silent() {
 				return errBudget
 			}
 			step := co.budget / 2
@@ -180,7 +254,7 @@ func (co *coalescer) answer(w *waiter) {
 
 // run is a flusher: it waits for calls and sends what is queued, a
 // pipeline at a time, until close.
-func (co *coalescer) run() {
+func (co *coalescer) run(o *outstanding) {
 	f := flusher{pipe: co.client.Pipeline(), batch: make([]*waiter, 0, maxBatch), cmds: make([]redis.Cmder, 0, maxBatch)}
 	for {
 		select {
@@ -193,7 +267,7 @@ func (co *coalescer) run() {
 			if len(f.batch) == 0 {
 				break
 			}
-			co.flush(&f)
+			co.flush(&f, o)
 			// Drop what the pooled waiters hold until the next flush.
 			clear(f.batch)
 			clear(f.cmds)
@@ -238,8 +312,10 @@ func (co *coalescer) next(dst []*waiter) []*waiter {
 // one script call when there are two or more of them (the package doc's
 // "Coalescing"); the others go as script calls of their own. A call
 // answered NOSCRIPT did not run: those go again by EVAL, in one more
-// pipeline. Calls whose callers have gone are not sent.
-func (co *coalescer) flush(f *flusher) {
+// pipeline. Calls whose callers have gone are not sent. o is the
+// flusher's record of its pipeline in flight; the replies it reads, late
+// ones included, count in the Store's Replies.
+func (co *coalescer) flush(f *flusher, o *outstanding) {
 	pipe := f.pipe
 	f.alone, f.shared = f.alone[:0], f.shared[:0]
 	for _, w := range f.batch {
@@ -269,8 +345,10 @@ func (co *coalescer) flush(f *flusher) {
 		co.shared.Add(uint64(len(f.shared)))
 	}
 	_ = pipe.BatchProcess(co.ctx, f.cmds...) // one allocation: the pipeline's own slice
+	co.sent(o)
 	_, execErr := pipe.Exec(co.ctx)
 	co.flushes.Add(1)
+	co.received(o, co.count(f.cmds))
 	co.failing.Store(ioFailed(f.cmds) || (execErr != nil && !isReply(execErr)))
 	retry := 0
 	for _, w := range f.alone {
@@ -308,7 +386,16 @@ func (co *coalescer) flush(f *flusher) {
 	if sharedEval != nil {
 		co.s.noScript.Add(1)
 	}
+	co.sent(o)
 	_, execErr = pipe.Exec(co.ctx)
+	retried := f.cmds[:0]
+	for _, c := range evals {
+		retried = append(retried, c)
+	}
+	if sharedEval != nil {
+		retried = append(retried, sharedEval)
+	}
+	co.received(o, co.count(retried))
 	for i, w := range f.alone[:retry] {
 		w.reply, w.err = callResult(evals[i], execErr)
 		co.answer(w)
@@ -394,6 +481,29 @@ func (co *coalescer) close() {
 }
 
 func (co *coalescer) waitFlushers() { co.wg.Wait() }
+
+// count adds cmds' script results to the Store's Replies and reports
+// whether the store answered any of them (a result, or its own error
+// reply: a script error, NOSCRIPT, a redirect).
+func (co *coalescer) count(cmds []redis.Cmder) bool {
+	var results uint64
+	answered := false
+	for _, c := range cmds {
+		switch err := c.Err(); {
+		case err == nil:
+			// A pipeline that failed before any command ran (callResult)
+			// leaves its commands without reply or error.
+			if cmd, ok := c.(*redis.Cmd); ok && cmd.Val() != nil {
+				results++
+				answered = true
+			}
+		case err == redis.Nil || isReply(err):
+			answered = true
+		}
+	}
+	co.s.replies.Add(results)
+	return answered
+}
 
 // ioFailed reports whether a pipeline failed below the script: a command
 // that has an error which is not the server's reply (redis.Error: the

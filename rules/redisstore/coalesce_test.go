@@ -242,7 +242,7 @@ func TestSharedScriptCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := flusher{pipe: client.Pipeline(), batch: s.co.next(nil)}
-	s.co.flush(&f)
+	s.co.flush(&f, new(outstanding)) // a flusher of the test's own
 	wg.Wait()
 
 	for i, err := range errs {
@@ -356,7 +356,7 @@ func TestSharedCallsMatchMemory(t *testing.T) {
 			alone, shared = append(alone, shared[0]), nil
 		}
 		f := flusher{pipe: client.Pipeline(), batch: batch}
-		s.co.flush(&f)
+		s.co.flush(&f, new(outstanding)) // a flusher of the test's own
 		wg.Wait()
 		for _, i := range append(alone, shared...) {
 			if errs[i] != nil {

@@ -356,30 +356,46 @@ func (h *hungServer) settle(t *testing.T) (conns int, received string) {
 const hangGuard = 5 * time.Second
 
 // TestBudgetWiring: every wait of a call on an established connection is
-// bounded by Options.Timeout: the client's pool-wait, read and write
-// timeouts, and the coalescer's own timer; establishing a connection has
-// Options.DialTimeout (DefaultDialTimeout when 0); a caller's deadline
-// counts too, and nothing is retried. The same on Sentinel's failover
-// client.
+// bounded by Options.Timeout: the client's pool-wait timeout, the
+// coalescer's own timer, and uncoalesced, the read and write timeouts; a
+// coalescing client reads and writes its pipelines for overloadBudgets
+// budgets, so that a late reply is read (the calls' own timers fail them
+// on the store's silence, TestBudgetIsStoreTime); establishing a
+// connection has Options.DialTimeout (DefaultDialTimeout when 0); a
+// caller's deadline counts too, and nothing is retried. The same on
+// Sentinel's failover client; a cluster's clients as uncoalesced ones.
 func TestBudgetWiring(t *testing.T) {
 	t.Parallel()
 	const timeout = 20 * time.Millisecond
+	const pipelined = overloadBudgets * timeout
 	for _, tt := range []struct {
-		url  string
-		dial time.Duration // Options.DialTimeout
-		want time.Duration // the client's
+		url     string
+		dial    time.Duration // Options.DialTimeout
+		want    time.Duration // the client's
+		alone   bool          // DisableCoalescing
+		rwWant  time.Duration // the client's read and write timeouts
+		coalesc bool          // whether it has a coalescer
 	}{
-		{"redis://127.0.0.1:1", 0, DefaultDialTimeout},
-		{"redis://127.0.0.1:1", 300 * time.Millisecond, 300 * time.Millisecond},
-		{"redis+sentinel://m@127.0.0.1:1", 0, DefaultDialTimeout},
+		{"redis://127.0.0.1:1", 0, DefaultDialTimeout, false, pipelined, true},
+		{"redis://127.0.0.1:1", 300 * time.Millisecond, 300 * time.Millisecond, false, pipelined, true},
+		{"redis://127.0.0.1:1", 0, DefaultDialTimeout, true, timeout, false},
+		{"redis+sentinel://m@127.0.0.1:1", 0, DefaultDialTimeout, false, pipelined, true},
+		{"redis+sentinel://m@127.0.0.1:1", 0, DefaultDialTimeout, true, timeout, false},
 	} {
-		s := mustNew(t, Options{URL: tt.url, Timeout: timeout, DialTimeout: tt.dial})
+		s := mustNew(t, Options{URL: tt.url, Timeout: timeout, DialTimeout: tt.dial, DisableCoalescing: tt.alone})
 		defer s.Close()
 		o := s.node.(*redis.Client).Options()
+		budget := timeout
+		if s.co != nil {
+			budget = s.co.budget
+		}
+		if (s.co != nil) != tt.coalesc {
+			t.Errorf("%s: coalescing %v, want %v", tt.url, s.co != nil, tt.coalesc)
+		}
 		for _, d := range []struct {
 			name      string
 			got, want time.Duration
-		}{{"DialTimeout", o.DialTimeout, tt.want}, {"PoolTimeout", o.PoolTimeout, timeout}, {"ReadTimeout", o.ReadTimeout, timeout}, {"WriteTimeout", o.WriteTimeout, timeout}, {"coalescer budget", s.co.budget, timeout}} {
+		}{{"DialTimeout", o.DialTimeout, tt.want}, {"PoolTimeout", o.PoolTimeout, timeout}, {"ReadTimeout", o.ReadTimeout, tt.rwWant}, {"WriteTimeout", o.WriteTimeout, tt.rwWant}, {"coalescer budget", budget, timeout}} {
 			if d.got != d.want {
 				t.Errorf("%s: %s: got %v, want %v", tt.url, d.name, d.got, d.want)
 			}

@@ -200,6 +200,9 @@ type Store struct {
 
 	noScript, crossSlot, undos, undoErrors atomic.Uint64
 	late                                   lateReads
+
+	// replies counts the server's answers (Replies).
+	replies atomic.Uint64
 }
 
 var _ rules.Store = (*Store)(nil)
@@ -301,8 +304,7 @@ func configure(o *redis.Options, opts Options, late *lateReads) {
 	o.ConnMaxIdleTime = -1                                                        // keep idle connections: a call must not pay a handshake
 	o.DialerRetries = 1                                                           // one dial per attempt: retries would outlast the budget
 	o.PoolTimeout = opts.Timeout
-	o.ReadTimeout = opts.Timeout
-	o.WriteTimeout = opts.Timeout
+	o.ReadTimeout, o.WriteTimeout = ioTimeout(opts), ioTimeout(opts)
 	o.ContextTimeoutEnabled = true // a caller's deadline or cancel ends the call early
 	o.Protocol = 2                 // no HELLO, no push notifications: one command per connection setup at most
 	o.DisableIdentity = true       // no CLIENT SETINFO on connect
@@ -310,6 +312,19 @@ func configure(o *redis.Options, opts Options, late *lateReads) {
 	if opts.PoolSize > 0 {
 		o.PoolSize = opts.PoolSize
 	}
+}
+
+// ioTimeout is the client's read and write timeout: the budget for a call
+// on a connection of its own, which fails when the server has not answered
+// in time; overloadBudgets budgets for the coalescing flushers' pipelines,
+// so that a reply the server sends late (a node short of CPU) is read and
+// decides its calls, while each call's own timer fails it after its budget
+// when the server is silent (coalesce.go's wait).
+func ioTimeout(opts Options) time.Duration {
+	if opts.DisableCoalescing {
+		return opts.Timeout
+	}
+	return overloadBudgets * opts.Timeout
 }
 
 // configureCluster is configure for a cluster's node clients: the fields
@@ -320,6 +335,7 @@ func configure(o *redis.Options, opts Options, late *lateReads) {
 // through that path anyway (Take routes them to the masters' clients
 // itself).
 func configureCluster(co *redis.ClusterOptions, opts Options, late *lateReads) {
+	opts.DisableCoalescing = true // a cluster's calls go one per connection
 	o := &redis.Options{TLSConfig: co.TLSConfig}
 	configure(o, opts, late)
 	co.MaxRetries, co.MaxRedirects, co.DialerRetries = o.MaxRetries, -1, o.DialerRetries
@@ -400,6 +416,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("redisstore: pinging the cluster: %w", err)
 		}
+		s.replies.Add(1)
 		return loaded(s.cluster.ScriptLoad(ctx, takeScript))
 	}
 	c, ok := s.node.(*redis.Client)
@@ -409,6 +426,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := c.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redisstore: pinging: %w", err)
 	}
+	s.replies.Add(1)
 	if err := loaded(c.ScriptLoad(ctx, takeScript)); err != nil {
 		return err
 	}
@@ -448,6 +466,16 @@ func loaded(cmd *redis.StringCmd) error {
 	}
 	return nil
 }
+
+// Replies returns the number of answers the server has sent since New:
+// script results and pings' PONGs, not error replies nor failures. On a
+// single Redis that coalesces it counts the replies the flushers read,
+// those read after their call's budget had passed included (the call had
+// already failed); uncoalesced and on a cluster, each Take that the
+// servers answered counts one. It makes the Store a failclosed.Liveness,
+// whose breaker then opens on the store's silence rather than on calls
+// failing while it answers. An atomic load; safe for concurrent use.
+func (s *Store) Replies() uint64 { return s.replies.Load() }
 
 // Stats returns the Store's counters since New.
 func (s *Store) Stats() Stats {
@@ -535,6 +563,9 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 			}
 		} else {
 			w.run(ctx, s, s.node)
+			if w.err == nil {
+				s.replies.Add(1)
+			}
 		}
 		err := w.err
 		if err == nil {
@@ -543,7 +574,11 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 		s.putWaiter(w)
 		return err
 	}
-	return s.takeCluster(ctx, ops, res, nowUS)
+	err := s.takeCluster(ctx, ops, res, nowUS)
+	if err == nil {
+		s.replies.Add(1)
+	}
+	return err
 }
 
 // callerNow returns nowUS when the caller's clock decides (a reply must
