@@ -63,33 +63,42 @@
 //
 // # Failures and the time budget
 //
-// Options.Timeout, the budget of a call, is the client's pool-wait, read
-// and write timeout; establishing a connection (TCP, a TLS handshake, with
-// Sentinel the question to a sentinel) has Options.DialTimeout, 1s by
-// default, since a handshake is several round trips and some CPU; a dial
-// is tried once. A call on an established connection, the steady state,
-// fails after about Timeout when the server does not answer. Calls do not
-// dial in the steady state: idle connections are kept (no idle timeout;
-// TCP keep-alive finds dead ones), and Ping, which the node runs at start
-// and its breaker's probes run after an outage, opens the connections the
-// flushers use. An uncoalesced call (DisableCoalescing, a cluster) that
-// finds no idle connection waits for the dial; a coalesced one is bounded
-// by its own timer, below. A coalesced call (below) has a timer
-// of its own from the moment it is queued. The budget bounds the store's
-// time, not the node's: past its budget, a call whose store is answering
-// (the last pipeline finished without an I/O error) goes on waiting for
-// its flusher, which a node short of CPU may run late, up to 20 budgets
-// in all; a call whose store is failing (the last pipeline failed below
-// the script: dial, write or read, a timeout) fails at its budget,
-// whatever the pipelines ahead of it are doing. Either way the error is a
-// net.Error whose Timeout() is true. Without this a node saturated by its
-// own traffic (every core busy, goroutines waiting milliseconds for one)
-// would see its healthy Redis as slow and apply on_store_error to most
-// requests: allow lets a flood through, deny refuses everyone. A
-// caller's ctx deadline, when shorter, ends the call at it. Nothing is retried by the client library (MaxRetries and, in
-// a cluster, MaxRedirects are -1): a retried EVALSHA that did run would
-// charge twice. A Take that fails returns the error and the caller applies
-// each rule's on_store_error (failclosed).
+// Options.Timeout, the budget of a call, is the client's pool-wait
+// timeout, and the read and write timeout of a call on a connection of its
+// own (DisableCoalescing, a cluster); establishing a connection (TCP, a
+// TLS handshake, with Sentinel the question to a sentinel) has
+// Options.DialTimeout, 1s by default, since a handshake is several round
+// trips and some CPU; a dial is tried once. Calls do not dial in the
+// steady state: idle connections are kept (no idle timeout; TCP keep-alive
+// finds dead ones), and Ping, which the node runs at start and its
+// breaker's probes run after an outage, opens the connections the
+// flushers use. An uncoalesced call that finds no idle connection waits
+// for the dial; a coalesced one is bounded by its own timer, below.
+//
+// A coalesced call (below) has a timer of its own from the moment it is
+// queued, and its pipeline is read and written for 20 budgets. The budget
+// bounds the store's silence, not its lateness nor the node's: past its
+// budget, a call goes on waiting while the store answers (a reply that
+// comes late is read and decides its calls; a flusher that a node short of
+// CPU runs late still carries its call), and fails when the last pipeline
+// failed below the script (dial, write or read), when the store is silent
+// (a pipeline has been out for 2 budgets and no pipeline was answered
+// since it was written: Redis down, asleep, paused or cut off), or after
+// 20 budgets in all. A store that stops answering thus fails the calls
+// queued then within about 2 budgets, and every later call at its budget;
+// a store that answers late decides calls for up to 20 budgets (100ms at
+// the default 5ms). Either way the error is a net.Error whose Timeout()
+// is true. Without this a node saturated by its own traffic (every core
+// busy, goroutines waiting milliseconds for one) would see its healthy
+// Redis as slow and apply on_store_error to most requests: allow lets a
+// flood through, deny refuses everyone. Store.Replies counts the server's
+// answers (script results and PONGs, late ones included), which makes
+// the Store a failclosed.Liveness: its breaker opens on silence, not on
+// calls failing while Redis answers. A caller's ctx deadline, when
+// shorter, ends the call at it. Nothing is retried by the client library
+// (MaxRetries and, in a cluster, MaxRedirects are -1): a retried EVALSHA
+// that did run would charge twice. A Take that fails returns the error
+// and the caller applies each rule's on_store_error (failclosed).
 //
 // # Store time
 //

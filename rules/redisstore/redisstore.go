@@ -86,13 +86,15 @@ type Options struct {
 	// a cluster) that finds no idle connection waits for the dial.
 	DialTimeout time.Duration
 	// Timeout is the budget of one round trip (DefaultTimeout when 0):
-	// the client's pool-wait, write and read timeouts are all set to it (a
-	// new connection's dial has DialTimeout), and so is a coalesced call's
-	// own timer from the moment it is queued, so a call to a server that
-	// does not answer fails after about Timeout (see the package doc for
-	// the worst case, and for a node too loaded to run its flushers in
-	// time), and nothing is ever retried (a retried script call that did
-	// run would charge twice).
+	// the client's pool-wait timeout, an uncoalesced call's write and read
+	// timeouts (a new connection's dial has DialTimeout), and a coalesced
+	// call's own timer from the moment it is queued, so a call to a server
+	// that does not answer fails after about Timeout (about twice that
+	// when the server has just stopped answering), while a coalesced call
+	// whose server answers late waits for its reply up to 20 Timeouts,
+	// the flushers' read and write timeout (the package doc's "Failures
+	// and the time budget"); nothing is ever retried (a retried script
+	// call that did run would charge twice).
 	Timeout time.Duration
 	// PoolSize is the number of connections per server (go-redis' default
 	// when 0: 10 per CPU for a single Redis, 5 per CPU per cluster node).
