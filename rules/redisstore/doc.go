@@ -82,10 +82,10 @@
 // comes late is read and decides its calls; a flusher that a node short of
 // CPU runs late still carries its call), and fails when the last pipeline
 // failed below the script (dial, write or read), when the store is silent
-// (a pipeline has been out for 2 budgets and no pipeline was answered
+// (a pipeline has been out for 4 budgets and no pipeline was answered
 // since it was written: Redis down, asleep, paused or cut off), or after
 // 20 budgets in all. A store that stops answering thus fails the calls
-// queued then within about 2 budgets, and every later call at its budget;
+// queued then within about 4 budgets, and every later call at its budget;
 // a store that answers late decides calls for up to 20 budgets (100ms at
 // the default 5ms). Either way the error is a net.Error whose Timeout()
 // is true. Without this a node saturated by its own traffic (every core

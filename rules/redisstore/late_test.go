@@ -60,12 +60,13 @@ func TestBudgetIsStoreSilence(t *testing.T) {
 				t.Fatalf("queued %d calls, want 1", n)
 			}
 			s.co.sent(&s.co.out[0]) // out, never answered
-			time.Sleep(3 * budget)
+			time.Sleep(silenceBudgets*budget + budget/2)
 			take(s, 'b', start, &errs[1], &at[1], &wg) // queued behind it
 			wg.Wait()
-			// The first fails once its pipeline has been out two budgets;
-			// the second at its own budget: the store is silent by then.
-			for i, want := range []time.Duration{silenceBudgets * budget, 3*budget + budget} {
+			// The first fails once its pipeline has been out
+			// silenceBudgets; the second at its own budget: the store is
+			// silent by then.
+			for i, want := range []time.Duration{silenceBudgets * budget, silenceBudgets*budget + budget/2 + budget} {
 				if !isTimeoutErr(errs[i]) {
 					t.Errorf("call %d: got %v, want a timeout", i, errs[i])
 				}
@@ -123,11 +124,13 @@ func TestBudgetIsStoreSilence(t *testing.T) {
 			s.co.next(nil)
 			s.co.sent(&s.co.out[1]) // b's pipeline, never answered: silent from here
 			wg.Wait()
-			// b's pipeline has been out two budgets at 3 budgets: both
-			// fail then, a at its fifth half-budget check, b at its third.
+			// b's pipeline, written at one budget, is silent
+			// silenceBudgets later: both fail then, at a half-budget
+			// check of each.
+			want := (1 + silenceBudgets) * budget
 			for i := range errs {
-				if !isTimeoutErr(errs[i]) || at[i] != 3*budget {
-					t.Errorf("call %d: got %v at %v, want a timeout at %v", i, errs[i], at[i], 3*budget)
+				if !isTimeoutErr(errs[i]) || at[i] != want {
+					t.Errorf("call %d: got %v at %v, want a timeout at %v", i, errs[i], at[i], want)
 				}
 			}
 		})

@@ -89,7 +89,7 @@ type Options struct {
 	// the client's pool-wait timeout, an uncoalesced call's write and read
 	// timeouts (a new connection's dial has DialTimeout), and a coalesced
 	// call's own timer from the moment it is queued, so a call to a server
-	// that does not answer fails after about Timeout (about twice that
+	// that does not answer fails after about Timeout (up to 4 Timeouts
 	// when the server has just stopped answering), while a coalesced call
 	// whose server answers late waits for its reply up to 20 Timeouts,
 	// the flushers' read and write timeout (the package doc's "Failures
