@@ -3,7 +3,6 @@ package failclosed
 import (
 	"context"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,80 +23,25 @@ const (
 	silent
 )
 
-// replyProxy is a TCP proxy in front of a real redis-server that counts
-// the reply bytes Redis sends (chunks read from it), whatever it then does
-// with them: the count a Liveness store keeps of its backend's answers.
+// replyProxy is a proxy in front of a real redis-server that counts the
+// reply chunks Redis sends, whatever it then does with them (mode): the
+// count a Liveness store keeps of its backend's answers.
 type replyProxy struct {
-	ln      net.Listener
-	target  string
+	*testredis.Proxy
 	mode    atomic.Int32
 	replies atomic.Uint64
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	conns   []net.Conn
 }
 
 func newReplyProxy(t *testing.T, target string) *replyProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &replyProxy{ln: ln, target: target}
-	p.wg.Go(p.accept)
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *replyProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		p.wg.Go(func() { p.pipe(s, c, func(b []byte) bool { return p.mode.Load() != silent }) })
-		p.wg.Go(func() {
-			p.pipe(c, s, func(b []byte) bool {
-				p.replies.Add(1)
-				return p.mode.Load() == pass
-			})
+	p := &replyProxy{}
+	p.Proxy = testredis.NewProxy(t, target,
+		func(net.Conn, []byte) bool { return p.mode.Load() != silent },
+		func(net.Conn, []byte) bool {
+			p.replies.Add(1)
+			return p.mode.Load() == pass
 		})
-	}
-}
-
-// pipe copies src to dst, each chunk only when keep says so, until either
-// end closes; then it closes both.
-func (p *replyProxy) pipe(dst, src net.Conn, keep func([]byte) bool) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && keep(buf[:n]) {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil { // io.EOF, or a closed end
-			return
-		}
-	}
+	return p
 }
 
 // proxiedStore is the Redis store behind a replyProxy, made a Liveness by
@@ -145,7 +89,7 @@ func TestRealRedisLateIsNotLost(t *testing.T) {
 	// coalescing store reads its pipelines for 20 budgets, so that late
 	// replies are read: replies the proxy drops would be silence to it,
 	// its flushers waiting out that deadline while the calls fail.)
-	rs, err := redisstore.New(redisstore.Options{URL: "redis://" + p.ln.Addr().String() + "/0", Timeout: 50 * time.Millisecond, DisableCoalescing: true})
+	rs, err := redisstore.New(redisstore.Options{URL: "redis://" + p.Addr() + "/0", Timeout: 50 * time.Millisecond, DisableCoalescing: true})
 	if err != nil {
 		t.Fatal(err)
 	}

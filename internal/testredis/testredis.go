@@ -10,6 +10,8 @@
 // client certificates too); StartSentinel runs a primary, a replica and a
 // sentinel monitoring them, plain or TLS throughout (sentinel.go), for the
 // deployments of docs/deploying.md, "Redis over TLS, ACLs and Sentinel".
+// NewProxy puts a filtering TCP proxy in front of one (proxy.go), to make
+// a healthy Redis look late, silent or cut off.
 package testredis
 
 import (

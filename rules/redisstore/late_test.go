@@ -187,67 +187,37 @@ func TestClusterReadsAtBudget(t *testing.T) {
 	}
 }
 
-// holdProxy is a TCP proxy in front of a real redis-server that, while
-// held, keeps Redis' replies until release: a store that answers late.
+// holdProxy is a proxy in front of a real redis-server that, while held,
+// keeps Redis' replies until release: a store that answers late. got
+// counts the reply chunks Redis sent.
 type holdProxy struct {
-	ln      net.Listener
-	target  string
+	*testredis.Proxy
 	mu      sync.Mutex
 	held    bool
-	pending [][2]any // held replies: the client conn and the bytes
+	pending []heldReply
 	got     atomic.Uint64
-	wg      sync.WaitGroup
-	conns   []net.Conn
+}
+
+// heldReply is a reply chunk kept back, and the client it is for.
+type heldReply struct {
+	client net.Conn
+	b      []byte
 }
 
 func newHoldProxy(t *testing.T, target string) *holdProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &holdProxy{ln: ln, target: target}
-	p.wg.Go(p.accept)
-	t.Cleanup(func() {
-		ln.Close()
+	p := &holdProxy{}
+	p.Proxy = testredis.NewProxy(t, target, nil, func(client net.Conn, b []byte) bool {
 		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
+		defer p.mu.Unlock()
+		p.got.Add(1)
+		if p.held {
+			p.pending = append(p.pending, heldReply{client, append([]byte(nil), b...)})
+			return false
 		}
-		p.mu.Unlock()
-		p.wg.Wait()
+		return true
 	})
 	return p
-}
-
-func (p *holdProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		p.wg.Go(func() { copyConn(s, c, nil) })
-		p.wg.Go(func() {
-			copyConn(c, s, func(b []byte) bool {
-				p.mu.Lock()
-				defer p.mu.Unlock()
-				p.got.Add(1)
-				if p.held {
-					p.pending = append(p.pending, [2]any{c, append([]byte(nil), b...)})
-					return false
-				}
-				return true
-			})
-		})
-	}
 }
 
 // hold starts keeping replies; release sends those kept, in order, and
@@ -262,28 +232,9 @@ func (p *holdProxy) release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range p.pending {
-		_, _ = r[0].(net.Conn).Write(r[1].([]byte))
+		_, _ = r.client.Write(r.b)
 	}
 	p.pending, p.held = nil, false
-}
-
-// copyConn copies src to dst, each chunk only when keep (nil: all) says
-// so, until either end closes; then it closes both.
-func copyConn(dst, src net.Conn, keep func([]byte) bool) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && (keep == nil || keep(buf[:n])) {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // waitUntil polls cond, bounded by a hang guard: it waits for an event of
@@ -317,7 +268,7 @@ func TestRealRedisLateIsDecided(t *testing.T) {
 	// A budget whose 20 budgets (the read deadline) no stall of a loaded
 	// machine reaches while the reply is held for 2.
 	const budget = 100 * time.Millisecond
-	s := mustNew(t, Options{URL: "redis://" + p.ln.Addr().String() + "/0", Timeout: budget, flushers: 1})
+	s := mustNew(t, Options{URL: "redis://" + p.Addr() + "/0", Timeout: budget, flushers: 1})
 	defer s.Close()
 	s.co.clock = func() int64 { return 0 }
 	ctx := context.Background()

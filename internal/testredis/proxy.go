@@ -1,0 +1,93 @@
+package testredis
+
+import (
+	"net"
+	"sync"
+	"testing"
+)
+
+// Proxy is a TCP proxy on 127.0.0.1 in front of a redis-server, for tests
+// that make Redis look late, silent or cut off without touching the
+// server: every chunk read on either side goes through that direction's
+// filter, which forwards it by returning true. It stops, with every
+// connection it made, when the test ends.
+type Proxy struct {
+	ln       net.Listener
+	target   string
+	toRedis  Filter
+	toClient Filter
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+// Filter sees a chunk read from one side of a proxied connection: client
+// is the connection to the proxy's client (a filter that keeps replies
+// back may write them to it later), b the chunk, valid only during the
+// call (copy it to keep it). It returns whether to forward b now. A nil
+// Filter forwards everything.
+type Filter func(client net.Conn, b []byte) bool
+
+// NewProxy starts a proxy to target (HOST:PORT) whose commands pass
+// toRedis and whose replies pass toClient. It fails the test if it cannot
+// listen.
+func NewProxy(t testing.TB, target string, toRedis, toClient Filter) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target, toRedis: toRedis, toClient: toClient}
+	p.wg.Go(p.accept)
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// Addr is the proxy's HOST:PORT.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *Proxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		p.wg.Go(func() { pipe(s, c, c, p.toRedis) })
+		p.wg.Go(func() { pipe(c, s, c, p.toClient) })
+	}
+}
+
+// pipe copies src to dst, each chunk only when keep (nil: all) says so,
+// until either end closes; then it closes both.
+func pipe(dst, src, client net.Conn, keep Filter) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && (keep == nil || keep(client, buf[:n])) {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil { // io.EOF, or a closed end
+			return
+		}
+	}
+}
