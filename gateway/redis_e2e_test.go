@@ -651,3 +651,47 @@ func TestConcurrentRequestsShareScriptCallsExactly(t *testing.T) {
 	}
 	t.Errorf("no script call was shared in 5 rounds of %d concurrent requests:\n%s", burst, metric())
 }
+
+// TestLateRedisDecidesThroughTheServer is saturation fail-open (docs/
+// attacks.md) through the real server: a login whose Redis reply comes
+// after the store's budget, as on a node short of CPU, is decided in
+// Redis and reaches the origin, where it used to be refused with the
+// fail-closed 503. Redis answers at once; a proxy in front of it holds the
+// reply until one budget and a fifth have passed, well inside the 20
+// budgets a late reply is waited for and the 4 of silence that fail it
+// (the budget is 1 s, so a stalled machine cannot reach either bound).
+func TestLateRedisDecidesThroughTheServer(t *testing.T) {
+	r := testredis.Start(t)
+	p := testredis.NewHoldProxy(t, r.Addr())
+	pol := countingPolicy(t, "redis://"+p.Addr()+"/0")
+	origin, _, nodes := startFleet(t, pol, 1)
+	login := func(i int) int {
+		return do(t, "POST", "http://"+nodes[0].addr+"/login", "", "X-Forwarded-For", fmt.Sprintf("192.0.2.%d", i)).status
+	}
+	// The demo origin answers a login without credentials 401: the
+	// origin's answer, where on_store_error's is a 503.
+	originAnswer := login(1)
+	if originAnswer == 503 || origin.Hits()["/login"] != 1 {
+		t.Fatalf("a login with Redis answering at once: got %d and %d at the origin, want the origin's answer", originAnswer, origin.Hits()["/login"])
+	}
+
+	p.Hold()
+	before := p.Got()
+	start := time.Now()
+	status := make(chan int, 1)
+	go func() { status <- login(2) }()
+	waitFor(t, func() bool { return p.Got() > before }, 30*time.Second, "Redis' reply")
+	waitFor(t, func() bool { return time.Since(start) >= pol.Store.Timeout*6/5 }, 30*time.Second, "the budget to pass")
+	p.Release()
+	select {
+	case st := <-status:
+		if st != originAnswer {
+			t.Errorf("a login whose Redis reply came after the budget: got %d, want the origin's %d (decided in Redis, not by on_store_error)", st, originAnswer)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("hang guard: the late login never answered")
+	}
+	if n := origin.Hits()["/login"]; n != 2 {
+		t.Errorf("the origin saw %d logins, want 2", n)
+	}
+}

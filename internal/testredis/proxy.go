@@ -3,6 +3,7 @@ package testredis
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -91,3 +92,57 @@ func pipe(dst, src, client net.Conn, keep Filter) {
 		}
 	}
 }
+
+// HoldProxy is a Proxy that, while held, keeps Redis' replies back until
+// Release: a Redis that answers late, or a node that reads it late. Got
+// counts the reply chunks Redis sent, kept back or not.
+type HoldProxy struct {
+	*Proxy
+	mu      sync.Mutex
+	held    bool
+	pending []heldReply
+	got     atomic.Uint64
+}
+
+// heldReply is a reply chunk kept back, and the client it is for.
+type heldReply struct {
+	client net.Conn
+	b      []byte
+}
+
+// NewHoldProxy starts a HoldProxy to target (HOST:PORT), not holding.
+func NewHoldProxy(t testing.TB, target string) *HoldProxy {
+	t.Helper()
+	p := &HoldProxy{}
+	p.Proxy = NewProxy(t, target, nil, func(client net.Conn, b []byte) bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.got.Add(1)
+		if p.held {
+			p.pending = append(p.pending, heldReply{client, append([]byte(nil), b...)})
+			return false
+		}
+		return true
+	})
+	return p
+}
+
+// Hold starts keeping replies back.
+func (p *HoldProxy) Hold() {
+	p.mu.Lock()
+	p.held = true
+	p.mu.Unlock()
+}
+
+// Release sends the replies kept back, in order, and stops keeping them.
+func (p *HoldProxy) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.pending {
+		_, _ = r.client.Write(r.b)
+	}
+	p.pending, p.held = nil, false
+}
+
+// Got is the number of reply chunks Redis has sent through p.
+func (p *HoldProxy) Got() uint64 { return p.got.Load() }

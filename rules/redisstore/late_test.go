@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -187,56 +186,6 @@ func TestClusterReadsAtBudget(t *testing.T) {
 	}
 }
 
-// holdProxy is a proxy in front of a real redis-server that, while held,
-// keeps Redis' replies until release: a store that answers late. got
-// counts the reply chunks Redis sent.
-type holdProxy struct {
-	*testredis.Proxy
-	mu      sync.Mutex
-	held    bool
-	pending []heldReply
-	got     atomic.Uint64
-}
-
-// heldReply is a reply chunk kept back, and the client it is for.
-type heldReply struct {
-	client net.Conn
-	b      []byte
-}
-
-func newHoldProxy(t *testing.T, target string) *holdProxy {
-	t.Helper()
-	p := &holdProxy{}
-	p.Proxy = testredis.NewProxy(t, target, nil, func(client net.Conn, b []byte) bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.got.Add(1)
-		if p.held {
-			p.pending = append(p.pending, heldReply{client, append([]byte(nil), b...)})
-			return false
-		}
-		return true
-	})
-	return p
-}
-
-// hold starts keeping replies; release sends those kept, in order, and
-// stops keeping them.
-func (p *holdProxy) hold() {
-	p.mu.Lock()
-	p.held = true
-	p.mu.Unlock()
-}
-
-func (p *holdProxy) release() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, r := range p.pending {
-		_, _ = r.client.Write(r.b)
-	}
-	p.pending, p.held = nil, false
-}
-
 // waitUntil polls cond, bounded by a hang guard: it waits for an event of
 // a real process or for time to have passed, never for correctness.
 func waitUntil(t *testing.T, cond func() bool, what string) {
@@ -264,10 +213,10 @@ func waitUntil(t *testing.T, cond func() bool, what string) {
 // TestBudgetIsStoreSilence's, on a fake clock.
 func TestRealRedisLateIsDecided(t *testing.T) {
 	r := testredis.Start(t)
-	p := newHoldProxy(t, r.Addr())
+	p := testredis.NewHoldProxy(t, r.Addr())
 	// A budget whose 20 budgets (the read deadline) no stall of a loaded
 	// machine reaches while the reply is held for 2.
-	const budget = 100 * time.Millisecond
+	const budget = 250 * time.Millisecond
 	s := mustNew(t, Options{URL: "redis://" + p.Addr() + "/0", Timeout: budget, flushers: 1})
 	defer s.Close()
 	s.co.clock = func() int64 { return 0 }
@@ -277,15 +226,15 @@ func TestRealRedisLateIsDecided(t *testing.T) {
 	}
 	for i := range 3 {
 		op := []rules.Op{gcra(byte('L'+i), 5)}
-		p.hold()
-		got, replies := p.got.Load(), s.Replies()
+		p.Hold()
+		got, replies := p.Got(), s.Replies()
 		res := make([]rules.Result, 1)
 		done := make(chan error, 1)
 		start := time.Now()
 		go func() { done <- s.Take(ctx, time.Now(), op, res) }()
-		waitUntil(t, func() bool { return p.got.Load() > got }, "Redis' reply")
+		waitUntil(t, func() bool { return p.Got() > got }, "Redis' reply")
 		waitUntil(t, func() bool { return time.Since(start) >= 2*budget }, "two budgets to pass")
-		p.release()
+		p.Release()
 		var err error
 		select {
 		case err = <-done:
