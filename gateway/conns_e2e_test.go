@@ -1,0 +1,287 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// Connection budgets and read deadlines through the real server, on the
+// shipped policies.hcl (docs/policy.md, "Connections"; docs/attacks.md,
+// "Connections"): issue 24's slowloris, in which 10,050 half-sent requests
+// from one untrusted peer filled the listener and real requests got
+// fasthttp's "Server.Concurrency limit exceeded" 503.
+
+// untrustedLoopback is the shipped policy's trusted_proxies line, and what
+// the tests here put instead: loopback is then an untrusted peer, held to
+// the per-client caps like any client on the Internet.
+var untrustedLoopback = []string{
+	`trusted_proxies = ["127.0.0.1/32", "::1/128"]`, `trusted_proxies = ["192.0.2.254/32"]`,
+}
+
+// holdHeaders is the shipped header_timeout, and what the tests that hold
+// connections put instead: its maximum, so that the connections they hold
+// are still held however slowly the machine runs the test.
+var holdHeaders = []string{`header_timeout            = "10s"`, `header_timeout            = "5m"`}
+
+// halfSent is the start of a login whose header never ends.
+const halfSent = "POST /login HTTP/1.1\r\nHost: example.com\r\nContent-Type: application/json\r\n"
+
+// answerGuard bounds the wait for an answer the server owes: it only ends
+// a broken test, since the event waited on (an answer, a close) comes
+// first on a working one.
+const answerGuard = 2 * time.Minute
+
+// dialFrom opens a TCP connection to addr from the loopback address local
+// (127.0.0.2 is another client than 127.0.0.1: Linux routes all of
+// 127.0.0.0/8 to lo). The test closes it.
+func dialFrom(t testing.TB, local, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dialing %s from %s: %v", addr, local, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// holdHalfSent opens n connections from local, each with a half-sent
+// request, and returns them open.
+func holdHalfSent(t testing.TB, local, addr string, n int) []net.Conn {
+	t.Helper()
+	cs := make([]net.Conn, n)
+	for i := range cs {
+		cs[i] = dialFrom(t, local, addr)
+		if _, err := io.WriteString(cs[i], halfSent); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	return cs
+}
+
+// readToClose reads c until the server closes it (EOF, or a reset after
+// the answer) and returns what came. A read that fails before anything
+// arrived, or no close within answerGuard, fails the test.
+func readToClose(t testing.TB, c net.Conn) string {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(answerGuard))
+	b, err := io.ReadAll(c)
+	var ne net.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &ne) && ne.Timeout():
+		t.Fatalf("the server neither answered nor closed within %v; got %q", answerGuard, b)
+	case errors.Is(err, syscall.ECONNRESET) && len(b) > 0:
+	default:
+		t.Fatalf("reading: %v (got %q)", err, b)
+	}
+	return string(b)
+}
+
+// probeFrom sends one complete request from local on a new connection and
+// returns its status.
+func probeFrom(t testing.TB, local, addr, path string) int {
+	t.Helper()
+	c := dialFrom(t, local, addr)
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return rawStatus(t, readToClose(t, c))
+}
+
+// The edge's own answers, as the wire carries them (Date removed), with
+// Connection: close: a connection it refuses, and a request it could not
+// read in time.
+const (
+	wantBare429Close = "HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 18\r\nCache-Control: no-store\r\nConnection: close\r\n\r\nToo Many Requests\n"
+	wantPlain503     = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 20\r\nCache-Control: no-store\r\nConnection: close\r\n\r\nService Unavailable\n"
+	wantPlain408     = "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 16\r\nCache-Control: no-store\r\nConnection: close\r\n\r\nRequest Timeout\n"
+)
+
+// fasthttpTexts are the texts fasthttp writes of its own (fasthttp
+// v1.78.0: server.go's Serve and ServeConn, wrapPerIPConn,
+// defaultErrorHandler and RequestCtx.NotFound). No client of the edge may
+// ever read one: each names the library, and the answer is the edge's to
+// give.
+var fasthttpTexts = []string{
+	"Server.Concurrency", "cannot be served", "MaxConnsPerIP", "exceeds",
+	"Too big request header", "Request timeout", "Error when parsing request", "Page not found",
+	"fasthttp",
+}
+
+func checkNoLibraryText(t testing.TB, what, resp string) {
+	t.Helper()
+	for _, s := range fasthttpTexts {
+		if strings.Contains(resp, s) {
+			t.Errorf("%s: the answer carries fasthttp's text %q: %q", what, s, resp)
+		}
+	}
+}
+
+// TestSlowlorisPeerIsHeldToItsConnectionCap: one untrusted peer holds
+// max_conns_per_ip half-sent requests; every further connection of its
+// own gets the bare 429 and is closed, counted by reason, while a real
+// client at another address is served every time. It fails on the tree
+// before issue 24, which accepted every one of the peer's connections.
+func TestSlowlorisPeerIsHeldToItsConnectionCap(t *testing.T) {
+	p := loadPolicy(t, "policies.hcl", append(untrustedLoopback, holdHeaders...)...)
+	n := startNode(t, p, nodeOptions{})
+	perIP := p.Conns.PerIP
+	if perIP < 8 || perIP >= p.Conns.Max {
+		t.Fatalf("the shipped max_conns_per_ip is %d of max_conns %d: no cap to test", perIP, p.Conns.Max)
+	}
+
+	// Connections are accepted in the order they were dialled, so each one
+	// past the cap is judged with the first perIP counted.
+	holdHalfSent(t, "127.0.0.1", n.addr, perIP)
+	const extra = 20
+	for i := range extra {
+		c := dialFrom(t, "127.0.0.1", n.addr)
+		_, _ = io.WriteString(c, halfSent)
+		resp := readToClose(t, c)
+		if got := dateLine.ReplaceAllString(resp, ""); got != wantBare429Close {
+			t.Fatalf("the peer's connection %d past its cap of %d:\n%q\nwant the bare 429\n%q", i+1, perIP, got, wantBare429Close)
+		}
+		checkNoLibraryText(t, "a connection over max_conns_per_ip", resp)
+	}
+	// A real client elsewhere, while the peer holds its connections.
+	for i := range 13 {
+		if st := probeFrom(t, "127.0.0.2", n.addr, fmt.Sprintf("/api/probe-%d", i)); st != 200 {
+			t.Fatalf("probe %d from another address: %d, want 200", i, st)
+		}
+	}
+	if got := testutil.ToFloat64(n.srv.conns.refused[refusedIP]); got != extra {
+		t.Errorf("edge_connections_refused_total{reason=\"max_conns_per_ip\"} = %v, want %d", got, extra)
+	}
+	if got := testutil.ToFloat64(n.srv.conns.refused[refusedMaxConns]); got != 0 {
+		t.Errorf("edge_connections_refused_total{reason=\"max_conns\"} = %v, want 0", got)
+	}
+	if got := n.srv.conns.open.Load(); got != int64(perIP) {
+		t.Errorf("%d connections open, want the peer's %d (every probe closed)", got, perIP)
+	}
+}
+
+// TestSlowlorisPeerCannotFillTheNode is the harm itself, at a node of 300
+// connections: one peer that opens all 300 holds only its
+// max_conns_per_ip, and real requests from another address keep being
+// served, where the node used to be full and answer fasthttp's 503.
+func TestSlowlorisPeerCannotFillTheNode(t *testing.T) {
+	const maxConns = 300
+	p := loadPolicy(t, "policies.hcl", append(append(untrustedLoopback, holdHeaders...),
+		`max_conns                 = 10000`, fmt.Sprintf(`max_conns                 = %d`, maxConns))...)
+	n := startNode(t, p, nodeOptions{})
+	perIP := p.Conns.PerIP
+	if perIP >= maxConns-13 {
+		t.Fatalf("max_conns_per_ip %d leaves no room under max_conns %d", perIP, maxConns)
+	}
+	held := holdHalfSent(t, "127.0.0.1", n.addr, maxConns)
+	// The first perIP are held; the rest were refused, each read to its
+	// close (in order: the last one's answer says every earlier one is
+	// judged).
+	for i := perIP; i < maxConns; i++ {
+		if got := dateLine.ReplaceAllString(readToClose(t, held[i]), ""); got != wantBare429Close {
+			t.Fatalf("the peer's connection %d of %d: %q, want the bare 429", i+1, maxConns, got)
+		}
+	}
+	for i := range 13 {
+		if st := probeFrom(t, "127.0.0.2", n.addr, fmt.Sprintf("/api/probe-%d", i)); st != 200 {
+			t.Fatalf("probe %d from another address, the peer holding %d connections: %d, want 200", i, perIP, st)
+		}
+	}
+	if got := testutil.ToFloat64(n.srv.conns.refused[refusedIP]); got != maxConns-float64(perIP) {
+		t.Errorf("refused for max_conns_per_ip: %v, want %d", got, maxConns-perIP)
+	}
+}
+
+// TestNodeConnectionCapAnswersTheEdges503: the node's max_conns, reached
+// by a trusted proxy (which carries many clients and so is held to it
+// alone, not to max_conns_per_ip), answers the next connection the edge's
+// own 503 (the bytes unavailable writes), never fasthttp's text, and
+// admits one again once a connection closes.
+func TestNodeConnectionCapAnswersTheEdges503(t *testing.T) {
+	const maxConns, perIP = 20, 8
+	p := loadPolicy(t, "policies.hcl", append(holdHeaders,
+		`max_conns                 = 10000`, fmt.Sprintf(`max_conns                 = %d`, maxConns),
+		`max_conns_per_ip          = 256`, fmt.Sprintf(`max_conns_per_ip          = %d`, perIP),
+		`max_conns_per_ipv6_prefix = 256`, fmt.Sprintf(`max_conns_per_ipv6_prefix = %d`, perIP))...)
+	n := startNode(t, p, nodeOptions{})
+
+	// 127.0.0.1 is the shipped policy's trusted proxy: past its per-IP cap.
+	held := holdHalfSent(t, "127.0.0.1", n.addr, maxConns)
+	for _, from := range []string{"127.0.0.1", "127.0.0.2"} {
+		c := dialFrom(t, from, n.addr)
+		_, _ = io.WriteString(c, "GET /api/x HTTP/1.1\r\nHost: example.com\r\n\r\n")
+		resp := readToClose(t, c)
+		if got := dateLine.ReplaceAllString(resp, ""); got != wantPlain503 {
+			t.Fatalf("a connection from %s to a full node:\n%q\nwant the edge's 503\n%q", from, got, wantPlain503)
+		}
+		checkNoLibraryText(t, "a connection over max_conns", resp)
+	}
+	if got := testutil.ToFloat64(n.srv.conns.refused[refusedMaxConns]); got != 2 {
+		t.Errorf("refused for max_conns: %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(n.srv.conns.refused[refusedIP]); got != 0 {
+		t.Errorf("refused for max_conns_per_ip: %v, want 0 (the trusted proxy is not held to it)", got)
+	}
+
+	// One of the held requests ends (its client hangs up): its place is
+	// free once the server has closed it.
+	held[0].Close()
+	waitFor(t, func() bool { return n.srv.conns.open.Load() < maxConns }, answerGuard, "the hung-up connection to be closed")
+	if st := probeFrom(t, "127.0.0.2", n.addr, "/api/after"); st != 200 {
+		t.Errorf("after a connection closed: %d, want 200", st)
+	}
+}
+
+// TestHalfSentRequestsAreClosedAtTheirDeadlines: a peer's half-sent
+// requests are answered the edge's 408 and closed at header_timeout, a
+// half-sent body at body_timeout (with a header deadline far off), and the
+// peer's places are free again: its next connection is served. The
+// deadlines are the kernel's, armed by fasthttp: the test waits for the
+// answer, never for a time, and holds none of its timing.
+func TestHalfSentRequestsAreClosedAtTheirDeadlines(t *testing.T) {
+	t.Run("header", func(t *testing.T) {
+		p := loadPolicy(t, "policies.hcl", append(untrustedLoopback,
+			`header_timeout            = "10s"`, `header_timeout            = "1s"`)...)
+		n := startNode(t, p, nodeOptions{})
+		perIP := p.Conns.PerIP
+		held := holdHalfSent(t, "127.0.0.1", n.addr, perIP)
+		for i, c := range held {
+			resp := readToClose(t, c)
+			if got := dateLine.ReplaceAllString(resp, ""); got != wantPlain408 {
+				t.Fatalf("half-sent request %d: %q, want the edge's 408", i, got)
+			}
+			checkNoLibraryText(t, "a header past header_timeout", resp)
+		}
+		if got := testutil.ToFloat64(n.srv.m.timeouts); got != float64(perIP) {
+			t.Errorf("edge_request_timeouts_total = %v, want %d", got, perIP)
+		}
+		waitFor(t, func() bool { return n.srv.conns.open.Load() == 0 }, answerGuard, "the timed-out connections to be counted out")
+		if st := probeFrom(t, "127.0.0.1", n.addr, "/api/after"); st != 200 {
+			t.Errorf("the peer after its half-sent requests were closed: %d, want 200", st)
+		}
+	})
+	t.Run("body", func(t *testing.T) {
+		p := loadPolicy(t, "policies.hcl", append(append(untrustedLoopback, holdHeaders...),
+			`body_timeout              = "30s"`, `body_timeout              = "1s"`)...)
+		n := startNode(t, p, nodeOptions{})
+		c := dialFrom(t, "127.0.0.1", n.addr)
+		_, _ = io.WriteString(c, "POST /login HTTP/1.1\r\nHost: example.com\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"username\":")
+		resp := readToClose(t, c)
+		if got := dateLine.ReplaceAllString(resp, ""); got != wantPlain408 {
+			t.Fatalf("a half-sent body, header_timeout 5m, body_timeout 1s: %q, want the edge's 408", got)
+		}
+		checkNoLibraryText(t, "a body past body_timeout", resp)
+		if h := n.hits(t)["/login"]; h != 0 {
+			t.Errorf("the origin got %d /login, want 0", h)
+		}
+	})
+}
