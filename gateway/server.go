@@ -158,8 +158,9 @@ type Server struct {
 
 	listenerTLS listenerTLS // the public listener's certificate and handshake counters (tls.go)
 
-	conns       connCounts // the public listener's connections (conns.go)
-	decideConns connCounts // the decision-only listener's
+	conns         connCounts    // the public listener's connections (conns.go)
+	decideConns   connCounts    // the decision-only listener's
+	headerTimeout time.Duration // header_timeout of the policy New got (HeaderTimeout)
 
 	upstreamMu sync.Mutex
 	upstream   *upstreamClient // the installed policy's origin client (upstream.go)
@@ -239,6 +240,7 @@ func New(opts Options) (*Server, error) {
 		s.reg.MustRegister(newBudgetCollector(s, kb))
 	}
 	s.pool.New = func() any { return newReqState() }
+	s.headerTimeout = cmp.Or(opts.Policy.Conns.HeaderTimeout, rules.DefaultHeaderTimeout)
 	if err := s.install(opts.Policy); err != nil {
 		return nil, err
 	}
@@ -330,12 +332,18 @@ func (s *Server) AdminAddr() string {
 	return s.Policy().AdminListen
 }
 
+// HeaderTimeout is the public listener's header deadline: header_timeout
+// of the policy the node started with (New's). It is fasthttp's
+// ReadTimeout, fixed when the server is made, so a reload that changes it
+// takes effect at the next restart (cmd/edge names it in the reload's
+// warnings).
+func (s *Server) HeaderTimeout() time.Duration { return s.headerTimeout }
+
 // NewHTTPServer returns the fasthttp server for the public handler, with
 // the timeouts and size caps above (writeTimeout, readBufferSize, …) and
-// the policy's read deadlines: header_timeout is fasthttp's ReadTimeout,
+// the policy's read deadlines: HeaderTimeout is fasthttp's ReadTimeout,
 // armed when the connection opens (its first request) or at a request's
-// first byte (the next ones), read once here, so a reload that changes it
-// takes effect at the next restart; body_timeout is armed once a header
+// first byte (the next ones); body_timeout is armed once a header
 // announcing a body is read (headerReceived). Its connection cap
 // (Concurrency) is past max_conns, which Serve's listener enforces with the
 // edge's own answers (conns.go).
@@ -349,7 +357,7 @@ func (s *Server) NewHTTPServer() *fasthttp.Server {
 		Name:                          "",
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
-		ReadTimeout:                   cmp.Or(p.Conns.HeaderTimeout, rules.DefaultHeaderTimeout),
+		ReadTimeout:                   s.headerTimeout,
 		WriteTimeout:                  writeTimeout,
 		IdleTimeout:                   idleTimeout,
 		ReadBufferSize:                readBufferSize,
