@@ -1,16 +1,22 @@
 package gateway
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/netip"
+	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/valyala/fasthttp"
 )
 
 // Connection budgets and read deadlines through the real server, on the
@@ -273,15 +279,239 @@ func TestHalfSentRequestsAreClosedAtTheirDeadlines(t *testing.T) {
 		p := loadPolicy(t, "policies.hcl", append(append(untrustedLoopback, holdHeaders...),
 			`body_timeout              = "30s"`, `body_timeout              = "1s"`)...)
 		n := startNode(t, p, nodeOptions{})
-		c := dialFrom(t, "127.0.0.1", n.addr)
-		_, _ = io.WriteString(c, "POST /login HTTP/1.1\r\nHost: example.com\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"username\":")
-		resp := readToClose(t, c)
-		if got := dateLine.ReplaceAllString(resp, ""); got != wantPlain408 {
-			t.Fatalf("a half-sent body, header_timeout 5m, body_timeout 1s: %q, want the edge's 408", got)
+		for _, framing := range []string{"Content-Length: 100\r\n\r\n{\"username\":", "Transfer-Encoding: chunked\r\n\r\n20\r\n{\"username\":"} {
+			c := dialFrom(t, "127.0.0.1", n.addr)
+			_, _ = io.WriteString(c, "POST /login HTTP/1.1\r\nHost: example.com\r\nContent-Type: application/json\r\n"+framing)
+			resp := readToClose(t, c)
+			if got := dateLine.ReplaceAllString(resp, ""); got != wantPlain408 {
+				t.Fatalf("a half-sent body (%q), header_timeout 5m, body_timeout 1s: %q, want the edge's 408", framing, got)
+			}
+			checkNoLibraryText(t, "a body past body_timeout", resp)
 		}
-		checkNoLibraryText(t, "a body past body_timeout", resp)
 		if h := n.hits(t)["/login"]; h != 0 {
 			t.Errorf("the origin got %d /login, want 0", h)
 		}
 	})
+}
+
+// peerListener is a real loopback listener whose connections each name
+// the socket peer they stand for in a first line, "PEER ADDR\n", as the
+// PROXY protocol does: the one way for a test to be many IPv6 clients
+// from one machine, whose only IPv6 loopback address is ::1. What follows
+// the line is served as sent.
+type peerListener struct{ net.Listener }
+
+func (l peerListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	_ = c.SetReadDeadline(time.Now().Add(answerGuard))
+	var line []byte
+	for b := make([]byte, 1); len(line) < 64; {
+		if _, err := c.Read(b); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if b[0] == '\n' {
+			break
+		}
+		line = append(line, b[0])
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	a, err := netip.ParseAddr(strings.TrimPrefix(string(line), "PEER "))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("peer line %q: %w", line, err)
+	}
+	return peerConn{c, net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, 40000))}, nil
+}
+
+// peerConn is a connection that says its peer is another address.
+type peerConn struct {
+	net.Conn
+	peer *net.TCPAddr
+}
+
+func (c peerConn) RemoteAddr() net.Addr { return c.peer }
+
+// dialAs opens a connection to a peerListener's addr that stands for peer.
+func dialAs(t testing.TB, addr, peer string) net.Conn {
+	t.Helper()
+	c := dialFrom(t, "127.0.0.1", addr)
+	if _, err := io.WriteString(c, "PEER "+peer+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestIPv6PrefixAndEmbeddedIPv4Caps: the peers of one IPv6 /64 (the
+// policy's ipv6_prefix) share max_conns_per_ipv6_prefix, whatever
+// interface ID each picks, while each address is held to max_conns_per_ip;
+// another /64 is another client; and an IPv6 address that embeds an IPv4
+// address (6to4 here) is held with that IPv4 host, as the client key is
+// (docs/client-address.md).
+func TestIPv6PrefixAndEmbeddedIPv4Caps(t *testing.T) {
+	const perIP, perNet = 4, 6
+	p := loadPolicy(t, "policies.hcl", append(holdHeaders,
+		`max_conns_per_ip          = 256`, fmt.Sprintf(`max_conns_per_ip          = %d`, perIP),
+		`max_conns_per_ipv6_prefix = 256`, fmt.Sprintf(`max_conns_per_ipv6_prefix = %d`, perNet))...)
+	n := startNode(t, p, nodeOptions{wrap: func(ln net.Listener) net.Listener { return peerListener{ln} }})
+
+	hold := func(peer string, k int) {
+		t.Helper()
+		for range k {
+			c := dialAs(t, n.addr, peer)
+			_, _ = io.WriteString(c, halfSent)
+		}
+	}
+	refused := func(peer string) {
+		t.Helper()
+		c := dialAs(t, n.addr, peer)
+		_, _ = io.WriteString(c, halfSent)
+		if got := dateLine.ReplaceAllString(readToClose(t, c), ""); got != wantBare429Close {
+			t.Fatalf("a connection from %s: %q, want the bare 429", peer, got)
+		}
+	}
+	served := func(peer string) {
+		t.Helper()
+		c := dialAs(t, n.addr, peer)
+		_, _ = io.WriteString(c, "GET /api/x HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+		if st := rawStatus(t, readToClose(t, c)); st != 200 {
+			t.Fatalf("a request from %s: %d, want 200", peer, st)
+		}
+	}
+
+	hold("2001:db8:1:2::1", perIP)
+	refused("2001:db8:1:2::1") // its address is full
+	hold("2001:db8:1:2::2", perNet-perIP)
+	refused("2001:db8:1:2:ffff:ffff:ffff:ffff") // a new address, its /64 full
+	served("2001:db8:1:3::1")                   // the next /64
+
+	hold("192.0.2.1", perIP)
+	refused("2002:c000:201::1") // 6to4 for 192.0.2.1: that host
+	served("198.51.100.7")
+
+	for reason, want := range map[int]float64{refusedIP: 2, refusedIPv6Prefix: 1, refusedMaxConns: 0} {
+		if got := testutil.ToFloat64(n.srv.conns.refused[reason]); got != want {
+			t.Errorf("refused for %s: %v, want %v", refusedReasonNames[reason], got, want)
+		}
+	}
+}
+
+// TestNoLibraryTextReachesAClient: every answer the edge gives a request
+// fasthttp could not read, on the public listener and the admin one, is
+// the edge's own plain text for its status (the bytes plain writes), and
+// no text of fasthttp's reaches a client (fasthttpTexts). The connection
+// caps' answers are checked by the tests above.
+func TestNoLibraryTextReachesAClient(t *testing.T) {
+	p := loadPolicy(t, "policies.hcl", `header_timeout            = "10s"`, `header_timeout            = "1s"`)
+	n := startNode(t, p, nodeOptions{})
+	big := strings.Repeat("a", 10<<10)
+	tests := []struct {
+		name, addr, req string
+		want            int
+	}{
+		{"oversized header", n.addr, "GET /api/x HTTP/1.1\r\nHost: x\r\nX-Big: " + big + "\r\n\r\n", 431},
+		{"oversized body", n.addr, "POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n" + strings.Repeat("b", 70000), 413},
+		{"garbage request line", n.addr, "\x00\x01\x02 / HTTP/1.1\r\n\r\n", 400},
+		{"bad content length", n.addr, "POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", 400},
+		{"two content lengths", n.addr, "POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400},
+		{"bad chunk size", n.addr, "POST /login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+		{"bad URI", n.addr, "GET http://[::1/x HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+		{"silent connection", n.addr, "", 408},
+		{"half-sent header", n.addr, "GET /api/x HTTP/1.1\r\nHost: x\r\n", 408},
+		{"admin garbage", n.admin, "\x00\x01\x02 / HTTP/1.1\r\n\r\n", 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialFrom(t, "127.0.0.1", tt.addr)
+			_, _ = io.WriteString(c, tt.req)
+			resp := readToClose(t, c)
+			checkNoLibraryText(t, tt.name, resp)
+			r, err := http.ReadResponse(bufio.NewReader(strings.NewReader(resp)), nil)
+			if err != nil {
+				t.Fatalf("reading %q: %v", resp, err)
+			}
+			body, _ := io.ReadAll(r.Body)
+			if want := fasthttp.StatusMessage(tt.want) + "\n"; r.StatusCode != tt.want || string(body) != want || r.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+				t.Errorf("got %d %q (%s), want %d %q, text/plain", r.StatusCode, body, r.Header.Get("Content-Type"), tt.want, want)
+			}
+		})
+	}
+}
+
+// failingListener fails its first n accepts as a process out of file
+// descriptors does (EMFILE), then accepts.
+type failingListener struct {
+	net.Listener
+	n atomic.Int32
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.n.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptOutOfDescriptorsKeepsServing: accepts that fail for want of
+// file descriptors (a flood that holds every one for a moment) are
+// retried, where fasthttp alone stops serving the listener for good; the
+// failure is logged.
+func TestAcceptOutOfDescriptorsKeepsServing(t *testing.T) {
+	var logs syncBuffer
+	n := startNode(t, loadPolicy(t, "policies.hcl"), nodeOptions{logs: &logs, wrap: func(ln net.Listener) net.Listener {
+		fl := &failingListener{Listener: ln}
+		fl.n.Store(3)
+		return fl
+	}})
+	if st := probeFrom(t, "127.0.0.1", n.addr, "/api/x"); st != 200 {
+		t.Fatalf("after three failed accepts: %d, want 200", st)
+	}
+	if !strings.Contains(logs.String(), "too many open files") {
+		t.Errorf("the failed accept is not logged:\n%s", logs.String())
+	}
+}
+
+// TestConnectionCapsFollowAReload: a reload applies the caps to the
+// connections that open after it; those already open stay, and are
+// counted out under the keys they were counted under.
+func TestConnectionCapsFollowAReload(t *testing.T) {
+	withCap := func(perIP int) []string {
+		return append(append(untrustedLoopback, holdHeaders...),
+			`max_conns_per_ip          = 256`, fmt.Sprintf(`max_conns_per_ip          = %d`, perIP))
+	}
+	n := startNode(t, loadPolicy(t, "policies.hcl", withCap(8)...), nodeOptions{})
+	refused := func(when string) {
+		t.Helper()
+		c := dialFrom(t, "127.0.0.1", n.addr)
+		_, _ = io.WriteString(c, halfSent)
+		if got := dateLine.ReplaceAllString(readToClose(t, c), ""); got != wantBare429Close {
+			t.Fatalf("%s: %q, want the bare 429", when, got)
+		}
+	}
+	held := holdHalfSent(t, "127.0.0.1", n.addr, 8)
+	refused("the 9th connection under a cap of 8")
+
+	if err := n.srv.Reload(loadPolicy(t, "policies.hcl", withCap(12)...)); err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, holdHalfSent(t, "127.0.0.1", n.addr, 4)...)
+	refused("the 13th connection after a reload to 12")
+
+	if err := n.srv.Reload(loadPolicy(t, "policies.hcl", withCap(4)...)); err != nil {
+		t.Fatal(err)
+	}
+	refused("a connection after a reload to 4, 12 open")
+	if got := n.srv.conns.open.Load(); got != 12 {
+		t.Fatalf("%d open after the reload to 4, want the 12 held", got)
+	}
+	for _, c := range held[:9] {
+		c.Close()
+	}
+	waitFor(t, func() bool { return n.srv.conns.open.Load() == 3 }, answerGuard, "nine hung-up connections to be closed")
+	if st := probeFrom(t, "127.0.0.1", n.addr, "/api/x"); st != 200 {
+		t.Errorf("3 open under a cap of 4: %d, want 200", st)
+	}
 }

@@ -384,11 +384,12 @@ func (q quietLogger) Printf(format string, _ ...any) {
 
 // headerReceived arms the body deadline of a request whose header is
 // read: body_timeout of the policy in force from now, when the header
-// announces a body (a Content-Length over 0, or chunked); a request
-// without one keeps the header deadline, which has nothing left to bound,
-// and costs no deadline of its own.
+// announces a body (a Content-Length over 0, or chunked: fasthttp's -1); a
+// request without one (0, or -2: no Content-Length, which a request reads
+// as no body, RFC 9112 §6.3) keeps the header deadline, which has nothing
+// left to bound, and costs no deadline of its own.
 func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if h.ContentLength() == 0 {
+	if cl := h.ContentLength(); cl <= 0 && cl != -1 {
 		return fasthttp.RequestConfig{}
 	}
 	return fasthttp.RequestConfig{ReadTimeout: cmp.Or(s.state.Load().policy.Conns.BodyTimeout, rules.DefaultBodyTimeout)}
@@ -439,7 +440,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
 	srv := &fasthttp.Server{
 		Handler:               s.AdminHandler,
-		ErrorHandler:          errorHandler,
+		ErrorHandler:          errorHandler,       // the edge's answers here too, never fasthttp's text
+		Logger:                quietLogger{s.log}, // never the raw request: an admin request carries the bearer token
 		NoDefaultServerHeader: true,
 		ReadTimeout:           readTimeout,
 		WriteTimeout:          writeTimeout,
