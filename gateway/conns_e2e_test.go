@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +19,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/testcert"
 )
 
 // Connection budgets and read deadlines through the real server, on the
@@ -74,22 +79,15 @@ func holdHalfSent(t testing.TB, local, addr string, n int) []net.Conn {
 }
 
 // readToClose reads c until the server closes it (EOF, or a reset after
-// the answer) and returns what came. A read that fails before anything
-// arrived, or no close within answerGuard, fails the test.
+// the answer) and returns what came. A close without an answer, or no
+// close within answerGuard, fails the test.
 func readToClose(t testing.TB, c net.Conn) string {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(answerGuard))
-	b, err := io.ReadAll(c)
-	var ne net.Error
-	switch {
-	case err == nil:
-	case errors.As(err, &ne) && ne.Timeout():
-		t.Fatalf("the server neither answered nor closed within %v; got %q", answerGuard, b)
-	case errors.Is(err, syscall.ECONNRESET) && len(b) > 0:
-	default:
-		t.Fatalf("reading: %v (got %q)", err, b)
+	b := readToCloseOrEmpty(t, c)
+	if b == "" {
+		t.Fatal("the server closed the connection without an answer")
 	}
-	return string(b)
+	return b
 }
 
 // probeFrom sends one complete request from local on a new connection and
@@ -514,4 +512,75 @@ func TestConnectionCapsFollowAReload(t *testing.T) {
 	if st := probeFrom(t, "127.0.0.1", n.addr, "/api/x"); st != 200 {
 		t.Errorf("3 open under a cap of 4: %d, want 200", st)
 	}
+}
+
+// TestTLSConnectionOverItsCapIsClosedUnanswered: on a TLS listener a
+// connection over its client's cap is closed before its handshake,
+// without an answer (one would need the handshake the cap spares), and
+// counted; the connections within the cap are served over TLS.
+func TestTLSConnectionOverItsCapIsClosedUnanswered(t *testing.T) {
+	const perIP = 8
+	ca := testcert.NewCA(t)
+	dir := t.TempDir()
+	ca.Issue(t, "127.0.0.1").Write(t, filepath.Join(dir, "edge.crt"), filepath.Join(dir, "edge.key"))
+	path := filepath.Join(repoRoot(t), "policies.hcl")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	for _, r := range [][2]string{
+		{untrustedLoopback[0], untrustedLoopback[1]}, {holdHeaders[0], holdHeaders[1]},
+		{`max_conns_per_ip          = 256`, fmt.Sprintf(`max_conns_per_ip          = %d`, perIP)},
+	} {
+		if !strings.Contains(s, r[0]) {
+			t.Fatalf("policies.hcl has no %q", r[0])
+		}
+		s = strings.Replace(s, r[0], r[1], 1)
+	}
+	p, diags := builtin.Load(path, []byte(tlsPolicySrc(t, s, dir)))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	n := startNode(t, p, nodeOptions{})
+	cfg := &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"}
+
+	for i := range perIP {
+		c := tls.Client(dialFrom(t, "127.0.0.1", n.addr), cfg)
+		if _, err := io.WriteString(c, halfSent); err != nil { // the handshake, then half a request
+			t.Fatalf("connection %d within the cap: %v", i, err)
+		}
+	}
+	c := dialFrom(t, "127.0.0.1", n.addr)
+	if got := readToCloseOrEmpty(t, c); got != "" {
+		t.Errorf("a TLS connection over the cap got %q before its close, want nothing", got)
+	}
+	if got := testutil.ToFloat64(n.srv.conns.refused[refusedIP]); got != 1 {
+		t.Errorf("refused for max_conns_per_ip: %v, want 1", got)
+	}
+	if r := n.srv.listenerTLS.errs; testutil.ToFloat64(r[hsClosed])+testutil.ToFloat64(r[hsOther]) != 0 {
+		t.Error("the refused connection reached the TLS handshake")
+	}
+	// Another client over TLS, while the peer holds its cap.
+	tc := tls.Client(dialFrom(t, "127.0.0.2", n.addr), cfg)
+	if st := rawStatus(t, rawOn(t, tc, "GET /api/x HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")); st != 200 {
+		t.Errorf("another client over TLS: %d, want 200", st)
+	}
+}
+
+// readToCloseOrEmpty is readToClose for a connection that may be closed
+// without a byte: it returns "" then.
+func readToCloseOrEmpty(t testing.TB, c net.Conn) string {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(answerGuard))
+	b, err := io.ReadAll(c)
+	var ne net.Error
+	switch {
+	case err == nil, errors.Is(err, syscall.ECONNRESET):
+	case errors.As(err, &ne) && ne.Timeout():
+		t.Fatalf("the server neither answered nor closed within %v; got %q", answerGuard, b)
+	default:
+		t.Fatalf("reading: %v (got %q)", err, b)
+	}
+	return string(b)
 }
