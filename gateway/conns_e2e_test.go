@@ -584,3 +584,31 @@ func readToCloseOrEmpty(t testing.TB, c net.Conn) string {
 	}
 	return string(b)
 }
+
+// TestDecideListenerHoldsMaxConnsAlone: the decision-only listener counts
+// its own connections against max_conns, answered as on the public
+// listener, and holds its peer (the proxy that asks it, every connection
+// its) to no per-client cap, trusted or not.
+func TestDecideListenerHoldsMaxConnsAlone(t *testing.T) {
+	const maxConns = 6
+	src := strings.Replace(decidePolicy, `  trusted_proxies = ["127.0.0.1/32"]`+"\n",
+		fmt.Sprintf("  max_conns        = %d\n  max_conns_per_ip = 2\n  header_timeout   = \"5m\"\n", maxConns), 1)
+	p, diags := builtin.Load("decide.hcl", []byte(src))
+	if diags.HasErrors() || p.Conns.Max != maxConns || p.Client.Trusted(netip.MustParseAddr("127.0.0.1")) {
+		t.Fatalf("the test policy: %v", diags)
+	}
+	n := startNode(t, p, nodeOptions{})
+	addr := serveDecide(t, n)
+	holdHalfSent(t, "127.0.0.1", addr, maxConns)
+	c := dialFrom(t, "127.0.0.1", addr)
+	_, _ = io.WriteString(c, halfSent)
+	if got := dateLine.ReplaceAllString(readToClose(t, c), ""); got != wantPlain503 {
+		t.Fatalf("a connection over max_conns on the decision-only listener: %q, want the edge's 503", got)
+	}
+	if got := testutil.ToFloat64(n.srv.decideConns.refused[refusedMaxConns]); got != 1 {
+		t.Errorf("refused for max_conns: %v, want 1", got)
+	}
+	if got := n.srv.conns.open.Load(); got != 0 {
+		t.Errorf("the public listener counts %d connections, want 0: the decision-only one counts its own", got)
+	}
+}
