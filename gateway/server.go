@@ -348,7 +348,6 @@ func (s *Server) HeaderTimeout() time.Duration { return s.headerTimeout }
 // (Concurrency) is past max_conns, which Serve's listener enforces with the
 // edge's own answers (conns.go).
 func (s *Server) NewHTTPServer() *fasthttp.Server {
-	p := s.Policy()
 	return &fasthttp.Server{
 		Handler:                       s.Handler,
 		ErrorHandler:                  s.errorHandler,
@@ -361,7 +360,7 @@ func (s *Server) NewHTTPServer() *fasthttp.Server {
 		WriteTimeout:                  writeTimeout,
 		IdleTimeout:                   idleTimeout,
 		ReadBufferSize:                readBufferSize,
-		MaxRequestBodySize:            p.MaxBodyBytes,
+		MaxRequestBodySize:            s.Policy().MaxBodyBytes,
 		Concurrency:                   fasthttpConcurrency,
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
