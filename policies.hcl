@@ -44,6 +44,25 @@ edge {
   # Request bodies above this many bytes are refused with 413.
   max_body_bytes = 65536
 
+  # Connections are a budget too. The node holds at most max_conns open
+  # connections (one more is answered 503 and closed); one untrusted peer
+  # at most max_conns_per_ip, and the peers of one IPv6 prefix (ipv6_prefix
+  # above) max_conns_per_ipv6_prefix (one more: the bare 429). A browser
+  # opens up to 6 connections to a host, so 256 is about 40 browsers
+  # loading at once behind one address (a CGNAT address, an office); raise
+  # it for a larger NAT. A peer in trusted_proxies (your load balancer,
+  # which carries many clients) is held to max_conns alone: cap clients at
+  # the load balancer. A request's header must arrive within header_timeout
+  # (from the connection's opening, or the request's first byte on a
+  # kept-alive one) and its body within body_timeout after it, or it is
+  # answered 408 and its connection closed, so half-sent requests free
+  # their connections. docs/deploying.md, "Connection budgets".
+  max_conns                 = 10000
+  max_conns_per_ip          = 256
+  max_conns_per_ipv6_prefix = 256
+  header_timeout            = "10s"
+  body_timeout              = "30s"
+
   # "/LOGIN" and "/login" are one route unless this says "sensitive".
   path_case = "insensitive"
 

@@ -72,7 +72,9 @@ func (s *Server) ServeDecide(ctx context.Context, ln net.Listener) error {
 	}
 	srv := s.NewHTTPServer()
 	srv.Handler = s.DecideHandler
-	return serveUntil(ctx, srv, ln)
+	// max_conns, answered as on the public listener; no per-client cap:
+	// every connection is the proxy's.
+	return serveUntil(ctx, srv, s.limitConns(ln, &s.decideConns, false, true))
 }
 
 // DecideHandler decides the request its request describes, never

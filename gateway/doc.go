@@ -7,11 +7,15 @@
 // A Server (New, from Options whose Policy and Store are required) carries a
 // request along the path docs/architecture.md lays out:
 //
-//   - Accept (server.go): NewHTTPServer and Serve bound every connection:
-//     10s read and write timeouts, 60s idle, an 8 KiB header cap (431 past
-//     it), the policy's max_body_bytes (413 past it), 10,000 connections. A
-//     request fasthttp cannot read is answered 400, 408, 413 or 431, never
-//     500, and its bytes are never logged.
+//   - Accept (server.go, conns.go): NewHTTPServer and Serve bound every
+//     connection: the policy's header_timeout and body_timeout (408 past
+//     them), a 10s write timeout, 60s idle, an 8 KiB header cap (431 past
+//     it), the policy's max_body_bytes (413 past it), and at accept, on the
+//     socket peer, max_conns (the edge's 503 past it) and, for an untrusted
+//     peer, max_conns_per_ip and max_conns_per_ipv6_prefix (the bare 429). A
+//     request fasthttp cannot read is answered 400, 408, 413 or 431 in the
+//     edge's own text, never 500 and never fasthttp's, and its bytes are
+//     never logged.
 //   - Decide (handler.go): Handler copies the few fields rules need into a
 //     pooled rules.Request (the client from ipv6/ per docs/client-address.md,
 //     the canonical path, host and method per docs/host-and-path.md, body

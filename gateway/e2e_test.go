@@ -100,6 +100,8 @@ type nodeOptions struct {
 	health     Health      // the store's health for /readyz, when set
 	store      rules.Store // the counter store, when set (the test closes it); a 10000-key memstore otherwise
 	adminToken string      // Options.AdminToken
+	// wrap, when set, wraps the public listener Serve is given.
+	wrap func(net.Listener) net.Listener
 }
 
 func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
@@ -140,6 +142,9 @@ func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
 	ln, aln := listen(t), listen(t)
 	n.addr, n.admin = ln.Addr().String(), aln.Addr().String()
 	wg.Add(2)
+	if o.wrap != nil {
+		ln = o.wrap(ln)
+	}
 	go func() { defer wg.Done(); _ = n.srv.Serve(ctx, ln) }()
 	go func() { defer wg.Done(); _ = n.srv.ServeAdmin(ctx, aln) }()
 	return n

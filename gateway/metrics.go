@@ -73,6 +73,8 @@ type metrics struct {
 	minted    prometheus.Counter
 
 	queueDropped, queueFull prometheus.Counter // queue.go
+
+	timeouts prometheus.Counter // the public listener's 408s (conns.go)
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {

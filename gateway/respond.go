@@ -19,21 +19,28 @@ const bareBody = "Too Many Requests\n"
 // bare429 answers a refusal on a sensitive route. It is byte-identical
 // (but for the Date header) whichever rule refused and however far over
 // the limit the caller is.
-func bare429(ctx *fasthttp.RequestCtx) {
-	ctx.Response.Reset()
-	ctx.Response.SetStatusCode(fasthttp.StatusTooManyRequests)
-	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
-	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
-	ctx.Response.SetBodyString(bareBody)
+func bare429(ctx *fasthttp.RequestCtx) { setBare429(&ctx.Response) }
+
+// setBare429 makes r the bare 429: bare429's answer, which a connection
+// over its client's cap gets too (writeRefusal).
+func setBare429(r *fasthttp.Response) {
+	r.Reset()
+	r.SetStatusCode(fasthttp.StatusTooManyRequests)
+	r.Header.SetContentType("text/plain; charset=utf-8")
+	r.Header.Set(fasthttp.HeaderCacheControl, "no-store")
+	r.SetBodyString(bareBody)
 }
 
 // plain answers status with its reason phrase as a text body.
-func plain(ctx *fasthttp.RequestCtx, status int) {
-	ctx.Response.Reset()
-	ctx.Response.SetStatusCode(status)
-	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
-	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
-	ctx.Response.SetBodyString(fasthttp.StatusMessage(status) + "\n")
+func plain(ctx *fasthttp.RequestCtx, status int) { setPlain(&ctx.Response, status) }
+
+// setPlain makes r plain's answer of status.
+func setPlain(r *fasthttp.Response, status int) {
+	r.Reset()
+	r.SetStatusCode(status)
+	r.Header.SetContentType("text/plain; charset=utf-8")
+	r.Header.Set(fasthttp.HeaderCacheControl, "no-store")
+	r.SetBodyString(fasthttp.StatusMessage(status) + "\n")
 }
 
 // unavailable answers 503: a fail-closed rule could not reach its store.

@@ -25,13 +25,15 @@ import (
 
 // Server limits (docs/architecture.md, "A request's path", step 1). Headers
 // past ReadBufferSize answer 431 and bodies past the policy's max_body_bytes
-// answer 413.
+// answer 413. The public listener's read deadlines and connection caps are
+// the policy's (rules.Conns: header_timeout, body_timeout, max_conns and
+// the per-client caps; conns.go); readTimeout is the admin listener's and
+// the TLS handshake's.
 const (
 	readTimeout     = 10 * time.Second
 	writeTimeout    = 10 * time.Second
 	idleTimeout     = 60 * time.Second
 	readBufferSize  = 8 << 10 // bytes: the cap on a request's header
-	maxConns        = 10000
 	maxUpstreamBody = 8 << 20 // bytes
 )
 
@@ -156,6 +158,10 @@ type Server struct {
 
 	listenerTLS listenerTLS // the public listener's certificate and handshake counters (tls.go)
 
+	conns         connCounts    // the public listener's connections (conns.go)
+	decideConns   connCounts    // the decision-only listener's
+	headerTimeout time.Duration // header_timeout of the policy New got (HeaderTimeout)
+
 	upstreamMu sync.Mutex
 	upstream   *upstreamClient // the installed policy's origin client (upstream.go)
 	upOverride string
@@ -220,6 +226,7 @@ func New(opts Options) (*Server, error) {
 		s.reg = prometheus.NewRegistry()
 	}
 	s.m = newMetrics(s.reg, s)
+	registerConns(s.reg, s)
 	if timed != nil {
 		s.reg.MustRegister(timed.vec)
 	}
@@ -233,6 +240,7 @@ func New(opts Options) (*Server, error) {
 		s.reg.MustRegister(newBudgetCollector(s, kb))
 	}
 	s.pool.New = func() any { return newReqState() }
+	s.headerTimeout = cmp.Or(opts.Policy.Conns.HeaderTimeout, rules.DefaultHeaderTimeout)
 	if err := s.install(opts.Policy); err != nil {
 		return nil, err
 	}
@@ -324,22 +332,36 @@ func (s *Server) AdminAddr() string {
 	return s.Policy().AdminListen
 }
 
+// HeaderTimeout is the public listener's header deadline: header_timeout
+// of the policy the node started with (New's). It is fasthttp's
+// ReadTimeout, fixed when the server is made, so a reload that changes it
+// takes effect at the next restart (cmd/edge names it in the reload's
+// warnings).
+func (s *Server) HeaderTimeout() time.Duration { return s.headerTimeout }
+
 // NewHTTPServer returns the fasthttp server for the public handler, with
-// the timeouts and size caps above (readTimeout, readBufferSize, …).
+// the timeouts and size caps above (writeTimeout, readBufferSize, …) and
+// the policy's read deadlines: HeaderTimeout is fasthttp's ReadTimeout,
+// armed when the connection opens (its first request) or at a request's
+// first byte (the next ones); body_timeout is armed once a header
+// announcing a body is read (headerReceived). Its connection cap
+// (Concurrency) is past max_conns, which Serve's listener enforces with the
+// edge's own answers (conns.go).
 func (s *Server) NewHTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                       s.Handler,
-		ErrorHandler:                  errorHandler,
+		ErrorHandler:                  s.errorHandler,
+		HeaderReceived:                s.headerReceived,
 		Logger:                        quietLogger{s.log},
 		Name:                          "",
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
-		ReadTimeout:                   readTimeout,
+		ReadTimeout:                   s.headerTimeout,
 		WriteTimeout:                  writeTimeout,
 		IdleTimeout:                   idleTimeout,
 		ReadBufferSize:                readBufferSize,
 		MaxRequestBodySize:            s.Policy().MaxBodyBytes,
-		Concurrency:                   maxConns,
+		Concurrency:                   fasthttpConcurrency,
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
 		ReduceMemoryUsage:             false,
@@ -359,9 +381,31 @@ func (q quietLogger) Printf(format string, _ ...any) {
 	}
 }
 
+// headerReceived arms the body deadline of a request whose header is
+// read: body_timeout of the policy in force from now, when the header
+// announces a body (a Content-Length over 0, or chunked: fasthttp's -1); a
+// request without one (0, or -2: no Content-Length, which a request reads
+// as no body, RFC 9112 §6.3) keeps the header deadline, which has nothing
+// left to bound, and costs no deadline of its own.
+func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if cl := h.ContentLength(); cl <= 0 && cl != -1 {
+		return fasthttp.RequestConfig{}
+	}
+	return fasthttp.RequestConfig{ReadTimeout: cmp.Or(s.state.Load().policy.Conns.BodyTimeout, rules.DefaultBodyTimeout)}
+}
+
+// errorHandler is the public listener's: errorHandler's answer, a 408
+// (a header or body past its deadline) counted.
+func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	errorHandler(ctx, err)
+	if ctx.Response.StatusCode() == fasthttp.StatusRequestTimeout {
+		s.m.timeouts.Inc()
+	}
+}
+
 // errorHandler answers requests fasthttp could not read: 431 for an
 // oversized header, 413 for an oversized body, 408 on a read timeout, 400
-// otherwise. Never a 500.
+// otherwise. Never a 500, and never fasthttp's own text.
 func errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
@@ -386,13 +430,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { defer close(done); s.syncDryRuns(pctx) }()
 		defer func() { cancel(); <-done }()
 	}
-	return serveUntil(ctx, s.NewHTTPServer(), s.wrapTLS(ln))
+	// The caps count TCP connections, under TLS: a refused one costs no
+	// handshake.
+	return serveUntil(ctx, s.NewHTTPServer(), s.wrapTLS(s.limitConns(ln, &s.conns, true, !s.ServesTLS())))
 }
 
 // ServeAdmin runs the admin server on ln until ctx is done.
 func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
 	srv := &fasthttp.Server{
 		Handler:               s.AdminHandler,
+		ErrorHandler:          errorHandler,       // the edge's answers here too, never fasthttp's text
+		Logger:                quietLogger{s.log}, // never the raw request: an admin request carries the bearer token
 		NoDefaultServerHeader: true,
 		ReadTimeout:           readTimeout,
 		WriteTimeout:          writeTimeout,

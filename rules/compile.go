@@ -229,6 +229,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 		MaxBodyBytes:        DefaultMaxBodyBytes,
 		PathCaseInsensitive: true,
 		KeySecretEnv:        DefaultKeySecretEnv,
+		Conns:               defaultConns,
 		Store:               StoreConfig{Kind: "memory", MaxKeys: DefaultMaxKeys, Timeout: DefaultStoreTimeout, FleetSize: 1},
 		blocks:              map[string][]any{},
 	}
@@ -388,6 +389,7 @@ func (c *Compiler) edge(e *edgeBlock) {
 		c.edgeJA4(e)
 		c.edgeDecide(e)
 		c.edgeShed(e)
+		c.edgeConns(e) // compile_conns.go
 		trusted = c.prefixes(e.TrustedProxies, "trusted_proxies")
 		nat64 = c.nat64Prefixes(e.NAT64Prefixes)
 		if e.ForwardedHeader != nil {

@@ -55,6 +55,15 @@ type edgeBlock struct {
 	// load_shedding sheds requests by priority when the origin is
 	// saturated (compile_shed.go).
 	LoadShedding *loadSheddingBlock `hcl:"load_shedding,block"`
+	// max_conns, max_conns_per_ip and max_conns_per_ipv6_prefix cap the
+	// public listener's open connections, the node's and one client's;
+	// header_timeout and body_timeout bound the reading of a request
+	// (compile_conns.go).
+	MaxConns              *int    `hcl:"max_conns,optional"`
+	MaxConnsPerIP         *int    `hcl:"max_conns_per_ip,optional"`
+	MaxConnsPerIPv6Prefix *int    `hcl:"max_conns_per_ipv6_prefix,optional"`
+	HeaderTimeout         *string `hcl:"header_timeout,optional"`
+	BodyTimeout           *string `hcl:"body_timeout,optional"`
 
 	DefRange             hcl.Range `hcl:",def_range"`
 	ListenRange          hcl.Range `hcl:"listen,attr_value_range"`
@@ -69,6 +78,12 @@ type edgeBlock struct {
 	KeySecretEnvRange    hcl.Range `hcl:"key_secret_env,attr_value_range"`
 	JA4HeaderRange       hcl.Range `hcl:"ja4_header,attr_value_range"`
 	DecideListenRange    hcl.Range `hcl:"decide_listen,attr_value_range"`
+
+	MaxConnsRange              hcl.Range `hcl:"max_conns,attr_value_range"`
+	MaxConnsPerIPRange         hcl.Range `hcl:"max_conns_per_ip,attr_value_range"`
+	MaxConnsPerIPv6PrefixRange hcl.Range `hcl:"max_conns_per_ipv6_prefix,attr_value_range"`
+	HeaderTimeoutRange         hcl.Range `hcl:"header_timeout,attr_value_range"`
+	BodyTimeoutRange           hcl.Range `hcl:"body_timeout,attr_value_range"`
 }
 
 // storeBlock is `store "memory" { }` or `store "redis" { }`.

@@ -57,6 +57,9 @@ type Policy struct {
 	DecideListen string
 	// Shedding is the edge block's load_shedding { } (shed.go).
 	Shedding LoadShedding
+	// Conns is the public listener's connection budgets and read
+	// deadlines (compile_conns.go).
+	Conns Conns
 
 	// Store is the counter store the policy asks for.
 	Store StoreConfig

@@ -53,6 +53,10 @@ type startSettings struct {
 	keySecretEnv        string // where the key secret was read from
 	tls                 bool   // the public listener serves TLS (newReloader sets it: gateway.Server.ServesTLS)
 	decideListen        string // the decision-only listener's address; empty: none was opened
+
+	// headerTimeout is the public server's header deadline (newReloader
+	// sets it: gateway.Server.HeaderTimeout).
+	headerTimeout time.Duration
 }
 
 // reloader is a node's one reload path. Reloads run one at a time.
@@ -85,6 +89,7 @@ type reloader struct {
 // store settings apply).
 func newReloader(ctx context.Context, srv *gateway.Server, path string, start startSettings, store *runningStore, log *slog.Logger, stderr io.Writer) *reloader {
 	start.tls = srv.ServesTLS()
+	start.headerTimeout = srv.HeaderTimeout()
 	r := &reloader{ctx: ctx, srv: srv, path: path, log: log, stderr: stderr, store: store, start: start, rewatch: make(chan struct{}, 1)}
 	if src, err := os.ReadFile(path); err == nil {
 		r.seen = sha256.Sum256(src)
@@ -236,6 +241,9 @@ func (r *reloader) notApplied(np *rules.Policy) []unapplied {
 	}
 	if np.MaxBodyBytes != s.maxBodyBytes {
 		out = append(out, unapplied{"max_body_bytes", fmt.Sprintf("the public server's body cap is fixed when it starts: bodies over %d bytes still answer 413 and bodies up to it are read; %d takes effect at the next restart", s.maxBodyBytes, np.MaxBodyBytes)})
+	}
+	if np.Conns.HeaderTimeout != s.headerTimeout {
+		out = append(out, unapplied{"header_timeout", fmt.Sprintf("the public server's header deadline is fixed when it starts: headers still have %v; %v takes effect at the next restart", s.headerTimeout, np.Conns.HeaderTimeout)})
 	}
 	if np.KeySecretEnv != s.keySecretEnv {
 		out = append(out, unapplied{"key_secret_env", fmt.Sprintf("the node keeps the key secret it read from $%s at start; $%s is read at the next restart, and if it holds another secret every counter starts over then", s.keySecretEnv, np.KeySecretEnv)})

@@ -321,7 +321,8 @@ func TestReloadNamesSettingsItCannotApply(t *testing.T) {
 		{`listen           = "127.0.0.1:18080"`, `listen           = "127.0.0.1:28080"`},
 		{`admin_listen     = "127.0.0.1:19901"`, `admin_listen     = "127.0.0.1:29901"`},
 		{`max_body_bytes   = 65536`, `max_body_bytes   = 1024
-  key_secret_env   = "OTHER_SECRET"`},
+  key_secret_env   = "OTHER_SECRET"
+  header_timeout   = "20s"`},
 		{`store "memory" {
   max_keys = 10000
 }`, `store "redis" {
@@ -338,7 +339,7 @@ func TestReloadNamesSettingsItCannotApply(t *testing.T) {
 	if r.code != 200 || n.srv.Policy().Rule("signup").Limit != 5 {
 		t.Fatalf("reload: got %d %+v, want 200 and limit 5 in force", r.code, r)
 	}
-	settings := []string{"listen", "admin_listen", "max_body_bytes", "key_secret_env", "store kind", "store url"}
+	settings := []string{"listen", "admin_listen", "max_body_bytes", "header_timeout", "key_secret_env", "store kind", "store url"}
 	if len(r.Warnings) != len(settings) {
 		t.Errorf("warnings %q: want one for each of %q", r.Warnings, settings)
 	}
