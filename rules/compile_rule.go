@@ -34,61 +34,8 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		ok = false
 	}
 
-	methods, mrngs := c.StringList(rb.Methods, "methods")
-	for i, m := range methods {
-		u := strings.ToUpper(m)
-		switch {
-		case !httpsyntax.IsToken(u):
-			fail(mrngs[i], "Invalid method", "%q is not an HTTP method", m)
-			continue
-		case !knownMethods[u]:
-			c.Warnf(mrngs[i], "Unusual method", "%q is not a standard HTTP method.%s", m, suggest(u, knownMethodList))
-		}
-		r.methods = append(r.methods, u)
-	}
-	paths, prngs := c.StringList(rb.Paths, "paths")
-	if rb.Paths == nil || IsNull(rb.Paths) {
-		r.anyPath = true
-	}
-	for i, s := range paths {
-		if !strings.HasPrefix(s, "/") {
-			fail(prngs[i], "Invalid path", "%q must start with \"/\"", s)
-			continue
-		}
-		pre, star := strings.CutSuffix(s, "*")
-		if strings.Contains(pre, "*") {
-			fail(prngs[i], "Invalid path", "%q: \"*\" is allowed only at the end, as in \"/api/*\"", s)
-			continue
-		}
-		canon, cok := AppendCanonicalPath(nil, []byte(pre))
-		if !cok {
-			fail(prngs[i], "Invalid path", "%q is not a valid path", s)
-			continue
-		}
-		m := string(AppendMatchPath(nil, canon, p.PathCaseInsensitive))
-		switch {
-		case star && m == "/":
-			r.anyPath = true
-		case star:
-			r.prefixes = append(r.prefixes, m+"/")
-		default:
-			r.exact = append(r.exact, m)
-		}
-	}
-	hosts, hostRngs := c.StringList(rb.Hosts, "hosts")
-	for i, h := range hosts {
-		// The request's host goes through AppendHost too: one spelling on
-		// both sides (docs/host-and-path.md §1).
-		s := strings.TrimSpace(h)
-		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
-			s = "[" + s + "]" // a bare IPv6 address, which Host never spells
-		}
-		_, name, ok := AppendHost(nil, nil, []byte(s))
-		if !ok {
-			c.Errorf(hostRngs[i], "Invalid host", "%q is not a host name (letters, digits, '-', '_' and dots), an IPv4 address or a bracketed IPv6 address, optionally with a port; the edge refuses requests naming such a host, so the rule could never match", h)
-			continue
-		}
-		r.hosts = append(r.hosts, string(name))
+	if !c.matcher(rb.Methods, rb.Paths, rb.Hosts, r) {
+		ok = false
 	}
 
 	if rb.Sensitive != nil {
@@ -337,6 +284,74 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		return nil
 	}
 	return r
+}
+
+// matcher compiles what a rule (or a known block) matches: its methods,
+// paths and hosts (docs/policy.md, "Matching"). It reports false after an
+// error that makes the matcher unusable.
+func (c *Compiler) matcher(methodsExpr, pathsExpr, hostsExpr hcl.Expression, r *Rule) (ok bool) {
+	ok = true
+	methods, mrngs := c.StringList(methodsExpr, "methods")
+	for i, m := range methods {
+		u := strings.ToUpper(m)
+		switch {
+		case !httpsyntax.IsToken(u):
+			c.Errorf(mrngs[i], "Invalid method", "%q is not an HTTP method", m)
+			ok = false
+			continue
+		case !knownMethods[u]:
+			c.Warnf(mrngs[i], "Unusual method", "%q is not a standard HTTP method.%s", m, suggest(u, knownMethodList))
+		}
+		r.methods = append(r.methods, u)
+	}
+	paths, prngs := c.StringList(pathsExpr, "paths")
+	if pathsExpr == nil || IsNull(pathsExpr) {
+		r.anyPath = true
+	}
+	for i, s := range paths {
+		if !strings.HasPrefix(s, "/") {
+			c.Errorf(prngs[i], "Invalid path", "%q must start with \"/\"", s)
+			ok = false
+			continue
+		}
+		pre, star := strings.CutSuffix(s, "*")
+		if strings.Contains(pre, "*") {
+			c.Errorf(prngs[i], "Invalid path", "%q: \"*\" is allowed only at the end, as in \"/api/*\"", s)
+			ok = false
+			continue
+		}
+		canon, cok := AppendCanonicalPath(nil, []byte(pre))
+		if !cok {
+			c.Errorf(prngs[i], "Invalid path", "%q is not a valid path", s)
+			ok = false
+			continue
+		}
+		m := string(AppendMatchPath(nil, canon, c.p.PathCaseInsensitive))
+		switch {
+		case star && m == "/":
+			r.anyPath = true
+		case star:
+			r.prefixes = append(r.prefixes, m+"/")
+		default:
+			r.exact = append(r.exact, m)
+		}
+	}
+	hosts, hostRngs := c.StringList(hostsExpr, "hosts")
+	for i, h := range hosts {
+		// The request's host goes through AppendHost too: one spelling on
+		// both sides (docs/host-and-path.md §1).
+		s := strings.TrimSpace(h)
+		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
+			s = "[" + s + "]" // a bare IPv6 address, which Host never spells
+		}
+		_, name, hok := AppendHost(nil, nil, []byte(s))
+		if !hok {
+			c.Errorf(hostRngs[i], "Invalid host", "%q is not a host name (letters, digits, '-', '_' and dots), an IPv4 address or a bracketed IPv6 address, optionally with a port; the edge refuses requests naming such a host, so the rule could never match", h)
+			continue
+		}
+		r.hosts = append(r.hosts, string(name))
+	}
+	return ok
 }
 
 func (c *Compiler) identityMode(s string, rng hcl.Range, attr string) IdentityMode {
