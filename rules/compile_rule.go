@@ -2,6 +2,7 @@ package rules
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -202,6 +203,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		c.compileCost(rb, r) // cost, max_cost, settle_from (cost.go)
 	}
 	c.ban(rb, r)
+	c.exemptKnown(rb, r) // exempt_known (compile_known.go)
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}
@@ -418,6 +420,9 @@ func (c *Compiler) ban(rb *ruleBlock, r *Rule) {
 		if rb.BanScope != nil {
 			c.Errorf(rb.BanScopeRange, "ban_scope without ban", "ban_scope says where a ban refuses; set ban, such as \"15m\", too")
 		}
+		if rb.BanBy != nil && !IsNull(rb.BanBy) {
+			c.Errorf(rb.BanBy.Range(), "ban_by without ban", "ban_by says what a ban falls on; set ban, such as \"15m\", too")
+		}
 		return
 	}
 	d, err := ParseDuration(*rb.Ban)
@@ -447,6 +452,57 @@ func (c *Compiler) ban(rb *ruleBlock, r *Rule) {
 		c.p.sensitiveBans = append(c.p.sensitiveBans, r)
 	} else {
 		c.p.ownBans = true
+	}
+	c.banBy(rb, r)
+}
+
+// defaultBanBy is what a ban falls on beside its key when ban_by is not
+// set and the policy has the block of that name (visitor { }): its
+// visitors, so that a ban on an address spares the visitors behind it
+// that did nothing (ban.go).
+const defaultBanBy = "visitor"
+
+// banBy compiles ban_by (ban.go), defaulting to ["visitor"] on a rule
+// not keyed on it when the policy has a visitor { } block; ban_by = []
+// bans the whole key.
+func (c *Compiler) banBy(rb *ruleBlock, r *Rule) {
+	var names []string
+	var rngs []hcl.Range
+	if rb.BanBy == nil || IsNull(rb.BanBy) {
+		if _, known := c.reg.plain[defaultBanBy]; !known || c.p.Block(defaultBanBy) == nil || slices.Contains(r.KeyNames, defaultBanBy) {
+			return
+		}
+		names, rngs = []string{defaultBanBy}, []hcl.Range{rb.BanRange}
+	} else {
+		names, rngs = c.StringList(rb.BanBy, "ban_by")
+	}
+	for i, n := range names {
+		if slices.Contains(r.KeyNames, n) {
+			c.Errorf(rngs[i], "Duplicate characteristic", "%q is in the key: the ban falls on it already; remove it from ban_by", n)
+			continue
+		}
+		ch, tag, shared := c.characteristic(n, rngs[i], r)
+		switch {
+		case ch == nil:
+			continue
+		case shared:
+			c.Errorf(rngs[i], "Invalid ban_by", "%q is the same for every request: the ban would fall on the whole key; write ban_by = [] for that", n)
+			continue
+		case slices.Contains(names[:i], n):
+			c.Errorf(rngs[i], "Duplicate characteristic", "%q appears twice in ban_by", n)
+			continue
+		}
+		r.banBy, r.banByTags = append(r.banBy, ch), append(r.banByTags, tag)
+	}
+	if len(r.banBy) == 0 {
+		return
+	}
+	// Guilt markers hold a key per guilty visitor: a budget of their own,
+	// the rule's size, so they never crowd out the rule's counters.
+	r.guilt = &Budget{ID: BudgetID("\x00ban-by\x00" + r.Name), Name: r.Name + " (ban_by)", follows: r}
+	c.p.budgets = append(c.p.budgets, r.guilt)
+	if r.Count == CountFailures {
+		r.Hooks = append(r.Hooks, banGuilt{failure: r.FailureStatus})
 	}
 }
 

@@ -149,6 +149,10 @@ type Match struct {
 	// Forgiven is true when a forgive's exemption covered the key
 	// (forgive.go); Known is then true as well.
 	Forgiven bool
+	// Guilt is the guilt marker of the request's visitor under the
+	// rule's ban_by, when HasGuilt (ban.go).
+	Guilt    Key
+	HasGuilt bool
 }
 
 // Decision is the Engine's answer for one request.
@@ -196,23 +200,29 @@ type Scratch struct {
 	markers    []marker      // known-visitor markers to check (known.go)
 	bans       []banCheck    // ban markers to check (ban.go)
 	exempts    []exemptCheck // forgive's exemption markers to check (forgive.go)
-	mops       []Op
-	mres       []Result
-	qops       []Op // max_delay refunds (queue.go)
-	qres       []Result
-	mbuf       []byte
-	buf        []byte // encoded key values, for the keyed hash
-	prev       []byte // the previous key's encoded values
-	prevSum    [15]byte
-	sum        []byte
-	mac        hash.Hash  // HMAC-SHA256 under owner's secret (format 1, HashClient), made on first use
-	mode       keyMode    // the request's key format (keyformat.go), set by Check
-	pairs      []hashPair // modeDual: the request's format 1 hashes and their twins
-	dops       []Op       // modeDual: a store call's ops and their twins (Engine.take)
-	dres       []Result
-	owner      *Engine
-	skips      skipState // the skip rules' exemptions of this request (skip.go)
-	peekOnly   bool      // Explain: every op a peek, no ban written (explain.go)
+	// knowns is the request's state of each known block of pol (known.go);
+	// knownChecks of them are checked in precheck, knownRecords recorded
+	// on a success.
+	knowns                    []knownState
+	knownChecks, knownRecords int
+	pol                       *Policy // the policy of the request Check decided
+	mops                      []Op
+	mres                      []Result
+	qops                      []Op // max_delay refunds (queue.go)
+	qres                      []Result
+	mbuf                      []byte
+	buf                       []byte // encoded key values, for the keyed hash
+	prev                      []byte // the previous key's encoded values
+	prevSum                   [15]byte
+	sum                       []byte
+	mac                       hash.Hash  // HMAC-SHA256 under owner's secret (format 1, HashClient), made on first use
+	mode                      keyMode    // the request's key format (keyformat.go), set by Check
+	pairs                     []hashPair // modeDual: the request's format 1 hashes and their twins
+	dops                      []Op       // modeDual: a store call's ops and their twins (Engine.take)
+	dres                      []Result
+	owner                     *Engine
+	skips                     skipState // the skip rules' exemptions of this request (skip.go)
+	peekOnly                  bool      // Explain: every op a peek, no ban written (explain.go)
 
 	// resp is the origin's answer, for settle_from; settleInvalid counts
 	// the settle_from values the last Settle clamped (cost.go).
@@ -266,6 +276,7 @@ func (s *Scratch) reset() {
 	s.markers = s.markers[:0]
 	s.bans = s.bans[:0]
 	s.exempts = s.exempts[:0]
+	s.knowns, s.knownChecks, s.knownRecords = s.knowns[:0], 0, 0
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
@@ -355,6 +366,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	}
 	s.begun = nil // the next request begins afresh
 	s.reset()
+	s.pol = p
 	if s.owner != e {
 		s.mac, s.owner = nil, e // format 1's HMAC is keyed by the engine's secret
 	}
@@ -502,8 +514,12 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			e.queueBans(p, req, s, d.Sensitive)
 		}
 		e.queueExemptions(now, s)
-		if len(s.markers) > 0 || len(s.bans) > 0 || len(s.exempts) > 0 {
-			// One more store call, only where known_visitors or ban is set.
+		if len(p.knowns) > 0 {
+			e.queueKnown(p, req, s) // known callers (known.go)
+		}
+		if len(s.markers) > 0 || len(s.bans) > 0 || len(s.exempts) > 0 || s.knownChecks > 0 {
+			// One more store call, only where known_visitors, exempt_known
+			// or ban is set.
 			if r, left := e.precheck(ctx, now, s); r != nil {
 				banned(&d, s, r, left)
 				return d // refused before anything is counted
@@ -644,7 +660,8 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		d.Delay = 0
 		s.releaseLocal(now, 0, false, false) // never sent: no sample
 	}
-	d.Settle = d.Settle || s.Holds()
+	// A known block's marker is written after a success (known.go).
+	d.Settle = d.Settle || s.Holds() || (s.knownRecords > 0 && d.Verdict == Forward)
 	return d
 }
 
@@ -924,6 +941,12 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 		}
 		if m.Rule.cost.settles() {
 			s.settle = settleCost(m, s.Ops, s.resp, s.settle, &s.settleInvalid) // settle_from (cost.go)
+		}
+	}
+	s.settle = s.appendKnownRecords(status, outcome, s.settle) // known { } (known.go)
+	if s.pol != nil {
+		for _, h := range s.pol.requestSettlers {
+			s.settle = h.AfterOrigin(s, status, outcome, s.settle)
 		}
 	}
 	if len(s.settle) == 0 {
