@@ -137,6 +137,10 @@ func TestKnownBrowserLogsInThroughAFullNetwork(t *testing.T) {
 	if got := alice.login("alice@example.com", "letmein-demo"); got != http.StatusOK {
 		t.Fatalf("the user's login the day before: got %d, want 200", got)
 	}
+	cookieless := w.caller(nat, "Mozilla/5.0 (no cookies)")
+	if got := cookieless.login("zed@example.com", "letmein-demo"); got != http.StatusOK {
+		t.Fatalf("a cookieless login the day before: got %d, want 200", got)
+	}
 	clk.Advance(24 * time.Hour)
 
 	// The attacker behind the same address collects 20 visitor IDs over
@@ -170,6 +174,9 @@ func TestKnownBrowserLogsInThroughAFullNetwork(t *testing.T) {
 	if got := alice.login("alice@example.com", "letmein-demo"); got != http.StatusOK {
 		t.Errorf("the known browser logging in to its account after the /24's 100 logins: got %d, want 200", got)
 	}
+	if got := cookieless.login("zed@example.com", "letmein-demo"); got != http.StatusTooManyRequests {
+		t.Errorf("a cookieless client that logged in to its account the day before: got %d, want 429 (the cookieless bucket is nobody: never known)", got)
+	}
 	// Its own budget holds: five a minute (one spent just now).
 	var own []int
 	for range 5 {
@@ -192,8 +199,8 @@ func TestKnownBrowserLogsInThroughAFullNetwork(t *testing.T) {
 	if got := (w.caller("203.0.113.99", "attack/1.0")).login("mule-x@example.net", "letmein-demo"); got != http.StatusTooManyRequests {
 		t.Errorf("the 101st login from the attacker's /24: got %d, want 429", got)
 	}
-	if got := w.logins(); got != 1+100+1+4 {
-		t.Errorf("the origin got %d logins, want 106: the day before's, the attacker's 100 and the known browser's 5", got)
+	if got := w.logins(); got != 2+100+1+4 {
+		t.Errorf("the origin got %d logins, want 107: the day before's two, the attacker's 100 and the known browser's 5", got)
 	}
 }
 
