@@ -780,6 +780,230 @@ test "one phone gets three codes in 15 minutes, however it is written" {
   }
 }
 
+test "a phone that verified a code still gets codes when its block is full, within its own three" {
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "198.51.100.40"
+    json   = { phone = "+1 202 555 0123" }
+    expect = "allow"
+  }
+  # The origin answers 200: the code was right, the phone is known.
+  request {
+    method = "POST"
+    path   = "/otp/verify"
+    from   = "198.51.100.40"
+    json   = { phone = "+12025550123", challenge_id = "c-1", code = "123456" }
+    expect = "allow"
+  }
+  # Two hours on, five sends to its neighbours fill the block's hour.
+  request {
+    after  = "2h"
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550100" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550101" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550102" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550103" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550104" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550105" }
+    expect = "deny"
+    rule   = "otp-send-per-range"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "198.51.100.40"
+    json   = { phone = "+12025550123" }
+    repeat = 3
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "198.51.100.40"
+    json   = { phone = "+12025550123" }
+    expect = "deny"
+    rule   = "otp-send-per-phone"
+  }
+}
+
+test "a ban falls on the visitors that failed and on the cookieless, not on the others behind the address" {
+  request {
+    method  = "POST"
+    path    = "/login"
+    from    = "198.51.100.60"
+    visitor = "alice"
+    json    = { username = "alice@example.com", password = "letmein-demo" }
+    expect  = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-1"
+    json          = { username = "victim01@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-1"
+    json          = { username = "victim02@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-1"
+    json          = { username = "victim03@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-1"
+    json          = { username = "victim04@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-1"
+    json          = { username = "victim05@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-2"
+    json          = { username = "victim06@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-2"
+    json          = { username = "victim07@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-2"
+    json          = { username = "victim08@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-2"
+    json          = { username = "victim09@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-2"
+    json          = { username = "victim10@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  # The eleventh account trips login-accounts-per-ip: the ban starts.
+  request {
+    method  = "POST"
+    path    = "/login"
+    from    = "198.51.100.60"
+    visitor = "stuffer-3"
+    json    = { username = "victim11@example.com", password = "wrong" }
+    expect  = "deny"
+    rule    = "login-accounts-per-ip"
+  }
+  request {
+    after   = "5m"
+    method  = "POST"
+    path    = "/otp/send"
+    from    = "198.51.100.60"
+    visitor = "alice"
+    json    = { phone = "+12025550147" }
+    expect  = "allow"
+  }
+  request {
+    method  = "POST"
+    path    = "/login"
+    from    = "198.51.100.60"
+    visitor = "alice"
+    json    = { username = "alice@example.com", password = "letmein-demo" }
+    expect  = "allow"
+  }
+  request {
+    method  = "POST"
+    path    = "/signup"
+    from    = "198.51.100.60"
+    visitor = "stuffer-1"
+    json    = { email = "mule@example.net" }
+    expect  = "deny"
+    rule    = "login-accounts-per-ip"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "198.51.100.60"
+    json   = { phone = "+12025550148" }
+    expect = "deny"
+    rule   = "login-accounts-per-ip"
+  }
+}
+
 test "the shadow rule would refuse the eleventh API call a minute, and never does" {
   request {
     path   = "/api/items"
