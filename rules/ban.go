@@ -191,10 +191,12 @@ func (h banGuilt) AfterOrigin(m *Match, _ []Op, status int, outcome []byte, sett
 }
 
 // precheck makes the one store call before the main one when the request
-// has known-visitor markers or ban checks: it settles which visitors are
-// known (checkMarkers) and returns the ban that refuses the request, if
-// any, with the time left. A store that cannot answer bans nothing and
-// knows no one: the rules apply as they are.
+// has known-visitor markers, known callers' markers (exempt_known), ban
+// checks (with their ban_by guilt markers) or forgive's exemptions: it
+// settles which visitors and callers are known (markKnown,
+// markKnownCallers) and returns the ban that refuses the request, if any,
+// with the time left. A store that cannot answer bans nothing and knows no
+// one: the rules apply as they are.
 func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banned *Rule, left time.Duration) {
 	s.mops = s.mops[:0]
 	for _, mk := range s.markers {

@@ -911,10 +911,12 @@ func (r *Rule) conditions(req *Request, s *Scratch) Status {
 // call and only when a matching rule needs it: each counted and allowed
 // rule's Hooks (reset_on_success clears the rule's counter for the key when
 // the answer is a success; the origin's X-Edge-Outcome, "success" or
-// "failure", overrides the status), and the in-flight leases' refunds
-// (inflight.go); it also gives back the request's local slots, with its
-// round-trip time since Scratch.Forwarding. It reports whether it called
-// the store.
+// "failure", overrides the status), the markers of the known blocks the
+// request matched when the answer is a success (known.go), the request
+// hooks' own (RequestSettler: the mint reserve's charge), and the in-flight
+// leases' refunds (inflight.go); it also gives back the request's local
+// slots, with its round-trip time since Scratch.Forwarding. It reports
+// whether it called the store.
 func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status int, outcome []byte) (bool, error) {
 	s.settle = s.settle[:0]
 	s.settleInvalid = 0
