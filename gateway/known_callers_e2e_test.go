@@ -1,15 +1,13 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/internal/teststore"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -18,20 +16,9 @@ import (
 // on a fake clock. Each test plays the attack as the issue found it, then
 // the bystander it hurt, then a control: the attacker is still held.
 
-// countingStore counts the store calls the node makes.
-type countingStore struct {
-	rules.Store
-	calls atomic.Int64
-}
-
-func (c *countingStore) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	c.calls.Add(1)
-	return c.Store.Take(ctx, now, ops, res)
-}
-
 // shippedNode serves the shipped policies.hcl on a memory store of its
 // size, counting the store's calls, from a fake clock at a fixed instant.
-func shippedNode(t *testing.T) (*node, *fakeClock, *countingStore) {
+func shippedNode(t *testing.T) (*node, *fakeClock, *teststore.Counting) {
 	t.Helper()
 	p := loadPolicy(t, "policies.hcl")
 	clk := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
@@ -40,7 +27,7 @@ func shippedNode(t *testing.T) (*node, *fakeClock, *countingStore) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ms.Close() })
-	cs := &countingStore{Store: ms}
+	cs := &teststore.Counting{Store: ms}
 	return startNode(t, p, nodeOptions{clock: clk, store: cs}), clk, cs
 }
 
@@ -421,9 +408,9 @@ func TestKnownCallersCostNoStoreCall(t *testing.T) {
 	w := &crowd{t: t, n: n}
 	calls := func(what string, want int64, f func()) {
 		t.Helper()
-		before := cs.calls.Load()
+		before := cs.Calls.Load()
 		f()
-		if got := cs.calls.Load() - before; got != want {
+		if got := cs.Calls.Load() - before; got != want {
 			t.Errorf("%s: %d store calls, want %d", what, got, want)
 		}
 	}
