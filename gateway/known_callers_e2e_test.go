@@ -17,8 +17,9 @@ import (
 // the bystander it hurt, then a control: the attacker is still held.
 
 // shippedNode serves the shipped policies.hcl on a memory store of its
-// size, counting the store's calls, from a fake clock at a fixed instant.
-func shippedNode(t *testing.T) (*node, *fakeClock, *teststore.Counting) {
+// size, counting the store's calls, from a fake clock at a fixed instant,
+// for a crowd of clients.
+func shippedNode(t *testing.T) (*crowd, *fakeClock, *teststore.Counting) {
 	t.Helper()
 	p := loadPolicy(t, "policies.hcl")
 	clk := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
@@ -28,7 +29,7 @@ func shippedNode(t *testing.T) (*node, *fakeClock, *teststore.Counting) {
 	}
 	t.Cleanup(func() { ms.Close() })
 	cs := &teststore.Counting{Store: ms}
-	return startNode(t, p, nodeOptions{clock: clk, store: cs}), clk, cs
+	return &crowd{t: t, n: startNode(t, p, nodeOptions{clock: clk, store: cs})}, clk, cs
 }
 
 // crowd is the clients of one test, and how many login pages they loaded
@@ -114,8 +115,7 @@ type otpChallenge struct {
 // so is the 101st login from the /24, and the known browser logging in to
 // another account.
 func TestKnownBrowserLogsInThroughAFullNetwork(t *testing.T) {
-	n, clk, _ := shippedNode(t)
-	w := &crowd{t: t, n: n}
+	w, clk, _ := shippedNode(t)
 	const nat = "203.0.113.7"
 	alice := w.caller(nat, "Mozilla/5.0 (alice)")
 	if !alice.page() {
@@ -199,8 +199,7 @@ func TestKnownBrowserLogsInThroughAFullNetwork(t *testing.T) {
 // (otp-send-per-phone). The range still refuses the attacker's sixth
 // number, and a phone of the block that never verified a code.
 func TestVerifiedPhoneGetsCodesThroughAFullRange(t *testing.T) {
-	n, clk, _ := shippedNode(t)
-	w := &crowd{t: t, n: n}
+	w, clk, _ := shippedNode(t)
 	const phone = "+12025550123"
 	victim := w.caller("198.51.100.10", "Mozilla/5.0 (victim)")
 	st, ch := victim.send(phone)
@@ -233,7 +232,7 @@ func TestVerifiedPhoneGetsCodesThroughAFullRange(t *testing.T) {
 	if st, _ := (w.caller("198.51.100.11", "Mozilla/5.0 (neighbour)")).send("+12025550199"); st != http.StatusTooManyRequests {
 		t.Errorf("a phone of the block that never verified a code: got %d, want 429 (not known)", st)
 	}
-	if got := n.hits(t)["/otp/send"]; got != 1+5+3 {
+	if got := w.n.hits(t)["/otp/send"]; got != 1+5+3 {
 		t.Errorf("the origin got %d sends, want 9: the victim's first, the attacker's 5, the victim's 3", got)
 	}
 }
@@ -250,8 +249,7 @@ func TestVerifiedPhoneGetsCodesThroughAFullRange(t *testing.T) {
 // is not banned (what it gains back, docs/attacks.md), and is held by the
 // rule's counter on a new account.
 func TestBanSparesTheVisitorsBehindTheAddress(t *testing.T) {
-	n, clk, _ := shippedNode(t)
-	w := &crowd{t: t, n: n}
+	w, clk, _ := shippedNode(t)
 	const nat = "198.51.100.20"
 	alice := w.caller(nat, "Mozilla/5.0 (alice)")
 	if !alice.page() || alice.login("alice@example.com", "letmein-demo") != http.StatusOK {
@@ -337,8 +335,7 @@ func TestBanSparesTheVisitorsBehindTheAddress(t *testing.T) {
 // reserve, mint_limit + mint_reserve in all, and a second new visitor
 // then waits for the reserve to refill.
 func TestFreshVisitorBehindABulkMinterGetsACookie(t *testing.T) {
-	n, clk, _ := shippedNode(t)
-	w := &crowd{t: t, n: n}
+	w, clk, _ := shippedNode(t)
 	const nat = "198.51.100.30"
 	minter := w.caller(nat, "minter/1.0")
 	for m := range 3 {
@@ -404,8 +401,7 @@ func TestFreshVisitorBehindABulkMinterGetsACookie(t *testing.T) {
 // mints from the bulk budget 1. Only a cookie from the mint reserve costs
 // one call more, the reserve's charge.
 func TestKnownCallersCostNoStoreCall(t *testing.T) {
-	n, _, cs := shippedNode(t)
-	w := &crowd{t: t, n: n}
+	w, _, cs := shippedNode(t)
 	calls := func(what string, want int64, f func()) {
 		t.Helper()
 		before := cs.Calls.Load()

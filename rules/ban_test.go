@@ -48,6 +48,12 @@ rule "r" {
 	}
 }
 
+// banned is who (a visitor, "" none) and the verdict it must get.
+type banned struct {
+	who, visitor string
+	want         rules.Verdict
+}
+
 // TestBanByVisitorFallsOnTheGuilty: with a visitor { } block, a ban
 // (ban_by's default, ["visitor"]) refuses the key's cookieless clients and
 // the visitors that are guilty of it, not the other visitors behind the
@@ -56,12 +62,7 @@ rule "r" {
 // made guilty); on a rule counting requests, the visitor it refused.
 // ban_by = [] bans the whole key, as before ban_by.
 func TestBanByVisitorFallsOnTheGuilty(t *testing.T) {
-	const src = `
-identity {
-  account = ["json:username"]
-}
-visitor {
-}
+	const src = accountVisitors + `
 rule "stuffing" {
   methods        = ["POST"]
   paths          = ["/login"]
@@ -115,20 +116,23 @@ rule "api" {
 			if v := k.do("POST", "/login", "a4", addr, "fresh-stuffer", 401); v != rules.RefuseLimit {
 				t.Fatalf("a fourth account: verdict %d, want RefuseLimit (the ban starts)", v)
 			}
-			k.now = k.now.Add(5 * time.Minute)
-			for _, c := range []struct {
-				who, visitor string
-				want         rules.Verdict
-			}{
+			// during checks, five minutes into a ban, who method path from
+			// addr gets refused.
+			during := func(method, path, addr string, cases []banned) {
+				t.Helper()
+				k.now = k.now.Add(5 * time.Minute)
+				for _, c := range cases {
+					if v := k.do(method, path, "", addr, c.visitor, 200); v != c.want {
+						t.Errorf("%s on %s during the ban: verdict %d, want %d", c.who, path, v, c.want)
+					}
+				}
+			}
+			during("POST", "/signup", addr, []banned{
 				{"the visitor whose failures were counted", "stuffer", rules.RefuseLimit},
 				{"the address's cookieless clients", "", rules.RefuseLimit},
 				{"the visitor that tripped it on a new account", "fresh-stuffer", tt.bystander},
 				{"a visitor that did nothing", "bystander", tt.bystander},
-			} {
-				if v := k.do("POST", "/signup", "", addr, c.visitor, 200); v != c.want {
-					t.Errorf("%s on /signup during the ban: verdict %d, want %d", c.who, v, c.want)
-				}
-			}
+			})
 			if v := k.do("POST", "/signup", "", "203.0.113.9", "stuffer", 200); v != rules.Forward {
 				t.Errorf("the guilty visitor from another address: verdict %d, want Forward (the address is banned, not the visitor)", v)
 			}
@@ -141,19 +145,12 @@ rule "api" {
 			if v := k.do("GET", "/api/x", "", api, "second", 200); v != rules.RefuseLimit {
 				t.Fatalf("the third API call: verdict %d, want RefuseLimit", v)
 			}
-			k.now = k.now.Add(5 * time.Minute) // the counter has recovered; the ban has not
-			for _, c := range []struct {
-				who, visitor string
-				want         rules.Verdict
-			}{
+			// Five minutes on, the counter has recovered; the ban has not.
+			during("GET", "/api/x", api, []banned{
 				{"the visitor it refused", "second", rules.RefuseLimit},
 				{"the visitor whose calls filled it", "first", tt.bystander},
 				{"the address's cookieless clients", "", rules.RefuseLimit},
-			} {
-				if v := k.do("GET", "/api/x", "", api, c.visitor, 200); v != c.want {
-					t.Errorf("%s on /api during its ban: verdict %d, want %d", c.who, v, c.want)
-				}
-			}
+			})
 		})
 	}
 }

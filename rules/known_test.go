@@ -12,12 +12,17 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-const knownPolicy = `
+// accountVisitors is a policy's account identity (a JSON body's
+// username) and its visitor block.
+const accountVisitors = `
 identity {
   account = ["json:username"]
 }
 visitor {
 }
+`
+
+const knownPolicy = accountVisitors + `
 rule "login-failures-account" {
   methods          = ["POST"]
   paths            = ["/login"]
@@ -163,12 +168,7 @@ func TestKnownVisitorsRefusedWhereTheyCannotWork(t *testing.T) {
 // cookie (the address's cookieless bucket is nobody), and the marker ends
 // its for after the last success.
 func TestKnownBlockMarksOnlyASuccess(t *testing.T) {
-	p, diags := builtin.Load("known.hcl", []byte(`
-identity {
-  account = ["json:username"]
-}
-visitor {
-}
+	p, diags := builtin.Load("known.hcl", []byte(accountVisitors+`
 known "verified" {
   paths = ["/verify"]
   by    = ["visitor", "account"]
