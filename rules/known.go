@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -138,6 +139,13 @@ type Known struct {
 	budget  *Budget
 	used    bool // some rule's exempt_known names it
 }
+
+// Knowns returns the policy's known blocks, in file order. The caller
+// must not modify them.
+func (p *Policy) Knowns() []*Known { return p.knowns }
+
+// For returns how long after its last success a caller of k is known.
+func (k *Known) For() time.Duration { return DurationUS(k.forUS) }
 
 // knownState is what one request knows of one known block.
 type knownState struct {

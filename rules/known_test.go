@@ -186,6 +186,9 @@ rule "per-network" {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
+	if ks := p.Knowns(); len(ks) != 1 || ks[0].Name != "verified" || ks[0].For() != 24*time.Hour {
+		t.Fatalf("known blocks %v, want one, verified, for 24h", ks)
+	}
 	e, s, vc := newEngine(t, nil), rules.NewScratch(2), nat.ConfigOf(p)
 	now := t0
 	run := func(path, user, visitor string, status int, outcome string) rules.Verdict {
