@@ -200,29 +200,31 @@ type Scratch struct {
 	markers    []marker      // known-visitor markers to check (known.go)
 	bans       []banCheck    // ban markers to check (ban.go)
 	exempts    []exemptCheck // forgive's exemption markers to check (forgive.go)
-	// knowns is the request's state of each known block of pol (known.go);
-	// knownChecks of them are checked in precheck, knownRecords recorded
-	// on a success.
-	knowns                    []knownState
-	knownChecks, knownRecords int
-	pol                       *Policy // the policy of the request Check decided
-	mops                      []Op
-	mres                      []Result
-	qops                      []Op // max_delay refunds (queue.go)
-	qres                      []Result
-	mbuf                      []byte
-	buf                       []byte // encoded key values, for the keyed hash
-	prev                      []byte // the previous key's encoded values
-	prevSum                   [15]byte
-	sum                       []byte
-	mac                       hash.Hash  // HMAC-SHA256 under owner's secret (format 1, HashClient), made on first use
-	mode                      keyMode    // the request's key format (keyformat.go), set by Check
-	pairs                     []hashPair // modeDual: the request's format 1 hashes and their twins
-	dops                      []Op       // modeDual: a store call's ops and their twins (Engine.take)
-	dres                      []Result
-	owner                     *Engine
-	skips                     skipState // the skip rules' exemptions of this request (skip.go)
-	peekOnly                  bool      // Explain: every op a peek, no ban written (explain.go)
+	mops       []Op
+	mres       []Result
+	qops       []Op // max_delay refunds (queue.go)
+	qres       []Result
+	mbuf       []byte
+	buf        []byte // encoded key values, for the keyed hash
+	prev       []byte // the previous key's encoded values
+	prevSum    [15]byte
+	sum        []byte
+	mac        hash.Hash  // HMAC-SHA256 under owner's secret (format 1, HashClient), made on first use
+	mode       keyMode    // the request's key format (keyformat.go), set by Check
+	pairs      []hashPair // modeDual: the request's format 1 hashes and their twins
+	dops       []Op       // modeDual: a store call's ops and their twins (Engine.take)
+	dres       []Result
+	owner      *Engine
+	skips      skipState // the skip rules' exemptions of this request (skip.go)
+	peekOnly   bool      // Explain: every op a peek, no ban written (explain.go)
+
+	// knowns is the request's state of each known block of pol (known.go):
+	// knownChecks of them are checked in precheck, knownRecords written
+	// after a success.
+	knowns       []knownState
+	knownChecks  int
+	knownRecords int
+	pol          *Policy // the policy of the request Check decided
 
 	// resp is the origin's answer, for settle_from; settleInvalid counts
 	// the settle_from values the last Settle clamped (cost.go).
