@@ -7,6 +7,8 @@ import (
 	"net"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/nat"
 )
 
 // The decision-only listener (issue 14, item 7; docs/deploying.md,
@@ -121,7 +123,9 @@ func (s *Server) DecideHandler(ctx *fasthttp.RequestCtx) {
 	resp := &ctx.Response.Header
 	if st.signer != nil {
 		id, ok := st.visitor.Visitor(rs.sc)
-		if !ok && st.visitor.MayMint(rs.sc, d) {
+		// No call follows the origin's answer here, which the reserve's
+		// charge needs: the bulk budget only (nat/mint.go).
+		if !ok && st.visitor.MintFrom(rs.sc, d) == nat.MintBulk {
 			rs.cookie, id = st.signer.Mint(rs.cookie[:0], rs.now)
 			s.m.minted.Inc()
 			rs.hdr = st.signer.AppendSetCookie(rs.hdr[:0], rs.cookie)

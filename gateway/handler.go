@@ -396,10 +396,18 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	}
 	s.upstreamAnswered(st.origin, resp.StatusCode())
 	stripHopByHopResponse(&resp.Header)
-	if d.Settle {
-		// reset_on_success, settle_from, in-flight releases: one more store
-		// call, only on routes whose rules need it. The origin's
-		// X-Edge-Outcome overrides its status.
+	// A shared cache would serve this client's state to others
+	// (docs/headers.md): neither its RateLimit values nor its new visitor
+	// cookie go on such an answer. The client stays in its IP's cookieless
+	// bucket and is offered a cookie on its next uncacheable answer.
+	storable := sharedStorable(&resp.Header)
+	// A cookie from the mint reserve is charged to it in the settle call
+	// (nat/mint.go): the one store call more such a request makes.
+	reserve := mint && !storable && st.visitor.ChargeReserve(rs.sc)
+	if d.Settle || reserve {
+		// reset_on_success, settle_from, in-flight releases, known
+		// callers' markers: one more store call, only on routes whose
+		// rules need it. The origin's X-Edge-Outcome overrides its status.
 		rs.sc.SetResponse(&resp.Header) // settle_from reads the real cost (gateway/cost.go)
 		if _, err := s.engine.Settle(ctx, s.now(), rs.sc, resp.StatusCode(), resp.Header.Peek("X-Edge-Outcome")); err != nil {
 			s.m.settleErrors.Inc()
@@ -408,11 +416,6 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	}
 	resp.Header.Del("X-Edge-Outcome")
 	stripSettleHeaders(p, &resp.Header)
-	// A shared cache would serve this client's state to others
-	// (docs/headers.md): neither its RateLimit values nor its new visitor
-	// cookie go on such an answer. The client stays in its IP's cookieless
-	// bucket and is offered a cookie on its next uncacheable answer.
-	storable := sharedStorable(&resp.Header)
 	if mint && !storable {
 		rs.hdr = st.signer.AppendSetCookie(rs.hdr[:0], rs.cookie)
 		resp.Header.AddBytesV(fasthttp.HeaderSetCookie, rs.hdr)

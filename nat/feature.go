@@ -35,13 +35,21 @@ type Config struct {
 	// with a burst of MintLimit (defaults 10 per minute).
 	MintLimit  int64
 	MintPeriod time.Duration
+	// MintReserve more new IDs per MintPeriod per IP (default MintLimit; 0:
+	// none) for the clients that are not minting in bulk: once MintLimit
+	// is spent, a client whose fingerprint (a keyed hash of its
+	// User-Agent, Accept-Language and JA4) has minted nothing this
+	// MintPeriod behind the address draws one from the reserve (mint.go).
+	MintReserve int64
 	// MaxAge is the cookie's lifetime (default 720h).
 	MaxAge time.Duration
 	// Secure sets the cookie's Secure attribute (default true).
 	Secure bool
 	// Mint is the mint budget's key budget in the memory store (one key
-	// per IP): its share of the store's max_keys.
-	Mint *rules.Budget
+	// per IP for the bulk budget and one for the reserve): its share of
+	// the store's max_keys. Fingerprints is its fingerprints' (one key per
+	// IP and fingerprint), as large (mint.go).
+	Mint, Fingerprints *rules.Budget
 
 	slot       int // memo slot of the request's visitor (SetVisitor)
 	ipv4, ipv6 int // the policy's client grouping, for the mint budget
@@ -53,17 +61,26 @@ func ConfigOf(p *rules.Policy) *Config {
 	return c
 }
 
-// MintBudgetName labels the mint budget's key-budget metrics.
-const MintBudgetName = "(visitor mint)"
+// MintBudgetName labels the mint budget's key-budget metrics;
+// FingerprintBudgetName its fingerprints' (mint.go).
+const (
+	MintBudgetName        = "(visitor mint)"
+	FingerprintBudgetName = "(visitor mint fingerprints)"
+)
 
 // mintID names the mint budget's counters, as a rule's ID names its own
 // (the NUL keeps it apart from every rule name).
 var mintID = rules.BudgetID("\x00visitor-mint")
 
-// visitorState is the request's visitor, as the gateway verified it.
+// fingerprintID names the mint budget's fingerprint counters (mint.go).
+var fingerprintID = rules.BudgetID("\x00visitor-mint-fingerprint")
+
+// visitorState is the request's visitor, as the gateway verified it,
+// and its mint ops beside Memo.Op's bulk one (mint.go).
 type visitorState struct {
 	id    ID
 	valid bool
+	mint  mintState
 }
 
 // SetVisitor records the request's visitor ID, which the caller verified
@@ -71,13 +88,19 @@ type visitorState struct {
 // mint budget. Call it after s.Begin(p) and before Engine.Check.
 func (c *Config) SetVisitor(s *rules.Scratch, id ID, valid bool) {
 	m := s.Memo(c.slot)
+	st := stateOf(m)
+	st.id, st.valid = id, valid
+	m.Done = true
+}
+
+// stateOf returns the slot's visitor state, made the first time.
+func stateOf(m *rules.Memo) *visitorState {
 	st, _ := m.State.(*visitorState)
 	if st == nil {
 		st = &visitorState{} // once per Scratch
 		m.State = st
 	}
-	st.id, st.valid = id, valid
-	m.Done = true
+	return st
 }
 
 // Visitor returns the visitor SetVisitor recorded for the request.
@@ -94,49 +117,20 @@ func (c *Config) Visitor(s *rules.Scratch) (ID, bool) {
 // budget op, or -1 when it has none (a valid cookie, a refused request).
 func (c *Config) MintOp(s *rules.Scratch) int { return s.Memo(c.slot).Op }
 
-// MayMint reports whether the request, decided as d, gets a new visitor
-// ID: it has no valid cookie, it is forwarded, no rule refused it and its
-// IP's mint budget allowed one. A refused request never gets a cookie.
-func (c *Config) MayMint(s *rules.Scratch, d *rules.Decision) bool {
-	m := s.Memo(c.slot)
-	if m.Op < 0 || d.Refusing != nil || d.Verdict != rules.Forward {
-		return false
-	}
-	if d.StoreErr != nil && d.StoreErr != rules.ErrStoreFallback {
-		return false // the store decided nothing
-	}
-	return s.Res[m.Op].Allowed
-}
-
-// BeforeStore adds the mint budget's op for a request without a valid
-// cookie: a GCRA bucket per IP of mint_limit per mint_period, at the
-// policy's client grouping. It never refuses (not enforcing: decided like
-// a dry-run op) and consumes only when the request is forwarded.
-func (c *Config) BeforeStore(req *rules.Request, s *rules.Scratch) {
-	m := s.Memo(c.slot)
-	if st, _ := m.State.(*visitorState); m.Done && st != nil && st.valid {
-		return
-	}
-	m.Value = ipv6.AppendKey(m.Value[:0], req.Client, c.ipv4, c.ipv6)
-	m.Op = s.AddOp(rules.Op{
-		Kind: rules.OpTake, Algorithm: rules.GCRA, Key: s.HashKey(mintID, rules.TagIP, m.Value),
-		Limit: c.MintLimit, Burst: c.MintLimit, PeriodUS: c.MintPeriod.Microseconds(),
-		Cost: 1, OnError: rules.FailLocal, MaxKeys: int32(c.Mint.MaxKeys),
-	})
-}
-
 // visitorBlock is the HCL schema of visitor { }.
 type visitorBlock struct {
-	Cookie     *string `hcl:"cookie,optional"`
-	SecretEnv  *string `hcl:"secret_env,optional"`
-	MintLimit  *int    `hcl:"mint_limit,optional"`
-	MintPeriod *string `hcl:"mint_period,optional"`
-	MaxAge     *string `hcl:"max_age,optional"`
-	Secure     *bool   `hcl:"secure,optional"`
+	Cookie      *string `hcl:"cookie,optional"`
+	SecretEnv   *string `hcl:"secret_env,optional"`
+	MintLimit   *int    `hcl:"mint_limit,optional"`
+	MintPeriod  *string `hcl:"mint_period,optional"`
+	MintReserve *int    `hcl:"mint_reserve,optional"`
+	MaxAge      *string `hcl:"max_age,optional"`
+	Secure      *bool   `hcl:"secure,optional"`
 
-	MintPeriodRange hcl.Range `hcl:"mint_period,attr_value_range"`
-	MaxAgeRange     hcl.Range `hcl:"max_age,attr_value_range"`
-	MintLimitRange  hcl.Range `hcl:"mint_limit,attr_value_range"`
+	MintPeriodRange  hcl.Range `hcl:"mint_period,attr_value_range"`
+	MaxAgeRange      hcl.Range `hcl:"max_age,attr_value_range"`
+	MintLimitRange   hcl.Range `hcl:"mint_limit,attr_value_range"`
+	MintReserveRange hcl.Range `hcl:"mint_reserve,attr_value_range"`
 }
 
 // decodeVisitor compiles the visitor block (defaults in docs/policy.md).
@@ -185,12 +179,27 @@ func decodeVisitor(c *rules.Compiler, blk *hcl.Block) any {
 	if b.Secure != nil {
 		v.Secure = *b.Secure
 	}
+	v.MintReserve = v.MintLimit
+	if b.MintReserve != nil {
+		v.MintReserve = int64(*b.MintReserve)
+		if v.MintReserve < 0 {
+			c.Errorf(b.MintReserveRange, "Invalid mint_reserve", "mint_reserve must be 0 (no reserve) or more, got %d", v.MintReserve)
+		}
+	}
 	if v.MintLimit > 0 && v.MintPeriod > 0 {
 		if err := rules.ValidateLimits(rules.GCRA, v.MintLimit, v.MintLimit, v.MintPeriod.Microseconds()); err != nil {
 			c.Errorf(b.MintLimitRange, "mint_limit out of range", "%v", err)
 		}
+		if v.MintReserve > 0 {
+			if err := rules.ValidateLimits(rules.GCRA, v.MintReserve, v.MintReserve, v.MintPeriod.Microseconds()); err != nil {
+				c.Errorf(b.MintReserveRange, "mint_reserve out of range", "%v", err)
+			}
+		}
 	}
 	v.Mint = c.KeyBudget(mintID, MintBudgetName)
+	if v.MintReserve > 0 {
+		v.Fingerprints = c.KeyBudgetLike(fingerprintID, FingerprintBudgetName, v.Mint)
+	}
 	c.AddRequestHook(v)
 	return v
 }
@@ -221,6 +230,15 @@ func (c visitorChar) AppendValue(buf []byte, req *rules.Request, s *rules.Scratc
 		return append(buf, id[:]...), rules.Present
 	}
 	return append(buf, 0), rules.Present
+}
+
+// SharedBucket reports a request without a valid cookie: its value is the
+// address's cookieless bucket, which every such client shares, so no known
+// block recognises it and a ban by visitor always falls on it
+// (rules.BucketCharacteristic).
+func (c visitorChar) SharedBucket(_ *rules.Request, s *rules.Scratch) bool {
+	_, ok := c.v.Visitor(s)
+	return !ok
 }
 
 func (c visitorChar) AppendCeiling(buf []byte, req *rules.Request, _ *rules.Scratch) ([]byte, rules.Status) {

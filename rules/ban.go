@@ -19,6 +19,25 @@ import (
 // a counter that is still refusing. The check is a peek in one store call
 // before the request's main one (the same call as known-visitor markers),
 // and a banned request is refused before anything is counted.
+//
+// ban_by (docs/policy.md, "ban_by"): a ban keyed on an address would fall
+// on everyone behind it, the real user with a valid visitor cookie beside
+// the attacker. With ban_by = ["visitor"] (the default when the policy has
+// a visitor { } block) a ban refuses only what the attacker controls: the
+// address's cookieless clients (a shared bucket, BucketCharacteristic: they
+// cannot be told apart from the attacker) and the visitors that are guilty
+// of it. A visitor is guilty when the rule counted one of its failures
+// (count = "failures"; written in Settle's call) or, on a rule counting
+// requests or attempts, refused it (written with the ban). A guilt marker
+// is present for the rule's period and the ban after the act, so it
+// covers every ban the act could have helped trip; it is keyed by the
+// rule's key values and the ban_by values, under an ID and a key budget
+// of its own (the rule's max_keys again), Sensitive as the ban is. A ban
+// check is then the ban's marker and, for a visitor with a valid cookie,
+// its guilt marker, both in precheck's call. What the attacker gains back:
+// its fresh visitors are not banned; each is a fresh visitor ID, at most
+// mint_limit (+ mint_reserve) per mint_period per address, and held by
+// every other rule (the banning rule's own counter first).
 
 // banFlags mark a ban marker in a key's tag byte: both 0x20 and 0x40, a
 // combination no counter (first tag 1-31, 0x80 for several parts), ceiling
@@ -35,10 +54,16 @@ const (
 	BanSensitive
 )
 
-// banCheck is one ban marker a request is checked against.
+// banCheck is one ban marker a request is checked against, and, under
+// ban_by, the guilt marker of the request's visitor (gi its index in
+// precheck's call, -1 without one: the ban refuses the request whenever
+// it is live, a shared bucket's or a ban on the whole key).
 type banCheck struct {
-	rule *Rule
-	key  Key
+	rule  *Rule
+	key   Key
+	guilt Key
+	gi    int
+	check bool // guilt is the request's guilt marker, to check
 }
 
 // banKey is the ban marker of a rule's key.
@@ -65,7 +90,12 @@ func (e *Engine) queueBans(p *Policy, req *Request, s *Scratch, sensitive bool) 
 	for i := range s.Matches {
 		m := &s.Matches[i]
 		if m.Op >= 0 && m.Rule.banUS > 0 && m.Rule.BanScope == BanRule {
-			s.bans = append(s.bans, banCheck{rule: m.Rule, key: banKey(s.Ops[m.Op].Key)})
+			b := banCheck{rule: m.Rule, key: banKey(s.Ops[m.Op].Key), gi: -1}
+			if len(m.Rule.banBy) > 0 {
+				e.key(m.Rule, req, s, false) // s.buf: the rule's values again, for the guilt marker
+				e.guiltOf(&b, m, req, s)
+			}
+			s.bans = append(s.bans, b)
 		}
 	}
 	if !sensitive {
@@ -73,16 +103,100 @@ func (e *Engine) queueBans(p *Policy, req *Request, s *Scratch, sensitive bool) 
 	}
 	for _, r := range p.sensitiveBans {
 		if k, st := e.key(r, req, s, false); st == Present {
-			s.bans = append(s.bans, banCheck{rule: r, key: banKey(k)})
+			b := banCheck{rule: r, key: banKey(k), gi: -1}
+			if len(r.banBy) > 0 {
+				e.guiltOf(&b, s.counted(r), req, s)
+			}
+			s.bans = append(s.bans, b)
 		}
 	}
 }
 
+// counted returns the request's match of r that counts (has an op), or
+// nil.
+func (s *Scratch) counted(r *Rule) *Match {
+	for i := range s.Matches {
+		if m := &s.Matches[i]; m.Rule == r && m.Op >= 0 {
+			return m
+		}
+	}
+	return nil
+}
+
+// guiltOf completes b, a ban check of rule r = b.rule whose key values
+// s.buf holds (its key call), with the request's guilt marker: the rule's
+// values and its ban_by values, keyed under the rule's guilt budget; m,
+// the request's match of r when it has one, keeps it for the writes. A
+// ban_by value that is a shared bucket, missing or invalid names no one:
+// the ban refuses the request whenever it is live.
+func (e *Engine) guiltOf(b *banCheck, m *Match, req *Request, s *Scratch) {
+	r := b.rule
+	buf, ok := appendCallerValues(append(append(s.mbuf[:0], s.buf...), 0xfe), r.banBy, r.banByTags, req, s)
+	s.mbuf = buf
+	if !ok {
+		return
+	}
+	copy(b.guilt[0:8], r.guilt.ID[:])
+	b.guilt[8] = r.banByTags[0] | markerFlag
+	copy(b.guilt[9:], s.valueHash(buf))
+	b.check = true
+	if m != nil {
+		m.Guilt, m.HasGuilt = b.guilt, true
+	}
+}
+
+// guiltOp is the op of a rule's guilt marker (ban_by): kind OpPeek to
+// check it, OpAdd to write it. It is present for the rule's period and
+// its ban after the act, in the rule's guilt budget.
+func guiltOp(kind OpKind, r *Rule, k Key) Op {
+	return Op{
+		Kind: kind, Algorithm: SlidingLog, Key: k, Limit: 1, PeriodUS: r.PeriodUS() + r.banUS,
+		Cost: 1, Enforce: true, OnError: FailOpen, Sensitive: true, MaxKeys: int32(r.guilt.MaxKeys),
+	}
+}
+
+// appendGuiltOps appends the checks of the request's guilt markers to ops
+// (precheck's call), recording where each is.
+func (s *Scratch) appendGuiltOps(ops []Op) []Op {
+	for i := range s.bans {
+		if b := &s.bans[i]; b.check {
+			b.gi = len(ops)
+			ops = append(ops, guiltOp(OpPeek, b.rule, b.guilt))
+		}
+	}
+	return ops
+}
+
+// guilty reports whether b's ban, live, refuses the request: always
+// without a guilt check, else when the request's visitor is guilty (its
+// marker present; a fallback's guess, StoreError, bans no one).
+func (s *Scratch) guilty(b *banCheck) bool {
+	if b.gi < 0 {
+		return true
+	}
+	g := &s.mres[b.gi]
+	return !g.Allowed && !g.StoreError
+}
+
+// banGuilt is the Hook of a count = "failures" rule with ban_by: a failure
+// the rule counts makes the request's visitor guilty of the rule's ban
+// (a known caller, whom the rule does not charge, is never guilty).
+type banGuilt struct{ failure []int }
+
+func (h banGuilt) AfterOrigin(m *Match, _ []Op, status int, outcome []byte, settle []Op) []Op {
+	if !m.HasGuilt || m.Known || !IsFailure(h.failure, status, outcome) {
+		return settle
+	}
+	return append(settle, guiltOp(OpAdd, m.Rule, m.Guilt))
+}
+
 // precheck makes the one store call before the main one when the request
-// has known-visitor markers or ban checks: it settles which visitors are
-// known (checkMarkers) and returns the ban that refuses the request, if
-// any, with the time left. A store that cannot answer bans nothing and
-// knows no one: the rules apply as they are.
+// has known-visitor markers, known callers' markers (exempt_known), ban
+// checks (with their ban_by guilt markers) or forgive's exemptions: it
+// settles which visitors and callers are known (markKnown,
+// markKnownCallers) and returns the ban that refuses the request, if any,
+// with the time left. A store that cannot answer bans nothing and knows no
+// one: the rules apply as they are.
 func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banned *Rule, left time.Duration) {
 	s.mops = s.mops[:0]
 	for _, mk := range s.markers {
@@ -96,6 +210,8 @@ func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banne
 		s.mops = append(s.mops, banOp(OpPeek, b.rule, b.key))
 	}
 	s.mops = e.appendExemptOps(s, s.mops)
+	s.mops = s.appendKnownOps(s.mops)
+	s.mops = s.appendGuiltOps(s.mops)
 	if cap(s.mres) < len(s.mops) {
 		s.mres = make([]Result, len(s.mops))
 	}
@@ -105,9 +221,11 @@ func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banne
 	}
 	e.markKnown(s, s.mres[:len(s.markers)])
 	e.markExempt(s, s.mres[len(s.markers)+len(s.bans):])
-	for i, b := range s.bans {
+	s.markKnownCallers(s.mres)
+	for i := range s.bans {
+		b := &s.bans[i]
 		res := &s.mres[len(s.markers)+i]
-		if res.Allowed || res.StoreError || s.forgiven(b.rule) {
+		if res.Allowed || res.StoreError || s.knownMatch(b.rule) || !s.guilty(b) {
 			continue
 		}
 		if banned == nil || res.RetryAfter > left {
@@ -126,6 +244,12 @@ func (e *Engine) writeBans(ctx context.Context, now time.Time, s *Scratch) error
 		m := &s.Matches[i]
 		if m.Op >= 0 && m.Rule.banUS > 0 && m.Outcome == OutcomeDeny {
 			s.mops = append(s.mops, banOp(OpAdd, m.Rule, banKey(s.Ops[m.Op].Key)))
+			if m.HasGuilt && m.Rule.Count != CountFailures {
+				// A rule counting requests: the visitor it refused is
+				// guilty of the ban (a failures rule's guilt is its
+				// counted failures: banGuilt).
+				s.mops = append(s.mops, guiltOp(OpAdd, m.Rule, m.Guilt))
+			}
 		}
 	}
 	if len(s.mops) == 0 {

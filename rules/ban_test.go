@@ -2,10 +2,12 @@ package rules_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -43,5 +45,112 @@ rule "r" {
 		if got := at(10*time.Minute + time.Second); got != rules.Forward {
 			t.Errorf("key %s: after the ban: verdict %d, want Forward", key, got)
 		}
+	}
+}
+
+// banned is who (a visitor, "" none) and the verdict it must get.
+type banned struct {
+	who, visitor string
+	want         rules.Verdict
+}
+
+// TestBanByVisitorFallsOnTheGuilty: with a visitor { } block, a ban
+// (ban_by's default, ["visitor"]) refuses the key's cookieless clients and
+// the visitors that are guilty of it, not the other visitors behind the
+// key: on a rule counting failures, the visitors whose failures it counted
+// (the visitor that trips it on a new account is refused by the rule, not
+// made guilty); on a rule counting requests, the visitor it refused.
+// ban_by = [] bans the whole key, as before ban_by.
+func TestBanByVisitorFallsOnTheGuilty(t *testing.T) {
+	const src = accountVisitors + `
+rule "stuffing" {
+  methods        = ["POST"]
+  paths          = ["/login"]
+  key            = ["ip"]
+  count          = "failures"
+  count_distinct = "account"
+  limit          = 3
+  period         = "1h"
+  sensitive      = true
+  ban            = "15m"
+  ban_scope      = "sensitive"
+  BAN_BY
+}
+rule "signup" {
+  methods   = ["POST"]
+  paths     = ["/signup"]
+  key       = ["ip"]
+  limit     = 100
+  period    = "1m"
+  sensitive = true
+}
+rule "api" {
+  paths  = ["/api/*"]
+  key    = ["ip"]
+  limit  = 2
+  period = "1m"
+  ban    = "10m"
+  BAN_BY
+}
+`
+	for _, tt := range []struct {
+		banBy     string
+		bystander rules.Verdict // a visitor behind the banned address that did nothing
+	}{
+		{"", rules.Forward},
+		{`ban_by = ["visitor"]`, rules.Forward},
+		{`ban_by = []`, rules.RefuseLimit},
+	} {
+		t.Run(tt.banBy, func(t *testing.T) {
+			p, diags := builtin.Load("ban.hcl", []byte(strings.ReplaceAll(src, "BAN_BY", tt.banBy)))
+			if diags.HasErrors() {
+				t.Fatal(diags.Error())
+			}
+			k := &knownRun{t: t, e: newEngine(t, nil), p: p, vc: nat.ConfigOf(p), now: t0, s: rules.NewScratch(4)}
+			const addr = "198.51.100.7"
+			for i, acct := range []string{"a1", "a2", "a3"} {
+				if v := k.do("POST", "/login", acct, addr, "stuffer", 401); v != rules.Forward {
+					t.Fatalf("failure %d: verdict %d", i+1, v)
+				}
+			}
+			if v := k.do("POST", "/login", "a4", addr, "fresh-stuffer", 401); v != rules.RefuseLimit {
+				t.Fatalf("a fourth account: verdict %d, want RefuseLimit (the ban starts)", v)
+			}
+			// during checks, five minutes into a ban, who method path from
+			// addr gets refused.
+			during := func(method, path, addr string, cases []banned) {
+				t.Helper()
+				k.now = k.now.Add(5 * time.Minute)
+				for _, c := range cases {
+					if v := k.do(method, path, "", addr, c.visitor, 200); v != c.want {
+						t.Errorf("%s on %s during the ban: verdict %d, want %d", c.who, path, v, c.want)
+					}
+				}
+			}
+			during("POST", "/signup", addr, []banned{
+				{"the visitor whose failures were counted", "stuffer", rules.RefuseLimit},
+				{"the address's cookieless clients", "", rules.RefuseLimit},
+				{"the visitor that tripped it on a new account", "fresh-stuffer", tt.bystander},
+				{"a visitor that did nothing", "bystander", tt.bystander},
+			})
+			if v := k.do("POST", "/signup", "", "203.0.113.9", "stuffer", 200); v != rules.Forward {
+				t.Errorf("the guilty visitor from another address: verdict %d, want Forward (the address is banned, not the visitor)", v)
+			}
+
+			// A rule counting requests: the visitor it refuses is guilty.
+			const api = "192.0.2.40"
+			for _, v := range []string{"first", "first"} {
+				k.do("GET", "/api/x", "", api, v, 200)
+			}
+			if v := k.do("GET", "/api/x", "", api, "second", 200); v != rules.RefuseLimit {
+				t.Fatalf("the third API call: verdict %d, want RefuseLimit", v)
+			}
+			// Five minutes on, the counter has recovered; the ban has not.
+			during("GET", "/api/x", api, []banned{
+				{"the visitor it refused", "second", rules.RefuseLimit},
+				{"the visitor whose calls filled it", "first", tt.bystander},
+				{"the address's cookieless clients", "", rules.RefuseLimit},
+			})
+		})
 	}
 }

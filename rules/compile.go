@@ -91,6 +91,9 @@ type Compiler struct {
 	reg      *registry
 	p        *Policy
 	slots    map[string]int
+	// knownNames are the known blocks declared, compiled or not, by name
+	// (compile_known.go).
+	knownNames map[string]hcl.Range
 }
 
 // Warnf records a warning at rng.
@@ -157,7 +160,13 @@ func (c *Compiler) ReadsHeader(name string) {
 }
 
 // AddRequestHook adds h to every request of the policy (RequestHook).
-func (c *Compiler) AddRequestHook(h RequestHook) { c.p.requestHooks = append(c.p.requestHooks, h) }
+// A RequestSettler's AfterOrigin runs in Engine.Settle too.
+func (c *Compiler) AddRequestHook(h RequestHook) {
+	c.p.requestHooks = append(c.p.requestHooks, h)
+	if rs, ok := h.(RequestSettler); ok {
+		c.p.requestSettlers = append(c.p.requestSettlers, rs)
+	}
+}
 
 // KeyBudget gives a feature's counters (keys starting with id, from
 // BudgetID) a share of the memory store's max_keys, as a rule without
@@ -169,12 +178,23 @@ func (c *Compiler) KeyBudget(id [8]byte, name string) *Budget {
 	return b
 }
 
+// KeyBudgetLike gives a feature's counters (keys starting with id) a key
+// budget of their own as large as other's, and not a share more of the
+// store's max_keys: counters that come with other's (the mint budget's
+// fingerprints) without crowding them out. name labels its metrics.
+func (c *Compiler) KeyBudgetLike(id [8]byte, name string, other *Budget) *Budget {
+	b := &Budget{ID: id, Name: name, alike: other}
+	c.p.budgets = append(c.p.budgets, b)
+	return b
+}
+
 // decodeFile splits the file into its top-level blocks by the schema of
 // rules' blocks and the features'. Each block is decoded on its own later,
 // so a type error in one (limit = "5") does not hide the others' errors.
 func (c *Compiler) content(body hcl.Body) *hcl.BodyContent {
 	schema := &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 		{Type: "edge"}, {Type: "store", LabelNames: []string{"kind"}}, {Type: "rule", LabelNames: []string{"name"}},
+		{Type: "known", LabelNames: []string{"name"}},
 	}}
 	types := make([]string, 0, len(c.reg.blocks))
 	for t := range c.reg.blocks {
@@ -238,6 +258,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	var edge *edgeBlock
 	var stores []storeBlock
 	var rules []ruleBlock
+	var knowns []knownBlock
 	var feature []*hcl.Block
 	for _, b := range content.Blocks {
 		var label string
@@ -268,6 +289,12 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 				x.Name, x.NameRange, x.DefRange = label, labelRange, b.DefRange
 				rules = append(rules, x)
 			}
+		case "known":
+			var x knownBlock
+			if c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+				x.Name, x.NameRange, x.DefRange = label, labelRange, b.DefRange
+				knowns = append(knowns, x)
+			}
 		default:
 			feature = append(feature, b)
 		}
@@ -297,6 +324,8 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 		}
 	}
 
+	c.knowns(knowns) // known { }, which rules' exempt_known name (compile_known.go)
+
 	seen := map[string]hcl.Range{}
 	for i := range rules {
 		rb := &rules[i]
@@ -316,6 +345,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 		}
 	}
 	c.resolveSkips(rules, p)
+	c.unusedKnowns()
 	keyBudgets(p)
 	c.decideRules(p) // compile_decide.go
 	c.finishShed(p)  // load_shedding, priority (compile_shed.go)
@@ -442,22 +472,34 @@ func (c *Compiler) edge(e *edgeBlock) {
 // together they hold about max_keys keys and a flood on one cannot evict
 // another's (docs/memory-store.md). A rule's own max_keys comes on top.
 func keyBudgets(p *Policy) {
-	n := len(p.budgets)
+	n := 0
+	for _, b := range p.budgets {
+		if !b.fixed && b.follows == nil && b.alike == nil {
+			n++
+		}
+	}
 	for _, r := range p.Rules {
 		if r.counts() && !r.maxKeysSet && r.Adaptive == nil { // an adaptive rule holds no key
 			n++
 		}
 	}
-	if n == 0 {
-		return
-	}
-	share := max((p.Store.MaxKeys+n-1)/n, 1)
+	share := max((p.Store.MaxKeys+max(n, 1)-1)/max(n, 1), 1)
 	for _, r := range p.Rules {
 		if r.counts() && !r.maxKeysSet && r.Adaptive == nil {
 			r.MaxKeys = share
 		}
 	}
 	for _, b := range p.budgets {
-		b.MaxKeys = share
+		switch {
+		case b.follows != nil:
+			b.MaxKeys = b.follows.MaxKeys // a rule's ban_by markers (ban.go)
+		case b.alike == nil && !b.fixed:
+			b.MaxKeys = share
+		}
+	}
+	for _, b := range p.budgets {
+		if b.alike != nil {
+			b.MaxKeys = b.alike.MaxKeys
+		}
 	}
 }

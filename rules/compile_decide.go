@@ -86,6 +86,10 @@ func (c *Compiler) decideRules(p *Policy) {
 				"rule %q has settle_from, which needs the origin's answer; the decision-only listener never sees it, so a request it counts there is charged its cost (the estimate) and never settled (docs/policy.md, \"Weighted costs\")", r.Name)
 		}
 	}
+	for _, k := range p.knowns {
+		c.Warnf(k.DefRange, "Known block needs the origin's answer under decide_listen",
+			"known %q records a caller after the origin's success, which the decision-only listener never sees: a request decided there makes no one known (the markers a proxy listener records are checked there all the same) (docs/policy.md, \"known\")", k.Name)
+	}
 }
 
 // ReadsBody reports whether rule r reads the request body to decide: its

@@ -117,6 +117,36 @@ identity {
 	}
 }
 
+// TestDecideListenKnownBlock: a known block records its callers after the
+// origin's success, which the decision-only listener never sees: a
+// warning under decide_listen, nothing without.
+func TestDecideListenKnownBlock(t *testing.T) {
+	const body = `
+known "seen" {
+  by  = ["ip"]
+  for = "1d"
+}
+rule "r" {
+  key          = ["ip"]
+  limit        = 5
+  period       = "1m"
+  exempt_known = ["seen"]
+}
+`
+	for _, decide := range []bool{true, false} {
+		edge := "edge {\n  trusted_proxies = [\"127.0.0.1/32\"]\n}\n"
+		var want []string
+		if decide {
+			edge = "edge {\n  trusted_proxies = [\"127.0.0.1/32\"]\n  decide_listen = \"127.0.0.1:8081\"\n}\n"
+			want = []string{"warning: Known block needs the origin's answer under decide_listen"}
+		}
+		_, diags := builtin.Load("d.hcl", []byte(edge+body))
+		if got := diagSummaries(diags); !slices.Equal(got, want) {
+			t.Errorf("decide_listen %v: %q, want %q", decide, got, want)
+		}
+	}
+}
+
 // TestDecideListenWithoutTrustedProxies: the decide listener's peer is
 // the proxy, so without trusted_proxies every client shares its budget:
 // a warning.

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,61 +35,8 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		ok = false
 	}
 
-	methods, mrngs := c.StringList(rb.Methods, "methods")
-	for i, m := range methods {
-		u := strings.ToUpper(m)
-		switch {
-		case !httpsyntax.IsToken(u):
-			fail(mrngs[i], "Invalid method", "%q is not an HTTP method", m)
-			continue
-		case !knownMethods[u]:
-			c.Warnf(mrngs[i], "Unusual method", "%q is not a standard HTTP method.%s", m, suggest(u, knownMethodList))
-		}
-		r.methods = append(r.methods, u)
-	}
-	paths, prngs := c.StringList(rb.Paths, "paths")
-	if rb.Paths == nil || IsNull(rb.Paths) {
-		r.anyPath = true
-	}
-	for i, s := range paths {
-		if !strings.HasPrefix(s, "/") {
-			fail(prngs[i], "Invalid path", "%q must start with \"/\"", s)
-			continue
-		}
-		pre, star := strings.CutSuffix(s, "*")
-		if strings.Contains(pre, "*") {
-			fail(prngs[i], "Invalid path", "%q: \"*\" is allowed only at the end, as in \"/api/*\"", s)
-			continue
-		}
-		canon, cok := AppendCanonicalPath(nil, []byte(pre))
-		if !cok {
-			fail(prngs[i], "Invalid path", "%q is not a valid path", s)
-			continue
-		}
-		m := string(AppendMatchPath(nil, canon, p.PathCaseInsensitive))
-		switch {
-		case star && m == "/":
-			r.anyPath = true
-		case star:
-			r.prefixes = append(r.prefixes, m+"/")
-		default:
-			r.exact = append(r.exact, m)
-		}
-	}
-	hosts, hostRngs := c.StringList(rb.Hosts, "hosts")
-	for i, h := range hosts {
-		// The request's host goes through AppendHost too: one spelling on
-		// both sides (docs/host-and-path.md §1).
-		s := strings.TrimSpace(h)
-		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
-			s = "[" + s + "]" // a bare IPv6 address, which Host never spells
-		}
-		_, name, ok := AppendHost(nil, nil, []byte(s))
-		if !ok {
-			c.Errorf(hostRngs[i], "Invalid host", "%q is not a host name (letters, digits, '-', '_' and dots), an IPv4 address or a bracketed IPv6 address, optionally with a port; the edge refuses requests naming such a host, so the rule could never match", h)
-			continue
-		}
-		r.hosts = append(r.hosts, string(name))
+	if !c.matcher(rb.Methods, rb.Paths, rb.Hosts, r) {
+		ok = false
 	}
 
 	if rb.Sensitive != nil {
@@ -255,6 +203,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		c.compileCost(rb, r) // cost, max_cost, settle_from (cost.go)
 	}
 	c.ban(rb, r)
+	c.exemptKnown(rb, r) // exempt_known (compile_known.go)
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}
@@ -339,6 +288,74 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	return r
 }
 
+// matcher compiles what a rule (or a known block) matches: its methods,
+// paths and hosts (docs/policy.md, "Matching"). It reports false after an
+// error that makes the matcher unusable.
+func (c *Compiler) matcher(methodsExpr, pathsExpr, hostsExpr hcl.Expression, r *Rule) (ok bool) {
+	ok = true
+	methods, mrngs := c.StringList(methodsExpr, "methods")
+	for i, m := range methods {
+		u := strings.ToUpper(m)
+		switch {
+		case !httpsyntax.IsToken(u):
+			c.Errorf(mrngs[i], "Invalid method", "%q is not an HTTP method", m)
+			ok = false
+			continue
+		case !knownMethods[u]:
+			c.Warnf(mrngs[i], "Unusual method", "%q is not a standard HTTP method.%s", m, suggest(u, knownMethodList))
+		}
+		r.methods = append(r.methods, u)
+	}
+	paths, prngs := c.StringList(pathsExpr, "paths")
+	if pathsExpr == nil || IsNull(pathsExpr) {
+		r.anyPath = true
+	}
+	for i, s := range paths {
+		if !strings.HasPrefix(s, "/") {
+			c.Errorf(prngs[i], "Invalid path", "%q must start with \"/\"", s)
+			ok = false
+			continue
+		}
+		pre, star := strings.CutSuffix(s, "*")
+		if strings.Contains(pre, "*") {
+			c.Errorf(prngs[i], "Invalid path", "%q: \"*\" is allowed only at the end, as in \"/api/*\"", s)
+			ok = false
+			continue
+		}
+		canon, cok := AppendCanonicalPath(nil, []byte(pre))
+		if !cok {
+			c.Errorf(prngs[i], "Invalid path", "%q is not a valid path", s)
+			ok = false
+			continue
+		}
+		m := string(AppendMatchPath(nil, canon, c.p.PathCaseInsensitive))
+		switch {
+		case star && m == "/":
+			r.anyPath = true
+		case star:
+			r.prefixes = append(r.prefixes, m+"/")
+		default:
+			r.exact = append(r.exact, m)
+		}
+	}
+	hosts, hostRngs := c.StringList(hostsExpr, "hosts")
+	for i, h := range hosts {
+		// The request's host goes through AppendHost too: one spelling on
+		// both sides (docs/host-and-path.md §1).
+		s := strings.TrimSpace(h)
+		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
+			s = "[" + s + "]" // a bare IPv6 address, which Host never spells
+		}
+		_, name, hok := AppendHost(nil, nil, []byte(s))
+		if !hok {
+			c.Errorf(hostRngs[i], "Invalid host", "%q is not a host name (letters, digits, '-', '_' and dots), an IPv4 address or a bracketed IPv6 address, optionally with a port; the edge refuses requests naming such a host, so the rule could never match", h)
+			continue
+		}
+		r.hosts = append(r.hosts, string(name))
+	}
+	return ok
+}
+
 func (c *Compiler) identityMode(s string, rng hcl.Range, attr string) IdentityMode {
 	switch s {
 	case "skip":
@@ -403,6 +420,9 @@ func (c *Compiler) ban(rb *ruleBlock, r *Rule) {
 		if rb.BanScope != nil {
 			c.Errorf(rb.BanScopeRange, "ban_scope without ban", "ban_scope says where a ban refuses; set ban, such as \"15m\", too")
 		}
+		if rb.BanBy != nil && !IsNull(rb.BanBy) {
+			c.Errorf(rb.BanBy.Range(), "ban_by without ban", "ban_by says what a ban falls on; set ban, such as \"15m\", too")
+		}
 		return
 	}
 	d, err := ParseDuration(*rb.Ban)
@@ -432,6 +452,57 @@ func (c *Compiler) ban(rb *ruleBlock, r *Rule) {
 		c.p.sensitiveBans = append(c.p.sensitiveBans, r)
 	} else {
 		c.p.ownBans = true
+	}
+	c.banBy(rb, r)
+}
+
+// defaultBanBy is what a ban falls on beside its key when ban_by is not
+// set and the policy has the block of that name (visitor { }): its
+// visitors, so that a ban on an address spares the visitors behind it
+// that did nothing (ban.go).
+const defaultBanBy = "visitor"
+
+// banBy compiles ban_by (ban.go), defaulting to ["visitor"] on a rule
+// not keyed on it when the policy has a visitor { } block; ban_by = []
+// bans the whole key.
+func (c *Compiler) banBy(rb *ruleBlock, r *Rule) {
+	var names []string
+	var rngs []hcl.Range
+	if rb.BanBy == nil || IsNull(rb.BanBy) {
+		if _, known := c.reg.plain[defaultBanBy]; !known || c.p.Block(defaultBanBy) == nil || slices.Contains(r.KeyNames, defaultBanBy) {
+			return
+		}
+		names, rngs = []string{defaultBanBy}, []hcl.Range{rb.BanRange}
+	} else {
+		names, rngs = c.StringList(rb.BanBy, "ban_by")
+	}
+	for i, n := range names {
+		if slices.Contains(r.KeyNames, n) {
+			c.Errorf(rngs[i], "Duplicate characteristic", "%q is in the key: the ban falls on it already; remove it from ban_by", n)
+			continue
+		}
+		ch, tag, shared := c.characteristic(n, rngs[i], r)
+		switch {
+		case ch == nil:
+			continue
+		case shared:
+			c.Errorf(rngs[i], "Invalid ban_by", "%q is the same for every request: the ban would fall on the whole key; write ban_by = [] for that", n)
+			continue
+		case slices.Contains(names[:i], n):
+			c.Errorf(rngs[i], "Duplicate characteristic", "%q appears twice in ban_by", n)
+			continue
+		}
+		r.banBy, r.banByTags = append(r.banBy, ch), append(r.banByTags, tag)
+	}
+	if len(r.banBy) == 0 {
+		return
+	}
+	// Guilt markers hold a key per guilty visitor: a budget of their own,
+	// the rule's size, so they never crowd out the rule's counters.
+	r.guilt = &Budget{ID: BudgetID("\x00ban-by\x00" + r.Name), Name: r.Name + " (ban_by)", follows: r}
+	c.p.budgets = append(c.p.budgets, r.guilt)
+	if r.Count == CountFailures {
+		r.Hooks = append(r.Hooks, banGuilt{failure: r.FailureStatus})
 	}
 }
 

@@ -5,11 +5,11 @@ package rules_test
 import (
 	"context"
 	"net/netip"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/teststore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -20,15 +20,7 @@ import (
 // (Allocation counts mean nothing under the race detector: !race.)
 
 // takeCount counts a store's Take calls without allocating.
-type takeCount struct {
-	rules.Store
-	n atomic.Int64
-}
-
-func (c *takeCount) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	c.n.Add(1)
-	return c.Store.Take(ctx, now, ops, res)
-}
+type takeCount = teststore.Counting
 
 // concBenchPolicy is a login route with an ordinary rate limit, alone
 // ("rate") or with a concurrency rule on the same route ("concurrency").
@@ -100,9 +92,9 @@ func (k *concBench) holdOne(tb testing.TB) {
 // origin's answer would; it returns the store calls of each step.
 func (k *concBench) one(tb testing.TB) (check, settle int64) {
 	k.now = k.now.Add(time.Microsecond) // the rate limit's interval: never refused
-	n0 := k.store.n.Load()
+	n0 := k.store.Calls.Load()
 	d := k.e.Check(context.Background(), k.now, k.p, k.req, k.s)
-	n1 := k.store.n.Load()
+	n1 := k.store.Calls.Load()
 	if d.Verdict != rules.Forward {
 		tb.Fatalf("refused: %+v", d)
 	}
@@ -112,7 +104,7 @@ func (k *concBench) one(tb testing.TB) (check, settle int64) {
 			tb.Fatal(err)
 		}
 	}
-	return n1 - n0, k.store.n.Load() - n1
+	return n1 - n0, k.store.Calls.Load() - n1
 }
 
 // BenchmarkConcurrencyDecision: "rate" is a login's decision under an

@@ -195,6 +195,14 @@ type ruleBlock struct {
 	// ("rule", the default, or "sensitive").
 	Ban      *string `hcl:"ban,optional"`
 	BanScope *string `hcl:"ban_scope,optional"`
+	// ban_by names what the ban falls on beside the key: ["visitor"] (the
+	// default with a visitor { } block) bans the key's cookieless clients
+	// and the visitors that failed or tripped the rule, not every visitor
+	// behind it; [] bans the whole key (ban.go).
+	BanBy hcl.Expression `hcl:"ban_by,optional"`
+	// exempt_known lists the known { } blocks whose callers the rule does
+	// not hold to what they share with others (known.go).
+	ExemptKnown hcl.Expression `hcl:"exempt_known,optional"`
 	// adaptive { } finds a concurrency rule's limit from the origin's
 	// latency (compile_adaptive.go).
 	Adaptive *adaptiveBlock `hcl:"adaptive,block"`
@@ -228,6 +236,33 @@ type ruleBlock struct {
 	KnownVisitorsRange   hcl.Range `hcl:"known_visitors,attr_value_range"`
 	BanRange             hcl.Range `hcl:"ban,attr_value_range"`
 	BanScopeRange        hcl.Range `hcl:"ban_scope,attr_value_range"`
+}
+
+// knownBlock is `known "NAME" { }`: the requests whose success makes
+// their caller known, what recognises it and for how long (known.go).
+type knownBlock struct {
+	Name string `hcl:"name,label"`
+	// methods, paths and hosts select the requests whose success records
+	// the marker, as a rule's select what it counts.
+	Methods hcl.Expression `hcl:"methods,optional"`
+	Paths   hcl.Expression `hcl:"paths,optional"`
+	Hosts   hcl.Expression `hcl:"hosts,optional"`
+	// by lists the characteristics that together recognise a caller
+	// (["visitor", "account"], ["phone"]).
+	By hcl.Expression `hcl:"by,optional"`
+	// for is how long after its last success a caller is known ("30d").
+	For *string `hcl:"for,optional"`
+	// success_status are the origin's statuses that are successes
+	// (default [200, 201, 204]); X-Edge-Outcome overrides them.
+	SuccessStatus hcl.Expression `hcl:"success_status,optional"`
+	// max_keys is the markers' key budget in the memory store (default:
+	// a share of the store's max_keys, as a rule without one gets).
+	MaxKeys *int `hcl:"max_keys,optional"`
+
+	DefRange     hcl.Range `hcl:",def_range"`
+	NameRange    hcl.Range `hcl:"name,label_range"`
+	ForRange     hcl.Range `hcl:"for,attr_value_range"`
+	MaxKeysRange hcl.Range `hcl:"max_keys,attr_value_range"`
 }
 
 // whenBlock is a rule's `when { }`: conditions that must all hold. Its

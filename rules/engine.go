@@ -149,6 +149,10 @@ type Match struct {
 	// Forgiven is true when a forgive's exemption covered the key
 	// (forgive.go); Known is then true as well.
 	Forgiven bool
+	// Guilt is the guilt marker of the request's visitor under the
+	// rule's ban_by, when HasGuilt (ban.go).
+	Guilt    Key
+	HasGuilt bool
 }
 
 // Decision is the Engine's answer for one request.
@@ -214,6 +218,14 @@ type Scratch struct {
 	skips      skipState // the skip rules' exemptions of this request (skip.go)
 	peekOnly   bool      // Explain: every op a peek, no ban written (explain.go)
 
+	// knowns is the request's state of each known block of pol (known.go):
+	// knownChecks of them are checked in precheck, knownRecords written
+	// after a success.
+	knowns       []knownState
+	knownChecks  int
+	knownRecords int
+	pol          *Policy // the policy of the request Check decided
+
 	// resp is the origin's answer, for settle_from; settleInvalid counts
 	// the settle_from values the last Settle clamped (cost.go).
 	resp          ResponseHeaders
@@ -266,6 +278,7 @@ func (s *Scratch) reset() {
 	s.markers = s.markers[:0]
 	s.bans = s.bans[:0]
 	s.exempts = s.exempts[:0]
+	s.knowns, s.knownChecks, s.knownRecords = s.knowns[:0], 0, 0
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
@@ -355,6 +368,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	}
 	s.begun = nil // the next request begins afresh
 	s.reset()
+	s.pol = p
 	if s.owner != e {
 		s.mac, s.owner = nil, e // format 1's HMAC is keyed by the engine's secret
 	}
@@ -502,8 +516,12 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			e.queueBans(p, req, s, d.Sensitive)
 		}
 		e.queueExemptions(now, s)
-		if len(s.markers) > 0 || len(s.bans) > 0 || len(s.exempts) > 0 {
-			// One more store call, only where known_visitors or ban is set.
+		if len(p.knowns) > 0 {
+			e.queueKnown(p, req, s) // known callers (known.go)
+		}
+		if len(s.markers) > 0 || len(s.bans) > 0 || len(s.exempts) > 0 || s.knownChecks > 0 {
+			// One more store call, only where known_visitors, exempt_known
+			// or ban is set.
 			if r, left := e.precheck(ctx, now, s); r != nil {
 				banned(&d, s, r, left)
 				return d // refused before anything is counted
@@ -644,7 +662,8 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		d.Delay = 0
 		s.releaseLocal(now, 0, false, false) // never sent: no sample
 	}
-	d.Settle = d.Settle || s.Holds()
+	// A known block's marker is written after a success (known.go).
+	d.Settle = d.Settle || s.Holds() || (s.knownRecords > 0 && d.Verdict == Forward)
 	return d
 }
 
@@ -894,10 +913,12 @@ func (r *Rule) conditions(req *Request, s *Scratch) Status {
 // call and only when a matching rule needs it: each counted and allowed
 // rule's Hooks (reset_on_success clears the rule's counter for the key when
 // the answer is a success; the origin's X-Edge-Outcome, "success" or
-// "failure", overrides the status), and the in-flight leases' refunds
-// (inflight.go); it also gives back the request's local slots, with its
-// round-trip time since Scratch.Forwarding. It reports whether it called
-// the store.
+// "failure", overrides the status), the markers of the known blocks the
+// request matched when the answer is a success (known.go), the request
+// hooks' own (RequestSettler: the mint reserve's charge), and the in-flight
+// leases' refunds (inflight.go); it also gives back the request's local
+// slots, with its round-trip time since Scratch.Forwarding. It reports
+// whether it called the store.
 func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status int, outcome []byte) (bool, error) {
 	s.settle = s.settle[:0]
 	s.settleInvalid = 0
@@ -924,6 +945,12 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 		}
 		if m.Rule.cost.settles() {
 			s.settle = settleCost(m, s.Ops, s.resp, s.settle, &s.settleInvalid) // settle_from (cost.go)
+		}
+	}
+	s.settle = s.appendKnownRecords(status, outcome, s.settle) // known { } (known.go)
+	if s.pol != nil {
+		for _, h := range s.pol.requestSettlers {
+			s.settle = h.AfterOrigin(s, status, outcome, s.settle)
 		}
 	}
 	if len(s.settle) == 0 {

@@ -50,7 +50,7 @@ rule "api" {
 `)
 	st := &opsStore{}
 	e := newEngine(t, st)
-	// A Scratch sized for the 2 rules gets 4 ops: its results grow too
+	// A Scratch sized for the 2 rules gets 6 ops: its results grow too
 	// (Check indexed past their capacity before).
 	check(e, p, req{method: "POST", path: "/login", client: "192.0.2.1"}, rules.NewScratch(len(p.Rules)))
 	login, api := p.Rule("login"), p.Rule("api")
@@ -62,7 +62,9 @@ rule "api" {
 		{login.ID, 1000, true},         // the visitor's bucket
 		{login.ID, 1000, true},         // its IP's ceiling
 		{api.ID, 45, false},            // half the store's 90
-		{p.Budgets()[0].ID, 45, false}, // the other half: the visitor mint budget
+		{p.Budgets()[0].ID, 45, false}, // the other half: the visitor mint budget,
+		{p.Budgets()[1].ID, 45, false}, // its fingerprint's, a budget as large (nat/mint.go)
+		{p.Budgets()[0].ID, 45, false}, // and its reserve, in the mint budget
 	}
 	if len(st.ops) != len(want) {
 		t.Fatalf("got %d ops, want %d", len(st.ops), len(want))

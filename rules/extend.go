@@ -167,6 +167,19 @@ type CeilingCharacteristic interface {
 	AppendCeiling(buf []byte, req *Request, s *Scratch) ([]byte, Status)
 }
 
+// BucketCharacteristic is a characteristic some of whose values stand for
+// a bucket many clients share rather than one caller: visitor's cookieless
+// bucket, every client of an address without a valid cookie. A known { }
+// block never recognises such a value (nobody is known by it), and a ban
+// by it (ban_by) refuses it whenever the key is banned: its clients cannot
+// be told apart from the attacker (known.go, ban.go).
+type BucketCharacteristic interface {
+	Characteristic
+	// SharedBucket reports whether the request's value is the shared
+	// bucket.
+	SharedBucket(req *Request, s *Scratch) bool
+}
+
 // ConditionType is a when { } attribute.
 type ConditionType struct {
 	// Name is the attribute's name ("phone_country_in").
@@ -208,6 +221,18 @@ type RequestHook interface {
 	// (a deny action, a rejected identity). It may add ops to that call
 	// with Scratch.AddOp and read their results after Check returns.
 	BeforeStore(req *Request, s *Scratch)
+}
+
+// RequestSettler is a RequestHook with a part after the origin's answer:
+// Engine.Settle calls AfterOrigin and sends the ops it appends in its one
+// call (the visitor mint reserve's charge, once the cookie is set). A
+// caller that wants them sent calls Settle even when Decision.Settle is
+// false (the feature says when).
+type RequestSettler interface {
+	RequestHook
+	// AfterOrigin appends to settle the request's ops given the origin's
+	// status and X-Edge-Outcome, and returns settle.
+	AfterOrigin(s *Scratch, status int, outcome []byte, settle []Op) []Op
 }
 
 // Memo is one per-request memo slot (Compiler.Slot): a value resolved once
@@ -361,4 +386,4 @@ func shareable(b *BlockType, owners []*BlockType) bool {
 }
 
 // coreBlocks are the blocks rules decodes itself.
-var coreBlocks = map[string]bool{"edge": true, "store": true, "rule": true}
+var coreBlocks = map[string]bool{"edge": true, "store": true, "rule": true, "known": true}

@@ -337,17 +337,6 @@ func (e *Engine) markExempt(s *Scratch, res []Result) {
 	}
 }
 
-// forgiven reports whether the request's match of rule r is exempt: then
-// r's ban does not refuse it either.
-func (s *Scratch) forgiven(r *Rule) bool {
-	for _, x := range s.exempts {
-		if m := &s.Matches[x.match]; m.Rule == r && m.Forgiven {
-			return true
-		}
-	}
-	return false
-}
-
 // HashClient is the keyed hash of a client address (HMAC-SHA256 under the
 // key secret, as counter keys are, truncated to 15 bytes), for logs and
 // the admin API: an operator can follow one client without the log

@@ -1,5 +1,12 @@
 package rules
 
+import (
+	"bytes"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
 // Known visitors: a lockout that cannot be a weapon (docs/policy.md,
 // "known_visitors"). An account-wide failure rule (key = ["account"],
 // count = "failures") would let anyone lock the real user out by failing
@@ -86,4 +93,230 @@ func (h knownVisitors) AfterOrigin(m *Match, _ []Op, status int, outcome []byte,
 		Kind: OpAdd, Algorithm: SlidingLog, Key: m.Marker, Limit: 1, PeriodUS: h.us,
 		Cost: 1, Enforce: true, OnError: FailOpen, MaxKeys: int32(m.Rule.MaxKeys),
 	})
+}
+
+// Known callers (docs/policy.md, "known"): no defence may be aimed at the
+// people it protects. A known "NAME" { } block names the requests whose
+// success makes their caller known (a login, an OTP verify), what
+// recognises the caller (by: a visitor and the account it logged in to, a
+// phone whose code was verified) and for how long after its last success
+// (for). A rule whose exempt_known names the block does not hold a known
+// caller to what it shares with others: the request is decided, never
+// refused nor charged by the rule (a visitor rule: by its ip_ceiling, the
+// budget of every visitor behind the address; the visitor's own counter
+// still holds), and the rule's ban does not refuse it. Whatever the
+// caller's own key counts (its visitor, its phone, its account from its
+// address) holds as before.
+//
+// Recorded on one route, checked on another: a verify makes the phone
+// known to the send route's range rule. A marker is a sliding_log counter
+// of limit 1 whose period is the block's for, under the block's own ID
+// (a hash of its name, apart from every rule's), keyed by the keyed hash
+// of the by values, so no store sees a phone, an account or a visitor ID.
+// Its checks ride in precheck's call (the one before the main call, with
+// bans and known_visitors markers); its writes in Settle's call, after a
+// success. A value that is a bucket many clients share (a visitor's
+// cookieless bucket, BucketCharacteristic) recognises no one and is never
+// recorded. Markers are Sensitive ops in a budget of their own, so the
+// memory store never evicts a live one; a full budget records no new
+// caller (the rules apply to it as before) and forgets none.
+
+// Known is a compiled known "NAME" { } block.
+type Known struct {
+	// Name is the block's label; ID, a hash of it, starts its markers'
+	// keys, so they follow the name across reloads.
+	Name string
+	ID   [8]byte
+	// DefRange is where the block is defined.
+	DefRange hcl.Range
+
+	index   int   // position in Policy.knowns and in Scratch.knowns
+	match   *Rule // what the block matches, and its characteristics' grouping; never in Policy.Rules
+	by      []Characteristic
+	tags    []byte
+	forUS   int64
+	success []int
+	budget  *Budget
+	used    bool // some rule's exempt_known names it
+}
+
+// Knowns returns the policy's known blocks, in file order. The caller
+// must not modify them.
+func (p *Policy) Knowns() []*Known { return p.knowns }
+
+// For returns how long after its last success a caller of k is known.
+func (k *Known) For() time.Duration { return DurationUS(k.forUS) }
+
+// knownState is what one request knows of one known block.
+type knownState struct {
+	resolved bool // ok and key are computed
+	ok       bool // every by value is present and one caller's: key is its marker
+	record   bool // the request matches the block: its success records the marker
+	queued   bool // the marker's check is in precheck's call, at mops[peek]
+	live     bool // the marker is present: the caller is known
+	peek     int
+	key      Key
+}
+
+// op is the op of one of k's markers: kind OpPeek to check it, OpAdd to
+// write it.
+func (k *Known) op(kind OpKind, key Key) Op {
+	return Op{
+		Kind: kind, Algorithm: SlidingLog, Key: key, Limit: 1, PeriodUS: k.forUS,
+		Cost: 1, Enforce: true, OnError: FailOpen, Sensitive: true, MaxKeys: int32(k.budget.MaxKeys),
+	}
+}
+
+// queueKnown resolves the markers a request needs: those its matching
+// rules' exempt_known check (queued for precheck's call) and those of the
+// known blocks it matches (written by Settle after a success). Each block's
+// marker is resolved at most once a request.
+func (e *Engine) queueKnown(p *Policy, req *Request, s *Scratch) {
+	for range p.knowns {
+		s.knowns = append(s.knowns, knownState{peek: -1})
+	}
+	for i := range s.Matches {
+		if s.Matches[i].Op < 0 {
+			continue
+		}
+		for _, k := range s.Matches[i].Rule.exemptKnown {
+			if st := e.resolveKnown(k, req, s); st.ok && !st.queued {
+				st.queued = true
+				s.knownChecks++
+			}
+		}
+	}
+	for _, k := range p.knowns {
+		if !k.match.matches(req) {
+			continue
+		}
+		if st := e.resolveKnown(k, req, s); st.ok {
+			st.record = true
+			s.knownRecords++
+		}
+	}
+}
+
+// resolveKnown computes the marker of block k for req, once. A by value
+// that is missing, invalid or a shared bucket leaves it not ok: nobody is
+// recognised by it.
+func (e *Engine) resolveKnown(k *Known, req *Request, s *Scratch) *knownState {
+	st := &s.knowns[k.index]
+	if st.resolved {
+		return st
+	}
+	st.resolved = true
+	buf, ok := appendCallerValues(s.mbuf[:0], k.by, k.tags, req, s)
+	s.mbuf = buf
+	if !ok {
+		return st
+	}
+	copy(st.key[0:8], k.ID[:])
+	st.key[8] = k.tags[0] | markerFlag
+	copy(st.key[9:], s.valueHash(buf))
+	st.ok = true
+	return st
+}
+
+// appendCallerValues appends the request's values of chars (each after its
+// tag) to buf; ok is false when one is missing or invalid, or is a bucket
+// many clients share (BucketCharacteristic): the values name no one
+// caller. buf comes back grown either way, for its capacity.
+func appendCallerValues(buf []byte, chars []Characteristic, tags []byte, req *Request, s *Scratch) ([]byte, bool) {
+	for j, ch := range chars {
+		if b, isBucket := ch.(BucketCharacteristic); isBucket && b.SharedBucket(req, s) {
+			return buf, false
+		}
+		buf = append(buf, tags[j])
+		n := len(buf)
+		out, st := ch.AppendValue(buf, req, s)
+		if st != Present || len(out) <= n || !bytes.Equal(out[:n], buf) {
+			return buf, false
+		}
+		buf = out
+	}
+	return buf, true
+}
+
+// appendKnownOps appends the checks of the queued markers to ops
+// (precheck's call), recording where each is.
+func (s *Scratch) appendKnownOps(ops []Op) []Op {
+	for i := range s.knowns {
+		if st := &s.knowns[i]; st.queued {
+			st.peek = len(ops)
+			ops = append(ops, s.pol.knowns[i].op(OpPeek, st.key))
+		}
+	}
+	return ops
+}
+
+// markKnownCallers reads the checks' results (res, precheck's) and takes
+// the matches of the known callers out of what they share: a rule whose
+// exempt_known names a block with a live marker decides the request
+// without refusing or charging it (Match.Known), but a visitor rule only
+// lifts its ip_ceiling (its op becomes a peek and CeilingOp -1): the
+// visitor's own counter is its own. A fallback's guess (StoreError) knows
+// no one.
+func (s *Scratch) markKnownCallers(res []Result) {
+	for i := range s.knowns {
+		if st := &s.knowns[i]; st.peek >= 0 {
+			st.live = !res[st.peek].Allowed && !res[st.peek].StoreError
+		}
+	}
+	for i := range s.Matches {
+		m := &s.Matches[i]
+		if m.Op < 0 || m.Known || !s.knownTo(m.Rule) {
+			continue
+		}
+		if m.CeilingOp >= 0 {
+			peekOnly(&s.Ops[m.CeilingOp])
+			m.CeilingOp = -1
+			continue
+		}
+		m.Known = true
+		peekOnly(&s.Ops[m.Op])
+	}
+}
+
+// knownTo reports whether a block r's exempt_known names has a live
+// marker for the request.
+func (s *Scratch) knownTo(r *Rule) bool {
+	for _, k := range r.exemptKnown {
+		if s.knowns[k.index].live {
+			return true
+		}
+	}
+	return false
+}
+
+// peekOnly makes op decided as a dry-run peek: it never refuses, never
+// consumes.
+func peekOnly(op *Op) { op.Kind, op.Enforce, op.Attempts = OpPeek, false, false }
+
+// appendKnownRecords appends the marker writes of the known blocks the
+// request matched, once the origin's answer is a success by the block's
+// success_status or X-Edge-Outcome: the caller is known for the block's
+// for from now, a known one's time starting again (Settle's call).
+func (s *Scratch) appendKnownRecords(status int, outcome []byte, settle []Op) []Op {
+	if s.knownRecords == 0 {
+		return settle
+	}
+	for i := range s.knowns {
+		if k := s.pol.knowns[i]; s.knowns[i].record && IsSuccess(k.success, status, outcome) {
+			settle = append(settle, k.op(OpAdd, s.knowns[i].key))
+		}
+	}
+	return settle
+}
+
+// knownMatch reports whether the request's match of r was taken out of r
+// (known_visitors, exempt_known, a forgive's exemption): r's ban does not
+// refuse what r does not hold.
+func (s *Scratch) knownMatch(r *Rule) bool {
+	for i := range s.Matches {
+		if s.Matches[i].Rule == r && s.Matches[i].Known {
+			return true
+		}
+	}
+	return false
 }

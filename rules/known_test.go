@@ -12,12 +12,17 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-const knownPolicy = `
+// accountVisitors is a policy's account identity (a JSON body's
+// username) and its visitor block.
+const accountVisitors = `
 identity {
   account = ["json:username"]
 }
 visitor {
 }
+`
+
+const knownPolicy = accountVisitors + `
 rule "login-failures-account" {
   methods          = ["POST"]
   paths            = ["/login"]
@@ -48,11 +53,18 @@ type knownRun struct {
 // verdict.
 func (k *knownRun) login(username, client, visitor string, status int) rules.Verdict {
 	k.t.Helper()
+	return k.do("POST", "/login", username, client, visitor, status)
+}
+
+// do sends method path with a JSON body naming username from client with
+// visitor ("" none), settling it with status if forwarded.
+func (k *knownRun) do(method, path, username, client, visitor string, status int) rules.Verdict {
+	k.t.Helper()
 	k.s.Begin(k.p)
 	var id nat.ID
 	copy(id[:], visitor)
 	k.vc.SetVisitor(k.s, id, visitor != "")
-	r := req{method: "POST", path: "/login", client: client,
+	r := req{method: method, path: path, client: client,
 		f: fields{contentType: "application/json", body: fmt.Sprintf(`{"username":%q}`, username)}}
 	d := k.e.Check(context.Background(), k.now, k.p, r.build(), k.s)
 	if d.Verdict == rules.Forward && d.Settle {
@@ -146,5 +158,92 @@ func TestKnownVisitorsRefusedWhereTheyCannotWork(t *testing.T) {
 		if !diags.HasErrors() || !strings.Contains(diags.Error(), tt.want) {
 			t.Errorf("%s: got %v, want %q", tt.attrs, diags, tt.want)
 		}
+	}
+}
+
+// TestKnownBlockMarksOnlyASuccess: a known block's marker is written after
+// the origin's success on its route (success_status, or X-Edge-Outcome,
+// which overrides the status), and checked by exempt_known on another
+// route; a failure writes none, nor a success without a valid visitor
+// cookie (the address's cookieless bucket is nobody), and the marker ends
+// its for after the last success.
+func TestKnownBlockMarksOnlyASuccess(t *testing.T) {
+	p, diags := builtin.Load("known.hcl", []byte(accountVisitors+`
+known "verified" {
+  paths = ["/verify"]
+  by    = ["visitor", "account"]
+  for   = "1d"
+}
+rule "per-network" {
+  paths        = ["/send"]
+  key          = ["ip"]
+  ipv4_prefix  = 24
+  limit        = 1
+  period       = "1h"
+  exempt_known = ["verified"]
+}
+`))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if ks := p.Knowns(); len(ks) != 1 || ks[0].Name != "verified" || ks[0].For() != 24*time.Hour {
+		t.Fatalf("known blocks %v, want one, verified, for 24h", ks)
+	}
+	e, s, vc := newEngine(t, nil), rules.NewScratch(2), nat.ConfigOf(p)
+	now := t0
+	run := func(path, user, visitor string, status int, outcome string) rules.Verdict {
+		t.Helper()
+		s.Begin(p)
+		var id nat.ID
+		copy(id[:], visitor)
+		vc.SetVisitor(s, id, visitor != "")
+		r := req{method: "POST", path: path, client: "192.0.2.7",
+			f: fields{contentType: "application/json", body: fmt.Sprintf(`{"username":%q}`, user)}}
+		d := e.Check(context.Background(), now, p, r.build(), s)
+		if d.Verdict == rules.Forward && d.Settle {
+			var oc []byte
+			if outcome != "" {
+				oc = []byte(outcome)
+			}
+			if _, err := e.Settle(context.Background(), now, s, status, oc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d.Verdict
+	}
+	run("/send", "x", "filler", 200, "") // the network's one an hour
+	for _, tt := range []struct {
+		name, user, visitor string
+		status              int
+		outcome             string
+		known               bool
+	}{
+		{"a failure", "u1", "v1", 401, "", false},
+		{"a 200 the origin says failed", "u2", "v2", 200, "failure", false},
+		{"a 401 the origin says succeeded", "u3", "v3", 401, "success", true},
+		{"a success", "u4", "v4", 200, "", true},
+		{"a cookieless success", "u5", "", 200, "", false},
+	} {
+		run("/verify", tt.user, tt.visitor, tt.status, tt.outcome)
+		want := rules.RefuseLimit
+		if tt.known {
+			want = rules.Forward
+		}
+		if v := run("/send", tt.user, tt.visitor, 200, ""); v != want {
+			t.Errorf("%s, then a send: verdict %d, want %d", tt.name, v, want)
+		}
+	}
+	if v := run("/send", "u1", "v4", 200, ""); v != rules.RefuseLimit {
+		t.Errorf("the known visitor for another account: verdict %d, want RefuseLimit", v)
+	}
+	now = now.Add(23 * time.Hour)
+	run("/send", "x", "filler", 200, "")
+	if v := run("/send", "u4", "v4", 200, ""); v != rules.Forward {
+		t.Errorf("23 hours after its success: verdict %d, want Forward", v)
+	}
+	now = now.Add(2 * time.Hour)
+	run("/send", "x", "filler", 200, "")
+	if v := run("/send", "u4", "v4", 200, ""); v != rules.RefuseLimit {
+		t.Errorf("25 hours after its success (for = 1d): verdict %d, want RefuseLimit", v)
 	}
 }

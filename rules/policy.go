@@ -87,6 +87,11 @@ type Policy struct {
 	// ownBans is true when a rule bans on its own route.
 	sensitiveBans []*Rule
 	ownBans       bool
+	// knowns are the known { } blocks, in file order (known.go).
+	knowns []*Known
+	// requestSettlers are the request hooks with a part after the
+	// origin's answer (RequestSettler).
+	requestSettlers []RequestSettler
 	// budgets are the key budgets of counters that are not a rule's
 	// (Compiler.KeyBudget).
 	budgets []*Budget
@@ -112,8 +117,13 @@ type Budget struct {
 	ID [8]byte
 	// Name labels the budget's metrics ("(visitor mint)").
 	Name string
-	// MaxKeys is the budget's share of the store's max_keys.
+	// MaxKeys is the budget's share of the store's max_keys, or the size
+	// its owner gave it.
 	MaxKeys int
+
+	fixed   bool    // MaxKeys is its owner's (a known block's max_keys), not a share
+	follows *Rule   // MaxKeys is this rule's (its ban_by markers, ban.go)
+	alike   *Budget // MaxKeys is this budget's (KeyBudgetLike)
 }
 
 // Budgets returns the key budgets of the policy's counters that are not a
@@ -256,6 +266,17 @@ type Rule struct {
 	// banUS is ban in µs (0: none); BanScope its ban_scope.
 	banUS    int64
 	BanScope BanScope
+	// banBy are the characteristics a ban falls on beside the key
+	// (ban_by), banByTags their tags; guiltUS is how long a visitor that
+	// failed or tripped the rule stays under the key's ban (the rule's
+	// period and the ban), guilt the key budget of those markers (ban.go).
+	banBy     []Characteristic
+	banByTags []byte
+	guiltUS   int64
+	guilt     *Budget
+	// exemptKnown are the known blocks whose callers the rule does not
+	// hold to what they share with others (exempt_known, known.go).
+	exemptKnown []*Known
 
 	Algorithm Algorithm
 	// Limit units per Period; Burst is the bucket size (bucket algorithms).

@@ -3,11 +3,11 @@ package rules_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/teststore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -54,15 +54,7 @@ rule "otp-verify" {
 `
 
 // countingStore counts Take calls.
-type countingStore struct {
-	rules.Store
-	calls atomic.Int64
-}
-
-func (s *countingStore) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	s.calls.Add(1)
-	return s.Store.Take(ctx, now, ops, res)
-}
+type countingStore = teststore.Counting
 
 func newCountingEngine(t *testing.T, dry bool) (*rules.Engine, *countingStore) {
 	t.Helper()
@@ -107,12 +99,12 @@ func forwardN(t *testing.T, e *rules.Engine, p *rules.Policy, path string, n int
 func wantShed(t *testing.T, e *rules.Engine, cs *countingStore, p *rules.Policy, path string, prio rules.Priority) rules.Decision {
 	t.Helper()
 	s := rules.NewScratch(4)
-	before := cs.calls.Load()
+	before := cs.Calls.Load()
 	d := check(e, p, req{method: "GET", path: path, client: "192.0.2.1"}, s)
 	if d.Verdict != rules.Shed || d.Priority != prio || d.Settle || s.Holds() {
 		t.Fatalf("%s: verdict %d priority %v settle %v holds %v, want shed at %v holding nothing (in flight %d)", path, d.Verdict, d.Priority, d.Settle, s.Holds(), prio, e.InFlight())
 	}
-	if calls := cs.calls.Load() - before; calls != 0 {
+	if calls := cs.Calls.Load() - before; calls != 0 {
 		t.Fatalf("%s: a shed request made %d store calls, want 0 (nothing is counted)", path, calls)
 	}
 	for _, m := range s.Matches {

@@ -11,6 +11,9 @@ identity {
 
 visitor {
   mint_limit = 3
+  # The golden predates the mint reserve (issue 24), whose two ops per
+  # cookieless request would come after these; its keys are new ones.
+  mint_reserve = 0
 }
 
 rule "by-ip" {
