@@ -21,6 +21,7 @@ type budgetCollector struct {
 	s                              *Server
 	kb                             KeyBudgets
 	evictions, full, keys, maxKeys *prometheus.Desc
+	markerKeys, markerFull         *prometheus.Desc
 }
 
 func newBudgetCollector(s *Server, kb KeyBudgets) *budgetCollector {
@@ -35,6 +36,10 @@ func newBudgetCollector(s *Server, kb KeyBudgets) *budgetCollector {
 			"Keys a rule holds in the memory store (decayed ones not yet forgotten included).", rule, nil),
 		maxKeys: prometheus.NewDesc("edge_store_max_keys",
 			"A rule's key budget in the memory store: its max_keys, or its share of the store's.", rule, nil),
+		markerKeys: prometheus.NewDesc("edge_store_marker_keys",
+			"Markers a rule holds in the memory store (bans, known visitors, exemptions), in a budget of their own beside its counters: as many as its max_keys, never evicted while they last.", rule, nil),
+		markerFull: prometheus.NewDesc("edge_store_marker_full_total",
+			"Markers of a rule (bans, known visitors, exemptions) the memory store did not write because the rule's marker budget was full of live markers.", rule, nil),
 	}
 }
 
@@ -43,6 +48,8 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.full
 	ch <- c.keys
 	ch <- c.maxKeys
+	ch <- c.markerKeys
+	ch <- c.markerFull
 }
 
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
@@ -58,6 +65,11 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 		name, ok := names[b.ID]
 		if b.Shared || !ok {
 			continue // no rule's: the shared budget (ops without MaxKeys), or a removed rule's
+		}
+		if b.Markers {
+			ch <- prometheus.MustNewConstMetric(c.markerKeys, prometheus.GaugeValue, float64(b.Keys), name)
+			ch <- prometheus.MustNewConstMetric(c.markerFull, prometheus.CounterValue, float64(b.Full), name)
+			continue
 		}
 		ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(b.Evictions), name)
 		ch <- prometheus.MustNewConstMetric(c.full, prometheus.CounterValue, float64(b.Full), name)

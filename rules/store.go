@@ -143,9 +143,9 @@ type Op struct {
 	// max_keys, or its share of the store's), so the budget follows the
 	// rule's name across reloads and a reload's new size applies from the
 	// next new key. 0 puts the op in the store's own budget
-	// (memstore.Options.MaxKeys), shared by every op with 0. Other stores
-	// ignore it. Sensitive and MaxKeys fit in Op's padding: an Op is 80
-	// bytes with them as without.
+	// (memstore.Options.MaxKeys), shared by every op with 0 that is not a
+	// Marker's. Other stores ignore it. Sensitive, MaxKeys and Marker fit
+	// in Op's padding: an Op is 96 bytes with them as without.
 	MaxKeys int32
 	// Calendar marks a fixed_window op of a calendar period (period =
 	// "day", "week" or "month", rules/calendar.go): its window is
@@ -159,6 +159,16 @@ type Op struct {
 	// store names format 2 keys apart (redisstore's doc). 0, an op no
 	// engine hashed, is named as format 1 is.
 	KeyFormat KeyFormat
+	// Marker marks an op on a marker: a ban (ban.go), a known visitor
+	// (known.go) or a forgive's exemption (forgive.go), a key whose
+	// presence is the point and that must last its whole time. The memory
+	// store keeps its rule's markers in a budget of their own (MaxKeys
+	// more keys beside the rule's counters; Options.MaxKeys when MaxKeys
+	// is 0), never evicts one while it lasts, and answers a new one whose
+	// budget is full of live markers as a Sensitive op's (not stored;
+	// docs/memory-store.md, "Markers"). Every op on a marker key carries
+	// it. Other stores ignore it.
+	Marker bool
 	// WindowStartUS is a Calendar op's window start, µs since the Unix
 	// epoch; 0 otherwise.
 	WindowStartUS int64

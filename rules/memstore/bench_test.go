@@ -110,18 +110,22 @@ func BenchmarkTakeBudgeted(b *testing.B) {
 // million keys of one rule's budget, per algorithm: the entry (with its
 // place in the recency list and the expiry heap), the map slot and the
 // heap slot, and for sliding_log the timestamps (a full log: every key
-// took its limit). docs/memory-store.md quotes it.
+// took its limit), and a marker's (a ban's or a known visitor's: a
+// sliding_log of limit 1 in a marker budget). docs/memory-store.md quotes
+// it.
 func BenchmarkMemoryPerKey(b *testing.B) {
 	const keys = 1_000_000
 	type bench struct {
-		name  string
-		alg   rules.Algorithm
-		limit int64
+		name   string
+		alg    rules.Algorithm
+		limit  int64
+		marker bool
 	}
 	benches := []bench{
-		{"gcra", rules.GCRA, 5}, {"token_bucket", rules.TokenBucket, 5}, {"leaky_bucket", rules.LeakyBucket, 5},
-		{"fixed_window", rules.FixedWindow, 5}, {"sliding_window", rules.SlidingWindow, 5},
-		{"sliding_log_3", rules.SlidingLog, 3}, {"sliding_log_5", rules.SlidingLog, 5}, {"sliding_log_15", rules.SlidingLog, 15},
+		{"gcra", rules.GCRA, 5, false}, {"token_bucket", rules.TokenBucket, 5, false}, {"leaky_bucket", rules.LeakyBucket, 5, false},
+		{"fixed_window", rules.FixedWindow, 5, false}, {"sliding_window", rules.SlidingWindow, 5, false},
+		{"sliding_log_3", rules.SlidingLog, 3, false}, {"sliding_log_5", rules.SlidingLog, 5, false}, {"sliding_log_15", rules.SlidingLog, 15, false},
+		{"marker", rules.SlidingLog, 1, true},
 	}
 	for _, bb := range benches {
 		b.Run(bb.name, func(b *testing.B) {
@@ -130,7 +134,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 			if bb.alg == rules.SlidingLog {
 				cost = bb.limit
 			}
-			op := []rules.Op{{Kind: rules.OpTake, Algorithm: bb.alg, Limit: bb.limit, Burst: bb.limit, PeriodUS: 60_000_000, Cost: cost, Enforce: true, MaxKeys: keys}}
+			op := []rules.Op{{Kind: rules.OpTake, Algorithm: bb.alg, Limit: bb.limit, Burst: bb.limit, PeriodUS: 60_000_000, Cost: cost, Enforce: true, MaxKeys: keys, Marker: bb.marker}}
 			res := make([]rules.Result, 1)
 			b.ReportAllocs()
 			for b.Loop() {

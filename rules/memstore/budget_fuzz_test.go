@@ -24,10 +24,10 @@ type budgetModel struct {
 	shardOf func(*rules.Key) uint16
 	shards  int
 	keys    map[rules.Key]*modelEntry
-	count   [3]int64 // per budget: keys held + rooms reserved by the call
-	max     [3]int64
-	evicted [3]uint64
-	full    [3]uint64
+	count   [4]int64 // per budget: keys held + rooms reserved by the call
+	max     [4]int64
+	evicted [4]uint64
+	full    [4]uint64
 	clock   int64
 }
 
@@ -40,12 +40,26 @@ type modelEntry struct {
 }
 
 // budgetIndex is op's budget in the model: 0 the shared one (MaxKeys 0),
-// else the rule's (Key[1]).
+// 3 rule 1's markers, else the rule's (Key[1]).
 func budgetIndex(op *rules.Op) int {
-	if op.MaxKeys == 0 {
+	switch {
+	case op.Marker:
+		return 3
+	case op.MaxKeys == 0:
 		return 0
 	}
 	return int(op.Key[1])
+}
+
+// storeBudgetIndex is b's index in the model.
+func storeBudgetIndex(b *Budget) int {
+	switch {
+	case b.Markers:
+		return 3
+	case b.Shared:
+		return 0
+	}
+	return int(b.ID[1])
 }
 
 func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
@@ -178,8 +192,9 @@ func (m *budgetModel) evict(b int, nowUS int64, x uint16) bool {
 // shards, the three budgets' bounds, the rules' sensitivity and
 // on_store_error, their algorithms, then per call one byte of elapsed
 // time and one of op count, cost and whether the sweeper runs first, and
-// one byte per op (rule, key, kind). Rule 0 counts in the shared budget (MaxKeys 0), rules 1 and 2 in
-// their own.
+// one byte per op (rule, key, kind). Rule 0 counts in the shared budget
+// (MaxKeys 0), rules 1 and 2 in their own; "rule" 3 is rule 1's markers
+// (Marker, rule 1's MaxKeys: a budget of their own that never evicts).
 func FuzzBudgets(f *testing.F) {
 	f.Add([]byte{1, 2, 2, 2, 0b111, 0, 1, 5, 10, 1, 0x05, 20, 2, 0x06, 0x0a, 30, 3, 0x09, 0x0d, 0x11, 200, 1, 0x05})
 	f.Add([]byte{8, 1, 1, 3, 0b010_110, 5, 5, 3, 0, 3, 0x02, 0x06, 0x0a, 0, 3, 0x0e, 0x12, 0x16, 50, 2, 0x82, 0xa6, 255, 3, 0x06, 0x0a, 0x0e})
@@ -195,9 +210,9 @@ func FuzzBudgets(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		m := &budgetModel{shardOf: s.shardOf, shards: shards, keys: map[rules.Key]*modelEntry{}, max: maxKeys}
-		var templates [3]rules.Op
-		for r := range templates {
+		m := &budgetModel{shardOf: s.shardOf, shards: shards, keys: map[rules.Key]*modelEntry{}, max: [4]int64{maxKeys[0], maxKeys[1], maxKeys[2], maxKeys[1]}}
+		var templates [4]rules.Op
+		for r := range 3 {
 			alg := []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket, rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog}[in[5+r]%6]
 			limit := int64(in[5+r]>>3&1) + 2
 			templates[r] = rules.Op{
@@ -209,6 +224,8 @@ func FuzzBudgets(f *testing.F) {
 				templates[r].MaxKeys = int32(maxKeys[r])
 			}
 		}
+		templates[3] = templates[1]
+		templates[3].Marker = true
 		kinds := []rules.OpKind{rules.OpTake, rules.OpTake, rules.OpTake, rules.OpTake, rules.OpPeek, rules.OpAdd, rules.OpRefund, rules.OpReset}
 		nowUS := storetest.Base.UnixMicro()
 		script := in[8:]
@@ -225,9 +242,12 @@ func FuzzBudgets(f *testing.F) {
 			for ; n > 0 && len(script) > 0; n-- {
 				v := script[0]
 				script = script[1:]
-				r := int(v&3) % 3
+				r := int(v & 3)
 				op := templates[r]
 				op.Key = rules.Key{'b', byte(r), 'u', 'd', 'g', 'e', 't', 0, byte(v >> 2 & 7 % 5)}
+				if op.Marker {
+					op.Key[1], op.Key[8] = 1, 8+op.Key[8] // rule 1's marker keys
+				}
 				op.Kind = kinds[v>>5]
 				op.Cost = max(cost, 1)
 				if op.Kind == rules.OpAdd || op.Kind == rules.OpRefund {
@@ -260,20 +280,14 @@ func FuzzBudgets(f *testing.F) {
 				t.Fatalf("call %d: got live keys %v, the model %v", call, got, want)
 			}
 			for _, b := range s.Budgets() {
-				i := 0
-				if !b.Shared {
-					i = int(b.ID[1])
-				}
+				i := storeBudgetIndex(&b)
 				if b.Keys < int64(len(m.live(i, nowUS))) || b.Evictions != m.evicted[i] || b.Full != m.full[i] {
 					t.Fatalf("call %d: budget %d: got %+v, the model %d live keys, %d evictions, %d full", call, i, b, len(m.live(i, nowUS)), m.evicted[i], m.full[i])
 				}
 			}
 			m.syncDecayed(s, nowUS)
 			for _, b := range s.Budgets() {
-				i := 0
-				if !b.Shared {
-					i = int(b.ID[1])
-				}
+				i := storeBudgetIndex(&b)
 				if b.Keys != m.count[i] {
 					t.Fatalf("call %d: budget %d counts %d keys, holds %d", call, i, b.Keys, m.count[i])
 				}
@@ -298,7 +312,10 @@ func (m *budgetModel) syncDecayed(s *Store, nowUS int64) {
 			held[k] = true
 			if m.keys[k] == nil {
 				b := 0
-				if e.part != 0 {
+				switch {
+				case e.part != 0 && s.shards[x].partAt(e).b.markers:
+					b = 3
+				case e.part != 0:
 					b = int(k[1])
 				}
 				m.keys[k] = &modelEntry{expiresAt: e.expiresAt, budget: b}

@@ -47,6 +47,20 @@
 //     lost them): when every candidate is the call's own, the budget holds
 //     one key more until its next new key, which then evicts two.
 //
+// # Markers
+//
+// An op with rules.Op.Marker (a ban, a known visitor, a forgive's
+// exemption: a key whose presence is the point) counts in its rule's
+// marker budget, beside the rule's counters: as many keys again
+// (MaxKeys; Options.MaxKeys for a marker op without one), its own parts,
+// recency lists and expiry heaps. A marker op never evicts, as a
+// sensitive op never does, and nothing evicts a marker: the only op that
+// makes room in a marker budget is a marker's, so a flood of the rule's
+// new keys, sensitive or not, never reaches one, and a marker never takes
+// a counter's room. A new marker whose budget is full of live markers is
+// answered by its OnError with StoreError set, not stored, and counted as
+// the budget's Full. Budgets reports marker budgets with Markers set.
+//
 // Budgets reports each budget's keys, bound and counters, for metrics.
 //
 // # Expiry

@@ -66,9 +66,12 @@ type Store struct {
 	shards []shard
 	clock  rules.Clock
 	shared *budget // ops with MaxKeys 0
+	// maxKeys is Options.MaxKeys: the bound of a marker budget whose ops
+	// carry no MaxKeys.
+	maxKeys int32
 
 	budgetsMu sync.Mutex
-	budgets   map[uint64]*budget // by rule ID, ops with MaxKeys > 0
+	budgets   map[budgetID]*budget // ops with MaxKeys > 0, and markers
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -89,11 +92,11 @@ type shardState struct {
 	// next call.
 	touched []*entry
 	// shared is this shard's part of the shared budget (nil until used);
-	// parts[i] is its part of the rule budget whose ID is partIDs[i]. A
-	// part, once made, keeps its place: entries name it by that place
-	// (entry.part).
+	// parts[i] is its part of the rule budget (or rule's marker budget)
+	// that partIDs[i] names. A part, once made, keeps its place: entries
+	// name it by that place (entry.part).
 	shared  *part
-	partIDs []uint64
+	partIDs []budgetID
 	parts   []*part
 	// spare holds up to maxSpare entries a Take dropped because they had
 	// become empty, with their Log and Seen arrays, for the next new key
@@ -151,9 +154,19 @@ type entry struct {
 
 // partByKey is entry.part for a part at parts[partByKey-1] or later,
 // beyond what 16 bits name: it is found by its rule ID, the first 8 bytes
-// of the entry's key (a shard has that many parts only after as many
-// rule budgets had keys in it; a policy has a few dozen rules).
+// of the entry's key, and, of the rule's two budgets (its counters' and
+// its markers'), by the one whose heap holds the entry at its place (a
+// shard has that many parts only after as many rule budgets had keys in
+// it; a policy has a few dozen rules).
 const partByKey = math.MaxUint16
+
+// budgetID names a budget other than the shared one: its rule's ID (the
+// first 8 bytes of its keys) and whether it is the rule's marker budget
+// (the package doc's "Markers").
+type budgetID struct {
+	rule    uint64
+	markers bool
+}
 
 // partIndex is entry.part for the part at parts[i].
 func partIndex(i int) uint16 {
@@ -173,8 +186,8 @@ func (sh *shardState) partAt(e *entry) *part {
 	}
 	id := ruleID(&e.key)
 	for i := partByKey - 1; i < len(sh.partIDs); i++ {
-		if sh.partIDs[i] == id {
-			return sh.parts[i]
+		if p := sh.parts[i]; sh.partIDs[i].rule == id && int(e.idx) < len(p.heap) && p.heap[e.idx] == e {
+			return p
 		}
 	}
 	panic("memstore: an entry's rule budget has no part in its shard")
@@ -256,10 +269,14 @@ type part struct {
 	_ [128 - unsafe.Sizeof(partState{})%128]byte
 }
 
-// budget is the key budget of one rule (or the shared one), across shards.
+// budget is the key budget of one rule (or the shared one, or a rule's
+// markers), across shards.
 type budget struct {
 	id     [8]byte
 	shared bool
+	// markers: the rule's marker budget, which never evicts (the package
+	// doc's "Markers").
+	markers bool
 	max    atomic.Int64 // the newest op's MaxKeys
 	n      atomic.Int64 // keys held, across shards
 
@@ -300,7 +317,8 @@ func New(opts Options) (*Store, error) {
 		shards:  make([]shard, n),
 		clock:   opts.Clock,
 		shared:  &budget{shared: true},
-		budgets: make(map[uint64]*budget),
+		maxKeys: int32(min(opts.MaxKeys, math.MaxInt32)),
+		budgets: make(map[budgetID]*budget),
 		stop:    make(chan struct{}),
 	}
 	s.shared.max.Store(int64(opts.MaxKeys))
@@ -394,7 +412,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		sh := &s.shards[x]
 		e := sh.m[op.Key]
 		if e != nil && nowUS >= e.expiresAt {
-			if (op.MaxKeys <= 0) != (e.part == 0) {
+			if !sh.inBudgetOf(e, op) {
 				sh.drop(e) // and a reload moved its rule to another budget
 				e = nil
 			} else {
@@ -415,7 +433,9 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			}
 			continue
 		}
-		sh.touch(e)
+		if p := sh.touch(e); p.b.markers != op.Marker {
+			s.rehome(sh, e, p, op) // a marker restored from a version 1 snapshot
+		}
 		st := e.load()
 		res[i] = rules.Check(&st, nowUS, op)
 	}
@@ -501,10 +521,24 @@ func (s *Store) shardIndex(i int, idx *[cachedOps]uint16, op *rules.Op) uint16 {
 }
 
 // reserves reports whether a new key of op reserves its room in pass 1: a
-// sensitive op that may store state (only a take or an add leaves a fresh
-// state non-empty).
+// sensitive or marker op that may store state (only a take or an add
+// leaves a fresh state non-empty). Neither evicts live state.
 func reserves(op *rules.Op) bool {
-	return op.Sensitive && (op.Kind == rules.OpTake || op.Kind == rules.OpAdd)
+	return (op.Sensitive || op.Marker) && (op.Kind == rules.OpTake || op.Kind == rules.OpAdd)
+}
+
+// inShared reports whether op's keys count in the shared budget: an op
+// without MaxKeys that is not a marker's.
+func inShared(op *rules.Op) bool { return op.MaxKeys <= 0 && !op.Marker }
+
+// inBudgetOf reports whether e, held by sh, is in the budget op's keys
+// count in now: a reload can move a rule between its own budget and the
+// shared one.
+func (sh *shard) inBudgetOf(e *entry, op *rules.Op) bool {
+	if e.part == 0 || inShared(op) {
+		return (e.part == 0) == inShared(op)
+	}
+	return sh.partAt(e).b.markers == op.Marker
 }
 
 // fullAnswer is a new key's result when its sensitive budget is full of
@@ -523,20 +557,29 @@ func ruleID(k *rules.Key) uint64 { return binary.LittleEndian.Uint64(k[:8]) }
 // budgetOf returns op's budget, creating it on first sight, and records
 // the op's MaxKeys as its bound.
 func (s *Store) budgetOf(op *rules.Op) *budget {
-	if op.MaxKeys <= 0 {
+	if inShared(op) {
 		return s.shared
 	}
-	id := ruleID(&op.Key)
+	id := budgetID{rule: ruleID(&op.Key), markers: op.Marker}
 	s.budgetsMu.Lock()
 	b := s.budgets[id]
 	if b == nil {
-		b = &budget{}
+		b = &budget{markers: op.Marker}
 		copy(b.id[:], op.Key[:8])
 		s.budgets[id] = b
 	}
 	s.budgetsMu.Unlock()
-	b.setMax(op.MaxKeys)
+	b.setMax(s.boundOf(op))
 	return b
+}
+
+// boundOf is the bound op gives its budget: its MaxKeys, or, for a
+// marker op without one, Options.MaxKeys.
+func (s *Store) boundOf(op *rules.Op) int32 {
+	if op.MaxKeys <= 0 {
+		return s.maxKeys
+	}
+	return op.MaxKeys
 }
 
 func (b *budget) setMax(m int32) {
@@ -548,17 +591,17 @@ func (b *budget) setMax(m int32) {
 // partOf returns op's budget, its part in sh and the part's entry.part,
 // creating the budget and the part on first sight. sh is locked.
 func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part, uint16) {
-	if op.MaxKeys <= 0 {
+	if inShared(op) {
 		if sh.shared == nil {
 			sh.shared = &part{partState: partState{b: s.shared}}
 		}
 		return s.shared, sh.shared, 0
 	}
-	id := ruleID(&op.Key)
+	id := budgetID{rule: ruleID(&op.Key), markers: op.Marker}
 	for i, pid := range sh.partIDs {
 		if pid == id {
 			p := sh.parts[i]
-			p.b.setMax(op.MaxKeys)
+			p.b.setMax(s.boundOf(op))
 			return p.b, p, partIndex(i)
 		}
 	}
@@ -574,13 +617,34 @@ func (sh *shard) partFor(b *budget) *part {
 	if b.shared {
 		return sh.shared
 	}
-	id := binary.LittleEndian.Uint64(b.id[:])
+	id := b.budgetID()
 	for i, pid := range sh.partIDs {
 		if pid == id {
 			return sh.parts[i]
 		}
 	}
 	return nil
+}
+
+// budgetID returns the name of b, which is not the shared budget.
+func (b *budget) budgetID() budgetID {
+	return budgetID{rule: binary.LittleEndian.Uint64(b.id[:]), markers: b.markers}
+}
+
+// rehome moves e, held by sh in part p and touched by the call, to op's
+// budget: a marker op reading a key that a version 1 snapshot restored
+// among its rule's counters (that format had no marker budgets), so that
+// from its first use on it is never evicted. sh is locked.
+func (s *Store) rehome(sh *shard, e *entry, p *part, op *rules.Op) {
+	b, q, qi := s.partOf(sh, op)
+	p.unlinkList(e)
+	p.remove(int(e.idx))
+	p.b.n.Add(-1)
+	e.part = qi
+	q.pushFront(e)
+	q.push(e)
+	b.n.Add(1)
+	b.lower(e.heapAt)
 }
 
 // reserve takes room in op's budget for a new key of a sensitive op,
@@ -792,13 +856,15 @@ func (b *budget) lower(at int64) {
 }
 
 // touch marks e as used by the call holding sh: most recently used, and
-// not to be evicted before the call ends.
-func (sh *shard) touch(e *entry) {
+// not to be evicted before the call ends. It returns e's part.
+func (sh *shard) touch(e *entry) *part {
 	sh.mark(e)
-	if p := sh.partAt(e); p.head != e {
+	p := sh.partAt(e)
+	if p.head != e {
 		p.unlinkList(e)
 		p.pushFront(e)
 	}
+	return p
 }
 
 // setExpiry records e's new expiry; an earlier one than its heap key moves
@@ -973,14 +1039,19 @@ type Budget struct {
 	// Shared marks the shared budget: ops with MaxKeys 0
 	// (Options.MaxKeys).
 	Shared bool
+	// Markers marks a rule's marker budget (rules.Op.Marker): its bans,
+	// known visitors and exemptions, beside the rule's counters (the
+	// budget with the same ID and Markers false). It never evicts; Full
+	// counts the markers it could not take.
+	Markers bool
 	// Keys is the number of keys held, expired ones not yet swept or
 	// reclaimed included; MaxKeys the bound (the newest op's MaxKeys).
 	Keys, MaxKeys int64
 	// Evictions counts live keys evicted to make room for a new key of a
 	// non-sensitive op, since New.
 	Evictions uint64
-	// Full counts new keys of sensitive ops answered by their OnError
-	// because the budget was full of live state, since New.
+	// Full counts new keys of sensitive or marker ops answered by their
+	// OnError because the budget was full of live state, since New.
 	Full uint64
 }
 
@@ -998,7 +1069,7 @@ func (s *Store) Budgets() []Budget {
 	out := make([]Budget, len(bs))
 	for i, b := range bs {
 		at[b] = i
-		out[i] = Budget{ID: b.id, Shared: b.shared, Keys: b.n.Load(), MaxKeys: b.max.Load()}
+		out[i] = Budget{ID: b.id, Shared: b.shared, Markers: b.markers, Keys: b.n.Load(), MaxKeys: b.max.Load()}
 	}
 	for i := range s.shards {
 		sh := &s.shards[i]

@@ -77,7 +77,7 @@ func fillParts(s *Store, n int) {
 	for i := range n {
 		op := rules.Op{Key: rules.Key{'f', 'i', 'l', 'l'}, MaxKeys: 1}
 		binary.BigEndian.PutUint32(op.Key[4:8], uint32(i))
-		sh.partIDs = append(sh.partIDs, ruleID(&op.Key))
+		sh.partIDs = append(sh.partIDs, budgetID{rule: ruleID(&op.Key)})
 		sh.parts = append(sh.parts, &part{partState: partState{b: s.budgetOf(&op)}})
 	}
 }

@@ -19,7 +19,7 @@ import (
 // by an upgrade. The format is versioned and self-checking:
 //
 //	header   "edge-memstore" (13 bytes), version (1 byte, snapshotVersion)
-//	budget   'B', rule ID (8 bytes), shared (1 byte: 0 or 1), max keys (uvarint)
+//	budget   'B', rule ID (8 bytes), kind (1 byte: 0 a rule's, 1 the shared one, 2 a rule's markers), max keys (uvarint)
 //	entry    'E', budget index (uvarint, in the order budgets came), key (24 bytes),
 //	         expiry (varint, µs since the epoch), algorithm (1 byte), At, N, Prev (varints),
 //	         len(Log) (uvarint), Log (varints: the first, then each step from the one before),
@@ -30,10 +30,17 @@ import (
 // so that the restored store evicts in the same order. Times are absolute
 // (µs since the Unix epoch, as rules.State holds them), so a snapshot
 // taken on one host reads right on the same host's next process.
+//
+// Restore also reads version 1, which a build before marker budgets
+// wrote: the same records, a budget's kind 0 or 1. Its markers come back
+// among their rules' counters, and each moves to its rule's marker budget
+// the first time an op of it reads it (Store.rehome).
 
 const (
 	snapshotMagic   = "edge-memstore"
-	snapshotVersion = 1
+	snapshotVersion = 2
+	// snapshotV1 is the version before marker budgets.
+	snapshotV1 = 1
 
 	// MaxSnapshotKeys bounds the keys Restore reads: a corrupted count
 	// stops there instead of filling memory. It is well over any budget a
@@ -89,7 +96,7 @@ func (s *Store) Snapshot(w io.Writer) (keys int, err error) {
 		index[b] = uint64(i)
 		buf = append(buf, 'B')
 		buf = append(buf, b.id[:]...)
-		buf = append(buf, boolByte(b.shared))
+		buf = append(buf, b.kind())
 		buf = binary.AppendUvarint(buf, uint64(max(b.max.Load(), 0)))
 	}
 	cw.write(buf)
@@ -158,11 +165,21 @@ func appendEntry(buf []byte, bi uint64, e *entry) []byte {
 	return buf
 }
 
-func boolByte(b bool) byte {
-	if b {
-		return 1
+// Budget kinds in a snapshot's budget records.
+const (
+	kindRule    = 0
+	kindShared  = 1
+	kindMarkers = 2
+)
+
+func (b *budget) kind() byte {
+	switch {
+	case b.shared:
+		return kindShared
+	case b.markers:
+		return kindMarkers
 	}
-	return 0
+	return kindRule
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -217,10 +234,10 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 		case sb.shared:
 			budgets[i] = s.shared
 		default:
-			id := binary.LittleEndian.Uint64(sb.id[:])
+			id := budgetID{rule: binary.LittleEndian.Uint64(sb.id[:]), markers: sb.markers}
 			b := s.budgets[id]
 			if b == nil {
-				b = &budget{id: sb.id}
+				b = &budget{id: sb.id, markers: sb.markers}
 				s.budgets[id] = b
 			}
 			budgets[i] = b
@@ -269,7 +286,7 @@ func (sh *shard) partForBudget(b *budget) (*part, uint16) {
 		}
 		return sh.shared, 0
 	}
-	id := binary.LittleEndian.Uint64(b.id[:])
+	id := b.budgetID()
 	for i, pid := range sh.partIDs {
 		if pid == id {
 			return sh.parts[i], partIndex(i)
@@ -282,9 +299,9 @@ func (sh *shard) partForBudget(b *budget) (*part, uint16) {
 
 // snapBudget and snapEntry are a decoded snapshot's records.
 type snapBudget struct {
-	id     [8]byte
-	shared bool
-	max    int64
+	id              [8]byte
+	shared, markers bool
+	max             int64
 }
 
 type snapEntry struct {
@@ -401,8 +418,9 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 	if string(head[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, nil, fmt.Errorf("%w: not a memory store snapshot", ErrBadSnapshot)
 	}
-	if v := head[len(snapshotMagic)]; v != snapshotVersion {
-		return nil, nil, fmt.Errorf("%w: version %d, this build reads version %d", ErrBadSnapshot, v, snapshotVersion)
+	version := head[len(snapshotMagic)]
+	if version != snapshotVersion && version != snapshotV1 {
+		return nil, nil, fmt.Errorf("%w: version %d, this build reads versions %d and %d", ErrBadSnapshot, version, snapshotV1, snapshotVersion)
 	}
 	var (
 		bs   []snapBudget
@@ -425,11 +443,14 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 			}
 			copy(b.id[:], raw[:8])
 			switch raw[8] {
-			case 0:
-			case 1:
+			case kindRule:
+			case kindShared:
 				b.shared = true
-			default:
-				return nil, nil, fmt.Errorf("%w: budget %d's shared flag is %d", ErrBadSnapshot, len(bs), raw[8])
+			case kindMarkers:
+				b.markers = version >= 2
+			}
+			if raw[8] > kindMarkers || raw[8] == kindMarkers && !b.markers {
+				return nil, nil, fmt.Errorf("%w: budget %d's kind is %d", ErrBadSnapshot, len(bs), raw[8])
 			}
 			m, err := d.uvarint("a budget's max keys", math.MaxInt32)
 			if err != nil {
