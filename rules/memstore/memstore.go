@@ -277,8 +277,8 @@ type budget struct {
 	// markers: the rule's marker budget, which never evicts (the package
 	// doc's "Markers").
 	markers bool
-	max    atomic.Int64 // the newest op's MaxKeys
-	n      atomic.Int64 // keys held, across shards
+	max     atomic.Int64 // the newest op's MaxKeys
+	n       atomic.Int64 // keys held, across shards
 
 	// hint: no entry of the budget has a heapAt before it, so a search of
 	// every shard for decayed state is pointless until then (0: unknown).
