@@ -20,6 +20,11 @@ import (
 // (each reads as fresh, the clock never stepping back); a decayed entry
 // that an op reads is read as fresh in place and keeps its room for the
 // call. After each call it takes the store's choice (syncDecayed).
+//
+// Network shares: each budget counts the keys each network made
+// (rules.Op.Network, NetworkKeys), an entry remembering its maker; a
+// decayed entry read in place by an op that stores is the new key of that
+// op's network.
 type budgetModel struct {
 	shardOf func(*rules.Key) uint16
 	shards  int
@@ -28,6 +33,8 @@ type budgetModel struct {
 	max     [4]int64
 	evicted [4]uint64
 	full    [4]uint64
+	nets    [4]map[uint32]int32 // per budget and network: keys held + claims of the call
+	netFull [4]uint64
 	clock   int64
 }
 
@@ -35,8 +42,23 @@ type modelEntry struct {
 	st        rules.State
 	expiresAt int64
 	budget    int
-	used      int64 // the model's clock at the last touch or insert
-	touched   bool  // by the current call
+	net       uint32 // the network that made it; 0 none
+	used      int64  // the model's clock at the last touch or insert
+	touched   bool   // by the current call
+}
+
+// claim counts a new key of op to its network, unless the network holds
+// its share (then counted as netFull).
+func (m *budgetModel) claim(b int, op *rules.Op) bool {
+	if m.nets[b] == nil {
+		m.nets[b] = map[uint32]int32{}
+	}
+	if m.nets[b][op.Network] >= op.NetworkKeys {
+		m.netFull[b]++
+		return false
+	}
+	m.nets[b][op.Network]++
+	return true
 }
 
 // budgetIndex is op's budget in the model: 0 the shared one (MaxKeys 0),
@@ -71,20 +93,38 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 	var fresh rules.State
 	for i := range ops {
 		op := &ops[i]
+		b := budgetIndex(op)
 		if e := m.keys[op.Key]; e != nil {
-			if nowUS >= e.expiresAt {
+			renewed := nowUS >= e.expiresAt
+			if renewed {
 				e.st = rules.State{} // decayed: fresh, in place, keeping its room
 			}
 			m.clock++
 			e.touched, e.used = true, m.clock
 			want[i] = rules.Check(&e.st, nowUS, op)
+			if renewed && stores(op) {
+				if e.net != 0 {
+					m.nets[e.budget][e.net]--
+					e.net = 0
+				}
+				if claims(op) {
+					if m.claim(b, op) {
+						e.net = op.Network
+					} else {
+						want[i] = netFullAnswer(op)
+					}
+				}
+			}
 			continue
 		}
 		want[i] = rules.Check(&fresh, nowUS, op)
+		if claims(op) && !m.claim(b, op) {
+			want[i] = netFullAnswer(op)
+			continue
+		}
 		if !reserves(op) {
 			continue
 		}
-		b := budgetIndex(op)
 		for {
 			if m.count[b] < m.max[b] {
 				m.count[b]++
@@ -94,6 +134,9 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			if !m.forgetDecayed(b, nowUS) {
 				want[i] = fullAnswer(op)
 				m.full[b]++
+				if claims(op) {
+					m.nets[b][op.Network]--
+				}
 				break
 			}
 		}
@@ -103,6 +146,10 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 		op := &ops[i]
 		b := budgetIndex(op)
 		if e := m.keys[op.Key]; e != nil {
+			if want[i].NetworkFull {
+				m.remove(op.Key)
+				continue
+			}
 			if ttl := rules.Settle(&e.st, nowUS, op, refused, &want[i]); ttl > 0 {
 				e.expiresAt = nowUS + ttl
 			} else {
@@ -110,7 +157,7 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			}
 			continue
 		}
-		if want[i].StoreError {
+		if want[i].StoreError || want[i].NetworkFull {
 			continue
 		}
 		var st rules.State
@@ -119,7 +166,14 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			if reserved[i] {
 				m.count[b]--
 			}
+			if claims(op) {
+				m.nets[b][op.Network]--
+			}
 			continue
+		}
+		var net uint32
+		if claims(op) {
+			net = op.Network
 		}
 		if !reserved[i] {
 			m.count[b]++
@@ -130,7 +184,7 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			}
 		}
 		m.clock++
-		m.keys[op.Key] = &modelEntry{st: st, expiresAt: nowUS + ttl, budget: b, used: m.clock, touched: true}
+		m.keys[op.Key] = &modelEntry{st: st, expiresAt: nowUS + ttl, budget: b, net: net, used: m.clock, touched: true}
 	}
 	return want
 }
@@ -145,7 +199,11 @@ func (m *budgetModel) sweep(nowUS int64) {
 }
 
 func (m *budgetModel) remove(k rules.Key) {
-	m.count[m.keys[k].budget]--
+	e := m.keys[k]
+	m.count[e.budget]--
+	if e.net != 0 {
+		m.nets[e.budget][e.net]--
+	}
 	delete(m.keys, k)
 }
 
@@ -190,15 +248,18 @@ func (m *budgetModel) evict(b int, nowUS int64, x uint16) bool {
 // FuzzBudgets drives the store and the naive model with the same calls
 // and requires identical results, key counts and budget counters. Input:
 // shards, the three budgets' bounds, the rules' sensitivity and
-// on_store_error, their algorithms, then per call one byte of elapsed
-// time and one of op count, cost and whether the sweeper runs first, and
-// one byte per op (rule, key, kind). Rule 0 counts in the shared budget
+// on_store_error, their algorithms and network shares, then per call one
+// byte of elapsed time and one of op count, cost, the ops' networks and
+// whether the sweeper runs first, and one byte per op (rule, key, kind). Rule 0 counts in the shared budget
 // (MaxKeys 0), rules 1 and 2 in their own; "rule" 3 is rule 1's markers
 // (Marker, rule 1's MaxKeys: a budget of their own that never evicts).
 func FuzzBudgets(f *testing.F) {
 	f.Add([]byte{1, 2, 2, 2, 0b111, 0, 1, 5, 10, 1, 0x05, 20, 2, 0x06, 0x0a, 30, 3, 0x09, 0x0d, 0x11, 200, 1, 0x05})
 	f.Add([]byte{8, 1, 1, 3, 0b010_110, 5, 5, 3, 0, 3, 0x02, 0x06, 0x0a, 0, 3, 0x0e, 0x12, 0x16, 50, 2, 0x82, 0xa6, 255, 3, 0x06, 0x0a, 0x0e})
 	f.Add([]byte{2, 3, 1, 1, 0b001_100, 1, 3, 4, 1, 2, 0x01, 0x05, 1, 2, 0x09, 0x0d, 1, 2, 0x11, 0x15, 1, 2, 0x19, 0x1d, 255, 1, 0x01})
+	// Network shares of 1 and 2 keys: calls of two or three new keys from
+	// networks 1, 2 and 3, and 0 (none).
+	f.Add([]byte{0, 3, 3, 3, 0b000_010, 0x40, 0x81, 0x43, 1, 0x03, 0x05, 0x09, 0x0d, 1, 0x13, 0x11, 0x15, 0x19, 1, 0x23, 0x06, 0x0a, 0x0e, 100, 0x03, 0x05, 0x09, 0x0d, 1, 0x33, 0x07, 0x0b, 0x0f})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 8 {
 			return
@@ -217,7 +278,7 @@ func FuzzBudgets(f *testing.F) {
 			limit := int64(in[5+r]>>3&1) + 2
 			templates[r] = rules.Op{
 				Algorithm: alg, Limit: limit, Burst: limit, PeriodUS: limit * 1000 * (int64(in[5+r]>>4&3) + 1),
-				Enforce: true, Sensitive: in[4]>>r&1 != 0,
+				Enforce: true, Sensitive: in[4]>>r&1 != 0, NetworkKeys: int32(in[5+r] >> 6),
 				OnError: []rules.StoreErrorMode{rules.FailClosed, rules.FailOpen, rules.FailLocal, rules.FailClosed}[in[4]>>(3+r)&1+in[4]>>6&2],
 			}
 			if r > 0 {
@@ -231,7 +292,7 @@ func FuzzBudgets(f *testing.F) {
 		script := in[8:]
 		for call := 0; len(script) >= 2; call++ {
 			nowUS += int64(script[0]) * 40
-			n, cost := int(script[1]&3), int64(script[1]>>2&3)
+			n, cost, nets := int(script[1]&3), int64(script[1]>>2&3), uint32(script[1]>>4&7)
 			if script[1]&0x80 != 0 {
 				s.sweep(nowUS) // drops every decayed entry, as the model's sweep
 				m.sweep(nowUS)
@@ -249,6 +310,7 @@ func FuzzBudgets(f *testing.F) {
 					op.Key[1], op.Key[8] = 1, 8+op.Key[8] // rule 1's marker keys
 				}
 				op.Kind = kinds[v>>5]
+				op.Network = (nets + uint32(len(ops))) % 4 // 0: none
 				op.Cost = max(cost, 1)
 				if op.Kind == rules.OpAdd || op.Kind == rules.OpRefund {
 					op.Cost = cost
@@ -281,8 +343,8 @@ func FuzzBudgets(f *testing.F) {
 			}
 			for _, b := range s.Budgets() {
 				i := storeBudgetIndex(&b)
-				if b.Keys < int64(len(m.live(i, nowUS))) || b.Evictions != m.evicted[i] || b.Full != m.full[i] {
-					t.Fatalf("call %d: budget %d: got %+v, the model %d live keys, %d evictions, %d full", call, i, b, len(m.live(i, nowUS)), m.evicted[i], m.full[i])
+				if b.Keys < int64(len(m.live(i, nowUS))) || b.Evictions != m.evicted[i] || b.Full != m.full[i] || b.NetworkFull != m.netFull[i] {
+					t.Fatalf("call %d: budget %d: got %+v, the model %d live keys, %d evictions, %d full, %d network full", call, i, b, len(m.live(i, nowUS)), m.evicted[i], m.full[i], m.netFull[i])
 				}
 			}
 			m.syncDecayed(s, nowUS)
@@ -290,6 +352,18 @@ func FuzzBudgets(f *testing.F) {
 				i := storeBudgetIndex(&b)
 				if b.Keys != m.count[i] {
 					t.Fatalf("call %d: budget %d counts %d keys, holds %d", call, i, b.Keys, m.count[i])
+				}
+			}
+			for _, b := range s.budgetList() {
+				i := storeBudgetIndex(&Budget{ID: b.id, Shared: b.shared, Markers: b.markers})
+				for n := uint32(1); n < 4; n++ {
+					got := int32(0)
+					if c := b.nets.Load(); c != nil {
+						got = c[netSlot(n)].Load()
+					}
+					if want := m.nets[i][n]; got != want {
+						t.Fatalf("call %d: budget %d counts %d keys of network %d, the model %d", call, i, got, n, want)
+					}
 				}
 			}
 		}
@@ -318,7 +392,15 @@ func (m *budgetModel) syncDecayed(s *Store, nowUS int64) {
 				case e.part != 0:
 					b = int(k[1])
 				}
-				m.keys[k] = &modelEntry{expiresAt: e.expiresAt, budget: b}
+				me := &modelEntry{expiresAt: e.expiresAt, budget: b}
+				if e.net != 0 {
+					me.net = uint32(e.net) - 1 // netSlot's inverse for the fuzz's networks 1 to 3
+					if m.nets[b] == nil {
+						m.nets[b] = map[uint32]int32{}
+					}
+					m.nets[b][me.net]++
+				}
+				m.keys[k] = me
 				m.count[b]++
 			}
 		}

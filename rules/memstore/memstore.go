@@ -122,14 +122,15 @@ type shard struct {
 // The state is held compact, not as a rules.State (80 B): the scalar
 // fields in place, and the arrays only sliding_log and distinct use behind
 // one pointer, nil for a key that never had one. Its part is named by its
-// place in the shard (2 bytes, not an 8-byte pointer), and what the call
-// holding the shard touched by one flag (not a 4-byte generation). An
-// entry is then 96 B on amd64, the 96 B size class (112 B with a part
-// pointer and a generation; 152 B, the 160 B class, with a rules.State in
-// place): with its map slot and heap slot, about 190 B a tracked GCRA key
-// at a million keys (docs/memory-store.md, "What a key costs").
-// TestEntryFitsItsSizeClass holds it there. load and store convert to and
-// from rules.State around rules.Check and rules.Settle.
+// place in the shard (1 byte, not an 8-byte pointer), its network by its
+// slot in the budget's network counts (2 bytes), and what the call holding
+// the shard touched by one bit beside the algorithm (not a 4-byte
+// generation). An entry is then 96 B on amd64, the 96 B size class (112 B
+// with a part pointer and a generation; 152 B, the 160 B class, with a
+// rules.State in place): with its map slot and heap slot, about 190 B a
+// tracked GCRA key at a million keys (docs/memory-store.md, "What a key
+// costs"). TestEntryFitsItsSizeClass holds it there. load and store
+// convert to and from rules.State around rules.Check and rules.Settle.
 type entry struct {
 	at, n, before int64   // rules.State's At, N and Prev
 	arr           *arrays // rules.State's Log and Seen; nil until a key has one
@@ -143,22 +144,40 @@ type entry struct {
 	key        rules.Key
 	prev, next *entry // towards the most and the least recently used
 	idx        int32  // position in its part's heap
+	// net is the slot of the network that made the key in its budget's
+	// network counts (netSlot), 0 when it counts to none (the package
+	// doc's "Network shares").
+	net uint16
 	// part is its part of the shard (shard.partAt): 0 the shared one, i
 	// parts[i-1], partByKey the part of the rule ID key starts with.
-	part uint16
-	alg  rules.Algorithm // rules.State's Alg
-	// touched: the call holding the shard has touched it (shard.touched
-	// lists it); nothing evicts or reclaims it.
-	touched bool
+	part uint8
+	// bits holds rules.State's Alg (algMask) and touchedBit: the call
+	// holding the shard has touched it (shard.touched lists it); nothing
+	// evicts or reclaims it.
+	bits uint8
 }
 
+const (
+	algMask    = 0x0f
+	touchedBit = 0x80
+)
+
+// The algorithms fit in algMask.
+var _ [algMask + 1 - int(rules.Distinct) - 1]struct{}
+
+func (e *entry) alg() rules.Algorithm { return rules.Algorithm(e.bits & algMask) }
+
+func (e *entry) setAlg(a rules.Algorithm) { e.bits = e.bits&^algMask | uint8(a)&algMask }
+
+func (e *entry) touched() bool { return e.bits&touchedBit != 0 }
+
 // partByKey is entry.part for a part at parts[partByKey-1] or later,
-// beyond what 16 bits name: it is found by its rule ID, the first 8 bytes
+// beyond what 8 bits name: it is found by its rule ID, the first 8 bytes
 // of the entry's key, and, of the rule's two budgets (its counters' and
 // its markers'), by the one whose heap holds the entry at its place (a
 // shard has that many parts only after as many rule budgets had keys in
-// it; a policy has a few dozen rules).
-const partByKey = math.MaxUint16
+// it; a policy has a few dozen rules, each with at most two).
+const partByKey = math.MaxUint8
 
 // budgetID names a budget other than the shared one: its rule's ID (the
 // first 8 bytes of its keys) and whether it is the rule's marker budget
@@ -169,11 +188,11 @@ type budgetID struct {
 }
 
 // partIndex is entry.part for the part at parts[i].
-func partIndex(i int) uint16 {
+func partIndex(i int) uint8 {
 	if i >= partByKey-1 {
 		return partByKey
 	}
-	return uint16(i + 1)
+	return uint8(i + 1)
 }
 
 // partAt returns e's part. sh holds e.
@@ -195,8 +214,8 @@ func (sh *shardState) partAt(e *entry) *part {
 
 // mark flags e as touched by the call holding sh, for unlock to clear.
 func (sh *shardState) mark(e *entry) {
-	if !e.touched {
-		e.touched = true
+	if !e.touched() {
+		e.bits |= touchedBit
 		sh.touched = append(sh.touched, e)
 	}
 }
@@ -204,7 +223,7 @@ func (sh *shardState) mark(e *entry) {
 // unmark clears the flags of the entries the call holding sh touched.
 func (sh *shardState) unmark() {
 	for i, e := range sh.touched {
-		e.touched = false
+		e.bits &^= touchedBit
 		sh.touched[i] = nil // a dropped entry is not kept alive by the list
 	}
 	sh.touched = sh.touched[:0]
@@ -221,7 +240,7 @@ type arrays struct {
 
 // load returns e's state as a rules.State, sharing e's arrays.
 func (e *entry) load() rules.State {
-	st := rules.State{Alg: e.alg, At: e.at, N: e.n, Prev: e.before}
+	st := rules.State{Alg: e.alg(), At: e.at, N: e.n, Prev: e.before}
 	if e.arr != nil {
 		st.Log, st.Seen = e.arr.log, e.arr.seen
 	}
@@ -231,7 +250,8 @@ func (e *entry) load() rules.State {
 // store sets e's state to st, keeping st's arrays (allocating the arrays
 // holder the first time st has one).
 func (e *entry) store(st *rules.State) {
-	e.alg, e.at, e.n, e.before = st.Alg, st.At, st.N, st.Prev
+	e.at, e.n, e.before = st.At, st.N, st.Prev
+	e.setAlg(st.Alg)
 	switch {
 	case e.arr != nil:
 		e.arr.log, e.arr.seen = st.Log, st.Seen
@@ -243,7 +263,8 @@ func (e *entry) store(st *rules.State) {
 // clear sets e's state to the fresh state of every algorithm, keeping its
 // arrays, emptied, for reuse (rules.State.Cleared).
 func (e *entry) clear() {
-	e.alg, e.at, e.n, e.before = 0, 0, 0, 0
+	e.at, e.n, e.before = 0, 0, 0
+	e.setAlg(0)
 	if e.arr != nil {
 		e.arr.log, e.arr.seen = e.arr.log[:0], e.arr.seen[:0]
 	}
@@ -255,10 +276,11 @@ type partState struct {
 	head, tail *entry   // most and least recently used
 	heap       []*entry // min-heap on heapAt
 	// evicted counts live keys evicted to make room (non-sensitive ops);
-	// full counts new keys of sensitive ops answered by OnError. Per part,
+	// full counts new keys of sensitive ops answered by OnError; netFull
+	// new keys refused because their network held its share. Per part,
 	// under the shard's lock, so that a flood writes no shared line;
 	// Budgets sums them.
-	evicted, full uint64
+	evicted, full, netFull uint64
 }
 
 // part is a partState padded to its own cache lines: every touch of a key
@@ -279,6 +301,9 @@ type budget struct {
 	markers bool
 	max     atomic.Int64 // the newest op's MaxKeys
 	n       atomic.Int64 // keys held, across shards
+	// nets counts the keys each network holds (by netSlot), across
+	// shards; nil until a key with a network share is made.
+	nets atomic.Pointer[netCounts]
 
 	// hint: no entry of the budget has a heapAt before it, so a search of
 	// every shard for decayed state is pointless until then (0: unknown).
@@ -411,11 +436,13 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		x := s.shardIndex(i, &idx, op)
 		sh := &s.shards[x]
 		e := sh.m[op.Key]
+		renewed := false
 		if e != nil && nowUS >= e.expiresAt {
 			if !sh.inBudgetOf(e, op) {
 				sh.drop(e) // and a reload moved its rule to another budget
 				e = nil
 			} else {
+				renewed = true
 				// Expired: read it as the fresh state it equals (rules
 				// tests prove it), in place, keeping the arrays of a log
 				// and a distinct set for reuse and the entry's room in its budget (given back in
@@ -428,16 +455,29 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		}
 		if e == nil {
 			res[i] = rules.Check(&fresh, nowUS, op)
+			if claims(op) && !s.claim(sh, op) {
+				res[i] = netFullAnswer(op)
+				continue
+			}
 			if reserves(op) && !s.reserve(sh, x, op, nowUS, &set) {
 				res[i] = fullAnswer(op)
+				if claims(op) {
+					b, _, _ := s.partOf(sh, op)
+					b.release(netSlot(op.Network))
+				}
 			}
 			continue
 		}
-		if p := sh.touch(e); p.b.markers != op.Marker {
+		p := sh.touch(e)
+		if p.b.markers != op.Marker {
 			s.rehome(sh, e, p, op) // a marker restored from a version 1 snapshot
+			p = sh.partAt(e)
 		}
 		st := e.load()
 		res[i] = rules.Check(&st, nowUS, op)
+		if renewed && stores(op) && !p.renew(e, op) {
+			res[i] = netFullAnswer(op) // dropped in pass 2
+		}
 	}
 
 	// Pass 2: consume per the contract and report the state after.
@@ -453,6 +493,11 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			e = sh.m[op.Key]
 		}
 		if e != nil {
+			if res[i].NetworkFull {
+				sh.drop(e) // decayed, and op's network may not make it again
+				sh.keepSpare(e)
+				continue
+			}
 			st := e.load()
 			ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
 			e.store(&st)
@@ -464,8 +509,8 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			}
 			continue
 		}
-		if res[i].StoreError {
-			continue // its budget is full: answered by OnError, not stored
+		if res[i].StoreError || res[i].NetworkFull {
+			continue // its budget, or its network's share, is full: not stored
 		}
 		var st rules.State
 		spare := sh.takeSpare()
@@ -473,13 +518,18 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			st = spare.load() // cleared, with its arrays, for Settle to fill
 		}
 		ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
-		switch {
-		case ttl > 0:
+		if ttl > 0 {
 			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set, spare)
 			continue
-		case reserves(op):
+		}
+		if reserves(op) || claims(op) {
 			b, _, _ := s.partOf(sh, op)
-			b.n.Add(-1) // the room pass 1 reserved
+			if reserves(op) {
+				b.n.Add(-1) // the room pass 1 reserved
+			}
+			if claims(op) {
+				b.release(netSlot(op.Network)) // and the network's
+			}
 		}
 		sh.keepSpare(spare)
 	}
@@ -524,7 +574,22 @@ func (s *Store) shardIndex(i int, idx *[cachedOps]uint16, op *rules.Op) uint16 {
 // sensitive or marker op that may store state (only a take or an add
 // leaves a fresh state non-empty). Neither evicts live state.
 func reserves(op *rules.Op) bool {
-	return (op.Sensitive || op.Marker) && (op.Kind == rules.OpTake || op.Kind == rules.OpAdd)
+	return (op.Sensitive || op.Marker) && stores(op)
+}
+
+// stores reports whether op may store state for a missing key: only a
+// take or an add leaves a fresh state non-empty.
+func stores(op *rules.Op) bool { return op.Kind == rules.OpTake || op.Kind == rules.OpAdd }
+
+// claims reports whether a new key of op counts to its network's share in
+// pass 1 (the package doc's "Network shares").
+func claims(op *rules.Op) bool { return op.NetworkKeys > 0 && op.Network != 0 && stores(op) }
+
+// netFullAnswer is a new key's result when its network holds its share of
+// the budget: refused, for that network only, by the op's own rule.
+func netFullAnswer(op *rules.Op) rules.Result {
+	wait := rules.DurationUS(op.PeriodUS)
+	return rules.Result{NetworkFull: true, RetryAfter: wait, ResetAfter: wait}
 }
 
 // inShared reports whether op's keys count in the shared budget: an op
@@ -588,9 +653,82 @@ func (b *budget) setMax(m int32) {
 	}
 }
 
+// netSlots is the size of a budget's network counts. A network's slot is
+// its rules.Op.Network folded into 1..netSlots-1 (netSlot), 0 naming none,
+// so two networks share a count when their keyed hashes fold alike: one
+// pair in 65,535 (the package doc's "Network shares").
+const netSlots = 1 << 16
+
+// netCounts are a budget's keys per network slot: 256 KiB, made once for
+// a budget with network shares.
+type netCounts [netSlots]atomic.Int32
+
+// netSlot is network n's slot in a budget's network counts.
+func netSlot(n uint32) uint16 { return uint16(n%(netSlots-1)) + 1 }
+
+// counts returns b's network counts, making them on first use.
+func (b *budget) counts() *netCounts {
+	if c := b.nets.Load(); c != nil {
+		return c
+	}
+	b.nets.CompareAndSwap(nil, new(netCounts))
+	return b.nets.Load()
+}
+
+// claimSlot counts one more key of network slot x in b, unless it holds
+// max already, and reports whether it did.
+func (b *budget) claimSlot(x uint16, max int32) bool {
+	c := &b.counts()[x]
+	for {
+		n := c.Load()
+		if n >= max {
+			return false
+		}
+		if c.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release gives back a key of network slot x, which b counts.
+func (b *budget) release(x uint16) { b.nets.Load()[x].Add(-1) }
+
+// claim counts a new key of op (claims) to its network in op's budget, and
+// reports whether the network had room; a network without, at its share,
+// is counted as the part's netFull. sh is locked.
+func (s *Store) claim(sh *shard, op *rules.Op) bool {
+	b, p, _ := s.partOf(sh, op)
+	if b.claimSlot(netSlot(op.Network), op.NetworkKeys) {
+		return true
+	}
+	p.netFull++
+	return false
+}
+
+// renew makes e, decayed and read in place by op as the fresh state it
+// equals, a new key of op's network: the network that made it gives it
+// back, and op's claims it (false, counted, when that one holds its
+// share: pass 2 then drops e). p is e's part, in op's budget.
+func (p *part) renew(e *entry, op *rules.Op) bool {
+	if e.net != 0 {
+		p.b.release(e.net)
+		e.net = 0
+	}
+	if !claims(op) {
+		return true
+	}
+	x := netSlot(op.Network)
+	if !p.b.claimSlot(x, op.NetworkKeys) {
+		p.netFull++
+		return false
+	}
+	e.net = x
+	return true
+}
+
 // partOf returns op's budget, its part in sh and the part's entry.part,
 // creating the budget and the part on first sight. sh is locked.
-func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part, uint16) {
+func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part, uint8) {
 	if inShared(op) {
 		if sh.shared == nil {
 			sh.shared = &part{partState: partState{b: s.shared}}
@@ -640,6 +778,10 @@ func (s *Store) rehome(sh *shard, e *entry, p *part, op *rules.Op) {
 	p.unlinkList(e)
 	p.remove(int(e.idx))
 	p.b.n.Add(-1)
+	if e.net != 0 {
+		p.b.release(e.net)
+		b.counts()[e.net].Add(1) // moved, not made: counted without a bound
+	}
 	e.part = qi
 	q.pushFront(e)
 	q.push(e)
@@ -670,7 +812,8 @@ func (s *Store) reserve(sh *shard, x uint16, op *rules.Op, nowUS int64, held *sh
 
 // insert stores a new key's state, making room first when its budget is
 // full: a non-sensitive op evicts (decayed state first, then the least
-// recently used); a sensitive op reserved its room in pass 1. spare, when
+// recently used); a sensitive op reserved its room in pass 1, and an op
+// with a network share its network's. spare, when
 // not nil, is a spare entry (takeSpare) whose arrays st holds: it becomes
 // the new key's entry unless an evicted one is reused.
 func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expiresAt, nowUS int64, held *shardSet, spare *entry) {
@@ -694,6 +837,9 @@ func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expir
 	e.expiresAt, e.heapAt = expiresAt, expiresAt
 	e.key = op.Key
 	e.part = pi
+	if claims(op) {
+		e.net = netSlot(op.Network) // claimed in pass 1
+	}
 	sh.mark(e)
 	sh.m[op.Key] = e
 	p.pushFront(e)
@@ -890,6 +1036,10 @@ func (sh *shard) forget(e *entry, keep bool) {
 	delete(sh.m, e.key)
 	p.unlinkList(e)
 	p.remove(int(e.idx))
+	if e.net != 0 {
+		p.b.release(e.net)
+		e.net = 0
+	}
 	if !keep {
 		p.b.n.Add(-1)
 	}
@@ -911,7 +1061,7 @@ func (sh *shard) expired(p *part, nowUS int64, limit int) (e *entry, steps int) 
 			return nil, steps
 		case e.expiresAt > nowUS:
 			e.heapAt = e.expiresAt
-		case e.touched:
+		case e.touched():
 			e.heapAt = math.MaxInt64 // setExpiry lowers it again
 		default:
 			return e, steps
@@ -927,7 +1077,7 @@ func (sh *shard) expired(p *part, nowUS int64, limit int) (e *entry, steps int) 
 // a few entries at most.
 func (sh *shard) lru(p *part) *entry {
 	for e := p.tail; e != nil; e = e.prev {
-		if !e.touched {
+		if !e.touched() {
 			return e
 		}
 	}
@@ -1053,18 +1203,28 @@ type Budget struct {
 	// Full counts new keys of sensitive or marker ops answered by their
 	// OnError because the budget was full of live state, since New.
 	Full uint64
+	// NetworkFull counts new keys refused because their network held its
+	// share of the budget (rules.Op.NetworkKeys), since New.
+	NetworkFull uint64
 }
 
-// Budgets returns every budget the store has seen, the shared one first.
-// It locks each shard in turn, to add up the budgets' counters.
-func (s *Store) Budgets() []Budget {
+// budgetList returns every budget the store has seen, the shared one
+// first.
+func (s *Store) budgetList() []*budget {
 	s.budgetsMu.Lock()
+	defer s.budgetsMu.Unlock()
 	bs := make([]*budget, 0, len(s.budgets)+1)
 	bs = append(bs, s.shared)
 	for _, b := range s.budgets {
 		bs = append(bs, b)
 	}
-	s.budgetsMu.Unlock()
+	return bs
+}
+
+// Budgets returns every budget the store has seen, the shared one first.
+// It locks each shard in turn, to add up the budgets' counters.
+func (s *Store) Budgets() []Budget {
+	bs := s.budgetList()
 	at := make(map[*budget]int, len(bs))
 	out := make([]Budget, len(bs))
 	for i, b := range bs {
@@ -1078,6 +1238,7 @@ func (s *Store) Budgets() []Budget {
 			if j, ok := at[p.b]; ok {
 				out[j].Evictions += p.evicted
 				out[j].Full += p.full
+				out[j].NetworkFull += p.netFull
 			}
 		}
 		if sh.shared != nil {

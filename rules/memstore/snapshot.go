@@ -21,7 +21,8 @@ import (
 //	header   "edge-memstore" (13 bytes), version (1 byte, snapshotVersion)
 //	budget   'B', rule ID (8 bytes), kind (1 byte: 0 a rule's, 1 the shared one, 2 a rule's markers), max keys (uvarint)
 //	entry    'E', budget index (uvarint, in the order budgets came), key (24 bytes),
-//	         expiry (varint, µs since the epoch), algorithm (1 byte), At, N, Prev (varints),
+//	         expiry (varint, µs since the epoch), network slot (uvarint, 0 for none),
+//	         algorithm (1 byte), At, N, Prev (varints),
 //	         len(Log) (uvarint), Log (varints: the first, then each step from the one before),
 //	         len(Seen) (uvarint), Seen (member: 8 bytes little-endian, At: varint)
 //	trailer  'Z', budgets (uvarint), entries (uvarint), CRC-32C of every byte before it (4 bytes, little-endian)
@@ -31,10 +32,14 @@ import (
 // (µs since the Unix epoch, as rules.State holds them), so a snapshot
 // taken on one host reads right on the same host's next process.
 //
-// Restore also reads version 1, which a build before marker budgets
-// wrote: the same records, a budget's kind 0 or 1. Its markers come back
-// among their rules' counters, and each moves to its rule's marker budget
-// the first time an op of it reads it (Store.rehome).
+// Restore also reads version 1, which a build before marker budgets and
+// network shares wrote: the same records without an entry's network slot,
+// a budget's kind 0 or 1. Its markers come back among their rules'
+// counters, and each moves to its rule's marker budget the first time an
+// op of it reads it (Store.rehome); its keys count to no network. A
+// network slot is a hash of the network under the key secret, which a
+// binary upgrade hands over, so the restored keys count to the networks
+// that made them.
 
 const (
 	snapshotMagic   = "edge-memstore"
@@ -146,6 +151,7 @@ func appendEntry(buf []byte, bi uint64, e *entry) []byte {
 	buf = binary.AppendUvarint(buf, bi)
 	buf = append(buf, e.key[:]...)
 	buf = binary.AppendVarint(buf, e.expiresAt)
+	buf = binary.AppendUvarint(buf, uint64(e.net))
 	st := e.load()
 	buf = append(buf, byte(st.Alg))
 	buf = binary.AppendVarint(buf, st.At)
@@ -266,6 +272,9 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 		}
 		p, pi := sh.partForBudget(b)
 		e.heapAt, e.part = e.expiresAt, pi
+		if e.net != 0 {
+			b.counts()[e.net].Add(1)
+		}
 		sh.m[e.key] = e
 		p.pushFront(e)
 		p.push(e)
@@ -279,7 +288,7 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 
 // partForBudget returns b's part in sh and the part's entry.part,
 // creating the part. sh is locked.
-func (sh *shard) partForBudget(b *budget) (*part, uint16) {
+func (sh *shard) partForBudget(b *budget) (*part, uint8) {
 	if b.shared {
 		if sh.shared == nil {
 			sh.shared = &part{partState: partState{b: b}}
@@ -462,7 +471,7 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 			if len(ents) >= MaxSnapshotKeys {
 				return nil, nil, fmt.Errorf("%w: more than %d keys", ErrBadSnapshot, MaxSnapshotKeys)
 			}
-			e, err := d.entry(bs)
+			e, err := d.entry(bs, version)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -505,7 +514,7 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 // each key with the budget of its part, which partOf found by that ID), so
 // one that does not is refused: the store finds some entries' parts by
 // the ID their key starts with (partByKey).
-func (d *snapDecoder) entry(bs []snapBudget) (snapEntry, error) {
+func (d *snapDecoder) entry(bs []snapBudget, version byte) (snapEntry, error) {
 	se := snapEntry{e: new(entry)}
 	e := se.e
 	bi, err := d.uvarint("a key's budget", math.MaxUint32)
@@ -524,6 +533,13 @@ func (d *snapDecoder) entry(bs []snapBudget) (snapEntry, error) {
 	}
 	if e.expiresAt, err = d.varint("a key's expiry"); err != nil {
 		return se, err
+	}
+	if version >= 2 {
+		x, err := d.uvarint("a key's network slot", netSlots-1)
+		if err != nil {
+			return se, err
+		}
+		e.net = uint16(x)
 	}
 	alg, err := d.ReadByte()
 	if err != nil {
