@@ -21,8 +21,8 @@ import (
 // quick, and a clock the test moves.
 
 // shippedWith is the shipped policy with attrs inserted at the top of each
-// named rule's block (attributes it does not set) and each named rule's
-// max_keys replaced.
+// block they name by its header (`rule "api-per-ip"`, `store "memory"`:
+// attributes it does not set) and each named rule's max_keys replaced.
 func shippedWith(t *testing.T, attrs map[string]string, ruleKeys map[string]int) *rules.Policy {
 	t.Helper()
 	path := filepath.Join(repoRoot(t), "policies.hcl")
@@ -31,12 +31,12 @@ func shippedWith(t *testing.T, attrs map[string]string, ruleKeys map[string]int)
 		t.Fatal(err)
 	}
 	s := string(src)
-	for name, a := range attrs {
-		re := regexp.MustCompile(`(?m)^(rule "` + regexp.QuoteMeta(name) + `" \{\n)`)
+	for block, a := range attrs {
+		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(block) + ` \{\n`)
 		if n := len(re.FindAllStringIndex(s, -1)); n != 1 {
-			t.Fatalf("policies.hcl: %d rules %q, want 1", n, name)
+			t.Fatalf("policies.hcl: %d blocks %s, want 1", n, block)
 		}
-		s = re.ReplaceAllLiteralString(s, `rule "`+name+"\" {\n"+a+"\n")
+		s = re.ReplaceAllLiteralString(s, block+" {\n"+a+"\n")
 	}
 	for name, keys := range ruleKeys {
 		s = replaceOnce(t, s, regexp.MustCompile(`(?s)(rule "`+regexp.QuoteMeta(name)+`" \{[^}]*?max_keys\s*=\s*)\d+`), fmt.Sprint(keys))
@@ -69,7 +69,7 @@ func startAt(t *testing.T, p *rules.Policy, clk *fakeClock) *node {
 // got 200. The flood's clients are each in a network of their own (IPv4
 // /24s), so no share of the budget is in their way.
 func TestFloodKeepsAnOrdinaryRulesBan(t *testing.T) {
-	p := shippedWith(t, map[string]string{"api-per-ip": "  ban      = \"10m\"\n  max_keys = 20"}, nil)
+	p := shippedWith(t, map[string]string{`rule "api-per-ip"`: "  ban      = \"10m\"\n  max_keys = 20"}, nil)
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	n := startAt(t, p, clk)
 	get := func(client string) reply {

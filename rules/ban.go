@@ -55,6 +55,7 @@ func banOp(kind OpKind, r *Rule, k Key) Op {
 	return Op{
 		Kind: kind, Algorithm: SlidingLog, Key: k, Limit: 1, PeriodUS: r.banUS,
 		Cost: 1, Enforce: true, OnError: FailOpen, Sensitive: true, MaxKeys: int32(r.MaxKeys), Marker: true,
+		NetworkKeys: int32(r.NetworkKeys),
 	}
 }
 

@@ -234,6 +234,7 @@ func exemptOp(kind OpKind, r *Rule, k Key, cost int64) Op {
 		Kind: kind, Algorithm: GCRA, Key: k, Limit: exemptUnits, Burst: exemptUnits,
 		PeriodUS: MaxExempt.Microseconds(), Cost: cost, Enforce: true, OnError: FailOpen,
 		Sensitive: true, MaxKeys: int32(r.MaxKeys), Marker: true,
+		NetworkKeys: int32(r.NetworkKeys),
 	}
 }
 

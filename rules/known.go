@@ -94,5 +94,6 @@ func knownOp(kind OpKind, r *Rule, k Key) Op {
 	return Op{
 		Kind: kind, Algorithm: SlidingLog, Key: k, Limit: 1, PeriodUS: r.knownUS,
 		Cost: 1, Enforce: kind == OpAdd, OnError: FailOpen, MaxKeys: int32(r.MaxKeys), Marker: true,
+		NetworkKeys: int32(r.NetworkKeys),
 	}
 }
