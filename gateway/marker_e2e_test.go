@@ -22,8 +22,9 @@ import (
 
 // shippedWith is the shipped policy with attrs inserted at the top of each
 // block they name by its header (`rule "api-per-ip"`, `store "memory"`:
-// attributes it does not set) and each named rule's max_keys replaced.
-func shippedWith(t *testing.T, attrs map[string]string, ruleKeys map[string]int) *rules.Policy {
+// attributes it does not set), each named rule's max_keys replaced, and
+// then each of edits applied to the source.
+func shippedWith(t *testing.T, attrs map[string]string, ruleKeys map[string]int, edits ...func(string) string) *rules.Policy {
 	t.Helper()
 	path := filepath.Join(repoRoot(t), "policies.hcl")
 	src, err := os.ReadFile(path)
@@ -40,6 +41,9 @@ func shippedWith(t *testing.T, attrs map[string]string, ruleKeys map[string]int)
 	}
 	for name, keys := range ruleKeys {
 		s = replaceOnce(t, s, regexp.MustCompile(`(?s)(rule "`+regexp.QuoteMeta(name)+`" \{[^}]*?max_keys\s*=\s*)\d+`), fmt.Sprint(keys))
+	}
+	for _, edit := range edits {
+		s = edit(s)
 	}
 	p, diags := builtin.Load(path, []byte(s))
 	if diags.HasErrors() {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"testing"
 	"time"
 )
@@ -107,20 +108,27 @@ func TestOneNetworkCannotFillAPhoneBudget(t *testing.T) {
 // share 100 of them; the attacker sends to 120 new phones from six
 // addresses of one /24, 20 each.
 func TestNetworkShareSettings(t *testing.T) {
+	// set replaces the shipped store block's value of attr.
+	set := func(attr, value string) func(string) string {
+		return func(s string) string {
+			return replaceOnce(t, s, regexp.MustCompile(`(?m)^(  `+attr+` += )\S+`), value)
+		}
+	}
 	tests := []struct {
 		name      string
 		attrs     map[string]string
+		edit      func(string) string
 		sent      int
 		neighbour int // a new phone from 203.0.113.200, in the /24 but not the first /25
 	}{
-		{"default: a /24 is one network", nil, 100, http.StatusTooManyRequests},
-		{"network_ipv4_prefix = 25", map[string]string{`store "memory"`: "  network_ipv4_prefix = 25"}, 100, http.StatusOK},
-		{"network_share = \"10%\" on the store", map[string]string{`store "memory"`: `  network_share = "10%"`}, 120, http.StatusOK},
-		{"network_share = \"100%\" on the rule", map[string]string{`rule "otp-send-per-phone"`: `  network_share = "100%"`}, 120, http.StatusOK},
+		{"shipped: a /24 is one network", nil, func(s string) string { return s }, 100, http.StatusTooManyRequests},
+		{"network_ipv4_prefix = 25", nil, set("network_ipv4_prefix", "25"), 100, http.StatusOK},
+		{"network_share = \"10%\" on the store", nil, set("network_share", `"10%"`), 120, http.StatusOK},
+		{"network_share = \"100%\" on the rule", map[string]string{`rule "otp-send-per-phone"`: `  network_share = "100%"`}, func(s string) string { return s }, 120, http.StatusOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := shippedWith(t, tt.attrs, map[string]int{"otp-send-per-phone": 2000})
+			p := shippedWith(t, tt.attrs, map[string]int{"otp-send-per-phone": 2000}, tt.edit)
 			n := startAt(t, p, &fakeClock{t: time.Unix(1_800_000_000, 0)})
 			sent := 0
 			for i := range 120 {
