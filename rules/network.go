@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/binary"
 	"math"
 	"net/netip"
 	"strconv"
@@ -8,8 +9,6 @@ import (
 
 	"github.com/dchest/siphash"
 	"github.com/hashicorp/hcl/v2"
-
-	"github.com/edge-gateway/edge/ipv6"
 )
 
 // Network shares (docs/memory-store.md, "Network shares"; issue 24, §3a):
@@ -166,9 +165,30 @@ func (e *Engine) clientNetwork(p *Policy, a netip.Addr) uint32 {
 	if !p.networkShares {
 		return 0
 	}
-	var b [1 + ipv6.KeyLen]byte
+	// 'n', the family, the prefix length, the masked address (IPv4 in the
+	// first 4 of 16 bytes): as ipv6.AppendKey encodes a prefix, without
+	// building a netip.Prefix.
+	var b [19]byte
 	b[0] = 'n'
-	ipv6.AppendKey(b[1:1], a, p.Store.NetworkIPv4Prefix, p.Store.NetworkIPv6Prefix)
+	a = a.Unmap()
+	if a.Is4() {
+		bits := p.Store.NetworkIPv4Prefix
+		b[1], b[2] = 4, byte(bits)
+		v := a.As4()
+		binary.BigEndian.PutUint32(b[3:], binary.BigEndian.Uint32(v[:])&^(math.MaxUint32>>bits))
+	} else {
+		bits := p.Store.NetworkIPv6Prefix
+		b[1], b[2] = 6, byte(bits)
+		v := a.As16()
+		hi, lo := binary.BigEndian.Uint64(v[:8]), binary.BigEndian.Uint64(v[8:])
+		if bits < 64 {
+			hi, lo = hi&^(math.MaxUint64>>bits), 0
+		} else {
+			lo &^= math.MaxUint64 >> (bits - 64)
+		}
+		binary.BigEndian.PutUint64(b[3:], hi)
+		binary.BigEndian.PutUint64(b[11:], lo)
+	}
 	h := uint32(siphash.Hash(e.sip0, e.sip1, b[:]))
 	if h == 0 {
 		h = 1 // 0 is no network

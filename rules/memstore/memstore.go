@@ -272,7 +272,10 @@ func (e *entry) clear() {
 
 // partState is one budget's entries in one shard.
 type partState struct {
-	b          *budget
+	b *budget
+	// markers is b.markers, here so that a take of an existing key reads
+	// no line of its budget, which other cores write.
+	markers    bool
 	head, tail *entry   // most and least recently used
 	heap       []*entry // min-heap on heapAt
 	// evicted counts live keys evicted to make room (non-sensitive ops);
@@ -290,6 +293,9 @@ type part struct {
 	partState
 	_ [128 - unsafe.Sizeof(partState{})%128]byte
 }
+
+// newPart returns a part of b.
+func newPart(b *budget) *part { return &part{partState: partState{b: b, markers: b.markers}} }
 
 // budget is the key budget of one rule (or the shared one, or a rule's
 // markers), across shards.
@@ -469,7 +475,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			continue
 		}
 		p := sh.touch(e)
-		if p.b.markers != op.Marker {
+		if p.markers != op.Marker {
 			s.rehome(sh, e, p, op) // a marker restored from a version 1 snapshot
 			p = sh.partAt(e)
 		}
@@ -603,7 +609,7 @@ func (sh *shard) inBudgetOf(e *entry, op *rules.Op) bool {
 	if e.part == 0 || inShared(op) {
 		return (e.part == 0) == inShared(op)
 	}
-	return sh.partAt(e).b.markers == op.Marker
+	return sh.partAt(e).markers == op.Marker
 }
 
 // fullAnswer is a new key's result when its sensitive budget is full of
@@ -731,7 +737,7 @@ func (p *part) renew(e *entry, op *rules.Op) bool {
 func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part, uint8) {
 	if inShared(op) {
 		if sh.shared == nil {
-			sh.shared = &part{partState: partState{b: s.shared}}
+			sh.shared = newPart(s.shared)
 		}
 		return s.shared, sh.shared, 0
 	}
@@ -744,7 +750,7 @@ func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part, uint8) {
 		}
 	}
 	b := s.budgetOf(op)
-	p := &part{partState: partState{b: b}}
+	p := newPart(b)
 	sh.partIDs = append(sh.partIDs, id)
 	sh.parts = append(sh.parts, p)
 	return b, p, partIndex(len(sh.parts) - 1)

@@ -78,7 +78,7 @@ func fillParts(s *Store, n int) {
 		op := rules.Op{Key: rules.Key{'f', 'i', 'l', 'l'}, MaxKeys: 1}
 		binary.BigEndian.PutUint32(op.Key[4:8], uint32(i))
 		sh.partIDs = append(sh.partIDs, budgetID{rule: ruleID(&op.Key)})
-		sh.parts = append(sh.parts, &part{partState: partState{b: s.budgetOf(&op)}})
+		sh.parts = append(sh.parts, newPart(s.budgetOf(&op)))
 	}
 }
 

@@ -291,7 +291,7 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 func (sh *shard) partForBudget(b *budget) (*part, uint8) {
 	if b.shared {
 		if sh.shared == nil {
-			sh.shared = &part{partState: partState{b: b}}
+			sh.shared = newPart(b)
 		}
 		return sh.shared, 0
 	}
@@ -302,7 +302,7 @@ func (sh *shard) partForBudget(b *budget) (*part, uint8) {
 		}
 	}
 	sh.partIDs = append(sh.partIDs, id)
-	sh.parts = append(sh.parts, &part{partState: partState{b: b}})
+	sh.parts = append(sh.parts, newPart(b))
 	return sh.parts[len(sh.parts)-1], partIndex(len(sh.parts) - 1)
 }
 
