@@ -38,6 +38,7 @@ func TestClientNetworkIsThePrefixs(t *testing.T) {
 		}
 	}
 }
+
 // BenchmarkClientNetwork is the cost network shares add to every request
 // (network.go): one IPv4 and one IPv6 client's network, masked and hashed.
 func BenchmarkClientNetwork(b *testing.B) {
