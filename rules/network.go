@@ -60,19 +60,11 @@ func (c *Compiler) networkShare(s string, rng hcl.Range) (int, bool) {
 // has no shares.
 func (c *Compiler) storeNetwork(b *storeBlock, sc *StoreConfig) {
 	if b.Kind == "redis" {
-		for _, a := range []struct {
-			set  bool
-			name string
-			rng  hcl.Range
-		}{
+		c.refuseAttrs([]storeAttr{
 			{b.NetworkShare != nil, "network_share", b.NetworkShareRange},
 			{b.NetworkIPv4Prefix != nil, "network_ipv4_prefix", b.NetworkIPv4PrefixRange},
 			{b.NetworkIPv6Prefix != nil, "network_ipv6_prefix", b.NetworkIPv6PrefixRange},
-		} {
-			if a.set {
-				c.Errorf(a.rng, "Unexpected "+a.name, "%s bounds what one network holds of the memory store's key budgets; Redis has no key budgets", a.name)
-			}
-		}
+		}, "%s bounds what one network holds of the memory store's key budgets; Redis has no key budgets")
 		sc.NetworkShare, sc.NetworkIPv4Prefix, sc.NetworkIPv6Prefix = 0, 0, 0
 		return
 	}

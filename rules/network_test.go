@@ -6,6 +6,17 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
+// phonesRule is a rule of 2,000 keys (100 a network at the default 5%).
+const phonesRule = `
+rule "phones" {
+  paths    = ["/otp/send"]
+  key      = ["ip"]
+  limit    = 3
+  period   = "15m"
+  max_keys = 2000
+}
+`
+
 // TestRuleNetworkKeys: a rule's network bound is its network_share (or
 // the store's, 5% by default) of its key budget, rounded down, never fewer
 // than the keys one request makes (two for a visitor rule with its IP's
@@ -17,13 +28,7 @@ store "memory" {
   max_keys = 80
 }
 visitor {}
-rule "phones" {
-  paths    = ["/otp/send"]
-  key      = ["ip"]
-  limit    = 3
-  period   = "15m"
-  max_keys = 2000
-}
+`+phonesRule+`
 rule "half-percent" {
   paths         = ["/a"]
   key           = ["ip"]
@@ -84,14 +89,7 @@ rule "shared-budget" {
 store "redis" {
   url = "redis://127.0.0.1:6379/0"
 }
-rule "phones" {
-  paths    = ["/otp/send"]
-  key      = ["ip"]
-  limit    = 3
-  period   = "15m"
-  max_keys = 2000
-}
-`)
+`+phonesRule)
 	if got := r.Rule("phones").NetworkKeys; got != 0 {
 		t.Errorf("a rule under a Redis store: NetworkKeys %d, want 0 (Redis has no key budgets)", got)
 	}

@@ -87,17 +87,17 @@ func TestTakeAllocs(t *testing.T) {
 // at its share).
 func TestBudgetAllocs(t *testing.T) {
 	tests := []struct {
-		name          string
-		sensitive     bool
-		newKeys       bool
-		shared, atCap bool
+		name      string
+		sensitive bool
+		newKeys   bool
+		shares    string // "room": three networks, each with room; "full": one at its share
 	}{
-		{"existing keys, sensitive", true, false, false, false},
-		{"existing keys", false, false, false, false},
-		{"new keys, sensitive budget full", true, true, false, false},
-		{"new keys, budget full, evicting", false, true, false, false},
-		{"new keys, budget full, evicting, network shares", false, true, true, false},
-		{"new keys, network at its share", true, true, true, true},
+		{"existing keys, sensitive", true, false, ""},
+		{"existing keys", false, false, ""},
+		{"new keys, sensitive budget full", true, true, ""},
+		{"new keys, budget full, evicting", false, true, ""},
+		{"new keys, budget full, evicting, network shares", false, true, "room"},
+		{"new keys, network at its share", true, true, "full"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,10 +117,10 @@ func TestBudgetAllocs(t *testing.T) {
 				if tt.newKeys {
 					k = n
 				}
-				switch {
-				case tt.atCap:
+				switch tt.shares {
+				case "full":
 					ops[0].Network, ops[0].NetworkKeys = 7, 64
-				case tt.shared:
+				case "room":
 					ops[0].Network, ops[0].NetworkKeys = uint32(1+n%3), 256
 				}
 				ops[0].Key = rules.Key{'a', 'l', 'l', 'o', 'c', 0, 0, 0, byte(k), byte(k >> 8), byte(k >> 16), byte(k >> 24)}
@@ -135,7 +135,7 @@ func TestBudgetAllocs(t *testing.T) {
 				t.Errorf("got %v allocs per Take, want 0", allocs)
 			}
 			switch want := !tt.sensitive || !tt.newKeys; {
-			case tt.atCap:
+			case tt.shares == "full":
 				if !res[0].NetworkFull || res[0].Allowed {
 					t.Errorf("last take: got %+v, want refused for its network", res[0])
 				}

@@ -32,15 +32,26 @@ func BenchmarkTakeNewKeys(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
+	floodNewKeys(b, s, rules.Op{}, nil)
+}
+
+// floodNewKeys takes a new key on s in every call, from parallel callers:
+// a minute's GCRA of 5 with op's budget, each op passed to prepare (when
+// not nil) with the call's number first.
+func floodNewKeys(b *testing.B, s *Store, op rules.Op, prepare func(op *rules.Op, i uint64)) {
 	var next atomic.Uint64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
-		ops := []rules.Op{{Kind: rules.OpTake, Algorithm: rules.GCRA, Limit: 5, Burst: 5, PeriodUS: 60_000_000, Cost: 1, Enforce: true}}
+		op.Kind, op.Algorithm, op.Limit, op.Burst, op.PeriodUS, op.Cost, op.Enforce = rules.OpTake, rules.GCRA, 5, 5, 60_000_000, 1, true
+		ops := []rules.Op{op}
 		res := make([]rules.Result, 1)
 		for pb.Next() {
 			i := next.Add(1)
 			ops[0].Key = rules.Key{'n', 'e', 'w', 0, 0, 0, 0, 0, byte(i), byte(i >> 8), byte(i >> 16), byte(i >> 24), byte(i >> 32)}
+			if prepare != nil {
+				prepare(&ops[0], i)
+			}
 			if err := s.Take(ctx, storetest.Base, ops, res); err != nil {
 				b.Error(err)
 				return
@@ -67,22 +78,8 @@ func BenchmarkTakeNewKeysNetworkShare(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			var next atomic.Uint64
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				ops := []rules.Op{{Kind: rules.OpTake, Algorithm: rules.GCRA, Limit: 5, Burst: 5, PeriodUS: 60_000_000, Cost: 1, Enforce: true,
-					MaxKeys: 10_000, NetworkKeys: bb.share}}
-				res := make([]rules.Result, 1)
-				for pb.Next() {
-					i := next.Add(1)
-					ops[0].Key = rules.Key{'n', 'e', 't', 0, 0, 0, 0, 0, byte(i), byte(i >> 8), byte(i >> 16), byte(i >> 24), byte(i >> 32)}
-					ops[0].Network = uint32(1 + i%bb.networks)
-					if err := s.Take(ctx, storetest.Base, ops, res); err != nil {
-						b.Error(err)
-						return
-					}
-				}
+			floodNewKeys(b, s, rules.Op{MaxKeys: 10_000, NetworkKeys: bb.share}, func(op *rules.Op, i uint64) {
+				op.Network = uint32(1 + i%bb.networks)
 			})
 		})
 	}

@@ -107,19 +107,27 @@ func TestMarkerBudgetNeverEvicts(t *testing.T) {
 	checkEntries(t, s)
 }
 
+// restoredAfter returns a store (2 shards) restored from the snapshot of
+// one whose only call was ops at now, on a clock at now.
+func restoredAfter(t *testing.T, now time.Time, ops ...rules.Op) *Store {
+	t.Helper()
+	clock := &stepClock{now: now}
+	a := newStore(t, Options{SweepInterval: -1, Clock: clock})
+	take(t, a, now, ops...)
+	b := newStore(t, Options{Shards: 2, SweepInterval: -1, Clock: clock})
+	if n, err := b.Restore(bytes.NewReader(snapshot(t, a))); err != nil || n != a.Len() {
+		t.Fatalf("restore: got %d keys, %v; want %d", n, err, a.Len())
+	}
+	return b
+}
+
 // TestMarkersSurviveASnapshot: a snapshot carries the marker budgets, so
 // that the restored store's markers are still never evicted.
 func TestMarkersSurviveASnapshot(t *testing.T) {
 	t.Parallel()
-	clock := &stepClock{now: storetest.Base}
-	a := newStore(t, Options{SweepInterval: -1, Clock: clock})
 	now := storetest.Base
 	ban := markerOp('o', 0, 3, 10*time.Minute)
-	take(t, a, now, ruleOp('o', 0, 3, false, 1, time.Hour), ban)
-	b := newStore(t, Options{Shards: 2, SweepInterval: -1, Clock: clock})
-	if n, err := b.Restore(bytes.NewReader(snapshot(t, a))); err != nil || n != 2 {
-		t.Fatalf("restore: got %d keys, %v; want 2", n, err)
-	}
+	b := restoredAfter(t, now, ruleOp('o', 0, 3, false, 1, time.Hour), ban)
 	if m := ruleBudget(t, b, 'o', true); m.Keys != 1 || m.MaxKeys != 3 {
 		t.Errorf("the restored marker budget: got %+v, want 1 key of 3", m)
 	}

@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"bytes"
 	"context"
 	"sync"
 	"testing"
@@ -135,14 +134,8 @@ func TestNetworkShareGivesRoomBack(t *testing.T) {
 // to the network that made it.
 func TestNetworkSharesSurviveASnapshot(t *testing.T) {
 	t.Parallel()
-	clock := &stepClock{now: storetest.Base}
-	a := newStore(t, Options{SweepInterval: -1, Clock: clock})
 	now := storetest.Base
-	take(t, a, now, netOp('n', 0, 10, true, 5, 2), netOp('n', 1, 10, true, 5, 2))
-	b := newStore(t, Options{Shards: 2, SweepInterval: -1, Clock: clock})
-	if _, err := b.Restore(bytes.NewReader(snapshot(t, a))); err != nil {
-		t.Fatal(err)
-	}
+	b := restoredAfter(t, now, netOp('n', 0, 10, true, 5, 2), netOp('n', 1, 10, true, 5, 2))
 	if r := take(t, b, now, netOp('n', 2, 10, true, 5, 2))[0]; !r.NetworkFull {
 		t.Errorf("network 5's third key after the restore: got %+v, want refused for its share", r)
 	}
