@@ -435,8 +435,10 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 	s.lock(&set)
 	defer s.unlock(&set)
 
-	// Pass 1: decide every op against the state before the call, and
-	// reserve room for the new keys of sensitive ops.
+	// Pass 1: decide every op against the state before the call, claim
+	// each new key's room in its network's share (a decayed key read in
+	// place is made again), and reserve room for the new keys of sensitive
+	// and marker ops.
 	for i := range ops {
 		op := &ops[i]
 		x := s.shardIndex(i, &idx, op)
