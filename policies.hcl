@@ -110,9 +110,21 @@ edge {
 # 220 bytes (250 to 350 for a sliding_log, by limit; about 480 for a
 # concurrency rule of limit 10 while its slots are taken); this file's
 # budgets together hold 1145000 keys (the known blocks' and ban_by's markers
-# included), about 260 MiB when every one is full (docs/memory-store.md).
+# included), about 243 MiB when every one is full (docs/memory-store.md).
+# Bans and known visitors are kept beside each rule's counters, in a budget
+# of their own as large, never evicted while they last.
 store "memory" {
   max_keys = 100000
+  # One client network may not fill a rule's budget: each IPv6 /48 or IPv4
+  # /24 may make at most network_share of each rule's keys (2500 of
+  # otp-send-per-phone's 50000 phones). A new key from a network at its share
+  # is refused by that rule, for that network only: its 429, counted in
+  # edge_store_network_full_total, not the 503 a sensitive rule's full budget
+  # would give everyone. A rule may set its own network_share; "100%" is no
+  # bound. 20 networks can still fill a budget (docs/attacks.md).
+  network_share       = "5%"
+  network_ipv4_prefix = 24
+  network_ipv6_prefix = 48
 }
 
 # NAT-aware visitor IDs. Carrier-grade NAT puts hundreds of phones behind one

@@ -21,6 +21,8 @@ type budgetCollector struct {
 	s                              *Server
 	kb                             KeyBudgets
 	evictions, full, keys, maxKeys *prometheus.Desc
+	markerKeys, markerFull         *prometheus.Desc
+	networkFull                    *prometheus.Desc
 }
 
 func newBudgetCollector(s *Server, kb KeyBudgets) *budgetCollector {
@@ -35,6 +37,12 @@ func newBudgetCollector(s *Server, kb KeyBudgets) *budgetCollector {
 			"Keys a rule holds in the memory store (decayed ones not yet forgotten included).", rule, nil),
 		maxKeys: prometheus.NewDesc("edge_store_max_keys",
 			"A rule's key budget in the memory store: its max_keys, or its share of the store's.", rule, nil),
+		markerKeys: prometheus.NewDesc("edge_store_marker_keys",
+			"Markers a rule holds in the memory store (bans, known visitors, exemptions), in a budget of their own beside its counters: as many as its max_keys, never evicted while they last.", rule, nil),
+		markerFull: prometheus.NewDesc("edge_store_marker_full_total",
+			"Markers of a rule (bans, known visitors, exemptions) the memory store did not write because the rule's marker budget was full of live markers, or their network held its share of it.", rule, nil),
+		networkFull: prometheus.NewDesc("edge_store_network_full_total",
+			"New keys of a rule refused (429 from the rule, for that network only) because the client's network already held its network_share of the rule's key budget in the memory store.", rule, nil),
 	}
 }
 
@@ -43,6 +51,9 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.full
 	ch <- c.keys
 	ch <- c.maxKeys
+	ch <- c.markerKeys
+	ch <- c.markerFull
+	ch <- c.networkFull
 }
 
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
@@ -59,6 +70,12 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 		if b.Shared || !ok {
 			continue // no rule's: the shared budget (ops without MaxKeys), or a removed rule's
 		}
+		if b.Markers {
+			ch <- prometheus.MustNewConstMetric(c.markerKeys, prometheus.GaugeValue, float64(b.Keys), name)
+			ch <- prometheus.MustNewConstMetric(c.markerFull, prometheus.CounterValue, float64(b.Full+b.NetworkFull), name)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.networkFull, prometheus.CounterValue, float64(b.NetworkFull), name)
 		ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(b.Evictions), name)
 		ch <- prometheus.MustNewConstMetric(c.full, prometheus.CounterValue, float64(b.Full), name)
 		ch <- prometheus.MustNewConstMetric(c.keys, prometheus.GaugeValue, float64(b.Keys), name)

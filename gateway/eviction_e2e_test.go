@@ -100,12 +100,15 @@ func sendOTP(t *testing.T, n *node, client, phone string) int {
 }
 
 // floodOrders sends count GET /api/orders, each from an IPv6 /64 of its
-// own (2001:db8:0:N::1), as bypass 3's attacker did from one /47: each
-// creates new keys on the API rules and the visitor mint budget.
+// own, as bypass 3's attacker did, and in a /48 of its own (2001:db8:N::1),
+// which it did not: from one network, the flood would have been refused
+// once the network held its share of each budget (network_share), and
+// these tests are of what a budget does when it is full. Each creates new
+// keys on the API rules and the visitor mint budget.
 func floodOrders(t *testing.T, n *node, count int) {
 	t.Helper()
 	for i := range count {
-		ip := fmt.Sprintf("2001:db8:%x:%x::1", i>>16, i&0xffff)
+		ip := fmt.Sprintf("2001:db8:%x::1", i)
 		if st := do(t, "GET", "http://"+n.addr+"/api/orders", "", "X-Forwarded-For", ip).status; st != 200 {
 			t.Fatalf("flood request %d from %s: got %d, want 200", i, ip, st)
 		}
@@ -171,11 +174,12 @@ func TestKeyFloodOnASensitiveRuleFailsClosed(t *testing.T) {
 			t.Fatalf("victim's send %d: got %d, want %d", i+1, st, want)
 		}
 	}
-	// New phones, each in a numbering block of its own and from a /64 of
-	// its own, so that only the per-phone budget is in their way.
+	// New phones, each in a numbering block of its own and from a network
+	// (an IPv6 /48) of its own, so that only the per-phone budget is in
+	// their way, not its share per network (network_share).
 	phone := func(i int) string { return fmt.Sprintf("+1212%03d0123", 200+i) } // exchanges 200…: US numbers
 
-	ip := func(i int) string { return fmt.Sprintf("2001:db8:77:%x::1", i) }
+	ip := func(i int) string { return fmt.Sprintf("2001:db8:%x:77::1", 0x7700+i) }
 	var statuses []int
 	for i := range flood {
 		statuses = append(statuses, sendOTP(t, n, ip(i), phone(i)))
@@ -224,7 +228,7 @@ func TestKeyBudgetsFollowRuleNamesAcrossAReload(t *testing.T) {
 		}
 	}
 	phone := func(i int) string { return fmt.Sprintf("+1212%03d0123", 200+i) }
-	ip := func(i int) string { return fmt.Sprintf("2001:db8:77:%x::1", i) }
+	ip := func(i int) string { return fmt.Sprintf("2001:db8:%x:77::1", 0x7700+i) } // a network each, as above
 	for i := range 9 {
 		if st := sendOTP(t, n, ip(i), phone(i)); st != 200 {
 			t.Fatalf("phone %d: got %d, want 200", i, st)

@@ -16,7 +16,9 @@ import (
 // ban's time. Its key is the tripping key's with the ban flag, under the
 // rule's ID, so a reload keeps it (rules are keyed by name), and its op is
 // Sensitive, so the memory store never evicts it while it lasts: a ban is
-// a counter that is still refusing. The check is a peek in one store call
+// a counter that is still refusing; and a Marker, so the memory store
+// keeps it in its rule's marker budget, where no flood of the rule's new
+// keys can evict it (docs/memory-store.md, "Markers"). The check is a peek in one store call
 // before the request's main one (the same call as known-visitor markers),
 // and a banned request is refused before anything is counted.
 //
@@ -77,7 +79,8 @@ func banKey(k Key) Key {
 func banOp(kind OpKind, r *Rule, k Key) Op {
 	return Op{
 		Kind: kind, Algorithm: SlidingLog, Key: k, Limit: 1, PeriodUS: r.banUS,
-		Cost: 1, Enforce: true, OnError: FailOpen, Sensitive: true, MaxKeys: int32(r.MaxKeys),
+		Cost: 1, Enforce: true, OnError: FailOpen, Sensitive: true, MaxKeys: int32(r.MaxKeys), Marker: true,
+		NetworkKeys: int32(r.NetworkKeys),
 	}
 }
 
@@ -200,11 +203,7 @@ func (h banGuilt) AfterOrigin(m *Match, _ []Op, status int, outcome []byte, sett
 func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banned *Rule, left time.Duration) {
 	s.mops = s.mops[:0]
 	for _, mk := range s.markers {
-		r := s.Matches[mk.match].Rule
-		s.mops = append(s.mops, Op{
-			Kind: OpPeek, Algorithm: SlidingLog, Key: mk.key, Limit: 1, PeriodUS: r.knownUS,
-			Cost: 1, OnError: FailOpen, MaxKeys: int32(r.MaxKeys),
-		})
+		s.mops = append(s.mops, knownOp(OpPeek, s.Matches[mk.match].Rule, mk.key))
 	}
 	for _, b := range s.bans {
 		s.mops = append(s.mops, banOp(OpPeek, b.rule, b.key))

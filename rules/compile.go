@@ -250,8 +250,9 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 		PathCaseInsensitive: true,
 		KeySecretEnv:        DefaultKeySecretEnv,
 		Conns:               defaultConns,
-		Store:               StoreConfig{Kind: "memory", MaxKeys: DefaultMaxKeys, Timeout: DefaultStoreTimeout, FleetSize: 1},
-		blocks:              map[string][]any{},
+		Store: StoreConfig{Kind: "memory", MaxKeys: DefaultMaxKeys, Timeout: DefaultStoreTimeout, FleetSize: 1,
+			NetworkShare: DefaultNetworkShare, NetworkIPv4Prefix: DefaultNetworkIPv4Prefix, NetworkIPv6Prefix: DefaultNetworkIPv6Prefix},
+		blocks: map[string][]any{},
 	}
 	c.p = p
 	content := c.content(body)
@@ -347,8 +348,9 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	c.resolveSkips(rules, p)
 	c.unusedKnowns()
 	keyBudgets(p)
-	c.decideRules(p) // compile_decide.go
-	c.finishShed(p)  // load_shedding, priority (compile_shed.go)
+	c.networkShares(p) // network.go
+	c.decideRules(p)   // compile_decide.go
+	c.finishShed(p)    // load_shedding, priority (compile_shed.go)
 	return p
 }
 

@@ -42,6 +42,7 @@ func (c *Compiler) store(blocks []storeBlock, sc *StoreConfig) {
 			c.Errorf(b.KindRange, "Unknown store", "%q is not a store; want \"memory\" or \"redis\"", b.Kind)
 		}
 		sc.Kind = b.Kind
+		c.storeNetwork(b, sc) // network.go
 		if b.MaxKeys != nil {
 			sc.MaxKeys = *b.MaxKeys
 			if sc.MaxKeys < 1 || sc.MaxKeys > MaxKeysLimit {

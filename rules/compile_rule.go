@@ -271,6 +271,9 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 			r.MaxKeys, r.maxKeysSet = *rb.MaxKeys, true
 		}
 	}
+	if !c.ruleNetwork(rb, r) { // network.go
+		ok = false
+	}
 	r.MissingIdentity = IdentitySkip
 	if r.Sensitive {
 		r.MissingIdentity = IdentityReject

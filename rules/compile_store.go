@@ -54,13 +54,27 @@ func readPEMFile(path string) ([]byte, error) {
 	return b, nil
 }
 
+// storeAttr is an attribute of a store block: whether it is set, and
+// where.
+type storeAttr struct {
+	set  bool
+	name string
+	rng  hcl.Range
+}
+
+// refuseAttrs refuses each of attrs that is set, "Unexpected NAME", with
+// why (a format of the name) as the detail.
+func (c *Compiler) refuseAttrs(attrs []storeAttr, why string) {
+	for _, a := range attrs {
+		if a.set {
+			c.Errorf(a.rng, "Unexpected "+a.name, why, a.name)
+		}
+	}
+}
+
 // memoryStoreAttrs refuses the Redis-only attributes on a memory store.
 func (c *Compiler) memoryStoreAttrs(b *storeBlock) {
-	for _, a := range []struct {
-		set  bool
-		name string
-		rng  hcl.Range
-	}{
+	c.refuseAttrs([]storeAttr{
 		{b.DialTimeout != nil, "dial_timeout", b.DialTimeoutRange},
 		{b.CAFile != nil, "ca_file", b.CAFileRange},
 		{b.CertFile != nil, "cert_file", b.CertFileRange},
@@ -69,11 +83,7 @@ func (c *Compiler) memoryStoreAttrs(b *storeBlock) {
 		{b.PasswordEnv != nil, "password_env", b.PasswordEnvRange},
 		{b.SentinelUsername != nil, "sentinel_username", b.SentinelUsernameRange},
 		{b.SentinelPasswordEnv != nil, "sentinel_password_env", b.SentinelPasswordEnvRange},
-	} {
-		if a.set {
-			c.Errorf(a.rng, "Unexpected "+a.name, "%s configures the connection to Redis; the memory store has none", a.name)
-		}
-	}
+	}, "%s configures the connection to Redis; the memory store has none")
 }
 
 // redisStoreAttrs compiles the Redis connection attributes into sc. Files

@@ -99,6 +99,13 @@ type storeBlock struct {
 	Timeout *string `hcl:"timeout,optional"`
 	// fleet_size divides limits for the "local" fallback bucket.
 	FleetSize *int `hcl:"fleet_size,optional"`
+	// network_share is the most of a rule's key budget one client network
+	// may hold ("5%" by default, "100%": no bound); network_ipv4_prefix and
+	// network_ipv6_prefix are what a network is (24 and 48 by default).
+	// Memory store only (rules/network.go).
+	NetworkShare      *string `hcl:"network_share,optional"`
+	NetworkIPv4Prefix *int    `hcl:"network_ipv4_prefix,optional"`
+	NetworkIPv6Prefix *int    `hcl:"network_ipv6_prefix,optional"`
 	// dial_timeout bounds establishing one connection to Redis: TCP, TLS
 	// handshake, sentinel lookup (default "1s").
 	DialTimeout *string `hcl:"dial_timeout,optional"`
@@ -121,6 +128,9 @@ type storeBlock struct {
 	DefRange                 hcl.Range `hcl:",def_range"`
 	KindRange                hcl.Range `hcl:"kind,label_range"`
 	MaxKeysRange             hcl.Range `hcl:"max_keys,attr_value_range"`
+	NetworkShareRange        hcl.Range `hcl:"network_share,attr_value_range"`
+	NetworkIPv4PrefixRange   hcl.Range `hcl:"network_ipv4_prefix,attr_value_range"`
+	NetworkIPv6PrefixRange   hcl.Range `hcl:"network_ipv6_prefix,attr_value_range"`
 	URLRange                 hcl.Range `hcl:"url,attr_value_range"`
 	TimeoutRange             hcl.Range `hcl:"timeout,attr_value_range"`
 	FleetSizeRange           hcl.Range `hcl:"fleet_size,attr_value_range"`
@@ -187,6 +197,10 @@ type ruleBlock struct {
 	// max_keys is the rule's own key budget in the memory store (default:
 	// an equal share of the store's max_keys; docs/memory-store.md).
 	MaxKeys *int `hcl:"max_keys,optional"`
+	// network_share is the most of the rule's key budget one client
+	// network may hold (default: the memory store's network_share; "100%":
+	// no bound; rules/network.go).
+	NetworkShare *string `hcl:"network_share,optional"`
 	// known_visitors is how long a visitor that logged in successfully is
 	// not held to the rule; known_by the characteristics that recognise it.
 	KnownVisitors *string        `hcl:"known_visitors,optional"`
@@ -231,6 +245,7 @@ type ruleBlock struct {
 	InvalidIdentityRange hcl.Range `hcl:"invalid_identity,attr_value_range"`
 	MissingIdentityRange hcl.Range `hcl:"missing_identity,attr_value_range"`
 	MaxKeysRange         hcl.Range `hcl:"max_keys,attr_value_range"`
+	NetworkShareRange    hcl.Range `hcl:"network_share,attr_value_range"`
 	SkipRange            hcl.Range `hcl:"skip,attr_range"`
 	DryRunRange          hcl.Range `hcl:"dry_run,attr_value_range"`
 	KnownVisitorsRange   hcl.Range `hcl:"known_visitors,attr_value_range"`

@@ -215,6 +215,7 @@ type Scratch struct {
 	dops       []Op       // modeDual: a store call's ops and their twins (Engine.take)
 	dres       []Result
 	owner      *Engine
+	network    uint32    // the request's Op.Network (network.go)
 	skips      skipState // the skip rules' exemptions of this request (skip.go)
 	peekOnly   bool      // Explain: every op a peek, no ban written (explain.go)
 
@@ -373,6 +374,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 		s.mac, s.owner = nil, e // format 1's HMAC is keyed by the engine's secret
 	}
 	s.mode = e.formats.Load().mode(now)
+	s.network = e.clientNetwork(p, req.Client) // every op's (Engine.take)
 	if s.mode != mode2 && s.mac == nil {
 		// Once per pooled Scratch and engine: crypto/hmac keeps the keyed
 		// inner and outer SHA-256 states (hmacHash).
@@ -472,6 +474,8 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			OnError:   r.OnStoreError,
 			Sensitive: r.Sensitive,
 			MaxKeys:   int32(r.MaxKeys), // ≤ MaxKeysLimit (compile_rule.go)
+			// What one network may make of the budget (network.go).
+			NetworkKeys: int32(r.NetworkKeys),
 		})
 		if r.Calendar != NoCalendar {
 			r.calendarOp(now, &s.Ops[m.Op]) // its ceiling's op copies it

@@ -224,8 +224,8 @@ const exemptUnits = int64(MaxExempt / time.Millisecond)
 // and a peek of the whole burst is refused exactly while that time is
 // still ahead, so the marker is present for the forgive's duration
 // whatever the duration, and decays (and leaves the store, whose TTL is
-// the decay) when it ends. Sensitive, so the memory store never evicts it
-// while it lasts.
+// the decay) when it ends. A Marker, so the memory store keeps it in its
+// rule's marker budget and never evicts it while it lasts.
 func exemptOp(kind OpKind, r *Rule, k Key, cost int64) Op {
 	if kind == OpPeek {
 		cost = exemptUnits
@@ -233,7 +233,8 @@ func exemptOp(kind OpKind, r *Rule, k Key, cost int64) Op {
 	return Op{
 		Kind: kind, Algorithm: GCRA, Key: k, Limit: exemptUnits, Burst: exemptUnits,
 		PeriodUS: MaxExempt.Microseconds(), Cost: cost, Enforce: true, OnError: FailOpen,
-		Sensitive: true, MaxKeys: int32(r.MaxKeys),
+		Sensitive: true, MaxKeys: int32(r.MaxKeys), Marker: true,
+		NetworkKeys: int32(r.NetworkKeys),
 	}
 }
 

@@ -170,10 +170,14 @@ func (e *Engine) take(ctx context.Context, now time.Time, s *Scratch, ops []Op, 
 		}
 		for i := range ops {
 			ops[i].KeyFormat = f // the Redis key's name says the format
+			ops[i].Network = s.network
 		}
 		return e.store.Take(ctx, now, ops, res)
 	}
 	n := len(ops)
+	for i := range ops {
+		ops[i].Network = s.network
+	}
 	s.dops = append(s.dops[:0], ops...)
 	for i := range ops {
 		s.dops[i].KeyFormat = KeyFormat1
@@ -217,6 +221,7 @@ func (e *Engine) take(ctx context.Context, now time.Time, s *Scratch, ops []Op, 
 func combine(a, b Result) Result {
 	r := a
 	r.Allowed = a.Allowed && b.Allowed
+	r.NetworkFull = a.NetworkFull || b.NetworkFull
 	r.Remaining = min(a.Remaining, b.Remaining)
 	r.ResetAfter = max(a.ResetAfter, b.ResetAfter)
 	switch {

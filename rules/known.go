@@ -89,10 +89,20 @@ func (h knownVisitors) AfterOrigin(m *Match, _ []Op, status int, outcome []byte,
 	if !m.HasMarker || !IsSuccess(h.success, status, outcome) {
 		return settle
 	}
-	return append(settle, Op{
-		Kind: OpAdd, Algorithm: SlidingLog, Key: m.Marker, Limit: 1, PeriodUS: h.us,
-		Cost: 1, Enforce: true, OnError: FailOpen, MaxKeys: int32(m.Rule.MaxKeys),
-	})
+	return append(settle, knownOp(OpAdd, m.Rule, m.Marker))
+}
+
+// knownOp is the op of r's known-visitor marker k: kind OpPeek to check
+// it, OpAdd to write it. A Marker: the memory store keeps it in r's marker
+// budget and never evicts it while it lasts, so neither a flood of r's new
+// keys nor other visitors' markers can make a known visitor unknown, and a
+// marker never evicts r's counters (docs/memory-store.md, "Markers").
+func knownOp(kind OpKind, r *Rule, k Key) Op {
+	return Op{
+		Kind: kind, Algorithm: SlidingLog, Key: k, Limit: 1, PeriodUS: r.knownUS,
+		Cost: 1, Enforce: kind == OpAdd, OnError: FailOpen, MaxKeys: int32(r.MaxKeys), Marker: true,
+		NetworkKeys: int32(r.NetworkKeys),
+	}
 }
 
 // Known callers (docs/policy.md, "known"): no defence may be aimed at the

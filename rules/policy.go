@@ -92,6 +92,9 @@ type Policy struct {
 	// requestSettlers are the request hooks with a part after the
 	// origin's answer (RequestSettler).
 	requestSettlers []RequestSettler
+	// networkShares is true when a rule has a network share
+	// (Rule.NetworkKeys): requests then compute their network (network.go).
+	networkShares bool
 	// budgets are the key budgets of counters that are not a rule's
 	// (Compiler.KeyBudget).
 	budgets []*Budget
@@ -153,6 +156,14 @@ type StoreConfig struct {
 	Timeout time.Duration
 	// FleetSize divides limits for the "local" fallback (default 1).
 	FleetSize int
+	// NetworkShare is the memory store's network_share in parts per
+	// million (default 50000, 5%): the most of a rule's key budget one
+	// client network holds, for the rules that set none (Rule.NetworkKeys);
+	// NetworkIPv4Prefix and NetworkIPv6Prefix are a network's prefix
+	// lengths (default 24 and 48). All zero with a Redis store, which has
+	// no key budgets (rules/network.go).
+	NetworkShare                         int
+	NetworkIPv4Prefix, NetworkIPv6Prefix int
 	// DialTimeout bounds establishing one Redis connection (0: the
 	// store's default, 1s).
 	DialTimeout time.Duration
@@ -326,6 +337,15 @@ type Rule struct {
 	MaxKeys int
 	// maxKeysSet is true when the rule sets max_keys itself.
 	maxKeysSet bool
+	// NetworkKeys is the most keys of the rule's budget one client network
+	// may make in the memory store (Op.NetworkKeys): its network_share (or
+	// the store's) of MaxKeys, rounded down, at least the keys one request
+	// makes; 0 for no bound (a share of 100%, a Redis store).
+	NetworkKeys int
+	// networkShare is the rule's own network_share in parts per million,
+	// 0 when it sets none; networkShareRange is where.
+	networkShare      int
+	networkShareRange *hcl.Range
 	// Refusal is how the rule's informative refusal is answered:
 	// retry_after_jitter, refusal_status, refusal_body (compile_refusal.go).
 	Refusal Refusal

@@ -104,6 +104,13 @@ type Op struct {
 	Kind      OpKind
 	Algorithm Algorithm
 	Key       Key
+	// Network is the network of the request's client: a keyed hash of
+	// its address masked to the policy's network prefixes (never the
+	// address), 0 when there is none (an operator's call). The Engine sets
+	// it on every op of a request. With NetworkKeys, the memory store
+	// bounds the keys each network makes in a budget (docs/memory-store.md,
+	// "Network shares"); other stores ignore it.
+	Network uint32
 	// Limit is the number of units allowed per period.
 	Limit int64
 	// Burst is the bucket size for gcra, token_bucket and leaky_bucket, in
@@ -143,9 +150,9 @@ type Op struct {
 	// max_keys, or its share of the store's), so the budget follows the
 	// rule's name across reloads and a reload's new size applies from the
 	// next new key. 0 puts the op in the store's own budget
-	// (memstore.Options.MaxKeys), shared by every op with 0. Other stores
-	// ignore it. Sensitive and MaxKeys fit in Op's padding: an Op is 80
-	// bytes with them as without.
+	// (memstore.Options.MaxKeys), shared by every op with 0 that is not a
+	// Marker's. Other stores ignore it. Sensitive, MaxKeys and Marker fit
+	// in Op's padding: an Op is 96 bytes with them as without.
 	MaxKeys int32
 	// Calendar marks a fixed_window op of a calendar period (period =
 	// "day", "week" or "month", rules/calendar.go): its window is
@@ -159,6 +166,25 @@ type Op struct {
 	// store names format 2 keys apart (redisstore's doc). 0, an op no
 	// engine hashed, is named as format 1 is.
 	KeyFormat KeyFormat
+	// Marker marks an op on a marker: a ban (ban.go), a known visitor
+	// (known.go) or a forgive's exemption (forgive.go), a key whose
+	// presence is the point and that must last its whole time. The memory
+	// store keeps its rule's markers in a budget of their own (MaxKeys
+	// more keys beside the rule's counters; Options.MaxKeys when MaxKeys
+	// is 0), never evicts one while it lasts, and answers a new one whose
+	// budget is full of live markers as a Sensitive op's (not stored;
+	// docs/memory-store.md, "Markers"). Every op on a marker key carries
+	// it. Other stores ignore it.
+	Marker bool
+	// NetworkKeys is how many keys of the op's budget one Network may
+	// hold in the memory store: the rule's network_share of its max_keys
+	// (at least 1), 0 for no bound. A new key of a network that holds
+	// that many is refused, for that network only: Allowed false,
+	// NetworkFull set, nothing stored, and a refusal like any other (an
+	// enforcing take refuses the request, all or nothing). Keys that exist
+	// are never refused by it. Other stores ignore it. Network, Marker and
+	// NetworkKeys fit in Op's padding too.
+	NetworkKeys int32
 	// WindowStartUS is a Calendar op's window start, µs since the Unix
 	// epoch; 0 otherwise.
 	WindowStartUS int64
@@ -186,6 +212,12 @@ type Result struct {
 	// FailClosed refuses, FailLocal asks a local bucket at the limit divided
 	// by the fleet size. Only failure-handling stores (failclosed) set it.
 	StoreError bool
+	// NetworkFull is set, with Allowed false, when the op would make a new
+	// key and its Network already holds its NetworkKeys in the op's
+	// budget (the memory store). RetryAfter is then the op's period: a
+	// hint, the time a counter of the rule takes to decay give or take a
+	// burst, after which the network's keys begin to give their room back.
+	NetworkFull bool
 }
 
 // Store applies a request's ops at now in one call and fills res[i] for

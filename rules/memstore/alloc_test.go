@@ -82,17 +82,22 @@ func TestTakeAllocs(t *testing.T) {
 // budget is full: a sensitive rule's new keys answered by OnError, and a
 // non-sensitive rule's evicting its least recently used key (the evicted
 // entry holds the new key), allocate nothing; nor do takes on existing
-// keys of rule budgets.
+// keys of rule budgets; nor new keys counted to their network's share
+// (shared: three networks, each with room) or refused for it (one network
+// at its share).
 func TestBudgetAllocs(t *testing.T) {
 	tests := []struct {
 		name      string
 		sensitive bool
 		newKeys   bool
+		shares    string // "room": three networks, each with room; "full": one at its share
 	}{
-		{"existing keys, sensitive", true, false},
-		{"existing keys", false, false},
-		{"new keys, sensitive budget full", true, true},
-		{"new keys, budget full, evicting", false, true},
+		{"existing keys, sensitive", true, false, ""},
+		{"existing keys", false, false, ""},
+		{"new keys, sensitive budget full", true, true, ""},
+		{"new keys, budget full, evicting", false, true, ""},
+		{"new keys, budget full, evicting, network shares", false, true, "room"},
+		{"new keys, network at its share", true, true, "full"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,6 +117,12 @@ func TestBudgetAllocs(t *testing.T) {
 				if tt.newKeys {
 					k = n
 				}
+				switch tt.shares {
+				case "full":
+					ops[0].Network, ops[0].NetworkKeys = 7, 64
+				case "room":
+					ops[0].Network, ops[0].NetworkKeys = uint32(1+n%3), 256
+				}
 				ops[0].Key = rules.Key{'a', 'l', 'l', 'o', 'c', 0, 0, 0, byte(k), byte(k >> 8), byte(k >> 16), byte(k >> 24)}
 				if err := s.Take(ctx, storetest.Base, ops, res); err != nil {
 					t.Fatal(err)
@@ -123,7 +134,12 @@ func TestBudgetAllocs(t *testing.T) {
 			if allocs := testing.AllocsPerRun(2000, take); allocs != 0 {
 				t.Errorf("got %v allocs per Take, want 0", allocs)
 			}
-			if want := !tt.sensitive || !tt.newKeys; res[0].Allowed != want || res[0].StoreError == want {
+			switch want := !tt.sensitive || !tt.newKeys; {
+			case tt.shares == "full":
+				if !res[0].NetworkFull || res[0].Allowed {
+					t.Errorf("last take: got %+v, want refused for its network", res[0])
+				}
+			case res[0].Allowed != want || res[0].StoreError == want:
 				t.Errorf("last take: got %+v, want allowed=%v by the store=%v", res[0], want, want)
 			}
 		})

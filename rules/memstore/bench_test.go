@@ -32,21 +32,57 @@ func BenchmarkTakeNewKeys(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
+	floodNewKeys(b, s, rules.Op{}, nil)
+}
+
+// floodNewKeys takes a new key on s in every call, from parallel callers:
+// a minute's GCRA of 5 with op's budget, each op passed to prepare (when
+// not nil) with the call's number first.
+func floodNewKeys(b *testing.B, s *Store, op rules.Op, prepare func(op *rules.Op, i uint64)) {
 	var next atomic.Uint64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
-		ops := []rules.Op{{Kind: rules.OpTake, Algorithm: rules.GCRA, Limit: 5, Burst: 5, PeriodUS: 60_000_000, Cost: 1, Enforce: true}}
+		op.Kind, op.Algorithm, op.Limit, op.Burst, op.PeriodUS, op.Cost, op.Enforce = rules.OpTake, rules.GCRA, 5, 5, 60_000_000, 1, true
+		ops := []rules.Op{op}
 		res := make([]rules.Result, 1)
 		for pb.Next() {
 			i := next.Add(1)
 			ops[0].Key = rules.Key{'n', 'e', 'w', 0, 0, 0, 0, 0, byte(i), byte(i >> 8), byte(i >> 16), byte(i >> 24), byte(i >> 32)}
+			if prepare != nil {
+				prepare(&ops[0], i)
+			}
 			if err := s.Take(ctx, storetest.Base, ops, res); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
+}
+
+// BenchmarkTakeNewKeysNetworkShare is BenchmarkTakeNewKeys in a rule's
+// budget with network shares (rules.Op.NetworkKeys): "none", the same
+// flood without shares, to compare with; "room", new keys from 64 networks
+// each under its share (one claim and, as each evicts, one release a
+// key); "at_share", every new key from one network that holds its share
+// (refused, nothing stored).
+func BenchmarkTakeNewKeysNetworkShare(b *testing.B) {
+	for _, bb := range []struct {
+		name     string
+		networks uint64
+		share    int32
+	}{{"none", 64, 0}, {"room", 64, 10_000}, {"at_share", 1, 500}} {
+		b.Run(bb.name, func(b *testing.B) {
+			s, err := New(Options{SweepInterval: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			floodNewKeys(b, s, rules.Op{MaxKeys: 10_000, NetworkKeys: bb.share}, func(op *rules.Op, i uint64) {
+				op.Network = uint32(1 + i%bb.networks)
+			})
+		})
+	}
 }
 
 // BenchmarkTakeBudgeted is BenchmarkTake's gcra and mixed_3ops with the
@@ -110,18 +146,26 @@ func BenchmarkTakeBudgeted(b *testing.B) {
 // million keys of one rule's budget, per algorithm: the entry (with its
 // place in the recency list and the expiry heap), the map slot and the
 // heap slot, and for sliding_log the timestamps (a full log: every key
-// took its limit). docs/memory-store.md quotes it.
+// took its limit), and a marker's (a ban's or a known visitor's: a
+// sliding_log of limit 1 in a marker budget), and a gcra key counted to
+// one of a thousand networks (rules.Op.NetworkKeys: its budget's network
+// counts, 256 KiB, spread over the million). docs/memory-store.md quotes
+// it.
 func BenchmarkMemoryPerKey(b *testing.B) {
 	const keys = 1_000_000
 	type bench struct {
-		name  string
-		alg   rules.Algorithm
-		limit int64
+		name   string
+		alg    rules.Algorithm
+		limit  int64
+		marker bool
+		shares bool
 	}
 	benches := []bench{
-		{"gcra", rules.GCRA, 5}, {"token_bucket", rules.TokenBucket, 5}, {"leaky_bucket", rules.LeakyBucket, 5},
-		{"fixed_window", rules.FixedWindow, 5}, {"sliding_window", rules.SlidingWindow, 5},
-		{"sliding_log_3", rules.SlidingLog, 3}, {"sliding_log_5", rules.SlidingLog, 5}, {"sliding_log_15", rules.SlidingLog, 15},
+		{"gcra", rules.GCRA, 5, false, false}, {"token_bucket", rules.TokenBucket, 5, false, false}, {"leaky_bucket", rules.LeakyBucket, 5, false, false},
+		{"fixed_window", rules.FixedWindow, 5, false, false}, {"sliding_window", rules.SlidingWindow, 5, false, false},
+		{"sliding_log_3", rules.SlidingLog, 3, false, false}, {"sliding_log_5", rules.SlidingLog, 5, false, false}, {"sliding_log_15", rules.SlidingLog, 15, false, false},
+		{"marker", rules.SlidingLog, 1, true, false},
+		{"gcra_network_shares", rules.GCRA, 5, false, true},
 	}
 	for _, bb := range benches {
 		b.Run(bb.name, func(b *testing.B) {
@@ -130,7 +174,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 			if bb.alg == rules.SlidingLog {
 				cost = bb.limit
 			}
-			op := []rules.Op{{Kind: rules.OpTake, Algorithm: bb.alg, Limit: bb.limit, Burst: bb.limit, PeriodUS: 60_000_000, Cost: cost, Enforce: true, MaxKeys: keys}}
+			op := []rules.Op{{Kind: rules.OpTake, Algorithm: bb.alg, Limit: bb.limit, Burst: bb.limit, PeriodUS: 60_000_000, Cost: cost, Enforce: true, MaxKeys: keys, Marker: bb.marker}}
 			res := make([]rules.Result, 1)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -143,6 +187,9 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 				}
 				for i := range keys {
 					op[0].Key = rules.Key{'m', 'e', 'm', 0, 0, 0, 0, 0, byte(i), byte(i >> 8), byte(i >> 16)}
+					if bb.shares {
+						op[0].Network, op[0].NetworkKeys = uint32(1+i%1000), keys
+					}
 					if err := s.Take(ctx, storetest.Base, op, res); err != nil {
 						b.Fatal(err)
 					}

@@ -20,14 +20,21 @@ import (
 // (each reads as fresh, the clock never stepping back); a decayed entry
 // that an op reads is read as fresh in place and keeps its room for the
 // call. After each call it takes the store's choice (syncDecayed).
+//
+// Network shares: each budget counts the keys each network made
+// (rules.Op.Network, NetworkKeys), an entry remembering its maker; a
+// decayed entry read in place by an op that stores is the new key of that
+// op's network.
 type budgetModel struct {
 	shardOf func(*rules.Key) uint16
 	shards  int
 	keys    map[rules.Key]*modelEntry
-	count   [3]int64 // per budget: keys held + rooms reserved by the call
-	max     [3]int64
-	evicted [3]uint64
-	full    [3]uint64
+	count   [4]int64 // per budget: keys held + rooms reserved by the call
+	max     [4]int64
+	evicted [4]uint64
+	full    [4]uint64
+	nets    [4]map[uint32]int32 // per budget and network: keys held + claims of the call
+	netFull [4]uint64
 	clock   int64
 }
 
@@ -35,17 +42,46 @@ type modelEntry struct {
 	st        rules.State
 	expiresAt int64
 	budget    int
-	used      int64 // the model's clock at the last touch or insert
-	touched   bool  // by the current call
+	net       uint32 // the network that made it; 0 none
+	used      int64  // the model's clock at the last touch or insert
+	touched   bool   // by the current call
+}
+
+// claim counts a new key of op to its network, unless the network holds
+// its share (then counted as netFull).
+func (m *budgetModel) claim(b int, op *rules.Op) bool {
+	if m.nets[b] == nil {
+		m.nets[b] = map[uint32]int32{}
+	}
+	if m.nets[b][op.Network] >= op.NetworkKeys {
+		m.netFull[b]++
+		return false
+	}
+	m.nets[b][op.Network]++
+	return true
 }
 
 // budgetIndex is op's budget in the model: 0 the shared one (MaxKeys 0),
-// else the rule's (Key[1]).
+// 3 rule 1's markers, else the rule's (Key[1]).
 func budgetIndex(op *rules.Op) int {
-	if op.MaxKeys == 0 {
+	switch {
+	case op.Marker:
+		return 3
+	case op.MaxKeys == 0:
 		return 0
 	}
 	return int(op.Key[1])
+}
+
+// storeBudgetIndex is b's index in the model.
+func storeBudgetIndex(b *Budget) int {
+	switch {
+	case b.Markers:
+		return 3
+	case b.Shared:
+		return 0
+	}
+	return int(b.ID[1])
 }
 
 func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
@@ -57,20 +93,38 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 	var fresh rules.State
 	for i := range ops {
 		op := &ops[i]
+		b := budgetIndex(op)
 		if e := m.keys[op.Key]; e != nil {
-			if nowUS >= e.expiresAt {
+			renewed := nowUS >= e.expiresAt
+			if renewed {
 				e.st = rules.State{} // decayed: fresh, in place, keeping its room
 			}
 			m.clock++
 			e.touched, e.used = true, m.clock
 			want[i] = rules.Check(&e.st, nowUS, op)
+			if renewed && stores(op) {
+				if e.net != 0 {
+					m.nets[e.budget][e.net]--
+					e.net = 0
+				}
+				if claims(op) {
+					if m.claim(b, op) {
+						e.net = op.Network
+					} else {
+						want[i] = netFullAnswer(op)
+					}
+				}
+			}
 			continue
 		}
 		want[i] = rules.Check(&fresh, nowUS, op)
+		if claims(op) && !m.claim(b, op) {
+			want[i] = netFullAnswer(op)
+			continue
+		}
 		if !reserves(op) {
 			continue
 		}
-		b := budgetIndex(op)
 		for {
 			if m.count[b] < m.max[b] {
 				m.count[b]++
@@ -80,6 +134,9 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			if !m.forgetDecayed(b, nowUS) {
 				want[i] = fullAnswer(op)
 				m.full[b]++
+				if claims(op) {
+					m.nets[b][op.Network]--
+				}
 				break
 			}
 		}
@@ -89,6 +146,10 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 		op := &ops[i]
 		b := budgetIndex(op)
 		if e := m.keys[op.Key]; e != nil {
+			if want[i].NetworkFull {
+				m.remove(op.Key)
+				continue
+			}
 			if ttl := rules.Settle(&e.st, nowUS, op, refused, &want[i]); ttl > 0 {
 				e.expiresAt = nowUS + ttl
 			} else {
@@ -96,7 +157,7 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			}
 			continue
 		}
-		if want[i].StoreError {
+		if want[i].StoreError || want[i].NetworkFull {
 			continue
 		}
 		var st rules.State
@@ -105,7 +166,14 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			if reserved[i] {
 				m.count[b]--
 			}
+			if claims(op) {
+				m.nets[b][op.Network]--
+			}
 			continue
+		}
+		var net uint32
+		if claims(op) {
+			net = op.Network
 		}
 		if !reserved[i] {
 			m.count[b]++
@@ -116,7 +184,7 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			}
 		}
 		m.clock++
-		m.keys[op.Key] = &modelEntry{st: st, expiresAt: nowUS + ttl, budget: b, used: m.clock, touched: true}
+		m.keys[op.Key] = &modelEntry{st: st, expiresAt: nowUS + ttl, budget: b, net: net, used: m.clock, touched: true}
 	}
 	return want
 }
@@ -131,7 +199,11 @@ func (m *budgetModel) sweep(nowUS int64) {
 }
 
 func (m *budgetModel) remove(k rules.Key) {
-	m.count[m.keys[k].budget]--
+	e := m.keys[k]
+	m.count[e.budget]--
+	if e.net != 0 {
+		m.nets[e.budget][e.net]--
+	}
 	delete(m.keys, k)
 }
 
@@ -176,14 +248,18 @@ func (m *budgetModel) evict(b int, nowUS int64, x uint16) bool {
 // FuzzBudgets drives the store and the naive model with the same calls
 // and requires identical results, key counts and budget counters. Input:
 // shards, the three budgets' bounds, the rules' sensitivity and
-// on_store_error, their algorithms, then per call one byte of elapsed
-// time and one of op count, cost and whether the sweeper runs first, and
-// one byte per op (rule, key, kind). Rule 0 counts in the shared budget (MaxKeys 0), rules 1 and 2 in
-// their own.
+// on_store_error, their algorithms and network shares, then per call one
+// byte of elapsed time and one of op count, cost, the ops' networks and
+// whether the sweeper runs first, and one byte per op (rule, key, kind). Rule 0 counts in the shared budget
+// (MaxKeys 0), rules 1 and 2 in their own; "rule" 3 is rule 1's markers
+// (Marker, rule 1's MaxKeys: a budget of their own that never evicts).
 func FuzzBudgets(f *testing.F) {
 	f.Add([]byte{1, 2, 2, 2, 0b111, 0, 1, 5, 10, 1, 0x05, 20, 2, 0x06, 0x0a, 30, 3, 0x09, 0x0d, 0x11, 200, 1, 0x05})
 	f.Add([]byte{8, 1, 1, 3, 0b010_110, 5, 5, 3, 0, 3, 0x02, 0x06, 0x0a, 0, 3, 0x0e, 0x12, 0x16, 50, 2, 0x82, 0xa6, 255, 3, 0x06, 0x0a, 0x0e})
 	f.Add([]byte{2, 3, 1, 1, 0b001_100, 1, 3, 4, 1, 2, 0x01, 0x05, 1, 2, 0x09, 0x0d, 1, 2, 0x11, 0x15, 1, 2, 0x19, 0x1d, 255, 1, 0x01})
+	// Network shares of 1 and 2 keys: calls of two or three new keys from
+	// networks 1, 2 and 3, and 0 (none).
+	f.Add([]byte{0, 3, 3, 3, 0b000_010, 0x40, 0x81, 0x43, 1, 0x03, 0x05, 0x09, 0x0d, 1, 0x13, 0x11, 0x15, 0x19, 1, 0x23, 0x06, 0x0a, 0x0e, 100, 0x03, 0x05, 0x09, 0x0d, 1, 0x33, 0x07, 0x0b, 0x0f})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 8 {
 			return
@@ -195,26 +271,28 @@ func FuzzBudgets(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		m := &budgetModel{shardOf: s.shardOf, shards: shards, keys: map[rules.Key]*modelEntry{}, max: maxKeys}
-		var templates [3]rules.Op
-		for r := range templates {
+		m := &budgetModel{shardOf: s.shardOf, shards: shards, keys: map[rules.Key]*modelEntry{}, max: [4]int64{maxKeys[0], maxKeys[1], maxKeys[2], maxKeys[1]}}
+		var templates [4]rules.Op
+		for r := range 3 {
 			alg := []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket, rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog}[in[5+r]%6]
 			limit := int64(in[5+r]>>3&1) + 2
 			templates[r] = rules.Op{
 				Algorithm: alg, Limit: limit, Burst: limit, PeriodUS: limit * 1000 * (int64(in[5+r]>>4&3) + 1),
-				Enforce: true, Sensitive: in[4]>>r&1 != 0,
+				Enforce: true, Sensitive: in[4]>>r&1 != 0, NetworkKeys: int32(in[5+r] >> 6),
 				OnError: []rules.StoreErrorMode{rules.FailClosed, rules.FailOpen, rules.FailLocal, rules.FailClosed}[in[4]>>(3+r)&1+in[4]>>6&2],
 			}
 			if r > 0 {
 				templates[r].MaxKeys = int32(maxKeys[r])
 			}
 		}
+		templates[3] = templates[1]
+		templates[3].Marker = true
 		kinds := []rules.OpKind{rules.OpTake, rules.OpTake, rules.OpTake, rules.OpTake, rules.OpPeek, rules.OpAdd, rules.OpRefund, rules.OpReset}
 		nowUS := storetest.Base.UnixMicro()
 		script := in[8:]
 		for call := 0; len(script) >= 2; call++ {
 			nowUS += int64(script[0]) * 40
-			n, cost := int(script[1]&3), int64(script[1]>>2&3)
+			n, cost, nets := int(script[1]&3), int64(script[1]>>2&3), uint32(script[1]>>4&7)
 			if script[1]&0x80 != 0 {
 				s.sweep(nowUS) // drops every decayed entry, as the model's sweep
 				m.sweep(nowUS)
@@ -225,10 +303,14 @@ func FuzzBudgets(f *testing.F) {
 			for ; n > 0 && len(script) > 0; n-- {
 				v := script[0]
 				script = script[1:]
-				r := int(v&3) % 3
+				r := int(v & 3)
 				op := templates[r]
 				op.Key = rules.Key{'b', byte(r), 'u', 'd', 'g', 'e', 't', 0, byte(v >> 2 & 7 % 5)}
+				if op.Marker {
+					op.Key[1], op.Key[8] = 1, 8+op.Key[8] // rule 1's marker keys
+				}
 				op.Kind = kinds[v>>5]
+				op.Network = (nets + uint32(len(ops))) % 4 // 0: none
 				op.Cost = max(cost, 1)
 				if op.Kind == rules.OpAdd || op.Kind == rules.OpRefund {
 					op.Cost = cost
@@ -260,22 +342,28 @@ func FuzzBudgets(f *testing.F) {
 				t.Fatalf("call %d: got live keys %v, the model %v", call, got, want)
 			}
 			for _, b := range s.Budgets() {
-				i := 0
-				if !b.Shared {
-					i = int(b.ID[1])
-				}
-				if b.Keys < int64(len(m.live(i, nowUS))) || b.Evictions != m.evicted[i] || b.Full != m.full[i] {
-					t.Fatalf("call %d: budget %d: got %+v, the model %d live keys, %d evictions, %d full", call, i, b, len(m.live(i, nowUS)), m.evicted[i], m.full[i])
+				i := storeBudgetIndex(&b)
+				if b.Keys < int64(len(m.live(i, nowUS))) || b.Evictions != m.evicted[i] || b.Full != m.full[i] || b.NetworkFull != m.netFull[i] {
+					t.Fatalf("call %d: budget %d: got %+v, the model %d live keys, %d evictions, %d full, %d network full", call, i, b, len(m.live(i, nowUS)), m.evicted[i], m.full[i], m.netFull[i])
 				}
 			}
 			m.syncDecayed(s, nowUS)
 			for _, b := range s.Budgets() {
-				i := 0
-				if !b.Shared {
-					i = int(b.ID[1])
-				}
+				i := storeBudgetIndex(&b)
 				if b.Keys != m.count[i] {
 					t.Fatalf("call %d: budget %d counts %d keys, holds %d", call, i, b.Keys, m.count[i])
+				}
+			}
+			for _, b := range s.budgetList() {
+				i := storeBudgetIndex(&Budget{ID: b.id, Shared: b.shared, Markers: b.markers})
+				for n := uint32(1); n < 4; n++ {
+					got := int32(0)
+					if c := b.nets.Load(); c != nil {
+						got = c[netSlot(n)].Load()
+					}
+					if want := m.nets[i][n]; got != want {
+						t.Fatalf("call %d: budget %d counts %d keys of network %d, the model %d", call, i, got, n, want)
+					}
 				}
 			}
 		}
@@ -298,10 +386,21 @@ func (m *budgetModel) syncDecayed(s *Store, nowUS int64) {
 			held[k] = true
 			if m.keys[k] == nil {
 				b := 0
-				if e.part != 0 {
+				switch {
+				case e.part != 0 && s.shards[x].partAt(e).b.markers:
+					b = 3
+				case e.part != 0:
 					b = int(k[1])
 				}
-				m.keys[k] = &modelEntry{expiresAt: e.expiresAt, budget: b}
+				me := &modelEntry{expiresAt: e.expiresAt, budget: b}
+				if e.net != 0 {
+					me.net = uint32(e.net) - 1 // netSlot's inverse for the fuzz's networks 1 to 3
+					if m.nets[b] == nil {
+						m.nets[b] = map[uint32]int32{}
+					}
+					m.nets[b][me.net]++
+				}
+				m.keys[k] = me
 				m.count[b]++
 			}
 		}

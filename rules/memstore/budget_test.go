@@ -32,16 +32,23 @@ func peekOf(op rules.Op) rules.Op {
 	return op
 }
 
-// budgetOf returns the counters of rule r's budget.
+// budgetStats returns the counters of rule r's budget.
 func budgetStats(t *testing.T, s *Store, r byte) Budget {
+	t.Helper()
+	return ruleBudget(t, s, r, false)
+}
+
+// ruleBudget returns the counters of rule r's budget, or of its marker
+// budget.
+func ruleBudget(t *testing.T, s *Store, r byte, markers bool) Budget {
 	t.Helper()
 	id := [8]byte{'r', r, 'u', 'l', 'e'}
 	for _, b := range s.Budgets() {
-		if !b.Shared && b.ID == id {
+		if !b.Shared && b.ID == id && b.Markers == markers {
 			return b
 		}
 	}
-	t.Fatalf("no budget for rule %c", r)
+	t.Fatalf("no budget for rule %c (markers %v)", r, markers)
 	return Budget{}
 }
 

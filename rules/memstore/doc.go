@@ -47,6 +47,42 @@
 //     lost them): when every candidate is the call's own, the budget holds
 //     one key more until its next new key, which then evicts two.
 //
+// # Markers
+//
+// An op with rules.Op.Marker (a ban, a known visitor, a forgive's
+// exemption: a key whose presence is the point) counts in its rule's
+// marker budget, beside the rule's counters: as many keys again
+// (MaxKeys; Options.MaxKeys for a marker op without one), its own parts,
+// recency lists and expiry heaps. A marker op never evicts, as a
+// sensitive op never does, and nothing evicts a marker: the only op that
+// makes room in a marker budget is a marker's, so a flood of the rule's
+// new keys, sensitive or not, never reaches one, and a marker never takes
+// a counter's room. A new marker whose budget is full of live markers is
+// answered by its OnError with StoreError set, not stored, and counted as
+// the budget's Full. Budgets reports marker budgets with Markers set.
+//
+// # Network shares
+//
+// An op with rules.Op.NetworkKeys and a Network (the Engine's keyed hash
+// of the client's network, an IPv6 /48 or IPv4 /24 by default) makes a new
+// key in its budget only while its network holds fewer than NetworkKeys
+// of the budget's keys; otherwise the op is refused with NetworkFull set,
+// nothing is stored, and the call's other ops consume nothing (a refusal
+// like any other), counted as the budget's NetworkFull. Keys that exist
+// are never refused by it, whoever reads them. The check comes before the
+// budget's: a network over its share is refused whether or not the budget
+// has room. A key counts to the network that made it (a decayed key read
+// again in place is made again, by its reader's network) until it
+// decays, is evicted or is emptied, each of which gives the room back.
+//
+// Each budget counts keys per network in a table of 65,536 atomic
+// counters (256 KiB, made on its first such key): a network's slot is its
+// Network folded into 1..65,535, and the entry keeps its slot in 2 bytes
+// of its 96, so the count is exact, lock-free, and costs a new key one
+// compare-and-swap. Two networks whose hashes fold to one slot share a
+// count: a given network shares with a given other one with probability
+// 1/65,535, and the hash is keyed, so nobody can aim at a slot.
+//
 // Budgets reports each budget's keys, bound and counters, for metrics.
 //
 // # Expiry

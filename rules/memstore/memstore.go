@@ -66,9 +66,12 @@ type Store struct {
 	shards []shard
 	clock  rules.Clock
 	shared *budget // ops with MaxKeys 0
+	// maxKeys is Options.MaxKeys: the bound of a marker budget whose ops
+	// carry no MaxKeys.
+	maxKeys int32
 
 	budgetsMu sync.Mutex
-	budgets   map[uint64]*budget // by rule ID, ops with MaxKeys > 0
+	budgets   map[budgetID]*budget // ops with MaxKeys > 0, and markers
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -89,11 +92,11 @@ type shardState struct {
 	// next call.
 	touched []*entry
 	// shared is this shard's part of the shared budget (nil until used);
-	// parts[i] is its part of the rule budget whose ID is partIDs[i]. A
-	// part, once made, keeps its place: entries name it by that place
-	// (entry.part).
+	// parts[i] is its part of the rule budget (or rule's marker budget)
+	// that partIDs[i] names. A part, once made, keeps its place: entries
+	// name it by that place (entry.part).
 	shared  *part
-	partIDs []uint64
+	partIDs []budgetID
 	parts   []*part
 	// spare holds up to maxSpare entries a Take dropped because they had
 	// become empty, with their Log and Seen arrays, for the next new key
@@ -119,14 +122,15 @@ type shard struct {
 // The state is held compact, not as a rules.State (80 B): the scalar
 // fields in place, and the arrays only sliding_log and distinct use behind
 // one pointer, nil for a key that never had one. Its part is named by its
-// place in the shard (2 bytes, not an 8-byte pointer), and what the call
-// holding the shard touched by one flag (not a 4-byte generation). An
-// entry is then 96 B on amd64, the 96 B size class (112 B with a part
-// pointer and a generation; 152 B, the 160 B class, with a rules.State in
-// place): with its map slot and heap slot, about 190 B a tracked GCRA key
-// at a million keys (docs/memory-store.md, "What a key costs").
-// TestEntryFitsItsSizeClass holds it there. load and store convert to and
-// from rules.State around rules.Check and rules.Settle.
+// place in the shard (1 byte, not an 8-byte pointer), its network by its
+// slot in the budget's network counts (2 bytes), and what the call holding
+// the shard touched by one bit beside the algorithm (not a 4-byte
+// generation). An entry is then 96 B on amd64, the 96 B size class (112 B
+// with a part pointer and a generation; 152 B, the 160 B class, with a
+// rules.State in place): with its map slot and heap slot, about 190 B a
+// tracked GCRA key at a million keys (docs/memory-store.md, "What a key
+// costs"). TestEntryFitsItsSizeClass holds it there. load and store
+// convert to and from rules.State around rules.Check and rules.Settle.
 type entry struct {
 	at, n, before int64   // rules.State's At, N and Prev
 	arr           *arrays // rules.State's Log and Seen; nil until a key has one
@@ -140,27 +144,55 @@ type entry struct {
 	key        rules.Key
 	prev, next *entry // towards the most and the least recently used
 	idx        int32  // position in its part's heap
+	// net is the slot of the network that made the key in its budget's
+	// network counts (netSlot), 0 when it counts to none (the package
+	// doc's "Network shares").
+	net uint16
 	// part is its part of the shard (shard.partAt): 0 the shared one, i
 	// parts[i-1], partByKey the part of the rule ID key starts with.
-	part uint16
-	alg  rules.Algorithm // rules.State's Alg
-	// touched: the call holding the shard has touched it (shard.touched
-	// lists it); nothing evicts or reclaims it.
-	touched bool
+	part uint8
+	// bits holds rules.State's Alg (algMask) and touchedBit: the call
+	// holding the shard has touched it (shard.touched lists it); nothing
+	// evicts or reclaims it.
+	bits uint8
 }
 
+const (
+	algMask    = 0x0f
+	touchedBit = 0x80
+)
+
+// The algorithms fit in algMask.
+var _ [algMask + 1 - int(rules.Distinct) - 1]struct{}
+
+func (e *entry) alg() rules.Algorithm { return rules.Algorithm(e.bits & algMask) }
+
+func (e *entry) setAlg(a rules.Algorithm) { e.bits = e.bits&^algMask | uint8(a)&algMask }
+
+func (e *entry) touched() bool { return e.bits&touchedBit != 0 }
+
 // partByKey is entry.part for a part at parts[partByKey-1] or later,
-// beyond what 16 bits name: it is found by its rule ID, the first 8 bytes
-// of the entry's key (a shard has that many parts only after as many
-// rule budgets had keys in it; a policy has a few dozen rules).
-const partByKey = math.MaxUint16
+// beyond what 8 bits name: it is found by its rule ID, the first 8 bytes
+// of the entry's key, and, of the rule's two budgets (its counters' and
+// its markers'), by the one whose heap holds the entry at its place (a
+// shard has that many parts only after as many rule budgets had keys in
+// it; a policy has a few dozen rules, each with at most two).
+const partByKey = math.MaxUint8
+
+// budgetID names a budget other than the shared one: its rule's ID (the
+// first 8 bytes of its keys) and whether it is the rule's marker budget
+// (the package doc's "Markers").
+type budgetID struct {
+	rule    uint64
+	markers bool
+}
 
 // partIndex is entry.part for the part at parts[i].
-func partIndex(i int) uint16 {
+func partIndex(i int) uint8 {
 	if i >= partByKey-1 {
 		return partByKey
 	}
-	return uint16(i + 1)
+	return uint8(i + 1)
 }
 
 // partAt returns e's part. sh holds e.
@@ -173,8 +205,8 @@ func (sh *shardState) partAt(e *entry) *part {
 	}
 	id := ruleID(&e.key)
 	for i := partByKey - 1; i < len(sh.partIDs); i++ {
-		if sh.partIDs[i] == id {
-			return sh.parts[i]
+		if p := sh.parts[i]; sh.partIDs[i].rule == id && int(e.idx) < len(p.heap) && p.heap[e.idx] == e {
+			return p
 		}
 	}
 	panic("memstore: an entry's rule budget has no part in its shard")
@@ -182,8 +214,8 @@ func (sh *shardState) partAt(e *entry) *part {
 
 // mark flags e as touched by the call holding sh, for unlock to clear.
 func (sh *shardState) mark(e *entry) {
-	if !e.touched {
-		e.touched = true
+	if !e.touched() {
+		e.bits |= touchedBit
 		sh.touched = append(sh.touched, e)
 	}
 }
@@ -191,7 +223,7 @@ func (sh *shardState) mark(e *entry) {
 // unmark clears the flags of the entries the call holding sh touched.
 func (sh *shardState) unmark() {
 	for i, e := range sh.touched {
-		e.touched = false
+		e.bits &^= touchedBit
 		sh.touched[i] = nil // a dropped entry is not kept alive by the list
 	}
 	sh.touched = sh.touched[:0]
@@ -208,7 +240,7 @@ type arrays struct {
 
 // load returns e's state as a rules.State, sharing e's arrays.
 func (e *entry) load() rules.State {
-	st := rules.State{Alg: e.alg, At: e.at, N: e.n, Prev: e.before}
+	st := rules.State{Alg: e.alg(), At: e.at, N: e.n, Prev: e.before}
 	if e.arr != nil {
 		st.Log, st.Seen = e.arr.log, e.arr.seen
 	}
@@ -218,7 +250,8 @@ func (e *entry) load() rules.State {
 // store sets e's state to st, keeping st's arrays (allocating the arrays
 // holder the first time st has one).
 func (e *entry) store(st *rules.State) {
-	e.alg, e.at, e.n, e.before = st.Alg, st.At, st.N, st.Prev
+	e.at, e.n, e.before = st.At, st.N, st.Prev
+	e.setAlg(st.Alg)
 	switch {
 	case e.arr != nil:
 		e.arr.log, e.arr.seen = st.Log, st.Seen
@@ -230,7 +263,8 @@ func (e *entry) store(st *rules.State) {
 // clear sets e's state to the fresh state of every algorithm, keeping its
 // arrays, emptied, for reuse (rules.State.Cleared).
 func (e *entry) clear() {
-	e.alg, e.at, e.n, e.before = 0, 0, 0, 0
+	e.at, e.n, e.before = 0, 0, 0
+	e.setAlg(0)
 	if e.arr != nil {
 		e.arr.log, e.arr.seen = e.arr.log[:0], e.arr.seen[:0]
 	}
@@ -238,14 +272,18 @@ func (e *entry) clear() {
 
 // partState is one budget's entries in one shard.
 type partState struct {
-	b          *budget
+	b *budget
+	// markers is b.markers, here so that a take of an existing key reads
+	// no line of its budget, which other cores write.
+	markers    bool
 	head, tail *entry   // most and least recently used
 	heap       []*entry // min-heap on heapAt
 	// evicted counts live keys evicted to make room (non-sensitive ops);
-	// full counts new keys of sensitive ops answered by OnError. Per part,
+	// full counts new keys of sensitive ops answered by OnError; netFull
+	// new keys refused because their network held its share. Per part,
 	// under the shard's lock, so that a flood writes no shared line;
 	// Budgets sums them.
-	evicted, full uint64
+	evicted, full, netFull uint64
 }
 
 // part is a partState padded to its own cache lines: every touch of a key
@@ -256,12 +294,22 @@ type part struct {
 	_ [128 - unsafe.Sizeof(partState{})%128]byte
 }
 
-// budget is the key budget of one rule (or the shared one), across shards.
+// newPart returns a part of b.
+func newPart(b *budget) *part { return &part{partState: partState{b: b, markers: b.markers}} }
+
+// budget is the key budget of one rule (or the shared one, or a rule's
+// markers), across shards.
 type budget struct {
 	id     [8]byte
 	shared bool
-	max    atomic.Int64 // the newest op's MaxKeys
-	n      atomic.Int64 // keys held, across shards
+	// markers: the rule's marker budget, which never evicts (the package
+	// doc's "Markers").
+	markers bool
+	max     atomic.Int64 // the newest op's MaxKeys
+	n       atomic.Int64 // keys held, across shards
+	// nets counts the keys each network holds (by netSlot), across
+	// shards; nil until a key with a network share is made.
+	nets atomic.Pointer[netCounts]
 
 	// hint: no entry of the budget has a heapAt before it, so a search of
 	// every shard for decayed state is pointless until then (0: unknown).
@@ -300,7 +348,8 @@ func New(opts Options) (*Store, error) {
 		shards:  make([]shard, n),
 		clock:   opts.Clock,
 		shared:  &budget{shared: true},
-		budgets: make(map[uint64]*budget),
+		maxKeys: int32(min(opts.MaxKeys, math.MaxInt32)),
+		budgets: make(map[budgetID]*budget),
 		stop:    make(chan struct{}),
 	}
 	s.shared.max.Store(int64(opts.MaxKeys))
@@ -386,18 +435,22 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 	s.lock(&set)
 	defer s.unlock(&set)
 
-	// Pass 1: decide every op against the state before the call, and
-	// reserve room for the new keys of sensitive ops.
+	// Pass 1: decide every op against the state before the call, claim
+	// each new key's room in its network's share (a decayed key read in
+	// place is made again), and reserve room for the new keys of sensitive
+	// and marker ops.
 	for i := range ops {
 		op := &ops[i]
 		x := s.shardIndex(i, &idx, op)
 		sh := &s.shards[x]
 		e := sh.m[op.Key]
+		renewed := false
 		if e != nil && nowUS >= e.expiresAt {
-			if (op.MaxKeys <= 0) != (e.part == 0) {
+			if !sh.inBudgetOf(e, op) {
 				sh.drop(e) // and a reload moved its rule to another budget
 				e = nil
 			} else {
+				renewed = true
 				// Expired: read it as the fresh state it equals (rules
 				// tests prove it), in place, keeping the arrays of a log
 				// and a distinct set for reuse and the entry's room in its budget (given back in
@@ -410,14 +463,29 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		}
 		if e == nil {
 			res[i] = rules.Check(&fresh, nowUS, op)
+			if claims(op) && !s.claim(sh, op) {
+				res[i] = netFullAnswer(op)
+				continue
+			}
 			if reserves(op) && !s.reserve(sh, x, op, nowUS, &set) {
 				res[i] = fullAnswer(op)
+				if claims(op) {
+					b, _, _ := s.partOf(sh, op)
+					b.release(netSlot(op.Network))
+				}
 			}
 			continue
 		}
-		sh.touch(e)
+		p := sh.touch(e)
+		if p.markers != op.Marker {
+			s.rehome(sh, e, p, op) // a marker restored from a version 1 snapshot
+			p = sh.partAt(e)
+		}
 		st := e.load()
 		res[i] = rules.Check(&st, nowUS, op)
+		if renewed && stores(op) && !p.renew(e, op) {
+			res[i] = netFullAnswer(op) // dropped in pass 2
+		}
 	}
 
 	// Pass 2: consume per the contract and report the state after.
@@ -433,6 +501,11 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			e = sh.m[op.Key]
 		}
 		if e != nil {
+			if res[i].NetworkFull {
+				sh.drop(e) // decayed, and op's network may not make it again
+				sh.keepSpare(e)
+				continue
+			}
 			st := e.load()
 			ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
 			e.store(&st)
@@ -444,8 +517,8 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			}
 			continue
 		}
-		if res[i].StoreError {
-			continue // its budget is full: answered by OnError, not stored
+		if res[i].StoreError || res[i].NetworkFull {
+			continue // its budget, or its network's share, is full: not stored
 		}
 		var st rules.State
 		spare := sh.takeSpare()
@@ -453,13 +526,18 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			st = spare.load() // cleared, with its arrays, for Settle to fill
 		}
 		ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
-		switch {
-		case ttl > 0:
+		if ttl > 0 {
 			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set, spare)
 			continue
-		case reserves(op):
+		}
+		if reserves(op) || claims(op) {
 			b, _, _ := s.partOf(sh, op)
-			b.n.Add(-1) // the room pass 1 reserved
+			if reserves(op) {
+				b.n.Add(-1) // the room pass 1 reserved
+			}
+			if claims(op) {
+				b.release(netSlot(op.Network)) // and the network's
+			}
 		}
 		sh.keepSpare(spare)
 	}
@@ -501,10 +579,39 @@ func (s *Store) shardIndex(i int, idx *[cachedOps]uint16, op *rules.Op) uint16 {
 }
 
 // reserves reports whether a new key of op reserves its room in pass 1: a
-// sensitive op that may store state (only a take or an add leaves a fresh
-// state non-empty).
+// sensitive or marker op that may store state (only a take or an add
+// leaves a fresh state non-empty). Neither evicts live state.
 func reserves(op *rules.Op) bool {
-	return op.Sensitive && (op.Kind == rules.OpTake || op.Kind == rules.OpAdd)
+	return (op.Sensitive || op.Marker) && stores(op)
+}
+
+// stores reports whether op may store state for a missing key: only a
+// take or an add leaves a fresh state non-empty.
+func stores(op *rules.Op) bool { return op.Kind == rules.OpTake || op.Kind == rules.OpAdd }
+
+// claims reports whether a new key of op counts to its network's share in
+// pass 1 (the package doc's "Network shares").
+func claims(op *rules.Op) bool { return op.NetworkKeys > 0 && op.Network != 0 && stores(op) }
+
+// netFullAnswer is a new key's result when its network holds its share of
+// the budget: refused, for that network only, by the op's own rule.
+func netFullAnswer(op *rules.Op) rules.Result {
+	wait := rules.DurationUS(op.PeriodUS)
+	return rules.Result{NetworkFull: true, RetryAfter: wait, ResetAfter: wait}
+}
+
+// inShared reports whether op's keys count in the shared budget: an op
+// without MaxKeys that is not a marker's.
+func inShared(op *rules.Op) bool { return op.MaxKeys <= 0 && !op.Marker }
+
+// inBudgetOf reports whether e, held by sh, is in the budget op's keys
+// count in now: a reload can move a rule between its own budget and the
+// shared one.
+func (sh *shard) inBudgetOf(e *entry, op *rules.Op) bool {
+	if e.part == 0 || inShared(op) {
+		return (e.part == 0) == inShared(op)
+	}
+	return sh.partAt(e).markers == op.Marker
 }
 
 // fullAnswer is a new key's result when its sensitive budget is full of
@@ -523,20 +630,29 @@ func ruleID(k *rules.Key) uint64 { return binary.LittleEndian.Uint64(k[:8]) }
 // budgetOf returns op's budget, creating it on first sight, and records
 // the op's MaxKeys as its bound.
 func (s *Store) budgetOf(op *rules.Op) *budget {
-	if op.MaxKeys <= 0 {
+	if inShared(op) {
 		return s.shared
 	}
-	id := ruleID(&op.Key)
+	id := budgetID{rule: ruleID(&op.Key), markers: op.Marker}
 	s.budgetsMu.Lock()
 	b := s.budgets[id]
 	if b == nil {
-		b = &budget{}
+		b = &budget{markers: op.Marker}
 		copy(b.id[:], op.Key[:8])
 		s.budgets[id] = b
 	}
 	s.budgetsMu.Unlock()
-	b.setMax(op.MaxKeys)
+	b.setMax(s.boundOf(op))
 	return b
+}
+
+// boundOf is the bound op gives its budget: its MaxKeys, or, for a
+// marker op without one, Options.MaxKeys.
+func (s *Store) boundOf(op *rules.Op) int32 {
+	if op.MaxKeys <= 0 {
+		return s.maxKeys
+	}
+	return op.MaxKeys
 }
 
 func (b *budget) setMax(m int32) {
@@ -545,25 +661,98 @@ func (b *budget) setMax(m int32) {
 	}
 }
 
+// netSlots is the size of a budget's network counts. A network's slot is
+// its rules.Op.Network folded into 1..netSlots-1 (netSlot), 0 naming none,
+// so two networks share a count when their keyed hashes fold alike: one
+// pair in 65,535 (the package doc's "Network shares").
+const netSlots = 1 << 16
+
+// netCounts are a budget's keys per network slot: 256 KiB, made once for
+// a budget with network shares.
+type netCounts [netSlots]atomic.Int32
+
+// netSlot is network n's slot in a budget's network counts.
+func netSlot(n uint32) uint16 { return uint16(n%(netSlots-1)) + 1 }
+
+// counts returns b's network counts, making them on first use.
+func (b *budget) counts() *netCounts {
+	if c := b.nets.Load(); c != nil {
+		return c
+	}
+	b.nets.CompareAndSwap(nil, new(netCounts))
+	return b.nets.Load()
+}
+
+// claimSlot counts one more key of network slot x in b, unless it holds
+// max already, and reports whether it did.
+func (b *budget) claimSlot(x uint16, max int32) bool {
+	c := &b.counts()[x]
+	for {
+		n := c.Load()
+		if n >= max {
+			return false
+		}
+		if c.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release gives back a key of network slot x, which b counts.
+func (b *budget) release(x uint16) { b.nets.Load()[x].Add(-1) }
+
+// claim counts a new key of op (claims) to its network in op's budget, and
+// reports whether the network had room; a network without, at its share,
+// is counted as the part's netFull. sh is locked.
+func (s *Store) claim(sh *shard, op *rules.Op) bool {
+	b, p, _ := s.partOf(sh, op)
+	if b.claimSlot(netSlot(op.Network), op.NetworkKeys) {
+		return true
+	}
+	p.netFull++
+	return false
+}
+
+// renew makes e, decayed and read in place by op as the fresh state it
+// equals, a new key of op's network: the network that made it gives it
+// back, and op's claims it (false, counted, when that one holds its
+// share: pass 2 then drops e). p is e's part, in op's budget.
+func (p *part) renew(e *entry, op *rules.Op) bool {
+	if e.net != 0 {
+		p.b.release(e.net)
+		e.net = 0
+	}
+	if !claims(op) {
+		return true
+	}
+	x := netSlot(op.Network)
+	if !p.b.claimSlot(x, op.NetworkKeys) {
+		p.netFull++
+		return false
+	}
+	e.net = x
+	return true
+}
+
 // partOf returns op's budget, its part in sh and the part's entry.part,
 // creating the budget and the part on first sight. sh is locked.
-func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part, uint16) {
-	if op.MaxKeys <= 0 {
+func (s *Store) partOf(sh *shard, op *rules.Op) (*budget, *part, uint8) {
+	if inShared(op) {
 		if sh.shared == nil {
-			sh.shared = &part{partState: partState{b: s.shared}}
+			sh.shared = newPart(s.shared)
 		}
 		return s.shared, sh.shared, 0
 	}
-	id := ruleID(&op.Key)
+	id := budgetID{rule: ruleID(&op.Key), markers: op.Marker}
 	for i, pid := range sh.partIDs {
 		if pid == id {
 			p := sh.parts[i]
-			p.b.setMax(op.MaxKeys)
+			p.b.setMax(s.boundOf(op))
 			return p.b, p, partIndex(i)
 		}
 	}
 	b := s.budgetOf(op)
-	p := &part{partState: partState{b: b}}
+	p := newPart(b)
 	sh.partIDs = append(sh.partIDs, id)
 	sh.parts = append(sh.parts, p)
 	return b, p, partIndex(len(sh.parts) - 1)
@@ -574,13 +763,38 @@ func (sh *shard) partFor(b *budget) *part {
 	if b.shared {
 		return sh.shared
 	}
-	id := binary.LittleEndian.Uint64(b.id[:])
+	id := b.budgetID()
 	for i, pid := range sh.partIDs {
 		if pid == id {
 			return sh.parts[i]
 		}
 	}
 	return nil
+}
+
+// budgetID returns the name of b, which is not the shared budget.
+func (b *budget) budgetID() budgetID {
+	return budgetID{rule: binary.LittleEndian.Uint64(b.id[:]), markers: b.markers}
+}
+
+// rehome moves e, held by sh in part p and touched by the call, to op's
+// budget: a marker op reading a key that a version 1 snapshot restored
+// among its rule's counters (that format had no marker budgets), so that
+// from its first use on it is never evicted. sh is locked.
+func (s *Store) rehome(sh *shard, e *entry, p *part, op *rules.Op) {
+	b, q, qi := s.partOf(sh, op)
+	p.unlinkList(e)
+	p.remove(int(e.idx))
+	p.b.n.Add(-1)
+	if e.net != 0 {
+		p.b.release(e.net)
+		b.counts()[e.net].Add(1) // moved, not made: counted without a bound
+	}
+	e.part = qi
+	q.pushFront(e)
+	q.push(e)
+	b.n.Add(1)
+	b.lower(e.heapAt)
 }
 
 // reserve takes room in op's budget for a new key of a sensitive op,
@@ -606,7 +820,8 @@ func (s *Store) reserve(sh *shard, x uint16, op *rules.Op, nowUS int64, held *sh
 
 // insert stores a new key's state, making room first when its budget is
 // full: a non-sensitive op evicts (decayed state first, then the least
-// recently used); a sensitive op reserved its room in pass 1. spare, when
+// recently used); a sensitive op reserved its room in pass 1, and an op
+// with a network share its network's. spare, when
 // not nil, is a spare entry (takeSpare) whose arrays st holds: it becomes
 // the new key's entry unless an evicted one is reused.
 func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expiresAt, nowUS int64, held *shardSet, spare *entry) {
@@ -630,6 +845,9 @@ func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expir
 	e.expiresAt, e.heapAt = expiresAt, expiresAt
 	e.key = op.Key
 	e.part = pi
+	if claims(op) {
+		e.net = netSlot(op.Network) // claimed in pass 1
+	}
 	sh.mark(e)
 	sh.m[op.Key] = e
 	p.pushFront(e)
@@ -792,13 +1010,15 @@ func (b *budget) lower(at int64) {
 }
 
 // touch marks e as used by the call holding sh: most recently used, and
-// not to be evicted before the call ends.
-func (sh *shard) touch(e *entry) {
+// not to be evicted before the call ends. It returns e's part.
+func (sh *shard) touch(e *entry) *part {
 	sh.mark(e)
-	if p := sh.partAt(e); p.head != e {
+	p := sh.partAt(e)
+	if p.head != e {
 		p.unlinkList(e)
 		p.pushFront(e)
 	}
+	return p
 }
 
 // setExpiry records e's new expiry; an earlier one than its heap key moves
@@ -824,6 +1044,10 @@ func (sh *shard) forget(e *entry, keep bool) {
 	delete(sh.m, e.key)
 	p.unlinkList(e)
 	p.remove(int(e.idx))
+	if e.net != 0 {
+		p.b.release(e.net)
+		e.net = 0
+	}
 	if !keep {
 		p.b.n.Add(-1)
 	}
@@ -845,7 +1069,7 @@ func (sh *shard) expired(p *part, nowUS int64, limit int) (e *entry, steps int) 
 			return nil, steps
 		case e.expiresAt > nowUS:
 			e.heapAt = e.expiresAt
-		case e.touched:
+		case e.touched():
 			e.heapAt = math.MaxInt64 // setExpiry lowers it again
 		default:
 			return e, steps
@@ -861,7 +1085,7 @@ func (sh *shard) expired(p *part, nowUS int64, limit int) (e *entry, steps int) 
 // a few entries at most.
 func (sh *shard) lru(p *part) *entry {
 	for e := p.tail; e != nil; e = e.prev {
-		if !e.touched {
+		if !e.touched() {
 			return e
 		}
 	}
@@ -973,32 +1197,47 @@ type Budget struct {
 	// Shared marks the shared budget: ops with MaxKeys 0
 	// (Options.MaxKeys).
 	Shared bool
+	// Markers marks a rule's marker budget (rules.Op.Marker): its bans,
+	// known visitors and exemptions, beside the rule's counters (the
+	// budget with the same ID and Markers false). It never evicts; Full
+	// counts the markers it could not take.
+	Markers bool
 	// Keys is the number of keys held, expired ones not yet swept or
 	// reclaimed included; MaxKeys the bound (the newest op's MaxKeys).
 	Keys, MaxKeys int64
 	// Evictions counts live keys evicted to make room for a new key of a
 	// non-sensitive op, since New.
 	Evictions uint64
-	// Full counts new keys of sensitive ops answered by their OnError
-	// because the budget was full of live state, since New.
+	// Full counts new keys of sensitive or marker ops answered by their
+	// OnError because the budget was full of live state, since New.
 	Full uint64
+	// NetworkFull counts new keys refused because their network held its
+	// share of the budget (rules.Op.NetworkKeys), since New.
+	NetworkFull uint64
 }
 
-// Budgets returns every budget the store has seen, the shared one first.
-// It locks each shard in turn, to add up the budgets' counters.
-func (s *Store) Budgets() []Budget {
+// budgetList returns every budget the store has seen, the shared one
+// first.
+func (s *Store) budgetList() []*budget {
 	s.budgetsMu.Lock()
+	defer s.budgetsMu.Unlock()
 	bs := make([]*budget, 0, len(s.budgets)+1)
 	bs = append(bs, s.shared)
 	for _, b := range s.budgets {
 		bs = append(bs, b)
 	}
-	s.budgetsMu.Unlock()
+	return bs
+}
+
+// Budgets returns every budget the store has seen, the shared one first.
+// It locks each shard in turn, to add up the budgets' counters.
+func (s *Store) Budgets() []Budget {
+	bs := s.budgetList()
 	at := make(map[*budget]int, len(bs))
 	out := make([]Budget, len(bs))
 	for i, b := range bs {
 		at[b] = i
-		out[i] = Budget{ID: b.id, Shared: b.shared, Keys: b.n.Load(), MaxKeys: b.max.Load()}
+		out[i] = Budget{ID: b.id, Shared: b.shared, Markers: b.markers, Keys: b.n.Load(), MaxKeys: b.max.Load()}
 	}
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -1007,6 +1246,7 @@ func (s *Store) Budgets() []Budget {
 			if j, ok := at[p.b]; ok {
 				out[j].Evictions += p.evicted
 				out[j].Full += p.full
+				out[j].NetworkFull += p.netFull
 			}
 		}
 		if sh.shared != nil {

@@ -37,7 +37,7 @@ func checkEntries(t testing.TB, s *Store) {
 				switch {
 				case sh.m[e.key] != e:
 					t.Errorf("shard %d: key %x is in a recency list, not in the map", x, e.key[:12])
-				case e.touched:
+				case e.touched():
 					t.Errorf("shard %d: key %x is flagged as touched between calls", x, e.key[:12])
 				case sh.partAt(e) != p:
 					t.Errorf("shard %d: key %x names part %d, not the part whose list holds it", x, e.key[:12], e.part)
@@ -77,18 +77,19 @@ func fillParts(s *Store, n int) {
 	for i := range n {
 		op := rules.Op{Key: rules.Key{'f', 'i', 'l', 'l'}, MaxKeys: 1}
 		binary.BigEndian.PutUint32(op.Key[4:8], uint32(i))
-		sh.partIDs = append(sh.partIDs, ruleID(&op.Key))
-		sh.parts = append(sh.parts, &part{partState: partState{b: s.budgetOf(&op)}})
+		sh.partIDs = append(sh.partIDs, budgetID{rule: ruleID(&op.Key)})
+		sh.parts = append(sh.parts, newPart(s.budgetOf(&op)))
 	}
 }
 
-// TestPartsPastSixteenBits: the parts a shard makes after the first
-// 65,534 rule budgets are named by their keys' rule ID (partByKey), not
-// by their place, and keep every promise of a budget: recency order, a
-// call's own keys never evicted, decayed state reclaimed before a
-// sensitive rule's new key is refused, sweeping, and a snapshot's round
-// trip.
-func TestPartsPastSixteenBits(t *testing.T) {
+// TestPartsPastEightBits: the parts a shard makes after the first 254
+// rule budgets are named by their keys' rule ID (partByKey), not by their
+// place, and keep every promise of a budget: recency order, a call's own
+// keys never evicted, decayed state reclaimed before a sensitive rule's
+// new key is refused, sweeping, a snapshot's round trip, and a rule's
+// marker budget told apart from its counters' (both named by one rule
+// ID).
+func TestPartsPastEightBits(t *testing.T) {
 	t.Parallel()
 	clock := &stepClock{now: storetest.Base}
 	newFilled := func() *Store {
@@ -113,7 +114,7 @@ func TestPartsPastSixteenBits(t *testing.T) {
 	expect("A1 again", take(t, s, now, a(1))[0], false, false) // and A1 is now the most recently used
 	for _, e := range s.shards[0].m {
 		if e.part != partByKey {
-			t.Fatalf("key %x: entry.part %d, want partByKey: the test does not reach past 16 bits", e.key[:12], e.part)
+			t.Fatalf("key %x: entry.part %d, want partByKey: the test does not reach past 8 bits", e.key[:12], e.part)
 		}
 	}
 	expect("A3", take(t, s, now, a(3))[0], true, false) // evicts A2, the least recently used
@@ -131,8 +132,8 @@ func TestPartsPastSixteenBits(t *testing.T) {
 		t.Errorf("rule A's budget: got %+v, want 2 keys and 3 evictions", b)
 	}
 
-	// The snapshot's round trip, while the store has seen 65,536 budgets
-	// (the shared one, the fillers' and A's), as many as Restore reads.
+	// The snapshot's round trip, while the store has seen more budgets
+	// than 8 bits name (the shared one, the fillers' and A's).
 	clock.now = now
 	snap := snapshot(t, s)
 	r := newFilled()
@@ -159,8 +160,18 @@ func TestPartsPastSixteenBits(t *testing.T) {
 		t.Errorf("rule S's budget: got %+v, want 1 key and 1 full answer", b)
 	}
 
-	if n := s.sweep(now.Add(2 * time.Hour).UnixMicro()); n != 3 || s.Len() != 0 { // A4, A5, S2
-		t.Errorf("sweep: dropped %d, %d keys left; want 3 dropped, none left", n, s.Len())
+	// Rule A's marker budget: a part of its own, past 8 bits too, found
+	// by the same rule ID as A's counters'.
+	ban := markerOp('A', 0, 1, time.Hour)
+	expect("A's ban", take(t, s, now, ban)[0], true, false)
+	expect("A6", take(t, s, now, a(6))[0], true, false) // evicts A4: never the ban
+	expect("A's ban kept", take(t, s, now, peekOf(ban))[0], false, false)
+	if m := ruleBudget(t, s, 'A', true); m.Keys != 1 || m.Evictions != 0 {
+		t.Errorf("rule A's markers: got %+v, want 1 key", m)
+	}
+
+	if n := s.sweep(now.Add(2 * time.Hour).UnixMicro()); n != 4 || s.Len() != 0 { // A5, A6, S2, the ban
+		t.Errorf("sweep: dropped %d, %d keys left; want 4 dropped, none left", n, s.Len())
 	}
 	checkEntries(t, s)
 }
@@ -178,6 +189,7 @@ func TestRestoreRefusesAKeyOfAnotherRule(t *testing.T) {
 		snap = append(snap, 'E', 0, 'r', keyRule)
 		snap = append(snap, make([]byte, 22)...)
 		snap = binary.AppendVarint(snap, storetest.Base.Add(time.Hour).UnixMicro())
+		snap = append(snap, 0)                               // no network
 		snap = append(snap, byte(rules.GCRA), 2, 0, 0, 0, 0) // At 1, N 0, Prev 0, no log, no set
 		snap = append(snap, 'Z', 1, 1)
 		return binary.LittleEndian.AppendUint32(snap, crc32.Checksum(snap, crcTable))

@@ -19,9 +19,10 @@ import (
 // by an upgrade. The format is versioned and self-checking:
 //
 //	header   "edge-memstore" (13 bytes), version (1 byte, snapshotVersion)
-//	budget   'B', rule ID (8 bytes), shared (1 byte: 0 or 1), max keys (uvarint)
+//	budget   'B', rule ID (8 bytes), kind (1 byte: 0 a rule's, 1 the shared one, 2 a rule's markers), max keys (uvarint)
 //	entry    'E', budget index (uvarint, in the order budgets came), key (24 bytes),
-//	         expiry (varint, µs since the epoch), algorithm (1 byte), At, N, Prev (varints),
+//	         expiry (varint, µs since the epoch), network slot (uvarint, 0 for none),
+//	         algorithm (1 byte), At, N, Prev (varints),
 //	         len(Log) (uvarint), Log (varints: the first, then each step from the one before),
 //	         len(Seen) (uvarint), Seen (member: 8 bytes little-endian, At: varint)
 //	trailer  'Z', budgets (uvarint), entries (uvarint), CRC-32C of every byte before it (4 bytes, little-endian)
@@ -30,10 +31,21 @@ import (
 // so that the restored store evicts in the same order. Times are absolute
 // (µs since the Unix epoch, as rules.State holds them), so a snapshot
 // taken on one host reads right on the same host's next process.
+//
+// Restore also reads version 1, which a build before marker budgets and
+// network shares wrote: the same records without an entry's network slot,
+// a budget's kind 0 or 1. Its markers come back among their rules'
+// counters, and each moves to its rule's marker budget the first time an
+// op of it reads it (Store.rehome); its keys count to no network. A
+// network slot is a hash of the network under the key secret, which a
+// binary upgrade hands over, so the restored keys count to the networks
+// that made them.
 
 const (
 	snapshotMagic   = "edge-memstore"
-	snapshotVersion = 1
+	snapshotVersion = 2
+	// snapshotV1 is the version before marker budgets.
+	snapshotV1 = 1
 
 	// MaxSnapshotKeys bounds the keys Restore reads: a corrupted count
 	// stops there instead of filling memory. It is well over any budget a
@@ -89,7 +101,7 @@ func (s *Store) Snapshot(w io.Writer) (keys int, err error) {
 		index[b] = uint64(i)
 		buf = append(buf, 'B')
 		buf = append(buf, b.id[:]...)
-		buf = append(buf, boolByte(b.shared))
+		buf = append(buf, b.kind())
 		buf = binary.AppendUvarint(buf, uint64(max(b.max.Load(), 0)))
 	}
 	cw.write(buf)
@@ -139,6 +151,7 @@ func appendEntry(buf []byte, bi uint64, e *entry) []byte {
 	buf = binary.AppendUvarint(buf, bi)
 	buf = append(buf, e.key[:]...)
 	buf = binary.AppendVarint(buf, e.expiresAt)
+	buf = binary.AppendUvarint(buf, uint64(e.net))
 	st := e.load()
 	buf = append(buf, byte(st.Alg))
 	buf = binary.AppendVarint(buf, st.At)
@@ -158,11 +171,21 @@ func appendEntry(buf []byte, bi uint64, e *entry) []byte {
 	return buf
 }
 
-func boolByte(b bool) byte {
-	if b {
-		return 1
+// Budget kinds in a snapshot's budget records.
+const (
+	kindRule    = 0
+	kindShared  = 1
+	kindMarkers = 2
+)
+
+func (b *budget) kind() byte {
+	switch {
+	case b.shared:
+		return kindShared
+	case b.markers:
+		return kindMarkers
 	}
-	return 0
+	return kindRule
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -217,10 +240,10 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 		case sb.shared:
 			budgets[i] = s.shared
 		default:
-			id := binary.LittleEndian.Uint64(sb.id[:])
+			id := budgetID{rule: binary.LittleEndian.Uint64(sb.id[:]), markers: sb.markers}
 			b := s.budgets[id]
 			if b == nil {
-				b = &budget{id: sb.id}
+				b = &budget{id: sb.id, markers: sb.markers}
 				s.budgets[id] = b
 			}
 			budgets[i] = b
@@ -249,6 +272,9 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 		}
 		p, pi := sh.partForBudget(b)
 		e.heapAt, e.part = e.expiresAt, pi
+		if e.net != 0 {
+			b.counts()[e.net].Add(1)
+		}
 		sh.m[e.key] = e
 		p.pushFront(e)
 		p.push(e)
@@ -262,29 +288,29 @@ func (s *Store) Restore(r io.Reader) (keys int, err error) {
 
 // partForBudget returns b's part in sh and the part's entry.part,
 // creating the part. sh is locked.
-func (sh *shard) partForBudget(b *budget) (*part, uint16) {
+func (sh *shard) partForBudget(b *budget) (*part, uint8) {
 	if b.shared {
 		if sh.shared == nil {
-			sh.shared = &part{partState: partState{b: b}}
+			sh.shared = newPart(b)
 		}
 		return sh.shared, 0
 	}
-	id := binary.LittleEndian.Uint64(b.id[:])
+	id := b.budgetID()
 	for i, pid := range sh.partIDs {
 		if pid == id {
 			return sh.parts[i], partIndex(i)
 		}
 	}
 	sh.partIDs = append(sh.partIDs, id)
-	sh.parts = append(sh.parts, &part{partState: partState{b: b}})
+	sh.parts = append(sh.parts, newPart(b))
 	return sh.parts[len(sh.parts)-1], partIndex(len(sh.parts) - 1)
 }
 
 // snapBudget and snapEntry are a decoded snapshot's records.
 type snapBudget struct {
-	id     [8]byte
-	shared bool
-	max    int64
+	id              [8]byte
+	shared, markers bool
+	max             int64
 }
 
 type snapEntry struct {
@@ -401,8 +427,9 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 	if string(head[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, nil, fmt.Errorf("%w: not a memory store snapshot", ErrBadSnapshot)
 	}
-	if v := head[len(snapshotMagic)]; v != snapshotVersion {
-		return nil, nil, fmt.Errorf("%w: version %d, this build reads version %d", ErrBadSnapshot, v, snapshotVersion)
+	version := head[len(snapshotMagic)]
+	if version != snapshotVersion && version != snapshotV1 {
+		return nil, nil, fmt.Errorf("%w: version %d, this build reads versions %d and %d", ErrBadSnapshot, version, snapshotV1, snapshotVersion)
 	}
 	var (
 		bs   []snapBudget
@@ -425,11 +452,14 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 			}
 			copy(b.id[:], raw[:8])
 			switch raw[8] {
-			case 0:
-			case 1:
+			case kindRule:
+			case kindShared:
 				b.shared = true
-			default:
-				return nil, nil, fmt.Errorf("%w: budget %d's shared flag is %d", ErrBadSnapshot, len(bs), raw[8])
+			case kindMarkers:
+				b.markers = version >= 2
+			}
+			if raw[8] > kindMarkers || raw[8] == kindMarkers && !b.markers {
+				return nil, nil, fmt.Errorf("%w: budget %d's kind is %d", ErrBadSnapshot, len(bs), raw[8])
 			}
 			m, err := d.uvarint("a budget's max keys", math.MaxInt32)
 			if err != nil {
@@ -441,7 +471,7 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 			if len(ents) >= MaxSnapshotKeys {
 				return nil, nil, fmt.Errorf("%w: more than %d keys", ErrBadSnapshot, MaxSnapshotKeys)
 			}
-			e, err := d.entry(bs)
+			e, err := d.entry(bs, version)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -484,7 +514,7 @@ func (d *snapDecoder) decode() ([]snapBudget, []snapEntry, error) {
 // each key with the budget of its part, which partOf found by that ID), so
 // one that does not is refused: the store finds some entries' parts by
 // the ID their key starts with (partByKey).
-func (d *snapDecoder) entry(bs []snapBudget) (snapEntry, error) {
+func (d *snapDecoder) entry(bs []snapBudget, version byte) (snapEntry, error) {
 	se := snapEntry{e: new(entry)}
 	e := se.e
 	bi, err := d.uvarint("a key's budget", math.MaxUint32)
@@ -503,6 +533,13 @@ func (d *snapDecoder) entry(bs []snapBudget) (snapEntry, error) {
 	}
 	if e.expiresAt, err = d.varint("a key's expiry"); err != nil {
 		return se, err
+	}
+	if version >= 2 {
+		x, err := d.uvarint("a key's network slot", netSlots-1)
+		if err != nil {
+			return se, err
+		}
+		e.net = uint16(x)
 	}
 	alg, err := d.ReadByte()
 	if err != nil {

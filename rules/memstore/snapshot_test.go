@@ -203,6 +203,7 @@ func TestRestoreRefusesAnotherVersionAndHugeRecords(t *testing.T) {
 	huge = append(huge, 0, 0, 0, 0, 0, 0, 0, 1) // a key of that rule
 	huge = append(huge, make([]byte, 16)...)
 	huge = binary.AppendVarint(huge, 1<<60)
+	huge = append(huge, 0) // no network
 	huge = append(huge, byte(rules.SlidingLog), 0, 0, 0)
 	huge = binary.AppendUvarint(huge, 1<<40)
 	if _, err := s.Restore(bytes.NewReader(huge)); !errors.Is(err, ErrBadSnapshot) || !strings.Contains(err.Error(), "log") {

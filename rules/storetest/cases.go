@@ -261,9 +261,10 @@ func allOrNothing(alg rules.Algorithm) Case {
 }
 
 // withRoomyBudget is c with every op marked Sensitive, failing closed, in a
-// key budget of 64 keys (rules.Op.MaxKeys, docs/memory-store.md), which no
-// case fills: a budget with room changes no decision, and a store without
-// budgets ignores the fields.
+// key budget of 64 keys (rules.Op.MaxKeys, docs/memory-store.md), from one
+// network that may make all 64 (rules.Op.Network, NetworkKeys), which no
+// case fills: a budget and a share with room change no decision, and a
+// store without budgets ignores the fields.
 func withRoomyBudget(c Case) Case {
 	c.Name += "/roomy_budget"
 	steps := make([]Step, len(c.Steps))
@@ -271,6 +272,7 @@ func withRoomyBudget(c Case) Case {
 		st.Ops = append([]rules.Op(nil), st.Ops...)
 		for j := range st.Ops {
 			st.Ops[j].Sensitive, st.Ops[j].OnError, st.Ops[j].MaxKeys = true, rules.FailClosed, 64
+			st.Ops[j].Network, st.Ops[j].NetworkKeys = 7, 64
 		}
 		steps[i] = st
 	}

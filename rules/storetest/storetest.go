@@ -309,6 +309,11 @@ func reference(t *testing.T, s rules.Store, ks keyspace) {
 			// A key budget with room (or none) changes no decision.
 			op.Sensitive = rng.IntN(2) == 0
 			op.MaxKeys = []int32{0, 64}[rng.IntN(2)]
+			// So does a marker budget: a key read as a marker one call and
+			// a counter the next moves between the two (memstore).
+			op.Marker = rng.IntN(4) == 0
+			// And a network's share with room (21 keys, a share of 64).
+			op.Network, op.NetworkKeys = uint32(rng.IntN(3)), []int32{0, 64}[rng.IntN(2)]
 			op.Member = members[rng.IntN(len(members))] // the others ignore it
 			ops = append(ops, op)
 			picked = append(picked, c)

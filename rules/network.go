@@ -1,0 +1,189 @@
+package rules
+
+import (
+	"encoding/binary"
+	"math"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/dchest/siphash"
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Network shares (docs/memory-store.md, "Network shares"; issue 24, §3a):
+// one client network may not fill a rule's key budget. An attacker once
+// filled otp-send-per-phone's 50,000 keys in about 50 s from 2,500 /64s of
+// one IPv6 /48, and every real user sending to a new phone got 503 for up
+// to 15 minutes (a sensitive rule whose budget is full of live state fails
+// closed). With network_share = "5%", each network (an IPv6 /48, an IPv4
+// /24) may make at most 5% of each rule's budget; a new key from a network
+// at its share is refused by that rule, for that network only, as any
+// refusal is: 429 (bare on a sensitive route), nothing consumed.
+//
+// The Engine computes the request's network once (a keyed hash of the
+// client address masked to the network prefixes, never the address) and
+// sets it on every op of the request (Op.Network); each op carries its
+// rule's bound (Op.NetworkKeys). The memory store enforces it; Redis has
+// no key budgets and ignores both.
+
+const (
+	// DefaultNetworkShare is network_share's default, in parts per
+	// million: 5%.
+	DefaultNetworkShare = 50_000
+	// DefaultNetworkIPv4Prefix and DefaultNetworkIPv6Prefix are what one
+	// network is by default: an IPv4 /24 (the smallest block routed on
+	// the Internet) and an IPv6 /48 (a site's allocation, RFC 6177).
+	DefaultNetworkIPv4Prefix = 24
+	DefaultNetworkIPv6Prefix = 48
+
+	// sharePPM is a whole share, 100%, in parts per million.
+	sharePPM = 1_000_000
+)
+
+// networkShare parses a network_share, a percentage above 0% and at most
+// 100% ("5%", "0.5%"), into parts per million.
+func (c *Compiler) networkShare(s string, rng hcl.Range) (int, bool) {
+	num, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
+	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	ppm := math.Round(f * sharePPM / 100)
+	if !pct || err != nil || math.IsNaN(f) || ppm < 1 || f > 100 {
+		c.Errorf(rng, "Invalid network_share", "network_share %q must be a percentage above 0%% and at most 100%% (no bound), such as \"5%%\"", s)
+		return 0, false
+	}
+	return int(ppm), true
+}
+
+// storeNetwork compiles the store block's network_share,
+// network_ipv4_prefix and network_ipv6_prefix into sc: the memory store's
+// only. A Redis store has no key budgets: they are errors there, and sc
+// has no shares.
+func (c *Compiler) storeNetwork(b *storeBlock, sc *StoreConfig) {
+	if b.Kind == "redis" {
+		c.refuseAttrs([]storeAttr{
+			{b.NetworkShare != nil, "network_share", b.NetworkShareRange},
+			{b.NetworkIPv4Prefix != nil, "network_ipv4_prefix", b.NetworkIPv4PrefixRange},
+			{b.NetworkIPv6Prefix != nil, "network_ipv6_prefix", b.NetworkIPv6PrefixRange},
+		}, "%s bounds what one network holds of the memory store's key budgets; Redis has no key budgets")
+		sc.NetworkShare, sc.NetworkIPv4Prefix, sc.NetworkIPv6Prefix = 0, 0, 0
+		return
+	}
+	if b.NetworkShare != nil {
+		if ppm, ok := c.networkShare(*b.NetworkShare, b.NetworkShareRange); ok {
+			sc.NetworkShare = ppm
+		}
+	}
+	if b.NetworkIPv4Prefix != nil {
+		sc.NetworkIPv4Prefix = c.networkPrefix(*b.NetworkIPv4Prefix, 32, c.p.IPv4Prefix, DefaultNetworkIPv4Prefix, b.NetworkIPv4PrefixRange, "network_ipv4_prefix", "ipv4_prefix")
+	}
+	if b.NetworkIPv6Prefix != nil {
+		sc.NetworkIPv6Prefix = c.networkPrefix(*b.NetworkIPv6Prefix, 128, c.p.IPv6Prefix, DefaultNetworkIPv6Prefix, b.NetworkIPv6PrefixRange, "network_ipv6_prefix", "ipv6_prefix")
+	}
+}
+
+// networkPrefix checks a network prefix length n of a family of max bits
+// (returning def when it is out of range), warning of one so coarse that
+// whole organisations share a share, and of one finer than the client key
+// (client bits: the edge block's ipv4_prefix or ipv6_prefix), which makes
+// every client a network: a client rotating its addresses, as an IPv6 host
+// does inside its /48, then gets a share per address.
+func (c *Compiler) networkPrefix(n, max, client, def int, rng hcl.Range, attr, clientAttr string) int {
+	switch {
+	case n < 0 || n > max:
+		c.Errorf(rng, "Invalid "+attr, "%s must be between 0 and %d, got %d", attr, max, n)
+		return def
+	case max == 32 && n < 16 || max == 128 && n < 32:
+		c.Warnf(rng, "Very coarse "+attr, "%s = %d makes every 2^%d addresses one network: all their clients together hold one network's share of each key budget", attr, n, max-n)
+	case n > client:
+		c.Warnf(rng, "Network finer than a client", "%s = %d is finer than the client key (%s = %d): every client is a network of its own, and one that rotates its addresses gets a share for each", attr, n, clientAttr, client)
+	}
+	return n
+}
+
+// ruleNetwork compiles a rule's network_share: a rule that counts
+// nothing has no budget to share.
+func (c *Compiler) ruleNetwork(rb *ruleBlock, r *Rule) bool {
+	if rb.NetworkShare == nil {
+		return true
+	}
+	if !r.counts() {
+		c.Errorf(rb.NetworkShareRange, "Unused network_share", "action = %q counts nothing, so it holds no keys; remove network_share", *rb.Action)
+		return false
+	}
+	ppm, ok := c.networkShare(*rb.NetworkShare, rb.NetworkShareRange)
+	r.networkShare, r.networkShareRange = ppm, rb.NetworkShareRange.Ptr()
+	return ok
+}
+
+// networkShares sets each counting rule's NetworkKeys once its budget is
+// known (keyBudgets): its share of MaxKeys, rounded down, and never fewer
+// than the keys one request makes in the budget (a visitor rule's visitor
+// and its ip_ceiling), so that one new client of a network can always be
+// counted. A share of 100%, or one that rounds to the whole budget, is no
+// bound; with a Redis store there is none. A rule's own network_share
+// under a Redis store is warned about: it bounds nothing there.
+func (c *Compiler) networkShares(p *Policy) {
+	for _, r := range p.Rules {
+		share := p.Store.NetworkShare
+		if r.networkShare > 0 {
+			share = r.networkShare
+			if p.Store.NetworkShare == 0 {
+				c.Warnf(*r.networkShareRange, "Unused network_share", "rule %q: network_share bounds what one network holds of the memory store's key budgets; the Redis store has none", r.Name)
+			}
+		}
+		if p.Store.NetworkShare == 0 || !r.counts() || r.Adaptive != nil || share >= sharePPM {
+			continue
+		}
+		perRequest := int64(1)
+		if r.IPCeiling > 0 {
+			perRequest = 2
+		}
+		n := max(int64(r.MaxKeys)*int64(share)/sharePPM, perRequest)
+		if n < int64(r.MaxKeys) {
+			r.NetworkKeys = int(n)
+		}
+	}
+	p.networkShares = false
+	for _, r := range p.Rules {
+		p.networkShares = p.networkShares || r.NetworkKeys > 0
+	}
+}
+
+// clientNetwork is Op.Network for a client at a under p: the keyed hash
+// (SipHash-2-4 under the engine's key-format subkey, tagged apart from
+// every counter key's) of a masked to p's network prefixes, never 0; 0
+// when no rule of p has a network share. It does not allocate.
+func (e *Engine) clientNetwork(p *Policy, a netip.Addr) uint32 {
+	if !p.networkShares {
+		return 0
+	}
+	// 'n', the family, the prefix length, the masked address (IPv4 in the
+	// first 4 of 16 bytes): as ipv6.AppendKey encodes a prefix, without
+	// building a netip.Prefix.
+	var b [19]byte
+	b[0] = 'n'
+	a = a.Unmap()
+	if a.Is4() {
+		bits := p.Store.NetworkIPv4Prefix
+		b[1], b[2] = 4, byte(bits)
+		v := a.As4()
+		binary.BigEndian.PutUint32(b[3:], binary.BigEndian.Uint32(v[:])&^(math.MaxUint32>>bits))
+	} else {
+		bits := p.Store.NetworkIPv6Prefix
+		b[1], b[2] = 6, byte(bits)
+		v := a.As16()
+		hi, lo := binary.BigEndian.Uint64(v[:8]), binary.BigEndian.Uint64(v[8:])
+		if bits < 64 {
+			hi, lo = hi&^(math.MaxUint64>>bits), 0
+		} else {
+			lo &^= math.MaxUint64 >> (bits - 64)
+		}
+		binary.BigEndian.PutUint64(b[3:], hi)
+		binary.BigEndian.PutUint64(b[11:], lo)
+	}
+	h := uint32(siphash.Hash(e.sip0, e.sip1, b[:]))
+	if h == 0 {
+		h = 1 // 0 is no network
+	}
+	return h
+}
