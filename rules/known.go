@@ -148,11 +148,21 @@ type Known struct {
 	success []int
 	budget  *Budget
 	used    bool // some rule's exempt_known names it
+	// networkKeys is the most markers of the block's budget one client
+	// network may make (the store's network_share, network.go), so that
+	// one network cannot fill the budget and leave every other caller
+	// unknowable; 0: no bound.
+	networkKeys int32
 }
 
 // Knowns returns the policy's known blocks, in file order. The caller
 // must not modify them.
 func (p *Policy) Knowns() []*Known { return p.knowns }
+
+// NetworkKeys returns the most markers of k's budget one client network
+// may make in the memory store (the store's network_share of the block's
+// max_keys, rounded down, at least 1), or 0 for no bound.
+func (k *Known) NetworkKeys() int { return int(k.networkKeys) }
 
 // For returns how long after its last success a caller of k is known.
 func (k *Known) For() time.Duration { return DurationUS(k.forUS) }
@@ -174,6 +184,7 @@ func (k *Known) op(kind OpKind, key Key) Op {
 	return Op{
 		Kind: kind, Algorithm: SlidingLog, Key: key, Limit: 1, PeriodUS: k.forUS,
 		Cost: 1, Enforce: true, OnError: FailOpen, Sensitive: true, MaxKeys: int32(k.budget.MaxKeys),
+		NetworkKeys: k.networkKeys,
 	}
 }
 

@@ -143,9 +143,23 @@ func (c *Compiler) networkShares(p *Policy) {
 			r.NetworkKeys = int(n)
 		}
 	}
+	// A known block's markers are one budget too: an attacker that logs
+	// in from many visitors of one network must not fill it, or no other
+	// caller could become known (docs/attacks.md, "Known callers").
+	for _, k := range p.knowns {
+		k.networkKeys = 0
+		if share := p.Store.NetworkShare; share > 0 && share < sharePPM {
+			if n := max(int64(k.budget.MaxKeys)*int64(share)/sharePPM, 1); n < int64(k.budget.MaxKeys) {
+				k.networkKeys = int32(n)
+			}
+		}
+	}
 	p.networkShares = false
 	for _, r := range p.Rules {
 		p.networkShares = p.networkShares || r.NetworkKeys > 0
+	}
+	for _, k := range p.knowns {
+		p.networkShares = p.networkShares || k.networkKeys > 0
 	}
 }
 
