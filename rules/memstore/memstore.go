@@ -410,7 +410,19 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		}
 		if e == nil {
 			res[i] = rules.Check(&fresh, nowUS, op)
-			if reserves(op) && !s.reserve(sh, x, op, nowUS, &set) {
+			if !reserves(op) {
+				continue
+			}
+			if j := newBefore(ops, res, i); j >= 0 {
+				// The key came earlier in this call (the values of one
+				// request on one count_distinct key, rules/values.go):
+				// that op holds its room, or was refused it.
+				if res[j].StoreError {
+					res[i] = fullAnswer(op)
+				}
+				continue
+			}
+			if !s.reserve(sh, x, op, nowUS, &set) {
 				res[i] = fullAnswer(op)
 			}
 			continue
@@ -430,6 +442,11 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		if i < cachedOps {
 			e = ents[i]
 		} else {
+			e = sh.m[op.Key]
+		}
+		if e == nil && i > 0 {
+			// An earlier op of this call may have stored the key: this one
+			// settles on what it wrote (and holds no room of its own).
 			e = sh.m[op.Key]
 		}
 		if e != nil {
@@ -464,6 +481,19 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		sh.keepSpare(spare)
 	}
 	return nil
+}
+
+// newBefore returns the index of an op before i in ops with i's key that
+// reserved room for it as a new key in pass 1 (or was refused it: its
+// result is then a StoreError), or -1. Only a sensitive op on a key the
+// store does not hold asks, so the scan costs the common call nothing.
+func newBefore(ops []rules.Op, res []rules.Result, i int) int {
+	for j := i - 1; j >= 0; j-- {
+		if ops[j].Key == ops[i].Key && reserves(&ops[j]) {
+			return j
+		}
+	}
+	return -1
 }
 
 // keepSpare keeps e, just dropped from sh, as a spare entry when there is
