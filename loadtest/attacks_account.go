@@ -180,7 +180,7 @@ func runAccountSpelling(a *attackRun) error {
 // keysOnAccount reports whether a rule holding v keys on the account.
 func (a *attackRun) keysOnAccount(v canonVerdict) bool {
 	for _, c := range v.cons {
-		if c.role >= 0 && slices.Contains(a.m.p.Rules[c.role/2].KeyNames, "account") {
+		if c.role >= 0 && slices.Contains(a.m.p.Rules[c.ruleIndex()].KeyNames, "account") {
 			return true
 		}
 	}
