@@ -37,10 +37,8 @@ type Normalizer struct {
 // Normalize appends the normal form of raw to dst: surrounding white space
 // trimmed, NFKC (compatibility characters such as full-width letters and
 // ligatures become their plain forms), Unicode case folding, accents
-// folded (NFD with the nonspacing marks, Unicode category Mn, and the
-// invisible format characters, Cf, removed, and the Latin letters whose
-// diacritic has no decomposition, such as ø and ł, replaced by their base
-// letters: foldLetter), NFKC again, white
+// folded as Unicode collation at primary strength folds them (foldAccents:
+// é is e, ø is o, æ is ae, a zero-width space is nothing), NFKC again, white
 // space trimmed again. Every spelling a case- and accent-insensitive
 // database collation (MySQL 8's default utf8mb4_0900_ai_ci, SQL Server's
 // _CI_AI) or an identity provider treats as one account
@@ -72,9 +70,16 @@ func (n *Normalizer) Normalize(dst []byte, raw string, aliases bool) ([]byte, er
 		if n.b, err = transformAppend(fold, n.b[:0], n.a); err != nil {
 			return dst, ErrInvalidAccount
 		}
-		n.a = foldAccents(norm.NFD.Append(n.a[:0], n.b...)) // NFKC is NFD's compatibility forms already
-		n.b = norm.NFKC.Append(n.b[:0], n.a...)
-		v = bytes.TrimFunc(n.b, unicode.IsSpace)
+		if isASCII(n.b) {
+			// Full-width Latin and the like: ASCII once NFKC and folded,
+			// and ASCII has no accents.
+			v = bytes.TrimFunc(n.b, unicode.IsSpace)
+		} else {
+			n.a = norm.NFC.Append(n.a[:0], n.b...)
+			n.b = foldAccents(n.b[:0], n.a)
+			n.a = norm.NFKC.Append(n.a[:0], n.b...)
+			v = bytes.TrimFunc(n.a, unicode.IsSpace)
+		}
 	}
 	if len(v) == 0 {
 		return dst, ErrInvalidAccount
@@ -90,42 +95,54 @@ func (n *Normalizer) Normalize(dst []byte, raw string, aliases bool) ([]byte, er
 	return append(dst, v...), nil
 }
 
-// foldAccents removes the nonspacing marks (Unicode category Mn: the
-// accents NFD splits off a letter, and every other combining mark) and the
-// format characters (Cf: zero-width spaces and joiners, the soft hyphen,
-// bidirectional marks), which a collation ignores, from b, in place, and
-// replaces the letters of foldLetter (and "l·", NFKC's ŀ, by l), as a
-// collation at primary strength compares them. b is NFD and case folded.
-func foldAccents(b []byte) []byte {
-	out := b[:0]
-	for i := 0; i < len(b); {
-		r, w := utf8.DecodeRune(b[i:])
-		switch {
-		case r >= utf8.RuneSelf && (unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Cf, r)):
-		case r == '\u00b7' && len(out) > 0 && out[len(out)-1] == 'l':
-			// "l·", which NFKC makes of ŀ: the collation's contraction, l.
-		case r >= utf8.RuneSelf && foldLetter[r] != "":
-			out = append(out, foldLetter[r]...) // never longer than the letter: in place
-		default:
-			out = append(out, b[i:i+w]...)
-		}
+// foldAccents appends src with accents folded, as a collation at primary
+// strength compares them, to dst: the letters of foldTable replaced by
+// their base letters (é by e, ø by o, ǣ by ae, but й kept, which the
+// collation tells from и), the combining marks it ignores removed (an
+// acute accent written apart; a diaeresis after a Latin letter, the marks
+// of latinMarks; a Devanagari vowel sign is kept), every format character
+// (Cf: zero-width spaces and joiners, the soft hyphen, bidirectional
+// marks) removed, and "l·", NFKC's ŀ, read as l. src is NFC and case
+// folded. Both tables are the collation's, derived by TestFoldTable.
+func foldAccents(dst, src []byte) []byte {
+	latin := false // the last letter written is Latin
+	for i := 0; i < len(src); {
+		r, w := utf8.DecodeRune(src[i:])
 		i += w
+		if r < utf8.RuneSelf {
+			dst = append(dst, byte(r))
+			latin = 'a' <= r && r <= 'z'
+			continue
+		}
+		if v, ok := foldTable[r]; ok {
+			dst = append(dst, v...)
+			if v != "" {
+				latin = unicode.Is(unicode.Latin, lastRune(dst))
+			}
+			continue
+		}
+		switch {
+		case unicode.Is(unicode.Cf, r):
+		case latin && latinMarks[r]:
+		case r == '\u00b7' && len(dst) > 0 && dst[len(dst)-1] == 'l':
+			// "l·", which NFKC makes of ŀ: the collation's contraction, l.
+		default:
+			dst = utf8.AppendRune(dst, r)
+			if !unicode.Is(unicode.Mn, r) {
+				latin = unicode.Is(unicode.Latin, r)
+			}
+		}
 	}
-	return out
+	return dst
 }
 
-// foldLetter maps the lower-case Latin letters that carry a diacritic
-// without a Unicode decomposition (a stroke, a bar, a ligature) to the
-// letters a collation at primary strength (Unicode's, in CLDR's root
-// order, golang.org/x/text/collate) treats them as; TestFoldMatchesCollation
-// derives nothing from it but checks it, letter by letter, against that
-// collation. Each replacement is at most as long as its letter in UTF-8.
-var foldLetter = map[rune]string{
-	'æ': "ae", 'ð': "d", 'ø': "o", 'đ': "d", 'ħ': "h", 'ŀ': "l", 'ł': "l", 'œ': "oe",
-	'ƍ': "zw", 'ƾ': "ts", 'ȸ': "db", 'ȹ': "qp", 'ỻ': "ll",
+// lastRune returns the last rune of b (utf8.RuneError when none).
+func lastRune(b []byte) rune {
+	r, _ := utf8.DecodeLastRune(b)
+	return r
 }
 
-func isASCII(s string) bool {
+func isASCII[T ~string | ~[]byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false
