@@ -37,12 +37,37 @@ func MaxValues(srcs []Source) int {
 // its feature counts them (an account's normal form, a phone's E.164):
 // Resolve adds each present source's value to it.
 type Normal interface {
+	// Reset forgets the values of the request before.
+	Reset()
 	// Add normalises v and records it unless a value equal to it is
 	// recorded; false when v cannot be normalised (the identity is then
 	// Invalid).
 	Add(v string) bool
 	// Len is the number of distinct values recorded.
 	Len() int
+}
+
+// MemoState returns memo slot m's State as a *T, made the first time
+// (once per Scratch): a feature's per-request values (Normal), reused.
+func MemoState[T any](m *rules.Memo) *T {
+	st, _ := m.State.(*T)
+	if st == nil {
+		st = new(T)
+		m.State = st
+	}
+	return st
+}
+
+// ResolveOnce is Resolve into n, the state of memo slot m, at most once
+// per request: the first call resets n and records the status in m, and
+// every call returns it.
+func ResolveOnce(m *rules.Memo, srcs []Source, conflict rules.Conflict, n Normal, req *rules.Request, s *rules.Scratch) rules.Status {
+	if !m.Done {
+		m.Done = true
+		n.Reset()
+		m.Status = Resolve(srcs, conflict, n, req, s)
+	}
+	return m.Status
 }
 
 // Resolve reads every source of an identity, in the order listed

@@ -140,6 +140,9 @@ func (st *accountState) Add(v string) bool {
 // Len returns the number of distinct accounts kept (fields.Normal).
 func (st *accountState) Len() int { return st.vals.Len() }
 
+// Reset forgets the request before's accounts (fields.Normal).
+func (st *accountState) Reset() { st.vals.Reset() }
+
 func (a *accountChar) AppendValue(buf []byte, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
 	return a.AppendValueAt(buf, 0, req, s)
 }
@@ -167,17 +170,9 @@ func (a *accountChar) AppendValueAt(buf []byte, i int, req *rules.Request, s *ru
 // every source present, in the order listed (fields.Resolve).
 func (a *accountChar) state(req *rules.Request, s *rules.Scratch) *accountState {
 	m := s.Memo(a.slot)
-	st, _ := m.State.(*accountState)
-	if st == nil {
-		st = &accountState{} // once per Scratch
-		m.State = st
-	}
-	if !m.Done {
-		m.Done = true
-		st.vals.Reset()
-		st.aliases = a.aliases
-		m.Status = fields.Resolve(a.id.srcs, a.id.conflict, st, req, s)
-	}
+	st := fields.MemoState[accountState](m)
+	st.aliases = a.aliases
+	fields.ResolveOnce(m, a.id.srcs, a.id.conflict, st, req, s)
 	return st
 }
 

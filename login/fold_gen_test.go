@@ -105,6 +105,16 @@ func genFoldTable() (table map[rune]string, latin map[rune]bool) {
 	return table, latin
 }
 
+// writeMap writes m as the Go declaration of var name, a map[rune]typ, in
+// rune order, each value written by lit.
+func writeMap[V any](b *bytes.Buffer, name, typ string, m map[rune]V, lit func(V) string) {
+	fmt.Fprintf(b, "var %s = map[rune]%s{\n", name, typ)
+	for _, r := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(b, "\t0x%04X: %s, // %s\n", r, lit(m[r]), strconv.QuoteRuneToASCII(r))
+	}
+	b.WriteString("}\n")
+}
+
 // scriptLetters returns the letters of r's script (none for a mark of
 // the Inherited or Common script).
 func scriptLetters(r rune) []string {
@@ -139,29 +149,12 @@ func TestFoldTable(t *testing.T) {
 		b.WriteString("// foldTable maps a rune to what it folds to under Unicode collation at\n")
 		b.WriteString("// primary strength (\"\": removed), derived from golang.org/x/text/collate\n")
 		b.WriteString("// by genFoldTable (fold_gen_test.go): the accent folding of foldAccents.\n")
-		b.WriteString("var foldTable = map[rune]string{\n")
-		keys := make([]rune, 0, len(want))
-		for r := range want {
-			keys = append(keys, r)
-		}
-		slices.Sort(keys)
-		for _, r := range keys {
-			fmt.Fprintf(&b, "\t0x%04X: %s, // %s\n", r, strconv.Quote(want[r]), strconv.QuoteRuneToASCII(r))
-		}
-		b.WriteString("}\n\n")
+		writeMap(&b, "foldTable", "string", want, strconv.Quote)
+		b.WriteString("\n")
 		b.WriteString("// latinMarks are the combining marks the collation ignores after a Latin\n")
 		b.WriteString("// letter, though not after every script's (the diaeresis and the breve:\n")
 		b.WriteString("// й is no и), derived by genFoldTable: foldAccents removes them after one.\n")
-		b.WriteString("var latinMarks = map[rune]bool{\n")
-		marks := make([]rune, 0, len(wantLatin))
-		for r := range wantLatin {
-			marks = append(marks, r)
-		}
-		slices.Sort(marks)
-		for _, r := range marks {
-			fmt.Fprintf(&b, "\t0x%04X: true, // %s\n", r, strconv.QuoteRuneToASCII(r))
-		}
-		b.WriteString("}\n")
+		writeMap(&b, "latinMarks", "bool", wantLatin, strconv.FormatBool)
 		src, err := format.Source(b.Bytes())
 		if err != nil {
 			t.Fatal(err)

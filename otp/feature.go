@@ -114,22 +114,17 @@ func (st *phoneState) Add(v string) bool {
 // Len returns the number of distinct phones kept (fields.Normal).
 func (st *phoneState) Len() int { return len(st.phones) }
 
+// Reset forgets the request before's phones (fields.Normal).
+func (st *phoneState) Reset() { st.phones = st.phones[:0] }
+
 // resolvePhone finds the request's phone numbers, at most once per
 // request: every phone source present, in E.164 (fields.Resolve). Present
 // but not a possible number, or read two ways: Invalid.
 func (id *Identity) resolvePhone(req *rules.Request, s *rules.Scratch) (*phoneState, rules.Status) {
 	m := s.Memo(id.phoneSlot)
-	st, _ := m.State.(*phoneState)
-	if st == nil {
-		st = &phoneState{} // once per Scratch
-		m.State = st
-	}
-	if !m.Done {
-		m.Done = true
-		st.phones, st.region = st.phones[:0], id.PhoneRegion
-		m.Status = fields.Resolve(id.Phone, id.phoneConflict, st, req, s)
-	}
-	return st, m.Status
+	st := fields.MemoState[phoneState](m)
+	st.region = id.PhoneRegion
+	return st, fields.ResolveOnce(m, id.Phone, id.phoneConflict, st, req, s)
 }
 
 // maxSessionBytes caps an OTP challenge ID: a longer one is Invalid.
@@ -152,21 +147,15 @@ func (st *sessionState) Add(v string) bool {
 // Len returns the number of distinct challenge IDs kept (fields.Normal).
 func (st *sessionState) Len() int { return st.vals.Len() }
 
+// Reset forgets the request before's challenge IDs (fields.Normal).
+func (st *sessionState) Reset() { st.vals.Reset() }
+
 // resolveSession finds the request's OTP challenge IDs, at most once per
 // request: every otp_session source present (fields.Resolve).
 func (id *Identity) resolveSession(req *rules.Request, s *rules.Scratch) (*sessionState, rules.Status) {
 	m := s.Memo(id.sessionSlot)
-	st, _ := m.State.(*sessionState)
-	if st == nil {
-		st = &sessionState{} // once per Scratch
-		m.State = st
-	}
-	if !m.Done {
-		m.Done = true
-		st.vals.Reset()
-		m.Status = fields.Resolve(id.OTPSession, id.sessionConflict, st, req, s)
-	}
-	return st, m.Status
+	st := fields.MemoState[sessionState](m)
+	return st, fields.ResolveOnce(m, id.OTPSession, id.sessionConflict, st, req, s)
 }
 
 // phoneView picks what a phone characteristic keys on.

@@ -18,6 +18,9 @@ type valuesRun struct {
 	p   *rules.Policy
 	s   *rules.Scratch
 	now time.Time
+	// visitor is the valid visitor ID the requests carry ("" none), with
+	// a visitor block.
+	visitor string
 }
 
 func newValuesRun(t *testing.T, src string) *valuesRun {
@@ -27,9 +30,15 @@ func newValuesRun(t *testing.T, src string) *valuesRun {
 }
 
 // send decides POST path from client with body (and headers, name then
-// value) and settles it with status when forwarded.
+// value), as v.visitor, and settles it with status when forwarded.
 func (v *valuesRun) send(path, client, body string, status int, header ...string) rules.Decision {
 	v.t.Helper()
+	if vc := nat.ConfigOf(v.p); vc != nil {
+		v.s.Begin(v.p)
+		var id nat.ID
+		copy(id[:], v.visitor)
+		vc.SetVisitor(v.s, id, v.visitor != "")
+	}
 	f := fields{contentType: "application/json", body: body, header: map[string]string{}}
 	for i := 0; i+1 < len(header); i += 2 {
 		f.header[header[i]] = header[i+1]
@@ -42,6 +51,14 @@ func (v *valuesRun) send(path, client, body string, status int, header ...string
 		}
 	}
 	return d
+}
+
+// login sends POST /login from client with body as visitor, settled with
+// status, and returns the verdict.
+func (v *valuesRun) login(client, body, visitor string, status int) rules.Verdict {
+	v.t.Helper()
+	v.visitor = visitor
+	return v.send("/login", client, body, status).Verdict
 }
 
 // matchesOf returns the request's matches of rule name.
@@ -175,7 +192,7 @@ rule "failures" {
 // browser is not charged for its own account, and is held to the other's
 // counter like anyone.
 func TestKnownVisitorPerValue(t *testing.T) {
-	p := load(t, twoSourceIdentity+`
+	v := newValuesRun(t, twoSourceIdentity+`
 visitor {
 }
 rule "failures-account" {
@@ -187,21 +204,9 @@ rule "failures-account" {
   known_visitors = "30d"
   known_by       = ["visitor"]
 }`)
-	e, s, vc := newEngine(t, nil), rules.NewScratch(len(p.Rules)), nat.ConfigOf(p)
 	send := func(body, visitor string, status int) rules.Verdict {
 		t.Helper()
-		s.Begin(p)
-		var id nat.ID
-		copy(id[:], visitor)
-		vc.SetVisitor(s, id, visitor != "")
-		r := req{method: "POST", path: "/login", client: "192.0.2.4", f: fields{contentType: "application/json", body: body}}
-		d := e.Check(context.Background(), t0, p, r.build(), s)
-		if d.Verdict == rules.Forward && d.Settle {
-			if _, err := e.Settle(context.Background(), t0, s, status, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return d.Verdict
+		return v.login("192.0.2.4", body, visitor, status)
 	}
 	send(`{"username":"alice"}`, "browser", 200) // the browser is known for alice
 	for range 2 {
@@ -246,7 +251,7 @@ rule "per-account" {
 // TestCeilingPerValue: a visitor rule keyed on an identity with two values
 // holds each value to its own IP ceiling.
 func TestCeilingPerValue(t *testing.T) {
-	p := load(t, twoSourceIdentity+`
+	v := newValuesRun(t, twoSourceIdentity+`
 visitor {
 }
 rule "per-visitor-account" {
@@ -256,21 +261,15 @@ rule "per-visitor-account" {
   period     = "1h"
   ip_ceiling = 2
 }`)
-	e, s, vc := newEngine(t, nil), rules.NewScratch(len(p.Rules)), nat.ConfigOf(p)
 	send := func(body, visitor string) rules.Verdict {
 		t.Helper()
-		s.Begin(p)
-		var id nat.ID
-		copy(id[:], visitor)
-		vc.SetVisitor(s, id, true)
-		r := req{method: "POST", path: "/login", client: "192.0.2.6", f: fields{contentType: "application/json", body: body}}
-		return e.Check(context.Background(), t0, p, r.build(), s).Verdict
+		return v.login("192.0.2.6", body, visitor, 200)
 	}
 	if got := send(login("a", "x"), "v1"); got != rules.Forward {
 		t.Fatalf("v1: %v", got)
 	}
 	n := 0
-	for _, m := range s.Matches {
+	for _, m := range v.s.Matches {
 		if m.CeilingOp >= 0 {
 			n++
 		}
