@@ -78,7 +78,11 @@ func ResolveOnce(m *rules.Memo, srcs []Source, conflict rules.Conflict, n Normal
 // differ; Present otherwise.
 func Resolve(srcs []Source, conflict rules.Conflict, n Normal, req *rules.Request, s *rules.Scratch) rules.Status {
 	st := rules.Missing
+	var body SourceKind // the body's format, once a source of it was present
 	for _, src := range srcs {
+		if body != 0 && src.Body() != BodyNone && src.Kind != body {
+			continue // a source of the other format: Missing on this body (BodyField)
+		}
 		v, status := Lookup(src, srcs, req, s)
 		switch status {
 		case rules.Missing:
@@ -86,6 +90,9 @@ func Resolve(srcs []Source, conflict rules.Conflict, n Normal, req *rules.Reques
 		case rules.Present:
 		default:
 			return rules.Invalid
+		}
+		if src.Kind == SourceJSON || src.Kind == SourceForm {
+			body = src.Kind
 		}
 		if !n.Add(v) {
 			return rules.Invalid

@@ -375,6 +375,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		idx   [cachedOps]uint16
 		ents  [cachedOps]*entry
 		fresh rules.State // the state of a missing key, read-only in pass 1
+		dup   bool        // a key missing in pass 1 comes twice in the call
 	)
 	for i := range ops {
 		x := s.shardOf(&ops[i].Key)
@@ -410,19 +411,22 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		}
 		if e == nil {
 			res[i] = rules.Check(&fresh, nowUS, op)
-			if !reserves(op) {
-				continue
+			j := -1
+			if i > 0 && op.Algorithm == rules.Distinct {
+				// A distinct key may come twice in one call (the values of
+				// one request on one count_distinct key, rules/values.go).
+				if j = keyBefore(ops, i); j >= 0 {
+					dup = true
+				}
 			}
-			if j := newBefore(ops, res, i); j >= 0 {
-				// The key came earlier in this call (the values of one
-				// request on one count_distinct key, rules/values.go):
-				// that op holds its room, or was refused it.
+			switch {
+			case !reserves(op):
+			case j >= 0 && reserves(&ops[j]):
+				// The earlier op holds the key's room, or was refused it.
 				if res[j].StoreError {
 					res[i] = fullAnswer(op)
 				}
-				continue
-			}
-			if !s.reserve(sh, x, op, nowUS, &set) {
+			case !s.reserve(sh, x, op, nowUS, &set):
 				res[i] = fullAnswer(op)
 			}
 			continue
@@ -444,7 +448,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		} else {
 			e = sh.m[op.Key]
 		}
-		if e == nil && i > 0 {
+		if e == nil && dup {
 			// An earlier op of this call may have stored the key: this one
 			// settles on what it wrote (and holds no room of its own).
 			e = sh.m[op.Key]
@@ -483,13 +487,12 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 	return nil
 }
 
-// newBefore returns the index of an op before i in ops with i's key that
-// reserved room for it as a new key in pass 1 (or was refused it: its
-// result is then a StoreError), or -1. Only a sensitive op on a key the
-// store does not hold asks, so the scan costs the common call nothing.
-func newBefore(ops []rules.Op, res []rules.Result, i int) int {
+// keyBefore returns the index of the last op before i in ops with i's
+// key, or -1. Only a Distinct op on a key the store does not hold asks,
+// and a call holds a few ops, so the scan costs the common call nothing.
+func keyBefore(ops []rules.Op, i int) int {
 	for j := i - 1; j >= 0; j-- {
-		if ops[j].Key == ops[i].Key && reserves(&ops[j]) {
+		if ops[j].Key == ops[i].Key {
 			return j
 		}
 	}
