@@ -65,7 +65,7 @@ func (e *Engine) queueBans(p *Policy, req *Request, s *Scratch, sensitive bool) 
 	for i := range s.Matches {
 		m := &s.Matches[i]
 		if m.Op >= 0 && m.Rule.banUS > 0 && m.Rule.BanScope == BanRule {
-			s.addBan(m.Rule, banKey(s.Ops[m.Op].Key))
+			s.bans = append(s.bans, banCheck{rule: m.Rule, key: banKey(s.Ops[m.Op].Key)})
 		}
 	}
 	if !sensitive {
@@ -73,23 +73,12 @@ func (e *Engine) queueBans(p *Policy, req *Request, s *Scratch, sensitive bool) 
 	}
 	for _, r := range p.sensitiveBans {
 		if k, st := e.key(r, req, s, false); st == Present {
-			s.addBan(r, banKey(k))
+			s.bans = append(s.bans, banCheck{rule: r, key: banKey(k)})
 			if r.multi != nil {
 				e.banValues(r, req, s) // each value's key is banned apart (values.go)
 			}
 		}
 	}
-}
-
-// addBan queues the check of rule r's ban marker k, once: the values of
-// one request on one count_distinct key share it (values.go).
-func (s *Scratch) addBan(r *Rule, k Key) {
-	for i := len(s.bans) - 1; i >= 0 && s.bans[i].rule == r; i-- {
-		if s.bans[i].key == k {
-			return
-		}
-	}
-	s.bans = append(s.bans, banCheck{rule: r, key: k})
 }
 
 // precheck makes the one store call before the main one when the request
@@ -139,11 +128,7 @@ func (e *Engine) writeBans(ctx context.Context, now time.Time, s *Scratch) error
 	for i := range s.Matches {
 		m := &s.Matches[i]
 		if m.Op >= 0 && m.Rule.banUS > 0 && m.Outcome == OutcomeDeny {
-			k := banKey(s.Ops[m.Op].Key)
-			if n := len(s.mops); n > 0 && s.mops[n-1].Key == k {
-				continue // the values of one count_distinct key: one ban (values.go)
-			}
-			s.mops = append(s.mops, banOp(OpAdd, m.Rule, k))
+			s.mops = append(s.mops, banOp(OpAdd, m.Rule, banKey(s.Ops[m.Op].Key)))
 		}
 	}
 	if len(s.mops) == 0 {

@@ -331,6 +331,17 @@ func (e *Engine) banValues(r *Rule, req *Request, s *Scratch) {
 	s.combo = valueCombo{}
 }
 
+// addBan queues the check of rule r's ban marker k (banValues), once:
+// values of one request may share a key (a count_distinct rule's).
+func (s *Scratch) addBan(r *Rule, k Key) {
+	for i := len(s.bans) - 1; i >= 0 && s.bans[i].rule == r; i-- {
+		if s.bans[i].key == k {
+			return
+		}
+	}
+	s.bans = append(s.bans, banCheck{rule: r, key: k})
+}
+
 // conditionsEvery is conditions for an exemption (skip.go): a condition
 // over an identity with several values (EveryCondition) must hold for
 // every one of them, so that no value the origin may act on is exempt
