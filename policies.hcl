@@ -374,11 +374,13 @@ rule "signup-per-network" {
 
 # One inbox opens at most three accounts a day: account_aliases folds what an
 # email provider delivers to one inbox (Gmail's dots and +tags,
-# googlemail.com; +tags at Outlook, iCloud, Fastmail, Proton).
+# googlemail.com; +tags at Outlook, iCloud, Fastmail, Proton). Keyed on the
+# email alone: a signup carries a username too, which may be anything, and
+# an account keyed rule would give each new username a fresh budget.
 rule "signup-per-email" {
   methods         = ["POST"]
   paths           = ["/signup"]
-  key             = ["account"]
+  key             = ["email"]
   account_aliases = true
   algorithm       = "sliding_window"
   limit           = 3
@@ -388,20 +390,37 @@ rule "signup-per-email" {
 }
 
 # ---- OTP --------------------------------------------------------------------
-# Where identities come from: each a list of sources tried in order
-# (json:PATH, form:NAME, header:NAME, query:NAME, cookie:NAME). Body fields
-# are read the way the origin's parser would; a field given twice with
-# different values is invalid, never a guess. Phone numbers are normalised
-# to E.164, so every way of writing one number counts in one bucket.
+# Where identities come from: each a list of sources (json:PATH, form:NAME,
+# header:NAME, query:NAME, cookie:NAME). Body fields are read the way the
+# origin's parser would; a field given twice with different values is
+# invalid, never a guess. Every listed source that is present counts: when
+# two give different values (a login body with a username and an email, an
+# origin that logs people in by either), a rule keyed on the identity
+# counts each value and refuses the request if any is over its limit.
+# Phone numbers are normalised to E.164, so every way of writing one number
+# counts in one bucket.
 identity {
   phone        = ["json:phone", "form:phone"]
   # Region of numbers written without a country code.
   phone_region = "US"
+  # The challenge ID alone: an origin that finds a challenge by its ID gets
+  # no fresh budget per phone number written beside it.
   otp_session  = ["json:challenge_id", "form:challenge_id"]
-  # The login and signup identifier, normalised as an identity provider
-  # compares it (white space trimmed, NFKC, case folding): every spelling of
-  # one account counts in one bucket.
+  # The login identifier, normalised as an identity provider and a case-
+  # and accent-insensitive database collation compare it (white space
+  # trimmed, NFKC, case folding, accents folded: "ÀLICE@example.com" is
+  # "alice@example.com"): every spelling of one account counts in one
+  # bucket. A login origin may log in by username or by email, so both.
   account      = ["json:username", "form:username", "json:email", "form:email"]
+  # The email address alone, normalised as account is, for rules that mean
+  # the inbox (signup-per-email).
+  email        = ["json:email", "form:email"]
+  # What a request whose sources of one identity disagree gets: "count"
+  # (the default: every value counted, as above) or "reject" (the identity
+  # is invalid, 400 by the rule's invalid_identity); one mode for every
+  # identity, or by identity. A signup form's username and email differ
+  # legitimately, so account is not rejected here.
+  # on_conflict = { otp_session = "reject" }
 }
 
 # Each text costs money: an exact sliding log per phone, three sends per
@@ -460,8 +479,9 @@ rule "otp-send-countries" {
   }
 }
 
-# Guessing codes: five attempts per code (phone + challenge id), every
-# attempt counting, refused or not.
+# Guessing codes: five attempts per code (otp_session: the challenge id
+# alone, whatever phone is written beside it, in a JSON or a form body),
+# every attempt counting, refused or not.
 rule "otp-verify-per-session" {
   methods   = ["POST"]
   paths     = ["/otp/verify"]
@@ -474,39 +494,6 @@ rule "otp-verify-per-session" {
   max_keys  = 50000
   # Shed last: a user holding a code must be able to use it.
   priority  = "critical"
-}
-
-# The same five guesses per code, keyed on the challenge ID alone. An origin
-# that finds the challenge by its ID (and checks the phone it stored, or
-# none) would otherwise give an attacker five fresh guesses at one code for
-# every phone number written beside it, since otp_session is phone + ID.
-# One rule per body format the origin reads: a JSON body is missing for the
-# form rule and the other way round ("skip"); otp-verify-per-session still
-# answers 400 to a verify that names no challenge at all.
-rule "otp-verify-per-challenge-json" {
-  methods          = ["POST"]
-  paths            = ["/otp/verify"]
-  key              = ["json:challenge_id"]
-  algorithm        = "sliding_log"
-  limit            = 5
-  period           = "15m"
-  count            = "attempts"
-  sensitive        = true
-  missing_identity = "skip"
-  max_keys         = 50000
-}
-
-rule "otp-verify-per-challenge-form" {
-  methods          = ["POST"]
-  paths            = ["/otp/verify"]
-  key              = ["form:challenge_id"]
-  algorithm        = "sliding_log"
-  limit            = 5
-  period           = "15m"
-  count            = "attempts"
-  sensitive        = true
-  missing_identity = "skip"
-  max_keys         = 50000
 }
 
 # A ceiling per phone across codes, so sending a new code does not buy more
@@ -737,6 +724,97 @@ test "five failed logins lock one account for that client only, however it is sp
     from   = "198.51.100.9"
     form   = { username = "ALICE@EXAMPLE.COM", password = "letmein-demo" }
     expect = "allow"
+  }
+}
+
+test "a login naming one email under many usernames is held to five failures" {
+  # An origin that logs people in by email acts on the email, whatever
+  # username is written beside it: account counts both, so the victim's
+  # five failures from this client are spent however the usernames rotate.
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "203.0.113.40"
+    json          = { username = "rotate01", email = "victim@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    after         = "13s"
+    method        = "POST"
+    path          = "/login"
+    from          = "203.0.113.40"
+    json          = { username = "rotate02", email = "victim@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    after         = "13s"
+    method        = "POST"
+    path          = "/login"
+    from          = "203.0.113.40"
+    form          = { username = "rotate03", email = "Victim@Example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    after         = "13s"
+    method        = "POST"
+    path          = "/login"
+    from          = "203.0.113.40"
+    json          = { username = "rotate04", email = "victim@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    after         = "13s"
+    method        = "POST"
+    path          = "/login"
+    from          = "203.0.113.40"
+    json          = { username = "rotate05", email = "VICTIM@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    after  = "13s"
+    method = "POST"
+    path   = "/login"
+    from   = "203.0.113.40"
+    json   = { username = "rotate06", email = "victim@example.com", password = "wrong" }
+    expect = "deny"
+    rule   = "login-failures-account-client"
+  }
+}
+
+test "a signup's username and email may differ, and one inbox still opens three accounts a day" {
+  request {
+    method = "POST"
+    path   = "/signup"
+    from   = "203.0.113.50"
+    json   = { username = "jane", email = "jane.roe@example.com" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/signup"
+    from   = "198.51.100.50"
+    json   = { username = "jane2", email = "jane.roe@example.com" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/signup"
+    from   = "192.0.2.50"
+    form   = { username = "jr", email = "Jane.Roe@Example.com" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/signup"
+    from   = "192.0.2.51"
+    json   = { username = "someone-new", email = "jane.roe@example.com" }
+    expect = "deny"
+    rule   = "signup-per-email"
   }
 }
 

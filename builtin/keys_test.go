@@ -25,7 +25,9 @@ import (
 // ff6f3a1, when rules knew each characteristic by name) wrote from the same
 // files. Counters outlive releases: a key that changed would forget every
 // counter of its rule at the upgrade, including ones still refusing
-// (docs/architecture.md, "Extension points": tags never change).
+// (docs/architecture.md, "Extension points": tags never change). The one
+// deliberate change since is otp_session's (issue 24: the challenge ID
+// alone), whose lines testdata/README.md names.
 func TestCounterKeysUnchanged(t *testing.T) {
 	p, diags := builtin.LoadFile("testdata/keys-policy.hcl")
 	if diags.HasErrors() {

@@ -107,6 +107,11 @@ type explainMatch struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// Known is true when known_visitors recognised the visitor.
 	Known bool `json:"known,omitempty"`
+	// Value is, for a rule keyed on an identity whose sources gave several
+	// values, which of them this line counts (the rule's first line is 0
+	// and says nothing): each value is its own key (docs/policy.md,
+	// "identity { }").
+	Value int `json:"value,omitempty"`
 }
 
 // explainAnswer is the answer of POST /admin/explain.
@@ -189,7 +194,7 @@ func (s *Server) explain(rc *fasthttp.RequestCtx, st *policyState) explainAnswer
 	decided := d.StoreErr == nil || errors.Is(d.StoreErr, rules.ErrStoreFallback) // Res holds results
 	for i := range sc.Matches {
 		m := &sc.Matches[i]
-		em := explainMatch{Rule: m.Rule.Name, Outcome: m.Outcome.String(), DryRun: !m.Enforce, Known: m.Known}
+		em := explainMatch{Rule: m.Rule.Name, Outcome: m.Outcome.String(), DryRun: !m.Enforce, Known: m.Known, Value: int(m.Value)}
 		if m.Op >= 0 {
 			em.Key = hex.EncodeToString(sc.Ops[m.Op].Key[:])
 			if decided && m.Op < len(sc.Res) {

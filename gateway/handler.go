@@ -265,7 +265,12 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		s.m.bodyParses.Inc()
 	}
 	for i := range rs.sc.Matches {
-		m := &rs.sc.Matches[i]
+		if rs.sc.Matches[i].Value > 0 {
+			continue // a further value of the rule before it: counted with it
+		}
+		// A rule whose identity gave several values counts once, by its
+		// worst match (rules.Worst).
+		m := &rs.sc.Matches[rules.Worst(rs.sc.Matches, i)]
 		if c := st.counters[m.Rule.Index][m.Outcome]; c != nil {
 			c.Inc()
 		}

@@ -143,6 +143,9 @@ func (s *Server) sampleAllow(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.De
 	)
 	for i := range rs.sc.Matches {
 		m := &rs.sc.Matches[i]
+		if m.Value > 0 {
+			continue // a rule is logged once, by its first value's key
+		}
 		v := "" // a rule without a counter (an action = "log" rule)
 		if m.Op >= 0 {
 			k := rs.sc.Ops[m.Op].Key

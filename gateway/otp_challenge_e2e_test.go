@@ -10,11 +10,11 @@ import (
 
 // TestOneChallengeGetsFiveGuessesWhateverThePhone: through the real server
 // with the shipped policies.hcl, guesses at one challenge that each name
-// another phone beside its ID (otp_session is phone + ID, so each phone is
-// a fresh session counter) reach the origin at most five times, in JSON
-// and in form bodies alike. An origin that finds the challenge by its ID
-// alone would otherwise give five guesses per phone written beside it
-// (found by trying the edge as an attacker would, issue 9).
+// another phone beside its ID reach the origin at most five times, in JSON
+// and in form bodies alike: otp_session is the challenge ID alone (issue
+// 24; it was phone + ID, and issue 9 found an origin that finds the
+// challenge by its ID alone then gave five guesses per phone written
+// beside it).
 func TestOneChallengeGetsFiveGuessesWhateverThePhone(t *testing.T) {
 	for _, format := range []string{"json", "form"} {
 		t.Run(format, func(t *testing.T) {
@@ -40,7 +40,7 @@ func TestOneChallengeGetsFiveGuessesWhateverThePhone(t *testing.T) {
 				}
 			}
 			if got := n.hits(t)["/otp/verify"]; got != 5 {
-				t.Errorf("the origin saw %d guesses at one challenge, want 5 (otp-verify-per-challenge-%s)", got, format)
+				t.Errorf("the origin saw %d guesses at one challenge, want otp-verify-per-session's 5 (%s)", got, format)
 			}
 		})
 	}

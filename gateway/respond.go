@@ -121,8 +121,8 @@ func (s *Server) informative429(ctx *fasthttp.RequestCtx, rs *reqState, d *rules
 	first := true
 	for i := range rs.sc.Matches {
 		m := &rs.sc.Matches[i]
-		if m.Outcome != rules.OutcomeDeny {
-			continue
+		if m.Value > 0 || rs.sc.Matches[rules.Worst(rs.sc.Matches, i)].Outcome != rules.OutcomeDeny {
+			continue // each refusing rule once, whichever of its values refused
 		}
 		if !first {
 			b = append(b, ',')
@@ -167,8 +167,8 @@ func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refuse
 	n := 0
 	for i := range rs.sc.Matches {
 		m := &rs.sc.Matches[i]
-		if !shownLimit(m) {
-			continue
+		if !shownLimit(m) || m.Value > 0 {
+			continue // a rule is one list member, whatever its values
 		}
 		if n > 0 {
 			b = append(b, ", "...)
@@ -192,10 +192,10 @@ func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refuse
 	n = 0
 	for i := range rs.sc.Matches {
 		m := &rs.sc.Matches[i]
-		if !shownLimit(m) {
+		if !shownLimit(m) || m.Value > 0 {
 			continue
 		}
-		r, t, ok := serviceLimit(rs, m)
+		r, t, ok := ruleLimit(rs, i)
 		if !ok {
 			continue
 		}
@@ -252,6 +252,28 @@ func serviceLimit(rs *reqState, m *rules.Match) (r int64, t time.Duration, ok bo
 		}
 	}
 	return r, t, true
+}
+
+// ruleLimit is serviceLimit for the rule of match i (Value 0) over all its
+// values (rules.Match.Value): the value with the fewest units left (on a
+// tie, the longest t), since one more request needs every value's; ok is
+// false when the store could not decide one of them.
+func ruleLimit(rs *reqState, i int) (r int64, t time.Duration, ok bool) {
+	ms := rs.sc.Matches
+	r, t, ok = serviceLimit(rs, &ms[i])
+	for j := i + 1; ok && j < len(ms) && ms[j].Value > 0; j++ {
+		if !shownLimit(&ms[j]) {
+			continue
+		}
+		rj, tj, okj := serviceLimit(rs, &ms[j])
+		switch {
+		case !okj:
+			ok = false
+		case rj < r || rj == r && tj > t:
+			r, t = rj, tj
+		}
+	}
+	return r, t, ok
 }
 
 // retryAfter returns a refusal's Retry-After before rounding: the longest

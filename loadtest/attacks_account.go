@@ -169,7 +169,7 @@ func runAccountSpelling(a *attackRun) error {
 		return err
 	}
 	if !a.keysOnAccount(v) {
-		a.skip("account-spelling", "signup", fmt.Sprintf("no rule of the policy %s keys POST /signup on the account (identity { account })", a.p.policy))
+		a.skip("account-spelling", "signup", fmt.Sprintf("no rule of the policy %s keys POST /signup on the account or the email (identity { account, email })", a.p.policy))
 		return nil
 	}
 	return a.simpleCaseOn("account-spelling", "signup", gmailSpellings(local), func(s accountSpelling) (*rawRequest, canonReq) {
@@ -177,10 +177,11 @@ func runAccountSpelling(a *attackRun) error {
 	}, "signups of "+canon+" that reached the origin, one in each of %d spellings from one client")
 }
 
-// keysOnAccount reports whether a rule holding v keys on the account.
+// keysOnAccount reports whether a rule holding v keys on the account, or
+// on the email (normalised as the account is: the signup rule's).
 func (a *attackRun) keysOnAccount(v canonVerdict) bool {
 	for _, c := range v.cons {
-		if c.role >= 0 && slices.Contains(a.m.p.Rules[c.role/2].KeyNames, "account") {
+		if names := a.m.p.Rules[c.ruleIndex()].KeyNames; c.role >= 0 && (slices.Contains(names, "account") || slices.Contains(names, "email")) {
 			return true
 		}
 	}

@@ -295,7 +295,7 @@ func TestAttacksAccountSpellingDetectsRawKeys(t *testing.T) {
 	strict := writeAttacksPolicy(t)
 	weak := writeAttacksPolicy(t,
 		`key              = ["account", "ip"]`, `key              = ["json:username", "ip"]`,
-		"key             = [\"account\"]\n  account_aliases = true", `key             = ["json:email"]`)
+		"key             = [\"email\"]\n  account_aliases = true", `key             = ["json:email"]`)
 	edge, origin, _ := startEdgeOrigin(t, weak)
 	code, out, stderr := runAttacksTool(t, edge, origin, strict, "-classes", "account-spelling")
 	if code != exitMismatch {

@@ -51,7 +51,7 @@ type canonReq struct {
 // constraint is one counter that holds a canonical request: a rule's op
 // (or a visitor rule's IP-ceiling op, or the mint budget's op) on one key.
 type constraint struct {
-	role int    // rule index × 2, +1 for a visitor rule's IP ceiling; -1 for the mint budget
+	role int    // roleOf; -1 for the mint budget
 	name string // "login-per-visitor", "login-per-visitor (IP ceiling)", "visitor mint budget"
 	key  rules.Key
 	op   rules.Op
@@ -188,10 +188,10 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 		op := m.s.Ops[mt.Op]
 		if mt.Rule.Concurrency {
 			// A concurrency lease bounds requests at once, not in all.
-			v.inflight = append(v.inflight, constraint{role: 2 * mt.Rule.Index, name: mt.Rule.Name, key: op.Key, op: op})
+			v.inflight = append(v.inflight, constraint{role: roleOf(mt, false), name: mt.Rule.Name, key: op.Key, op: op})
 			if mt.CeilingOp >= 0 {
 				cop := m.s.Ops[mt.CeilingOp]
-				v.inflight = append(v.inflight, constraint{role: 2*mt.Rule.Index + 1, name: mt.Rule.Name + " (IP ceiling)", key: cop.Key, op: cop})
+				v.inflight = append(v.inflight, constraint{role: roleOf(mt, true), name: mt.Rule.Name + " (IP ceiling)", key: cop.Key, op: cop})
 			}
 			continue
 		}
@@ -199,10 +199,10 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 			// count_distinct bounds distinct values, not requests.
 			continue
 		}
-		v.cons = append(v.cons, constraint{role: 2 * mt.Rule.Index, name: mt.Rule.Name, key: op.Key, op: op})
+		v.cons = append(v.cons, constraint{role: roleOf(mt, false), name: mt.Rule.Name, key: op.Key, op: op})
 		if mt.CeilingOp >= 0 {
 			cop := m.s.Ops[mt.CeilingOp]
-			v.cons = append(v.cons, constraint{role: 2*mt.Rule.Index + 1, name: mt.Rule.Name + " (IP ceiling)", key: cop.Key, op: cop})
+			v.cons = append(v.cons, constraint{role: roleOf(mt, true), name: mt.Rule.Name + " (IP ceiling)", key: cop.Key, op: cop})
 		}
 	}
 	if i := mintOp(vc, m.s); i >= 0 {
@@ -211,6 +211,21 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 	}
 	return v, nil
 }
+
+// roleOf is the role of match mt's op (ceiling: its IP ceiling's): its
+// rule's index × 2, +1 for the ceiling, and which value of the rule's
+// identity it counts (rules.Match.Value: a request whose sources disagree
+// has a match per value, each of which holds it by itself).
+func roleOf(mt rules.Match, ceiling bool) int {
+	r := 2 * mt.Rule.Index
+	if ceiling {
+		r++
+	}
+	return r*rules.MaxCombinations + int(mt.Value)
+}
+
+// ruleIndex is the index in the policy of the rule of c's role (≥ 0).
+func (c constraint) ruleIndex() int { return c.role / (2 * rules.MaxCombinations) }
 
 // mintOp is the index of the request's mint budget op, or -1.
 func mintOp(vc *nat.Config, s *rules.Scratch) int {

@@ -36,14 +36,18 @@ type Normalizer struct {
 
 // Normalize appends the normal form of raw to dst: surrounding white space
 // trimmed, NFKC (compatibility characters such as full-width letters and
-// ligatures become their plain forms), Unicode case folding, NFKC again
-// (folding can leave a string unnormalised), white space trimmed again.
-// Every spelling a case-insensitive database collation or an identity
-// provider treats as one account ("Alice@Example.com", " alice@example.com",
-// "ａｌｉｃｅ@example.com") gives one value, so none gets a fresh budget. It
-// returns ErrInvalidAccount for raw over MaxAccountBytes, not valid UTF-8,
-// holding a control character, or empty once normalised. With aliases,
-// provider aliases of an email address are folded too (Aliases).
+// ligatures become their plain forms), Unicode case folding, accents
+// folded as Unicode collation at primary strength folds them (foldAccents:
+// é is e, ø is o, æ is ae, a zero-width space is nothing), NFKC again, white
+// space trimmed again. Every spelling a case- and accent-insensitive
+// database collation (MySQL 8's default utf8mb4_0900_ai_ci, SQL Server's
+// _CI_AI) or an identity provider treats as one account
+// ("Alice@Example.com", " alice@example.com", "ａｌｉｃｅ@example.com",
+// "alicé@example.com", "ÀLICE@example.com") gives one value, so none gets
+// a fresh budget (docs/policy.md, "The account's normal form"). It returns
+// ErrInvalidAccount for raw over MaxAccountBytes, not valid UTF-8, holding
+// a control character, or empty once normalised. With aliases, provider
+// aliases of an email address are folded too (Aliases).
 func (n *Normalizer) Normalize(dst []byte, raw string, aliases bool) ([]byte, error) {
 	if len(raw) > MaxAccountBytes || !utf8.ValidString(raw) {
 		return dst, ErrInvalidAccount
@@ -66,8 +70,16 @@ func (n *Normalizer) Normalize(dst []byte, raw string, aliases bool) ([]byte, er
 		if n.b, err = transformAppend(fold, n.b[:0], n.a); err != nil {
 			return dst, ErrInvalidAccount
 		}
-		n.a = norm.NFKC.Append(n.a[:0], n.b...)
-		v = bytes.TrimFunc(n.a, unicode.IsSpace)
+		if isASCII(n.b) {
+			// Full-width Latin and the like: ASCII once NFKC and folded,
+			// and ASCII has no accents.
+			v = bytes.TrimFunc(n.b, unicode.IsSpace)
+		} else {
+			n.a = norm.NFC.Append(n.a[:0], n.b...)
+			n.b = foldAccents(n.b[:0], n.a)
+			n.a = norm.NFKC.Append(n.a[:0], n.b...)
+			v = bytes.TrimFunc(n.a, unicode.IsSpace)
+		}
 	}
 	if len(v) == 0 {
 		return dst, ErrInvalidAccount
@@ -83,7 +95,54 @@ func (n *Normalizer) Normalize(dst []byte, raw string, aliases bool) ([]byte, er
 	return append(dst, v...), nil
 }
 
-func isASCII(s string) bool {
+// foldAccents appends src with accents folded, as a collation at primary
+// strength compares them, to dst: the letters of foldTable replaced by
+// their base letters (é by e, ø by o, ǣ by ae, but й kept, which the
+// collation tells from и), the combining marks it ignores removed (an
+// acute accent written apart; a diaeresis after a Latin letter, the marks
+// of latinMarks; a Devanagari vowel sign is kept), every format character
+// (Cf: zero-width spaces and joiners, the soft hyphen, bidirectional
+// marks) removed, and "l·", NFKC's ŀ, read as l. src is NFC and case
+// folded. Both tables are the collation's, derived by TestFoldTable.
+func foldAccents(dst, src []byte) []byte {
+	latin := false // the last letter written is Latin
+	for i := 0; i < len(src); {
+		r, w := utf8.DecodeRune(src[i:])
+		i += w
+		if r < utf8.RuneSelf {
+			dst = append(dst, byte(r))
+			latin = 'a' <= r && r <= 'z'
+			continue
+		}
+		if v, ok := foldTable[r]; ok {
+			dst = append(dst, v...)
+			if v != "" {
+				latin = unicode.Is(unicode.Latin, lastRune(dst))
+			}
+			continue
+		}
+		switch {
+		case unicode.Is(unicode.Cf, r):
+		case latin && latinMarks[r]:
+		case r == '\u00b7' && len(dst) > 0 && dst[len(dst)-1] == 'l':
+			// "l·", which NFKC makes of ŀ: the collation's contraction, l.
+		default:
+			dst = utf8.AppendRune(dst, r)
+			if !unicode.Is(unicode.Mn, r) {
+				latin = unicode.Is(unicode.Latin, r)
+			}
+		}
+	}
+	return dst
+}
+
+// lastRune returns the last rune of b (utf8.RuneError when none).
+func lastRune(b []byte) rune {
+	r, _ := utf8.DecodeLastRune(b)
+	return r
+}
+
+func isASCII[T ~string | ~[]byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false

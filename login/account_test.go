@@ -113,6 +113,7 @@ func BenchmarkNormalize(b *testing.B) {
 	for _, bb := range []struct{ name, raw string }{
 		{"ascii", "Alice.Smith@Example.com"},
 		{"fullwidth", "ａｌｉｃｅ@ｅｘａｍｐｌｅ.ｃｏｍ"},
+		{"accented", "Alicé.Smith@Example.com"},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
 			var n Normalizer
@@ -122,5 +123,48 @@ func BenchmarkNormalize(b *testing.B) {
 				dst, _ = n.Normalize(dst[:0], bb.raw, false)
 			}
 		})
+	}
+}
+
+// TestNormalizeFoldsAccents: the accent folding's test vectors
+// (docs/policy.md, "The account's normal form"): what a case- and
+// accent-insensitive collation (MySQL 8's utf8mb4_0900_ai_ci, SQL Server's
+// _CI_AI) takes as one account is one value, and the normal form is a
+// fixed point (normalising it again changes nothing).
+func TestNormalizeFoldsAccents(t *testing.T) {
+	var n Normalizer
+	for _, tt := range []struct{ raw, want string }{
+		{"alicé@example.com", "alice@example.com"},
+		{"ÀLICE@example.com", "alice@example.com"},
+		{"Alice\u0301@Example.com", "alice@example.com"}, // a combining acute accent
+		{"ALİCE@EXAMPLE.COM", "alice@example.com"},       // İ folds to i + a combining dot
+		{"ali\u200bce@example.com", "alice@example.com"}, // a zero-width space
+		{"ali\u00adce@example.com", "alice@example.com"}, // a soft hyphen
+		{"Bjørn", "bjorn"},
+		{"ŁÓDŹ", "lodz"},
+		{"Đorđe", "dorde"},
+		{"Ærøskøbing", "aeroskobing"},
+		{"Œuvre", "oeuvre"},
+		{"Straße", "strasse"},
+		{"Ŀlorenç", "llorenc"},
+		{"Zoë", "zoe"},
+		{"Ðaví", "davi"},
+		{"がっこう", "かっこう"}, // the dakuten; a small kana stays small (docs/policy.md)
+		{"Σοφία", "σοφια"},
+		{"ǅemal", "dzemal"},
+		{"ıstanbul", "ıstanbul"}, // the dotless i is a letter of its own
+		{"þór", "þor"},           // so is thorn
+		{"Йошкар", "йошкар"},     // and й, which the collation tells from и
+		{"Ёлка", "елка"},         // but ё is е
+		{"कुल", "कुल"},           // a Devanagari vowel sign is a letter's, kept
+	} {
+		got, err := n.Normalize(nil, tt.raw, false)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q", tt.raw, got, err, tt.want)
+			continue
+		}
+		if again, err := n.Normalize(nil, string(got), false); err != nil || string(again) != string(got) {
+			t.Errorf("Normalize(%q) = %q, %v; want it unchanged, a fixed point", got, again, err)
+		}
 	}
 }

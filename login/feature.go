@@ -8,25 +8,46 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-// Feature returns the login feature: the account attribute of the identity
-// { } block (where the account identifier comes from), the account
-// characteristic (the identifier normalised as an identity provider
-// compares it), and the account_aliases rule attribute (docs/policy.md).
+// Feature returns the login feature: the account and email attributes of
+// the identity { } block (where the login or signup identifier and the
+// email address come from), the account and email characteristics (each
+// normalised as an identity provider compares it), and the
+// account_aliases rule attribute (docs/policy.md).
 func Feature() rules.Feature {
 	return rules.Feature{
-		Name:            "login",
-		Blocks:          []rules.BlockType{{Type: "identity", Attrs: []string{"account"}, Decode: decodeIdentity}},
-		Characteristics: []rules.CharacteristicType{{Name: "account", Tag: rules.TagAccount, Compile: compileAccount}},
-		RuleAttrs:       []rules.RuleAttrType{{Name: "account_aliases", Compile: compileAliases}},
+		Name: "login",
+		Blocks: []rules.BlockType{{
+			Type: "identity", Attrs: []string{"account", "email"}, Identities: []string{"account", "email"},
+			Decode: decodeIdentity,
+		}},
+		Characteristics: []rules.CharacteristicType{
+			{Name: "account", Tag: rules.TagAccount, Compile: compileIdentifier("account", func(id *Identity) *Identifier { return &id.account })},
+			{Name: "email", Tag: rules.TagEmail, Compile: compileIdentifier("email", func(id *Identity) *Identifier { return &id.email })},
+		},
+		RuleAttrs: []rules.RuleAttrType{{Name: "account_aliases", Compile: compileAliases}},
 	}
 }
 
 // Identity is login's part of the identity { } block.
 type Identity struct {
-	// Account are the account identifier's sources, tried in order.
+	// Account are the account identifier's sources (a username, an
+	// email), in the order listed; every one present counts.
 	Account []fields.Source
+	// Email are the email address's sources: a rule that means the inbox
+	// (one signup budget per inbox) keys on "email", never on an account
+	// whose username may be anything.
+	Email []fields.Source
 
-	slot, aliasSlot int // memo slots: the account plain, and alias-folded
+	account, email Identifier
+}
+
+// Identifier is one of login's identities as a rule reads it: its sources,
+// its on_conflict and its memo slots (plain, and alias-folded).
+type Identifier struct {
+	name            string
+	srcs            []fields.Source
+	conflict        rules.Conflict
+	slot, aliasSlot int
 }
 
 // IdentityOf returns login's part of p's identity block, or nil.
@@ -41,6 +62,7 @@ func IdentityOf(p *rules.Policy) *Identity {
 
 type identityBlock struct {
 	Account hcl.Expression `hcl:"account,optional"`
+	Email   hcl.Expression `hcl:"email,optional"`
 }
 
 func decodeIdentity(c *rules.Compiler, b *hcl.Block) any {
@@ -48,78 +70,113 @@ func decodeIdentity(c *rules.Compiler, b *hcl.Block) any {
 	if !c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
 		return nil
 	}
-	if rules.IsNull(x.Account) {
+	if rules.IsNull(x.Account) && rules.IsNull(x.Email) {
 		return nil
 	}
-	return &Identity{
-		Account:   fields.CompileSources(c, x.Account, "account"),
-		slot:      c.Slot("login.account"),
-		aliasSlot: c.Slot("login.account+aliases"),
+	id := &Identity{}
+	ident := func(name string, expr hcl.Expression) Identifier {
+		srcs := fields.CompileSources(c, expr, name)
+		return Identifier{name: name, srcs: srcs, conflict: c.OnConflict(name),
+			slot: c.Slot("login." + name), aliasSlot: c.Slot("login." + name + "+aliases")}
+	}
+	if !rules.IsNull(x.Account) {
+		id.account = ident("account", x.Account)
+		id.Account = id.account.srcs
+	}
+	if !rules.IsNull(x.Email) {
+		id.email = ident("email", x.Email)
+		id.Email = id.email.srcs
+	}
+	return id
+}
+
+func compileIdentifier(name string, of func(*Identity) *Identifier) func(c *rules.Compiler, r *rules.Rule, _ string, _ hcl.Range) rules.Characteristic {
+	return func(c *rules.Compiler, r *rules.Rule, _ string, _ hcl.Range) rules.Characteristic {
+		id := IdentityOf(c.Policy())
+		if id == nil || len(of(id).srcs) == 0 {
+			c.Errorf(r.DefRange, "Missing identity source", "rule %q counts per %s; list where the %s comes from in identity { %s = [...] }", r.Name, name, name, name)
+			return nil
+		}
+		ident := of(id)
+		return &accountChar{id: ident, slot: ident.slot, max: fields.MaxValues(ident.srcs)}
 	}
 }
 
-func compileAccount(c *rules.Compiler, r *rules.Rule, _ string, _ hcl.Range) rules.Characteristic {
-	id := IdentityOf(c.Policy())
-	if id == nil || len(id.Account) == 0 {
-		c.Errorf(r.DefRange, "Missing identity source", "rule %q counts per account; list where the account comes from in identity { account = [...] }", r.Name)
-		return nil
-	}
-	return &accountChar{id: id, slot: id.slot}
-}
-
-// accountChar is "account": the identifier from the identity's sources,
-// read as every origin reads it (fields.Lookup), normalised (Normalizer).
-// Absent: Missing. Present but unreadable one way only, or empty once
-// normalised: Invalid. Known and unknown accounts are counted alike: the
-// edge cannot tell them apart, and does not try.
+// accountChar is "account" or "email": the identifier from every source of
+// the identity that is present, read as every origin reads it
+// (fields.Lookup), normalised (Normalizer). Sources that disagree give
+// several values, each counted (rules.MultiCharacteristic), unless the
+// identity's on_conflict is "reject" (Invalid). Absent: Missing. Present
+// but unreadable one way only, or empty once normalised: Invalid. Known and
+// unknown accounts are counted alike: the edge cannot tell them apart, and
+// does not try.
 type accountChar struct {
-	id      *Identity
+	id      *Identifier
 	slot    int
 	aliases bool // account_aliases: provider aliases folded
+	max     int  // fields.MaxValues of the sources
 }
 
-// accountState is a Scratch's normaliser (Memo.State).
-type accountState struct{ n Normalizer }
+// accountState is a Scratch's normaliser and the request's values
+// (Memo.State).
+type accountState struct {
+	n       Normalizer
+	vals    fields.Values
+	aliases bool
+}
+
+// Add normalises v as an account and keeps it unless already kept
+// (fields.Normal).
+func (st *accountState) Add(v string) bool {
+	out, err := st.n.Normalize(st.vals.Tail(), v, st.aliases)
+	if err != nil {
+		st.vals.Drop(out)
+		return false
+	}
+	st.vals.Keep(out)
+	return true
+}
+
+// Len returns the number of distinct accounts kept (fields.Normal).
+func (st *accountState) Len() int { return st.vals.Len() }
+
+// Reset forgets the request before's accounts (fields.Normal).
+func (st *accountState) Reset() { st.vals.Reset() }
 
 func (a *accountChar) AppendValue(buf []byte, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
+	return a.AppendValueAt(buf, 0, req, s)
+}
+
+// MaxValues returns the most accounts a request can carry: its sources
+// that can be present together (rules.MultiCharacteristic).
+func (a *accountChar) MaxValues() int { return a.max }
+
+// Values returns how many distinct accounts the request carries.
+func (a *accountChar) Values(req *rules.Request, s *rules.Scratch) int {
+	return max(a.state(req, s).vals.Len(), 1)
+}
+
+// AppendValueAt appends the request's i-th distinct account.
+func (a *accountChar) AppendValueAt(buf []byte, i int, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
+	st := a.state(req, s)
 	m := s.Memo(a.slot)
-	if !m.Done {
-		a.resolve(m, req, s)
-	}
-	if m.Status != rules.Present {
+	if m.Status != rules.Present || i >= st.vals.Len() {
 		return buf, m.Status
 	}
-	return rules.AppendValue(buf, m.Value), rules.Present
+	return rules.AppendValue(buf, st.vals.At(i)), rules.Present
 }
 
-// resolve fills m with the request's account: the first source present.
-func (a *accountChar) resolve(m *rules.Memo, req *rules.Request, s *rules.Scratch) {
-	st, _ := m.State.(*accountState)
-	if st == nil {
-		st = &accountState{} // once per Scratch
-		m.State = st
-	}
-	m.Done, m.Status, m.Value = true, rules.Missing, m.Value[:0]
-	for _, src := range a.id.Account {
-		v, status := fields.Lookup(src, a.id.Account, req, s)
-		if status == rules.Missing {
-			continue
-		}
-		if status == rules.Invalid {
-			m.Status = rules.Invalid
-			return
-		}
-		var err error
-		if m.Value, err = st.n.Normalize(m.Value[:0], v, a.aliases); err != nil {
-			m.Status = rules.Invalid
-			return
-		}
-		m.Status = rules.Present
-		return
-	}
+// state returns the request's accounts, resolved at most once per request:
+// every source present, in the order listed (fields.Resolve).
+func (a *accountChar) state(req *rules.Request, s *rules.Scratch) *accountState {
+	m := s.Memo(a.slot)
+	st := fields.MemoState[accountState](m)
+	st.aliases = a.aliases
+	fields.ResolveOnce(m, a.id.srcs, a.id.conflict, st, req, s)
+	return st
 }
 
-// compileAliases is account_aliases = true: the rule's account
+// compileAliases is account_aliases = true: the rule's account and email
 // characteristics (in its key or its count_distinct) fold email provider
 // aliases (appendAliasFolded), for signup rules.
 func compileAliases(c *rules.Compiler, r *rules.Rule, a *hcl.Attribute) {
@@ -134,7 +191,7 @@ func compileAliases(c *rules.Compiler, r *rules.Rule, a *hcl.Attribute) {
 		}
 	}
 	if !found {
-		c.Errorf(a.NameRange, "account_aliases without account", "account_aliases applies to rules keyed on \"account\" or counting distinct accounts")
+		c.Errorf(a.NameRange, "account_aliases without account", "account_aliases applies to rules keyed on \"account\" or \"email\" or counting distinct ones")
 	}
 }
 
@@ -149,4 +206,7 @@ func (a *accountChar) AppendText(buf []byte, text string, _ *rules.Policy) ([]by
 	return rules.AppendValue(buf, v), nil
 }
 
-var _ rules.TextCharacteristic = (*accountChar)(nil)
+var (
+	_ rules.TextCharacteristic  = (*accountChar)(nil)
+	_ rules.MultiCharacteristic = (*accountChar)(nil)
+)

@@ -27,8 +27,9 @@
 //
 // # OTP sessions
 //
-// [AppendSessionKey] builds the otp_session key from the phone and a
-// challenge ID, each length-prefixed so that no two pairs give one key.
+// [AppendSessionKey] builds the otp_session key from the challenge ID
+// alone, length-prefixed: an origin that finds a challenge by its ID must
+// not give a fresh budget per phone number written beside it.
 //
 // # Concurrency and cost
 //

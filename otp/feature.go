@@ -19,7 +19,10 @@ func Feature() rules.Feature {
 		Name: "otp",
 		// identity { } is shared: otp decodes phone, phone_region and
 		// otp_session; login decodes account.
-		Blocks: []rules.BlockType{{Type: "identity", Attrs: []string{"phone", "phone_region", "otp_session"}, Decode: decodeIdentity}},
+		Blocks: []rules.BlockType{{
+			Type: "identity", Attrs: []string{"phone", "phone_region", "otp_session"}, Identities: []string{"phone", "otp_session"},
+			Decode: decodeIdentity,
+		}},
 		Characteristics: []rules.CharacteristicType{
 			{Name: "phone", Tag: rules.TagPhone, Compile: compilePhone(phoneE164)},
 			{Name: "phone_range", Tag: rules.TagPhoneRange, Compile: compilePhone(phoneRange)},
@@ -34,7 +37,9 @@ func Feature() rules.Feature {
 }
 
 // Identity is the compiled identity { } block: each identity's sources,
-// tried in order.
+// in the order listed. Every source present counts (docs/policy.md,
+// "identity { }"): sources that disagree give a request several phones
+// or challenge IDs, each counted, unless on_conflict is "reject".
 type Identity struct {
 	Phone      []fields.Source
 	OTPSession []fields.Source
@@ -42,7 +47,8 @@ type Identity struct {
 	// (default "US").
 	PhoneRegion string
 
-	phoneSlot, sessionSlot int
+	phoneSlot, sessionSlot         int
+	phoneConflict, sessionConflict rules.Conflict
 }
 
 // IdentityOf returns otp's part of p's identity block, or nil without one.
@@ -69,7 +75,8 @@ func decodeIdentity(c *rules.Compiler, b *hcl.Block) any {
 	if !c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
 		return nil
 	}
-	id := &Identity{PhoneRegion: "US", phoneSlot: c.Slot("otp.phone"), sessionSlot: c.Slot("otp.session")}
+	id := &Identity{PhoneRegion: "US", phoneSlot: c.Slot("otp.phone"), sessionSlot: c.Slot("otp.session"),
+		phoneConflict: c.OnConflict("phone"), sessionConflict: c.OnConflict("otp_session")}
 	if x.PhoneRegion != nil {
 		id.PhoneRegion = strings.ToUpper(*x.PhoneRegion)
 		if !ValidRegion(id.PhoneRegion) {
@@ -81,67 +88,74 @@ func decodeIdentity(c *rules.Compiler, b *hcl.Block) any {
 	return id
 }
 
-// phoneState is a request's phone number, resolved once (Memo.State).
-type phoneState struct{ phone Phone }
+// phoneState is a request's phone numbers, resolved once (Memo.State):
+// the distinct ones, in the order of their sources.
+type phoneState struct {
+	phones []Phone
+	region string
+}
 
-// resolvePhone finds the request's phone number, at most once per request:
-// the first of the identity's phone sources that is present, in E.164.
-// Present but not a possible number, or read two ways: Invalid.
-func (id *Identity) resolvePhone(req *rules.Request, s *rules.Scratch) (*Phone, rules.Status) {
+// Add normalises v to E.164 and keeps it unless the number is kept
+// already (fields.Normal); false when v is not a possible number.
+func (st *phoneState) Add(v string) bool {
+	ph, err := Normalize(v, st.region)
+	if err != nil {
+		return false
+	}
+	for i := range st.phones {
+		if st.phones[i].E164 == ph.E164 {
+			return true
+		}
+	}
+	st.phones = append(st.phones, ph)
+	return true
+}
+
+// Len returns the number of distinct phones kept (fields.Normal).
+func (st *phoneState) Len() int { return len(st.phones) }
+
+// Reset forgets the request before's phones (fields.Normal).
+func (st *phoneState) Reset() { st.phones = st.phones[:0] }
+
+// resolvePhone finds the request's phone numbers, at most once per
+// request: every phone source present, in E.164 (fields.Resolve). Present
+// but not a possible number, or read two ways: Invalid.
+func (id *Identity) resolvePhone(req *rules.Request, s *rules.Scratch) (*phoneState, rules.Status) {
 	m := s.Memo(id.phoneSlot)
-	st, _ := m.State.(*phoneState)
-	if st == nil {
-		st = &phoneState{} // once per Scratch
-		m.State = st
-	}
-	if m.Done {
-		return &st.phone, m.Status
-	}
-	m.Done, m.Status = true, rules.Missing
-	for _, src := range id.Phone {
-		v, status := fields.Lookup(src, id.Phone, req, s)
-		if status == rules.Missing {
-			continue
-		}
-		if status == rules.Invalid {
-			m.Status = rules.Invalid
-			break
-		}
-		ph, err := Normalize(v, id.PhoneRegion)
-		if err != nil {
-			m.Status = rules.Invalid
-			break
-		}
-		st.phone, m.Status = ph, rules.Present
-		break
-	}
-	return &st.phone, m.Status
+	st := fields.MemoState[phoneState](m)
+	st.region = id.PhoneRegion
+	return st, fields.ResolveOnce(m, id.Phone, id.phoneConflict, st, req, s)
 }
 
 // maxSessionBytes caps an OTP challenge ID: a longer one is Invalid.
 const maxSessionBytes = 256
 
-// resolveSession finds the request's OTP challenge ID, at most once per
-// request, into the memo's Value.
-func (id *Identity) resolveSession(req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
+// sessionState is a request's OTP challenge IDs, resolved once
+// (Memo.State): the distinct ones, as sent.
+type sessionState struct{ vals fields.Values }
+
+// Add keeps the challenge ID v unless kept already (fields.Normal); false
+// when it is over maxSessionBytes.
+func (st *sessionState) Add(v string) bool {
+	if len(v) > maxSessionBytes {
+		return false
+	}
+	st.vals.Keep(append(st.vals.Tail(), v...))
+	return true
+}
+
+// Len returns the number of distinct challenge IDs kept (fields.Normal).
+func (st *sessionState) Len() int { return st.vals.Len() }
+
+// Reset forgets the request before's challenge IDs (fields.Normal).
+func (st *sessionState) Reset() { st.vals.Reset() }
+
+// resolveSession finds the request's OTP challenge IDs, at most once per
+// request: every otp_session source present (fields.Resolve).
+func (id *Identity) resolveSession(req *rules.Request, s *rules.Scratch) (*sessionState, rules.Status) {
 	m := s.Memo(id.sessionSlot)
-	if m.Done {
-		return m.Value, m.Status
-	}
-	m.Done, m.Status = true, rules.Missing
-	for _, src := range id.OTPSession {
-		v, status := fields.Lookup(src, id.OTPSession, req, s)
-		if status == rules.Missing {
-			continue
-		}
-		m.Status = status
-		if status == rules.Present && len(v) > maxSessionBytes {
-			m.Status = rules.Invalid
-		}
-		m.Value = append(m.Value[:0], v...)
-		break
-	}
-	return m.Value, m.Status
+	st := fields.MemoState[sessionState](m)
+	return st, fields.ResolveOnce(m, id.OTPSession, id.sessionConflict, st, req, s)
 }
 
 // phoneView picks what a phone characteristic keys on.
@@ -165,49 +179,116 @@ func compilePhone(view phoneView) func(c *rules.Compiler, r *rules.Rule, _ strin
 }
 
 // phoneChar is phone (E.164), phone_range (Phone.Range) or phone_country
-// (Phone.Region).
+// (Phone.Region). A request whose phone sources give several numbers has
+// a value for each distinct view of them: two numbers of one block are
+// one phone_range (rules.MultiCharacteristic).
 type phoneChar struct {
 	id   *Identity
 	view phoneView
 }
 
-func (p phoneChar) AppendValue(buf []byte, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
-	ph, st := p.id.resolvePhone(req, s)
-	if st != rules.Present {
-		return buf, st
-	}
-	switch p.view {
+// of returns ph as the characteristic's view of it.
+func (v phoneView) of(ph *Phone) string {
+	switch v {
 	case phoneRange:
-		return rules.AppendValue(buf, ph.Range()), st
+		return ph.Range()
 	case phoneCountry:
-		return rules.AppendValue(buf, ph.Region), st
+		return ph.Region
 	}
-	return rules.AppendValue(buf, ph.E164), st
+	return ph.E164
+}
+
+// at returns the i-th distinct view of the phones (false past the last).
+func (v phoneView) at(phones []Phone, i int) (string, bool) {
+	for j := range phones {
+		val := v.of(&phones[j])
+		seen := false
+		for k := range j {
+			if v.of(&phones[k]) == val {
+				seen = true
+				break
+			}
+		}
+		if seen {
+			continue
+		}
+		if i == 0 {
+			return val, true
+		}
+		i--
+	}
+	return "", false
+}
+
+func (p phoneChar) AppendValue(buf []byte, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
+	return p.AppendValueAt(buf, 0, req, s)
+}
+
+// MaxValues returns the most phones a request can carry: its phone
+// sources that can be present together.
+func (p phoneChar) MaxValues() int { return fields.MaxValues(p.id.Phone) }
+
+// Values returns how many distinct values of the view the request's
+// phones give.
+func (p phoneChar) Values(req *rules.Request, s *rules.Scratch) int {
+	st, _ := p.id.resolvePhone(req, s)
+	n := 0
+	for {
+		if _, ok := p.view.at(st.phones, n); !ok {
+			return max(n, 1)
+		}
+		n++
+	}
+}
+
+// AppendValueAt appends the i-th distinct value of the view.
+func (p phoneChar) AppendValueAt(buf []byte, i int, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
+	st, status := p.id.resolvePhone(req, s)
+	if status != rules.Present {
+		return buf, status
+	}
+	v, ok := p.view.at(st.phones, i)
+	if !ok {
+		return buf, rules.Invalid
+	}
+	return rules.AppendValue(buf, v), rules.Present
 }
 
 func compileSession(c *rules.Compiler, r *rules.Rule, _ string, _ hcl.Range) rules.Characteristic {
 	id := IdentityOf(c.Policy())
-	if id == nil || len(id.Phone) == 0 || len(id.OTPSession) == 0 {
-		c.Errorf(r.DefRange, "Missing identity source", "rule %q counts per OTP session; list the phone and otp_session sources in identity { }", r.Name)
+	if id == nil || len(id.OTPSession) == 0 {
+		c.Errorf(r.DefRange, "Missing identity source", "rule %q counts per OTP session; list where the challenge ID comes from in identity { otp_session = [...] }", r.Name)
 		return nil
 	}
 	return sessionChar{id}
 }
 
-// sessionChar is otp_session: the phone and the challenge ID together
-// (AppendSessionKey).
+// sessionChar is otp_session: the challenge ID alone (AppendSessionKey),
+// so an origin that finds a challenge by its ID gives no fresh budget per
+// phone number written beside it. Several IDs in one request are each
+// counted (rules.MultiCharacteristic).
 type sessionChar struct{ id *Identity }
 
 func (c sessionChar) AppendValue(buf []byte, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
-	ph, st := c.id.resolvePhone(req, s)
-	if st != rules.Present {
-		return buf, st
+	return c.AppendValueAt(buf, 0, req, s)
+}
+
+// MaxValues returns the most challenge IDs a request can carry.
+func (c sessionChar) MaxValues() int { return fields.MaxValues(c.id.OTPSession) }
+
+// Values returns how many distinct challenge IDs the request carries.
+func (c sessionChar) Values(req *rules.Request, s *rules.Scratch) int {
+	st, _ := c.id.resolveSession(req, s)
+	return max(st.vals.Len(), 1)
+}
+
+// AppendValueAt appends the i-th distinct challenge ID's key.
+func (c sessionChar) AppendValueAt(buf []byte, i int, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
+	st, status := c.id.resolveSession(req, s)
+	if status != rules.Present || i >= st.vals.Len() {
+		return buf, status
 	}
-	sess, st := c.id.resolveSession(req, s)
-	if st != rules.Present {
-		return buf, st
-	}
-	return appendSessionKey(buf, ph.E164, sess), rules.Present
+	return appendSessionKey(buf, st.vals.At(i)), rules.Present
 }
 
 func compileCountryCond(not bool) func(c *rules.Compiler, r *rules.Rule, a *hcl.Attribute) rules.Condition {
@@ -233,7 +314,10 @@ func compileCountryCond(not bool) func(c *rules.Compiler, r *rules.Rule, a *hcl.
 // true). A request without a phone meets neither (the rule does not
 // apply); one whose phone is present but Invalid is Invalid, for the
 // rule's invalid_identity to decide: no country can be told from garbage,
-// so neither list may decide it.
+// so neither list may decide it. With several phones, Eval holds when the
+// condition holds for some phone (a rule that limits or denies applies:
+// the origin may text any of them) and EvalEvery when it holds for every
+// one (an exemption applies only then: rules.EveryCondition).
 type countryCond struct {
 	id        *Identity
 	countries []string
@@ -250,13 +334,40 @@ func (c *countryCond) String() string {
 }
 
 func (c *countryCond) Eval(req *rules.Request, s *rules.Scratch) rules.Status {
+	return c.eval(req, s, false)
+}
+
+// EvalEvery reports whether the condition holds for every phone.
+func (c *countryCond) EvalEvery(req *rules.Request, s *rules.Scratch) rules.Status {
+	return c.eval(req, s, true)
+}
+
+func (c *countryCond) eval(req *rules.Request, s *rules.Scratch, every bool) rules.Status {
 	if c.id == nil {
 		return rules.Missing
 	}
-	ph, st := c.id.resolvePhone(req, s)
-	if st != rules.Present {
-		return st
+	st, status := c.id.resolvePhone(req, s)
+	if status != rules.Present {
+		return status
 	}
+	for i := range st.phones {
+		if c.holds(&st.phones[i]) != every {
+			// Some phone decides: one that holds (some), or one that
+			// does not (every).
+			if every {
+				return rules.Missing
+			}
+			return rules.Present
+		}
+	}
+	if every {
+		return rules.Present
+	}
+	return rules.Missing
+}
+
+// holds reports whether the condition holds for ph.
+func (c *countryCond) holds(ph *Phone) bool {
 	in := false
 	for _, cc := range c.countries {
 		if ph.Region == cc {
@@ -264,10 +375,7 @@ func (c *countryCond) Eval(req *rules.Request, s *rules.Scratch) rules.Status {
 			break
 		}
 	}
-	if in == c.not {
-		return rules.Missing
-	}
-	return rules.Present
+	return in != c.not
 }
 
 // AppendText is a phone number an operator names (forgive): normalised to
@@ -287,4 +395,9 @@ func (p phoneChar) AppendText(buf []byte, text string, _ *rules.Policy) ([]byte,
 	return rules.AppendValue(buf, ph.E164), nil
 }
 
-var _ rules.TextCharacteristic = phoneChar{}
+var (
+	_ rules.TextCharacteristic  = phoneChar{}
+	_ rules.MultiCharacteristic = phoneChar{}
+	_ rules.MultiCharacteristic = sessionChar{}
+	_ rules.EveryCondition      = (*countryCond)(nil)
+)

@@ -3,17 +3,17 @@ package otp
 import "encoding/binary"
 
 // AppendSessionKey appends the otp_session characteristic to dst: the
-// phone's E.164 text and the session (challenge) ID, each preceded by its
-// length as a uvarint, so no two different pairs give the same bytes
-// ("+1201", "5550123" and "+12015", "550123" differ). The caller hashes the
-// result with the key secret; dst is returned grown as append grows it.
-func AppendSessionKey(dst []byte, phoneE164, sessionID string) []byte {
-	return appendSessionKey(dst, phoneE164, sessionID)
+// session (challenge) ID alone, preceded by its length as a uvarint. It is
+// the challenge ID alone, not the phone with it: an origin that finds a
+// challenge by its ID (and checks the phone it stored, or none) would give
+// a fresh budget of guesses per phone number written beside the ID
+// (docs/policy.md, "otp_session"). The caller hashes the result with the
+// key secret; dst is returned grown as append grows it.
+func AppendSessionKey(dst []byte, sessionID string) []byte {
+	return appendSessionKey(dst, sessionID)
 }
 
-func appendSessionKey[T ~string | ~[]byte](dst []byte, phoneE164 string, sessionID T) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(phoneE164)))
-	dst = append(dst, phoneE164...)
+func appendSessionKey[T ~string | ~[]byte](dst []byte, sessionID T) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(sessionID)))
 	return append(dst, sessionID...)
 }

@@ -260,9 +260,11 @@ func Settle(st *State, nowUS int64, op *Op, refused bool, r *Result) (ttlUS int6
 		r.ResetAfter = DurationUS(windowUS(st, nowUS, op))
 	default:
 		// Refused means the wait before the call was > 0, and no op makes
-		// a refused op's state emptier, so this wait is > 0 too.
+		// a refused op's state emptier, so this wait is > 0 too; but for
+		// a Distinct op needing several places (rules/values.go) that an
+		// attempt counted, now known: 1µs, a retry fits.
 		r.Remaining = 0
-		r.RetryAfter = DurationUS(waitUS(st, nowUS, op, max(op.Cost, 0)))
+		r.RetryAfter = DurationUS(max(waitUS(st, nowUS, op, max(op.Cost, 0)), 1))
 		r.ResetAfter = r.RetryAfter
 	}
 	return ttlUS
@@ -422,12 +424,21 @@ func waitUS(st *State, nowUS int64, op *Op, cost int64) (wait int64) {
 		}
 		return 0
 	case Distinct:
-		// One member, whatever the cost: a live member is counted already,
-		// and a new one needs a free place, which the oldest live member
-		// gives up when it expires (the k-th oldest, after a limit was
-		// lowered). Never -1: one member always fits in time.
+		// One member: a live member is counted already, and a new one
+		// needs cost free places (1, or one more for each value of the
+		// same key earlier in the request, which the call may add before
+		// it: rules/values.go), which the oldest live members give up
+		// when they expire (the k-th oldest, after a limit was lowered).
+		// -1 only when cost is over the limit.
+		places := max(cost, 1)
 		seen := distinctAt(st, nowUS, op)
-		if k := int64(len(seen)) + 1 - op.Limit; k > 0 && indexOf(seen, op.Member) < 0 {
+		if indexOf(seen, op.Member) >= 0 {
+			return 0
+		}
+		if places > op.Limit {
+			return -1
+		}
+		if k := int64(len(seen)) + places - op.Limit; k > 0 {
 			return seen[k-1].At + op.PeriodUS - nowUS
 		}
 		return 0

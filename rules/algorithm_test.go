@@ -789,9 +789,11 @@ func TestDistinctResults(t *testing.T) {
 		want     Result
 	}{
 		{at: 0, kind: OpPeek, member: 1, cost: 1, want: Result{Allowed: true, Remaining: 3, ResetAfter: ms(1000)}},
-		// Below the limit every new value is allowed; Cost is ignored.
+		// Below the limit a new value is allowed while Cost places are
+		// free (a Cost of 0 needs one): the values of one request on one
+		// key (values.go).
 		{at: 100, kind: OpTake, member: 1, cost: 1, want: Result{Allowed: true, Remaining: 2, ResetAfter: ms(1000)}},
-		{at: 200, kind: OpTake, member: 2, cost: 7, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(900)}},
+		{at: 200, kind: OpTake, member: 2, cost: 2, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(900)}},
 		// A known value counts nothing new (it is seen again now).
 		{at: 300, kind: OpTake, member: 1, cost: 1, want: Result{Allowed: true, Remaining: 1, ResetAfter: ms(900)}},
 		{at: 400, kind: OpTake, member: 3, cost: 0, want: Result{Allowed: true, Remaining: 0, ResetAfter: ms(800)}},
@@ -863,10 +865,18 @@ func TestDistinctExact(t *testing.T) {
 			}
 			times := slices.Sorted(maps.Values(live))
 			_, known := live[op.Member]
-			allowed := known || int64(len(live)) < op.Limit
+			places := max(op.Cost, 1) // a new value needs Cost places
+			allowed := known || int64(len(live))+places <= op.Limit
 			wantWait := int64(0)
-			if !allowed {
-				wantWait = times[0] + op.PeriodUS - now
+			switch {
+			case allowed:
+			case places > op.Limit:
+				wantWait = -1 // never
+			default:
+				wantWait = times[int64(len(live))+places-op.Limit-1] + op.PeriodUS - now
+			}
+			if wantWait > 0 && (op.Kind == OpAdd || op.Kind == OpTake && op.Attempts) && int64(len(live)) < op.Limit {
+				wantWait = 1 // counted all the same, so known: a retry fits
 			}
 			r, ttl := applyOne(&st, now, &op)
 			if op.Kind == OpRefund || op.Kind == OpReset {
@@ -875,7 +885,7 @@ func TestDistinctExact(t *testing.T) {
 			where := func() string {
 				return fmt.Sprintf("run %d step %d", run, step)
 			}
-			if r.Allowed != allowed || (!allowed && r.RetryAfter != DurationUS(wantWait)) {
+			if r.Allowed != allowed || (!allowed && wantWait >= 0 && r.RetryAfter != DurationUS(wantWait)) || (wantWait < 0 && r.RetryAfter != RetryNever) {
 				t.Fatalf("%s: %+v at %d with %v live: got %+v, want allowed=%v wait %dµs", where(), op, now-algBase, live, r, allowed, wantWait)
 			}
 			// A call that consumes drops the expired values; one that does
@@ -919,7 +929,7 @@ func TestDistinctExact(t *testing.T) {
 			if r.Allowed {
 				c := State{Alg: st.Alg, Seen: slices.Clone(st.Seen)}
 				spend := op
-				spend.Kind, spend.Attempts = OpTake, false
+				spend.Kind, spend.Attempts, spend.Cost = OpTake, false, 1
 				for i := range r.Remaining {
 					spend.Member = 1000 + uint64(i)
 					if got, _ := applyOne(&c, now, &spend); !got.Allowed {

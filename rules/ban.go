@@ -95,7 +95,6 @@ func (e *Engine) queueBans(p *Policy, req *Request, s *Scratch, sensitive bool) 
 		if m.Op >= 0 && m.Rule.banUS > 0 && m.Rule.BanScope == BanRule {
 			b := banCheck{rule: m.Rule, key: banKey(s.Ops[m.Op].Key), gi: -1}
 			if len(m.Rule.banBy) > 0 {
-				e.key(m.Rule, req, s, false) // s.buf: the rule's values again, for the guilt marker
 				e.guiltOf(&b, m, req, s)
 			}
 			s.bans = append(s.bans, b)
@@ -111,6 +110,9 @@ func (e *Engine) queueBans(p *Policy, req *Request, s *Scratch, sensitive bool) 
 				e.guiltOf(&b, s.counted(r), req, s)
 			}
 			s.bans = append(s.bans, b)
+			if r.multi != nil {
+				e.banValues(r, req, s) // each value's key is banned apart (values.go)
+			}
 		}
 	}
 }
@@ -126,15 +128,17 @@ func (s *Scratch) counted(r *Rule) *Match {
 	return nil
 }
 
-// guiltOf completes b, a ban check of rule r = b.rule whose key values
-// s.buf holds (its key call), with the request's guilt marker: the rule's
-// values and its ban_by values, keyed under the rule's guilt budget; m,
+// guiltOf completes b, a ban check of rule r = b.rule, with the request's
+// guilt marker: the keyed hash of the banned key's values (b.key's, which
+// name them as uniquely as the values do, and are the same for each value
+// of an identity with several: values.go) and the request's ban_by
+// values, under the rule's guilt budget; m,
 // the request's match of r when it has one, keeps it for the writes. A
 // ban_by value that is a shared bucket, missing or invalid names no one:
 // the ban refuses the request whenever it is live.
 func (e *Engine) guiltOf(b *banCheck, m *Match, req *Request, s *Scratch) {
 	r := b.rule
-	buf, ok := appendCallerValues(append(append(s.mbuf[:0], s.buf...), 0xfe), r.banBy, r.banByTags, req, s)
+	buf, ok := appendCallerValues(append(append(s.mbuf[:0], b.key[9:]...), 0xfe), r.banBy, r.banByTags, req, s)
 	s.mbuf = buf
 	if !ok {
 		return

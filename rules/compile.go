@@ -370,6 +370,10 @@ func (c *Compiler) sharedBlock(b *hcl.Block, owners []*BlockType) []ownedBlock {
 			union.Attributes = append(union.Attributes, hcl.AttributeSchema{Name: a})
 		}
 	}
+	identities := identityNames(owners)
+	if len(identities) > 0 {
+		union.Attributes = append(union.Attributes, hcl.AttributeSchema{Name: "on_conflict"})
+	}
 	content, diags := b.Body.Content(union)
 	names := make([]string, len(union.Attributes))
 	for i, a := range union.Attributes {
@@ -384,6 +388,9 @@ func (c *Compiler) sharedBlock(b *hcl.Block, owners []*BlockType) []ownedBlock {
 	c.diags = append(c.diags, diags...)
 	if content == nil {
 		return nil
+	}
+	if a := content.Attributes["on_conflict"]; a != nil && len(identities) > 0 {
+		c.onConflict(a, identities, content.Attributes) // values.go
 	}
 	all, _ := b.Body.JustAttributes() // every attribute written, known or not (reported above)
 	out := make([]ownedBlock, 0, len(owners))

@@ -180,7 +180,7 @@ func TestShippedPolicyUnderDecideListen(t *testing.T) {
 			body = append(body, r.Name)
 		}
 	}
-	for _, name := range []string{"otp-send-per-phone", "login-failures-account", "login-accounts-per-ip", "otp-verify-per-challenge-json", "otp-verify-per-challenge-form"} {
+	for _, name := range []string{"otp-send-per-phone", "login-failures-account", "login-accounts-per-ip", "otp-verify-per-session", "signup-per-email"} {
 		if !slices.Contains(body, name) {
 			t.Errorf("ReadsBody(%s) = false", name)
 		}

@@ -108,6 +108,8 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		}
 	}
 
+	c.multiValues(rb, r) // identities with several values (values.go)
+
 	// Algorithm and numbers.
 	if rb.Algorithm != nil && *rb.Algorithm == ConcurrencyAlgorithm {
 		// Requests in flight: a Distinct set of lease IDs (concurrency.go);

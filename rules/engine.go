@@ -153,6 +153,11 @@ type Match struct {
 	// rule's ban_by, when HasGuilt (ban.go).
 	Guilt    Key
 	HasGuilt bool
+	// Value is 0 for a rule's first match of the request; a rule keyed on
+	// an identity whose sources gave several values has a match for each
+	// further combination of them right after it, with Value 1, 2, ...
+	// (values.go). Metrics and logs count a rule once, by Worst.
+	Value uint8
 }
 
 // Decision is the Engine's answer for one request.
@@ -215,9 +220,10 @@ type Scratch struct {
 	dops       []Op       // modeDual: a store call's ops and their twins (Engine.take)
 	dres       []Result
 	owner      *Engine
-	network    uint32    // the request's Op.Network (network.go)
-	skips      skipState // the skip rules' exemptions of this request (skip.go)
-	peekOnly   bool      // Explain: every op a peek, no ban written (explain.go)
+	network    uint32     // the request's Op.Network (network.go)
+	skips      skipState  // the skip rules' exemptions of this request (skip.go)
+	combo      valueCombo // the combination of values being keyed (values.go)
+	peekOnly   bool       // Explain: every op a peek, no ban written (explain.go)
 
 	// knowns is the request's state of each known block of pol (known.go):
 	// knownChecks of them are checked in precheck, knownRecords written
@@ -459,60 +465,23 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 			s.Matches = append(s.Matches, m)
 			continue
 		}
-		m.Op = len(s.Ops)
-		s.Ops = append(s.Ops, Op{
-			Kind:      OpTake,
-			Algorithm: r.Algorithm,
-			Key:       key,
-			Limit:     r.Limit,
-			Burst:     r.Burst,
-			PeriodUS:  r.PeriodUS(),
-			Cost:      r.cost.of(req), // 1 unless cost is set (cost.go)
-			Member:    member,
-			Enforce:   m.Enforce,
-			Attempts:  r.Count == CountAttempts,
-			OnError:   r.OnStoreError,
-			Sensitive: r.Sensitive,
-			MaxKeys:   int32(r.MaxKeys), // ≤ MaxKeysLimit (compile_rule.go)
-			// What one network may make of the budget (network.go).
-			NetworkKeys: int32(r.NetworkKeys),
-		})
-		if r.Calendar != NoCalendar {
-			r.calendarOp(now, &s.Ops[m.Op]) // its ceiling's op copies it
-		}
-		if r.IPCeiling > 0 {
-			// All visitors of one IP share a ceiling (key: the IP instead
-			// of the visitor), in the same call, so stockpiled visitor IDs
-			// cannot multiply a client's budget.
-			ck, cst := e.key(r, req, s, true)
-			if cst != Present {
-				// The ceiling's value is as required as the rule's own:
-				// without it the ceiling would be one counter for all.
-				s.Ops = s.Ops[:m.Op]
-				m.Op = -1
-				m.Outcome = OutcomeSkip
-				switch {
-				case cst == Invalid && r.InvalidIdentity == IdentityReject:
-					m.Outcome = OutcomeInvalid
-					invalid = invalid || m.Enforce
-				case cst == Missing && r.MissingIdentity == IdentityReject:
-					m.Outcome = OutcomeMissing
-					missing = missing || m.Enforce
-				}
-				s.Matches = append(s.Matches, m)
-				continue
+		if cst := e.countMatch(now, r, req, s, m, key, member, r.cost.of(req)); cst != Present {
+			// The ceiling's value is as required as the rule's own:
+			// without it the ceiling would be one counter for all.
+			m.Outcome = OutcomeSkip
+			switch {
+			case cst == Invalid && r.InvalidIdentity == IdentityReject:
+				m.Outcome = OutcomeInvalid
+				invalid = invalid || m.Enforce
+			case cst == Missing && r.MissingIdentity == IdentityReject:
+				m.Outcome = OutcomeMissing
+				missing = missing || m.Enforce
 			}
-			m.CeilingOp = len(s.Ops)
-			op := s.Ops[m.Op]
-			op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
-			s.Ops = append(s.Ops, op)
-			if r.knownUS > 0 {
-				e.key(r, req, s, false) // s.buf: the rule's own values again, for its marker
-			}
+			s.Matches = append(s.Matches, m)
+			continue
 		}
-		s.Matches = append(s.Matches, m)
-		if r.knownUS > 0 {
-			e.addMarker(r, req, s, len(s.Matches)-1)
+		if r.multi != nil {
+			e.countValues(now, r, req, s) // an identity with several values (values.go)
 		}
 	}
 	if !denyAction && !missing && !invalid {
@@ -669,6 +638,57 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	// A known block's marker is written after a success (known.go).
 	d.Settle = d.Settle || s.Holds() || (s.knownRecords > 0 && d.Verdict == Forward)
 	return d
+}
+
+// countMatch appends m, r's match of req counting key (and member, a
+// count_distinct value or a concurrency lease), with its op of cost and,
+// for a visitor rule, its IP ceiling's op, and queues its known-visitor
+// marker. It returns the status of the ceiling's value: unless Present,
+// nothing is added.
+func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m Match, key Key, member uint64, cost int64) Status {
+	m.Op = len(s.Ops)
+	s.Ops = append(s.Ops, Op{
+		Kind:      OpTake,
+		Algorithm: r.Algorithm,
+		Key:       key,
+		Limit:     r.Limit,
+		Burst:     r.Burst,
+		PeriodUS:  r.PeriodUS(),
+		Cost:      cost, // 1 unless cost is set (cost.go)
+		Member:    member,
+		Enforce:   m.Enforce,
+		Attempts:  r.Count == CountAttempts,
+		OnError:   r.OnStoreError,
+		Sensitive: r.Sensitive,
+		MaxKeys:   int32(r.MaxKeys), // ≤ MaxKeysLimit (compile_rule.go)
+		// What one network may make of the budget (network.go).
+		NetworkKeys: int32(r.NetworkKeys),
+	})
+	if r.Calendar != NoCalendar {
+		r.calendarOp(now, &s.Ops[m.Op]) // its ceiling's op copies it
+	}
+	if r.IPCeiling > 0 {
+		// All visitors of one IP share a ceiling (key: the IP instead
+		// of the visitor), in the same call, so stockpiled visitor IDs
+		// cannot multiply a client's budget.
+		ck, cst := e.key(r, req, s, true)
+		if cst != Present {
+			s.Ops = s.Ops[:m.Op]
+			return cst
+		}
+		m.CeilingOp = len(s.Ops)
+		op := s.Ops[m.Op]
+		op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
+		s.Ops = append(s.Ops, op)
+		if r.knownUS > 0 {
+			e.key(r, req, s, false) // s.buf: the rule's own values again, for its marker
+		}
+	}
+	s.Matches = append(s.Matches, m)
+	if r.knownUS > 0 {
+		e.addMarker(r, req, s, len(s.Matches)-1)
+	}
+	return Present
 }
 
 // refundUncertain sends, in a call of its own, the refunds of the leases a
@@ -839,9 +859,12 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 		buf = append(buf, r.keyTags[i])
 		n := len(buf)
 		var out []byte
-		if ceiling && i == r.ceilingChar {
+		switch {
+		case ceiling && i == r.ceilingChar:
 			out, status = ch.(CeilingCharacteristic).AppendCeiling(buf, req, s)
-		} else {
+		case r.multiOf != nil && r.multiOf[i] >= 0:
+			out, status = s.appendAt(r, r.multiOf[i], buf, req) // values.go
+		default:
 			out, status = ch.AppendValue(buf, req, s)
 		}
 		switch {
@@ -875,7 +898,13 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 func (e *Engine) member(r *Rule, req *Request, s *Scratch) (uint64, Status) {
 	buf := append(s.buf[:0], r.distinctTag)
 	n := len(buf)
-	out, st := r.Distinct.AppendValue(buf, req, s)
+	var out []byte
+	var st Status
+	if r.multi != nil && r.distinctMulti >= 0 {
+		out, st = s.appendAt(r, r.distinctMulti, buf, req) // values.go
+	} else {
+		out, st = r.Distinct.AppendValue(buf, req, s)
+	}
 	switch {
 	case st == Missing, st == Absent:
 	case st != Present || len(out) < n || !bytes.Equal(out[:n], buf):
@@ -900,17 +929,7 @@ func (e *Engine) member(r *Rule, req *Request, s *Scratch) (uint64, Status) {
 // true on a cookieless request whose phone is garbage), as when the
 // matcher itself excludes it.
 func (r *Rule) conditions(req *Request, s *Scratch) Status {
-	status := Present
-	for _, c := range r.Conditions {
-		switch c.Eval(req, s) {
-		case Present:
-		case Missing, Absent:
-			return Missing // a condition's absent identity: the rule does not apply either way
-		default:
-			status = Invalid // Invalid, or a status no feature may return
-		}
-	}
-	return status
+	return r.evalConditions(req, s, false)
 }
 
 // Settle runs what happens after the origin answered, in one more store

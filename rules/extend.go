@@ -59,6 +59,12 @@ type BlockType struct {
 	// only its Attrs; an attribute no owner lists is an error, reported
 	// once. Every owner of a shared type must list its Attrs.
 	Attrs []string
+	// Identities are the attributes of Attrs that are identities, lists
+	// of sources (identity { }'s account, phone, otp_session). A block
+	// whose owners name any also takes on_conflict, which rules decodes
+	// (values.go) and owners read through Compiler.OnConflict: what a
+	// request whose sources of one identity disagree gets.
+	Identities []string
 	// Decode compiles one block, reporting problems through c, and returns
 	// what the policy keeps for it (Policy.Block, Policy.Blocks); nil
 	// keeps nothing. Owners of a shared block each add their value.
@@ -121,6 +127,8 @@ const (
 	TagCountry      byte = 14
 	TagRoute        byte = 15
 	TagGlobal       byte = 16
+	// TagEmail is login's email (17 is ja4's).
+	TagEmail byte = 18
 )
 
 // Status is what resolving a request's identity found.

@@ -28,7 +28,15 @@ func (f *benchFields) Cookies() []byte        { return nil }
 // memory store. "check" is the decision alone; "check+settle" adds the
 // second store call count = "failures" makes once the origin answered.
 func BenchmarkLoginDecision(b *testing.B) {
-	p, diags := builtin.Load("login.hcl", []byte(`
+	p, diags := builtin.Load("login.hcl", []byte(loginDecisionPolicy))
+	if diags.HasErrors() {
+		b.Fatal(diags.Error())
+	}
+	benchLoginDecision(b, p, `{"username":"Alice@Example.com","password":"hunter2"}`)
+}
+
+// loginDecisionPolicy is BenchmarkLoginDecision's policy.
+const loginDecisionPolicy = `
 identity {
   account = ["json:username", "form:username"]
 }
@@ -58,10 +66,11 @@ rule "login-accounts-per-ip" {
   limit          = 10
   period         = "1h"
 }
-`))
-	if diags.HasErrors() {
-		b.Fatal(diags.Error())
-	}
+`
+
+// benchLoginDecision runs BenchmarkLoginDecision's sub-benchmarks on p,
+// for a login whose JSON body is body.
+func benchLoginDecision(b *testing.B, p *rules.Policy, body string) {
 	for _, settle := range []bool{false, true} {
 		name := "check"
 		if settle {
@@ -79,7 +88,7 @@ rule "login-accounts-per-ip" {
 			}
 			s := rules.NewScratch(len(p.Rules))
 			rq := &rules.Request{Method: []byte("POST"), Path: []byte("/login"), Client: netip.MustParseAddr("203.0.113.7"),
-				Fields: &benchFields{ct: []byte("application/json"), body: []byte(`{"username":"Alice@Example.com","password":"hunter2"}`)}}
+				Fields: &benchFields{ct: []byte("application/json"), body: []byte(body)}}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {

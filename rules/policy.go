@@ -77,6 +77,9 @@ type Policy struct {
 	// blocks are the feature blocks' compiled values, by block type, in
 	// file order (Block, Blocks).
 	blocks map[string][]any
+	// conflicts are the identity blocks' on_conflict, by identity
+	// (values.go); an identity not in it counts every value.
+	conflicts map[string]Conflict
 	// slots is the number of memo slots the features use (Compiler.Slot).
 	slots int
 	// requestHooks run in every request (Compiler.AddRequestHook).
@@ -265,6 +268,13 @@ type Rule struct {
 	// rule counts distinct values of it per key (Algorithm Distinct).
 	Distinct    Characteristic
 	distinctTag byte
+	// multi are the characteristics of Key and Distinct that can carry
+	// several values (values.go), nil when none can; multiOf gives each
+	// Key index's place in multi (-1: single-valued), distinctMulti
+	// Distinct's (-1: single-valued).
+	multi         []multiPart
+	multiOf       []int8
+	distinctMulti int8
 	// skip is an action = "skip" rule's skip list (skip.go), else nil.
 	skip *skipSpec
 	// knownUS is known_visitors in µs (0: none); knownBy the

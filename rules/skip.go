@@ -192,7 +192,7 @@ func (s *Scratch) exemptions(p *Policy, req *Request, d *Decision) {
 	s.skips.rule = s.skips.rule[:len(p.Rules)]
 	clear(s.skips.rule)
 	for _, r := range p.skipRules {
-		if !r.matches(req) || r.conditions(req, s) != Present {
+		if !r.matches(req) || r.conditionsEvery(req, s) != Present {
 			continue
 		}
 		s.skips.on = true

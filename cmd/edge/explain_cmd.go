@@ -46,6 +46,7 @@ type explainAnswer struct {
 		RetryAfter string `json:"retry_after"`
 		DryRun     bool   `json:"dry_run"`
 		Known      bool   `json:"known"`
+		Value      int    `json:"value"`
 	} `json:"matches"`
 	BotScore   *int     `json:"bot_score"`
 	BotReasons []string `json:"bot_reasons"`
@@ -200,6 +201,9 @@ func printExplain(w io.Writer, a *explainAnswer) {
 		}
 		if m.Known {
 			outcome += " (known visitor)"
+		}
+		if m.Value > 0 {
+			outcome += fmt.Sprintf(" (value %d)", m.Value+1) // another value of its identity
 		}
 		remaining := "-"
 		if m.Remaining != nil {

@@ -54,12 +54,15 @@ const (
 
 // Bodies naming every identity, each in one place.
 
+// A login or signup names a username and an email that differ (issue 24):
+// the plain bodies carry both, and the edge must count each.
+
 func formBody(v vals) string {
-	return "phone=" + q(v.Victim) + "&username=" + q(v.User) + "&challenge_id=" + q(v.Chal) + "&code=" + v.Code
+	return "phone=" + q(v.Victim) + "&username=" + q(v.User) + "&email=" + q(v.Email) + "&challenge_id=" + q(v.Chal) + "&code=" + v.Code
 }
 
 func jsonBody(v vals) string {
-	return `{"phone":"` + v.Victim + `","username":"` + v.User + `","challenge_id":"` + v.Chal + `","code":"` + v.Code + `"}`
+	return `{"phone":"` + v.Victim + `","username":"` + v.User + `","email":"` + v.Email + `","challenge_id":"` + v.Chal + `","code":"` + v.Code + `"}`
 }
 
 // The issue's two bypass bodies: JSON that names the decoys where a JSON
@@ -79,13 +82,13 @@ func bypass2(v vals) string {
 
 // bypass1All and bypass2All do the same for every identity.
 func bypass1All(v vals) string {
-	return `{"phone":"` + v.Decoy + `","username":"` + v.UserDecoy + `","challenge_id":"` + v.ChalDecoy +
-		`","a":"&phone=` + q(v.Victim) + `&username=` + q(v.User) + `&challenge_id=` + q(v.Chal) + `&code=` + v.Code + `&b="}`
+	return `{"phone":"` + v.Decoy + `","username":"` + v.UserDecoy + `","email":"` + v.EmailDecoy + `","challenge_id":"` + v.ChalDecoy +
+		`","a":"&phone=` + q(v.Victim) + `&username=` + q(v.User) + `&email=` + q(v.Email) + `&challenge_id=` + q(v.Chal) + `&code=` + v.Code + `&b="}`
 }
 
 func bypass2All(v vals) string {
-	return `{"a":"&phone=` + q(v.Victim) + `&username=` + q(v.User) + `&challenge_id=` + q(v.Chal) + `&code=` + v.Code +
-		`&b=","phone":"` + v.Decoy + `","username":"` + v.UserDecoy + `","challenge_id":"` + v.ChalDecoy + `"}`
+	return `{"a":"&phone=` + q(v.Victim) + `&username=` + q(v.User) + `&email=` + q(v.Email) + `&challenge_id=` + q(v.Chal) + `&code=` + v.Code +
+		`&b=","phone":"` + v.Decoy + `","username":"` + v.UserDecoy + `","email":"` + v.EmailDecoy + `","challenge_id":"` + v.ChalDecoy + `"}`
 }
 
 type bodyFunc struct {
@@ -310,13 +313,13 @@ func corpus() []corpusCase {
 	// A field in the query and in the body (PHP's $_REQUEST, Flask's
 	// request.values, Rack's params, Go's FormValue merge them).
 	decoyForm := func(v vals) string {
-		return "phone=" + q(v.Decoy) + "&username=" + q(v.UserDecoy) + "&challenge_id=" + q(v.ChalDecoy)
+		return "phone=" + q(v.Decoy) + "&username=" + q(v.UserDecoy) + "&email=" + q(v.EmailDecoy) + "&challenge_id=" + q(v.ChalDecoy)
 	}
 	decoyJSON := func(v vals) string {
-		return `{"phone":"` + v.Decoy + `","username":"` + v.UserDecoy + `","challenge_id":"` + v.ChalDecoy + `"}`
+		return `{"phone":"` + v.Decoy + `","username":"` + v.UserDecoy + `","email":"` + v.EmailDecoy + `","challenge_id":"` + v.ChalDecoy + `"}`
 	}
 	victimQuery := func(v vals) string {
-		return "phone=" + q(v.Victim) + "&username=" + q(v.User) + "&challenge_id=" + q(v.Chal)
+		return "phone=" + q(v.Victim) + "&username=" + q(v.User) + "&email=" + q(v.Email) + "&challenge_id=" + q(v.Chal)
 	}
 	add(classQueryBody, "form", func(v vals) request { r := typed(formType, decoyForm(v)); r.Query = victimQuery(v); return r })
 	add(classQueryBody, "json", func(v vals) request { r := typed(jsonType, decoyJSON(v)); r.Query = victimQuery(v); return r })
@@ -383,6 +386,8 @@ func corpus() []corpusCase {
 		"long-s":           func(v vals) string { return `{"username":"` + v.UserDecoy + `","uſername":"` + v.User + `"}` },
 		"kelvin-free-fold": func(v vals) string { return `{"username":"` + v.UserDecoy + `","USERNAME":"` + v.User + `"}` },
 		"challenge-upper":  func(v vals) string { return `{"challenge_id":"` + v.ChalDecoy + `","CHALLENGE_ID":"` + v.Chal + `"}` },
+		"email-upper":      func(v vals) string { return `{"email":"` + v.EmailDecoy + `","Email":"` + v.Email + `"}` },
+		"email-same":       func(v vals) string { return `{"email":"` + v.EmailDecoy + `","email":"` + v.Email + `"}` },
 		"identical":        func(v vals) string { return `{"phone":"` + v.Victim + `","phone":"` + v.Victim + `"}` },
 		"nested-dup": func(v vals) string {
 			return `{"user":{"phone":"` + v.Victim + `"},"phone":"` + v.Decoy + `","user":{"phone":"` + v.Decoy + `"}}`
@@ -545,6 +550,7 @@ func corpus() []corpusCase {
 		"decoy-first":  func(v vals) string { return "phone=" + q(v.Decoy) + "&phone=" + q(v.Victim) },
 		"victim-first": func(v vals) string { return "phone=" + q(v.Victim) + "&phone=" + q(v.Decoy) },
 		"username":     func(v vals) string { return "username=" + q(v.UserDecoy) + "&username=" + q(v.User) },
+		"email":        func(v vals) string { return "email=" + q(v.EmailDecoy) + "&email=" + q(v.Email) },
 		"empty-first":  func(v vals) string { return "phone=&phone=" + q(v.Victim) + "&username=&username=" + q(v.User) },
 		"no-equals":    func(v vals) string { return "phone&phone=" + q(v.Victim) + "&username&username=" + q(v.User) },
 		"semicolon": func(v vals) string {

@@ -206,7 +206,7 @@ func (run *stackRun) send(t *testing.T, variant string, c corpusCase) {
 			report("phone", ph, verdict, probes)
 		}
 	}
-	for _, f := range []struct{ field, prefix string }{{"username", "username"}, {"challenge_id", "challenge"}} {
+	for _, f := range []struct{ field, prefix string }{{"username", "username"}, {"email", "email"}, {"challenge_id", "challenge"}} {
 		seen := map[string]bool{}
 		for _, val := range read[f.field] {
 			if seen[string(val)] {
@@ -220,46 +220,48 @@ func (run *stackRun) send(t *testing.T, variant string, c corpusCase) {
 			}
 		}
 	}
-	// The account: every username read is the account the login rules
-	// count, or the edge refused the request (400). One identity across
-	// json:, form: and query: (one counter), normalised as the edge
-	// normalises it, so spellings of one account are one probe.
-	seen = map[string]bool{}
-	var norm login.Normalizer
-	for _, val := range read["username"] {
-		k := string(val)
-		if a, err := norm.Normalize(nil, k, false); err == nil {
-			k = string(a)
-		}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		if ok, verdict, probes := p.account(val); ok {
-			run.confirmed[variant]++
-		} else {
-			report("account", val, verdict, probes)
+	// The account: every username and every email read is an account the
+	// login rules count (a request naming two counts both), or the edge
+	// refused the request (400); every email read is the email the signup
+	// rules count. One identity across json:, form: and query: (one
+	// counter), normalised as the edge normalises it, so spellings of one
+	// account are one probe.
+	for _, id := range []struct {
+		rule, field string
+		from        []string
+	}{{"account", "username", []string{"username", "email"}}, {"email", "email", []string{"email"}}} {
+		seen = map[string]bool{}
+		var norm login.Normalizer
+		for _, f := range id.from {
+			for _, val := range read[f] {
+				k := string(val)
+				if a, err := norm.Normalize(nil, k, false); err == nil {
+					k = string(a)
+				}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				if ok, verdict, probes := p.identity(id.rule, id.field, val); ok {
+					run.confirmed[variant]++
+				} else {
+					report(id.rule, val, verdict, probes)
+				}
+			}
 		}
 	}
-	// The OTP session: every phone read with every challenge id read, the
-	// pair the verify rules key on.
+	// The OTP session: every challenge id read, what the verify rules key
+	// on (the challenge id alone, whatever phone is written beside it).
 	seen = map[string]bool{}
-	for _, ph := range read["phone"] {
-		for _, ch := range read["challenge_id"] {
-			n, err := otp.Normalize(string(ph), "US")
-			if err != nil {
-				continue // reported above: no session can be keyed on it
-			}
-			k := n.E164 + "\x00" + string(ch)
-			if seen[k] || len(seen) >= 4 {
-				continue
-			}
-			seen[k] = true
-			if ok, verdict, probes := p.session(ph, ch); ok {
-				run.confirmed[variant]++
-			} else {
-				report("phone+challenge_id", append(append(append([]byte(nil), ph...), ' '), ch...), verdict, probes)
-			}
+	for _, ch := range read["challenge_id"] {
+		if seen[string(ch)] {
+			continue
+		}
+		seen[string(ch)] = true
+		if ok, verdict, probes := p.session(ch); ok {
+			run.confirmed[variant]++
+		} else {
+			report("otp_session", ch, verdict, probes)
 		}
 	}
 }
@@ -383,30 +385,23 @@ func (p prober) field(name, rulePrefix string, v []byte) (bool, string, []string
 	return ok, why, descs
 }
 
-// account probes the account rule with {"username":V}, or with the query
-// when V is not UTF-8 (no JSON spelling; the edge reads the account from
+// identity probes the rule of an identity read from json:, form: and
+// query: (account, email, otp_session) with {"FIELD":V}, or with the query
+// when V is not UTF-8 (no JSON spelling; the edge reads the identity from
 // the query as it reads the phone).
-func (p prober) account(v []byte) (bool, string, []string) {
-	r := jsonProbe(map[string]string{"username": string(v)})
+func (p prober) identity(rule, field string, v []byte) (bool, string, []string) {
+	r := jsonProbe(map[string]string{field: string(v)})
 	if !utf8.Valid(v) {
-		r = request{Query: "username=" + q(string(v))}
+		r = request{Query: field + "=" + q(string(v))}
 	}
-	o, d := p.probe("account", r)
+	o, d := p.probe(rule, r)
 	ok, why := verdict([]probeOutcome{o})
 	return ok, why, []string{d}
 }
 
-// session probes the otp_session rule with {"phone":P,"challenge_id":C}.
-func (p prober) session(ph, ch []byte) (bool, string, []string) {
-	if !utf8.Valid(ch) {
-		// The session is read from json:, form: or query: like the phone.
-		o, d := p.probe("session", request{Query: "phone=" + q(string(ph)) + "&challenge_id=" + q(string(ch))})
-		ok, why := verdict([]probeOutcome{o})
-		return ok, why, []string{d}
-	}
-	o, d := p.probe("session", jsonProbe(map[string]string{"phone": string(ph), "challenge_id": string(ch)}))
-	ok, why := verdict([]probeOutcome{o})
-	return ok, why, []string{d}
+// session probes the otp_session rule with {"challenge_id":C}.
+func (p prober) session(ch []byte) (bool, string, []string) {
+	return p.identity("session", "challenge_id", ch)
 }
 
 func readStrings(read map[string][][]byte) map[string][]string {

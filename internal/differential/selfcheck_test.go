@@ -9,9 +9,9 @@ import (
 )
 
 // controlOrigin is an origin that disagrees with the edge on purpose: it
-// reads the phone from the X-Phone header (which the harness's policy
-// never reads) when the request has one, and from the JSON body
-// otherwise, as encoding/json into a map does.
+// reads the phone from the X-Phone header and the email from X-Email
+// (which the harness's policy never reads) when the request has one, and
+// from the JSON body otherwise, as encoding/json into a map does.
 func controlOrigin() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
@@ -22,6 +22,9 @@ func controlOrigin() http.Handler {
 		_ = json.Unmarshal(body, &m)
 		writeEcho(w, r, "control", func(f string) any {
 			if h := r.Header.Get("X-Phone"); f == "phone" && h != "" {
+				return h
+			}
+			if h := r.Header.Get("X-Email"); f == "email" && h != "" {
 				return h
 			}
 			return m[f]
@@ -52,7 +55,15 @@ func TestHarnessDetects(t *testing.T) {
 		{
 			name:          "agreement",
 			build:         func(v vals) request { return typed(jsonType, jsonBody(v)) },
-			wantConfirmed: 5, // phone, username, challenge_id, the session, and the username as the account
+			wantConfirmed: 8, // phone, username, email, challenge_id, the session, the username and the email as accounts, the email as the email
+		},
+		{
+			name: "email where the edge does not look",
+			build: func(v vals) request {
+				return typed(jsonType, `{"username":"`+v.User+`"}`).withHeader("X-Email", v.Email)
+			},
+			wantConfirmed: 2, // username, and the username as the account
+			wantFound:     []string{"email: " + verdictUncounted, "account: " + verdictUncounted, "email: " + verdictUncounted},
 		},
 		{
 			name: "phone where the edge does not look",

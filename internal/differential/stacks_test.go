@@ -20,7 +20,7 @@ import (
 
 // fields are the identity fields every origin reads and echoes, in the
 // order of the echo.
-var fields = []string{"phone", "username", "challenge_id", "code"}
+var fields = []string{"phone", "username", "email", "challenge_id", "code"}
 
 // stack is one origin stack: its variants (one route per idiom,
 // /v/VARIANT) and how to start it.
@@ -324,6 +324,7 @@ func goOrigin() http.Handler {
 		var s struct {
 			Phone       string `json:"phone"`
 			Username    string `json:"username"`
+			Email       string `json:"email"`
 			ChallengeID string `json:"challenge_id"`
 			Code        string `json:"code"`
 		}
@@ -331,7 +332,7 @@ func goOrigin() http.Handler {
 			writeEcho(w, r, "go-json-struct", nil, err.Error())
 			return
 		}
-		m := map[string]string{"phone": s.Phone, "username": s.Username, "challenge_id": s.ChallengeID, "code": s.Code}
+		m := map[string]string{"phone": s.Phone, "username": s.Username, "email": s.Email, "challenge_id": s.ChallengeID, "code": s.Code}
 		writeEcho(w, r, "go-json-struct", str(func(f string) string { return m[f] }), "")
 	})
 	mux.HandleFunc("/v/go-json-map", func(w http.ResponseWriter, r *http.Request) {

@@ -16,8 +16,12 @@ import (
 type vals struct {
 	Victim, Decoy   string // phone numbers in E.164
 	User, UserDecoy string // usernames
-	Chal, ChalDecoy string // OTP challenge ids
-	Code            string // a six-digit OTP code (echoed, keyed by no rule)
+	// Email, EmailDecoy are email addresses, each another account than
+	// the send's usernames: a login may name a username and an email that
+	// differ, and the origin may act on either (issue 24).
+	Email, EmailDecoy string
+	Chal, ChalDecoy   string // OTP challenge ids
+	Code              string // a six-digit OTP code (echoed, keyed by no rule)
 }
 
 // phonePool is a range of possible phone numbers: prefix followed by a
@@ -61,13 +65,15 @@ func (s *valueSource) next(t testing.TB) vals {
 	i := s.n
 	s.n++
 	v := vals{
-		Victim:    victimPools[i%len(victimPools)].at(100 + i/len(victimPools)),
-		Decoy:     decoyPools[i%len(decoyPools)].at(100 + i/len(decoyPools)),
-		User:      fmt.Sprintf("victim%05d", i),
-		UserDecoy: fmt.Sprintf("decoy%05d", i),
-		Chal:      fmt.Sprintf("chv%05dq", i),
-		ChalDecoy: fmt.Sprintf("chd%05dq", i),
-		Code:      fmt.Sprintf("%06d", (i*7919)%1000000),
+		Victim:     victimPools[i%len(victimPools)].at(100 + i/len(victimPools)),
+		Decoy:      decoyPools[i%len(decoyPools)].at(100 + i/len(decoyPools)),
+		User:       fmt.Sprintf("victim%05d", i),
+		UserDecoy:  fmt.Sprintf("decoy%05d", i),
+		Email:      fmt.Sprintf("victim%05d@example.com", i),
+		EmailDecoy: fmt.Sprintf("decoy%05d@example.org", i),
+		Chal:       fmt.Sprintf("chv%05dq", i),
+		ChalDecoy:  fmt.Sprintf("chd%05dq", i),
+		Code:       fmt.Sprintf("%06d", (i*7919)%1000000),
 	}
 	for _, ph := range []string{v.Victim, v.Decoy} {
 		p, err := otp.Normalize(ph, "US")

@@ -424,6 +424,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		idx   [cachedOps]uint16
 		ents  [cachedOps]*entry
 		fresh rules.State // the state of a missing key, read-only in pass 1
+		dup   bool        // a key missing in pass 1 comes twice in the call
 	)
 	for i := range ops {
 		x := s.shardOf(&ops[i].Key)
@@ -463,6 +464,20 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		}
 		if e == nil {
 			res[i] = rules.Check(&fresh, nowUS, op)
+			if j := rider(ops, i); j >= 0 {
+				// A distinct key may come twice in one call (the values of
+				// one request on one count_distinct key, rules/values.go):
+				// the earlier op holds the key's room and its network's
+				// claim, or was refused them, and this one rides on it.
+				dup = true
+				switch {
+				case res[j].NetworkFull:
+					res[i] = netFullAnswer(op)
+				case res[j].StoreError && reserves(op):
+					res[i] = fullAnswer(op)
+				}
+				continue
+			}
 			if claims(op) && !s.claim(sh, op) {
 				res[i] = netFullAnswer(op)
 				continue
@@ -500,6 +515,13 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		} else {
 			e = sh.m[op.Key]
 		}
+		isRider := false
+		if e == nil && dup {
+			// An earlier op of this call may have stored the key: this one
+			// settles on what it wrote (and holds no room of its own).
+			e = sh.m[op.Key]
+			isRider = e == nil && rider(ops, i) >= 0
+		}
 		if e != nil {
 			if res[i].NetworkFull {
 				sh.drop(e) // decayed, and op's network may not make it again
@@ -526,6 +548,17 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			st = spare.load() // cleared, with its arrays, for Settle to fill
 		}
 		ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
+		if isRider {
+			// It holds no room nor claim of its own (pass 1): the op it
+			// rode on stored nothing, so it takes them now to store, and
+			// gives back nothing otherwise.
+			if ttl > 0 && s.roomNow(sh, x, op, nowUS, &set) {
+				s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set, spare)
+				continue
+			}
+			sh.keepSpare(spare)
+			continue
+		}
 		if ttl > 0 {
 			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set, spare)
 			continue
@@ -542,6 +575,47 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		sh.keepSpare(spare)
 	}
 	return nil
+}
+
+// rider returns, for a Distinct op i on a key missing from the store, the
+// index of an earlier op of the call on the same key, which holds the
+// key's room and network claim for both (pass 1), or -1.
+func rider(ops []rules.Op, i int) int {
+	if i == 0 || ops[i].Algorithm != rules.Distinct {
+		return -1
+	}
+	return keyBefore(ops, i)
+}
+
+// roomNow takes, in pass 2, what pass 1 takes for a new key of op (its
+// network's claim, and a sensitive or marker op's reserved room), for a
+// rider whose earlier op stored nothing; false, with nothing held, when
+// either is refused. A rider stores only in a call that consumes, where
+// the op it rode on stored too, so this is the rare path.
+func (s *Store) roomNow(sh *shard, x uint16, op *rules.Op, nowUS int64, held *shardSet) bool {
+	if claims(op) && !s.claim(sh, op) {
+		return false
+	}
+	if reserves(op) && !s.reserve(sh, x, op, nowUS, held) {
+		if claims(op) {
+			b, _, _ := s.partOf(sh, op)
+			b.release(netSlot(op.Network))
+		}
+		return false
+	}
+	return true
+}
+
+// keyBefore returns the index of the last op before i in ops with i's
+// key, or -1. Only a Distinct op on a key the store does not hold asks,
+// and a call holds a few ops, so the scan costs the common call nothing.
+func keyBefore(ops []rules.Op, i int) int {
+	for j := i - 1; j >= 0; j-- {
+		if ops[j].Key == ops[i].Key {
+			return j
+		}
+	}
+	return -1
 }
 
 // keepSpare keeps e, just dropped from sh, as a spare entry when there is

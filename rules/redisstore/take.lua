@@ -927,16 +927,23 @@ local function check(sa, at, n, prev, t)
 			end
 		end
 	elseif alg == DISTINCT then
-		-- One member whatever the cost: a live one is counted already, a
-		-- new one needs a place, which the oldest live member gives up when
-		-- it expires (the k-th oldest, after a limit was lowered).
+		-- One member: a live one is counted already, a new one needs cost
+		-- places (1, or one more for each value of the same key earlier in
+		-- the call: rules/values.go), which the oldest live members give
+		-- up when they expire (the k-th oldest, after a limit was lowered);
+		-- never, when cost is over the limit.
 		count = logCount(sa, t)
-		local k = count + 1 - limit
-		if k > 0 then
+		local places = max(cost, 1)
+		local k = count + places - limit
+		if k > 0 or places > limit then
 			local s = call('ZSCORE', lk, member)
 			if not s or tonumber(s) <= t - period then
-				local r = call('ZRANGEBYSCORE', lk, str(t - period + 1), '+inf', 'WITHSCORES', 'LIMIT', str(k - 1), '1')
-				wait = tonumber(r[2]) + period - t
+				if places > limit then
+					wait = -1
+				else
+					local r = call('ZRANGEBYSCORE', lk, str(t - period + 1), '+inf', 'WITHSCORES', 'LIMIT', str(k - 1), '1')
+					wait = tonumber(r[2]) + period - t
+				end
 			end
 		end
 	else
@@ -997,6 +1004,9 @@ local function shownAfter(ok, wait, sa, at, n, prev, t)
 		return window(sa, at, n, prev, t), wait
 	end
 	local _, w = check(sa, at, n, prev, t)
+	if w == 0 then
+		w = 1 -- a Distinct op of several places an attempt counted, now known (rules.Settle)
+	end
 	return w, w
 end
 
@@ -1438,11 +1448,23 @@ local function take()
 	end
 
 	-- Pass 2: consume per the contract, report the state after, store it.
-	local out, pays = { now }, {}
+	-- A set's key may come twice in a call (the values of one request on
+	-- one count_distinct key, rules/values.go): the second consumes on
+	-- what the first wrote, read again, as the memory store does; pass 1
+	-- judged both against the state before the call.
+	local out, pays, sets = { now }, {}, nil
 	for i = 1, nops do
 		use(i)
 		local j = 8 * (i - 1)
 		local ok = kept[j + 6]
+		if isSet then
+			if sets == nil then
+				sets = {}
+			elseif sets[key] then
+				kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5] = load(now)
+			end
+			sets[key] = true
+		end
 		local remaining, reset, retry, pay = settle(refused, kept[j + 1], kept[j + 2], kept[j + 3], kept[j + 4], kept[j + 5], ok, kept[j + 7], kept[j + 8])
 		local allowed = 0
 		if ok then

@@ -8,8 +8,10 @@ import (
 )
 
 // The Distinct tables: count_distinct's algorithm (rules.Distinct), 3
-// distinct values per second, each op counting one Member whatever its
-// Cost. Members are chosen to cover the hex encoding a Redis store gives
+// distinct values per second, each op counting one Member; a new Member
+// needs Cost free places (at least 1), so that several values of one
+// request on one key, judged against the state before the call, never
+// fill a set past its limit (rules/values.go). Members are chosen to cover the hex encoding a Redis store gives
 // them (0, the top bit, all ones) and the order of members seen at one
 // instant (ascending by value in every store).
 
@@ -47,11 +49,12 @@ func distinctCases() []Case {
 	return []Case{
 		{Name: "distinct/values", Steps: []Step{
 			at(0, dpeek("v", 1), distinctFresh),
-			// Below the limit every new value is allowed, whatever the
-			// cost. The effective window: spent on the values left, one
-			// more fits once the oldest expires.
+			// Below the limit a new value is allowed while its cost in
+			// places is free (a cost of 0 needs one). The effective window:
+			// spent on the values left, one more fits once the oldest
+			// expires.
 			at(100, dtake("v", 1), allowedFor(2, ms(1000))),
-			at(200, withCost(dtake("v", mTop), 7), allowedFor(1, ms(900))),
+			at(200, withCost(dtake("v", mTop), 2), allowedFor(1, ms(900))),
 			// A known value counts nothing new; it is seen again now.
 			at(300, dtake("v", 1), allowedFor(1, ms(900))),
 			at(400, withCost(dtake("v", mAll), 0), allowedFor(0, ms(800))),
@@ -78,6 +81,24 @@ func distinctCases() []Case {
 			// period later, and not a microsecond earlier.
 			at(2249.999, dpeek("v", 6), allowedFor(2, ms(0.001))),
 			at(2250, dpeek("v", 6), distinctFresh),
+		}},
+		{Name: "distinct/places", Steps: []Step{
+			// Two values of one request on one key: the second needs two
+			// places, one for the first, which the call may add before it.
+			{At: ms(100), Ops: ops(dtake("p", 1), withCost(dtake("p", 2), 2)), Want: want(allowedFor(2, ms(1000)), allowedFor(1, ms(1000)))},
+			// One place left: two new values are refused together, and
+			// neither is counted.
+			{At: ms(200), Ops: ops(dtake("p", 3), withCost(dtake("p", 4), 2)), Want: want(allowedFor(1, ms(900)), refusedFor(ms(900)))},
+			// Judged as though the first were new: a known value beside a
+			// new one is refused too, one place short of the limit.
+			{At: ms(200), Ops: ops(dtake("p", 1), withCost(dtake("p", 3), 2)), Want: want(allowedFor(1, ms(900)), refusedFor(ms(900)))},
+			// Alone, the new value takes the last place.
+			at(200, dtake("p", 3), allowedFor(0, ms(900))),
+			// A known value needs no place, whatever its cost.
+			{At: ms(300), Ops: ops(dtake("p", 1), withCost(dtake("p", 2), 2)), Want: want(allowedLeft(0), allowedLeft(0)), Ignore: values},
+			// More places than the limit never fit.
+			at(300, withCost(dtake("q", 1), 4), rules.Result{ResetAfter: time.Second, RetryAfter: rules.RetryNever}),
+			at(300, dpeek("q", 1), distinctFresh),
 		}},
 		{Name: "distinct/all_or_nothing", Steps: []Step{
 			at(100, dtake("tight", 1), allowedFor(2, ms(1000))),

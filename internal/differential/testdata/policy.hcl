@@ -32,7 +32,10 @@ identity {
   phone        = ["json:phone", "form:phone", "query:phone"]
   phone_region = "US"
   otp_session  = ["json:challenge_id", "form:challenge_id", "query:challenge_id"]
-  account      = ["json:username", "form:username", "query:username"]
+  # The login identifier, a username or an email, as the shipped policy's:
+  # every source present counts (a login may name both, and differ).
+  account      = ["json:username", "form:username", "query:username", "json:email", "form:email", "query:email"]
+  email        = ["json:email", "form:email", "query:email"]
 }
 
 # The phone number, as the OTP send rules key it.
@@ -46,7 +49,7 @@ rule "phone" {
   missing_identity = "skip"
 }
 
-# The OTP session (phone + challenge id), as the OTP verify rules key it.
+# The OTP session (the challenge id alone), as the OTP verify rules key it.
 rule "session" {
   paths            = ["/v/*", "/probe/session"]
   key              = ["otp_session", "header:X-Differential-Send"]
@@ -88,12 +91,57 @@ rule "username-query" {
   missing_identity = "skip"
 }
 
-# The account, as the login rules key it (login.hcl's identity, and the
-# query too): one identity across json:, form: and query:, normalised (trim,
-# NFKC, case folding), so every spelling of one account is one counter.
+# The account, as the login rules key it (the shipped identity, and the
+# query too): one identity across json:, form: and query:, of the username
+# and the email, normalised (trim, NFKC, case and accent folding), so every
+# spelling of one account is one counter; a request naming two accounts
+# counts both.
 rule "account" {
   paths            = ["/v/*", "/probe/account"]
   key              = ["account", "header:X-Differential-Send"]
+  algorithm        = "sliding_log"
+  limit            = 1
+  period           = "24h"
+  sensitive        = true
+  missing_identity = "skip"
+}
+
+# The email, from each place a signup form may put it.
+rule "email-json" {
+  paths            = ["/v/*", "/probe/email-json"]
+  key              = ["json:email", "header:X-Differential-Send"]
+  algorithm        = "sliding_log"
+  limit            = 1
+  period           = "24h"
+  sensitive        = true
+  missing_identity = "skip"
+}
+
+rule "email-form" {
+  paths            = ["/v/*", "/probe/email-form"]
+  key              = ["form:email", "header:X-Differential-Send"]
+  algorithm        = "sliding_log"
+  limit            = 1
+  period           = "24h"
+  sensitive        = true
+  missing_identity = "skip"
+}
+
+rule "email-query" {
+  paths            = ["/v/*", "/probe/email-query"]
+  key              = ["query:email", "header:X-Differential-Send"]
+  algorithm        = "sliding_log"
+  limit            = 1
+  period           = "24h"
+  sensitive        = true
+  missing_identity = "skip"
+}
+
+# The email identity, as signup-per-email keys it: json:, form: and query:,
+# normalised as the account is.
+rule "email" {
+  paths            = ["/v/*", "/probe/email"]
+  key              = ["email", "header:X-Differential-Send"]
   algorithm        = "sliding_log"
   limit            = 1
   period           = "24h"

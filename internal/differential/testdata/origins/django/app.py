@@ -38,7 +38,7 @@ from django.core.servers.basehttp import run  # noqa: E402
 from django.http import HttpResponse  # noqa: E402
 from django.urls import path  # noqa: E402
 
-FIELDS = ("phone", "username", "challenge_id", "code")
+FIELDS = ("phone", "username", "email", "challenge_id", "code")
 
 
 def leaves(v, out):

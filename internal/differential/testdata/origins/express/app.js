@@ -20,7 +20,7 @@
 
 const express = require('express');
 
-const FIELDS = ['phone', 'username', 'challenge_id', 'code'];
+const FIELDS = ['phone', 'username', 'email', 'challenge_id', 'code'];
 
 function leaves(v, out) {
   if (v === null || v === undefined) return;

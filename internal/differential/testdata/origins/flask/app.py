@@ -22,7 +22,7 @@ import sys
 
 from flask import Flask, Response, request
 
-FIELDS = ("phone", "username", "challenge_id", "code")
+FIELDS = ("phone", "username", "email", "challenge_id", "code")
 
 app = Flask(__name__)
 

@@ -18,7 +18,7 @@
 // their leaves, since an application that got an array may still use what is
 // inside it.
 
-const FIELDS = ['phone', 'username', 'challenge_id', 'code'];
+const FIELDS = ['phone', 'username', 'email', 'challenge_id', 'code'];
 
 function leaves($v, array &$out): void {
     if (is_array($v)) {

@@ -20,7 +20,7 @@ require 'json'
 require 'rack'
 require 'webrick'
 
-FIELDS = %w[phone username challenge_id code].freeze
+FIELDS = %w[phone username email challenge_id code].freeze
 
 def leaves(v, out)
   case v
