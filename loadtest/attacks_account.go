@@ -157,8 +157,21 @@ func runAccountSpelling(a *attackRun) error {
 	}
 	if !a.keysOnAccount(v) {
 		a.skip("account-spelling", "login", fmt.Sprintf("no rule of the policy %s keys POST /login at %s on the account (identity { account })", a.p.policy, a.p.host))
-	} else if err := a.accountLoginCase(client, victim); err != nil {
-		return err
+	} else {
+		// The attack spends the address's mint budget: the known browser
+		// behind it, a new one, and the account's owner from its own
+		// address must all still log in.
+		cs, err := a.castAround(client, netip.Addr{}, actLogin, actLogin)
+		if err != nil {
+			return err
+		}
+		owner := a.ownerOfAccount(victim, "username")
+		if err := cs.add(owner); err != nil {
+			return err
+		}
+		if err := a.accountLoginCase(client, victim, cs); err != nil {
+			return err
+		}
 	}
 
 	client = a.v6Client()
@@ -172,9 +185,13 @@ func runAccountSpelling(a *attackRun) error {
 		a.skip("account-spelling", "signup", fmt.Sprintf("no rule of the policy %s keys POST /signup on the account (identity { account })", a.p.policy))
 		return nil
 	}
+	cs, err := a.castAround(client, netip.Addr{}, actLogin, actSignup)
+	if err != nil {
+		return err
+	}
 	return a.simpleCaseOn("account-spelling", "signup", gmailSpellings(local), func(s accountSpelling) (*rawRequest, canonReq) {
 		return a.signupAs(client, client, s.value, canon)
-	}, "signups of "+canon+" that reached the origin, one in each of %d spellings from one client")
+	}, "signups of "+canon+" that reached the origin, one in each of %d spellings from one client", cs)
 }
 
 // keysOnAccount reports whether a rule holding v keys on the account.
@@ -189,7 +206,7 @@ func (a *attackRun) keysOnAccount(v canonVerdict) bool {
 
 // accountLoginCase runs the login case: visitor IDs first, then one guess
 // at victim in each spelling, the IDs taken in turn.
-func (a *attackRun) accountLoginCase(client netip.Addr, victim string) error {
+func (a *attackRun) accountLoginCase(client netip.Addr, victim string, cs *cast) error {
 	tc, err := a.begin("account-spelling", "login")
 	if err != nil {
 		return err
@@ -235,15 +252,18 @@ func (a *attackRun) accountLoginCase(client netip.Addr, victim string) error {
 	if gain != int64(len(through)) {
 		return fmt.Errorf("%s: the origin counted %d logins but saw %d of the case's tags: other traffic reached it; run again on a quiet node", tc.res.name, gain, len(through))
 	}
+	if err := tc.play(cs); err != nil {
+		return err
+	}
 	tc.finish(gain, fmt.Sprintf("wrong guesses at %s that reached the origin, one in each of %d spellings from one client with %d visitor IDs (%s)",
 		victim, len(spellings), len(ids), strings.Join(through, ", ")))
 	return nil
 }
 
 // simpleCaseOn sends one request per spelling, built by mk, on one
-// connection, and counts every one that reached the origin; note is the
-// gain's note, with %d the number of spellings.
-func (a *attackRun) simpleCaseOn(class, name string, spellings []accountSpelling, mk func(accountSpelling) (*rawRequest, canonReq), note string) error {
+// connection, and counts every one that reached the origin, then plays
+// the cast; note is the gain's note, with %d the number of spellings.
+func (a *attackRun) simpleCaseOn(class, name string, spellings []accountSpelling, mk func(accountSpelling) (*rawRequest, canonReq), note string, cs *cast) error {
 	tc, err := a.begin(class, name)
 	if err != nil {
 		return err
@@ -258,6 +278,9 @@ func (a *attackRun) simpleCaseOn(class, name string, spellings []accountSpelling
 	}
 	gain, err := tc.reachedAll(nil)
 	if err != nil {
+		return err
+	}
+	if err := tc.play(cs); err != nil {
 		return err
 	}
 	tc.finish(gain, fmt.Sprintf(note, len(spellings)))

@@ -31,6 +31,12 @@ func runOTPChallenge(a *attackRun) error {
 	if err != nil {
 		return err
 	}
+	// The guesses name phones[1…challengeGuesses]; the owner of the last
+	// one verified it before.
+	cs, err := a.newCast(a.ownerOf(b.phones[len(b.phones)-1]))
+	if err != nil {
+		return err
+	}
 	tc, err := a.begin("otp-challenge", "phone-rotation")
 	if err != nil {
 		return err
@@ -66,6 +72,11 @@ func runOTPChallenge(a *attackRun) error {
 	if err != nil {
 		return err
 	}
+	if err := tc.play(cs, sends); err != nil {
+		return err
+	}
+	sends.cast = noBystanders("played with otp-challenge/phone-rotation")
+	sends.cast.prior = cs.prior
 	tc.finish(g, "wrong guesses at challenge "+id+" that reached the origin, a new phone beside it each time")
 	sends.finish(sg, "codes sent to "+b.phones[0])
 	return nil

@@ -57,7 +57,7 @@ func writeAttacksPolicy(t *testing.T, replace ...string) string {
 var shortStore = []string{"max_keys = 100000", "max_keys = " + attacksShortMaxKeys}
 
 // attackLine matches a case's verdict line.
-var attackLine = regexp.MustCompile(`(?m)^attack: (\S+) gain=(\d+) bound=(\d+) (ok|BREACH)$`)
+var attackLine = regexp.MustCompile(`(?m)^attack: (\S+) gain=(\d+) bound=(\d+) collateral=(\d+) bound=(\d+) (ok|BREACH)$`)
 
 // runAttacksTool runs the attacks scenario against a node serving
 // policy (a file) and returns the exit status, the report and stderr.

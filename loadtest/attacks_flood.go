@@ -64,6 +64,17 @@ func runKeyFlood(a *attackRun) error {
 		return err
 	}
 	victim := b.phones[a.rng.IntN(len(b.phones))]
+	// A known user of its own address, and the owner of a phone in the
+	// victim's block: after the flood, their counters and markers are
+	// still there, and nothing refuses them.
+	k, err := a.knownAt(a.v6Client(), netip.Addr{}, actLogin|actAPI)
+	if err != nil {
+		return err
+	}
+	cs, err := a.newCast(k, a.ownerOf(otherPhone(b, victim)))
+	if err != nil {
+		return err
+	}
 	tc, err := a.begin("key-flood", "")
 	if err != nil {
 		return err
@@ -106,6 +117,9 @@ func runKeyFlood(a *attackRun) error {
 	}
 	gain, err := tc.reachedAll(func(p string) bool { return p == otpSendPath })
 	if err != nil {
+		return err
+	}
+	if err := tc.play(cs); err != nil {
 		return err
 	}
 	tc.finish(gain, fmt.Sprintf("sends to %s that reached the origin, before and after a flood of %d GET %s from %d distinct /64s in %s",

@@ -283,6 +283,14 @@ type caseBoundResult struct {
 // them on, the lesser of each key's requests and its allowance; the bound
 // is the least of these, and of the number of requests not refused.
 func caseBound(vs []canonVerdict, start, end time.Time) caseBoundResult {
+	return caseBoundPrior(vs, start, end, nil)
+}
+
+// caseBoundPrior is caseBound on counters that requests before the case
+// (a known bystander's successful login, attacks_bystanders.go) consumed
+// from: a key's allowance then runs from the first of those requests and
+// is less what they took.
+func caseBoundPrior(vs []canonVerdict, start, end time.Time, prior map[consKey]priorUse) caseBoundResult {
 	start, end = start.Add(-clockAllowance), end.Add(clockAllowance)
 	var n, refused int64
 	refusedWhy := ""
@@ -340,10 +348,19 @@ func caseBound(vs []canonVerdict, start, end time.Time) caseBoundResult {
 		ra := roles[role]
 		b := n - ra.matched
 		var perKey int64 = -1
+		var took int64
 		sameAllowance := true
 		for _, k := range ra.order {
 			ka := ra.keys[k]
 			a := allowance(ka.op, start, end)
+			if u, ok := prior[consKey{role, k}]; ok {
+				from := start
+				if t := u.at.Add(-clockAllowance); t.Before(from) {
+					from = t
+				}
+				a = max(allowance(ka.op, from, end)-u.n, 0)
+				took += u.n
+			}
 			if perKey >= 0 && a != perKey {
 				sameAllowance = false
 			}
@@ -358,6 +375,9 @@ func caseBound(vs []canonVerdict, start, end time.Time) caseBoundResult {
 				fmt.Fprintf(&w, ", %d per key over %s", perKey, end.Sub(start).Round(time.Millisecond))
 			}
 			fmt.Fprintf(&w, ", %d %s", len(ra.order), plural(len(ra.order), "key", "keys"))
+			if took > 0 {
+				fmt.Fprintf(&w, ", less %d the bystanders' setup took before the case", took)
+			}
 			if ra.matched < n {
 				fmt.Fprintf(&w, ", and %d requests it does not hold", n-ra.matched)
 			}

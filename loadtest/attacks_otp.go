@@ -123,6 +123,10 @@ func runPhoneFormat(a *attackRun) error {
 		return err
 	}
 	victim := b.phones[a.rng.IntN(len(b.phones))]
+	cs, err := a.newCast(a.ownerOf(otherPhone(b, victim)))
+	if err != nil {
+		return err
+	}
 	tc, err := a.begin("phone-format", "")
 	if err != nil {
 		return err
@@ -141,6 +145,9 @@ func runPhoneFormat(a *attackRun) error {
 		}
 	}
 	if err := tc.checkReached(int64(len(reached))); err != nil {
+		return err
+	}
+	if err := tc.play(cs); err != nil {
 		return err
 	}
 	tc.finish(int64(len(reached)), fmt.Sprintf("sends to %s that reached the origin, in any spelling (%s)", victim, strings.Join(reached, ", ")))
@@ -206,11 +213,16 @@ func runContentType(a *attackRun) error {
 		if err != nil {
 			return err
 		}
-		if err := a.contentTypeSends(ctName(ct), ct, b.phones[a.rng.IntN(len(b.phones))]); err != nil {
+		victim := b.phones[a.rng.IntN(len(b.phones))]
+		cs, err := a.newCast(a.ownerOf(otherPhone(b, victim)))
+		if err != nil {
+			return err
+		}
+		if err := a.contentTypeSends(ctName(ct), ct, victim, cs); err != nil {
 			return err
 		}
 	}
-	if err := a.contentTypeSends("foreign-number", contentTypeCases[0], foreignVictim); err != nil {
+	if err := a.contentTypeSends("foreign-number", contentTypeCases[0], foreignVictim, noBystanders("none: the policy refuses every send to the number outright, so they count nothing")); err != nil {
 		return err
 	}
 	return a.contentTypeVerify(contentTypeCases[0])
@@ -226,7 +238,7 @@ func ctName(ct string) string {
 
 // contentTypeSends runs one send case: victim in the form, a new decoy in
 // the JSON of each send.
-func (a *attackRun) contentTypeSends(name, ct, victim string) error {
+func (a *attackRun) contentTypeSends(name, ct, victim string, cs *cast) error {
 	tc, err := a.begin("content-type", name)
 	if err != nil {
 		return err
@@ -251,6 +263,9 @@ func (a *attackRun) contentTypeSends(name, ct, victim string) error {
 		}
 	}
 	if _, err := tc.reachedAll(nil); err != nil {
+		return err
+	}
+	if err := tc.play(cs); err != nil {
 		return err
 	}
 	var gain int64
@@ -292,6 +307,10 @@ func (a *attackRun) contentTypeVerify(ct string) error {
 		return err
 	}
 	victim := b.phones[a.rng.IntN(len(b.phones))]
+	cs, err := a.newCast(a.ownerOf(otherPhone(b, victim)))
+	if err != nil {
+		return err
+	}
 	r := &rawRequest{method: fasthttp.MethodPost, target: otpSendPath}
 	r.add("Host", a.origin.c.addr).add("Content-Type", "application/json")
 	r.body = jsonBody(otpFields(victim))
@@ -344,6 +363,9 @@ func (a *attackRun) contentTypeVerify(ct string) error {
 	if readsForm {
 		gain = reached
 	}
+	if err := tc.play(cs); err != nil {
+		return err
+	}
 	tc.finish(gain, fmt.Sprintf("guesses at %s's code that reached the origin (%d reached; the origin reads %q as the form: %v)", victim, reached, ct, readsForm))
 	return nil
 }
@@ -365,6 +387,10 @@ func runOTPGuessingAttack(a *attackRun) error {
 		return err
 	}
 	phone := b.phones[a.rng.IntN(len(b.phones))]
+	cs, err := a.newCast(a.ownerOf(otherPhone(b, phone)))
+	if err != nil {
+		return err
+	}
 	verify, err := a.begin("otp-guessing", "verify-attempts")
 	if err != nil {
 		return err
@@ -411,6 +437,11 @@ func runOTPGuessingAttack(a *attackRun) error {
 	if err != nil {
 		return err
 	}
+	if err := verify.play(cs, sends); err != nil {
+		return err
+	}
+	sends.cast = noBystanders("played with otp-guessing/verify-attempts")
+	sends.cast.prior = cs.prior
 	verify.finish(vg, "wrong guesses at "+phone+"'s codes that reached the origin")
 	sends.finish(sg, "codes sent to "+phone)
 	return nil
@@ -431,7 +462,13 @@ func runSMSPumping(a *attackRun) error {
 		return err
 	}
 	numbers := slices.Clone(b.phones)
-	if err := a.sendsCase("sms-pumping", "one-block", numbers, "sends to "+b.rng+"…"); err != nil {
+	// The owner of the block's last number verified it before: walking the
+	// block fills its range (issue 24, harm f), and must not lock it out.
+	cs, err := a.newCast(a.ownerOf(b.phones[len(b.phones)-1]))
+	if err != nil {
+		return err
+	}
+	if err := a.sendsCase("sms-pumping", "one-block", numbers, "sends to "+b.rng+"…", cs); err != nil {
 		return err
 	}
 	foreign, err := loadForeignNumbers(a.cfg.otp.phones, a.cfg.otp.foreign)
@@ -443,12 +480,13 @@ func runSMSPumping(a *attackRun) error {
 	for _, f := range foreign {
 		numbers = append(numbers, f.e164)
 	}
-	return a.sendsCase("sms-pumping", "foreign-countries", numbers, fmt.Sprintf("sends to %d countries' numbers", len(foreign)))
+	return a.sendsCase("sms-pumping", "foreign-countries", numbers, fmt.Sprintf("sends to %d countries' numbers", len(foreign)),
+		noBystanders("none: the policy refuses every send outside its countries outright, so they count nothing"))
 }
 
 // sendsCase sends one code to each number, each from a new client, and
-// counts the sends that reached the origin.
-func (a *attackRun) sendsCase(class, name string, numbers []string, note string) error {
+// counts the sends that reached the origin, then plays the cast.
+func (a *attackRun) sendsCase(class, name string, numbers []string, note string, cs *cast) error {
 	tc, err := a.begin(class, name)
 	if err != nil {
 		return err
@@ -465,6 +503,20 @@ func (a *attackRun) sendsCase(class, name string, numbers []string, note string)
 	if err != nil {
 		return err
 	}
+	if err := tc.play(cs); err != nil {
+		return err
+	}
 	tc.finish(gain, note+" that reached the origin")
 	return nil
+}
+
+// otherPhone returns a number of the block b that is not victim: a phone
+// owner's, in the attacked range.
+func otherPhone(b otpBlock, victim string) string {
+	for i := len(b.phones) - 1; i >= 0; i-- {
+		if b.phones[i] != victim {
+			return b.phones[i]
+		}
+	}
+	return victim
 }
