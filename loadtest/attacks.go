@@ -55,6 +55,7 @@ type attackParams struct {
 	classes   string        // -classes: comma-separated, "" for all
 	flood     int           // -flood: key-flood requests, 0 for max_keys × 1.1
 	leaseWait time.Duration // -lease-wait: the longest in-flight waits for a lease to end
+	slowloris int           // -slowloris: slowloris's connections, 0 for the listener's cap + 50
 	originSet bool          // -origin was given (otherwise the policy's upstream)
 }
 
@@ -71,12 +72,16 @@ func (p *attackParams) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.classes, "classes", p.classes, "attacks: comma-separated attack classes to run, default all: "+strings.Join(names, ", "))
 	fs.DurationVar(&p.leaseWait, "lease-wait", p.leaseWait, "attacks: the longest in-flight waits for the leases of logins that timed out at the edge to end, to check their slots come back (longer: that check is skipped)")
 	fs.IntVar(&p.flood, "flood", p.flood, fmt.Sprintf("attacks: key-flood requests, each from a new /64 (default: the policy's memory max_keys × 1.1; at most %d)", maxRequests))
+	fs.IntVar(&p.slowloris, "slowloris", p.slowloris, fmt.Sprintf("attacks: slowloris's half-sent connections from one address (default: the edge's listener cap, %d, and %d more; at most %d)", slowlorisListener, slowlorisOver, slowlorisMax))
 }
 
 // check reports a flag out of range.
 func (p *attackParams) check() error {
 	if p.flood < 0 || p.flood > maxRequests {
 		return fmt.Errorf("-flood must be in [0, %d], got %d", maxRequests, p.flood)
+	}
+	if p.slowloris < 0 || p.slowloris > slowlorisMax {
+		return fmt.Errorf("-slowloris must be in [0, %d], got %d", slowlorisMax, p.slowloris)
 	}
 	if p.leaseWait < 0 || p.leaseWait > 10*time.Minute {
 		return fmt.Errorf("-lease-wait must be in [0, 10m], got %v", p.leaseWait)
@@ -128,8 +133,9 @@ type attackClass struct {
 	run      func(a *attackRun) error
 }
 
-// attackClasses returns the classes in run order; the key flood is last,
-// since it may evict every counter the others left.
+// attackClasses returns the classes in run order; the key floods are
+// last, since they may evict every counter the others left, or fill a
+// rule's key budget.
 func attackClasses() []attackClass {
 	return []attackClass{
 		{"ipv6-rotation", ipv6RotationRequests, runIPv6Rotation},
@@ -138,15 +144,26 @@ func attackClasses() []attackClass {
 		{"method-override", methodOverrideRequests, runMethodOverride},
 		{"host-confusion", hostConfusionRequests, runHostConfusion},
 		{"account-spelling", accountSpellingRequests, runAccountSpelling},
+		{"identity-conflict", identityConflictRequests, runIdentityConflict},
+		{"accent-folding", accentFoldingRequests, runAccentFolding},
 		{"phone-format", phoneFormatRequests, runPhoneFormat},
 		{"content-type", contentTypeRequests, runContentType},
 		{"cookie-cycling", cookieCyclingRequests, runCookieCycling},
+		{"minting", mintingRequests, runMinting},
+		{"ban", banRequests, runBan},
+		{"network-lockout", networkLockoutRequests, runNetworkLockout},
 		{"otp-guessing", otpGuessingAttackRequests, runOTPGuessingAttack},
 		{"otp-challenge", otpChallengeRequests, runOTPChallenge},
 		{"sms-pumping", smsPumpingRequests, runSMSPumping},
+		{"range-lockout", rangeLockoutRequests, runRangeLockout},
 		{"embedded-ipv4", embeddedIPv4Requests, runEmbeddedIPv4},
 		{"in-flight", inflightRequests, runInFlight},
+		{"slowloris", slowlorisRequests, runSlowloris},
+		{"ban-eviction", banEvictionRequests, runBanEviction},
 		{"key-flood", keyFloodRequests, runKeyFlood},
+		// Last: on a store without fair key budgets it leaves a sensitive
+		// rule's budget full of live state for the rule's period.
+		{"key-budget-fill", keyBudgetFillRequests, runKeyBudgetFill},
 	}
 }
 
@@ -365,6 +382,9 @@ type tcase struct {
 	// budget full of live state): its 503s are what it measures, not a
 	// store that could not decide.
 	expect503 bool
+	// bound, when set, is the case's bound, which the policy's model
+	// cannot compute (a ban's duration): finish uses it as it is.
+	bound *caseBoundResult
 }
 
 // begin starts a case: the origin's counts before it.
@@ -465,6 +485,9 @@ func (tc *tcase) finish(gain int64, note string) {
 		prior = tc.cast.prior
 	}
 	tc.res.bound = caseBoundPrior(tc.verdicts, tc.first, tc.last, prior)
+	if tc.bound != nil {
+		tc.res.bound = *tc.bound
+	}
 	tc.res.coll = tc.cast.collateral()
 	tc.a.results = append(tc.a.results, tc.res)
 	writeAttackResult(tc.a.out, &tc.res)

@@ -89,11 +89,14 @@ const (
 	accountOwner
 	// elsewhere is a new browser in a network the attacker never used.
 	elsewhere
+	// newPhone owns a phone of the attacked numbering block that never
+	// completed a verify, at an address of its own.
+	newPhone
 )
 
 var bystanderKindNames = [...]string{
 	knownBehind: "known", freshBehind: "fresh", neighbour: "neighbour",
-	phoneOwner: "phone-owner", accountOwner: "account-owner", elsewhere: "elsewhere",
+	phoneOwner: "phone-owner", accountOwner: "account-owner", elsewhere: "elsewhere", newPhone: "new-phone",
 }
 
 func (k bystanderKind) String() string { return bystanderKindNames[k] }
@@ -116,6 +119,7 @@ type bystander struct {
 	account      string // its own account
 	field        string // the login field it names its account in: "username" or "email"
 	phone        string // its own phone
+	apiPath      string // the API route it reads, "" for bystanderAPI
 	cookie       string // its visitor cookie, once it has one
 	// placeholder stands for the visitor ID the policy's mint promises a
 	// new browser when the edge set none (minting.go): the bound assumes
@@ -123,8 +127,10 @@ type bystander struct {
 	// allows.
 	placeholder string
 	// noAnswer counts as refused a request the edge never answered (a
-	// listener full of half-sent requests), instead of failing the run.
-	noAnswer bool
+	// listener full of half-sent requests), instead of failing the run;
+	// keep keeps every answer (answers), for what they say.
+	noAnswer, keep bool
+	answers        []rawAnswer
 	// override, when set, replaces the model's bound: a class whose harm
 	// the model cannot see (a key budget, a connection cap) says which of
 	// the bystander's requests may be refused, and why.
@@ -482,13 +488,13 @@ func (cs *cast) act(b *bystander, attack []canonVerdict) (int64, error) {
 		return ans, ok, err
 	}
 	if !b.kind.known() {
-		ans, _, err := do(b.request(a, fasthttp.MethodGet, bystanderPage), nil)
+		ans, ok, err := do(b.request(a, fasthttp.MethodGet, bystanderPage), nil)
 		if err != nil {
 			return reached, err
 		}
 		if ans.cookie != "" {
 			b.cookie = ans.cookie
-		} else if a.cookie != "" && ans.status != 0 {
+		} else if a.cookie != "" && ok {
 			b.got = append(b.got, "no visitor cookie on its first page")
 		}
 	}
@@ -519,8 +525,12 @@ func (cs *cast) act(b *bystander, attack []canonVerdict) (int64, error) {
 		}
 	}
 	if b.acts&actAPI != 0 {
-		r := b.request(a, fasthttp.MethodGet, bystanderAPI)
-		canon := b.canon(a, bystanderAPI, nil)
+		path := b.apiPath
+		if path == "" {
+			path = bystanderAPI
+		}
+		r := b.request(a, fasthttp.MethodGet, path)
+		canon := b.canon(a, path, nil)
 		canon.method = fasthttp.MethodGet
 		if _, _, err := do(r, &canon); err != nil {
 			return reached, err
@@ -569,6 +579,9 @@ func (cs *cast) actSend(b *bystander, c *rawConn, r *rawRequest, canon *canonReq
 		return rawAnswer{}, false, nil
 	}
 	a.sent++
+	if b.keep {
+		b.answers = append(b.answers, ans)
+	}
 	_, ok, err := a.origin.reached(a.ctx, r.tag)
 	if err != nil {
 		return rawAnswer{}, false, err
@@ -636,15 +649,23 @@ func (cs *cast) mayRefuse(v canonVerdict, attack []canonVerdict, b *bystander) (
 // covers a role: a network rule (keyed on "ip" at a prefix wider than the
 // policy's client prefix) or a range rule (keyed on phone_range), from
 // which a known visitor or phone is exempt when it did not trip it itself
-// (issue 24, "Known callers keep working").
+// (issue 24, "Known callers keep working"), and a rule with known_visitors,
+// which never holds a visitor that logged in to the account.
 func (a *attackRun) exemptsKnown(role int) bool {
 	if role < 0 || role%2 == 1 {
 		return false
 	}
 	r := a.m.p.Rules[role/2]
-	if slices.Contains(r.KeyNames, "phone_range") {
-		return true
+	return a.networkRole(role) || slices.Contains(r.KeyNames, "phone_range") || r.KnownVisitors() > 0
+}
+
+// networkRole reports whether a role is a network rule's: keyed on "ip"
+// at a prefix wider than the policy's client prefix.
+func (a *attackRun) networkRole(role int) bool {
+	if role < 0 || role%2 == 1 {
+		return false
 	}
+	r := a.m.p.Rules[role/2]
 	return slices.Contains(r.KeyNames, "ip") && (r.IPv4Prefix < a.m.p.IPv4Prefix || r.IPv6Prefix < a.m.p.IPv6Prefix)
 }
 

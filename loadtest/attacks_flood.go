@@ -139,6 +139,21 @@ type floodStats struct {
 // connections.
 func (a *attackRun) flood(n int) (floodStats, error) {
 	base := a.floodBase()
+	return a.blast(n, func(i int) *rawRequest {
+		b := base
+		b[5], b[6], b[7] = byte(i>>16), byte(i>>8), byte(i)
+		r := &rawRequest{method: fasthttp.MethodGet, target: keyFloodTarget}
+		r.add("Host", a.p.host)
+		name, value := forwardingHeader(a.m.p.ForwardedHeader, netip.AddrFrom16(b))
+		r.add(name, value)
+		return r
+	})
+}
+
+// parallel runs do(c, i) for every i in [0, n) over attacksFloodConns
+// connections, each i once, and tallies the statuses do returns; it
+// stops at the first error.
+func (a *attackRun) parallel(n int, do func(c *rawConn, i int) (int, error)) (floodStats, error) {
 	var next atomic.Int64
 	var run runErr
 	var wg sync.WaitGroup
@@ -154,18 +169,12 @@ func (a *attackRun) flood(n int) (floodStats, error) {
 				if i >= int64(n) {
 					return
 				}
-				b := base
-				b[5], b[6], b[7] = byte(i>>16), byte(i>>8), byte(i)
-				r := &rawRequest{method: fasthttp.MethodGet, target: keyFloodTarget}
-				r.add("Host", a.p.host)
-				name, value := forwardingHeader(a.m.p.ForwardedHeader, netip.AddrFrom16(b))
-				r.add(name, value)
-				ans, err := c.do(a.ctx, r)
+				status, err := do(c, int(i))
 				if err != nil {
-					run.fail(fmt.Errorf("key flood, request %d: %w", i+1, err))
+					run.fail(fmt.Errorf("request %d of %d: %w", i+1, n, err))
 					return
 				}
-				tallies[w][ans.status]++
+				tallies[w][status]++
 			}
 		})
 	}

@@ -73,6 +73,9 @@ type canonVerdict struct {
 	// concurrency rule's IP ceiling): what holds the request's slots at
 	// the origin, not its count (attacks_inflight.go).
 	inflight []constraint
+	// rules are the indices of every enforcing rule that counts the
+	// request, those that bound nothing here (count_distinct) included.
+	rules []int
 }
 
 // policyModel decides canonical requests against a policy, in process.
@@ -185,6 +188,7 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 		if !mt.Enforce || mt.Op < 0 {
 			continue
 		}
+		v.rules = append(v.rules, mt.Rule.Index)
 		op := m.s.Ops[mt.Op]
 		if mt.Rule.Concurrency {
 			// A concurrency lease bounds requests at once, not in all.
