@@ -313,6 +313,42 @@ func TestAttacksDetectBreaches(t *testing.T) {
 	}
 }
 
+// TestAttacksDetectCollateral: a node whose per-visitor login rule counts
+// the address rather than the visitor (key = ["ip"]: the cookie no longer
+// tells a browser from the attacker behind its address), while the tool
+// reads the shipped rule, refuses the known and the fresh browser behind
+// an attacker that spent the address's budget, and within-a-64 says
+// BREACH for its collateral alone: its gain is within the 5 (4: the known
+// browser's login before the attack took one of the address's 5 on that
+// node). The neighbour in another /64 is not refused.
+func TestAttacksDetectCollateral(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real edge")
+	}
+	strict := writeAttacksPolicy(t, shortStore...)
+	weak := writeAttacksPolicy(t, append(slices.Clone(shortStore),
+		"  key        = [\"visitor\"]\n", "  key        = [\"ip\"]\n",
+		"  ip_ceiling = 100\n", "")...)
+	edge, origin, _ := startEdgeOrigin(t, weak)
+	code, out, stderr := runAttacksTool(t, edge, origin, strict, "-classes", "ipv6-rotation")
+	if code != exitMismatch {
+		t.Fatalf("exit %d, want %d; stderr %q\n%s", code, exitMismatch, stderr, out)
+	}
+	for _, want := range []string{
+		"attack: ipv6-rotation/within-a-64 gain=4 bound=5 collateral=2 bound=0 BREACH\n",
+		"    collateral: known: 1 of 1 refused, bound 0; refused beyond its bound: POST /login: 429\n",
+		"    collateral: fresh: 1 of 2 refused, bound 0; refused beyond its bound: POST /login: 429\n",
+		"    collateral: neighbour: 0 of 2 refused, bound 0\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", out)
+	}
+}
+
 // forgetfulStore is a memory store that forgets every counter once, at
 // its forget-th call: what an LRU evicting live state does to the keys
 // it evicts.
