@@ -476,6 +476,20 @@ func (tc *tcase) reachedAll(keep func(string) bool) (int64, error) {
 	return n, nil
 }
 
+// end reads the case's gain (its requests that reached the origin, over
+// the paths keep accepts: reachedAll), plays its cast, and finishes it.
+func (tc *tcase) end(cs *cast, keep func(string) bool, note string) error {
+	gain, err := tc.reachedAll(keep)
+	if err != nil {
+		return err
+	}
+	if err := tc.play(cs); err != nil {
+		return err
+	}
+	tc.finish(gain, note)
+	return nil
+}
+
 // finish records the case with its gain, computes its bound and prints
 // its line.
 func (tc *tcase) finish(gain int64, note string) {

@@ -151,13 +151,11 @@ func accountSpellingRequests(a *attackRun) int64 {
 func runAccountSpelling(a *attackRun) error {
 	client := a.v6Client()
 	victim := fmt.Sprintf("%s%08x", accountVictimPrefix, a.rng.Uint32())
-	v, err := a.m.decide(a.loginCanon(client, loginFields(victim, 0)))
+	keyed, err := a.loginKeyedOnAccount("account-spelling", "login", client, victim)
 	if err != nil {
 		return err
 	}
-	if !a.keysOnAccount(v) {
-		a.skip("account-spelling", "login", fmt.Sprintf("no rule of the policy %s keys POST /login at %s on the account (identity { account })", a.p.policy, a.p.host))
-	} else {
+	if keyed {
 		// The attack spends the address's mint budget: the known browser
 		// behind it, a new one, and the account's owner from its own
 		// address must all still log in.
@@ -178,7 +176,8 @@ func runAccountSpelling(a *attackRun) error {
 	local := fmt.Sprintf("jdoe%08x", a.rng.Uint32())
 	canon := local + "@gmail.com"
 	_, sv := a.signupAs(client, client, canon, canon)
-	if v, err = a.m.decide(sv); err != nil {
+	v, err := a.m.decide(sv)
+	if err != nil {
 		return err
 	}
 	if !a.keysOnAccount(v) {
@@ -192,6 +191,21 @@ func runAccountSpelling(a *attackRun) error {
 	return a.simpleCaseOn("account-spelling", "signup", gmailSpellings(local), func(s accountSpelling) (*rawRequest, canonReq) {
 		return a.signupAs(client, client, s.value, canon)
 	}, "signups of "+canon+" that reached the origin, one in each of %d spellings from one client", cs)
+}
+
+// loginKeyedOnAccount reports whether a rule of the policy keys a login
+// at victim from client on the account, and skips class/name, saying so,
+// when none does.
+func (a *attackRun) loginKeyedOnAccount(class, name string, client netip.Addr, victim string) (bool, error) {
+	v, err := a.m.decide(a.loginCanon(client, loginFields(victim, 0)))
+	if err != nil {
+		return false, err
+	}
+	if !a.keysOnAccount(v) {
+		a.skip(class, name, fmt.Sprintf("no rule of the policy %s keys POST /login at %s on the account (identity { account })", a.p.policy, a.p.host))
+		return false, nil
+	}
+	return true, nil
 }
 
 // keysOnAccount reports whether a rule holding v keys on the account.
@@ -213,17 +227,9 @@ func (a *attackRun) accountLoginCase(client netip.Addr, victim string, cs *cast)
 	}
 	c := a.conn(netip.Addr{})
 	defer c.close()
-	var ids []string
-	for range a.accountMintFetches() {
-		r := a.request(fasthttp.MethodGet, mintTarget)
-		a.clientHeader(r, client)
-		ans, err := tc.sendUncounted(c, r)
-		if err != nil {
-			return err
-		}
-		if ans.cookie != "" && !slices.Contains(ids, ans.cookie) {
-			ids = append(ids, ans.cookie)
-		}
+	ids, err := tc.fetchIDs(c, client, a.accountMintFetches(), nil)
+	if err != nil {
+		return err
 	}
 	spellings := loginAccountSpellings(victim)
 	var through []string
@@ -260,6 +266,34 @@ func (a *attackRun) accountLoginCase(client netip.Addr, victim string, cs *cast)
 	return nil
 }
 
+// fetchIDs asks for n pages at mintTarget (a path no rule limits) from
+// client, uncounted, and returns the distinct visitor IDs the edge set on
+// them, in order; mints, when not nil, gets each request's verdict (its
+// mint budget op).
+func (tc *tcase) fetchIDs(c *rawConn, client netip.Addr, n int, mints *[]canonVerdict) ([]string, error) {
+	a := tc.a
+	var ids []string
+	for range n {
+		r := a.request(fasthttp.MethodGet, mintTarget)
+		a.clientHeader(r, client)
+		if mints != nil {
+			v, err := a.m.decide(canonReq{method: fasthttp.MethodGet, path: mintTarget, host: a.p.host, client: a.m.counted(client)})
+			if err != nil {
+				return nil, err
+			}
+			*mints = append(*mints, v)
+		}
+		ans, err := tc.sendUncounted(c, r)
+		if err != nil {
+			return nil, err
+		}
+		if ans.cookie != "" && !slices.Contains(ids, ans.cookie) {
+			ids = append(ids, ans.cookie)
+		}
+	}
+	return ids, nil
+}
+
 // simpleCaseOn sends one request per spelling, built by mk, on one
 // connection, and counts every one that reached the origin, then plays
 // the cast; note is the gain's note, with %d the number of spellings.
@@ -276,13 +310,5 @@ func (a *attackRun) simpleCaseOn(class, name string, spellings []accountSpelling
 			return err
 		}
 	}
-	gain, err := tc.reachedAll(nil)
-	if err != nil {
-		return err
-	}
-	if err := tc.play(cs); err != nil {
-		return err
-	}
-	tc.finish(gain, fmt.Sprintf(note, len(spellings)))
-	return nil
+	return tc.end(cs, nil, fmt.Sprintf(note, len(spellings)))
 }

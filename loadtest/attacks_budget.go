@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -81,11 +80,7 @@ func runKeyBudgetFill(a *attackRun) error {
 		a.skip("key-budget-fill", "", fmt.Sprintf("%d new phones at %d per /64 need more /64s than one /48 has", n, perClient))
 		return nil
 	}
-	other, err := a.freshAt(elsewhere, a.v6Client(), netip.Addr{}, actOTP)
-	if err != nil {
-		return err
-	}
-	near, err := a.freshAt(neighbour, v6In(site, 0xff, 0xff, a.rng.Uint64()|1), netip.Addr{}, actOTP)
+	other, near, err := a.elsewhereAndNear(v6In(site, 0xff, 0xff, a.rng.Uint64()|1), actOTP)
 	if err != nil {
 		return err
 	}
@@ -95,11 +90,7 @@ func runKeyBudgetFill(a *attackRun) error {
 		}
 		return true, fmt.Sprintf("its /48 sent %s's whole key budget of new phones: the network's share of it is full", r.Name)
 	}
-	cs, err := a.newCast(other, near)
-	if err != nil {
-		return err
-	}
-	tc, err := a.begin("key-budget-fill", "one-48")
+	tc, cs, err := a.beginCast("key-budget-fill", "one-48", other, near)
 	if err != nil {
 		return err
 	}
@@ -131,16 +122,19 @@ func runKeyBudgetFill(a *attackRun) error {
 	for s, k := range fs.statuses {
 		tc.res.statuses[s] += k
 	}
-	gain, err := tc.reachedAll(func(p string) bool { return p == otpSendPath })
-	if err != nil {
-		return err
-	}
-	if err := tc.play(cs); err != nil {
-		return err
-	}
-	tc.finish(gain, fmt.Sprintf("sends to %d new phones from %d /64s of one /48 that reached the origin, in %s (%s keeps %d phones)",
+	return tc.end(cs, func(p string) bool { return p == otpSendPath }, fmt.Sprintf("sends to %d new phones from %d /64s of one /48 that reached the origin, in %s (%s keeps %d phones)",
 		n, len(clients), fs.elapsed.Round(time.Millisecond), r.Name, r.MaxKeys))
-	return nil
+}
+
+// elsewhereAndNear are two new browsers acting on acts: one in a network
+// no case uses, and a neighbour of the attacker's at near.
+func (a *attackRun) elsewhereAndNear(near netip.Addr, acts act) (*bystander, *bystander, error) {
+	o, err := a.freshAt(elsewhere, a.v6Client(), netip.Addr{}, acts)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := a.freshAt(neighbour, near, netip.Addr{}, acts)
+	return o, n, err
 }
 
 // blast sends n requests built by mk over attacksFloodConns connections,
@@ -167,8 +161,8 @@ func (a *attackRun) evictionRule() (r *rules.Rule, method, path string, ok bool)
 			continue
 		}
 		path = ps[0]
-		if p, ok := strings.CutSuffix(path, "*"); ok {
-			path = p + "attacks-ban"
+		if path[len(path)-1] == '*' { // a prefix: "/api/banned/*"
+			path = path[:len(path)-1] + "attacks-ban"
 		}
 		method = fasthttp.MethodGet
 		if ms := cr.Methods(); len(ms) > 0 {
@@ -212,20 +206,12 @@ func runBanEviction(a *attackRun) error {
 	}
 	site := a.v6Site()
 	client := v6In(site, 0, 0, a.rng.Uint64()|1)
-	other, err := a.freshAt(elsewhere, a.v6Client(), netip.Addr{}, actAPI)
-	if err != nil {
-		return err
-	}
-	near, err := a.freshAt(neighbour, v6In(site, 0x80, 0, a.rng.Uint64()|1), netip.Addr{}, actAPI)
+	other, near, err := a.elsewhereAndNear(v6In(site, 0x80, 0, a.rng.Uint64()|1), actAPI)
 	if err != nil {
 		return err
 	}
 	other.apiPath, near.apiPath = path, path
-	cs, err := a.newCast(other, near)
-	if err != nil {
-		return err
-	}
-	tc, err := a.begin("ban-eviction", "flood")
+	tc, cs, err := a.beginCast("ban-eviction", "flood", other, near)
 	if err != nil {
 		return err
 	}

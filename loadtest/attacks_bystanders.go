@@ -196,6 +196,27 @@ func (a *attackRun) newCast(bs ...*bystander) (*cast, error) {
 	return cs, nil
 }
 
+// beginCast sets up the bystanders bs (newCast), then begins the case:
+// the setup is no part of its gain.
+func (a *attackRun) beginCast(class, name string, bs ...*bystander) (*tcase, *cast, error) {
+	cs, err := a.newCast(bs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, err := a.begin(class, name)
+	return tc, cs, err
+}
+
+// beginAround is beginCast with castAround's bystanders.
+func (a *attackRun) beginAround(class, name string, client, other netip.Addr, knownActs, freshActs act) (*tcase, *cast, error) {
+	cs, err := a.castAround(client, other, knownActs, freshActs)
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, err := a.begin(class, name)
+	return tc, cs, err
+}
+
 // add adds bystanders to the cast, setting up the known ones.
 func (cs *cast) add(bs ...*bystander) error {
 	for _, b := range bs {
@@ -366,22 +387,23 @@ func (b *bystander) signup(a *attackRun) (*rawRequest, canonReq) {
 // knownAt is a known browser at client (peer: connecting from it
 // itself), acting on acts.
 func (a *attackRun) knownAt(client, peer netip.Addr, acts act) (*bystander, error) {
-	b := &bystander{kind: knownBehind, client: client, peer: peer, acts: acts, account: a.account("known"), field: "username"}
-	if acts&actOTP != 0 {
-		p, err := a.ownPhone()
-		if err != nil {
-			return nil, err
-		}
-		b.phone = p
-	}
-	return b, nil
+	return a.newBystander(knownBehind, client, peer, acts)
 }
 
 // freshAt is a new browser at client (or in kind's place: neighbour,
 // elsewhere), acting on acts.
 func (a *attackRun) freshAt(kind bystanderKind, client, peer netip.Addr, acts act) (*bystander, error) {
-	b := &bystander{kind: kind, client: client, peer: peer, acts: acts, account: a.account(kind.String()), field: "username",
-		placeholder: a.tag() + "-promised-visitor"}
+	return a.newBystander(kind, client, peer, acts)
+}
+
+// newBystander is a bystander of kind at client with an account of its
+// own, and a phone of its own when it acts on OTP; one without a history
+// stands for the visitor ID the mint promises it by a placeholder.
+func (a *attackRun) newBystander(kind bystanderKind, client, peer netip.Addr, acts act) (*bystander, error) {
+	b := &bystander{kind: kind, client: client, peer: peer, acts: acts, account: a.account(kind.String()), field: "username"}
+	if !kind.known() {
+		b.placeholder = a.tag() + "-promised-visitor"
+	}
 	if acts&actOTP != 0 {
 		p, err := a.ownPhone()
 		if err != nil {

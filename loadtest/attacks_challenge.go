@@ -33,11 +33,7 @@ func runOTPChallenge(a *attackRun) error {
 	}
 	// The guesses name phones[1…challengeGuesses]; the owner of the last
 	// one verified it before.
-	cs, err := a.newCast(a.ownerOf(b.phones[len(b.phones)-1]))
-	if err != nil {
-		return err
-	}
-	tc, err := a.begin("otp-challenge", "phone-rotation")
+	tc, cs, err := a.beginCast("otp-challenge", "phone-rotation", a.ownerOf(b.phones[len(b.phones)-1]))
 	if err != nil {
 		return err
 	}

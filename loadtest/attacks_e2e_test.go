@@ -107,7 +107,7 @@ func TestAttacksShortSuite(t *testing.T) {
 		// The measurement is live: on a fresh node the canonical requests
 		// get exactly what the shipped policy's numbers allow, and the
 		// bystanders what it promises them.
-		for _, want := range []string{
+		reportHas(t, out, []string{
 			"attack: ipv6-rotation/within-a-64 gain=5 bound=5 collateral=0 bound=0 ok\n",
 			// The known browser's login before the attack took one of the
 			// /48's 100; the fresh browser behind the attacker and the one
@@ -154,31 +154,30 @@ func TestAttacksShortSuite(t *testing.T) {
 			"attack: in-flight/hang-ups gain=10 bound=10 collateral=0 bound=0 ok\n",
 			"attack: in-flight/hang-ups-leaked gain=0 bound=0 collateral=0 bound=0 ok\n",
 			"attack: key-flood gain=3 bound=3 collateral=0 bound=0 ok\n",
-		} {
-			if !strings.Contains(out, want) {
-				t.Errorf("report lacks %q", want)
-			}
-		}
+		}...)
 	})
 	t.Run("ban-eviction", func(t *testing.T) {
 		edge, origin, _ := startEdgeOrigin(t, attacksBansPolicy)
 		out := checkAttacksRun(t, edge, origin, attacksBansPolicy, []string{"ban-eviction"})
-		if want := "attack: ban-eviction/flood gain=0 bound=0 collateral=0 bound=0 ok\n"; !strings.Contains(out, want) {
-			t.Errorf("report lacks %q", want)
-		}
+		reportHas(t, out, "attack: ban-eviction/flood gain=0 bound=0 collateral=0 bound=0 ok\n")
 	})
 	t.Run("slowloris", func(t *testing.T) {
 		edge, origin := startNodeProcess(t, policy)
 		out := checkAttacksRun(t, edge, origin, policy, []string{"slowloris"})
-		for _, want := range []string{
+		reportHas(t, out,
 			"attack: slowloris/half-sent gain=0 bound=0 collateral=0 bound=0 ok\n",
-			"attack: slowloris/library-text gain=0 bound=0 collateral=0 bound=0 ok\n",
-		} {
-			if !strings.Contains(out, want) {
-				t.Errorf("report lacks %q", want)
-			}
-		}
+			"attack: slowloris/library-text gain=0 bound=0 collateral=0 bound=0 ok\n")
 	})
+}
+
+// reportHas fails t for each of want the report out lacks.
+func reportHas(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("report lacks %q", w)
+		}
+	}
 }
 
 // checkAttacksRun runs the classes against a node serving policy and
@@ -334,16 +333,11 @@ func TestAttacksDetectCollateral(t *testing.T) {
 	if code != exitMismatch {
 		t.Fatalf("exit %d, want %d; stderr %q\n%s", code, exitMismatch, stderr, out)
 	}
-	for _, want := range []string{
+	reportHas(t, out,
 		"attack: ipv6-rotation/within-a-64 gain=4 bound=5 collateral=2 bound=0 BREACH\n",
 		"    collateral: known: 1 of 1 refused, bound 0; refused beyond its bound: POST /login: 429\n",
 		"    collateral: fresh: 1 of 2 refused, bound 0; refused beyond its bound: POST /login: 429\n",
-		"    collateral: neighbour: 0 of 2 refused, bound 0\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("report lacks %q", want)
-		}
-	}
+		"    collateral: neighbour: 0 of 2 refused, bound 0\n")
 	if t.Failed() {
 		t.Logf("report:\n%s", out)
 	}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/edge-gateway/edge/otp"
 )
 
 // The key-flood class (issue 9, bypass 3): a flood of new keys on one
@@ -50,8 +48,7 @@ const sendLimitProbe = 20
 // to the victim that reached the origin, before and after the flood; the
 // bound, what the policy allows one phone over the whole case.
 func runKeyFlood(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("key-flood", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
+	if a.noPhone("key-flood") {
 		return nil
 	}
 	n := a.floodSize()
@@ -71,11 +68,7 @@ func runKeyFlood(a *attackRun) error {
 	if err != nil {
 		return err
 	}
-	cs, err := a.newCast(k, a.ownerOf(otherPhone(b, victim)))
-	if err != nil {
-		return err
-	}
-	tc, err := a.begin("key-flood", "")
+	tc, cs, err := a.beginCast("key-flood", "", k, a.ownerOf(otherPhone(b, victim)))
 	if err != nil {
 		return err
 	}
@@ -115,16 +108,8 @@ func runKeyFlood(a *attackRun) error {
 			return err
 		}
 	}
-	gain, err := tc.reachedAll(func(p string) bool { return p == otpSendPath })
-	if err != nil {
-		return err
-	}
-	if err := tc.play(cs); err != nil {
-		return err
-	}
-	tc.finish(gain, fmt.Sprintf("sends to %s that reached the origin, before and after a flood of %d GET %s from %d distinct /64s in %s",
+	return tc.end(cs, func(p string) bool { return p == otpSendPath }, fmt.Sprintf("sends to %s that reached the origin, before and after a flood of %d GET %s from %d distinct /64s in %s",
 		victim, fs.sent, keyFloodTarget, fs.sent, fs.elapsed.Round(time.Millisecond)))
-	return nil
 }
 
 // floodStats is what a flood did.

@@ -30,45 +30,27 @@ func mintingRequests(a *attackRun) int64 {
 	return 0
 }
 
-// runMinting (harm c): a NAT'd address fetches mint_limit pages, dropping
+// runMinting (harm c): a NAT'd IPv4 address fetches mint_limit pages, dropping
 // every cookie the edge sets, then fails cookieless logins until the
 // cookieless bucket refuses it. A new browser behind that address must
 // still get a visitor cookie of its own and log in; the known browser
 // behind it logs in with its own.
 func runMinting(a *attackRun) error {
 	vc := nat.ConfigOf(a.m.p)
-	if vc == nil {
-		a.skip("minting", "", fmt.Sprintf("the policy %s has no visitor block", a.p.policy))
+	if a.noVisitor("minting") {
 		return nil
-	}
-	client := a.v6Client()
-	cs, err := a.castAround(client, netip.Addr{}, actLogin, actLogin)
-	if err != nil {
-		return err
-	}
-	tc, err := a.begin("minting", "nat-address")
-	if err != nil {
-		return err
 	}
 	c := a.conn(netip.Addr{})
 	defer c.close()
+	client := v4In(a.v4Net(), 7) // a NAT's public IPv4 address
+	tc, cs, err := a.beginAround("minting", "nat-address", client, netip.Addr{}, actLogin, actLogin)
+	if err != nil {
+		return err
+	}
 	var mints []canonVerdict
-	ids := 0
-	for range vc.MintLimit {
-		r := a.request(fasthttp.MethodGet, mintTarget)
-		a.clientHeader(r, client)
-		v, err := a.m.decide(canonReq{method: fasthttp.MethodGet, path: mintTarget, host: a.p.host, client: a.m.counted(client)})
-		if err != nil {
-			return err
-		}
-		mints = append(mints, v)
-		ans, err := tc.sendUncounted(c, r)
-		if err != nil {
-			return err
-		}
-		if ans.cookie != "" {
-			ids++
-		}
+	ids, err := tc.fetchIDs(c, client, int(vc.MintLimit), &mints)
+	if err != nil {
+		return err
 	}
 	for i := range mintingLogins {
 		r, f := a.loginRequest(fasthttp.MethodPost, "/login", a.sprayed(i), i)
@@ -83,6 +65,15 @@ func runMinting(a *attackRun) error {
 			return err
 		}
 	}
+	return tc.finishLogins(cs, "cookieless logins that reached the origin, after fetching "+fmt.Sprint(vc.MintLimit)+" pages and dropping each cookie",
+		mints, len(ids), "minting/visitor-ids")
+}
+
+// finishLogins ends a case whose gain is its logins that reached the
+// origin: it plays the cast, finishes the case with note, and records the
+// case's mint line, mintName: the ids distinct visitor IDs the edge set on
+// the cookieless requests whose verdicts are mints.
+func (tc *tcase) finishLogins(cs *cast, note string, mints []canonVerdict, ids int, mintName string) error {
 	gain, err := tc.reachedAll(func(p string) bool { return p == "/login" })
 	if err != nil {
 		return err
@@ -91,10 +82,20 @@ func runMinting(a *attackRun) error {
 	if err := tc.play(cs); err != nil {
 		return err
 	}
-	tc.finish(gain, "cookieless logins that reached the origin, after fetching "+fmt.Sprint(vc.MintLimit)+" pages and dropping each cookie")
+	tc.finish(gain, note)
 	bound, op, _ := mintBound(mints, first, last)
-	a.mintResult("minting/visitor-ids", int64(len(mints)), int64(ids), bound, op, "minting/nat-address")
+	tc.a.mintResult(mintName, int64(len(mints)), int64(ids), bound, op, tc.res.name)
 	return nil
+}
+
+// noVisitor skips class, and says so, when the policy has no visitor
+// block.
+func (a *attackRun) noVisitor(class string) bool {
+	if nat.ConfigOf(a.m.p) != nil {
+		return false
+	}
+	a.skip(class, "", fmt.Sprintf("the policy %s has no visitor block", a.p.policy))
+	return true
 }
 
 // modelProbe is the client of the model's probes: requests decided, never
@@ -249,12 +250,8 @@ func rangeLockoutRequests(a *attackRun) int64 {
 // and verify it; a phone of the block that never verified is held with
 // the attacker.
 func runRangeLockout(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("range-lockout", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
-		return nil
-	}
-	b, err := a.block()
-	if err != nil {
+	b, ok, err := a.phoneBlock("range-lockout")
+	if !ok {
 		return err
 	}
 	n, rule, err := a.rangeRule(b.phones[0])

@@ -152,11 +152,7 @@ func runMethodOverride(a *attackRun) error {
 			name += "=" + strings.TrimSpace(oc.value)
 		}
 		client := a.v6Client()
-		cs, err := a.castAround(client, netip.Addr{}, actLogin, actLogin)
-		if err != nil {
-			return err
-		}
-		tc, err := a.begin("method-override", name)
+		tc, cs, err := a.beginAround("method-override", name, client, netip.Addr{}, actLogin, actLogin)
 		if err != nil {
 			return err
 		}
@@ -272,11 +268,7 @@ func runHostConfusion(a *attackRun) error {
 	}
 	for _, hc := range a.hostCases() {
 		client := a.v6Client()
-		cs, err := a.castAround(client, netip.Addr{}, actLogin, actLogin)
-		if err != nil {
-			return err
-		}
-		tc, err := a.begin("host-confusion", hc.name)
+		tc, cs, err := a.beginAround("host-confusion", hc.name, client, netip.Addr{}, actLogin, actLogin)
 		if err != nil {
 			return err
 		}
@@ -379,8 +371,7 @@ const mintTarget = "/trace/attacks-mint"
 // accounts (login-accounts-per-ip, which then bans the client), so it
 // gains less than the visitor budgets' sum.
 func runCookieCycling(a *attackRun) error {
-	if nat.ConfigOf(a.m.p) == nil {
-		a.skip("cookie-cycling", "", fmt.Sprintf("the policy %s has no visitor block", a.p.policy))
+	if a.noVisitor("cookie-cycling") {
 		return nil
 	}
 	client := a.v6Client()
@@ -388,11 +379,7 @@ func runCookieCycling(a *attackRun) error {
 	// bucket and trips login-accounts-per-ip's ban (issue 24, harms c and
 	// d): the known browser behind it must still log in, and so must a
 	// new one, which the policy promises a cookie of its own.
-	cs, err := a.castAround(client, netip.Addr{}, actLogin, actLogin)
-	if err != nil {
-		return err
-	}
-	tc, err := a.begin("cookie-cycling", "logins")
+	tc, cs, err := a.beginAround("cookie-cycling", "logins", client, netip.Addr{}, actLogin, actLogin)
 	if err != nil {
 		return err
 	}
@@ -446,19 +433,12 @@ func runCookieCycling(a *attackRun) error {
 		}
 		n++
 	}
-	for range nat.ConfigOf(a.m.p).MintLimit + 5 {
-		r := a.request(fasthttp.MethodGet, mintTarget)
-		a.clientHeader(r, client)
-		v, err := a.m.decide(canonReq{method: fasthttp.MethodGet, path: mintTarget, host: a.p.host, client: a.m.counted(client)})
-		if err != nil {
-			return err
-		}
-		mintVerdicts = append(mintVerdicts, v)
-		ans, err := tc.sendUncounted(c, r)
-		if err != nil {
-			return err
-		}
-		collect(ans)
+	fetched, err := tc.fetchIDs(c, client, int(nat.ConfigOf(a.m.p).MintLimit+5), &mintVerdicts)
+	if err != nil {
+		return err
+	}
+	for _, id := range fetched {
+		collect(rawAnswer{cookie: id})
 	}
 	maxIDs := int(cookieCyclingRequests(a)/loginsPerID) + 1
 	for k := 0; k < len(ids) && k < maxIDs; k++ {
@@ -470,19 +450,7 @@ func runCookieCycling(a *attackRun) error {
 			n++
 		}
 	}
-	gain, err := tc.reachedAll(func(p string) bool { return p == "/login" })
-	if err != nil {
-		return err
-	}
-	first, last := tc.first, tc.last
-	if err := tc.play(cs); err != nil {
-		return err
-	}
-	tc.finish(gain, "logins that reached the origin")
-
-	bound, op, _ := mintBound(mintVerdicts, first, last)
-	a.mintResult("cookie-cycling/visitor-ids", int64(len(mintVerdicts)), int64(len(ids)), bound, op, "cookie-cycling/logins")
-	return nil
+	return tc.finishLogins(cs, "logins that reached the origin", mintVerdicts, len(ids), "cookie-cycling/visitor-ids")
 }
 
 // mintResult records and prints a mint-budget line: gain distinct visitor

@@ -133,18 +133,11 @@ func (a *attackRun) visitorsCase(class, name string, client netip.Addr, ids, n i
 	}
 	c := a.conn(netip.Addr{})
 	defer c.close()
-	got := []string{""} // the cookieless bucket first
-	for range ids {
-		r := a.request(fasthttp.MethodGet, mintTarget)
-		a.clientHeader(r, client)
-		ans, err := tc.sendUncounted(c, r)
-		if err != nil {
-			return err
-		}
-		if ans.cookie != "" {
-			got = append(got, ans.cookie)
-		}
+	minted, err := tc.fetchIDs(c, client, ids, nil)
+	if err != nil {
+		return err
 	}
+	got := append([]string{""}, minted...) // the cookieless bucket first
 	for i := range n {
 		r, canon := mk(i)
 		if id := got[i%len(got)]; id != "" {
@@ -155,15 +148,7 @@ func (a *attackRun) visitorsCase(class, name string, client netip.Addr, ids, n i
 			return err
 		}
 	}
-	gain, err := tc.reachedAll(func(p string) bool { return p == "/login" })
-	if err != nil {
-		return err
-	}
-	if err := tc.play(cs); err != nil {
-		return err
-	}
-	tc.finish(gain, fmt.Sprintf("%s, with %d visitor IDs and the cookieless bucket", note, len(got)-1))
-	return nil
+	return tc.end(cs, func(p string) bool { return p == "/login" }, fmt.Sprintf("%s, with %d visitor IDs and the cookieless bucket", note, len(got)-1))
 }
 
 // accentVictimLocal begins every accent-folding victim: letters that take
@@ -207,13 +192,8 @@ func accentFoldingRequests(*attackRun) int64 {
 func runAccentFolding(a *attackRun) error {
 	client := a.v6Client()
 	victim := fmt.Sprintf("%s%08x@example.com", accentVictimLocal, a.rng.Uint32())
-	v, err := a.m.decide(a.loginCanon(client, loginFields(victim, 0)))
-	if err != nil {
+	if keyed, err := a.loginKeyedOnAccount("accent-folding", "", client, victim); err != nil || !keyed {
 		return err
-	}
-	if !a.keysOnAccount(v) {
-		a.skip("accent-folding", "", fmt.Sprintf("no rule of the policy %s keys POST /login at %s on the account (identity { account })", a.p.policy, a.p.host))
-		return nil
 	}
 	cs, err := a.castAround(client, netip.Addr{}, actLogin, actLogin)
 	if err != nil {

@@ -132,15 +132,7 @@ func (a *attackRun) simpleCase(class, name string, n int, mk func(i int) (*rawRe
 			return err
 		}
 	}
-	gain, err := tc.reachedAll(nil)
-	if err != nil {
-		return err
-	}
-	if err := tc.play(cs); err != nil {
-		return err
-	}
-	tc.finish(gain, "")
-	return nil
+	return tc.end(cs, nil, "")
 }
 
 // sprayed is a password sprayer's account for login i: a new one each
@@ -295,11 +287,7 @@ func (a *attackRun) spoofCase(sc spoofCase, peer netip.Addr, leak *leakTally) er
 	if err != nil {
 		return err
 	}
-	cs, err := a.newCast(k, f)
-	if err != nil {
-		return err
-	}
-	tc, err := a.begin("spoofing", sc.name)
+	tc, cs, err := a.beginCast("spoofing", sc.name, k, f)
 	if err != nil {
 		return err
 	}

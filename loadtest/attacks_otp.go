@@ -27,6 +27,26 @@ const (
 // the shipped policy's allow list.
 const foreignVictim = "+79161234567"
 
+// noPhone skips class, and says so, when the policy reads no phone.
+func (a *attackRun) noPhone(class string) bool {
+	if id := otp.IdentityOf(a.m.p); id != nil && len(id.Phone) > 0 {
+		return false
+	}
+	a.skip(class, "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
+	return true
+}
+
+// phoneBlock returns a numbering block no case of the run used, and ok;
+// without ok, the policy reads no phone (class is skipped, and says so)
+// or err says why there is none.
+func (a *attackRun) phoneBlock(class string) (otpBlock, bool, error) {
+	if a.noPhone(class) {
+		return otpBlock{}, false, nil
+	}
+	b, err := a.block()
+	return b, err == nil, err
+}
+
 // otpFields is a send's canonical body.
 func otpFields(phone string) map[string]string { return map[string]string{"phone": phone} }
 
@@ -114,20 +134,12 @@ func phoneFormatRequests(*attackRun) int64 { return int64(len(phoneSpellings("+1
 // client and without a cookie: no more than the per-phone limit may reach
 // the origin; the note names the spellings that did.
 func runPhoneFormat(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("phone-format", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
-		return nil
-	}
-	b, err := a.block()
-	if err != nil {
+	b, ok, err := a.phoneBlock("phone-format")
+	if !ok {
 		return err
 	}
 	victim := b.phones[a.rng.IntN(len(b.phones))]
-	cs, err := a.newCast(a.ownerOf(otherPhone(b, victim)))
-	if err != nil {
-		return err
-	}
-	tc, err := a.begin("phone-format", "")
+	tc, cs, err := a.beginCast("phone-format", "", a.ownerOf(otherPhone(b, victim)))
 	if err != nil {
 		return err
 	}
@@ -204,8 +216,7 @@ func contentTypeRequests(*attackRun) int64 {
 // case guesses at one of the victim's real codes with the guesses in the
 // form.
 func runContentType(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("content-type", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
+	if a.noPhone("content-type") {
 		return nil
 	}
 	for _, ct := range contentTypeCases {
@@ -378,20 +389,12 @@ func otpGuessingAttackRequests(*attackRun) int64 { return 1 + 2*attackGuesses }
 // and the codes sent that reach the origin are each held to what the
 // policy allows.
 func runOTPGuessingAttack(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("otp-guessing", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
-		return nil
-	}
-	b, err := a.block()
-	if err != nil {
+	b, ok, err := a.phoneBlock("otp-guessing")
+	if !ok {
 		return err
 	}
 	phone := b.phones[a.rng.IntN(len(b.phones))]
-	cs, err := a.newCast(a.ownerOf(otherPhone(b, phone)))
-	if err != nil {
-		return err
-	}
-	verify, err := a.begin("otp-guessing", "verify-attempts")
+	verify, cs, err := a.beginCast("otp-guessing", "verify-attempts", a.ownerOf(otherPhone(b, phone)))
 	if err != nil {
 		return err
 	}
@@ -453,12 +456,8 @@ func smsPumpingRequests(a *attackRun) int64 { return otpBlockSize + int64(a.cfg.
 // every number of one numbering block once, then numbers of countries
 // outside the allow list, each from a new client.
 func runSMSPumping(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("sms-pumping", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
-		return nil
-	}
-	b, err := a.block()
-	if err != nil {
+	b, ok, err := a.phoneBlock("sms-pumping")
+	if !ok {
 		return err
 	}
 	numbers := slices.Clone(b.phones)
@@ -499,15 +498,7 @@ func (a *attackRun) sendsCase(class, name string, numbers []string, note string,
 			return err
 		}
 	}
-	gain, err := tc.reachedAll(nil)
-	if err != nil {
-		return err
-	}
-	if err := tc.play(cs); err != nil {
-		return err
-	}
-	tc.finish(gain, note+" that reached the origin")
-	return nil
+	return tc.end(cs, nil, note+" that reached the origin")
 }
 
 // otherPhone returns a number of the block b that is not victim: a phone

@@ -90,11 +90,7 @@ func runSlowloris(a *attackRun) error {
 	}
 	k.noAnswer, f.noAnswer = true, true
 	k.keep, f.keep = true, true
-	cs, err := a.newCast(k, f)
-	if err != nil {
-		return err
-	}
-	tc, err := a.begin("slowloris", "half-sent")
+	tc, cs, err := a.beginCast("slowloris", "half-sent", k, f)
 	if err != nil {
 		return err
 	}
