@@ -159,7 +159,7 @@ func runSlowloris(a *attackRun) error {
 	tc.bound = &caseBoundResult{0, "a request whose header never ends is never forwarded"}
 	tc.finish(gain, fmt.Sprintf("half-sent logins that reached the origin: of %d connections from %s, %d held open with no answer while the users acted, %d answered, %d closed", len(conns), peer, held, answered, closed))
 	r := caseResult{name: "slowloris/library-text", sent: answered + cs.bs[0].sent + cs.bs[1].sent, gain: lib,
-		bound: caseBoundResult{0, "what the listener refuses gets the edge's own bare answer (docs/attacks.md, \"slowloris\")"},
+		bound: caseBoundResult{0, "what the listener refuses gets the edge's own bare answer (docs/attacks.md, \"The classes\": slowloris)"},
 		note:  "answers carrying fasthttp's own text (Server.Concurrency, MaxConnsPerIP)"}
 	if len(libWhere) > 0 {
 		r.note += ": " + strings.Join(libWhere, ", ")
