@@ -461,9 +461,16 @@ func runSMSPumping(a *attackRun) error {
 		return err
 	}
 	numbers := slices.Clone(b.phones)
-	// The owner of the block's last number verified it before: walking the
-	// block fills its range (issue 24, harm f), and must not lock it out.
-	cs, err := a.newCast(a.ownerOf(b.phones[len(b.phones)-1]))
+	// The owner of a number of the block's range that the walk does not
+	// send to verified it before: walking the block fills the range (issue
+	// 24, harm f), and must not lock it out. (Not one of the numbers
+	// walked: a send to a known phone may pass the range rule, which the
+	// gain's bound does not know.)
+	owner, err := rangeMate(b)
+	if err != nil {
+		return err
+	}
+	cs, err := a.newCast(a.ownerOf(owner))
 	if err != nil {
 		return err
 	}
@@ -499,6 +506,18 @@ func (a *attackRun) sendsCase(class, name string, numbers []string, note string,
 		}
 	}
 	return tc.end(cs, nil, note+" that reached the origin")
+}
+
+// rangeMate returns a number of b's range that is not one of b's phones:
+// its 900s (b's are 555-01xx).
+func rangeMate(b otpBlock) (string, error) {
+	for i := range 100 {
+		p, err := otp.Normalize(fmt.Sprintf("%s9%02d", b.rng, i), "")
+		if err == nil && p.Range() == b.rng && otpAllowed(p.Country()) && !slices.Contains(b.phones, p.E164) {
+			return p.E164, nil
+		}
+	}
+	return "", fmt.Errorf("no number of the range %s outside its block", b.rng)
 }
 
 // otherPhone returns a number of the block b that is not victim: a phone
