@@ -155,7 +155,6 @@ type cast struct {
 	// counters, before the attack began: the gain's bound starts from
 	// there (caseBoundPrior).
 	prior map[consKey]priorUse
-	start time.Time // the setup's first request
 	// note replaces the bystanders' line when the case has none of its own.
 	note string
 	// misbuilt says why the case cannot measure its collateral: a known
@@ -279,14 +278,10 @@ func (cs *cast) setup(b *bystander) error {
 	return nil
 }
 
-// setupSend sends one setup request, tagged, and records what it took
-// from the counters (canon nil: a request no rule counts).
+// setupSend sends one setup request and records what it took from the
+// counters (canon nil: a request no rule counts).
 func (cs *cast) setupSend(c *rawConn, r *rawRequest, canon *canonReq) (rawAnswer, error) {
 	a := cs.a
-	r.tag = a.tag()
-	if cs.start.IsZero() {
-		cs.start = time.Now()
-	}
 	at := time.Now()
 	ans, err := c.do(a.ctx, r)
 	if err != nil {
@@ -322,12 +317,13 @@ func (cs *cast) setupSend(c *rawConn, r *rawRequest, canon *canonReq) (rawAnswer
 // consumesOnSuccess reports whether a request the origin answered with
 // success stays counted on a role: rules that count requests or attempts
 // keep it (the IP ceiling of a visitor rule as its rule does); failure
-// rules give it back.
+// rules give it back, and a rule with reset_on_success clears the key.
 func (a *attackRun) consumesOnSuccess(role int) bool {
 	if role < 0 {
 		return false
 	}
-	return a.m.p.Rules[role/2].Count != rules.CountFailures
+	r := a.m.p.Rules[role/2]
+	return r.Count != rules.CountFailures && !r.ResetOnSuccess
 }
 
 // conn opens the bystander's connection to the edge.
