@@ -57,6 +57,15 @@ const bystanderPage = "/login"
 // bystanderAPI is the API route a bystander reads.
 const bystanderAPI = "/api/attacks-bystander"
 
+// A bystander is a browser and sends a browser's headers, its version
+// its own; the attacker's raw requests send none (an edge may tell the two
+// apart by them: a mint reserve for the clients that are not minting in
+// bulk, keyed on what the client sends).
+const (
+	bystanderAgent    = "Mozilla/5.0 (X11; Linux x86_64; rv:%d.0) Gecko/20100101 Firefox/%d.0"
+	bystanderLanguage = "en-US,en;q=0.5"
+)
+
 // act is what a bystander does, a set of routes.
 type act uint8
 
@@ -121,6 +130,7 @@ type bystander struct {
 	phone        string // its own phone
 	apiPath      string // the API route it reads, "" for bystanderAPI
 	cookie       string // its visitor cookie, once it has one
+	agent        string // its User-Agent
 	// placeholder stands for the visitor ID the policy's mint promises a
 	// new browser when the edge set none (minting.go): the bound assumes
 	// it, so a browser left without a cookie is held by nothing the bound
@@ -232,10 +242,13 @@ func (cs *cast) add(bs ...*bystander) error {
 // setup makes a known bystander known.
 func (cs *cast) setup(b *bystander) error {
 	a := cs.a
-	home := a.v6Client()
+	// Its cookie, from its home network: as from there, not through its
+	// own address.
+	home := *b
+	home.client, home.peer = a.v6Client(), netip.Addr{}
 	c := a.conn(netip.Addr{})
-	r := a.request(fasthttp.MethodGet, bystanderPage)
-	a.clientHeader(r, home)
+	r := home.request(a, fasthttp.MethodGet, bystanderPage)
+	b.agent = home.agent
 	ans, err := cs.setupSend(c, r, nil)
 	c.close()
 	if err != nil {
@@ -336,6 +349,11 @@ func (b *bystander) request(a *attackRun, method, target string) *rawRequest {
 	if !b.peer.IsValid() {
 		a.clientHeader(r, b.client)
 	}
+	if b.agent == "" {
+		v := 100 + a.rng.IntN(50)
+		b.agent = fmt.Sprintf(bystanderAgent, v, v)
+	}
+	r.add("User-Agent", b.agent).add("Accept-Language", bystanderLanguage)
 	if b.cookie != "" {
 		r.add("Cookie", a.cookie+"="+b.cookie)
 	}
