@@ -642,20 +642,21 @@ func (cs *cast) actSend(b *bystander, c *rawConn, r *rawRequest, canon *canonReq
 // meets that every request before it on that counter (the attack's and
 // the bystanders') could have filled. The counter is full at most when
 // they reach its allowance over no time at all (a bucket's burst, a
-// window's limit): the generous test, so that a bound never claims a
-// request safe that the attack could have refused. A known bystander may
-// be refused by nothing: a counter it meets that the attack could fill
-// must be a network or range rule, from which the policy exempts known
-// callers (docs/attacks.md); any other is a case that cannot measure, an
-// error.
+// window's limit), and a count_distinct counter when they brought its
+// limit of values and the request brings another: the generous test, so
+// that a bound never claims a request safe that the attack could have
+// refused. A known bystander may be refused by nothing: a counter it meets
+// that the attack could fill must be one from which the policy exempts
+// known callers (exemptsKnown); any other is a case that cannot measure.
 func (cs *cast) mayRefuse(v canonVerdict, attack []canonVerdict, b *bystander) (bool, string) {
 	if v.refused {
 		return !b.kind.known(), v.why
 	}
 	now := time.Now()
+	before := [][]canonVerdict{attack, cs.vs}
 	for _, con := range v.cons {
 		var n int64
-		for _, vs := range [][]canonVerdict{attack, cs.vs} {
+		for _, vs := range before {
 			for _, o := range vs {
 				if o.refused {
 					continue
@@ -667,32 +668,56 @@ func (cs *cast) mayRefuse(v canonVerdict, attack []canonVerdict, b *bystander) (
 				}
 			}
 		}
-		if n < allowance(con.op, now, now) {
-			continue
+		if n >= allowance(con.op, now, now) && cs.refuses(b, con, fmt.Sprintf("%d requests on it", n)) {
+			return true, con.name
 		}
-		if b.kind.known() {
-			if !cs.a.exemptsKnown(con.role) {
-				cs.misbuilt = append(cs.misbuilt, fmt.Sprintf("%s could be filled by the attack (%d requests on it), and a known user's request meets it", con.name, n))
+	}
+	for _, con := range v.distinct {
+		values := make(map[uint64]bool)
+		for _, vs := range before {
+			for _, o := range vs {
+				for _, oc := range o.distinct {
+					if oc.role == con.role && oc.key == con.key {
+						values[oc.op.Member] = true
+					}
+				}
 			}
-			continue
 		}
-		return true, con.name
+		if !values[con.op.Member] && int64(len(values)) >= con.op.Limit && cs.refuses(b, con, fmt.Sprintf("%d values on it", len(values))) {
+			return true, con.name
+		}
 	}
 	return false, ""
 }
 
+// refuses reports whether a counter the attack could have filled may
+// refuse the bystander: a fresh one, yes; a known one, never, and a
+// counter the policy's promise to known callers does not cover makes the
+// case unable to measure (misbuilt).
+func (cs *cast) refuses(b *bystander, con constraint, fill string) bool {
+	if !b.kind.known() {
+		return true
+	}
+	if !cs.a.exemptsKnown(con.role) {
+		cs.misbuilt = append(cs.misbuilt, fmt.Sprintf("%s could be filled by the attack (%s), and a known user's request meets it", con.name, fill))
+	}
+	return false
+}
+
 // exemptsKnown reports whether the policy's promise to known callers
 // covers a role: a network rule (keyed on "ip" at a prefix wider than the
-// policy's client prefix) or a range rule (keyed on phone_range), from
-// which a known visitor or phone is exempt when it did not trip it itself
-// (issue 24, "Known callers keep working"), and a rule with known_visitors,
-// which never holds a visitor that logged in to the account.
+// policy's client prefix), a range rule (keyed on phone_range) and a rule
+// with a ban (the credential-stuffing rule, whose count a known browser's
+// login to its own account does not join), from which a known visitor or
+// phone is exempt when it did not trip it itself (issue 24, "Known callers
+// keep working"), and a rule with known_visitors, which never holds a
+// visitor that logged in to the account.
 func (a *attackRun) exemptsKnown(role int) bool {
 	if role < 0 || role%2 == 1 {
 		return false
 	}
 	r := a.m.p.Rules[role/2]
-	return a.networkRole(role) || slices.Contains(r.KeyNames, "phone_range") || r.KnownVisitors() > 0
+	return a.networkRole(role) || slices.Contains(r.KeyNames, "phone_range") || r.KnownVisitors() > 0 || r.Ban() > 0
 }
 
 // networkRole reports whether a role is a network rule's: keyed on "ip"

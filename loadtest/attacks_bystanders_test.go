@@ -85,6 +85,36 @@ func TestAttackMayRefuse(t *testing.T) {
 			}
 		})
 	}
+	// A count_distinct counter full of the attack's values refuses a new
+	// value, never one it holds; a known user is exempt from the banning
+	// rule's.
+	stuffing := ruleRole(t, m, "login-accounts-per-ip") // 10 distinct failing accounts per IP, a ban
+	value := func(member uint64) canonVerdict {
+		return canonVerdict{distinct: []constraint{{role: stuffing, name: "login-accounts-per-ip", key: rules.Key{5},
+			op: rules.Op{Algorithm: rules.Distinct, Limit: 10, PeriodUS: time.Hour.Microseconds(), Member: member}}}}
+	}
+	var ten []canonVerdict
+	for i := range 10 {
+		ten = append(ten, value(uint64(100+i)))
+	}
+	for _, tt := range []struct {
+		name    string
+		kind    bystanderKind
+		attack  []canonVerdict
+		member  uint64
+		wantMay bool
+	}{
+		{"a new value once the limit is counted", freshBehind, ten, 1, true},
+		{"a value already counted", freshBehind, ten, 100, false},
+		{"under the limit", freshBehind, ten[:9], 1, false},
+		{"a known user", knownBehind, ten, 1, false},
+	} {
+		cs := &cast{a: a}
+		if may, _ := cs.mayRefuse(value(tt.member), tt.attack, &bystander{kind: tt.kind}); may != tt.wantMay || len(cs.misbuilt) > 0 {
+			t.Errorf("distinct, %s: got may %v, misbuilt %q; want %v", tt.name, may, cs.misbuilt, tt.wantMay)
+		}
+	}
+
 	// The bystanders' own earlier requests count on the counter too.
 	cs := &cast{a: a, vs: on(4, vis5)}
 	if may, _ := cs.mayRefuse(canonVerdict{cons: []constraint{vis5}}, on(1, vis5), &bystander{kind: freshBehind}); !may {

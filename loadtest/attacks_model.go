@@ -76,6 +76,10 @@ type canonVerdict struct {
 	// rules are the indices of every enforcing rule that counts the
 	// request, those that bound nothing here (count_distinct) included.
 	rules []int
+	// distinct are the enforcing count_distinct rules' ops, each with the
+	// value it brings (Op.Member): they bound no gain, but a counter full
+	// of the attack's values refuses a bystander's new one.
+	distinct []constraint
 }
 
 // policyModel decides canonical requests against a policy, in process.
@@ -201,6 +205,7 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 		}
 		if op.Algorithm == rules.Distinct {
 			// count_distinct bounds distinct values, not requests.
+			v.distinct = append(v.distinct, constraint{role: 2 * mt.Rule.Index, name: mt.Rule.Name, key: op.Key, op: op})
 			continue
 		}
 		v.cons = append(v.cons, constraint{role: 2 * mt.Rule.Index, name: mt.Rule.Name, key: op.Key, op: op})
