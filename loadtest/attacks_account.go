@@ -151,30 +151,61 @@ func accountSpellingRequests(a *attackRun) int64 {
 func runAccountSpelling(a *attackRun) error {
 	client := a.v6Client()
 	victim := fmt.Sprintf("%s%08x", accountVictimPrefix, a.rng.Uint32())
-	v, err := a.m.decide(a.loginCanon(client, loginFields(victim, 0)))
+	keyed, err := a.loginKeyedOnAccount("account-spelling", "login", client, victim)
 	if err != nil {
 		return err
 	}
-	if !a.keysOnAccount(v) {
-		a.skip("account-spelling", "login", fmt.Sprintf("no rule of the policy %s keys POST /login at %s on the account (identity { account })", a.p.policy, a.p.host))
-	} else if err := a.accountLoginCase(client, victim); err != nil {
-		return err
+	if keyed {
+		// The attack spends the address's mint budget: the known browser
+		// behind it, a new one, and the account's owner from its own
+		// address must all still log in.
+		cs, err := a.castAround(client, netip.Addr{}, actLogin, actLogin)
+		if err != nil {
+			return err
+		}
+		owner := a.ownerOfAccount(victim, "username")
+		if err := cs.add(owner); err != nil {
+			return err
+		}
+		if err := a.accountLoginCase(client, victim, cs); err != nil {
+			return err
+		}
 	}
 
 	client = a.v6Client()
 	local := fmt.Sprintf("jdoe%08x", a.rng.Uint32())
 	canon := local + "@gmail.com"
 	_, sv := a.signupAs(client, client, canon, canon)
-	if v, err = a.m.decide(sv); err != nil {
+	v, err := a.m.decide(sv)
+	if err != nil {
 		return err
 	}
 	if !a.keysOnAccount(v) {
 		a.skip("account-spelling", "signup", fmt.Sprintf("no rule of the policy %s keys POST /signup on the account or the email (identity { account, email })", a.p.policy))
 		return nil
 	}
+	cs, err := a.castAround(client, netip.Addr{}, actLogin, actSignup)
+	if err != nil {
+		return err
+	}
 	return a.simpleCaseOn("account-spelling", "signup", gmailSpellings(local), func(s accountSpelling) (*rawRequest, canonReq) {
 		return a.signupAs(client, client, s.value, canon)
-	}, "signups of "+canon+" that reached the origin, one in each of %d spellings from one client")
+	}, "signups of "+canon+" that reached the origin, one in each of %d spellings from one client", cs)
+}
+
+// loginKeyedOnAccount reports whether a rule of the policy keys a login
+// at victim from client on the account, and skips class/name, saying so,
+// when none does.
+func (a *attackRun) loginKeyedOnAccount(class, name string, client netip.Addr, victim string) (bool, error) {
+	v, err := a.m.decide(a.loginCanon(client, loginFields(victim, 0)))
+	if err != nil {
+		return false, err
+	}
+	if !a.keysOnAccount(v) {
+		a.skip(class, name, fmt.Sprintf("no rule of the policy %s keys POST /login at %s on the account (identity { account })", a.p.policy, a.p.host))
+		return false, nil
+	}
+	return true, nil
 }
 
 // keysOnAccount reports whether a rule holding v keys on the account, or
@@ -190,24 +221,16 @@ func (a *attackRun) keysOnAccount(v canonVerdict) bool {
 
 // accountLoginCase runs the login case: visitor IDs first, then one guess
 // at victim in each spelling, the IDs taken in turn.
-func (a *attackRun) accountLoginCase(client netip.Addr, victim string) error {
+func (a *attackRun) accountLoginCase(client netip.Addr, victim string, cs *cast) error {
 	tc, err := a.begin("account-spelling", "login")
 	if err != nil {
 		return err
 	}
 	c := a.conn(netip.Addr{})
 	defer c.close()
-	var ids []string
-	for range a.accountMintFetches() {
-		r := a.request(fasthttp.MethodGet, mintTarget)
-		a.clientHeader(r, client)
-		ans, err := tc.sendUncounted(c, r)
-		if err != nil {
-			return err
-		}
-		if ans.cookie != "" && !slices.Contains(ids, ans.cookie) {
-			ids = append(ids, ans.cookie)
-		}
+	ids, err := tc.fetchIDs(c, client, a.accountMintFetches(), nil)
+	if err != nil {
+		return err
 	}
 	spellings := loginAccountSpellings(victim)
 	var through []string
@@ -236,15 +259,46 @@ func (a *attackRun) accountLoginCase(client netip.Addr, victim string) error {
 	if gain != int64(len(through)) {
 		return fmt.Errorf("%s: the origin counted %d logins but saw %d of the case's tags: other traffic reached it; run again on a quiet node", tc.res.name, gain, len(through))
 	}
+	if err := tc.play(cs); err != nil {
+		return err
+	}
 	tc.finish(gain, fmt.Sprintf("wrong guesses at %s that reached the origin, one in each of %d spellings from one client with %d visitor IDs (%s)",
 		victim, len(spellings), len(ids), strings.Join(through, ", ")))
 	return nil
 }
 
+// fetchIDs asks for n pages at mintTarget (a path no rule limits) from
+// client, uncounted, and returns the distinct visitor IDs the edge set on
+// them, in order; mints, when not nil, gets each request's verdict (its
+// mint budget op).
+func (tc *tcase) fetchIDs(c *rawConn, client netip.Addr, n int, mints *[]canonVerdict) ([]string, error) {
+	a := tc.a
+	var ids []string
+	for range n {
+		r := a.request(fasthttp.MethodGet, mintTarget)
+		a.clientHeader(r, client)
+		if mints != nil {
+			v, err := a.m.decide(canonReq{method: fasthttp.MethodGet, path: mintTarget, host: a.p.host, client: a.m.counted(client)})
+			if err != nil {
+				return nil, err
+			}
+			*mints = append(*mints, v)
+		}
+		ans, err := tc.sendUncounted(c, r)
+		if err != nil {
+			return nil, err
+		}
+		if ans.cookie != "" && !slices.Contains(ids, ans.cookie) {
+			ids = append(ids, ans.cookie)
+		}
+	}
+	return ids, nil
+}
+
 // simpleCaseOn sends one request per spelling, built by mk, on one
-// connection, and counts every one that reached the origin; note is the
-// gain's note, with %d the number of spellings.
-func (a *attackRun) simpleCaseOn(class, name string, spellings []accountSpelling, mk func(accountSpelling) (*rawRequest, canonReq), note string) error {
+// connection, and counts every one that reached the origin, then plays
+// the cast; note is the gain's note, with %d the number of spellings.
+func (a *attackRun) simpleCaseOn(class, name string, spellings []accountSpelling, mk func(accountSpelling) (*rawRequest, canonReq), note string, cs *cast) error {
 	tc, err := a.begin(class, name)
 	if err != nil {
 		return err
@@ -257,10 +311,5 @@ func (a *attackRun) simpleCaseOn(class, name string, spellings []accountSpelling
 			return err
 		}
 	}
-	gain, err := tc.reachedAll(nil)
-	if err != nil {
-		return err
-	}
-	tc.finish(gain, fmt.Sprintf(note, len(spellings)))
-	return nil
+	return tc.end(cs, nil, fmt.Sprintf(note, len(spellings)))
 }

@@ -14,14 +14,14 @@ const challengeGuesses = 20
 func otpChallengeRequests(*attackRun) int64 { return 1 + challengeGuesses }
 
 // runOTPChallenge guesses at one challenge's code with a new phone number
-// written beside its ID on every guess, each from a new client. otp_session
-// keys on phone + ID, so each phone is a fresh session counter; an origin
+// written beside its ID on every guess, each from a new client. An origin
 // that finds the challenge by its ID alone takes every guess as one at that
-// code. The bound is the policy's limit on the request the attacker means
-// (one challenge, the rotating phones as sent), so it is held by a rule
-// keyed on the challenge ID alone, as the shipped policy's
-// otp-verify-per-challenge-* rules are (found by trying the edge as an
-// attacker would, issue 9).
+// code, so the bound is the policy's limit on the request the attacker
+// means (one challenge, the rotating phones as sent). It is held by a rule
+// keyed on the challenge ID alone: otp_session is the challenge ID (issue
+// 24; it was phone + ID, which gave each phone a fresh session counter, and
+// the shipped policy held it with rules keyed on the raw challenge field,
+// found by trying the edge as an attacker would, issue 9).
 func runOTPChallenge(a *attackRun) error {
 	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 || len(otp.IdentityOf(a.m.p).OTPSession) == 0 {
 		a.skip("otp-challenge", "", fmt.Sprintf("the policy %s reads no phone or challenge (identity { phone, otp_session })", a.p.policy))
@@ -31,7 +31,9 @@ func runOTPChallenge(a *attackRun) error {
 	if err != nil {
 		return err
 	}
-	tc, err := a.begin("otp-challenge", "phone-rotation")
+	// The guesses name phones[1…challengeGuesses]; the owner of the last
+	// one verified it before.
+	tc, cs, err := a.beginCast("otp-challenge", "phone-rotation", a.ownerOf(b.phones[len(b.phones)-1]))
 	if err != nil {
 		return err
 	}
@@ -66,6 +68,11 @@ func runOTPChallenge(a *attackRun) error {
 	if err != nil {
 		return err
 	}
+	if err := tc.play(cs, sends); err != nil {
+		return err
+	}
+	sends.cast = noBystanders("played with otp-challenge/phone-rotation")
+	sends.cast.prior = cs.prior
 	tc.finish(g, "wrong guesses at challenge "+id+" that reached the origin, a new phone beside it each time")
 	sends.finish(sg, "codes sent to "+b.phones[0])
 	return nil

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/edge-gateway/edge/otp"
 )
 
 // The key-flood class (issue 9, bypass 3): a flood of new keys on one
@@ -50,8 +48,7 @@ const sendLimitProbe = 20
 // to the victim that reached the origin, before and after the flood; the
 // bound, what the policy allows one phone over the whole case.
 func runKeyFlood(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("key-flood", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
+	if a.noPhone("key-flood") {
 		return nil
 	}
 	n := a.floodSize()
@@ -64,7 +61,14 @@ func runKeyFlood(a *attackRun) error {
 		return err
 	}
 	victim := b.phones[a.rng.IntN(len(b.phones))]
-	tc, err := a.begin("key-flood", "")
+	// A known user of its own address, and the owner of a phone in the
+	// victim's block: after the flood, their counters and markers are
+	// still there, and nothing refuses them.
+	k, err := a.knownAt(a.v6Client(), netip.Addr{}, actLogin|actAPI)
+	if err != nil {
+		return err
+	}
+	tc, cs, err := a.beginCast("key-flood", "", k, a.ownerOf(otherPhone(b, victim)))
 	if err != nil {
 		return err
 	}
@@ -104,13 +108,8 @@ func runKeyFlood(a *attackRun) error {
 			return err
 		}
 	}
-	gain, err := tc.reachedAll(func(p string) bool { return p == otpSendPath })
-	if err != nil {
-		return err
-	}
-	tc.finish(gain, fmt.Sprintf("sends to %s that reached the origin, before and after a flood of %d GET %s from %d distinct /64s in %s",
+	return tc.end(cs, func(p string) bool { return p == otpSendPath }, fmt.Sprintf("sends to %s that reached the origin, before and after a flood of %d GET %s from %d distinct /64s in %s",
 		victim, fs.sent, keyFloodTarget, fs.sent, fs.elapsed.Round(time.Millisecond)))
-	return nil
 }
 
 // floodStats is what a flood did.
@@ -125,6 +124,21 @@ type floodStats struct {
 // connections.
 func (a *attackRun) flood(n int) (floodStats, error) {
 	base := a.floodBase()
+	return a.blast(n, func(i int) *rawRequest {
+		b := base
+		b[5], b[6], b[7] = byte(i>>16), byte(i>>8), byte(i)
+		r := &rawRequest{method: fasthttp.MethodGet, target: keyFloodTarget}
+		r.add("Host", a.p.host)
+		name, value := forwardingHeader(a.m.p.ForwardedHeader, netip.AddrFrom16(b))
+		r.add(name, value)
+		return r
+	})
+}
+
+// parallel runs do(c, i) for every i in [0, n) over attacksFloodConns
+// connections, each i once, and tallies the statuses do returns; it
+// stops at the first error.
+func (a *attackRun) parallel(n int, do func(c *rawConn, i int) (int, error)) (floodStats, error) {
 	var next atomic.Int64
 	var run runErr
 	var wg sync.WaitGroup
@@ -140,18 +154,12 @@ func (a *attackRun) flood(n int) (floodStats, error) {
 				if i >= int64(n) {
 					return
 				}
-				b := base
-				b[5], b[6], b[7] = byte(i>>16), byte(i>>8), byte(i)
-				r := &rawRequest{method: fasthttp.MethodGet, target: keyFloodTarget}
-				r.add("Host", a.p.host)
-				name, value := forwardingHeader(a.m.p.ForwardedHeader, netip.AddrFrom16(b))
-				r.add(name, value)
-				ans, err := c.do(a.ctx, r)
+				status, err := do(c, int(i))
 				if err != nil {
-					run.fail(fmt.Errorf("key flood, request %d: %w", i+1, err))
+					run.fail(fmt.Errorf("request %d of %d: %w", i+1, n, err))
 					return
 				}
-				tallies[w][ans.status]++
+				tallies[w][status]++
 			}
 		})
 	}

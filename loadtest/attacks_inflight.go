@@ -210,13 +210,22 @@ func runInFlight(a *attackRun) error {
 // the case's middle (timeouts, hang-ups), the second wave, the release and
 // the fresh wave.
 func (a *attackRun) inflightCase(spec inflightCaseSpec, limit int64, lease time.Duration) error {
+	ir := &inflightRun{a: a, spec: spec, limit: limit, lease: lease, site: a.v6Site(),
+		s56: byte(a.rng.Uint32()), s64: byte(a.rng.Uint32())}
+	ir.fixed = v6In(ir.site, ir.s56, ir.s64, a.rng.Uint64()|1)
+	// Played once the origin answers again: the known browser behind the
+	// client and a new one elsewhere in its /48 log in (the slots the
+	// attack held are back; a neighbour's are its own throughout).
+	cs, err := a.castAround(ir.fixed, v6In(ir.site, ir.s56^0x80, ir.s64, a.rng.Uint64()|1), actLogin, actLogin)
+	if err != nil {
+		return err
+	}
+	cs.bs = slices.DeleteFunc(cs.bs, func(b *bystander) bool { return b.kind == freshBehind })
 	tc, err := a.begin("in-flight", spec.name)
 	if err != nil {
 		return err
 	}
-	ir := &inflightRun{a: a, tc: tc, spec: spec, limit: limit, lease: lease, site: a.v6Site(),
-		s56: byte(a.rng.Uint32()), s64: byte(a.rng.Uint32())}
-	ir.fixed = v6In(ir.site, ir.s56, ir.s64, a.rng.Uint64()|1)
+	ir.tc = tc
 	if why, err := ir.prepare(); err != nil || why != "" {
 		if why != "" {
 			a.skip("in-flight", spec.name, why)
@@ -370,6 +379,15 @@ func (a *attackRun) inflightCase(spec inflightCaseSpec, limit int64, lease time.
 	if _, err := tc.reachedAll(nil); err != nil {
 		return err
 	}
+	if leakSkip != "" {
+		// The concurrency rule holds the client's address, the known
+		// browser's too, until the slots come back: unmeasured.
+		cs = noBystanders("not played: the client's slots were not seen back (" + leakName + " skipped)")
+	}
+	if err := tc.play(cs); err != nil {
+		return err
+	}
+	tc.res.coll = cs.collateral()
 	tc.res.gain = rep.Peak
 	tc.res.note = fmt.Sprintf("the origin's in-flight peak over the case: %s; %d of the first wave were held at the origin at once", spec.why, held)
 	if ir.hungUp > 0 {
@@ -392,6 +410,7 @@ func (a *attackRun) inflightCase(spec inflightCaseSpec, limit int64, lease time.
 		r := caseResult{name: caseName("in-flight", leakName), gain: leaked,
 			bound: caseBoundResult{0, "every slot is given back when the origin answers, or when the lease of a request the edge gave up on ends (docs/policy.md, \"Concurrency limits\")"},
 			note:  leakNote, statuses: map[int]int64{}}
+		r.coll.lines = []string{"played with in-flight/" + spec.name}
 		for _, f := range fresh {
 			r.sent++
 			if f.ans != nil && f.ans.err == nil {

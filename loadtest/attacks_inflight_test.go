@@ -47,7 +47,7 @@ func TestAttacksInFlightDetectsBreaches(t *testing.T) {
 		{"in-flight/timeouts", "30"},  // the first wave timed out, still held, and 10 more
 		{"in-flight/hang-ups", "30"},  // hung up on, still held, and 10 more
 	} {
-		if g := got[tt.name]; g == nil || g[0] != tt.gain || g[1] != "10" || g[2] != "BREACH" {
+		if g := got[tt.name]; g == nil || g[0] != tt.gain || g[1] != "10" || g[4] != "BREACH" {
 			t.Errorf("%s: got %q, want gain %s bound 10 BREACH", tt.name, g, tt.gain)
 		}
 	}

@@ -27,15 +27,22 @@ func ipv6RotationRequests(*attackRun) int64 {
 
 // runIPv6Rotation: an IPv6 host picks its own interface ID, and a site its
 // own /64s, so a client that rotates them must still be one client (the
-// policy's ipv6_prefix) and one network (a rule's ipv6_prefix).
+// policy's ipv6_prefix) and one network (a rule's ipv6_prefix). Each case
+// plays a known and a fresh browser behind one of the attacker's /64s and
+// a fresh neighbour elsewhere in its /48: the per-network rules hold the
+// fresh ones with the attacker (issue 24, harm e), never the known one.
 func runIPv6Rotation(a *attackRun) error {
 	// Within one /64: a new interface ID on every guess at one account.
 	site := a.v6Site()
 	s56, s64 := byte(a.rng.Uint32()), byte(a.rng.Uint32())
 	victim := a.account("victim")
+	cs, err := a.castAround(v6In(site, s56, s64, a.rng.Uint64()|1), v6In(site, s56^0x80, s64, a.rng.Uint64()|1), actLogin, actLogin)
+	if err != nil {
+		return err
+	}
 	if err := a.loginCase("ipv6-rotation", "within-a-64", rotation64Requests, func(i int) netip.Addr {
 		return v6In(site, s56, s64, a.rng.Uint64()|1)
-	}, func(int) string { return victim }, "/login"); err != nil {
+	}, func(int) string { return victim }, "/login", cs); err != nil {
 		return err
 	}
 	// Across one /56: every login from a /64 of its own, spraying a new
@@ -43,34 +50,76 @@ func runIPv6Rotation(a *attackRun) error {
 	// (one account would be held by login-failures-account's 50 first).
 	site = a.v6Site()
 	s56 = byte(a.rng.Uint32())
+	if cs, err = a.castAround(v6In(site, s56, 0, a.rng.Uint64()|1), v6In(site, s56^0x80, 0, a.rng.Uint64()|1), actLogin, actLogin); err != nil {
+		return err
+	}
 	if err := a.loginCase("ipv6-rotation", "across-a-56", rotation56Requests, func(i int) netip.Addr {
 		return v6In(site, s56, byte(i), a.rng.Uint64()|1)
-	}, a.sprayed, "/login"); err != nil {
+	}, a.sprayed, "/login", cs); err != nil {
 		return err
 	}
 	// Across one /48, for the per-network rules: every signup from a /56
-	// of its own.
+	// of its own. The known browser logs in (it has its account); the
+	// fresh ones sign up.
 	site = a.v6Site()
+	first := v6In(site, 0, byte(a.rng.Uint32()), a.rng.Uint64()|1)
+	if cs, err = a.castAround(first, v6In(site, 0xc8, 0, a.rng.Uint64()|1), actLogin, actSignup); err != nil {
+		return err
+	}
 	return a.simpleCase("ipv6-rotation", "signup-across-a-48", rotation48Requests, func(i int) (*rawRequest, canonReq) {
-		client := v6In(site, byte(i), byte(a.rng.Uint32()), a.rng.Uint64()|1)
+		client := first
+		if i > 0 {
+			client = v6In(site, byte(i), byte(a.rng.Uint32()), a.rng.Uint64()|1)
+		}
 		return a.signup(client, client)
-	})
+	}, cs)
+}
+
+// castAround is the usual cast of a case whose attacker is at client: a
+// known browser behind it acting on knownActs, a fresh one behind it and a
+// fresh neighbour at other (elsewhere in the attacker's network; invalid
+// for none) acting on freshActs. A browser behind client shares its
+// address at the policy's client prefix: another interface ID in an IPv6
+// /64, the IPv4 address itself.
+func (a *attackRun) castAround(client, other netip.Addr, knownActs, freshActs act) (*cast, error) {
+	behind := client
+	if client.Is6() && !client.Is4In6() {
+		behind = v6In(netip.PrefixFrom(client, 48), client.As16()[6], client.As16()[7], a.rng.Uint64()|1)
+	}
+	k, err := a.knownAt(behind, netip.Addr{}, knownActs)
+	if err != nil {
+		return nil, err
+	}
+	f, err := a.freshAt(freshBehind, behind, netip.Addr{}, freshActs)
+	if err != nil {
+		return nil, err
+	}
+	bs := []*bystander{k, f}
+	if other.IsValid() {
+		n, err := a.freshAt(neighbour, other, netip.Addr{}, freshActs)
+		if err != nil {
+			return nil, err
+		}
+		bs = append(bs, n)
+	}
+	return a.newCast(bs...)
 }
 
 // loginCase sends n logins to target, login i from client(i) on
-// account(i), and counts what reached the origin.
-func (a *attackRun) loginCase(class, name string, n int, client func(i int) netip.Addr, account func(i int) string, target string) error {
+// account(i), counts what reached the origin, then plays the cast.
+func (a *attackRun) loginCase(class, name string, n int, client func(i int) netip.Addr, account func(i int) string, target string, cs *cast) error {
 	return a.simpleCase(class, name, n, func(i int) (*rawRequest, canonReq) {
 		c := client(i)
 		r, f := a.loginRequest(fasthttp.MethodPost, target, account(i), i)
 		a.clientHeader(r, c)
 		return r, a.loginCanon(c, f)
-	})
+	}, cs)
 }
 
-// simpleCase sends n requests built by mk on one connection and counts
-// every request that reached the origin as the attacker's gain.
-func (a *attackRun) simpleCase(class, name string, n int, mk func(i int) (*rawRequest, canonReq)) error {
+// simpleCase sends n requests built by mk on one connection, counts every
+// request that reached the origin as the attacker's gain, then plays the
+// cast.
+func (a *attackRun) simpleCase(class, name string, n int, mk func(i int) (*rawRequest, canonReq), cs *cast) error {
 	tc, err := a.begin(class, name)
 	if err != nil {
 		return err
@@ -83,12 +132,7 @@ func (a *attackRun) simpleCase(class, name string, n int, mk func(i int) (*rawRe
 			return err
 		}
 	}
-	gain, err := tc.reachedAll(nil)
-	if err != nil {
-		return err
-	}
-	tc.finish(gain, "")
-	return nil
+	return tc.end(cs, nil, "")
 }
 
 // sprayed is a password sprayer's account for login i: a new one each
@@ -207,8 +251,11 @@ func runSpoofing(a *attackRun) error {
 	if len(leak.where) > 0 {
 		r.note += " (" + strings.Join(leak.where, "; ") + ")"
 	}
+	r.coll.lines = []string{"the users whose addresses were spoofed are played in each spoofing case"}
 	a.results = append(a.results, r)
-	fmt.Fprintf(a.out, "attack: %s gain=%d bound=0 %s\n    %d forwarded requests checked; gain: %s\n", r.name, r.gain, r.verdict(), r.sent, r.note)
+	writeAttackLine(a.out, &r)
+	fmt.Fprintf(a.out, "    %d forwarded requests checked; gain: %s\n", r.sent, r.note)
+	writeCollateral(a.out, &r)
 	return nil
 }
 
@@ -225,9 +272,22 @@ type leakTally struct {
 // spoofCase runs one spoofing case: spoofRequests logins, each naming a
 // new spoofed address, from one real client (peer invalid: this tool as
 // a trusted proxy names a new client of its own) or from the untrusted
-// peer itself.
+// peer itself. Every third names instead the address of a real user, known
+// (it logged in there before) and fresh: a user whose address the
+// attacker spoofs, played after the case (bound 0: the policy never
+// counts a spoofed address, so nothing the attacker sends under it can
+// cost its owner).
 func (a *attackRun) spoofCase(sc spoofCase, peer netip.Addr, leak *leakTally) error {
-	tc, err := a.begin("spoofing", sc.name)
+	user := a.v6Client()
+	k, err := a.knownAt(user, netip.Addr{}, actLogin)
+	if err != nil {
+		return err
+	}
+	f, err := a.freshAt(freshBehind, user, netip.Addr{}, actLogin)
+	if err != nil {
+		return err
+	}
+	tc, cs, err := a.beginCast("spoofing", sc.name, k, f)
 	if err != nil {
 		return err
 	}
@@ -242,6 +302,9 @@ func (a *attackRun) spoofCase(sc spoofCase, peer netip.Addr, leak *leakTally) er
 	var reached int64
 	for i := range spoofRequests {
 		s := a.spoofAddr(i)
+		if i%3 == 2 {
+			s = user
+		}
 		r, f := a.loginRequest(fasthttp.MethodPost, "/login", victim, i)
 		r.headers = append(r.headers, sc.headers(s, client)...)
 		_, got, ok, err := tc.sendTagged(c, r, a.loginCanon(client, f))
@@ -259,6 +322,9 @@ func (a *attackRun) spoofCase(sc spoofCase, peer netip.Addr, leak *leakTally) er
 		}
 	}
 	if err := tc.checkReached(reached); err != nil {
+		return err
+	}
+	if err := tc.play(cs); err != nil {
 		return err
 	}
 	tc.finish(reached, "")
@@ -390,13 +456,20 @@ func ipv4Compatible(v netip.Addr, _ int) netip.Addr {
 func runEmbeddedIPv4(a *attackRun) error {
 	for _, form := range embeddedForms {
 		net := a.v4Net()
-		err := a.simpleCase("embedded-ipv4", form.name, embeddedNative+embeddedEmbedded, func(i int) (*rawRequest, canonReq) {
+		// A known browser at the first host logs in; a fresh one there and
+		// one at a host the attacker does not use sign up, and the
+		// per-/24 rule holds them with the attacker.
+		cs, err := a.castAround(v4In(net, 1), v4In(net, 250), actLogin, actSignup)
+		if err != nil {
+			return err
+		}
+		err = a.simpleCase("embedded-ipv4", form.name, embeddedNative+embeddedEmbedded, func(i int) (*rawRequest, canonReq) {
 			v := v4In(net, byte(1+i))
 			if i < embeddedNative {
 				return a.signup(v, v)
 			}
 			return a.signup(form.spell(v, i), v)
-		})
+		}, cs)
 		if err != nil {
 			return err
 		}

@@ -73,6 +73,13 @@ type canonVerdict struct {
 	// concurrency rule's IP ceiling): what holds the request's slots at
 	// the origin, not its count (attacks_inflight.go).
 	inflight []constraint
+	// rules are the indices of every enforcing rule that counts the
+	// request, those that bound nothing here (count_distinct) included.
+	rules []int
+	// distinct are the enforcing count_distinct rules' ops, each with the
+	// value it brings (Op.Member): they bound no gain, but a counter full
+	// of the attack's values refuses a bystander's new one.
+	distinct []constraint
 }
 
 // policyModel decides canonical requests against a policy, in process.
@@ -185,6 +192,7 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 		if !mt.Enforce || mt.Op < 0 {
 			continue
 		}
+		v.rules = append(v.rules, mt.Rule.Index)
 		op := m.s.Ops[mt.Op]
 		if mt.Rule.Concurrency {
 			// A concurrency lease bounds requests at once, not in all.
@@ -197,6 +205,7 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 		}
 		if op.Algorithm == rules.Distinct {
 			// count_distinct bounds distinct values, not requests.
+			v.distinct = append(v.distinct, constraint{role: 2 * mt.Rule.Index, name: mt.Rule.Name, key: op.Key, op: op})
 			continue
 		}
 		v.cons = append(v.cons, constraint{role: roleOf(mt, false), name: mt.Rule.Name, key: op.Key, op: op})
@@ -298,6 +307,14 @@ type caseBoundResult struct {
 // them on, the lesser of each key's requests and its allowance; the bound
 // is the least of these, and of the number of requests not refused.
 func caseBound(vs []canonVerdict, start, end time.Time) caseBoundResult {
+	return caseBoundPrior(vs, start, end, nil)
+}
+
+// caseBoundPrior is caseBound on counters that requests before the case
+// (a known bystander's successful login, attacks_bystanders.go) consumed
+// from: a key's allowance then runs from the first of those requests and
+// is less what they took.
+func caseBoundPrior(vs []canonVerdict, start, end time.Time, prior map[consKey]priorUse) caseBoundResult {
 	start, end = start.Add(-clockAllowance), end.Add(clockAllowance)
 	var n, refused int64
 	refusedWhy := ""
@@ -355,10 +372,19 @@ func caseBound(vs []canonVerdict, start, end time.Time) caseBoundResult {
 		ra := roles[role]
 		b := n - ra.matched
 		var perKey int64 = -1
+		var took int64
 		sameAllowance := true
 		for _, k := range ra.order {
 			ka := ra.keys[k]
 			a := allowance(ka.op, start, end)
+			if u, ok := prior[consKey{role, k}]; ok {
+				from := start
+				if t := u.at.Add(-clockAllowance); t.Before(from) {
+					from = t
+				}
+				a = max(allowance(ka.op, from, end)-u.n, 0)
+				took += u.n
+			}
 			if perKey >= 0 && a != perKey {
 				sameAllowance = false
 			}
@@ -373,6 +399,9 @@ func caseBound(vs []canonVerdict, start, end time.Time) caseBoundResult {
 				fmt.Fprintf(&w, ", %d per key over %s", perKey, end.Sub(start).Round(time.Millisecond))
 			}
 			fmt.Fprintf(&w, ", %d %s", len(ra.order), plural(len(ra.order), "key", "keys"))
+			if took > 0 {
+				fmt.Fprintf(&w, ", less %d the bystanders' setup took before the case", took)
+			}
 			if ra.matched < n {
 				fmt.Fprintf(&w, ", and %d requests it does not hold", n-ra.matched)
 			}

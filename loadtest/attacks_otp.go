@@ -27,6 +27,26 @@ const (
 // the shipped policy's allow list.
 const foreignVictim = "+79161234567"
 
+// noPhone skips class, and says so, when the policy reads no phone.
+func (a *attackRun) noPhone(class string) bool {
+	if id := otp.IdentityOf(a.m.p); id != nil && len(id.Phone) > 0 {
+		return false
+	}
+	a.skip(class, "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
+	return true
+}
+
+// phoneBlock returns a numbering block no case of the run used, and ok;
+// without ok, the policy reads no phone (class is skipped, and says so)
+// or err says why there is none.
+func (a *attackRun) phoneBlock(class string) (otpBlock, bool, error) {
+	if a.noPhone(class) {
+		return otpBlock{}, false, nil
+	}
+	b, err := a.block()
+	return b, err == nil, err
+}
+
 // otpFields is a send's canonical body.
 func otpFields(phone string) map[string]string { return map[string]string{"phone": phone} }
 
@@ -114,16 +134,12 @@ func phoneFormatRequests(*attackRun) int64 { return int64(len(phoneSpellings("+1
 // client and without a cookie: no more than the per-phone limit may reach
 // the origin; the note names the spellings that did.
 func runPhoneFormat(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("phone-format", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
-		return nil
-	}
-	b, err := a.block()
-	if err != nil {
+	b, ok, err := a.phoneBlock("phone-format")
+	if !ok {
 		return err
 	}
 	victim := b.phones[a.rng.IntN(len(b.phones))]
-	tc, err := a.begin("phone-format", "")
+	tc, cs, err := a.beginCast("phone-format", "", a.ownerOf(otherPhone(b, victim)))
 	if err != nil {
 		return err
 	}
@@ -141,6 +157,9 @@ func runPhoneFormat(a *attackRun) error {
 		}
 	}
 	if err := tc.checkReached(int64(len(reached))); err != nil {
+		return err
+	}
+	if err := tc.play(cs); err != nil {
 		return err
 	}
 	tc.finish(int64(len(reached)), fmt.Sprintf("sends to %s that reached the origin, in any spelling (%s)", victim, strings.Join(reached, ", ")))
@@ -197,8 +216,7 @@ func contentTypeRequests(*attackRun) int64 {
 // case guesses at one of the victim's real codes with the guesses in the
 // form.
 func runContentType(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("content-type", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
+	if a.noPhone("content-type") {
 		return nil
 	}
 	for _, ct := range contentTypeCases {
@@ -206,11 +224,16 @@ func runContentType(a *attackRun) error {
 		if err != nil {
 			return err
 		}
-		if err := a.contentTypeSends(ctName(ct), ct, b.phones[a.rng.IntN(len(b.phones))]); err != nil {
+		victim := b.phones[a.rng.IntN(len(b.phones))]
+		cs, err := a.newCast(a.ownerOf(otherPhone(b, victim)))
+		if err != nil {
+			return err
+		}
+		if err := a.contentTypeSends(ctName(ct), ct, victim, cs); err != nil {
 			return err
 		}
 	}
-	if err := a.contentTypeSends("foreign-number", contentTypeCases[0], foreignVictim); err != nil {
+	if err := a.contentTypeSends("foreign-number", contentTypeCases[0], foreignVictim, noBystanders("none: the policy refuses every send to the number outright, so they count nothing")); err != nil {
 		return err
 	}
 	return a.contentTypeVerify(contentTypeCases[0])
@@ -226,7 +249,7 @@ func ctName(ct string) string {
 
 // contentTypeSends runs one send case: victim in the form, a new decoy in
 // the JSON of each send.
-func (a *attackRun) contentTypeSends(name, ct, victim string) error {
+func (a *attackRun) contentTypeSends(name, ct, victim string, cs *cast) error {
 	tc, err := a.begin("content-type", name)
 	if err != nil {
 		return err
@@ -251,6 +274,9 @@ func (a *attackRun) contentTypeSends(name, ct, victim string) error {
 		}
 	}
 	if _, err := tc.reachedAll(nil); err != nil {
+		return err
+	}
+	if err := tc.play(cs); err != nil {
 		return err
 	}
 	var gain int64
@@ -292,6 +318,10 @@ func (a *attackRun) contentTypeVerify(ct string) error {
 		return err
 	}
 	victim := b.phones[a.rng.IntN(len(b.phones))]
+	cs, err := a.newCast(a.ownerOf(otherPhone(b, victim)))
+	if err != nil {
+		return err
+	}
 	r := &rawRequest{method: fasthttp.MethodPost, target: otpSendPath}
 	r.add("Host", a.origin.c.addr).add("Content-Type", "application/json")
 	r.body = jsonBody(otpFields(victim))
@@ -344,6 +374,9 @@ func (a *attackRun) contentTypeVerify(ct string) error {
 	if readsForm {
 		gain = reached
 	}
+	if err := tc.play(cs); err != nil {
+		return err
+	}
 	tc.finish(gain, fmt.Sprintf("guesses at %s's code that reached the origin (%d reached; the origin reads %q as the form: %v)", victim, reached, ct, readsForm))
 	return nil
 }
@@ -356,16 +389,12 @@ func otpGuessingAttackRequests(*attackRun) int64 { return 1 + 2*attackGuesses }
 // and the codes sent that reach the origin are each held to what the
 // policy allows.
 func runOTPGuessingAttack(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("otp-guessing", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
-		return nil
-	}
-	b, err := a.block()
-	if err != nil {
+	b, ok, err := a.phoneBlock("otp-guessing")
+	if !ok {
 		return err
 	}
 	phone := b.phones[a.rng.IntN(len(b.phones))]
-	verify, err := a.begin("otp-guessing", "verify-attempts")
+	verify, cs, err := a.beginCast("otp-guessing", "verify-attempts", a.ownerOf(otherPhone(b, phone)))
 	if err != nil {
 		return err
 	}
@@ -411,6 +440,11 @@ func runOTPGuessingAttack(a *attackRun) error {
 	if err != nil {
 		return err
 	}
+	if err := verify.play(cs, sends); err != nil {
+		return err
+	}
+	sends.cast = noBystanders("played with otp-guessing/verify-attempts")
+	sends.cast.prior = cs.prior
 	verify.finish(vg, "wrong guesses at "+phone+"'s codes that reached the origin")
 	sends.finish(sg, "codes sent to "+phone)
 	return nil
@@ -422,16 +456,25 @@ func smsPumpingRequests(a *attackRun) int64 { return otpBlockSize + int64(a.cfg.
 // every number of one numbering block once, then numbers of countries
 // outside the allow list, each from a new client.
 func runSMSPumping(a *attackRun) error {
-	if otp.IdentityOf(a.m.p) == nil || len(otp.IdentityOf(a.m.p).Phone) == 0 {
-		a.skip("sms-pumping", "", fmt.Sprintf("the policy %s reads no phone (identity { phone })", a.p.policy))
-		return nil
-	}
-	b, err := a.block()
-	if err != nil {
+	b, ok, err := a.phoneBlock("sms-pumping")
+	if !ok {
 		return err
 	}
 	numbers := slices.Clone(b.phones)
-	if err := a.sendsCase("sms-pumping", "one-block", numbers, "sends to "+b.rng+"…"); err != nil {
+	// The owner of a number of the block's range that the walk does not
+	// send to verified it before: walking the block fills the range (issue
+	// 24, harm f), and must not lock it out. (Not one of the numbers
+	// walked: a send to a known phone may pass the range rule, which the
+	// gain's bound does not know.)
+	owner, err := rangeMate(b)
+	if err != nil {
+		return err
+	}
+	cs, err := a.newCast(a.ownerOf(owner))
+	if err != nil {
+		return err
+	}
+	if err := a.sendsCase("sms-pumping", "one-block", numbers, "sends to "+b.rng+"…", cs); err != nil {
 		return err
 	}
 	foreign, err := loadForeignNumbers(a.cfg.otp.phones, a.cfg.otp.foreign)
@@ -443,12 +486,13 @@ func runSMSPumping(a *attackRun) error {
 	for _, f := range foreign {
 		numbers = append(numbers, f.e164)
 	}
-	return a.sendsCase("sms-pumping", "foreign-countries", numbers, fmt.Sprintf("sends to %d countries' numbers", len(foreign)))
+	return a.sendsCase("sms-pumping", "foreign-countries", numbers, fmt.Sprintf("sends to %d countries' numbers", len(foreign)),
+		noBystanders("none: the policy refuses every send outside its countries outright, so they count nothing"))
 }
 
 // sendsCase sends one code to each number, each from a new client, and
-// counts the sends that reached the origin.
-func (a *attackRun) sendsCase(class, name string, numbers []string, note string) error {
+// counts the sends that reached the origin, then plays the cast.
+func (a *attackRun) sendsCase(class, name string, numbers []string, note string, cs *cast) error {
 	tc, err := a.begin(class, name)
 	if err != nil {
 		return err
@@ -461,10 +505,28 @@ func (a *attackRun) sendsCase(class, name string, numbers []string, note string)
 			return err
 		}
 	}
-	gain, err := tc.reachedAll(nil)
-	if err != nil {
-		return err
+	return tc.end(cs, nil, note+" that reached the origin")
+}
+
+// rangeMate returns a number of b's range that is not one of b's phones:
+// its 900s (b's are 555-01xx).
+func rangeMate(b otpBlock) (string, error) {
+	for i := range 100 {
+		p, err := otp.Normalize(fmt.Sprintf("%s9%02d", b.rng, i), "")
+		if err == nil && p.Range() == b.rng && otpAllowed(p.Country()) && !slices.Contains(b.phones, p.E164) {
+			return p.E164, nil
+		}
 	}
-	tc.finish(gain, note+" that reached the origin")
-	return nil
+	return "", fmt.Errorf("no number of the range %s outside its block", b.rng)
+}
+
+// otherPhone returns a number of the block b that is not victim: a phone
+// owner's, in the attacked range.
+func otherPhone(b otpBlock, victim string) string {
+	for i := len(b.phones) - 1; i >= 0; i-- {
+		if b.phones[i] != victim {
+			return b.phones[i]
+		}
+	}
+	return victim
 }

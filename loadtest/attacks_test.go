@@ -494,6 +494,7 @@ func TestAttacksUsage(t *testing.T) {
 	}{
 		{[]string{"-scenario", "attacks", "-classes", "nope"}, `unknown attack class "nope"`},
 		{[]string{"-scenario", "attacks", "-flood", "-1"}, "-flood must be in"},
+		{[]string{"-scenario", "attacks", "-slowloris", "-1"}, "-slowloris must be in"},
 		{[]string{"-scenario", "attacks", "-host", "a/b"}, "-host"},
 		{[]string{"-scenario", "attacks", "-target", "http://10.0.0.1:8080"}, "not a loopback address"},
 		{[]string{"-scenario", "attacks", "-policy", "testdata/nonexistent.hcl"}, "reading the policy"},
