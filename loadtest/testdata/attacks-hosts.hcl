@@ -56,6 +56,25 @@ edge {
   # Request bodies above this many bytes are refused with 413.
   max_body_bytes = 65536
 
+  # Connections are a budget too. The node holds at most max_conns open
+  # connections (one more is answered 503 and closed); one untrusted peer
+  # at most max_conns_per_ip, and the peers of one IPv6 prefix (ipv6_prefix
+  # above) max_conns_per_ipv6_prefix (one more: the bare 429). A browser
+  # opens up to 6 connections to a host, so 256 is about 40 browsers
+  # loading at once behind one address (a CGNAT address, an office); raise
+  # it for a larger NAT. A peer in trusted_proxies (your load balancer,
+  # which carries many clients) is held to max_conns alone: cap clients at
+  # the load balancer. A request's header must arrive within header_timeout
+  # (from the connection's opening, or the request's first byte on a
+  # kept-alive one) and its body within body_timeout after it, or it is
+  # answered 408 and its connection closed, so half-sent requests free
+  # their connections. docs/deploying.md, "Connection budgets".
+  max_conns                 = 10000
+  max_conns_per_ip          = 256
+  max_conns_per_ipv6_prefix = 256
+  header_timeout            = "10s"
+  body_timeout              = "30s"
+
   # "/LOGIN" and "/login" are one route unless this says "sensitive".
   path_case = "insensitive"
 
@@ -94,17 +113,30 @@ edge {
 # (as NGINX gives each limit_req_zone its own memory), so a flood of new keys
 # on one route never evicts another rule's counters: a rule's max_keys, or an
 # equal share of this max_keys among the rules that set none (the API rules
-# and the visitor mint budget here: 25000 keys each). Within a budget, state
+# and the visitor mint budget here: 25000 keys each, and as many for the mint
+# budget's fingerprints). Within a budget, state
 # that has decayed goes first; then an ordinary rule evicts its least
 # recently used key (counted in edge_store_evictions_total), while a
 # sensitive rule never evicts a live counter: a new key is answered by its
 # on_store_error instead (edge_store_budget_full_total). A key costs about
 # 220 bytes (250 to 350 for a sliding_log, by limit; about 480 for a
 # concurrency rule of limit 10 while its slots are taken); this file's
-# budgets together hold 950000 keys, about 216 MiB when every one is full
-# (docs/memory-store.md).
+# budgets together hold 1145000 keys (the known blocks' and ban_by's markers
+# included), about 243 MiB when every one is full (docs/memory-store.md).
+# Bans and known visitors are kept beside each rule's counters, in a budget
+# of their own as large, never evicted while they last.
 store "memory" {
   max_keys = 100000
+  # One client network may not fill a rule's budget: each IPv6 /48 or IPv4
+  # /24 may make at most network_share of each rule's keys (2500 of
+  # otp-send-per-phone's 50000 phones). A new key from a network at its share
+  # is refused by that rule, for that network only: its 429, counted in
+  # edge_store_network_full_total, not the 503 a sensitive rule's full budget
+  # would give everyone. A rule may set its own network_share; "100%" is no
+  # bound. 20 networks can still fill a budget (docs/attacks.md).
+  network_share       = "5%"
+  network_ipv4_prefix = 24
+  network_ipv6_prefix = 48
 }
 
 # NAT-aware visitor IDs. Carrier-grade NAT puts hundreds of phones behind one
@@ -128,8 +160,52 @@ visitor {
   mint_period = "1m"
   # Cookie lifetime.
   max_age = "720h"
+  # A reserve of as many more a period per IP (the default, mint_limit) for
+  # the clients that are not minting in bulk: once mint_limit is spent, a
+  # client whose fingerprint (a keyed hash of its User-Agent,
+  # Accept-Language and JA4) minted nothing this period behind the address
+  # gets one from it, so a cookie-dropping attacker behind a NAT does not
+  # leave every new visitor there without a cookie. 0: no reserve.
+  mint_reserve = 10
   # The demo speaks plain HTTP on loopback; keep Secure (true) behind TLS.
   secure = false
+}
+
+# ---- Known callers ----------------------------------------------------------
+# No defence may be aimed at the people it protects. A known block names the
+# requests whose success makes their caller known, what recognises the caller
+# (by) and for how long after its last success (for). A rule that lists the
+# block in exempt_known does not hold a known caller to what it shares with
+# others (a network's budget, a numbering block's, every visitor's of one
+# address): it is decided, never refused nor charged by the rule, and the
+# rule's ban spares it. Its own limits (its visitor, its phone, its account
+# from its address) hold as before. The marker is a keyed hash in the store,
+# written after the origin's success (success_status, default 200, 201, 204,
+# or X-Edge-Outcome: success) in the call the route makes after the answer,
+# and checked in the call before the main one: no store call more. A client
+# without a valid visitor cookie (the address's cookieless bucket) is never
+# known. docs/policy.md, "known".
+
+# A browser that logged in to an account. Known by its visitor ID and that
+# account together: an attacker that logs in to an account of its own makes
+# its visitors known for that account only, never for a victim's.
+known "logged-in" {
+  methods  = ["POST"]
+  paths    = ["/login"]
+  by       = ["visitor", "account"]
+  for      = "30d"
+  # Its own key budget in the memory store: the markers are never evicted
+  # while they last; with the budget full, no new caller becomes known.
+  max_keys = 100000
+}
+
+# A phone whose code was verified: its owner reads the codes it is sent.
+known "verified-phone" {
+  methods  = ["POST"]
+  paths    = ["/otp/verify"]
+  by       = ["phone"]
+  for      = "30d"
+  max_keys = 50000
 }
 
 # ---- Login ------------------------------------------------------------------
@@ -139,7 +215,10 @@ visitor {
 # Five login attempts a minute per visitor (a browser with its cookie, or an
 # IP's cookieless clients together), as a burst of five then one every 12
 # seconds (GCRA: one timestamp per key, retry time for free). All visitors
-# of one IP together get at most 100 a minute (ip_ceiling; default 10 × limit).
+# of one IP together get at most 100 a minute (ip_ceiling; default 10 × limit),
+# except a browser logging in to an account it logged in to before
+# (exempt_known): an attacker filling the ceiling from a shared address does
+# not lock it out, and its own five a minute still hold.
 rule "login-per-visitor" {
   methods   = ["POST"]
   paths     = ["/login"]
@@ -154,6 +233,7 @@ rule "login-per-visitor" {
   period     = "1m"
   burst      = 5
   ip_ceiling = 100
+  exempt_known = ["logged-in"]
   sensitive  = true
   # Shed logins after API reads, before OTP verifies (load_shedding above).
   priority   = "high"
@@ -166,7 +246,9 @@ rule "login-per-visitor" {
 }
 
 # A whole network (IPv4 /24, IPv6 /48) rotating addresses still shares one
-# hourly budget.
+# hourly budget. A known browser logging in to its own account is not held to
+# it (exempt_known): 100 logins from the attacker's /24 lock out the fresh
+# browsers in it for up to an hour, not the users who logged in before.
 rule "login-per-network" {
   methods     = ["POST"]
   paths       = ["/login"]
@@ -177,6 +259,7 @@ rule "login-per-network" {
   algorithm   = "sliding_window"
   limit       = 100
   period      = "1h"
+  exempt_known = ["logged-in"]
   sensitive   = true
   max_keys    = 20000
 }
@@ -266,7 +349,11 @@ rule "login-failures-account" {
 # Credential stuffing: one client failing on many accounts. At most ten
 # distinct failing accounts an hour per IP (only failures count, so a NAT
 # crowd logging in successfully never trips it); tripping it bans the IP
-# from every sensitive route for 15 minutes.
+# from every sensitive route for 15 minutes. The ban falls on what the
+# attacker controls (ban_by = ["visitor"], the default with a visitor block):
+# the IP's cookieless clients and the visitors whose failures it counted, not
+# the other visitors behind the address; [] would ban the whole IP. A known
+# browser's typo on its own account is not counted (exempt_known).
 rule "login-accounts-per-ip" {
   methods        = ["POST"]
   paths          = ["/login"]
@@ -278,6 +365,8 @@ rule "login-accounts-per-ip" {
   sensitive      = true
   ban            = "15m"
   ban_scope      = "sensitive"
+  ban_by         = ["visitor"]
+  exempt_known   = ["logged-in"]
   max_keys       = 20000
 }
 
@@ -376,7 +465,9 @@ rule "otp-send-per-client" {
 }
 
 # SMS pumping walks through a numbering block: the E.164 number without its
-# last three digits.
+# last three digits. A phone whose code was verified before is not held to
+# its block's budget (exempt_known), only to its own (otp-send-per-phone):
+# five sends to a victim's neighbours do not lock the victim out.
 rule "otp-send-per-range" {
   methods   = ["POST"]
   paths     = ["/otp/send"]
@@ -384,6 +475,7 @@ rule "otp-send-per-range" {
   algorithm = "sliding_window"
   limit     = 5
   period    = "1h"
+  exempt_known = ["verified-phone"]
   sensitive = true
   max_keys  = 50000
 }
@@ -807,6 +899,230 @@ test "one phone gets three codes in 15 minutes, however it is written" {
     from   = "192.0.2.44"
     json   = { phone = "call me maybe" }
     expect = "reject"
+  }
+}
+
+test "a phone that verified a code still gets codes when its block is full, within its own three" {
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "198.51.100.40"
+    json   = { phone = "+1 202 555 0123" }
+    expect = "allow"
+  }
+  # The origin answers 200: the code was right, the phone is known.
+  request {
+    method = "POST"
+    path   = "/otp/verify"
+    from   = "198.51.100.40"
+    json   = { phone = "+12025550123", challenge_id = "c-1", code = "123456" }
+    expect = "allow"
+  }
+  # Two hours on, five sends to its neighbours fill the block's hour.
+  request {
+    after  = "2h"
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550100" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550101" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550102" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550103" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550104" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.50"
+    json   = { phone = "+12025550105" }
+    expect = "deny"
+    rule   = "otp-send-per-range"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "198.51.100.40"
+    json   = { phone = "+12025550123" }
+    repeat = 3
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "198.51.100.40"
+    json   = { phone = "+12025550123" }
+    expect = "deny"
+    rule   = "otp-send-per-phone"
+  }
+}
+
+test "a ban falls on the visitors that failed and on the cookieless, not on the others behind the address" {
+  request {
+    method  = "POST"
+    path    = "/login"
+    from    = "198.51.100.60"
+    visitor = "alice"
+    json    = { username = "alice@example.com", password = "letmein-demo" }
+    expect  = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-1"
+    json          = { username = "victim01@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-1"
+    json          = { username = "victim02@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-1"
+    json          = { username = "victim03@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-1"
+    json          = { username = "victim04@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-1"
+    json          = { username = "victim05@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-2"
+    json          = { username = "victim06@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-2"
+    json          = { username = "victim07@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-2"
+    json          = { username = "victim08@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-2"
+    json          = { username = "victim09@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  request {
+    method        = "POST"
+    path          = "/login"
+    from          = "198.51.100.60"
+    visitor       = "stuffer-2"
+    json          = { username = "victim10@example.com", password = "wrong" }
+    origin_status = 401
+    expect        = "allow"
+  }
+  # The eleventh account trips login-accounts-per-ip: the ban starts.
+  request {
+    method  = "POST"
+    path    = "/login"
+    from    = "198.51.100.60"
+    visitor = "stuffer-3"
+    json    = { username = "victim11@example.com", password = "wrong" }
+    expect  = "deny"
+    rule    = "login-accounts-per-ip"
+  }
+  request {
+    after   = "5m"
+    method  = "POST"
+    path    = "/otp/send"
+    from    = "198.51.100.60"
+    visitor = "alice"
+    json    = { phone = "+12025550147" }
+    expect  = "allow"
+  }
+  request {
+    method  = "POST"
+    path    = "/login"
+    from    = "198.51.100.60"
+    visitor = "alice"
+    json    = { username = "alice@example.com", password = "letmein-demo" }
+    expect  = "allow"
+  }
+  request {
+    method  = "POST"
+    path    = "/signup"
+    from    = "198.51.100.60"
+    visitor = "stuffer-1"
+    json    = { email = "mule@example.net" }
+    expect  = "deny"
+    rule    = "login-accounts-per-ip"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "198.51.100.60"
+    json   = { phone = "+12025550148" }
+    expect = "deny"
+    rule   = "login-accounts-per-ip"
   }
 }
 
