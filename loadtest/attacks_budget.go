@@ -32,10 +32,10 @@ func (a *attackRun) budgetRule() (r *rules.Rule, n int, perClient int64, ok bool
 	now := time.Now()
 	perClient = -1
 	for _, c := range v.cons {
-		if c.role < 0 || c.role%2 == 1 {
+		if c.role < 0 || roleCeiling(c.role) {
 			continue
 		}
-		cr := a.m.p.Rules[c.role/2]
+		cr := a.m.p.Rules[roleRule(c.role)]
 		switch {
 		case slices.Equal(cr.KeyNames, []string{"phone"}) && cr.Sensitive && cr.MaxKeys > 0 && r == nil:
 			r = cr
@@ -260,10 +260,13 @@ func runBanEviction(a *attackRun) error {
 		return err
 	}
 	c.close()
+	// Each new key from a /48 of its own, in turn, so that the flood fills
+	// the budget past the network share one /48 may make of it
+	// (network_share): the flood is many networks', as an eviction needs.
 	base := a.floodBase()
 	fs, err := a.blast(evictionFloodX*r.MaxKeys, func(i int) *rawRequest {
 		b := base
-		b[5], b[6], b[7] = byte(i>>16), byte(i>>8), byte(i)
+		b[5], b[6], b[7] = byte(i), byte(i>>8), byte(i>>16)
 		q := a.request(method, path)
 		a.clientHeader(q, netip.AddrFrom16(b))
 		return q
@@ -288,7 +291,7 @@ func runBanEviction(a *attackRun) error {
 	}
 	tc.bound = &caseBoundResult{0, fmt.Sprintf("%s bans a key for %v from its first refusal: the %d requests of the banned client after it, one past the rule's period of %v and %d after the flood, fall within the ban",
 		r.Name, r.Ban(), counted, r.Period, evictionAfter)}
-	tc.finish(reached, fmt.Sprintf("the banned client's requests that reached the origin, before and after a flood of %d %s %s from new /64s (max_keys %d)",
+	tc.finish(reached, fmt.Sprintf("the banned client's requests that reached the origin, before and after a flood of %d %s %s from new /64s of 256 /48s (max_keys %d)",
 		fs.sent, method, path, r.MaxKeys))
 	return nil
 }

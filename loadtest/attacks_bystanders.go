@@ -335,7 +335,7 @@ func (a *attackRun) consumesOnSuccess(role int) bool {
 	if role < 0 {
 		return false
 	}
-	r := a.m.p.Rules[role/2]
+	r := a.m.p.Rules[roleRule(role)]
 	return r.Count != rules.CountFailures && !r.ResetOnSuccess
 }
 
@@ -713,20 +713,20 @@ func (cs *cast) refuses(b *bystander, con constraint, fill string) bool {
 // keep working"), and a rule with known_visitors, which never holds a
 // visitor that logged in to the account.
 func (a *attackRun) exemptsKnown(role int) bool {
-	if role < 0 || role%2 == 1 {
+	if role < 0 || roleCeiling(role) {
 		return false
 	}
-	r := a.m.p.Rules[role/2]
+	r := a.m.p.Rules[roleRule(role)]
 	return a.networkRole(role) || slices.Contains(r.KeyNames, "phone_range") || r.KnownVisitors() > 0 || r.Ban() > 0
 }
 
 // networkRole reports whether a role is a network rule's: keyed on "ip"
 // at a prefix wider than the policy's client prefix.
 func (a *attackRun) networkRole(role int) bool {
-	if role < 0 || role%2 == 1 {
+	if role < 0 || roleCeiling(role) {
 		return false
 	}
-	r := a.m.p.Rules[role/2]
+	r := a.m.p.Rules[roleRule(role)]
 	return slices.Contains(r.KeyNames, "ip") && (r.IPv4Prefix < a.m.p.IPv4Prefix || r.IPv6Prefix < a.m.p.IPv6Prefix)
 }
 

@@ -19,7 +19,7 @@ func ruleRole(t *testing.T, m *policyModel, name string) int {
 	t.Helper()
 	for _, r := range m.p.Rules {
 		if r.Name == name {
-			return 2 * r.Index
+			return roleOf(rules.Match{Rule: r}, false)
 		}
 	}
 	t.Fatalf("no rule %q", name)
@@ -44,7 +44,7 @@ func TestAttackMayRefuse(t *testing.T) {
 		return rules.Op{Algorithm: alg, Limit: limit, Burst: limit, PeriodUS: time.Hour.Microseconds(), Cost: 1}
 	}
 	con := func(role int, key byte, o rules.Op) constraint {
-		return constraint{role: role, name: m.p.Rules[role/2].Name, key: rules.Key{key}, op: o}
+		return constraint{role: role, name: m.p.Rules[roleRule(role)].Name, key: rules.Key{key}, op: o}
 	}
 	on := func(n int, c constraint) []canonVerdict {
 		vs := make([]canonVerdict, n)

@@ -229,7 +229,7 @@ func (a *attackRun) rangeRule(phone string) (int64, string, error) {
 	}
 	now := time.Now()
 	for _, c := range v.cons {
-		if c.role >= 0 && slices.Contains(a.m.p.Rules[c.role/2].KeyNames, "phone_range") {
+		if c.role >= 0 && slices.Contains(a.m.p.Rules[roleRule(c.role)].KeyNames, "phone_range") {
 			return allowance(c.op, now, now), c.name, nil
 		}
 	}

@@ -50,7 +50,7 @@ func runIdentityConflict(a *attackRun) error {
 		}
 		return err
 	}
-	wrong := func(i int) (map[string]string, map[string]string) {
+	wrong := func(victim string, i int) (map[string]string, map[string]string) {
 		sent := map[string]string{"username": a.account("conflict"), "email": victim, "password": fmt.Sprintf("wrong-%d", i)}
 		return sent, map[string]string{"email": victim, "password": sent["password"]}
 	}
@@ -66,19 +66,21 @@ func runIdentityConflict(a *attackRun) error {
 		return err
 	}
 	if err := a.visitorsCase("identity-conflict", "login-one-ip", client, conflictIDs, conflictOneIP, func(i int) (*rawRequest, canonReq) {
-		sent, canon := wrong(i)
+		sent, canon := wrong(victim, i)
 		return a.jsonRequest(fasthttp.MethodPost, "/login", client, sent), a.loginCanon(client, canon)
 	}, cs, "wrong guesses at "+victim+" that reached the origin, each with a new username beside it, from one client"); err != nil {
 		return err
 	}
 
-	// Many clients, one login each.
+	// Many clients, one login each, at a victim of its own: the first
+	// case's failures count on the first victim's account for 15 minutes.
+	victim = a.account("victim") + "@example.com"
 	if cs, err = a.newCast(a.ownerOfAccount(victim, "email")); err != nil {
 		return err
 	}
 	if err := a.simpleCase("identity-conflict", "login-many-ips", conflictManyIPs, func(i int) (*rawRequest, canonReq) {
 		c := a.v6Client()
-		sent, canon := wrong(i)
+		sent, canon := wrong(victim, i)
 		return a.jsonRequest(fasthttp.MethodPost, "/login", c, sent), a.loginCanon(c, canon)
 	}, cs); err != nil {
 		return err

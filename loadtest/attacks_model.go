@@ -234,7 +234,13 @@ func roleOf(mt rules.Match, ceiling bool) int {
 }
 
 // ruleIndex is the index in the policy of the rule of c's role (≥ 0).
-func (c constraint) ruleIndex() int { return c.role / (2 * rules.MaxCombinations) }
+func (c constraint) ruleIndex() int { return roleRule(c.role) }
+
+// roleRule is the index in the policy of the rule of a role (≥ 0, roleOf).
+func roleRule(role int) int { return role / (2 * rules.MaxCombinations) }
+
+// roleCeiling reports whether a role (≥ 0, roleOf) is a rule's IP ceiling.
+func roleCeiling(role int) bool { return role/rules.MaxCombinations%2 == 1 }
 
 // mintOp is the index of the request's mint budget op, or -1.
 func mintOp(vc *nat.Config, s *rules.Scratch) int {
