@@ -158,6 +158,10 @@ type Match struct {
 	// further combination of them right after it, with Value 1, 2, ...
 	// (values.go). Metrics and logs count a rule once, by Worst.
 	Value uint8
+	// Several is true on every match of a rule whose identity gave the
+	// request several values: a success then makes no known visitor
+	// (known.go).
+	Several bool
 }
 
 // Decision is the Engine's answer for one request.

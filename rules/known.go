@@ -86,7 +86,12 @@ type knownVisitors struct {
 }
 
 func (h knownVisitors) AfterOrigin(m *Match, _ []Op, status int, outcome []byte, settle []Op) []Op {
-	if !m.HasMarker || !IsSuccess(h.success, status, outcome) {
+	if !m.HasMarker || m.Several || !IsSuccess(h.success, status, outcome) {
+		// A success of a request whose identity gave several values
+		// (values.go) makes no value's visitor known: the origin acted on
+		// one of them, which the edge cannot tell, and an attacker could
+		// otherwise log in with its own username beside a victim's email
+		// and be known for the victim's account.
 		return settle
 	}
 	return append(settle, knownOp(OpAdd, m.Rule, m.Marker))
@@ -253,6 +258,12 @@ func appendCallerValues(buf []byte, chars []Characteristic, tags []byte, req *Re
 		out, st := ch.AppendValue(buf, req, s)
 		if st != Present || len(out) <= n || !bytes.Equal(out[:n], buf) {
 			return buf, false
+		}
+		if mc, multi := ch.(MultiCharacteristic); multi && mc.MaxValues() > 1 && mc.Values(req, s) > 1 {
+			// Sources that disagree (values.go) name no one caller: a login
+			// with its own username and a victim's email must be neither
+			// recognised as its own nor recorded as the victim's.
+			return out, false
 		}
 		buf = out
 	}

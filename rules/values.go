@@ -314,6 +314,11 @@ func (e *Engine) countValues(now time.Time, r *Rule, req *Request, s *Scratch) {
 		m.Value = uint8(min(len(s.Matches)-first, 255))
 		e.countMatch(now, r, req, s, m, key, member, cost)
 	}
+	if len(s.Matches)-first > 1 {
+		for i := first; i < len(s.Matches); i++ {
+			s.Matches[i].Several = true
+		}
+	}
 	s.combo = valueCombo{}
 }
 

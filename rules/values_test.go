@@ -456,3 +456,71 @@ rule "signup-per-ip" {
 		t.Errorf("a signup naming neither: %v, want forwarded", d.Verdict)
 	}
 }
+
+// TestSeveralValuesMakeNoOneKnown: a success of a login whose sources
+// disagree (its own username beside a victim's email) makes its visitor
+// known for neither account, by known_visitors or by a known block: the
+// origin acted on one of them, which the edge cannot tell. And a known
+// block recognises no caller whose sources disagree, so a browser known
+// for its own account gains nothing on a request naming a victim beside
+// it. A success naming one account still makes the browser known.
+func TestSeveralValuesMakeNoOneKnown(t *testing.T) {
+	v := newValuesRun(t, twoSourceIdentity+`
+visitor {
+}
+known "logged-in" {
+  paths = ["/login"]
+  by    = ["visitor", "account"]
+  for   = "30d"
+}
+rule "failures-account" {
+  paths          = ["/login"]
+  key            = ["account"]
+  count          = "failures"
+  limit          = 1
+  period         = "15m"
+  known_visitors = "30d"
+  known_by       = ["visitor"]
+}
+rule "per-network" {
+  paths        = ["/login"]
+  key          = ["ip"]
+  ipv4_prefix  = 24
+  limit        = 3
+  period       = "1h"
+  exempt_known = ["logged-in"]
+}`)
+	// The attacker logs in with its own username and the victim's email:
+	// a success, which must record no marker for the victim.
+	if got := v.login("192.0.2.9", login("mallory", "victim"), "attacker", 200); got != rules.Forward {
+		t.Fatalf("the attacker's own login: %v, want forwarded", got)
+	}
+	// Someone else fails on the victim: its one failure locks the victim
+	// for everyone but a visitor known for it.
+	v.login("198.51.100.1", `{"email":"victim"}`, "other", 401)
+	if got := v.login("192.0.2.9", `{"email":"victim"}`, "attacker", 401); got != rules.RefuseLimit {
+		t.Errorf("the attacker at the victim after a two-value success: %v, want refused (known for no value)", got)
+	}
+	// A single-value success does make the browser known (the control).
+	v.login("203.0.113.1", `{"username":"alice"}`, "browser", 200)
+	v.login("198.51.100.2", `{"username":"alice"}`, "other", 401)
+	if got := v.login("203.0.113.1", `{"username":"alice"}`, "browser", 401); got != rules.Forward {
+		t.Errorf("the known browser at its own locked account: %v, want forwarded", got)
+	}
+	// per-network: 3 an hour per /24. Spend 203.0.113.0/24's hour: the
+	// browser's first login above was charged (it was not known yet), its
+	// second was not (known); two more by strangers fill it.
+	v.login("203.0.113.7", `{"username":"zed"}`, "stranger", 200)
+	if got := v.login("203.0.113.8", `{"username":"yan"}`, "stranger2", 200); got != rules.Forward {
+		t.Fatalf("the network's third login: %v, want forwarded", got)
+	}
+	if got := v.login("203.0.113.9", `{"username":"xi"}`, "stranger3", 200); got != rules.RefuseLimit {
+		t.Fatalf("the network's fourth login: %v, want refused (per-network)", got)
+	}
+	if got := v.login("203.0.113.1", `{"username":"alice"}`, "browser", 200); got != rules.Forward {
+		t.Errorf("the known browser through its full network: %v, want forwarded (exempt_known)", got)
+	}
+	if got := v.login("203.0.113.1", login("alice", "victim2"), "browser", 200); got != rules.RefuseLimit {
+		t.Errorf("the known browser naming a victim beside its own account, through its full network: %v, want refused (sources that disagree name no known caller)", got)
+	}
+}
