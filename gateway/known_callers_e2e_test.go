@@ -399,7 +399,7 @@ func TestFreshVisitorBehindABulkMinterGetsACookie(t *testing.T) {
 // known_visitors, count = "failures", reset_on_success): a login makes 3
 // store calls, a send 2, a verify 3, with or without a marker; a page that
 // mints from the bulk budget 1. Only a cookie from the mint reserve costs
-// one call more, the reserve's charge.
+// one call more, the reserve's take.
 func TestKnownCallersCostNoStoreCall(t *testing.T) {
 	w, _, cs := shippedNode(t)
 	calls := func(what string, want int64, f func()) {
