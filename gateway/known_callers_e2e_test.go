@@ -380,14 +380,7 @@ func TestFreshVisitorBehindABulkMinterGetsACookie(t *testing.T) {
 	if rotated != 9 {
 		t.Errorf("the minter rotating its User-Agent got %d cookies, want the reserve's 9 left (mint_limit + mint_reserve a minute in all)", rotated)
 	}
-	late := w.caller(nat, "Mozilla/5.0 (later visitor)")
-	if late.page() {
-		t.Error("a visitor after the reserve was drained got a cookie")
-	}
-	clk.Advance(time.Minute)
-	if !late.page() {
-		t.Error("the later visitor a minute on: no cookie, want one")
-	}
+	w.drainedUntil(clk, time.Minute, w.caller(nat, "Mozilla/5.0 (later visitor)"))
 	if got := w.logins(); got != 3*5+1 {
 		t.Errorf("the origin got %d logins, want 16: the minter's five a minute and the visitor's", got)
 	}

@@ -54,6 +54,20 @@ func drawConcurrently(t *testing.T, n *node, ip, path string, count int) <-chan 
 	return out
 }
 
+// drainedUntil checks that a new visitor behind an address whose mint
+// budget and reserve are spent gets no cookie, and gets one once period
+// has passed on clk (its fingerprint minted nothing).
+func (w *crowd) drainedUntil(clk *fakeClock, period time.Duration, late *caller) {
+	w.t.Helper()
+	if late.page() {
+		w.t.Error("a new visitor after the reserve was drained got a cookie")
+	}
+	clk.Advance(period)
+	if !late.page() {
+		w.t.Errorf("the new visitor %v on: no cookie, want one", period)
+	}
+}
+
 // TestConcurrentDrawsStayWithinTheMintReserve is the mint reserve's race
 // (docs/attacks.md, 3c): it used to be peeked in the request's store call
 // and charged after the origin's answer, so every cookieless request in
@@ -63,10 +77,10 @@ func drawConcurrently(t *testing.T, n *node, ip, path string, count int) <-chan 
 // 60 new visitor IDs from one address, against the bound of mint_limit +
 // mint_reserve (20 a minute). The draw is taken now, after the origin's
 // answer and before the cookie is set: 60 concurrent requests get exactly
-// the bound, and the origin learns the IDs of those alone. Control: the
-// reserve still serves a fingerprint that minted nothing, sequentially,
-// once a period has refilled it, and the attacker's next wave a period on
-// is held to the bound again.
+// the bound (TestReserveIDReachesTheOriginOnceIssued: and the origin learns
+// no ID the reserve refused). Control: a new visitor after the wave gets
+// no cookie, and one a period on; the attacker's next wave, a period
+// later, is held to the bound again.
 func TestConcurrentDrawsStayWithinTheMintReserve(t *testing.T) {
 	w, clk, _ := shippedNode(t)
 	n := w.n
@@ -100,14 +114,7 @@ func TestConcurrentDrawsStayWithinTheMintReserve(t *testing.T) {
 	}
 	wave("the first wave")
 
-	late := w.caller(nat, "Mozilla/5.0 (a visitor after the wave)")
-	if late.page() {
-		t.Error("a visitor after the wave drained the reserve got a cookie")
-	}
-	clk.Advance(v.MintPeriod)
-	if !late.page() {
-		t.Error("the visitor a period on got no cookie, want one (the reserve refilled; its fingerprint minted nothing)")
-	}
+	w.drainedUntil(clk, v.MintPeriod, w.caller(nat, "Mozilla/5.0 (a visitor after the wave)"))
 	clk.Advance(v.MintPeriod)
 	wave("a wave a period on")
 }

@@ -33,23 +33,24 @@ import (
 // and the ID is issued, its cookie set, only when that take allowed it.
 // The take is the store's own conditional decision, so however many draws
 // are in flight at once, no more than the reserve's room are allowed; the
-// peek only spares the call after the origin to the requests that cannot
-// draw. That call is the one more store call a request makes when it
-// draws on the reserve, and only then. The origin learns a reserve ID from
+// peek only keeps a request that cannot draw (the reserve found empty)
+// from making the call after the origin for it. That call is the one more
+// store call a request makes when it draws on the reserve, and only then. The origin learns a reserve ID from
 // the client's next request (X-Edge-Visitor): while the request is at the
 // origin, its ID is not issued yet.
 //
-// Bounds, per address: an attacker gets at most mint_limit +
-// mint_reserve new IDs per mint_period (each budget is a GCRA bucket of
-// its rate with a burst of its rate), whatever its concurrency,
-// mint_reserve of them only by sending as many fingerprints; a client
-// whose fingerprint the attacker did not send this period gets a cookie
-// while the reserve has room (it is drained only by distinct
-// fingerprints, one each); two clients behind one address that send the
-// same fingerprint share its one draw a period, and a draw the reserve
-// refused after the origin's answer (others in flight took its room)
-// has spent its fingerprint's. On the decision-only listener, which has
-// no call after the origin, minting draws on the bulk budget only.
+// Bounds, per address: an attacker gets at most mint_limit + mint_reserve
+// new IDs per mint_period, whatever its concurrency (GCRA buckets of those
+// rates with bursts as large: that many at once, and over any time t at
+// most (mint_limit + mint_reserve) × (1 + t/mint_period)), mint_reserve of
+// them only by sending as many fingerprints; a client whose fingerprint
+// the attacker did not send this period gets a cookie while the reserve
+// has room (it is drained only by distinct fingerprints, one each); two
+// clients behind one address that send the same fingerprint share its one
+// draw a period, and a draw the reserve refused after the origin's answer
+// (others in flight took its room) has spent its fingerprint's. On the
+// decision-only listener, which has no call after the origin, minting
+// draws on the bulk budget only.
 
 // Tags of the mint budget's counters: under mintID, the bulk budget per
 // address (TagIP, as it always was) and the reserve per address, kept
