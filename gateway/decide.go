@@ -123,8 +123,8 @@ func (s *Server) DecideHandler(ctx *fasthttp.RequestCtx) {
 	resp := &ctx.Response.Header
 	if st.signer != nil {
 		id, ok := st.visitor.Visitor(rs.sc)
-		// No call follows the origin's answer here, which the reserve's
-		// charge needs: the bulk budget only (nat/mint.go).
+		// No call follows the origin's answer here, where the reserve is
+		// taken: the bulk budget only (nat/mint.go).
 		if !ok && st.visitor.MintFrom(rs.sc, d) == nat.MintBulk {
 			rs.cookie, id = st.signer.Mint(rs.cookie[:0], rs.now)
 			s.m.minted.Inc()

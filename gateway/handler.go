@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -406,9 +407,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	// cookie go on such an answer. The client stays in its IP's cookieless
 	// bucket and is offered a cookie on its next uncacheable answer.
 	storable := sharedStorable(&resp.Header)
-	// A cookie from the mint reserve is charged to it in the settle call
-	// (nat/mint.go): the one store call more such a request makes.
-	reserve := mint && !storable && st.visitor.ChargeReserve(rs.sc)
+	// A cookie from the mint reserve is a take of the reserve in the
+	// settle call, and set only when that take allows it (nat/mint.go):
+	// the one store call more such a request makes.
+	reserve := mint == nat.MintReserve && !storable && st.visitor.DrawReserve(rs.sc)
 	if d.Settle || reserve {
 		// reset_on_success, settle_from, in-flight releases, known
 		// callers' markers: one more store call, only on routes whose
@@ -421,7 +423,13 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	}
 	resp.Header.Del("X-Edge-Outcome")
 	stripSettleHeaders(p, &resp.Header)
-	if mint && !storable {
+	issued := mint == nat.MintBulk
+	if reserve && st.visitor.ReserveDrawn(rs.sc) {
+		rs.cookie, _ = st.signer.Mint(rs.cookie[:0], rs.now) // the reserve's ID, issued now
+		s.m.minted.Inc()
+		issued = true
+	}
+	if issued && !storable {
 		rs.hdr = st.signer.AppendSetCookie(rs.hdr[:0], rs.cookie)
 		resp.Header.AddBytesV(fasthttp.HeaderSetCookie, rs.hdr)
 	}
@@ -527,18 +535,25 @@ func forwardedProto(ctx *fasthttp.RequestCtx, req *fasthttp.Request, trusted boo
 }
 
 // visitorHeader tells the origin who the visitor is, X-Edge-Visitor: the
-// visitor ID's keyed hash, never the cookie. A request without a valid
-// cookie whose IP's mint budget allowed one gets a new ID here (rs.cookie
-// holds its cookie value) and mint reports that a Set-Cookie is due.
-func (s *Server) visitorHeader(st *policyState, rs *reqState, req *fasthttp.Request, d *rules.Decision) (mint bool) {
+// visitor ID's keyed hash, never the cookie. It returns where a request
+// without a valid cookie may get a new ID from (nat.Config.MintFrom). From
+// the bulk budget, the ID is the request's now: rs.cookie holds its cookie
+// value, due on the answer, and the origin learns it. From the reserve,
+// the ID exists only once the reserve's take after the origin's answer
+// allows it (nat/mint.go): the origin learns it from the client's next
+// request.
+func (s *Server) visitorHeader(st *policyState, rs *reqState, req *fasthttp.Request, d *rules.Decision) (mint nat.MintSource) {
 	if st.signer == nil {
-		return false
+		return nat.NoMint
 	}
 	id, ok := st.visitor.Visitor(rs.sc)
-	if !ok && st.visitor.MayMint(rs.sc, d) {
+	if !ok {
+		mint = st.visitor.MintFrom(rs.sc, d)
+	}
+	if mint == nat.MintBulk {
 		rs.cookie, id = st.signer.Mint(rs.cookie[:0], rs.now)
 		s.m.minted.Inc()
-		ok, mint = true, true
+		ok = true
 	}
 	if ok {
 		rs.hdr = st.signer.AppendVisitorHash(rs.hdr[:0], id)

@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/edge-gateway/edge/nat"
@@ -90,5 +91,47 @@ func TestKnownCallerDecisionPathAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(200, func() { cookieless.s.decide(cookieless.ctx, cookieless.st, cookieless.rs) }); n != 0 {
 		t.Errorf("decision path of a request without a cookie (mint, fingerprint and reserve ops) allocates %.1f times per request, want 0", n)
+	}
+}
+
+// TestMintReserveDrawAllocatesNothing: a request without a cookie that
+// draws on the mint reserve (the bulk budget spent, its fingerprint new)
+// takes the reserve in the settle call and, when the take allows it, mints
+// its ID then: neither allocates.
+func TestMintReserveDrawAllocatesNothing(t *testing.T) {
+	src := strings.Replace(benchVisitorPolicy, "visitor {\n", "visitor {\n  mint_limit = 1\n", 1)
+	bs := newBenchSetupWith(t, src, "10.1.2.3", "203.0.113.9, 10.0.0.2", nil)
+	v, sc := bs.st.visitor, bs.rs.sc
+	if from := v.MintFrom(sc, &bs.rs.d); from != nat.MintBulk {
+		t.Fatalf("the first request mints from %d, want the bulk budget", from)
+	}
+	bs.ctx.Request.Header.Set("User-Agent", "Mozilla/5.0 (a fingerprint of its own)")
+	bs.s.decide(bs.ctx, bs.st, bs.rs)
+	if from := v.MintFrom(sc, &bs.rs.d); from != nat.MintReserve {
+		t.Fatalf("a new fingerprint after the bulk budget mints from %d, want the reserve", from)
+	}
+	ctx := context.Background()
+	draws := 0
+	draw := func() {
+		if !v.DrawReserve(sc) {
+			t.Fatal("no draw due")
+		}
+		if _, err := bs.s.engine.Settle(ctx, bs.rs.now, sc, 200, nil); err != nil {
+			t.Fatal(err)
+		}
+		if v.ReserveDrawn(sc) {
+			bs.rs.cookie, _ = bs.st.signer.Mint(bs.rs.cookie[:0], bs.rs.now)
+			draws++
+		}
+	}
+	draw()
+	if draws != 1 {
+		t.Fatal("the reserve refused the first draw")
+	}
+	if n := testing.AllocsPerRun(200, draw); n != 0 {
+		t.Errorf("a draw on the mint reserve (its take in the settle call, the ID it mints) allocates %.1f times per request, want 0", n)
+	}
+	if want := int(v.MintReserve); draws != want {
+		t.Errorf("%d draws of one request were allowed, want the reserve's %d (each take is conditional)", draws, want)
 	}
 }

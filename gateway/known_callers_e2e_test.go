@@ -380,14 +380,7 @@ func TestFreshVisitorBehindABulkMinterGetsACookie(t *testing.T) {
 	if rotated != 9 {
 		t.Errorf("the minter rotating its User-Agent got %d cookies, want the reserve's 9 left (mint_limit + mint_reserve a minute in all)", rotated)
 	}
-	late := w.caller(nat, "Mozilla/5.0 (later visitor)")
-	if late.page() {
-		t.Error("a visitor after the reserve was drained got a cookie")
-	}
-	clk.Advance(time.Minute)
-	if !late.page() {
-		t.Error("the later visitor a minute on: no cookie, want one")
-	}
+	w.drainedUntil(clk, time.Minute, w.caller(nat, "Mozilla/5.0 (later visitor)"))
 	if got := w.logins(); got != 3*5+1 {
 		t.Errorf("the origin got %d logins, want 16: the minter's five a minute and the visitor's", got)
 	}
@@ -399,7 +392,7 @@ func TestFreshVisitorBehindABulkMinterGetsACookie(t *testing.T) {
 // known_visitors, count = "failures", reset_on_success): a login makes 3
 // store calls, a send 2, a verify 3, with or without a marker; a page that
 // mints from the bulk budget 1. Only a cookie from the mint reserve costs
-// one call more, the reserve's charge.
+// one call more, the reserve's take.
 func TestKnownCallersCostNoStoreCall(t *testing.T) {
 	w, _, cs := shippedNode(t)
 	calls := func(what string, want int64, f func()) {

@@ -26,21 +26,30 @@ import (
 //   - the reserve: a GCRA bucket of mint_reserve per mint_period per
 //     address, peeked.
 //
-// The request gets a new ID from the bulk budget when it allows one, else
-// from the reserve when its fingerprint has minted nothing this period and
-// the reserve has room; that mint is charged to the reserve (an OpAdd) in
-// the call after the origin's answer (rules.RequestSettler), once the
-// cookie is set: the one more store call a request needs when it draws on
-// the reserve, only then. Concurrent draws may overshoot the reserve by
-// the draws in flight at once, each of a fingerprint not yet spent.
+// The request gets a new ID from the bulk budget when it allows one. Else,
+// when its fingerprint has minted nothing this period and the peek found
+// room, it may draw on the reserve: the draw is a take of the reserve (an
+// OpTake) in the call after the origin's answer (rules.RequestSettler),
+// and the ID is issued, its cookie set, only when that take allowed it.
+// The take is the store's own conditional decision, so however many draws
+// are in flight at once, no more than the reserve's room are allowed; the
+// peek only keeps a request that cannot draw (the reserve found empty)
+// from making the call after the origin for it. That call is the one more
+// store call a request makes when it draws on the reserve, and only then. The origin learns a reserve ID from
+// the client's next request (X-Edge-Visitor): while the request is at the
+// origin, its ID is not issued yet.
 //
-// Bounds, per address and mint_period: an attacker gets at most
-// mint_limit + mint_reserve new IDs, mint_reserve of them only by sending
-// as many fingerprints; a client whose fingerprint the attacker did not
-// send this period gets a cookie while the reserve has room (it is
-// drained only by distinct fingerprints, one each); two clients behind one
-// address that send the same fingerprint share its one draw a period. On
-// the decision-only listener, which has no call after the origin, minting
+// Bounds, per address: an attacker gets at most mint_limit + mint_reserve
+// new IDs per mint_period, whatever its concurrency (GCRA buckets of those
+// rates with bursts as large: that many at once, and over any time t at
+// most (mint_limit + mint_reserve) × (1 + t/mint_period)), mint_reserve of
+// them only by sending as many fingerprints; a client whose fingerprint
+// the attacker did not send this period gets a cookie while the reserve
+// has room (it is drained only by distinct fingerprints, one each); two
+// clients behind one address that send the same fingerprint share its one
+// draw a period, and a draw the reserve refused after the origin's answer
+// (others in flight took its room) has spent its fingerprint's. On the
+// decision-only listener, which has no call after the origin, minting
 // draws on the bulk budget only.
 
 // Tags of the mint budget's counters: under mintID, the bulk budget per
@@ -78,18 +87,22 @@ const (
 // what the request minted.
 type mintState struct {
 	fingerprintOp, reserveOp int // indexes in Scratch.Ops, -1 without
+	settleOp                 int // the reserve's take in Settle's ops, -1 without
 	reserve                  rules.Key
 	fp                       []byte // the fingerprint's encoded values
 	source                   MintSource
-	due                      bool // the reserve is charged in Settle's call
+	due                      bool // the reserve is taken in Settle's call
 }
 
-// MintFrom reports whether the request, decided as d, gets a new visitor ID,
-// and from which budget: it has no valid cookie, it is forwarded, no rule
-// refused it, and its address's bulk budget allowed one, or else the
-// reserve has room and its fingerprint minted nothing this period. A
-// refused request never gets a cookie, and a store that decided nothing
-// mints nothing (its fallback's answers mint from the bulk budget alone).
+// MintFrom reports whether the request, decided as d, may get a new
+// visitor ID, and from which budget: it has no valid cookie, it is
+// forwarded, no rule refused it, and its address's bulk budget allowed one
+// (MintBulk: the ID is the request's), or else the reserve had room and its
+// fingerprint minted nothing this period (MintReserve: the ID is the
+// request's only once the reserve's take allows it, DrawReserve and
+// ReserveDrawn). A refused request never gets a cookie, and a store that
+// decided nothing mints nothing (its fallback's answers mint from the bulk
+// budget alone).
 func (c *Config) MintFrom(s *rules.Scratch, d *rules.Decision) MintSource {
 	m := s.Memo(c.slot)
 	if m.Op < 0 || d.Refusing != nil || d.Verdict != rules.Forward {
@@ -112,15 +125,16 @@ func (c *Config) MintFrom(s *rules.Scratch, d *rules.Decision) MintSource {
 // decided reports an op the store allowed itself, not its fallback.
 func decided(r rules.Result) bool { return r.Allowed && !r.StoreError }
 
-// MayMint reports whether the request, decided as d, gets a new visitor ID
-// (MintFrom, either budget).
+// MayMint reports whether the request, decided as d, may get a new
+// visitor ID (MintFrom, either budget).
 func (c *Config) MayMint(s *rules.Scratch, d *rules.Decision) bool { return c.MintFrom(s, d) != NoMint }
 
-// ChargeReserve is called once the request's new visitor ID is issued (its
-// cookie set): it reports whether the ID came from the reserve, which the
-// caller's Engine.Settle call (made even when Decision.Settle is false)
-// then charges.
-func (c *Config) ChargeReserve(s *rules.Scratch) bool {
+// DrawReserve is called, for a request MintFrom gave MintReserve, before
+// the Engine.Settle call (made even when Decision.Settle is false) after
+// the origin's answer, when the answer may carry the new ID's cookie: it
+// reports whether a draw is due, which that call then takes from the
+// reserve (AfterOrigin). ReserveDrawn then says whether it was allowed.
+func (c *Config) DrawReserve(s *rules.Scratch) bool {
 	m := s.Memo(c.slot)
 	if m.Op < 0 {
 		return false
@@ -128,6 +142,20 @@ func (c *Config) ChargeReserve(s *rules.Scratch) bool {
 	ms := &stateOf(m).mint
 	ms.due = ms.source == MintReserve
 	return ms.due
+}
+
+// ReserveDrawn reports, after the Engine.Settle call that took the draw
+// DrawReserve made due, whether the reserve allowed it: then, and only
+// then, the request gets its new ID. A take the store did not decide
+// itself (an error, its fallback's answer) allows nothing.
+func (c *Config) ReserveDrawn(s *rules.Scratch) bool {
+	m := s.Memo(c.slot)
+	if m.Op < 0 {
+		return false
+	}
+	ms := &stateOf(m).mint
+	r, ok := s.SettleResult(ms.settleOp)
+	return ok && ms.settleOp >= 0 && decided(r)
 }
 
 // BeforeStore adds the mint budget's ops for a request without a valid
@@ -139,7 +167,7 @@ func (c *Config) BeforeStore(req *rules.Request, s *rules.Scratch) {
 	m := s.Memo(c.slot)
 	st := stateOf(m)
 	ms := &st.mint
-	ms.fingerprintOp, ms.reserveOp, ms.source, ms.due = -1, -1, NoMint, false
+	ms.fingerprintOp, ms.reserveOp, ms.settleOp, ms.source, ms.due = -1, -1, -1, NoMint, false
 	if m.Done && st.valid {
 		return
 	}
@@ -156,21 +184,24 @@ func (c *Config) BeforeStore(req *rules.Request, s *rules.Scratch) {
 	ms.reserveOp = s.AddOp(c.mintOp(rules.OpPeek, ms.reserve, c.MintReserve))
 }
 
-// AfterOrigin charges the reserve for the ID it issued (ChargeReserve),
-// in Engine.Settle's call (rules.RequestSettler).
+// AfterOrigin takes the reserve for the draw DrawReserve made due, in
+// Engine.Settle's call (rules.RequestSettler): an OpTake that never
+// refuses (decided like a dry-run op), decided on its own since that call
+// holds no other take (its ops are refunds, resets and adds), and read by
+// ReserveDrawn.
 func (c *Config) AfterOrigin(s *rules.Scratch, _ int, _ []byte, settle []rules.Op) []rules.Op {
 	m := s.Memo(c.slot)
 	if m.Op < 0 {
 		return settle
 	}
 	ms := &stateOf(m).mint
+	ms.settleOp = -1
 	if !ms.due {
 		return settle
 	}
 	ms.due = false
-	op := c.mintOp(rules.OpAdd, ms.reserve, c.MintReserve)
-	op.OnError = rules.FailOpen
-	return append(settle, op)
+	ms.settleOp = len(settle)
+	return append(settle, c.mintOp(rules.OpTake, ms.reserve, c.MintReserve))
 }
 
 // mintOp is a mint budget op: a GCRA bucket of limit per mint_period,

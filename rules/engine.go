@@ -206,6 +206,7 @@ type Scratch struct {
 	begun      *Policy // the policy Begin prepared the memo slots for
 	settle     []Op    // post-response ops (Hooks)
 	settleRes  []Result
+	settled    bool          // Settle's store call decided settleRes (SettleResult)
 	markers    []marker      // known-visitor markers to check (known.go)
 	bans       []banCheck    // ban markers to check (ban.go)
 	exempts    []exemptCheck // forgive's exemption markers to check (forgive.go)
@@ -286,6 +287,7 @@ func (s *Scratch) AddOp(op Op) int {
 
 func (s *Scratch) reset() {
 	s.BodyParsed = false
+	s.settled = false
 	s.markers = s.markers[:0]
 	s.bans = s.bans[:0]
 	s.exempts = s.exempts[:0]
@@ -942,13 +944,14 @@ func (r *Rule) conditions(req *Request, s *Scratch) Status {
 // the answer is a success; the origin's X-Edge-Outcome, "success" or
 // "failure", overrides the status), the markers of the known blocks the
 // request matched when the answer is a success (known.go), the request
-// hooks' own (RequestSettler: the mint reserve's charge), and the in-flight
+// hooks' own (RequestSettler: the mint reserve's draw), and the in-flight
 // leases' refunds (inflight.go); it also gives back the request's local
 // slots, with its round-trip time since Scratch.Forwarding. It reports
 // whether it called the store.
 func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status int, outcome []byte) (bool, error) {
 	s.settle = s.settle[:0]
 	s.settleInvalid = 0
+	s.settled = false
 	if !s.fl.released {
 		// The in-flight lifecycle (inflight.go): the local slots get the
 		// round trip's sample, and the leases' refunds ride in this call.
@@ -987,7 +990,9 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 		s.settleRes = make([]Result, len(s.settle))
 	}
 	s.settleRes = s.settleRes[:len(s.settle)]
-	return true, e.take(ctx, now, s, s.settle, s.settleRes)
+	err := e.take(ctx, now, s, s.settle, s.settleRes)
+	s.settled = err == nil
+	return true, err
 }
 
 // resetOnSuccess is reset_on_success: the Hook that clears a rule's counter

@@ -233,7 +233,8 @@ type RequestHook interface {
 
 // RequestSettler is a RequestHook with a part after the origin's answer:
 // Engine.Settle calls AfterOrigin and sends the ops it appends in its one
-// call (the visitor mint reserve's charge, once the cookie is set). A
+// call (the visitor mint reserve's draw, before the cookie is set), whose
+// results it reads with Scratch.SettleResult once Settle returns. A
 // caller that wants them sent calls Settle even when Decision.Settle is
 // false (the feature says when).
 type RequestSettler interface {
@@ -241,6 +242,18 @@ type RequestSettler interface {
 	// AfterOrigin appends to settle the request's ops given the origin's
 	// status and X-Edge-Outcome, and returns settle.
 	AfterOrigin(s *Scratch, status int, outcome []byte, settle []Op) []Op
+}
+
+// SettleResult returns the result of the settle op at index i (the
+// length of settle when a RequestSettler's AfterOrigin appended the op)
+// in the request's last Engine.Settle call. ok is false when that call
+// sent nothing, failed (a store error: its results are undefined), or
+// holds no op i.
+func (s *Scratch) SettleResult(i int) (r Result, ok bool) {
+	if !s.settled || i < 0 || i >= len(s.settleRes) {
+		return Result{}, false
+	}
+	return s.settleRes[i], true
 }
 
 // Memo is one per-request memo slot (Compiler.Slot): a value resolved once
