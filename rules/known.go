@@ -18,8 +18,10 @@ import (
 // A marker is a sliding_log counter of limit 1 whose period is the
 // known_visitors time: present (a peek is refused) for exactly that long
 // after the last success. Its key hashes the rule's key values and the
-// known_by values together, under the rule's ID with the marker flag, so
-// no store sees the account or the visitor.
+// known_by values together, each naming the caller exactly (an account as
+// it was sent, a visitor by its ID: CallerCharacteristic), under the
+// rule's ID with the marker flag, so no store sees the account or the
+// visitor.
 
 // markerFlag marks a known-visitor marker in a key's tag byte (0x80: a
 // key of several parts, 0x40: a ceiling).
@@ -141,10 +143,14 @@ func knownOp(kind OpKind, r *Rule, k Key) Op {
 // known to the send route's range rule. A marker is a sliding_log counter
 // of limit 1 whose period is the block's for, under the block's own ID
 // (a hash of its name, apart from every rule's), keyed by the keyed hash
-// of the by values, so no store sees a phone, an account or a visitor ID.
-// Its checks ride in precheck's call (the one before the main call, with
-// bans and known_visitors markers); its writes in Settle's call, after a
-// success. A value that is a bucket many clients share (a visitor's
+// of the by values, each naming the caller exactly (CallerCharacteristic:
+// a browser known wherever it logs in from, for the account as it sent
+// it), so no store sees a phone, an account or a visitor ID. Its checks
+// ride in precheck's call (the one before the main call, with bans and
+// known_visitors markers); its writes in Settle's call, after a success,
+// and only when the markers the block requires (requires = ["code-sent"])
+// were live for the request's values in precheck's call: a verify makes
+// known only a phone a code was sent to. A value that is a bucket many clients share (a visitor's
 // cookieless bucket, BucketCharacteristic) recognises no one and is never
 // recorded. Markers are Sensitive ops in a budget of their own, so the
 // memory store never evicts a live one; a full budget records no new
@@ -166,7 +172,11 @@ type Known struct {
 	forUS   int64
 	success []int
 	budget  *Budget
-	used    bool // some rule's exempt_known names it
+	used    bool // some rule's exempt_known, or a block's requires, names it
+	// requires are the blocks whose marker for the request's own values
+	// must be live (in precheck's call) for a success to record this
+	// block's: a verify makes known only a phone a code was sent to.
+	requires []*Known
 	// networkKeys is the most markers of the block's budget one client
 	// network may make (the store's network_share, network.go), so that
 	// one network cannot fill the budget and leave every other caller
@@ -230,11 +240,40 @@ func (e *Engine) queueKnown(p *Policy, req *Request, s *Scratch) {
 		if !k.match.matches(req) {
 			continue
 		}
-		if st := e.resolveKnown(k, req, s); st.ok {
+		if st := e.resolveKnown(k, req, s); st.ok && e.queueRequired(k, req, s) {
 			st.record = true
 			s.knownRecords++
 		}
 	}
+}
+
+// queueRequired queues the checks of the markers k requires, for the
+// request's own values, in precheck's call; false when the request lacks
+// one's values: then no success of it records k.
+func (e *Engine) queueRequired(k *Known, req *Request, s *Scratch) bool {
+	for _, r := range k.requires {
+		st := e.resolveKnown(r, req, s)
+		if !st.ok {
+			return false
+		}
+		if !st.queued {
+			st.queued = true
+			s.knownChecks++
+		}
+	}
+	return true
+}
+
+// requiredLive reports whether every marker k requires was live in
+// precheck's call (a store that could not answer knows no one: k is not
+// recorded).
+func (s *Scratch) requiredLive(k *Known) bool {
+	for _, r := range k.requires {
+		if !s.knowns[r.index].live {
+			return false
+		}
+	}
+	return true
 }
 
 // resolveKnown computes the marker of block k for req, once: its by
@@ -386,14 +425,15 @@ func peekOnly(op *Op) { op.Kind, op.Enforce, op.Attempts = OpPeek, false, false 
 
 // appendKnownRecords appends the marker writes of the known blocks the
 // request matched, once the origin's answer is a success by the block's
-// success_status or X-Edge-Outcome: the caller is known for the block's
-// for from now, a known one's time starting again (Settle's call).
+// success_status or X-Edge-Outcome and the markers the block requires were
+// live: the caller is known for the block's for from now, a known one's
+// time starting again (Settle's call).
 func (s *Scratch) appendKnownRecords(status int, outcome []byte, settle []Op) []Op {
 	if s.knownRecords == 0 {
 		return settle
 	}
 	for i := range s.knowns {
-		if k := s.pol.knowns[i]; s.knowns[i].record && IsSuccess(k.success, status, outcome) {
+		if k := s.pol.knowns[i]; s.knowns[i].record && IsSuccess(k.success, status, outcome) && s.requiredLive(k) {
 			settle = append(settle, k.op(OpAdd, s.knowns[i].key))
 		}
 	}
