@@ -109,8 +109,8 @@ edge {
 # on_store_error instead (edge_store_budget_full_total). A key costs about
 # 220 bytes (250 to 350 for a sliding_log, by limit; about 480 for a
 # concurrency rule of limit 10 while its slots are taken); this file's
-# budgets together hold 1145000 keys (the known blocks' and ban_by's markers
-# included), about 243 MiB when every one is full (docs/memory-store.md).
+# budgets together hold 1195000 keys (the known blocks' and ban_by's markers
+# included), about 255 MiB when every one is full (docs/memory-store.md).
 # Bans and known visitors are kept beside each rule's counters, in a budget
 # of their own as large, never evicted while they last.
 store "memory" {
@@ -187,12 +187,29 @@ known "logged-in" {
   max_keys = 100000
 }
 
+# A phone a code was sent to (the origin's success on /otp/send), for the
+# code's life. Exempt from nothing itself: verified-phone requires it.
+known "code-sent" {
+  methods  = ["POST"]
+  paths    = ["/otp/send"]
+  by       = ["phone"]
+  for      = "15m"
+  max_keys = 50000
+}
+
 # A phone whose code was verified: its owner reads the codes it is sent.
+# requires: a verify records the phone only when a code was sent to it in
+# the last 15 minutes (its code-sent marker is live), since an origin that
+# finds a challenge by its ID alone verifies the phone the code went to,
+# whatever phone the verify names. Each such phone was a send counted on
+# its block (otp-send-per-range): at most 5 new known phones per block per
+# hour.
 known "verified-phone" {
   methods  = ["POST"]
   paths    = ["/otp/verify"]
   by       = ["phone"]
   for      = "30d"
+  requires = ["code-sent"]
   max_keys = 50000
 }
 
@@ -965,6 +982,62 @@ test "a phone that verified a code still gets codes when its block is full, with
     json   = { phone = "+12025550123" }
     expect = "deny"
     rule   = "otp-send-per-phone"
+  }
+}
+
+test "a verify makes known only a phone a code was sent to" {
+  # The origin answers 200 (one that finds the challenge by its ID alone),
+  # but no code was sent to the phone the verify names: it is not known.
+  request {
+    method = "POST"
+    path   = "/otp/verify"
+    from   = "192.0.2.60"
+    json   = { phone = "+13035550170", challenge_id = "c-own", code = "123456" }
+    expect = "allow"
+  }
+  # Five sends to its neighbours fill the block's hour.
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.61"
+    json   = { phone = "+13035550100" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.61"
+    json   = { phone = "+13035550101" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.61"
+    json   = { phone = "+13035550102" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.61"
+    json   = { phone = "+13035550103" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.61"
+    json   = { phone = "+13035550104" }
+    expect = "allow"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.60"
+    json   = { phone = "+13035550170" }
+    expect = "deny"
+    rule   = "otp-send-per-range"
   }
 }
 
