@@ -169,10 +169,13 @@ visitor {
 # rule's ban spares it. Its own limits (its visitor, its phone, its account
 # from its address) hold as before. The marker is a keyed hash in the store,
 # written after the origin's success (success_status, default 200, 201, 204,
-# or X-Edge-Outcome: success) in the call the route makes after the answer,
-# and checked in the call before the main one: no store call more. A client
-# without a valid visitor cookie (the address's cookieless bucket) is never
-# known. docs/policy.md, "known".
+# or X-Edge-Outcome: success) in the call the route makes after the answer
+# (on /otp/send, one call more), and checked in the call before the main one.
+# A marker names its caller exactly: an account as it was sent (an attacker's
+# own "rené" is not the victim's "rene" it is counted with), a browser by its
+# visitor ID wherever it logs in from. A client without a valid visitor
+# cookie (the address's cookieless bucket) is never known. docs/policy.md,
+# "known".
 
 # A browser that logged in to an account. Known by its visitor ID and that
 # account together: an attacker that logs in to an account of its own makes
