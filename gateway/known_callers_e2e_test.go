@@ -102,6 +102,18 @@ func (c *caller) send(phone string) (int, otpChallenge) {
 	return r.status, ch
 }
 
+// sends asks for n codes to phone and returns their statuses, as
+// "[200 200 429]".
+func (c *caller) sends(phone string, n int) string {
+	c.w.t.Helper()
+	var got []int
+	for range n {
+		st, _ := c.send(phone)
+		got = append(got, st)
+	}
+	return fmt.Sprint(got)
+}
+
 func (c *caller) verify(phone string, ch otpChallenge) int {
 	c.w.t.Helper()
 	return do(c.w.t, "POST", "http://"+c.w.n.addr+"/otp/verify", fmt.Sprintf(`{"phone":%q,"challenge_id":%q,"code":%q}`, phone, ch.ChallengeID, ch.DemoCode), c.headers()...).status
@@ -229,12 +241,7 @@ func TestVerifiedPhoneGetsCodesThroughAFullRange(t *testing.T) {
 		t.Errorf("the attacker's sixth number in the block: got %d, want 429 (otp-send-per-range)", st)
 	}
 
-	var own []int
-	for range 4 {
-		st, _ := victim.send(phone)
-		own = append(own, st)
-	}
-	if fmt.Sprint(own) != "[200 200 200 429]" {
+	if own := victim.sends(phone, 4); own != "[200 200 200 429]" {
 		t.Errorf("the victim's phone after five sends to its block: got %v, want [200 200 200 429] (its own otp-send-per-phone, not the range)", own)
 	}
 	if st, _ := (w.caller("198.51.100.11", "Mozilla/5.0 (neighbour)")).send("+12025550199"); st != http.StatusTooManyRequests {

@@ -13,13 +13,10 @@ import (
 // no counter, and a known block may require another live marker of the
 // same caller before it records one.
 
-// exactCallerPolicy is a login policy with both kinds of marker that exempt: a
-// failures rule's known_visitors, and a known block a per-network rule's
-// exempt_known names.
-const exactCallerPolicy = `
-identity {
-  account = ["json:username"]
-}
+// knownRules are a login policy's two kinds of marker that exempt, after
+// its identity: a failures rule's known_visitors, and a known block a
+// per-network rule's exempt_known names.
+const knownRules = `
 visitor {
 }
 known "logged-in" {
@@ -40,10 +37,17 @@ rule "per-network" {
   paths        = ["/login"]
   key          = ["ip"]
   ipv4_prefix  = 24
-  limit        = 2
+  limit        = 3
   period       = "1h"
   exempt_known = ["logged-in"]
 }`
+
+// exactCallerPolicy is knownRules with a one-source account.
+const exactCallerPolicy = `
+identity {
+  account = ["json:username"]
+}
+` + knownRules
 
 // account is a login body for username.
 func account(username string) string { return fmt.Sprintf(`{"username":%q}`, username) }
@@ -74,10 +78,11 @@ func TestKnownMarkersNameTheAccountAsSent(t *testing.T) {
 			if got := v.login("203.0.113.1", account("rene"), "victim", 401); got != rules.Forward {
 				t.Errorf("the victim's browser at its locked account: %v, want forwarded (known)", got)
 			}
-			// per-network: 2 an hour per /24; the attacker's /24 has spent
-			// one (its first login, not known yet) and one more here
-			// fills it.
+			// per-network: 3 an hour per /24; the attacker's /24 has spent
+			// one (its first login, not known yet) and two more here
+			// fill it.
 			v.login("192.0.2.2", account("zed"), "other", 200)
+			v.login("192.0.2.3", account("yan"), "other2", 200)
 			if got := v.login("192.0.2.1", account("rene"), "attacker", 200); got != rules.RefuseLimit {
 				t.Errorf("the attacker's browser at the victim's account through a full network: %v, want refused (not known: exempt_known holds)", got)
 			}
@@ -100,7 +105,8 @@ func TestKnownBrowserIsKnownWhereverItLogsIn(t *testing.T) {
 		t.Fatalf("the browser's login: %v, want forwarded", got)
 	}
 	v.login("198.51.100.1", account("carol"), "stranger", 401) // carol locked for everyone else
-	v.login("203.0.113.50", account("x"), "other", 200)        // the /24's hour: full (2)
+	v.login("203.0.113.50", account("x"), "other", 200)        // the /24's hour: two of 3
+	v.login("203.0.113.51", account("y"), "other2", 200)       // full
 	for _, from := range []string{"203.0.113.11", "198.18.0.7"} {
 		if got := v.login(from, account("carol"), "browser", 401); got != rules.Forward {
 			t.Errorf("the known browser from %s at its locked account: %v, want forwarded (known_visitors)", from, got)

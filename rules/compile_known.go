@@ -56,30 +56,36 @@ type knownRequires struct {
 // success to record k's (known.go).
 func (c *Compiler) knownRequires(k *Known, expr hcl.Expression) {
 	names, rngs := c.StringList(expr, "requires")
+	k.requires = c.knownList(names, rngs, "requires", k.Name)
+}
+
+// knownList returns the compiled known blocks names lists (attr: the
+// attribute they are written in), each once, marking them used; a name
+// that is no block, one named twice, or self (a block's own name, "" for
+// none) is an error.
+func (c *Compiler) knownList(names []string, rngs []hcl.Range, attr, self string) []*Known {
+	var out []*Known
 	for i, n := range names {
 		switch _, declared := c.knownNames[n]; {
 		case !declared:
 			c.Errorf(rngs[i], "Unknown known block", "%q is not a known block; %s", n, c.knownWant(n))
 			continue
-		case n == k.Name:
-			c.Errorf(rngs[i], "Invalid requires", "known %q cannot require itself: its marker would be needed to record it", n)
+		case self != "" && n == self:
+			c.Errorf(rngs[i], "Invalid "+attr, "known %q cannot require itself: its marker would be needed to record it", n)
 			continue
 		}
-		r := c.knownNamed(n)
-		if r == nil {
+		k := c.knownNamed(n)
+		if k == nil {
 			continue // its own errors are reported
 		}
-		dup := false
-		for _, have := range k.requires {
-			dup = dup || have == r
-		}
-		if dup {
-			c.Errorf(rngs[i], "Duplicate known block", "%q appears twice in requires", n)
+		if slices.Contains(out, k) {
+			c.Errorf(rngs[i], "Duplicate known block", "%q appears twice in %s", n, attr)
 			continue
 		}
-		r.used = true
-		k.requires = append(k.requires, r)
+		k.used = true
+		out = append(out, k)
 	}
+	return out
 }
 
 // requiresCycles refuses known blocks that require each other, through
@@ -200,26 +206,7 @@ func (c *Compiler) exemptKnown(rb *ruleBlock, r *Rule) {
 		c.Errorf(rb.ExemptKnown.Range(), "exempt_known not used", "a known caller's requests are at the origin all the same: a concurrency limit holds everyone; remove exempt_known")
 		return
 	}
-	for i, n := range names {
-		if _, declared := c.knownNames[n]; !declared {
-			c.Errorf(rngs[i], "Unknown known block", "%q is not a known block; %s", n, c.knownWant(n))
-			continue
-		}
-		k := c.knownNamed(n)
-		if k == nil {
-			continue // its own errors are reported
-		}
-		dup := false
-		for _, have := range r.exemptKnown {
-			dup = dup || have == k
-		}
-		if dup {
-			c.Errorf(rngs[i], "Duplicate known block", "%q appears twice in exempt_known", n)
-			continue
-		}
-		k.used = true
-		r.exemptKnown = append(r.exemptKnown, k)
-	}
+	r.exemptKnown = c.knownList(names, rngs, "exempt_known", "")
 }
 
 // knownNamed returns the compiled known block named n, or nil.

@@ -492,31 +492,7 @@ rule "signup-per-ip" {
 // for its own account gains nothing on a request naming a victim beside
 // it. A success naming one account still makes the browser known.
 func TestSeveralValuesMakeNoOneKnown(t *testing.T) {
-	v := newValuesRun(t, twoSourceIdentity+`
-visitor {
-}
-known "logged-in" {
-  paths = ["/login"]
-  by    = ["visitor", "account"]
-  for   = "30d"
-}
-rule "failures-account" {
-  paths          = ["/login"]
-  key            = ["account"]
-  count          = "failures"
-  limit          = 1
-  period         = "15m"
-  known_visitors = "30d"
-  known_by       = ["visitor"]
-}
-rule "per-network" {
-  paths        = ["/login"]
-  key          = ["ip"]
-  ipv4_prefix  = 24
-  limit        = 3
-  period       = "1h"
-  exempt_known = ["logged-in"]
-}`)
+	v := newValuesRun(t, twoSourceIdentity+knownRules)
 	// The attacker logs in with its own username and the victim's email:
 	// a success, which must record no marker for the victim.
 	if got := v.login("192.0.2.9", login("mallory", "victim"), "attacker", 200); got != rules.Forward {
