@@ -321,7 +321,10 @@ rule "login-adaptive" {
 # Brute force on one account from one client: five failures in 15 minutes.
 # count = "failures": a unit is charged before the origin answers and given
 # back unless the answer is a failure (401, 403, or X-Edge-Outcome:
-# failure), so parallel guesses cannot overshoot. A success clears the key.
+# failure), so parallel guesses cannot overshoot. A success clears the key,
+# unless it may be another account's: a login naming several accounts, or an
+# account spelled otherwise than it is counted ("Rene", counted as "rene"),
+# only gives back its own charge (docs/policy.md, "reset_on_success").
 rule "login-failures-account-client" {
   methods          = ["POST"]
   paths            = ["/login"]
@@ -337,8 +340,9 @@ rule "login-failures-account-client" {
 
 # Distributed guessing on one account from many addresses: 50 failures per
 # 15 minutes from everyone together. A lockout must not be a weapon: a
-# browser that logged in to the account successfully in the last 30 days is
-# not held to it (known_visitors), everyone else is.
+# browser that logged in to the account successfully in the last 30 days,
+# from any address, under the spelling it logs in with, is not held to it
+# (known_visitors), everyone else is.
 rule "login-failures-account" {
   methods        = ["POST"]
   paths          = ["/login"]
