@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
@@ -102,6 +103,10 @@ type nodeOptions struct {
 	adminToken string      // Options.AdminToken
 	// wrap, when set, wraps the public listener Serve is given.
 	wrap func(net.Listener) net.Listener
+	// origin, when set, wraps the demo origin's handler: the upstream
+	// serves what it returns (an origin that reads requests another way),
+	// the demo origin still counting what reaches it.
+	origin func(fasthttp.RequestHandler) fasthttp.RequestHandler
 }
 
 func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
@@ -113,8 +118,15 @@ func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
 	n := &node{origin: demo.New(), reg: prometheus.NewRegistry(), clock: o.clock}
 	oln := listen(t)
 	n.oaddr = oln.Addr().String()
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = n.origin.Serve(ctx, oln) }()
+	if o.origin != nil {
+		srv := &fasthttp.Server{Handler: o.origin(n.origin.Handler)}
+		wg.Add(2)
+		go func() { defer wg.Done(); _ = srv.Serve(oln) }()
+		go func() { defer wg.Done(); <-ctx.Done(); _ = srv.Shutdown() }()
+	} else {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = n.origin.Serve(ctx, oln) }()
+	}
 
 	st := o.store
 	if st == nil {

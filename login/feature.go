@@ -1,6 +1,8 @@
 package login
 
 import (
+	"bytes"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 
@@ -118,15 +120,17 @@ type accountChar struct {
 }
 
 // accountState is a Scratch's normaliser and the request's values
-// (Memo.State).
+// (Memo.State): their normal forms, which rules count, and the values as
+// they were sent, which name the caller exactly (AppendCaller).
 type accountState struct {
 	n       Normalizer
 	vals    fields.Values
+	raw     fields.Values
 	aliases bool
 }
 
 // Add normalises v as an account and keeps it unless already kept
-// (fields.Normal).
+// (fields.Normal), and keeps v as it was sent unless already kept.
 func (st *accountState) Add(v string) bool {
 	out, err := st.n.Normalize(st.vals.Tail(), v, st.aliases)
 	if err != nil {
@@ -134,6 +138,7 @@ func (st *accountState) Add(v string) bool {
 		return false
 	}
 	st.vals.Keep(out)
+	st.raw.Keep(append(st.raw.Tail(), v...))
 	return true
 }
 
@@ -141,7 +146,7 @@ func (st *accountState) Add(v string) bool {
 func (st *accountState) Len() int { return st.vals.Len() }
 
 // Reset forgets the request before's accounts (fields.Normal).
-func (st *accountState) Reset() { st.vals.Reset() }
+func (st *accountState) Reset() { st.vals.Reset(); st.raw.Reset() }
 
 func (a *accountChar) AppendValue(buf []byte, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
 	return a.AppendValueAt(buf, 0, req, s)
@@ -164,6 +169,35 @@ func (a *accountChar) AppendValueAt(buf []byte, i int, req *rules.Request, s *ru
 		return buf, m.Status
 	}
 	return rules.AppendValue(buf, st.vals.At(i)), rules.Present
+}
+
+// AppendCaller appends the account exactly as the request sent it, before
+// any folding (rules.CallerCharacteristic): a known marker names it, so
+// that an attacker's own "rené" (or "Rene"), which an origin that keeps
+// spellings apart logs in as an account of its own, makes its browser
+// known for that spelling alone and never for the victim's "rene" it is
+// counted with; an origin that folds them would have needed the victim's
+// password. A request whose sources sent different spellings, even of one
+// normal form, names no one caller: Invalid.
+func (a *accountChar) AppendCaller(buf []byte, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
+	st := a.state(req, s)
+	if m := s.Memo(a.slot); m.Status != rules.Present {
+		return buf, m.Status
+	}
+	if st.raw.Len() != 1 {
+		return buf, rules.Invalid
+	}
+	return rules.AppendValue(buf, st.raw.At(0)), rules.Present
+}
+
+// Folds reports whether the account counted is not exactly what the
+// request sent (a spelling folded into its normal form, or several
+// spellings): the counter may hold the failures of another account that
+// an origin keeps apart, so a success clears nothing
+// (rules.CallerCharacteristic).
+func (a *accountChar) Folds(req *rules.Request, s *rules.Scratch) bool {
+	st := a.state(req, s)
+	return st.raw.Len() != 1 || st.vals.Len() != 1 || !bytes.Equal(st.raw.At(0), st.vals.At(0))
 }
 
 // state returns the request's accounts, resolved at most once per request:
@@ -207,6 +241,7 @@ func (a *accountChar) AppendText(buf []byte, text string, _ *rules.Policy) ([]by
 }
 
 var (
-	_ rules.TextCharacteristic  = (*accountChar)(nil)
-	_ rules.MultiCharacteristic = (*accountChar)(nil)
+	_ rules.TextCharacteristic   = (*accountChar)(nil)
+	_ rules.MultiCharacteristic  = (*accountChar)(nil)
+	_ rules.CallerCharacteristic = (*accountChar)(nil)
 )

@@ -241,6 +241,25 @@ func (c visitorChar) SharedBucket(_ *rules.Request, s *rules.Scratch) bool {
 	return !ok
 }
 
+// AppendCaller names the visitor by its signed ID alone, wherever it comes
+// from (rules.CallerCharacteristic): a known marker then follows the
+// browser across the addresses of a carrier's pool or a DHCP lease, where
+// its counters (AppendValue: the address and the ID) start anew. Without a
+// valid cookie it is the address's cookieless bucket, named by the address,
+// as its counter is. The first byte keeps the two apart.
+func (c visitorChar) AppendCaller(buf []byte, req *rules.Request, s *rules.Scratch) ([]byte, rules.Status) {
+	if id, ok := c.v.Visitor(s); ok {
+		buf = append(buf, 1)
+		return append(buf, id[:]...), rules.Present
+	}
+	buf = append(buf, 0)
+	return ipv6.AppendKey(buf, req.Client, c.r.IPv4Prefix, c.r.IPv6Prefix), rules.Present
+}
+
+// Folds is false: a visitor's counter is its own at its address
+// (rules.CallerCharacteristic).
+func (visitorChar) Folds(*rules.Request, *rules.Scratch) bool { return false }
+
 func (c visitorChar) AppendCeiling(buf []byte, req *rules.Request, _ *rules.Scratch) ([]byte, rules.Status) {
 	return ipv6.AppendKey(buf, req.Client, c.r.IPv4Prefix, c.r.IPv6Prefix), rules.Present
 }
@@ -279,3 +298,9 @@ func (c visitorValid) Eval(_ *rules.Request, s *rules.Scratch) rules.Status {
 	}
 	return rules.Missing
 }
+
+var (
+	_ rules.CeilingCharacteristic = visitorChar{}
+	_ rules.BucketCharacteristic  = visitorChar{}
+	_ rules.CallerCharacteristic  = visitorChar{}
+)

@@ -134,11 +134,17 @@ func (s *Scratch) counted(r *Rule) *Match {
 // of an identity with several: values.go) and the request's ban_by
 // values, under the rule's guilt budget; m,
 // the request's match of r when it has one, keeps it for the writes. A
-// ban_by value that is a shared bucket, missing or invalid names no one:
-// the ban refuses the request whenever it is live.
+// ban_by value that is a shared bucket, missing, invalid or one of several
+// names no one: the ban refuses the request whenever it is live.
+//
+// Guilt names the caller by its counted values, not exactly as the markers
+// that exempt do (known.go, exactNames): a guilt marker accuses, and its
+// absence is what spares, so the broad name is the strict one (every
+// spelling of an account that shares the counter is guilty with it), and
+// its key format, unchanged, forgets no guilt across an upgrade.
 func (e *Engine) guiltOf(b *banCheck, m *Match, req *Request, s *Scratch) {
 	r := b.rule
-	buf, ok := appendCallerValues(append(append(s.mbuf[:0], b.key[9:]...), 0xfe), r.banBy, r.banByTags, req, s)
+	buf, ok := appendCallerValues(append(append(s.mbuf[:0], b.key[9:]...), 0xfe), r.banBy, r.banByTags, 0, req, s)
 	s.mbuf = buf
 	if !ok {
 		return

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +22,7 @@ const knownNamePrefix = "\x00known\x00"
 // points at the first.
 func (c *Compiler) knowns(blocks []knownBlock) {
 	c.knownNames = map[string]hcl.Range{}
+	var requiring []knownRequires
 	for i := range blocks {
 		kb := &blocks[i]
 		if prev, dup := c.knownNames[kb.Name]; dup {
@@ -30,8 +33,100 @@ func (c *Compiler) knowns(blocks []knownBlock) {
 		if k := c.known(kb); k != nil {
 			k.index = len(c.p.knowns)
 			c.p.knowns = append(c.p.knowns, k)
+			if !IsNull(kb.Requires) {
+				requiring = append(requiring, knownRequires{k: k, expr: kb.Requires})
+			}
 		}
 	}
+	for _, kr := range requiring {
+		c.knownRequires(kr.k, kr.expr)
+	}
+	c.requiresCycles(requiring)
+}
+
+// knownRequires is a known block and its requires, compiled once every
+// block is: it may name a block defined after it.
+type knownRequires struct {
+	k    *Known
+	expr hcl.Expression
+}
+
+// knownRequires compiles k's requires: known blocks, each once, other
+// than k, whose marker for the request's own values must be live for a
+// success to record k's (known.go).
+func (c *Compiler) knownRequires(k *Known, expr hcl.Expression) {
+	names, rngs := c.StringList(expr, "requires")
+	k.requires = c.knownList(names, rngs, "requires", k.Name)
+}
+
+// knownList returns the compiled known blocks names lists (attr: the
+// attribute they are written in), each once, marking them used; a name
+// that is no block, one named twice, or self (a block's own name, "" for
+// none) is an error.
+func (c *Compiler) knownList(names []string, rngs []hcl.Range, attr, self string) []*Known {
+	var out []*Known
+	for i, n := range names {
+		switch _, declared := c.knownNames[n]; {
+		case !declared:
+			c.Errorf(rngs[i], "Unknown known block", "%q is not a known block; %s", n, c.knownWant(n))
+			continue
+		case self != "" && n == self:
+			c.Errorf(rngs[i], "Invalid "+attr, "known %q cannot require itself: its marker would be needed to record it", n)
+			continue
+		}
+		k := c.knownNamed(n)
+		if k == nil {
+			continue // its own errors are reported
+		}
+		if slices.Contains(out, k) {
+			c.Errorf(rngs[i], "Duplicate known block", "%q appears twice in %s", n, attr)
+			continue
+		}
+		k.used = true
+		out = append(out, k)
+	}
+	return out
+}
+
+// requiresCycles refuses known blocks that require each other, through
+// any chain: none of them could ever be recorded first.
+func (c *Compiler) requiresCycles(requiring []knownRequires) {
+	for _, kr := range requiring {
+		if path := requiresPath(kr.k, kr.k, nil); path != nil {
+			c.Errorf(kr.expr.Range(), "Circular requires", "known %q requires %s again: none of them could ever be recorded first", kr.k.Name, strings.Join(path, ", which requires "))
+		}
+	}
+}
+
+// requiresPath returns the names of a chain of requires from k that leads
+// back to start, or nil.
+func requiresPath(start, k *Known, seen []*Known) []string {
+	for _, r := range k.requires {
+		if r == start {
+			return []string{fmt.Sprintf("%q", r.Name)}
+		}
+		if slices.Contains(seen, r) {
+			continue
+		}
+		if path := requiresPath(start, r, append(seen, r)); path != nil {
+			return append([]string{fmt.Sprintf("%q", r.Name)}, path...)
+		}
+	}
+	return nil
+}
+
+// knownWant lists the known blocks for a diagnostic naming n, which is not
+// one, with a suggestion.
+func (c *Compiler) knownWant(n string) string {
+	all := make([]string, 0, len(c.knownNames))
+	for name := range c.knownNames {
+		all = append(all, name)
+	}
+	sort.Strings(all)
+	if len(all) == 0 {
+		return "no known block is defined"
+	}
+	return "want one of " + strings.Join(all, ", ") + "." + suggest(n, all)
 }
 
 // known compiles one known block; nil after an error.
@@ -111,35 +206,7 @@ func (c *Compiler) exemptKnown(rb *ruleBlock, r *Rule) {
 		c.Errorf(rb.ExemptKnown.Range(), "exempt_known not used", "a known caller's requests are at the origin all the same: a concurrency limit holds everyone; remove exempt_known")
 		return
 	}
-	all := make([]string, 0, len(c.knownNames))
-	for n := range c.knownNames {
-		all = append(all, n)
-	}
-	sort.Strings(all)
-	for i, n := range names {
-		if _, declared := c.knownNames[n]; !declared {
-			want := "no known block is defined"
-			if len(all) > 0 {
-				want = "want one of " + strings.Join(all, ", ") + "." + suggest(n, all)
-			}
-			c.Errorf(rngs[i], "Unknown known block", "%q is not a known block; %s", n, want)
-			continue
-		}
-		k := c.knownNamed(n)
-		if k == nil {
-			continue // its own errors are reported
-		}
-		dup := false
-		for _, have := range r.exemptKnown {
-			dup = dup || have == k
-		}
-		if dup {
-			c.Errorf(rngs[i], "Duplicate known block", "%q appears twice in exempt_known", n)
-			continue
-		}
-		k.used = true
-		r.exemptKnown = append(r.exemptKnown, k)
-	}
+	r.exemptKnown = c.knownList(names, rngs, "exempt_known", "")
 }
 
 // knownNamed returns the compiled known block named n, or nil.

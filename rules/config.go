@@ -273,6 +273,11 @@ type knownBlock struct {
 	// max_keys is the markers' key budget in the memory store (default:
 	// a share of the store's max_keys, as a rule without one gets).
 	MaxKeys *int `hcl:"max_keys,optional"`
+	// requires names known blocks whose marker for the request's own
+	// values must be live for a success to record this block's
+	// (["code-sent"]: a phone is known only by verifying a code sent to
+	// it).
+	Requires hcl.Expression `hcl:"requires,optional"`
 
 	DefRange     hcl.Range `hcl:",def_range"`
 	NameRange    hcl.Range `hcl:"name,label_range"`

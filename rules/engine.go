@@ -160,8 +160,14 @@ type Match struct {
 	Value uint8
 	// Several is true on every match of a rule whose identity gave the
 	// request several values: a success then makes no known visitor
-	// (known.go).
+	// (known.go) and clears no counter (reset_on_success).
 	Several bool
+	// Folded is true on a match of a reset_on_success rule whose key
+	// folds what the request sent into a form other callers share
+	// (CallerCharacteristic.Folds: an account written "Rene", counted as
+	// "rene"): a success then clears no counter, since the origin may have
+	// logged in another account than the one whose failures it holds.
+	Folded bool
 }
 
 // Decision is the Engine's answer for one request.
@@ -686,9 +692,9 @@ func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m 
 		op := s.Ops[m.Op]
 		op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
 		s.Ops = append(s.Ops, op)
-		if r.knownUS > 0 {
-			e.key(r, req, s, false) // s.buf: the rule's own values again, for its marker
-		}
+	}
+	if r.ResetOnSuccess {
+		m.Folded = r.folds(req, s)
 	}
 	s.Matches = append(s.Matches, m)
 	if r.knownUS > 0 {
@@ -996,7 +1002,13 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 }
 
 // resetOnSuccess is reset_on_success: the Hook that clears a rule's counter
-// for the key once the origin's answer is a success.
+// for the key once the origin's answer is a success. A success that may be
+// another caller's than the counter's (Match.Several, Match.Folded: the
+// request named several accounts, or one spelling of an account that
+// shares its counter with others) clears nothing: it gives back its own
+// charge, as a success under count = "failures" does, so that an
+// attacker's own successful login beside (or spelled like) a victim's
+// account never wipes the victim's failures.
 type resetOnSuccess struct{ success []int }
 
 func (h resetOnSuccess) AfterOrigin(m *Match, ops []Op, status int, outcome []byte, settle []Op) []Op {
@@ -1004,7 +1016,14 @@ func (h resetOnSuccess) AfterOrigin(m *Match, ops []Op, status int, outcome []by
 		return settle
 	}
 	op := ops[m.Op]
-	op.Kind = OpReset
+	switch {
+	case !m.Several && !m.Folded:
+		op.Kind = OpReset
+	case m.Known:
+		return settle // not charged: nothing to give back
+	default:
+		op.Kind = OpRefund
+	}
 	return append(settle, op)
 }
 
@@ -1013,8 +1032,10 @@ func (h resetOnSuccess) AfterOrigin(m *Match, ops []Op, status int, outcome []by
 // concurrent guesses cannot overshoot: a failure keeps it; anything else
 // gives it back (OpRefund, its ceiling's too; a distinct value leaves the
 // set), and a success under reset_on_success clears the key instead (not
-// a distinct set: one success must not forget the other values). A crowd
-// logging in successfully is therefore never counted.
+// a distinct set: one success must not forget the other values; nor a
+// success that may be another caller's, Several or Folded, which gives
+// back its own charge alone: resetOnSuccess). A crowd logging in
+// successfully is therefore never counted.
 type countFailures struct {
 	failure, success []int
 	reset            bool
@@ -1025,20 +1046,19 @@ func (h countFailures) AfterOrigin(m *Match, ops []Op, status int, outcome []byt
 		return settle
 	}
 	op := ops[m.Op]
+	reset := h.reset && op.Algorithm != Distinct && !m.Several && !m.Folded && IsSuccess(h.success, status, outcome)
 	if m.Known {
 		// A known visitor was not charged: nothing to give back, but a
 		// success still clears the key under reset_on_success.
-		if h.reset && op.Algorithm != Distinct && IsSuccess(h.success, status, outcome) {
+		if reset {
 			op.Kind = OpReset
 			settle = append(settle, op)
 		}
 		return settle
 	}
-	switch {
-	case h.reset && op.Algorithm != Distinct && IsSuccess(h.success, status, outcome):
+	op.Kind = OpRefund
+	if reset {
 		op.Kind = OpReset
-	default:
-		op.Kind = OpRefund
 	}
 	settle = append(settle, op)
 	if m.CeilingOp >= 0 {

@@ -188,6 +188,32 @@ type BucketCharacteristic interface {
 	SharedBucket(req *Request, s *Scratch) bool
 }
 
+// CallerCharacteristic is a characteristic whose counted value is not the
+// caller a marker that exempts must name (known.go): an account counted in
+// its normal form, where "rené" and "rene" share one counter, but which an
+// origin that keeps them apart logs in as two accounts; a visitor counted
+// per address, which is one browser wherever it comes from. Markers that
+// exempt a caller (known_visitors, known { }) name it by AppendCaller, so
+// a success on one account makes its visitor known for that account as it
+// was sent and for no other spelling; counters keep AppendValue.
+type CallerCharacteristic interface {
+	Characteristic
+	// AppendCaller appends the value that names the request's caller
+	// exactly (an account as it was sent, before any folding; a visitor's
+	// signed ID alone), encoded so that no two callers encode alike, and
+	// returns it with Present. Missing as AppendValue would be; Invalid
+	// when the request names several callers (its sources disagree, even
+	// where they normalise alike) or none usable: nobody is named.
+	AppendCaller(buf []byte, req *Request, s *Scratch) ([]byte, Status)
+	// Folds reports whether the request's counted value folds what it sent
+	// into a form other callers' values share (an account written "Rene"
+	// is counted as "rene"; sources that disagree however they normalise):
+	// the counter may hold another account's failures, so a success of
+	// this request clears it for no one (reset_on_success gives back its
+	// own charge instead). Called after AppendValue answered Present.
+	Folds(req *Request, s *Scratch) bool
+}
+
 // ConditionType is a when { } attribute.
 type ConditionType struct {
 	// Name is the attribute's name ("phone_country_in").

@@ -18,8 +18,10 @@ import (
 // A marker is a sliding_log counter of limit 1 whose period is the
 // known_visitors time: present (a peek is refused) for exactly that long
 // after the last success. Its key hashes the rule's key values and the
-// known_by values together, under the rule's ID with the marker flag, so
-// no store sees the account or the visitor.
+// known_by values together, each naming the caller exactly (an account as
+// it was sent, a visitor by its ID: CallerCharacteristic), under the
+// rule's ID with the marker flag, so no store sees the account or the
+// visitor.
 
 // markerFlag marks a known-visitor marker in a key's tag byte (0x80: a
 // key of several parts, 0x40: a ceiling).
@@ -31,24 +33,38 @@ type marker struct {
 	key   Key
 }
 
-// addMarker computes the marker key of match i (rule r, whose key values
-// s.buf holds from its key call) and queues its check. A known_by value
-// that is missing or invalid means the visitor is not recognised: no
-// marker, the rule applies.
+// callerForm starts the hashed values of every marker that exempts a
+// caller (known_visitors, known { }): since it, they name the caller
+// exactly (CallerCharacteristic: an account as it was sent, a visitor by
+// its ID alone), and a marker of the format before, keyed on counted
+// values, is never read again (docs/policy.md, "known", "Upgrading"). No
+// marker of that format began with it: theirs began with a tag, below
+// 0x20.
+const callerForm = 0xfc
+
+// addMarker computes the marker key of match i (rule r) and queues its
+// check: the caller values of the rule's key and of its known_by, each
+// named exactly (CallerCharacteristic), so a success on the attacker's own
+// "rené" makes its visitor known for "rené" and never for the victim's
+// "rene", whose counter it shares. A value that is missing or invalid, or
+// a request naming several callers (an identity whose sources disagree),
+// recognises no one: no marker, the rule applies. A cookieless bucket is
+// named by its address, as ever (docs/policy.md, "known_visitors").
 func (e *Engine) addMarker(r *Rule, req *Request, s *Scratch, i int) {
-	buf := append(s.mbuf[:0], s.buf...)
-	buf = append(buf, 0xff) // the rule's values end here
-	for j, ch := range r.knownBy {
-		buf = append(buf, r.knownTags[j])
-		n := len(buf)
-		out, st := ch.AppendValue(buf, req, s)
-		if st != Present || len(out) <= n {
+	buf := append(s.mbuf[:0], callerForm)
+	for j, ch := range r.Key {
+		var ok bool
+		if buf, ok = appendCaller(buf, ch, r.keyTags[j], r.keyShared[j], exactNames|bucketNames, req, s); !ok {
 			s.mbuf = buf
 			return
 		}
-		buf = out
 	}
+	buf = append(buf, 0xff) // the rule's values end here
+	buf, ok := appendCallerValues(buf, r.knownBy, r.knownTags, exactNames|bucketNames, req, s)
 	s.mbuf = buf
+	if !ok {
+		return
+	}
 	var k Key
 	copy(k[0:8], r.ID[:])
 	k[8] = r.keyTags[0] | markerFlag
@@ -127,10 +143,14 @@ func knownOp(kind OpKind, r *Rule, k Key) Op {
 // known to the send route's range rule. A marker is a sliding_log counter
 // of limit 1 whose period is the block's for, under the block's own ID
 // (a hash of its name, apart from every rule's), keyed by the keyed hash
-// of the by values, so no store sees a phone, an account or a visitor ID.
-// Its checks ride in precheck's call (the one before the main call, with
-// bans and known_visitors markers); its writes in Settle's call, after a
-// success. A value that is a bucket many clients share (a visitor's
+// of the by values, each naming the caller exactly (CallerCharacteristic:
+// a browser known wherever it logs in from, for the account as it sent
+// it), so no store sees a phone, an account or a visitor ID. Its checks
+// ride in precheck's call (the one before the main call, with bans and
+// known_visitors markers); its writes in Settle's call, after a success,
+// and only when the markers the block requires (requires = ["code-sent"])
+// were live for the request's values in precheck's call: a verify makes
+// known only a phone a code was sent to. A value that is a bucket many clients share (a visitor's
 // cookieless bucket, BucketCharacteristic) recognises no one and is never
 // recorded. Markers are Sensitive ops in a budget of their own, so the
 // memory store never evicts a live one; a full budget records no new
@@ -152,7 +172,11 @@ type Known struct {
 	forUS   int64
 	success []int
 	budget  *Budget
-	used    bool // some rule's exempt_known names it
+	used    bool // some rule's exempt_known, or a block's requires, names it
+	// requires are the blocks whose marker for the request's own values
+	// must be live (in precheck's call) for a success to record this
+	// block's: a verify makes known only a phone a code was sent to.
+	requires []*Known
 	// networkKeys is the most markers of the block's budget one client
 	// network may make (the store's network_share, network.go), so that
 	// one network cannot fill the budget and leave every other caller
@@ -216,23 +240,53 @@ func (e *Engine) queueKnown(p *Policy, req *Request, s *Scratch) {
 		if !k.match.matches(req) {
 			continue
 		}
-		if st := e.resolveKnown(k, req, s); st.ok {
+		if st := e.resolveKnown(k, req, s); st.ok && e.queueRequired(k, req, s) {
 			st.record = true
 			s.knownRecords++
 		}
 	}
 }
 
-// resolveKnown computes the marker of block k for req, once. A by value
-// that is missing, invalid or a shared bucket leaves it not ok: nobody is
-// recognised by it.
+// queueRequired queues the checks of the markers k requires, for the
+// request's own values, in precheck's call; false when the request lacks
+// one's values: then no success of it records k.
+func (e *Engine) queueRequired(k *Known, req *Request, s *Scratch) bool {
+	for _, r := range k.requires {
+		st := e.resolveKnown(r, req, s)
+		if !st.ok {
+			return false
+		}
+		if !st.queued {
+			st.queued = true
+			s.knownChecks++
+		}
+	}
+	return true
+}
+
+// requiredLive reports whether every marker k requires was live in
+// precheck's call (a store that could not answer knows no one: k is not
+// recorded).
+func (s *Scratch) requiredLive(k *Known) bool {
+	for _, r := range k.requires {
+		if !s.knowns[r.index].live {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveKnown computes the marker of block k for req, once: its by
+// values, each naming the caller exactly (CallerCharacteristic). A by value
+// that is missing, invalid, names several callers or is a shared bucket
+// leaves it not ok: nobody is recognised by it.
 func (e *Engine) resolveKnown(k *Known, req *Request, s *Scratch) *knownState {
 	st := &s.knowns[k.index]
 	if st.resolved {
 		return st
 	}
 	st.resolved = true
-	buf, ok := appendCallerValues(s.mbuf[:0], k.by, k.tags, req, s)
+	buf, ok := appendCallerValues(append(s.mbuf[:0], callerForm), k.by, k.tags, exactNames, req, s)
 	s.mbuf = buf
 	if !ok {
 		return st
@@ -244,30 +298,74 @@ func (e *Engine) resolveKnown(k *Known, req *Request, s *Scratch) *knownState {
 	return st
 }
 
+// naming is how a marker names the request's caller by its values.
+type naming uint8
+
+const (
+	// exactNames: by each characteristic's caller value
+	// (CallerCharacteristic), for the markers that exempt a caller
+	// (known_visitors, known { }); without it, by the counted value, for
+	// the markers that accuse one (ban_by's guilt: every spelling that
+	// shares the counter is guilty with it).
+	exactNames naming = 1 << iota
+	// bucketNames: a bucket many clients share (BucketCharacteristic)
+	// names that bucket (known_visitors' cookieless bucket of an address);
+	// without it, it names no one.
+	bucketNames
+)
+
+// appendCaller appends the request's value of ch, after its tag, to buf,
+// named as how says; ok is false when it is missing or invalid, when
+// the request carries several values (an identity whose sources disagree
+// names no one caller: a login with its own username and a victim's email
+// must be neither recognised as its own nor recorded as the victim's), or,
+// without bucketNames, when it is a shared bucket. shared: the
+// characteristic is the same for every request (global) and may append
+// nothing. buf comes back grown either way, for its capacity.
+func appendCaller(buf []byte, ch Characteristic, tag byte, shared bool, how naming, req *Request, s *Scratch) ([]byte, bool) {
+	if b, isBucket := ch.(BucketCharacteristic); isBucket && how&bucketNames == 0 && b.SharedBucket(req, s) {
+		return buf, false
+	}
+	buf = append(buf, tag)
+	n := len(buf)
+	var out []byte
+	var st Status
+	if cc, ok := ch.(CallerCharacteristic); ok && how&exactNames != 0 {
+		out, st = cc.AppendCaller(buf, req, s)
+	} else {
+		out, st = ch.AppendValue(buf, req, s)
+	}
+	if st != Present || len(out) < n || (len(out) == n && !shared) || !bytes.Equal(out[:n], buf) {
+		return buf, false
+	}
+	if mc, multi := ch.(MultiCharacteristic); multi && mc.MaxValues() > 1 && mc.Values(req, s) > 1 {
+		return out, false
+	}
+	return out, true
+}
+
 // appendCallerValues appends the request's values of chars (each after its
-// tag) to buf; ok is false when one is missing or invalid, or is a bucket
-// many clients share (BucketCharacteristic): the values name no one
-// caller. buf comes back grown either way, for its capacity.
-func appendCallerValues(buf []byte, chars []Characteristic, tags []byte, req *Request, s *Scratch) ([]byte, bool) {
+// tag, as appendCaller does) to buf; ok is false when one names no one.
+func appendCallerValues(buf []byte, chars []Characteristic, tags []byte, how naming, req *Request, s *Scratch) ([]byte, bool) {
 	for j, ch := range chars {
-		if b, isBucket := ch.(BucketCharacteristic); isBucket && b.SharedBucket(req, s) {
+		var ok bool
+		if buf, ok = appendCaller(buf, ch, tags[j], false, how, req, s); !ok {
 			return buf, false
 		}
-		buf = append(buf, tags[j])
-		n := len(buf)
-		out, st := ch.AppendValue(buf, req, s)
-		if st != Present || len(out) <= n || !bytes.Equal(out[:n], buf) {
-			return buf, false
-		}
-		if mc, multi := ch.(MultiCharacteristic); multi && mc.MaxValues() > 1 && mc.Values(req, s) > 1 {
-			// Sources that disagree (values.go) name no one caller: a login
-			// with its own username and a victim's email must be neither
-			// recognised as its own nor recorded as the victim's.
-			return out, false
-		}
-		buf = out
 	}
 	return buf, true
+}
+
+// folds reports whether r's key folds what req sent into a form other
+// callers' values share (CallerCharacteristic.Folds): a success of the
+// request then clears no counter of r (reset_on_success).
+func (r *Rule) folds(req *Request, s *Scratch) bool {
+	for _, ch := range r.Key {
+		if cc, ok := ch.(CallerCharacteristic); ok && cc.Folds(req, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // appendKnownOps appends the checks of the queued markers to ops
@@ -327,14 +425,15 @@ func peekOnly(op *Op) { op.Kind, op.Enforce, op.Attempts = OpPeek, false, false 
 
 // appendKnownRecords appends the marker writes of the known blocks the
 // request matched, once the origin's answer is a success by the block's
-// success_status or X-Edge-Outcome: the caller is known for the block's
-// for from now, a known one's time starting again (Settle's call).
+// success_status or X-Edge-Outcome and the markers the block requires were
+// live: the caller is known for the block's for from now, a known one's
+// time starting again (Settle's call).
 func (s *Scratch) appendKnownRecords(status int, outcome []byte, settle []Op) []Op {
 	if s.knownRecords == 0 {
 		return settle
 	}
 	for i := range s.knowns {
-		if k := s.pol.knowns[i]; s.knowns[i].record && IsSuccess(k.success, status, outcome) {
+		if k := s.pol.knowns[i]; s.knowns[i].record && IsSuccess(k.success, status, outcome) && s.requiredLive(k) {
 			settle = append(settle, k.op(OpAdd, s.knowns[i].key))
 		}
 	}

@@ -159,7 +159,11 @@ rule "accounts-per-ip" {
 
 // TestFailuresAndResetPerValue: count = "failures" charges every value
 // before the origin answers and gives each back on a success; a success
-// under reset_on_success clears every value's counter.
+// of a request whose values disagree clears no value's counter under
+// reset_on_success (the origin logged in one of them, which the edge
+// cannot tell: an attacker's own username beside a victim's email must
+// not wipe the victim's failures), while a success naming one value
+// clears it.
 func TestFailuresAndResetPerValue(t *testing.T) {
 	v := newValuesRun(t, twoSourceIdentity+`
 rule "failures" {
@@ -175,22 +179,42 @@ rule "failures" {
 	if d := v.send("/login", "192.0.2.3", `{"email":"x"}`, 401); d.Verdict != rules.RefuseLimit {
 		t.Fatalf("x after two failures: %v, want refused", d.Verdict)
 	}
-	// A success naming a and y refunds y's charge and clears a's failure.
+	// A success naming a and y gives back both charges and clears
+	// neither: a keeps its failure, y has none.
 	v.send("/login", "192.0.2.3", login("a", "y"), 200)
-	for _, body := range []string{`{"username":"a"}`, `{"username":"a"}`, `{"email":"y"}`, `{"email":"y"}`} {
-		if d := v.send("/login", "192.0.2.3", body, 401); d.Verdict != rules.Forward {
-			t.Errorf("%s after the success: %v, want its two failures", body, d.Verdict)
+	for _, step := range []struct {
+		body string
+		want rules.Verdict
+	}{
+		{`{"username":"a"}`, rules.Forward},     // a's second failure
+		{`{"username":"a"}`, rules.RefuseLimit}, // not cleared by the two-value success
+		{`{"email":"y"}`, rules.Forward},
+		{`{"email":"y"}`, rules.Forward},
+		{`{"email":"y"}`, rules.RefuseLimit}, // the success's charge was given back, no more
+	} {
+		if d := v.send("/login", "192.0.2.3", step.body, 401); d.Verdict != step.want {
+			t.Errorf("%s after the two-value success: %v, want %v", step.body, d.Verdict, step.want)
 		}
 	}
-	if d := v.send("/login", "192.0.2.3", `{"username":"a"}`, 401); d.Verdict != rules.RefuseLimit {
-		t.Errorf("a's third failure: %v, want refused", d.Verdict)
+	// A success naming b alone clears b's failure (from the second
+	// request above).
+	if d := v.send("/login", "192.0.2.3", `{"username":"b"}`, 200); d.Verdict != rules.Forward {
+		t.Fatalf("b's own login: %v, want forwarded", d.Verdict)
+	}
+	for i, want := range []rules.Verdict{rules.Forward, rules.Forward, rules.RefuseLimit} {
+		if d := v.send("/login", "192.0.2.3", `{"username":"b"}`, 401); d.Verdict != want {
+			t.Errorf("b's failure %d after its own success: %v, want %v (cleared)", i+1, d.Verdict, want)
+		}
 	}
 }
 
 // TestKnownVisitorPerValue: known_visitors recognises a visitor for the
-// value it logged in as, not for another written beside it: the known
-// browser is not charged for its own account, and is held to the other's
-// counter like anyone.
+// account it logged in as, named exactly, and only on a request naming
+// that account alone: a request whose sources disagree names no one
+// caller, so even the known browser is held to every value's counter
+// there, its own account's included (the edge cannot tell which one the
+// origin acts on, and an attacker's known browser naming its own account
+// beside a victim's must gain nothing).
 func TestKnownVisitorPerValue(t *testing.T) {
 	v := newValuesRun(t, twoSourceIdentity+`
 visitor {
@@ -216,8 +240,11 @@ rule "failures-account" {
 	if got := send(`{"username":"alice"}`, "attacker", 401); got != rules.RefuseLimit {
 		t.Fatalf("alice for the attacker: %v, want refused", got)
 	}
-	if got := send(login("alice", "fresh"), "browser", 401); got != rules.Forward {
-		t.Errorf("the known browser naming alice and a fresh value: %v, want forwarded", got)
+	if got := send(`{"username":"alice"}`, "browser", 401); got != rules.Forward {
+		t.Errorf("the known browser naming alice: %v, want forwarded (known)", got)
+	}
+	if got := send(login("alice", "fresh"), "browser", 401); got != rules.RefuseLimit {
+		t.Errorf("the known browser naming alice and a fresh value: %v, want refused (no one caller: alice's counter holds it)", got)
 	}
 	if got := send(login("alice", "victim"), "browser", 401); got != rules.RefuseLimit {
 		t.Errorf("the known browser naming alice beside a locked account it is not known for: %v, want refused", got)
@@ -465,31 +492,7 @@ rule "signup-per-ip" {
 // for its own account gains nothing on a request naming a victim beside
 // it. A success naming one account still makes the browser known.
 func TestSeveralValuesMakeNoOneKnown(t *testing.T) {
-	v := newValuesRun(t, twoSourceIdentity+`
-visitor {
-}
-known "logged-in" {
-  paths = ["/login"]
-  by    = ["visitor", "account"]
-  for   = "30d"
-}
-rule "failures-account" {
-  paths          = ["/login"]
-  key            = ["account"]
-  count          = "failures"
-  limit          = 1
-  period         = "15m"
-  known_visitors = "30d"
-  known_by       = ["visitor"]
-}
-rule "per-network" {
-  paths        = ["/login"]
-  key          = ["ip"]
-  ipv4_prefix  = 24
-  limit        = 3
-  period       = "1h"
-  exempt_known = ["logged-in"]
-}`)
+	v := newValuesRun(t, twoSourceIdentity+knownRules)
 	// The attacker logs in with its own username and the victim's email:
 	// a success, which must record no marker for the victim.
 	if got := v.login("192.0.2.9", login("mallory", "victim"), "attacker", 200); got != rules.Forward {

@@ -121,8 +121,8 @@ edge {
 # on_store_error instead (edge_store_budget_full_total). A key costs about
 # 220 bytes (250 to 350 for a sliding_log, by limit; about 480 for a
 # concurrency rule of limit 10 while its slots are taken); this file's
-# budgets together hold 1145000 keys (the known blocks' and ban_by's markers
-# included), about 243 MiB when every one is full (docs/memory-store.md).
+# budgets together hold 1195000 keys (the known blocks' and ban_by's markers
+# included), about 255 MiB when every one is full (docs/memory-store.md).
 # Bans and known visitors are kept beside each rule's counters, in a budget
 # of their own as large, never evicted while they last.
 store "memory" {
@@ -181,10 +181,13 @@ visitor {
 # rule's ban spares it. Its own limits (its visitor, its phone, its account
 # from its address) hold as before. The marker is a keyed hash in the store,
 # written after the origin's success (success_status, default 200, 201, 204,
-# or X-Edge-Outcome: success) in the call the route makes after the answer,
-# and checked in the call before the main one: no store call more. A client
-# without a valid visitor cookie (the address's cookieless bucket) is never
-# known. docs/policy.md, "known".
+# or X-Edge-Outcome: success) in the call the route makes after the answer
+# (on /otp/send, one call more), and checked in the call before the main one.
+# A marker names its caller exactly: an account as it was sent (an attacker's
+# own "rené" is not the victim's "rene" it is counted with), a browser by its
+# visitor ID wherever it logs in from. A client without a valid visitor
+# cookie (the address's cookieless bucket) is never known. docs/policy.md,
+# "known".
 
 # A browser that logged in to an account. Known by its visitor ID and that
 # account together: an attacker that logs in to an account of its own makes
@@ -199,12 +202,29 @@ known "logged-in" {
   max_keys = 100000
 }
 
+# A phone a code was sent to (the origin's success on /otp/send), for the
+# code's life. Exempt from nothing itself: verified-phone requires it.
+known "code-sent" {
+  methods  = ["POST"]
+  paths    = ["/otp/send"]
+  by       = ["phone"]
+  for      = "15m"
+  max_keys = 50000
+}
+
 # A phone whose code was verified: its owner reads the codes it is sent.
+# requires: a verify records the phone only when a code was sent to it in
+# the last 15 minutes (its code-sent marker is live), since an origin that
+# finds a challenge by its ID alone verifies the phone the code went to,
+# whatever phone the verify names. Each such phone was a send counted on
+# its block (otp-send-per-range): at most 5 new known phones per block per
+# hour.
 known "verified-phone" {
   methods  = ["POST"]
   paths    = ["/otp/verify"]
   by       = ["phone"]
   for      = "30d"
+  requires = ["code-sent"]
   max_keys = 50000
 }
 
@@ -314,7 +334,10 @@ rule "login-adaptive" {
 # Brute force on one account from one client: five failures in 15 minutes.
 # count = "failures": a unit is charged before the origin answers and given
 # back unless the answer is a failure (401, 403, or X-Edge-Outcome:
-# failure), so parallel guesses cannot overshoot. A success clears the key.
+# failure), so parallel guesses cannot overshoot. A success clears the key,
+# unless it may be another account's: a login naming several accounts, or an
+# account spelled otherwise than it is counted ("Rene", counted as "rene"),
+# only gives back its own charge (docs/policy.md, "reset_on_success").
 rule "login-failures-account-client" {
   methods          = ["POST"]
   paths            = ["/login"]
@@ -330,8 +353,9 @@ rule "login-failures-account-client" {
 
 # Distributed guessing on one account from many addresses: 50 failures per
 # 15 minutes from everyone together. A lockout must not be a weapon: a
-# browser that logged in to the account successfully in the last 30 days is
-# not held to it (known_visitors), everyone else is.
+# browser that logged in to the account successfully in the last 30 days,
+# from any address, under the spelling it logs in with, is not held to it
+# (known_visitors), everyone else is.
 rule "login-failures-account" {
   methods        = ["POST"]
   paths          = ["/login"]
@@ -902,7 +926,7 @@ test "one phone gets three codes in 15 minutes, however it is written" {
   }
 }
 
-test "a phone that verified a code still gets codes when its block is full, within its own three" {
+test "a phone that verified a code still gets codes when its block is full, within its own three; a phone no code was sent to does not" {
   request {
     method = "POST"
     path   = "/otp/send"
@@ -916,6 +940,15 @@ test "a phone that verified a code still gets codes when its block is full, with
     path   = "/otp/verify"
     from   = "198.51.100.40"
     json   = { phone = "+12025550123", challenge_id = "c-1", code = "123456" }
+    expect = "allow"
+  }
+  # 200 again (an origin that finds the challenge by its ID alone), but no
+  # code was sent to the phone this verify names: it is not known.
+  request {
+    method = "POST"
+    path   = "/otp/verify"
+    from   = "192.0.2.60"
+    json   = { phone = "+12025550177", challenge_id = "c-own", code = "654321" }
     expect = "allow"
   }
   # Two hours on, five sends to its neighbours fill the block's hour.
@@ -978,6 +1011,14 @@ test "a phone that verified a code still gets codes when its block is full, with
     json   = { phone = "+12025550123" }
     expect = "deny"
     rule   = "otp-send-per-phone"
+  }
+  request {
+    method = "POST"
+    path   = "/otp/send"
+    from   = "192.0.2.60"
+    json   = { phone = "+12025550177" }
+    expect = "deny"
+    rule   = "otp-send-per-range"
   }
 }
 
