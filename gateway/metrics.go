@@ -178,6 +178,8 @@ func registerRedisMetrics(reg *prometheus.Registry, stats func() redisstore.Stat
 			func(s redisstore.Stats) uint64 { return s.SharedCalls }),
 		counter("edge_redis_late_reads_total", "Redis replies read after their deadline had fired with the reply already in the socket (the node was too busy to look in time).",
 			func(s redisstore.Stats) uint64 { return s.LateReads }),
+		counter("edge_redis_late_replies_total", "Requests decided by a Redis reply that came after their time budget (Redis answered late; the request waited for it rather than fail).",
+			func(s redisstore.Stats) uint64 { return s.LateReplies }),
 		counter("edge_redis_noscript_total", "Script calls answered NOSCRIPT (script cache flushed, restart, failover) and run again by EVAL.",
 			func(s redisstore.Stats) uint64 { return s.NoScript }),
 		counter("edge_redis_cross_slot_total", "Requests whose keys spanned several hash slots of a Redis Cluster.",

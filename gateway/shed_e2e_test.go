@@ -158,7 +158,7 @@ func (n *shedNode) waitHeld(t *testing.T, want int) {
 
 // gathered returns the value of name's series with every label=value
 // pair of labels (none: the first series), or -1.
-func gathered(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+func gathered(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {

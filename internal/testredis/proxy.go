@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Proxy is a TCP proxy on 127.0.0.1 in front of a redis-server, for tests
@@ -146,3 +147,61 @@ func (p *HoldProxy) Release() {
 
 // Got is the number of reply chunks Redis has sent through p.
 func (p *HoldProxy) Got() uint64 { return p.got.Load() }
+
+// DelayProxy is a Proxy that adds a delay, settable while it runs, to
+// every reply: a link that is steadily slow rather than silent. Each reply
+// chunk is written to its client the delay after it came from Redis, in
+// order; chunks in flight at once are delayed together, not one after
+// another.
+type DelayProxy struct {
+	*Proxy
+	delay atomic.Int64 // nanoseconds
+}
+
+// delayed is a reply chunk on its way, and when it may be written.
+type delayed struct {
+	at time.Time
+	b  []byte
+}
+
+// NewDelayProxy starts a DelayProxy to target (HOST:PORT) adding d to
+// every reply.
+func NewDelayProxy(t testing.TB, target string, d time.Duration) *DelayProxy {
+	t.Helper()
+	p := &DelayProxy{}
+	p.delay.Store(int64(d))
+	var mu sync.Mutex
+	var writers sync.WaitGroup
+	queues := map[net.Conn]chan delayed{}
+	// Registered before NewProxy's, so it runs after the proxy's pipes
+	// have stopped calling the filter.
+	t.Cleanup(func() {
+		mu.Lock()
+		for _, q := range queues {
+			close(q)
+		}
+		mu.Unlock()
+		writers.Wait()
+	})
+	p.Proxy = NewProxy(t, target, nil, func(client net.Conn, b []byte) bool {
+		mu.Lock()
+		q, ok := queues[client]
+		if !ok {
+			q = make(chan delayed, 1024)
+			queues[client] = q
+			writers.Go(func() {
+				for c := range q {
+					time.Sleep(time.Until(c.at))
+					_, _ = client.Write(c.b) // after a close: dropped
+				}
+			})
+		}
+		mu.Unlock()
+		q <- delayed{time.Now().Add(time.Duration(p.delay.Load())), append([]byte(nil), b...)}
+		return false
+	})
+	return p
+}
+
+// SetDelay sets the delay added to replies read from Redis from now on.
+func (p *DelayProxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }

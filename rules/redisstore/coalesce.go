@@ -23,6 +23,15 @@ const (
 	// at once: while one waits for its replies, the calls queued meanwhile
 	// go out in the next.
 	defaultFlushers = 2
+	// spareFlushers is the number of pipelines more a store with the
+	// default flushers puts in flight while its recent latency is over a
+	// budget (a slow link): a call queued behind two pipelines of 16
+	// budgets each would wait its whole overloadBudgets for a flusher
+	// (BenchmarkSlowRedisLink at +80ms: 45% of logins on_store_error's
+	// with none, 22% with 14, measured with spareFlushers 6 in docs/deploying.md).
+	// 8 pipelines in all stay within go-redis' smallest default pool (10
+	// connections a CPU).
+	spareFlushers = 6
 	// maxBatch bounds a pipeline's calls.
 	maxBatch = 128
 	// overloadBudgets bounds, in budgets, how long a call may wait while
@@ -38,6 +47,17 @@ const (
 	// socket can go unscheduled that long (bench/run.sh at a 5ms budget:
 	// 2.7% and 16% of requests store errors with 2, 0.3% with 4).
 	silenceBudgets = 4
+	// latencyFactor is how many times the store's recent latency (a
+	// decaying maximum of the time its answered pipelines took) a
+	// pipeline may be out, with nothing heard, before the store counts as
+	// silent, when that is longer than silenceBudgets budgets: a link that
+	// is steadily slow is late, not silent (issue 25, section 3: with
+	// 50 ms added to every reply and a 5 ms budget, a fixed 4 budgets
+	// refused 87% of logins).
+	latencyFactor = 2
+	// latencyDecay is the share (1/latencyDecay) of the gap by which the
+	// recent latency falls toward a pipeline answered faster.
+	latencyDecay = 8
 )
 
 // Waiter states: a waiter is queued or in flight, answered (the flusher
@@ -96,6 +116,13 @@ type coalescer struct {
 	epoch time.Time
 	heard atomic.Uint64
 	out   []outstanding
+	// latency is the store's recent latency in nanoseconds: a decaying
+	// maximum of the time from writing a pipeline to reading its replies,
+	// over the pipelines the store answered (received).
+	latency atomic.Int64
+	// late counts calls decided by a reply that came after their budget
+	// (Stats.LateReplies).
+	late atomic.Uint64
 	// clock, when set (tests only), replaces the monotonic clock of now.
 	clock func() int64
 
@@ -104,27 +131,54 @@ type coalescer struct {
 	closed bool
 
 	wake    chan struct{} // capacity 1: the queue is not empty
+	spare   chan struct{} // capacity 1: the queue is not empty and the store is slow
 	quit    chan struct{}
 	wg      sync.WaitGroup
 	flushes atomic.Uint64
 	shared  atomic.Uint64 // calls sent in shared script calls
 }
 
-func newCoalescer(s *Store, client *redis.Client, budget time.Duration, flushers int) *coalescer {
+// newCoalescer starts flushers flushers, woken by every call, and spares
+// more, woken only while the store is slow (co.slow).
+func newCoalescer(s *Store, client *redis.Client, budget time.Duration, flushers, spares int) *coalescer {
 	co := &coalescer{
 		s:      s,
 		client: client,
 		budget: budget,
 		wake:   make(chan struct{}, 1),
+		spare:  make(chan struct{}, 1),
 		quit:   make(chan struct{}),
 	}
 	co.ctx, co.cancel = context.WithCancel(context.Background())
 	co.epoch = time.Now()
-	co.out = make([]outstanding, flushers)
-	for i := range flushers {
-		co.wg.Go(func() { co.run(&co.out[i]) })
+	co.out = make([]outstanding, flushers+spares)
+	for i := range flushers + spares {
+		wake := co.wake
+		if i >= flushers {
+			wake = co.spare
+		}
+		co.wg.Go(func() { co.run(&co.out[i], wake) })
 	}
 	return co
+}
+
+// slow reports whether the store's recent latency is over a budget: a
+// call queued behind the pipelines out would wait more than its budget,
+// so the spare flushers carry calls too.
+func (co *coalescer) slow() bool { return co.latency.Load() > int64(co.budget) }
+
+// signal wakes a flusher, and a spare one too while the store is slow.
+func (co *coalescer) signal() {
+	select {
+	case co.wake <- struct{}{}:
+	default:
+	}
+	if co.slow() {
+		select {
+		case co.spare <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // outstanding is a flusher's pipeline in flight: when it was written
@@ -155,21 +209,50 @@ func (co *coalescer) sent(o *outstanding) {
 // before a failure).
 func (co *coalescer) received(o *outstanding, answered bool) {
 	if answered {
+		if since := o.since.Load(); since != 0 {
+			co.observe(co.now() - since)
+		}
 		co.heard.Add(1)
 	}
 	o.since.Store(0)
 }
 
-// silent reports whether a pipeline has been out for silenceBudgets
-// budgets or more with no pipeline answered since it was written: the
-// store is down, asleep or cut off, not late. A node too busy to write a
-// pipeline is not the store's silence: with no pipeline out, it never is.
+// observe folds an answered pipeline's latency d (nanoseconds) into
+// co.latency: a longer one is taken at once, a shorter one closes
+// 1/latencyDecay of the gap, so that one fast reply between slow ones does
+// not make the next slow one look like silence.
+func (co *coalescer) observe(d int64) {
+	for {
+		cur := co.latency.Load()
+		next := d
+		if d < cur {
+			next = cur - (cur-d)/latencyDecay
+		}
+		if next == cur || co.latency.CompareAndSwap(cur, next) {
+			return
+		}
+	}
+}
+
+// silence is how long, in nanoseconds, a pipeline may be out with nothing
+// heard before the store counts as silent: silenceBudgets budgets, or
+// latencyFactor times the store's recent latency when that is longer (the
+// wait's overloadBudgets bounds it in any case).
+func (co *coalescer) silence() int64 {
+	return max(int64(silenceBudgets*co.budget), latencyFactor*co.latency.Load())
+}
+
+// silent reports whether a pipeline has been out for co.silence() or more
+// with no pipeline answered since it was written: the store is down,
+// asleep or cut off, not late. A node too busy to write a pipeline is not
+// the store's silence: with no pipeline out, it never is.
 func (co *coalescer) silent() bool {
 	now := co.now()
+	silence := co.silence()
 	for i := range co.out {
 		o := &co.out[i]
 		since := o.since.Load()
-		if since == 0 || now-since < int64(silenceBudgets*co.budget) {
+		if since == 0 || now-since < silence {
 			continue
 		}
 		// Read since again after mark: a flusher that finished this
@@ -197,10 +280,7 @@ func (co *coalescer) do(ctx context.Context, w *waiter) (bool, error) {
 	}
 	co.queue = append(co.queue, w)
 	co.mu.Unlock()
-	select {
-	case co.wake <- struct{}{}:
-	default:
-	}
+	co.signal()
 	err := co.wait(ctx, w)
 	if err == nil {
 		return false, nil
@@ -221,15 +301,19 @@ func (co *coalescer) do(ctx context.Context, w *waiter) (bool, error) {
 // it soon; it fails when the last pipeline failed below the script (the
 // store is down: queued calls then fail at their budget, not after the
 // pipelines ahead of them), when the store is silent (a pipeline has been
-// out silenceBudgets budgets with nothing heard since it was written:
-// asleep, paused or cut off), or after overloadBudgets budgets in all,
-// which is also the client's read deadline of a pipeline.
+// out co.silence() with nothing heard since it was written: asleep, paused
+// or cut off), or after overloadBudgets budgets in all, which is also the
+// client's read deadline of a pipeline. A reply after the budget counts in
+// co.late.
 func (co *coalescer) wait(ctx context.Context, w *waiter) error {
 	var extended time.Duration
 	for {
 		select {
 		case <-w.done:
 			w.timer.Stop()
+			if extended > 0 {
+				co.late.Add(1)
+			}
 			return nil
 		case <-w.timer.C:
 			if co.failing.Load() || extended >= (overloadBudgets-1)*co.budget || co.silent() {
@@ -255,13 +339,14 @@ func (co *coalescer) answer(w *waiter) {
 	co.s.putWaiter(w)
 }
 
-// run is a flusher: it waits for calls and sends what is queued, a
-// pipeline at a time, until close.
-func (co *coalescer) run(o *outstanding) {
+// run is a flusher: it waits for calls (a signal on wake: co.wake, or
+// co.spare for a spare flusher) and sends what is queued, a pipeline at a
+// time, until close.
+func (co *coalescer) run(o *outstanding, wake <-chan struct{}) {
 	f := flusher{pipe: co.client.Pipeline(), batch: make([]*waiter, 0, maxBatch), cmds: make([]redis.Cmder, 0, maxBatch)}
 	for {
 		select {
-		case <-co.wake:
+		case <-wake:
 		case <-co.quit:
 			return
 		}
@@ -302,10 +387,7 @@ func (co *coalescer) next(dst []*waiter) []*waiter {
 	co.queue = co.queue[:rest]
 	co.mu.Unlock()
 	if rest > 0 {
-		select {
-		case co.wake <- struct{}{}:
-		default:
-		}
+		co.signal()
 	}
 	return dst
 }

@@ -204,7 +204,7 @@ func TestSharedScriptCall(t *testing.T) {
 	s := mustNew(t, Options{URL: "redis://" + addr, Prefix: testPrefix("shared"), Timeout: time.Second, DisableCoalescing: true})
 	defer s.Close()
 	client := s.node.(*redis.Client)
-	s.co = newCoalescer(s, client, time.Second, 0) // no flusher: the test flushes; Close stops it
+	s.co = newCoalescer(s, client, time.Second, 0, 0) // no flusher: the test flushes; Close stops it
 	raw := rawClient(t, addr)
 
 	gcraOp := func(key byte, limit int64) rules.Op {
@@ -292,7 +292,7 @@ func TestSharedCallsMatchMemory(t *testing.T) {
 	s := mustNew(t, Options{URL: "redis://" + addr, Prefix: testPrefix("sharedmem"), Timeout: time.Second, DisableCoalescing: true, UseCallerClock: true})
 	defer s.Close()
 	client := s.node.(*redis.Client)
-	s.co = newCoalescer(s, client, time.Second, 0) // no flusher: the test flushes; Close stops it
+	s.co = newCoalescer(s, client, time.Second, 0, 0) // no flusher: the test flushes; Close stops it
 	mem, err := memstore.New(memstore.Options{})
 	if err != nil {
 		t.Fatal(err)

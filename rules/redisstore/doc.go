@@ -82,12 +82,21 @@
 // comes late is read and decides its calls; a flusher that a node short of
 // CPU runs late still carries its call), and fails when the last pipeline
 // failed below the script (dial, write or read), when the store is silent
-// (a pipeline has been out for 4 budgets and no pipeline was answered
-// since it was written: Redis down, asleep, paused or cut off), or after
-// 20 budgets in all. A store that stops answering thus fails the calls
-// queued then within about 4 budgets, and every later call at its budget;
-// a store that answers late decides calls for up to 20 budgets (100ms at
-// the default 5ms). Either way the error is a net.Error whose Timeout()
+// (a pipeline has been out for its silence, 4 budgets or twice the store's
+// recent latency when that is longer, and no pipeline was answered since
+// it was written: Redis down, asleep, paused or cut off), or after 20
+// budgets in all. The recent latency is a decaying maximum of the time the
+// answered pipelines took, so a link that is steadily slow is late, not
+// silent; while it is over a budget, 6 spare flushers put more pipelines
+// in flight, so that a call does not wait its 20 budgets for a flusher. A
+// store that stops answering thus fails the calls queued then within about
+// 4 budgets (twice its latency, on a slow link), and every later call at
+// its budget; a store that answers late, now and then or on every reply,
+// decides calls for up to 20 budgets (100ms at the default 5ms), but for
+// the calls sent after a link turns slow past 4 budgets and before its
+// first slow reply is read, which fail as on silence (docs/deploying.md,
+// "A slow link"). Stats.LateReplies counts the calls a late reply decided.
+// Either way the error is a net.Error whose Timeout()
 // is true. Without this a node saturated by its own traffic (every core
 // busy, goroutines waiting milliseconds for one) would see its healthy
 // Redis as slow and apply on_store_error to most requests: allow lets a

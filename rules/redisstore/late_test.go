@@ -104,6 +104,52 @@ func TestBudgetIsStoreSilence(t *testing.T) {
 		})
 	})
 
+	// A link that is steadily slow: every pipeline takes 8 budgets. A
+	// pipeline out that long with nothing heard is the store's latency,
+	// not its silence: the call waits for its reply (issue 25, section 3).
+	// Silence is then latencyFactor times that latency: a pipeline never
+	// answered fails at 16 budgets, not at overloadBudgets.
+	t.Run("slow_link", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			const slow = 8 * budget
+			s := twoFlushers(t)
+			for range 3 { // the pipelines before: each answered after 8 budgets
+				s.co.sent(&s.co.out[0])
+				time.Sleep(slow)
+				s.co.received(&s.co.out[0], true)
+			}
+			start := time.Now()
+			var wg sync.WaitGroup
+			var errs [2]error
+			var at [2]time.Duration
+			take(s, 'a', start, &errs[0], &at[0], &wg)
+			synctest.Wait()
+			inFlight := s.co.next(nil)
+			s.co.sent(&s.co.out[0])
+			time.Sleep(slow)
+			inFlight[0].reply, inFlight[0].err = good(1), nil
+			s.co.received(&s.co.out[0], true)
+			s.co.answer(inFlight[0])
+			wg.Wait()
+			if errs[0] != nil || at[0] != slow {
+				t.Errorf("slow reply: got %v at %v, want its reply at %v", errs[0], at[0], slow)
+			}
+			if got := s.Stats().LateReplies; got != 1 {
+				t.Errorf("LateReplies = %d, want 1", got)
+			}
+
+			start = time.Now()
+			take(s, 'b', start, &errs[1], &at[1], &wg)
+			synctest.Wait()
+			s.co.next(nil)
+			s.co.sent(&s.co.out[0]) // never answered
+			wg.Wait()
+			if want := latencyFactor * slow; !isTimeoutErr(errs[1]) || at[1] != want {
+				t.Errorf("silent after a slow link: got %v at %v, want a timeout at %v", errs[1], at[1], want)
+			}
+		})
+	})
+
 	t.Run("answering_then_silent", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			s := twoFlushers(t)

@@ -146,6 +146,10 @@ type Stats struct {
 	// reply was already in the socket (a node too busy to look in time),
 	// which were read rather than failed (the package doc's "Store time").
 	LateReads uint64
+	// LateReplies counts coalesced calls decided by a reply that came
+	// after their budget: the store answered late and the call waited for
+	// it (the package doc's "Failures and the time budget").
+	LateReplies uint64
 }
 
 // ErrMalformedReply is Take's error when the script's reply does not have
@@ -288,11 +292,11 @@ func New(opts Options) (*Store, error) {
 	}
 	s.node, s.closeFn = c, c.Close
 	if !opts.DisableCoalescing {
-		flushers := opts.flushers
+		flushers, spares := opts.flushers, 0
 		if flushers == 0 {
-			flushers = defaultFlushers
+			flushers, spares = defaultFlushers, spareFlushers
 		}
-		s.co = newCoalescer(s, c, opts.Timeout, flushers)
+		s.co = newCoalescer(s, c, opts.Timeout, flushers, spares)
 		s.warm = flushers
 	}
 	return s, nil
@@ -489,7 +493,15 @@ func (s *Store) Stats() Stats {
 		Pipelines:   s.pipelines(),
 		SharedCalls: s.sharedCalls(),
 		LateReads:   s.late.Load(),
+		LateReplies: s.lateReplies(),
 	}
+}
+
+func (s *Store) lateReplies() uint64 {
+	if s.co == nil {
+		return 0
+	}
+	return s.co.late.Load()
 }
 
 func (s *Store) sharedCalls() uint64 {

@@ -222,7 +222,7 @@ func TestRecoversAfterManyFailedDials(t *testing.T) {
 func flusherless(t *testing.T, budget time.Duration) *Store {
 	t.Helper()
 	s := &Store{prefix: DefaultPrefix}
-	s.co = newCoalescer(s, nil, budget, 0)
+	s.co = newCoalescer(s, nil, budget, 0, 0)
 	t.Cleanup(func() {
 		s.co.close()
 		s.co.waitFlushers()
