@@ -144,12 +144,16 @@ type Stats struct {
 	// breaker but did not, the inner store (a Liveness) having answered
 	// during them: its calls were late, not lost.
 	OpensWithheld uint64
+	// ResetHolds counts calls answered by on_store_error without calling
+	// the store because a sensitive op met a hold (HoldSensitive).
+	ResetHolds uint64
 }
 
 type counters struct {
 	storeErrors, shortCircuits                         atomic.Uint64
 	fallbackAllow, fallbackDeny, localAllow, localDeny atomic.Uint64
 	denyHits, breakerOpens, probes, opensWithheld      atomic.Uint64
+	resetHolds                                         atomic.Uint64
 }
 
 // Store is a rules.Store that wraps another with a breaker, a deny cache
@@ -159,6 +163,9 @@ type Store struct {
 	local *memstore.Store
 	deny  *denyCache // nil with NoDenyCache
 	fleet atomic.Int64
+	// hold is HoldSensitive's end in microseconds since the Unix epoch
+	// (0: none).
+	hold  atomic.Int64
 	clock rules.Clock
 	epoch time.Time // the clock at New; breaker times count from it
 	br    breaker
@@ -280,6 +287,11 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 		return err
 	}
 	nowUS := now.UnixMicro()
+	if h := s.hold.Load(); h != 0 && nowUS < h && hasSensitive(ops) {
+		s.n.resetHolds.Add(1)
+		s.fallback(ctx, now, ops, res)
+		return nil
+	}
 	if s.deny != nil && s.deny.live(nowUS) && s.fromDenyCache(nowUS, ops, res) {
 		s.n.denyHits.Add(1)
 		return nil
@@ -313,6 +325,35 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 		s.remember(nowUS, ops, res)
 	}
 	return nil
+}
+
+// HoldSensitive makes every call with an op of a sensitive rule
+// (Op.Sensitive) that does not fail open answered by each of its ops'
+// on_store_error, without
+// calling the inner store, while the call's now is before until; the zero
+// time ends a hold. For a store that came back empty: its counters hold
+// no history, and the policy's reset_grace has the sensitive rules answer
+// as on a store error meanwhile (fail closed: 503; "local": the local
+// bucket), rather than give every client a fresh allowance
+// (docs/deploying.md, "A Redis that comes back empty"). Calls without a
+// sensitive op go to the store as before.
+func (s *Store) HoldSensitive(until time.Time) {
+	if until.IsZero() {
+		s.hold.Store(0)
+		return
+	}
+	s.hold.Store(until.UnixMicro())
+}
+
+// hasSensitive reports whether ops has an op of a sensitive rule that does
+// not fail open (a ban's check, which fails open, is not one).
+func hasSensitive(ops []rules.Op) bool {
+	for i := range ops {
+		if ops[i].Sensitive && ops[i].OnError != rules.FailOpen {
+			return true
+		}
+	}
+	return false
 }
 
 // fromDenyCache answers the call if one of its enforcing takes is cached as
@@ -551,6 +592,7 @@ func (s *Store) Stats() Stats {
 		BreakerOpens:  s.n.breakerOpens.Load(),
 		Probes:        s.n.probes.Load(),
 		OpensWithheld: s.n.opensWithheld.Load(),
+		ResetHolds:    s.n.resetHolds.Load(),
 	}
 }
 

@@ -50,6 +50,7 @@ func countingPolicy(t testing.TB, url string, tls ...testredis.TLSFiles) *rules.
 type fleetNode struct {
 	srv   *Server
 	fc    *failclosed.Store
+	rs    *redisstore.Store
 	addr  string
 	admin string
 	reg   *prometheus.Registry
@@ -78,7 +79,7 @@ func startFleet(t testing.TB, p *rules.Policy, n int) (*demo.Origin, string, []*
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { fc.Close() })
-		fn := &fleetNode{fc: fc, reg: prometheus.NewRegistry()}
+		fn := &fleetNode{fc: fc, rs: rs, reg: prometheus.NewRegistry()}
 		fn.srv, err = New(Options{
 			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret, 32+ bytes long"), // as cmd/edge requires with Redis
 			Upstream: "http://" + oln.Addr().String(), Registry: fn.reg, Health: fc, StoreStats: fc,

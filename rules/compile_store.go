@@ -84,6 +84,9 @@ func (c *Compiler) memoryStoreAttrs(b *storeBlock) {
 		{b.SentinelUsername != nil, "sentinel_username", b.SentinelUsernameRange},
 		{b.SentinelPasswordEnv != nil, "sentinel_password_env", b.SentinelPasswordEnvRange},
 	}, "%s configures the connection to Redis; the memory store has none")
+	c.refuseAttrs([]storeAttr{
+		{b.ResetGrace != nil, "reset_grace", b.ResetGraceRange},
+	}, "%s is for a Redis that comes back without its data; the memory store's counters live in the node (a restart reads its snapshot)")
 }
 
 // redisStoreAttrs compiles the Redis connection attributes into sc. Files
@@ -106,6 +109,17 @@ func (c *Compiler) redisStoreAttrs(b *storeBlock, sc *StoreConfig) {
 			c.Errorf(b.DialTimeoutRange, "Invalid dial_timeout", "%q: at most %v", *b.DialTimeout, maxDialTimeout)
 		default:
 			sc.DialTimeout = d
+		}
+	}
+	if b.ResetGrace != nil {
+		d, err := ParseDuration(*b.ResetGrace)
+		switch {
+		case err != nil || d < 0:
+			c.Errorf(b.ResetGraceRange, "Invalid reset_grace", "%q is not a duration such as \"5m\" (\"0s\": none)", *b.ResetGrace)
+		case d > MaxResetGrace:
+			c.Errorf(b.ResetGraceRange, "Invalid reset_grace", "%q: at most %v (every sensitive rule that fails closed refuses meanwhile)", *b.ResetGrace, MaxResetGrace)
+		default:
+			sc.ResetGrace = d
 		}
 	}
 	needTLS := func(set bool, name string, rng hcl.Range) bool {

@@ -124,6 +124,10 @@ type storeBlock struct {
 	// sentinels of a redis+sentinel url, when they require it.
 	SentinelUsername    *string `hcl:"sentinel_username,optional"`
 	SentinelPasswordEnv *string `hcl:"sentinel_password_env,optional"`
+	// reset_grace is how long after the node finds Redis came back
+	// without its data the sensitive rules answer by their
+	// on_store_error (default "0s": none; docs/deploying.md).
+	ResetGrace *string `hcl:"reset_grace,optional"`
 
 	DefRange                 hcl.Range `hcl:",def_range"`
 	KindRange                hcl.Range `hcl:"kind,label_range"`
@@ -135,6 +139,7 @@ type storeBlock struct {
 	TimeoutRange             hcl.Range `hcl:"timeout,attr_value_range"`
 	FleetSizeRange           hcl.Range `hcl:"fleet_size,attr_value_range"`
 	DialTimeoutRange         hcl.Range `hcl:"dial_timeout,attr_value_range"`
+	ResetGraceRange          hcl.Range `hcl:"reset_grace,attr_value_range"`
 	CAFileRange              hcl.Range `hcl:"ca_file,attr_value_range"`
 	CertFileRange            hcl.Range `hcl:"cert_file,attr_value_range"`
 	KeyFileRange             hcl.Range `hcl:"key_file,attr_value_range"`

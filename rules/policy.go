@@ -180,7 +180,18 @@ type StoreConfig struct {
 	// authenticate to a sentinel URL's sentinels. Read at start, never
 	// stored in the Policy.
 	PasswordEnv, SentinelUsername, SentinelPasswordEnv string
+	// ResetGrace is how long, once the node finds that Redis came back
+	// without its data (its epoch gone: rules/redisstore's CheckEpoch),
+	// the sensitive rules that do not fail open answer by their
+	// on_store_error instead of counting from zero (0: not at all). At
+	// most MaxResetGrace.
+	ResetGrace time.Duration
 }
+
+// MaxResetGrace bounds a store's reset_grace: long enough to cover the
+// windows a login or OTP rule counts over, short enough that a mistyped
+// value does not refuse every login for a day.
+const MaxResetGrace = time.Hour
 
 // CountMode is a rule's `count`.
 type CountMode uint8

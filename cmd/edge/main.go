@@ -286,6 +286,10 @@ func serve(args []string, stderr io.Writer) int {
 		tick := time.NewTicker(keyFormatPoll)
 		defer tick.Stop()
 		go watchKeyFormat(ctx, rs, srv.Engine(), keyFingerprint(secret), time.Now, tick.C, log)
+		epochTick := time.NewTicker(gateway.EpochPoll)
+		defer epochTick.Stop()
+		ew := gateway.EpochWatch{Redis: rs, Store: fc, Grace: func() time.Duration { return srv.Policy().Store.ResetGrace }, Now: time.Now, Log: log}
+		go ew.Watch(ctx, epochTick.C)
 	}
 	rl = newReloader(ctx, srv, *config, startSettings{
 		listen: srv.ListenAddr(), adminListen: srv.AdminAddr(), listenFlag: *listen != "", adminFlag: *admin != "",

@@ -187,7 +187,7 @@ func (s *Store) pipeline(ctx context.Context, n scripter, bs []*call) {
 		b.node = n
 		b.reply, b.err = b.cmd.Val(), b.cmd.Err()
 		if b.err != nil && redis.HasErrorPrefix(b.err, "NOSCRIPT") {
-			s.noScript.Add(1)
+			s.sawNoScript(1)
 			cmd := b.evalCommand()
 			_ = n.Process(ctx, cmd)
 			b.reply, b.err = cmd.Val(), cmd.Err()

@@ -467,9 +467,9 @@ func (co *coalescer) flush(f *flusher, o *outstanding) {
 		sharedEval = evalOf(f.args)
 		_ = pipe.Process(co.ctx, sharedEval)
 	}
-	co.s.noScript.Add(uint64(len(evals)))
+	co.s.sawNoScript(uint64(len(evals)))
 	if sharedEval != nil {
-		co.s.noScript.Add(1)
+		co.s.sawNoScript(1)
 	}
 	co.sent(o)
 	_, execErr = pipe.Exec(co.ctx)

@@ -150,6 +150,9 @@ type Stats struct {
 	// after their budget: the store answered late and the call waited for
 	// it (the package doc's "Failures and the time budget").
 	LateReplies uint64
+	// EpochResets counts the resets CheckEpoch found: Redis came back
+	// without its data (epoch.go).
+	EpochResets uint64
 }
 
 // ErrMalformedReply is Take's error when the script's reply does not have
@@ -209,6 +212,9 @@ type Store struct {
 
 	// replies counts the server's answers (Replies).
 	replies atomic.Uint64
+
+	// epoch is CheckEpoch's state (epoch.go).
+	epoch epochState
 }
 
 var _ rules.Store = (*Store)(nil)
@@ -242,6 +248,7 @@ func New(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("redisstore: prefix %q contains '{' or '}', which would pick the keys' hash slot", opts.Prefix)
 	}
 	s := &Store{prefix: opts.Prefix, callerClock: opts.UseCallerClock}
+	s.epoch.wake = make(chan struct{}, 1)
 	if opts.UseCallerClock {
 		s.slackMS = CallerClockSlack.Milliseconds()
 	}
@@ -494,6 +501,7 @@ func (s *Store) Stats() Stats {
 		SharedCalls: s.sharedCalls(),
 		LateReads:   s.late.Load(),
 		LateReplies: s.lateReplies(),
+		EpochResets: s.epoch.resets.Load(),
 	}
 }
 

@@ -369,7 +369,7 @@ func (c *call) run(ctx context.Context, s *Store, n scripter) {
 	cmd := c.command()
 	c.reply, c.err = callResult(cmd, n.Process(ctx, cmd))
 	if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
-		s.noScript.Add(1)
+		s.sawNoScript(1)
 		cmd = c.evalCommand()
 		c.reply, c.err = callResult(cmd, n.Process(ctx, cmd))
 	}
