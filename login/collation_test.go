@@ -212,7 +212,6 @@ func TestNormalFormIsTheCollations(t *testing.T) {
 	}
 }
 
-
 // TestNormalFormIsTheCollationsRuneByRune: every code point Unicode
 // assigns (Go's tables), written into an account ("al" r "ce", and alone
 // after "x"), gives one normal form to every spelling with one primary
