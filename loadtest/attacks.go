@@ -146,6 +146,7 @@ func attackClasses() []attackClass {
 		{"account-spelling", accountSpellingRequests, runAccountSpelling},
 		{"identity-conflict", identityConflictRequests, runIdentityConflict},
 		{"accent-folding", accentFoldingRequests, runAccentFolding},
+		{"collation-folding", collationFoldingRequests, runCollationFolding},
 		{"phone-format", phoneFormatRequests, runPhoneFormat},
 		{"content-type", contentTypeRequests, runContentType},
 		{"cookie-cycling", cookieCyclingRequests, runCookieCycling},

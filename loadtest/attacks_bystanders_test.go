@@ -11,6 +11,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/edge-gateway/edge/login"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -247,5 +248,36 @@ func TestAttackIdentityConflictCanon(t *testing.T) {
 	}
 	if len(keys) != 2 || keys[0] != keys[1] {
 		t.Errorf("login-failures-account-client keys of the victim's email, and of it as a username: %x, want two equal", keys)
+	}
+}
+
+// TestAttackCollationSpellings: a database comparing accounts at the
+// Unicode collation's primary strength reads every collation-folding
+// spelling as the victim, and so does the edge's normal form
+// (login.Normalizer), while NFKC and case folding keep 14 of them apart (two fold alike).
+func TestAttackCollationSpellings(t *testing.T) {
+	t.Parallel()
+	const victim = accentVictimLocal + "0a1b2c3d@example.com"
+	primary := collate.New(language.Und, collate.IgnoreDiacritics, collate.IgnoreCase, collate.IgnoreWidth)
+	fold := func(s string) string { return norm.NFKC.String(cases.Fold().String(norm.NFKC.String(s))) }
+	var n login.Normalizer
+	apart, seen := map[string]bool{}, map[string]bool{}
+	for _, s := range collationSpellings(victim) {
+		if primary.CompareString(s.value, victim) != 0 {
+			t.Errorf("%s: %+q is not %q at primary strength", s.name, s.value, victim)
+		}
+		if got, err := n.Normalize(nil, s.value, false); err != nil || string(got) != victim {
+			t.Errorf("%s: %+q normalises to %+q, %v; want %q", s.name, s.value, got, err, victim)
+		}
+		if seen[s.value] {
+			t.Errorf("%s: %+q twice", s.name, s.value)
+		}
+		seen[s.value] = true
+		if f := fold(s.value); f != victim {
+			apart[f] = true
+		}
+	}
+	if s := collationSpellings(victim); s[0].value != victim || len(s) != 16 || len(apart) != 14 {
+		t.Errorf("first spelling %q, %d spellings, %d kept apart by NFKC and case folding; want the victim first, 16, and 14", s[0].value, len(s), len(apart))
 	}
 }

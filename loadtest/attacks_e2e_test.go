@@ -123,6 +123,7 @@ func TestAttacksShortSuite(t *testing.T) {
 			"attack: identity-conflict/login-many-ips gain=50 bound=50 collateral=0 bound=0 ok\n",
 			"attack: identity-conflict/signup-one-inbox gain=3 bound=3 collateral=0 bound=1 ok\n",
 			"attack: accent-folding/login gain=5 bound=5 collateral=0 bound=0 ok\n",
+			"attack: collation-folding/login gain=5 bound=5 collateral=0 bound=0 ok\n",
 			"attack: method-override/X-HTTP-Method-Override gain=5 bound=5 collateral=0 bound=0 ok\n",
 			"attack: spoofing/chain-left gain=5 bound=5 collateral=0 bound=0 ok\n",
 			"attack: phone-format gain=3 bound=3 collateral=0 bound=0 ok\n",

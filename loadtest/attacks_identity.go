@@ -210,3 +210,67 @@ func runAccentFolding(a *attackRun) error {
 		return r, a.loginCanon(client, loginFields(victim, i))
 	}, cs, fmt.Sprintf("wrong guesses at %s that reached the origin, one in each of %d accented spellings", victim, len(spellings)))
 }
+
+// collationSpellings returns 16 spellings of victim ("alice-…@example.com",
+// lower-case ASCII) that a database comparing accounts at the Unicode
+// collation's primary strength (MySQL 8's utf8mb4_0900_ai_ci, SQL
+// Server's _CI_AI) reads as victim, beyond accents on letters: what the
+// collation ignores (enclosing marks, the ypogegrammeni, variation
+// selectors, tags, stacked marks) and what it reads as a plain letter (a
+// combining small letter, a negative squared one, full width). The first
+// is victim itself.
+func collationSpellings(victim string) []accountSpelling {
+	rest := strings.TrimPrefix(victim, "alice")
+	upper := strings.ToUpper(rest)
+	return []accountSpelling{
+		{"as-is", victim},
+		{"enclosing-keycap", "ali\u20e3ce" + rest},
+		{"ypogegrammeni", "alic\u0345e" + rest},
+		{"variation-selector-17", "ali\U000e0100ce" + rest},
+		{"variation-selector-256-upper-case", "ALI\U000e01efCE" + upper},
+		{"mongolian-selector", "ali\u180dce" + rest},
+		{"tag-letter", "ali\U000e0041ce" + rest},
+		{"combining-small-i", "al\u0365ce" + rest},
+		{"combining-small-e", "alic\u0364" + rest},
+		{"negative-squared-l", "a\U0001f15bice" + rest},
+		{"stacked-marks", "a\u0328\u0330\u20e3lice" + rest},
+		{"enclosing-circle", "alic\u20dde" + rest},
+		{"full-width-keycap", "ａｌｉ\u20e3ｃｅ" + rest},
+		{"grapheme-joiner-keycap", "al\u034fi\u20e3ce" + rest},
+		{"combining-small-c-upper-case", "ALI\u0368E" + upper},
+		{"negative-circled-a", "\U0001f150lice" + rest},
+	}
+}
+
+// collationIDs is how many visitor IDs collation-folding collects: with
+// the cookieless bucket, 4 logins each over its 16 spellings.
+const collationIDs = 3
+
+func collationFoldingRequests(*attackRun) int64 {
+	return collationIDs + int64(len(collationSpellings("alice-0@example.com")))
+}
+
+// runCollationFolding: failures at 16 spellings of one account that the
+// collation reads as it, beyond accents (collationSpellings), count as
+// that account's, from one client: the per-account-and-client failures
+// allow 5 (issue 24, §2; before the normal form was the collation key's
+// spelling, 14 of them were accounts of their own).
+func runCollationFolding(a *attackRun) error {
+	client := a.v6Client()
+	victim := fmt.Sprintf("%s%08x@example.com", accentVictimLocal, a.rng.Uint32())
+	if keyed, err := a.loginKeyedOnAccount("collation-folding", "", client, victim); err != nil || !keyed {
+		return err
+	}
+	cs, err := a.castAround(client, netip.Addr{}, actLogin, actLogin)
+	if err != nil {
+		return err
+	}
+	if err := cs.add(a.ownerOfAccount(victim, "username")); err != nil {
+		return err
+	}
+	spellings := collationSpellings(victim)
+	return a.visitorsCase("collation-folding", "login", client, collationIDs, len(spellings), func(i int) (*rawRequest, canonReq) {
+		r := a.jsonRequest(fasthttp.MethodPost, "/login", client, loginFields(spellings[i].value, i))
+		return r, a.loginCanon(client, loginFields(victim, i))
+	}, cs, fmt.Sprintf("wrong guesses at %s that reached the origin, one in each of %d spellings the collation reads as it", victim, len(spellings)))
+}

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/cases"
+	"golang.org/x/text/collate"
+	"golang.org/x/text/language"
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
 )
@@ -22,41 +24,56 @@ const MaxAccountBytes = 512
 // once normalised, too long, not UTF-8, or holds a control character.
 var ErrInvalidAccount = errors.New("invalid account")
 
-// fold is Unicode full case folding (Unicode 15's CaseFolding.txt, C+F), as
-// golang.org/x/text implements it; stateless, safe for concurrent use.
-var fold = cases.Fold()
-
 // Normalizer turns an account identifier into the form an identity
-// provider compares, appending to caller-owned buffers so that, once warm,
-// it allocates nothing. A Normalizer is not safe for concurrent use; the
-// engine keeps one per pooled Scratch.
+// provider and an origin's database compare, appending to caller-owned
+// buffers so that, once warm, it allocates nothing. A Normalizer is not
+// safe for concurrent use; the engine keeps one per pooled Scratch.
 type Normalizer struct {
 	a, b []byte
+	c    *collator // made at the first account that is not ASCII
+}
+
+// collator is a Normalizer's Unicode collation at primary strength and its
+// buffers (a collate.Collator is not safe for concurrent use).
+type collator struct {
+	col             *collate.Collator
+	buf, sub, probe collate.Buffer // the account's key, appendNewer's, weightRune's
+	fold            cases.Caser
+	nfkc, cf        []byte
+}
+
+func newCollator() *collator {
+	return &collator{col: collate.New(language.Und, collate.IgnoreCase, collate.IgnoreDiacritics, collate.IgnoreWidth), fold: cases.Fold()}
 }
 
 // Normalize appends the normal form of raw to dst: surrounding white space
-// trimmed, NFKC (compatibility characters such as full-width letters and
-// ligatures become their plain forms), Unicode case folding, accents
-// folded as Unicode collation at primary strength folds them (foldAccents:
-// é is e, ø is o, æ is ae, a zero-width space is nothing), NFKC again, white
-// space trimmed again. Every spelling a case- and accent-insensitive
-// database collation (MySQL 8's default utf8mb4_0900_ai_ci, SQL Server's
-// _CI_AI) or an identity provider treats as one account
-// ("Alice@Example.com", " alice@example.com", "ａｌｉｃｅ@example.com",
-// "alicé@example.com", "ÀLICE@example.com") gives one value, so none gets
-// a fresh budget (docs/policy.md, "The account's normal form"). It returns
-// ErrInvalidAccount for raw over MaxAccountBytes, not valid UTF-8, holding
-// a control character, or empty once normalised. With aliases, provider
-// aliases of an email address are folded too (Aliases).
+// trimmed, then the spelling of raw's primary collation key (Unicode
+// collation at primary strength, golang.org/x/text/collate's CLDR root
+// order with case, accents and width ignored: appendPrimary), NFC, white
+// space trimmed again. Two spellings that the collation takes as one
+// (MySQL 8's default utf8mb4_0900_ai_ci and SQL Server's _CI_AI compare
+// accounts so) give one value, so none gets a fresh budget: "Alice@Example.com",
+// " alice@example.com", "ａｌｉｃｅ@example.com", "alicé@example.com",
+// "ÀLICE@example.com", "ali\u00adce@example.com" are "alice@example.com"
+// (docs/policy.md, "The account's normal form"). An ASCII account is
+// lower-cased, which is its key's spelling. It returns ErrInvalidAccount
+// for raw over MaxAccountBytes, not valid UTF-8, holding a control
+// character, or empty once normalised. With aliases, provider aliases of
+// an email address are folded too (Aliases).
 func (n *Normalizer) Normalize(dst []byte, raw string, aliases bool) ([]byte, error) {
 	if len(raw) > MaxAccountBytes || !utf8.ValidString(raw) {
 		return dst, ErrInvalidAccount
 	}
 	raw = trimSpace(raw)
+	for _, r := range raw {
+		if unicode.IsControl(r) {
+			return dst, ErrInvalidAccount
+		}
+	}
 	var v []byte
 	if isASCII(raw) {
-		// ASCII is its own NFKC form, and its case folding is lower case:
-		// the common account allocates nothing.
+		// ASCII's primary key spells it lower-cased (TestFoldTable): the
+		// common account allocates nothing.
 		n.a = append(n.a[:0], raw...)
 		for i, c := range n.a {
 			if 'A' <= c && c <= 'Z' {
@@ -65,29 +82,15 @@ func (n *Normalizer) Normalize(dst []byte, raw string, aliases bool) ([]byte, er
 		}
 		v = n.a
 	} else {
-		n.a = norm.NFKC.AppendString(n.a[:0], raw)
-		var err error
-		if n.b, err = transformAppend(fold, n.b[:0], n.a); err != nil {
-			return dst, ErrInvalidAccount
+		if n.c == nil {
+			n.c = newCollator()
 		}
-		if isASCII(n.b) {
-			// Full-width Latin and the like: ASCII once NFKC and folded,
-			// and ASCII has no accents.
-			v = bytes.TrimFunc(n.b, unicode.IsSpace)
-		} else {
-			n.a = norm.NFC.Append(n.a[:0], n.b...)
-			n.b = foldAccents(n.b[:0], n.a)
-			n.a = norm.NFKC.Append(n.a[:0], n.b...)
-			v = bytes.TrimFunc(n.a, unicode.IsSpace)
-		}
+		n.b = n.c.appendPrimary(n.b[:0], raw)
+		n.a = norm.NFC.Append(n.a[:0], n.b...)
+		v = bytes.TrimFunc(n.a, unicode.IsSpace)
 	}
 	if len(v) == 0 {
 		return dst, ErrInvalidAccount
-	}
-	for _, r := range string(v) {
-		if unicode.IsControl(r) {
-			return dst, ErrInvalidAccount
-		}
 	}
 	if aliases {
 		return appendAliasFolded(dst, v), nil
@@ -95,51 +98,153 @@ func (n *Normalizer) Normalize(dst []byte, raw string, aliases bool) ([]byte, er
 	return append(dst, v...), nil
 }
 
-// foldAccents appends src with accents folded, as a collation at primary
-// strength compares them, to dst: the letters of foldTable replaced by
-// their base letters (é by e, ø by o, ǣ by ae, but й kept, which the
-// collation tells from и), the combining marks it ignores removed (an
-// acute accent written apart; a diaeresis after a Latin letter, the marks
-// of latinMarks; a Devanagari vowel sign is kept), every format character
-// (Cf: zero-width spaces and joiners, the soft hyphen, bidirectional
-// marks) removed, and "l·", NFKC's ŀ, read as l. src is NFC and case
-// folded. Both tables are the collation's, derived by TestFoldTable.
-func foldAccents(dst, src []byte) []byte {
-	latin := false // the last letter written is Latin
-	for i := 0; i < len(src); {
-		r, w := utf8.DecodeRune(src[i:])
-		i += w
-		if r < utf8.RuneSelf {
-			dst = append(dst, byte(r))
-			latin = 'a' <= r && r <= 'z'
-			continue
-		}
-		if v, ok := foldTable[r]; ok {
-			dst = append(dst, v...)
-			if v != "" {
-				latin = unicode.Is(unicode.Latin, lastRune(dst))
-			}
-			continue
-		}
+// appendPrimary appends to dst the spelling of s's primary collation key:
+// each primary weight, in order, written as its canonical rune
+// (weightRune), and nothing for the weights of what the collation
+// ignores. The normal form is thus a function of the key, and two
+// spellings the collation takes as one are one normal form whatever
+// expansions, contractions, ignorables and marks they hold.
+func (c *collator) appendPrimary(dst []byte, s string) []byte {
+	c.buf.Reset()
+	key := c.col.KeyFromString(&c.buf, s)
+	for len(key) > 0 {
+		var w int
+		w, key = nextPrimary(key)
+		r, newer := c.weightRune(w)
 		switch {
-		case unicode.Is(unicode.Cf, r):
-		case latin && latinMarks[r]:
-		case r == '\u00b7' && len(dst) > 0 && dst[len(dst)-1] == 'l':
-			// "l·", which NFKC makes of ŀ: the collation's contraction, l.
+		case r < 0:
+		case newer:
+			dst = c.appendNewer(dst, r)
 		default:
 			dst = utf8.AppendRune(dst, r)
-			if !unicode.Is(unicode.Mn, r) {
-				latin = unicode.Is(unicode.Latin, r)
-			}
 		}
 	}
 	return dst
 }
 
-// lastRune returns the last rune of b (utf8.RuneError when none).
-func lastRune(b []byte) rune {
-	r, _ := utf8.DecodeLastRune(b)
-	return r
+// appendNewer appends the spelling of r, a code point that the
+// collation's data (Unicode 6.2, collationUnicodeVersion) does not know
+// and weighs by its code point alone: nothing for a format character, a
+// mark or another default ignorable of Go's Unicode tables (which Unicode's
+// own collation table, DUCET, ignores at primary strength), else the
+// primary spelling of r's NFKC and case folding when they change it (a
+// lower-case letter of a script whose capitals the data knows), else r.
+func (c *collator) appendNewer(dst []byte, r rune) []byte {
+	if unicode.In(r, unicode.Cf, unicode.Mn, unicode.Me, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) {
+		return dst
+	}
+	var rb [utf8.UTFMax]byte
+	raw := rb[:utf8.EncodeRune(rb[:], r)]
+	c.nfkc = norm.NFKC.Append(c.nfkc[:0], raw...)
+	var err error
+	if c.cf, err = transformAppend(c.fold, c.cf[:0], c.nfkc); err != nil || bytes.Equal(c.cf, raw) {
+		return append(dst, raw...)
+	}
+	c.sub.Reset()
+	key := c.col.Key(&c.sub, c.cf)
+	for len(key) > 0 {
+		var w int
+		w, key = nextPrimary(key)
+		if x, _ := c.weightRune(w); x >= 0 {
+			dst = utf8.AppendRune(dst, x)
+		}
+	}
+	return dst
+}
+
+// nextPrimary reads the first primary weight of a key at primary strength:
+// two bytes, or three when the first has its high bit set
+// (golang.org/x/text/collate's appendPrimary, checked by TestFoldTable).
+func nextPrimary(key []byte) (int, []byte) {
+	if key[0]&0x80 == 0 || len(key) < 3 {
+		if len(key) < 2 {
+			return 0, nil
+		}
+		return int(key[0])<<8 | int(key[1]), key[2:]
+	}
+	return int(key[0]&0x7f)<<16 | int(key[1])<<8 | int(key[2]), key[3:]
+}
+
+// The collation weighs a code point its data does not list by the code
+// point plus an offset (golang.org/x/text/internal/colltab's
+// implicitPrimary, checked by TestFoldTable): the common unified
+// ideographs, the other ideographs, and the rest, which are the code
+// points newer than its data (or unassigned). The last two overlap: an
+// ideograph from U+30000 on (Unicode 13 and later) weighs what a code point
+// 0x30000 below it does when the data does not know that one.
+const (
+	implicitCommon = 0x10000
+	implicitRare   = 0x20000
+	implicitOther  = 0x50000
+)
+
+// weightRune returns the canonical rune of primary weight w: from
+// primaryRuns for the weights the data lists (-1 for one whose canonical
+// rune Go's Unicode tables make a format character: U+180E, a space in the
+// data's Unicode 6.2, ignored since 6.3), the code point itself for an
+// implicit weight, newer reporting one the data does not know. Where an
+// ideograph and a newer code point share a weight, the newer code point is
+// read when Go's tables assign it (an account holds a U+2066 more often
+// than a U+32066), else the ideograph. A weight the table lacks (a
+// contraction's own, if any) becomes a rune of the Supplementary Private
+// Use Area-B, so that the spelling stays a function of the key.
+func (c *collator) weightRune(w int) (r rune, newer bool) {
+	switch {
+	case w >= implicitOther:
+		r, x := rune(w-implicitOther), rune(w-implicitRare)
+		if !unicode.Is(unicode.Ideographic, x) {
+			return r, true
+		}
+		if assigned(r) {
+			c.probe.Reset()
+			var rb [utf8.UTFMax]byte
+			if k := c.col.Key(&c.probe, rb[:utf8.EncodeRune(rb[:], r)]); len(k) == 3 {
+				if kw, _ := nextPrimary(k); kw == w {
+					return r, true
+				}
+			}
+		}
+		return x, false
+	case w >= implicitRare:
+		return rune(w - implicitRare), false
+	case w >= implicitCommon:
+		return rune(w - implicitCommon), false
+	}
+	return listedRune(w), false
+}
+
+// listedRune returns the canonical rune of a weight below implicitCommon
+// (weightRune) from primaryRuns.
+func listedRune(w int) rune {
+	lo, hi := 0, len(primaryRuns)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(primaryRuns[m].w)+int(primaryRuns[m].n) <= w {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(primaryRuns) && int(primaryRuns[lo].w) <= w {
+		if run := primaryRuns[lo]; run.r >= 0 {
+			return run.r + rune(w-int(run.w))
+		}
+		return -1
+	}
+	return 0x100000 + rune(w)
+}
+
+// assigned reports whether Go's Unicode tables assign r a category other
+// than control, private use or surrogate.
+func assigned(r rune) bool {
+	return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z, unicode.Cf)
+}
+
+// primaryRun maps the primary weights [w, w+n) to the runes [r, r+n), or
+// to nothing when r is -1 (primaryRuns).
+type primaryRun struct {
+	w, n uint16
+	r    rune
 }
 
 func isASCII[T ~string | ~[]byte](s T) bool {

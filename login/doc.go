@@ -2,9 +2,10 @@
 // attribute of the identity { } block (where the login identifier comes
 // from: JSON or form fields, read by package fields exactly as origins read
 // them) and the account characteristic, the identifier normalised as an
-// identity provider compares it ([Normalizer]: white space trimmed, NFKC,
-// Unicode case folding), so that no spelling of one account gets a budget
-// of its own. The account_aliases rule attribute also folds the aliases an
+// identity provider and an accent- and case-insensitive database collation
+// compare it ([Normalizer]: white space trimmed, then the spelling of its
+// key under Unicode collation at primary strength), so that no spelling of
+// one account gets a budget of its own. The account_aliases rule attribute also folds the aliases an
 // email provider delivers to one inbox, for signup rules.
 //
 // The counting itself is the rules engine's: count = "failures" (a unit
@@ -17,5 +18,7 @@
 //
 // The account is keyed, like every identity, by its keyed hash: no store,
 // log or metric sees it. Normalising an ASCII account allocates nothing
-// once a Scratch is warm; other scripts go through golang.org/x/text.
+// once a Scratch is warm; other scripts go through golang.org/x/text's
+// collation, whose contraction matching allocates 128 bytes at each letter
+// that may begin a contraction (l, for "l·").
 package login

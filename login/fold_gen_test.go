@@ -9,10 +9,12 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/cases"
 	"golang.org/x/text/collate"
 	"golang.org/x/text/language"
 	"golang.org/x/text/unicode/norm"
@@ -32,130 +34,132 @@ func primary() func(string) string {
 	}
 }
 
-// genFoldTable derives foldTable and latinMarks from the collation. A
-// Latin letter without a decomposition that the collation takes as one or
-// two ASCII letters becomes them ("ø" as "o", "æ" as "ae"); a letter with a
-// canonical decomposition becomes its base, the marks removed and the base
-// folded, when the collation takes them as one ("é" as "e", "ǣ" as "ae";
-// not "й" as "и", which it tells apart); a combining mark written apart
-// (one no letter composes with) is removed when the collation ignores it
-// alone and after a letter of every script that writes with marks (""),
-// or, in latinMarks, after a Latin letter.
-func genFoldTable() (table map[rune]string, latin map[rune]bool) {
-	key := primary()
-	bases := []string{"a", "α", "и", "ա", "א", "ا", "क", "ক", "ก", "ა"}
-	table, latin = map[rune]string{}, map[rune]bool{}
-	ascii := map[string]string{}
-	for a := 'a'; a <= 'z'; a++ {
-		ascii[key(string(a))] = string(a)
-		for b := 'a'; b <= 'z'; b++ {
-			if _, dup := ascii[key(string(a)+string(b))]; !dup {
-				ascii[key(string(a)+string(b))] = string(a) + string(b)
-			}
+// weights returns the primary weights of a key at primary strength.
+func weights(key string) []int {
+	var ws []int
+	for b := []byte(key); len(b) > 0; {
+		var w int
+		w, b = nextPrimary(b)
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// canonicalBefore reports whether a is a better canonical rune for a
+// weight than b: the one the collation orders first at full (tertiary)
+// strength, which is its plain form (no accent, lower case, not small, not
+// wide: "a" before "à", "A" and "ａ", "う" before "ぅ", "ι" before "ί"),
+// then its own NFKC and case folding, then the smaller code point.
+// UCA's tertiary weights put a small kana before its normal one (DUCET's
+// 0x0D and 0x0F, UTS #10 §7.3); plain ranks them after it, as a user
+// writes "かつ", not "ゕっ".
+func canonicalBefore(full func(string) string, a, b rune) bool {
+	if ka, kb := plain(full(string(a))), plain(full(string(b))); ka != kb {
+		return ka < kb
+	}
+	stable := func(r rune) bool { return cases.Fold().String(norm.NFKC.String(string(r))) == string(r) }
+	if sa, sb := stable(a), stable(b); sa != sb {
+		return sa
+	}
+	return a < b
+}
+
+// plain returns a full key with its tertiary weights (the bytes after the
+// second 0000 separator) doubled, small kana's ranked after their normal
+// forms (canonicalBefore).
+func plain(key string) string {
+	i := strings.Index(key, "\x00\x00")
+	j := i + 2 + strings.Index(key[i+2:], "\x00\x00")
+	if i < 0 || j < i+2 {
+		return key
+	}
+	b := []byte(key[:j+2])
+	for _, t := range []byte(key[j+2:]) {
+		switch t {
+		case 0x0D: // small hiragana: after normal (0x0E)
+			b = append(b, 2*0x0E+1)
+		case 0x0F: // small katakana: after normal (0x11)
+			b = append(b, 2*0x11+1)
+		default:
+			b = append(b, 2*t)
 		}
 	}
-	for r := rune(0x80); r <= 0x2FFFF; r++ {
-		switch {
-		case unicode.Is(unicode.Mn, r):
-			ignored := key(string(r)) == key("")
-			for _, b := range bases {
-				ignored = ignored && key(b+string(r)) == key(b)
-			}
-			// Before and after every letter of its own script, too: a
-			// contraction may give it weight (Thai's nikhahit before sara
-			// aa is sara am).
-			for _, x := range scriptLetters(r) {
-				if !ignored {
-					break
-				}
-				ignored = key(string(r)+x) == key(x) && key(x+string(r)) == key(x)
-			}
-			switch {
-			case ignored:
-				table[r] = ""
-			case key("a"+string(r)) == key("a") && key("o"+string(r)) == key("o"):
-				latin[r] = true
-			}
-		case unicode.Is(unicode.Latin, r) && unicode.IsLetter(r) && norm.NFD.String(string(r)) == string(r):
-			if s, ok := ascii[key(string(r))]; ok {
-				table[r] = s
-			}
-		}
+	return string(b)
+}
+
+// genPrimaryRuns derives primaryRuns from the collation: every code point
+// whose primary key is one weight below implicitCommon names that weight,
+// and the best of them (canonicalBefore) is its canonical rune; a weight
+// whose canonical rune Go's Unicode tables make a format character maps
+// to nothing. Consecutive weights with consecutive runes are one run.
+func genPrimaryRuns(key func(string) string) []primaryRun {
+	c, buf := collate.New(language.Und), &collate.Buffer{}
+	full := func(s string) string {
+		buf.Reset()
+		return string(c.KeyFromString(buf, s))
 	}
-	for r := rune(0x80); r <= 0x2FFFF; r++ {
-		d := norm.NFD.String(string(r))
-		if !unicode.IsLetter(r) || d == string(r) || table[r] != "" {
+	canon := map[int]rune{}
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !utf8.ValidRune(r) {
 			continue
 		}
-		var b []byte
-		for _, x := range d {
-			if unicode.Is(unicode.Mn, x) {
-				continue
-			}
-			if v, ok := table[x]; ok {
-				b = append(b, v...)
-			} else {
-				b = utf8.AppendRune(b, x)
-			}
-		}
-		if c := norm.NFC.String(string(b)); c != string(r) && key(c) == key(string(r)) {
-			table[r] = c
-		}
-	}
-	return table, latin
-}
-
-// writeMap writes m as the Go declaration of var name, a map[rune]typ, in
-// rune order, each value written by lit.
-func writeMap[V any](b *bytes.Buffer, name, typ string, m map[rune]V, lit func(V) string) {
-	fmt.Fprintf(b, "var %s = map[rune]%s{\n", name, typ)
-	for _, r := range slices.Sorted(maps.Keys(m)) {
-		fmt.Fprintf(b, "\t0x%04X: %s, // %s\n", r, lit(m[r]), strconv.QuoteRuneToASCII(r))
-	}
-	b.WriteString("}\n")
-}
-
-// scriptLetters returns the letters of r's script (none for a mark of
-// the Inherited or Common script).
-func scriptLetters(r rune) []string {
-	for name, t := range unicode.Scripts {
-		if name == "Inherited" || name == "Common" || !unicode.Is(t, r) {
+		ws := weights(key(string(r)))
+		if len(ws) != 1 || ws[0] >= implicitCommon {
 			continue
 		}
-		var out []string
-		for _, rg := range t.R16 {
-			for x := rune(rg.Lo); x <= rune(rg.Hi); x += rune(rg.Stride) {
-				if unicode.IsLetter(x) {
-					out = append(out, string(x))
-				}
-			}
+		if old, ok := canon[ws[0]]; !ok || canonicalBefore(full, r, old) {
+			canon[ws[0]] = r
 		}
-		return out
 	}
-	return nil
+	var runs []primaryRun
+	for _, w := range slices.Sorted(maps.Keys(canon)) {
+		r := canon[w]
+		if unicode.Is(unicode.Cf, r) {
+			r = -1
+		}
+		if k := len(runs) - 1; k >= 0 && int(runs[k].w)+int(runs[k].n) == w &&
+			(runs[k].r < 0 && r < 0 || runs[k].r >= 0 && runs[k].r+rune(runs[k].n) == r) {
+			runs[k].n++
+			continue
+		}
+		runs = append(runs, primaryRun{w: uint16(w), n: 1, r: r})
+	}
+	return runs
 }
 
-// TestFoldTable: fold_table.go is what genFoldTable derives from the
-// collation of the golang.org/x/text in go.mod (go test -run
-// TestFoldTable -update rewrites it), so the edge's accent folding is the
-// collation's, letter by letter, and a text upgrade that moves a letter
-// shows here.
+// TestFoldTable: fold_table.go is what genPrimaryRuns derives from the
+// collation of the golang.org/x/text in go.mod (go test -run TestFoldTable
+// -update rewrites it), and the key layout appendPrimary reads is the
+// collation's, so that a text upgrade that moves a weight shows here:
+// every code point's key is read back weight by weight, each weight's
+// canonical rune has that weight alone as its key (or is ignored), and
+// ASCII's canonical runes are ASCII lower-cased (Normalize's fast path).
 func TestFoldTable(t *testing.T) {
-	want, wantLatin := genFoldTable()
+	key := primary()
+	want := genPrimaryRuns(key)
 	if *updateFold {
 		var b bytes.Buffer
 		b.WriteString("// Code generated by TestFoldTable (go test -run TestFoldTable -update); DO NOT EDIT.\n\n")
 		b.WriteString("package login\n\n")
-		b.WriteString("// foldTable maps a rune to what it folds to under Unicode collation at\n")
-		b.WriteString("// primary strength (\"\": removed), derived from golang.org/x/text/collate\n")
-		b.WriteString("// by genFoldTable (fold_gen_test.go): the accent folding of foldAccents.\n")
-		writeMap(&b, "foldTable", "string", want, strconv.Quote)
-		b.WriteString("\n")
-		b.WriteString("// latinMarks are the combining marks the collation ignores after a Latin\n")
-		b.WriteString("// letter, though not after every script's (the diaeresis and the breve:\n")
-		b.WriteString("// й is no и), derived by genFoldTable: foldAccents removes them after one.\n")
-		writeMap(&b, "latinMarks", "bool", wantLatin, strconv.FormatBool)
-		src, err := format.Source(b.Bytes())
+		fmt.Fprintf(&b, "// collationUnicodeVersion is the Unicode version of the collation data\n// primaryRuns is derived from (golang.org/x/text/collate.UnicodeVersion;\n// CLDR %s root order).\n", collate.CLDRVersion)
+		fmt.Fprintf(&b, "const collationUnicodeVersion = %q\n\n", collate.UnicodeVersion)
+		b.WriteString("// primaryRuns maps each primary weight of Unicode collation at primary\n")
+		b.WriteString("// strength (golang.org/x/text/collate, weights below implicitCommon) to\n")
+		b.WriteString("// its canonical rune, in runs of consecutive weights and runes, sorted by\n")
+		b.WriteString("// weight: derived by genPrimaryRuns (fold_gen_test.go), read by weightRune.\n")
+		b.WriteString("var primaryRuns = [...]primaryRun{\n")
+		for _, r := range want {
+			note := "nothing"
+			if r.r >= 0 {
+				note = strconv.QuoteRuneToASCII(r.r)
+				if r.n > 1 {
+					note += ".." + strconv.QuoteRuneToASCII(r.r+rune(r.n)-1)
+				}
+			}
+			fmt.Fprintf(&b, "\t{0x%04X, %d, 0x%04X}, // %s\n", r.w, r.n, r.r, note)
+		}
+		b.WriteString("}\n")
+		src, err := format.Source(bytes.ReplaceAll(b.Bytes(), []byte("0x-001"), []byte("-1")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,17 +168,52 @@ func TestFoldTable(t *testing.T) {
 		}
 		return
 	}
-	for r, v := range want {
-		if got, ok := foldTable[r]; !ok || got != v {
-			t.Errorf("foldTable[%U] = %q, %v; the collation gives %q (go test -run TestFoldTable -update)", r, got, ok, v)
+	if collationUnicodeVersion != collate.UnicodeVersion {
+		t.Errorf("fold_table.go is of Unicode %s, the collation's data of %s (go test -run TestFoldTable -update)", collationUnicodeVersion, collate.UnicodeVersion)
+	}
+	if !slices.Equal(primaryRuns[:], want) {
+		t.Fatalf("primaryRuns is not the collation's (go test -run TestFoldTable -update)")
+	}
+	bad, col := 0, newCollator()
+	for r := rune(0); r <= unicode.MaxRune && bad < 10; r++ {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		k := key(string(r))
+		var again []byte
+		for _, w := range weights(k) {
+			again = appendPrimaryWeight(again, w)
+			c, _ := col.weightRune(w)
+			if c < 0 && unicode.Is(unicode.Cf, r) {
+				continue
+			}
+			if c < 0 || key(string(c)) != string(appendPrimaryWeight(nil, w)) {
+				t.Errorf("%U: weight %#x reads back as %U, whose key is %x", r, w, c, key(string(c)))
+				bad++
+			}
+		}
+		if string(again) != k {
+			t.Errorf("%U: key %x reads back as weights %x", r, k, weights(k))
+			bad++
 		}
 	}
-	for r := range foldTable {
-		if _, ok := want[r]; !ok {
-			t.Errorf("foldTable[%U] is not the collation's (go test -run TestFoldTable -update)", r)
+	for c := rune(' '); c <= '~'; c++ {
+		ws := weights(key(string(c)))
+		if len(ws) != 1 {
+			t.Errorf("%q has %d primary weights, want 1", c, len(ws))
+			continue
+		}
+		if r, _ := col.weightRune(ws[0]); r != unicode.ToLower(c) {
+			t.Errorf("%q reads back as %q, want %q: Normalize's ASCII fast path would not be its key's spelling", c, r, unicode.ToLower(c))
 		}
 	}
-	if !maps.Equal(latinMarks, wantLatin) {
-		t.Errorf("latinMarks are not the collation's (go test -run TestFoldTable -update)")
+}
+
+// appendPrimaryWeight is golang.org/x/text/collate's encoding of one
+// primary weight in a key (its appendPrimary), which nextPrimary reads.
+func appendPrimaryWeight(key []byte, p int) []byte {
+	if p <= 0x7FFF {
+		return append(key, uint8(p>>8), uint8(p))
 	}
+	return append(key, uint8(p>>16)|0x80, uint8(p>>8), uint8(p))
 }

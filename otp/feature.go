@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 
 	"github.com/edge-gateway/edge/fields"
+	"github.com/edge-gateway/edge/login"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -131,16 +132,30 @@ func (id *Identity) resolvePhone(req *rules.Request, s *rules.Scratch) (*phoneSt
 const maxSessionBytes = 256
 
 // sessionState is a request's OTP challenge IDs, resolved once
-// (Memo.State): the distinct ones, as sent.
-type sessionState struct{ vals fields.Values }
+// (Memo.State): the distinct ones, normalised as accounts are
+// (login.Normalizer).
+type sessionState struct {
+	n    login.Normalizer
+	vals fields.Values
+}
 
-// Add keeps the challenge ID v unless kept already (fields.Normal); false
-// when it is over maxSessionBytes.
+// Add keeps the challenge ID v, normalised, unless kept already
+// (fields.Normal): an origin that finds the challenge in a case- or
+// accent-insensitive column (MySQL 8's default utf8mb4_0900_ai_ci, SQL
+// Server's _CI_AI) reads "AbC123", "abc123" and "ＡＢＣ123" as one
+// challenge, so they are one budget of guesses. False when v is over
+// maxSessionBytes or not an identifier (login.ErrInvalidAccount: empty,
+// not UTF-8, a control character).
 func (st *sessionState) Add(v string) bool {
 	if len(v) > maxSessionBytes {
 		return false
 	}
-	st.vals.Keep(append(st.vals.Tail(), v...))
+	out, err := st.n.Normalize(st.vals.Tail(), v, false)
+	if err != nil {
+		st.vals.Drop(out)
+		return false
+	}
+	st.vals.Keep(out)
 	return true
 }
 
@@ -265,7 +280,8 @@ func compileSession(c *rules.Compiler, r *rules.Rule, _ string, _ hcl.Range) rul
 
 // sessionChar is otp_session: the challenge ID alone (AppendSessionKey),
 // so an origin that finds a challenge by its ID gives no fresh budget per
-// phone number written beside it. Several IDs in one request are each
+// phone number written beside it, normalised as an account is
+// (sessionState.Add), so no spelling of the ID gets a budget of its own. Several IDs in one request are each
 // counted (rules.MultiCharacteristic).
 type sessionChar struct{ id *Identity }
 

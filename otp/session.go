@@ -7,8 +7,11 @@ import "encoding/binary"
 // the challenge ID alone, not the phone with it: an origin that finds a
 // challenge by its ID (and checks the phone it stored, or none) would give
 // a fresh budget of guesses per phone number written beside the ID
-// (docs/policy.md, "otp_session"). The caller hashes the result with the
-// key secret; dst is returned grown as append grows it.
+// (docs/policy.md, "otp_session"). The otp_session characteristic passes
+// the ID normalised as an account is (login.Normalizer: "AbC123" and
+// "abc123" are one challenge to a case-insensitive column). The caller
+// hashes the result with the key secret; dst is returned grown as append
+// grows it.
 func AppendSessionKey(dst []byte, sessionID string) []byte {
 	return appendSessionKey(dst, sessionID)
 }
