@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"slices"
@@ -58,8 +59,10 @@ func (a *attackRun) slowlorisSize() int {
 	return slowlorisListener + slowlorisOver
 }
 
-// slowlorisRequests is both cases' connections and their users' requests.
-func slowlorisRequests(a *attackRun) int64 { return 2 * (int64(a.slowlorisSize()) + 8) }
+// slowlorisRequests is the cases' connections and their users' requests.
+func slowlorisRequests(a *attackRun) int64 {
+	return 2*(int64(a.slowlorisSize())+8) + slowlorisTimeoutConns*3/2
+}
 
 // heldConn is one of the attacker's connections.
 type heldConn struct {
@@ -93,7 +96,104 @@ func runSlowloris(a *attackRun) error {
 		a.skip("slowloris", "one-network", fmt.Sprintf("no /24 of 127.0.0.0/8 with %d untrusted addresses to spread %d connections at %d an address", (n+perIP-1)/perIP, n, perIP))
 		return nil
 	}
-	return a.slowlorisCase("one-network", peers, false)
+	if err := a.slowlorisCase("one-network", peers, false); err != nil {
+		return err
+	}
+	return a.slowlorisTimeouts()
+}
+
+// slowlorisTimeoutConns is how many connections slowloris/timeout-answers
+// lets time out, half of them kept alive by a request served first.
+const slowlorisTimeoutConns = 8
+
+// slowlorisTimeouts plays slowloris/timeout-answers (the tester's F7):
+// users on a slow link whose requests stall past header_timeout, on new
+// connections and on kept-alive ones whose last answer was written
+// before, must be told so with the edge's 408 before the close, not see
+// the connection end without an answer (the edge once wrote it under the
+// write deadline armed before the last answer, expired by then). Its
+// gain is what of those requests reached the origin (0: a header that
+// never ends is never forwarded); its collateral, the users' timed-out
+// requests closed without the edge's 408 (bound 0). It waits for the
+// node's header_timeout (10 s on the shipped policy).
+func (a *attackRun) slowlorisTimeouts() error {
+	peer, ok := a.untrustedPeer()
+	if !ok {
+		a.skip("slowloris", "timeout-answers", "no untrusted loopback address to connect from")
+		return nil
+	}
+	before, err := a.origin.hits(a.ctx)
+	if err != nil {
+		return err
+	}
+	wait := a.m.p.Conns.HeaderTimeout + a.cfg.timeout
+	d := net.Dialer{Timeout: a.cfg.timeout, LocalAddr: &net.TCPAddr{IP: peer.AsSlice()}}
+	head := []byte(fmt.Sprintf(slowlorisHead, a.p.host))
+	type slowConn struct {
+		c  net.Conn
+		br *bufio.Reader
+	}
+	var conns []slowConn
+	defer func() {
+		for _, c := range conns {
+			c.c.Close()
+		}
+	}()
+	for i := range slowlorisTimeoutConns {
+		c, err := d.DialContext(a.ctx, "tcp", a.cfg.target.addr)
+		if err != nil {
+			return fmt.Errorf("slowloris/timeout-answers: %w", err)
+		}
+		sc := slowConn{c, bufio.NewReader(c)}
+		conns = append(conns, sc)
+		_ = c.SetDeadline(time.Now().Add(wait))
+		if i%2 == 1 { // kept alive: a request served first
+			if _, err := fmt.Fprintf(c, "GET /api/attacks-slow-user-%d HTTP/1.1\r\nHost: %s\r\n\r\n", i, a.p.host); err != nil {
+				return fmt.Errorf("slowloris/timeout-answers: %w", err)
+			}
+			resp := fasthttp.AcquireResponse()
+			err := resp.Read(sc.br)
+			st := resp.StatusCode()
+			fasthttp.ReleaseResponse(resp)
+			if err != nil || st != fasthttp.StatusOK {
+				return fmt.Errorf("slowloris/timeout-answers: the slow user's first request: status %d, %v", st, err)
+			}
+		}
+		if _, err := c.Write(head); err != nil {
+			return fmt.Errorf("slowloris/timeout-answers: %w", err)
+		}
+	}
+	var unanswered, other int64
+	for _, c := range conns {
+		b, _ := io.ReadAll(c.br) // to the edge's close, or wait's end
+		switch st := answerStatus(b); {
+		case len(b) == 0:
+			unanswered++
+		case st != fasthttp.StatusRequestTimeout || hasLibraryText(b):
+			other++
+		}
+	}
+	after, err := a.origin.hits(a.ctx)
+	if err != nil {
+		return err
+	}
+	gain, err := hitsDelta(before, after, func(p string) bool { return p == "/login" })
+	if err != nil {
+		return err
+	}
+	n := int64(len(conns))
+	r := caseResult{name: "slowloris/timeout-answers", sent: n + n/2, gain: gain,
+		bound: caseBoundResult{0, "a request whose header never ends is never forwarded"},
+		note:  fmt.Sprintf("stalled logins that reached the origin, of %d past header_timeout (%v) from %s, %d of them on kept-alive connections", n, a.m.p.Conns.HeaderTimeout, peer, n/2)}
+	r.coll.refused = unanswered + other
+	r.coll.breach = r.coll.refused > 0
+	r.coll.lines = []string{fmt.Sprintf("slow users: %d of %d timed-out requests closed with no answer, %d answered other than the edge's 408, bound 0", unanswered, n, other)}
+	a.results = append(a.results, r)
+	a.sent += r.sent
+	writeAttackLine(a.out, &r)
+	fmt.Fprintf(a.out, "    sent %d; gain: %s\n    bound: %s\n", r.sent, r.note, r.bound.why)
+	writeCollateral(a.out, &r)
+	return nil
 }
 
 // networkPeers returns k untrusted addresses of one /24 of the loopback,
