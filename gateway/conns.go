@@ -101,6 +101,13 @@ func registerConns(reg *prometheus.Registry, s *Server) {
 		s.conns.refused[i] = vec.WithLabelValues(n)
 		s.decideConns.refused[i] = s.conns.refused[i]
 	}
+	admin := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "edge_admin_connections_refused_total",
+		Help: "Connections the admin listener answered 503 and closed at accept: it held its 64 (adminMaxConns).",
+	})
+	for i := range s.adminConns.refused {
+		s.adminConns.refused[i] = admin
+	}
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "edge_connections_open",
 		Help: "Connections open on the public listener now (accepted and not closed), which max_conns bounds.",
@@ -109,7 +116,7 @@ func registerConns(reg *prometheus.Registry, s *Server) {
 		Name: "edge_request_timeouts_total",
 		Help: "Requests answered 408 and their connections closed: a header not read within header_timeout (from the connection's opening, or the request's first byte on a kept-alive one) or a body not within body_timeout.",
 	})
-	reg.MustRegister(vec, open, s.m.timeouts)
+	reg.MustRegister(vec, admin, open, s.m.timeouts)
 }
 
 // limitConns returns ln counting its connections in cc, refusing those
@@ -120,6 +127,13 @@ func (s *Server) limitConns(ln net.Listener, cc *connCounts, perClient, answer b
 	return &connListener{Listener: ln, s: s, cc: cc, perClient: perClient, answer: answer}
 }
 
+// limitAdminConns returns the admin listener ln holding at most
+// adminMaxConns connections, the next answered the edge's 503 and closed;
+// its peers are operators and scrapers, held to no per-client cap.
+func (s *Server) limitAdminConns(ln net.Listener) net.Listener {
+	return &connListener{Listener: ln, s: s, cc: &s.adminConns, answer: true, max: adminMaxConns}
+}
+
 // connListener is a listener that holds its connections to the caps.
 type connListener struct {
 	net.Listener
@@ -127,6 +141,7 @@ type connListener struct {
 	cc        *connCounts
 	perClient bool
 	answer    bool
+	max       int       // the node's cap instead of the policy's max_conns; 0: max_conns
 	errLogAt  time.Time // the last "accept failed" log line (Accept's goroutine only)
 }
 
@@ -187,7 +202,7 @@ func (l *connListener) admit(c net.Conn) net.Conn {
 	perIP := cmp.Or(cs.PerIP, rules.DefaultMaxConnsPerClient)
 	perPrefix := cmp.Or(cs.PerIPv6Prefix, rules.DefaultMaxConnsPerClient)
 	perNet := cmp.Or(cs.PerNetwork, rules.DefaultMaxConnsPerNetwork)
-	maxConns := int64(cmp.Or(cs.Max, rules.DefaultMaxConns))
+	maxConns := int64(cmp.Or(l.max, cs.Max, rules.DefaultMaxConns))
 
 	cc := l.cc
 	reason := -1

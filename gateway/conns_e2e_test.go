@@ -692,3 +692,41 @@ func TestOneNetworkCannotFillTheNode(t *testing.T) {
 		})
 	}
 }
+
+// TestAdminListenerHasItsOwnBudgets: the admin listener holds at most
+// adminMaxConns connections, answering the next the edge's 503 (a
+// slowloris on it once held as many as it opened); it refuses a body over
+// the largest an admin endpoint takes (adminMaxBody) at its header, with
+// the edge's 413, where it once waited to read a megabyte; and a client
+// elsewhere is still served /healthz once a connection frees. Through the
+// real admin listener.
+func TestAdminListenerHasItsOwnBudgets(t *testing.T) {
+	n := startNode(t, loadPolicy(t, "policies.hcl"), nodeOptions{adminToken: "test-admin-token"})
+
+	t.Run("body over adminMaxBody", func(t *testing.T) {
+		c := dialFrom(t, "127.0.0.1", n.admin)
+		_, _ = fmt.Fprintf(c, "POST /admin/explain HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", adminMaxBody+1)
+		resp := readToClose(t, c)
+		if st := rawStatus(t, resp); st != fasthttp.StatusRequestEntityTooLarge {
+			t.Errorf("an admin body of %d bytes announced, 1 sent: %d, want 413 at once", adminMaxBody+1, st)
+		}
+		checkNoLibraryText(t, "an admin body over its cap", resp)
+	})
+	t.Run("connections over adminMaxConns", func(t *testing.T) {
+		held := holdHalfSent(t, "127.0.0.1", n.admin, adminMaxConns)
+		c := dialFrom(t, "127.0.0.1", n.admin)
+		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp := readToClose(t, c)
+		if got := dateLine.ReplaceAllString(resp, ""); got != wantPlain503 {
+			t.Fatalf("a connection to an admin listener holding %d: %q, want the edge's 503", adminMaxConns, got)
+		}
+		if got := testutil.ToFloat64(n.srv.adminConns.refused[refusedMaxConns]); got != 1 {
+			t.Errorf("edge_admin_connections_refused_total = %v, want 1", got)
+		}
+		held[0].Close()
+		waitFor(t, func() bool { return n.srv.adminConns.open.Load() < adminMaxConns }, answerGuard, "the hung-up admin connection to be closed")
+		if st := probeFrom(t, "127.0.0.2", n.admin, "/healthz"); st != 200 {
+			t.Errorf("/healthz once a place freed: %d, want 200", st)
+		}
+	})
+}

@@ -160,6 +160,7 @@ type Server struct {
 
 	conns         connCounts    // the public listener's connections (conns.go)
 	decideConns   connCounts    // the decision-only listener's
+	adminConns    connCounts    // the admin listener's (adminMaxConns)
 	headerTimeout time.Duration // header_timeout of the policy New got (HeaderTimeout)
 	// writeTimeout is the public listener's fasthttp WriteTimeout:
 	// writeTimeout, or shorter in tests (set before Serve).
@@ -457,21 +458,44 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return serveUntil(ctx, s.NewHTTPServer(), s.wrapTLS(s.limitConns(ln, &s.conns, true, !s.ServesTLS())))
 }
 
-// ServeAdmin runs the admin server on ln until ctx is done.
+// The admin listener's own budgets (docs/deploying.md, "The admin
+// listener"): it is loopback by default and its API needs the token, but
+// a listener anyone can reach must not be one a slowloris fills, nor one
+// that holds a megabyte per half-sent body.
+const (
+	// adminMaxConns is the admin listener's open connections; one more is
+	// answered the edge's 503 and closed. An operator's browser (6), the
+	// CLI, a Prometheus or two and a health checker need a dozen.
+	adminMaxConns = 64
+	// adminReadTimeout bounds the reading of an admin request, header and
+	// body together, from its first byte (from the connection's opening
+	// for its first request); past it, the edge's 408 and a close.
+	adminReadTimeout = readTimeout
+	// adminMaxBody is the admin listener's body cap: the largest body an
+	// admin endpoint takes, maxAdminBody (64 KiB of JSON: explain, the
+	// dry-run toggles, forgive; POST /admin/reload takes none). A larger
+	// Content-Length is answered 413 before a byte of the body is read.
+	adminMaxBody = maxAdminBody
+)
+
+// ServeAdmin runs the admin server on ln until ctx is done, within the
+// admin listener's own budgets (adminMaxConns, adminReadTimeout,
+// adminMaxBody).
 func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
 	srv := &fasthttp.Server{
 		Handler:               s.AdminHandler,
 		ErrorHandler:          errorHandler,       // the edge's answers here too, never fasthttp's text
 		Logger:                quietLogger{s.log}, // never the raw request: an admin request carries the bearer token
 		NoDefaultServerHeader: true,
-		ReadTimeout:           readTimeout,
+		ReadTimeout:           adminReadTimeout,
 		WriteTimeout:          writeTimeout,
 		IdleTimeout:           idleTimeout,
 		ReadBufferSize:        readBufferSize,
-		MaxRequestBodySize:    1 << 20,
+		MaxRequestBodySize:    adminMaxBody,
+		Concurrency:           2 * adminMaxConns, // past the listener's cap, which answers first (conns.go)
 		CloseOnShutdown:       true,
 	}
-	return serveUntil(ctx, srv, ln)
+	return serveUntil(ctx, srv, s.limitAdminConns(ln))
 }
 
 // serveUntil serves ln and, when ctx is done, drains the server (drain.go:

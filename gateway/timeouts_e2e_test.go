@@ -55,7 +55,6 @@ func tlsConnsPolicy(t testing.TB, replace ...string) (*rules.Policy, *testcert.C
 	return p, ca
 }
 
-
 // TestTimedOutRequestsGetTheEdges408: a request past its read deadline is
 // answered the edge's 408 before its connection closes, whatever write
 // deadline fasthttp armed before: on a kept-alive connection (armed
