@@ -47,10 +47,13 @@ edge {
   # Connections are a budget too. The node holds at most max_conns open
   # connections (one more is answered 503 and closed); one untrusted peer
   # at most max_conns_per_ip, and the peers of one IPv6 prefix (ipv6_prefix
-  # above) max_conns_per_ipv6_prefix (one more: the bare 429). A browser
-  # opens up to 6 connections to a host, so 256 is about 40 browsers
-  # loading at once behind one address (a CGNAT address, an office); raise
-  # it for a larger NAT. A peer in trusted_proxies (your load balancer,
+  # above) max_conns_per_ipv6_prefix, and the peers of one client network
+  # (an IPv4 /24, an IPv6 /48: the store's network prefixes) together
+  # max_conns_per_network (one more: the bare 429), so that filling the
+  # node takes 10 networks, not the /64s of one /48. A browser opens up to
+  # 6 connections to a host, so 256 is about 40 browsers loading at once
+  # behind one address (a CGNAT address, an office); raise it for a
+  # larger NAT. A peer in trusted_proxies (your load balancer,
   # which carries many clients) is held to max_conns alone: cap clients at
   # the load balancer. A request's header must arrive within header_timeout
   # (from the connection's opening, or the request's first byte on a
@@ -60,6 +63,7 @@ edge {
   max_conns                 = 10000
   max_conns_per_ip          = 256
   max_conns_per_ipv6_prefix = 256
+  max_conns_per_network     = 1024
   header_timeout            = "10s"
   body_timeout              = "30s"
 

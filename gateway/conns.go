@@ -22,8 +22,11 @@ import (
 // Connection budgets (docs/policy.md, "Connections"; docs/attacks.md,
 // "Connections"). The listener counts what it accepted and has not closed:
 // the node's connections (max_conns) and, on the public listener, each
-// untrusted socket peer's, by address (max_conns_per_ip) and by IPv6
-// prefix (max_conns_per_ipv6_prefix, at the policy's ipv6_prefix). The
+// untrusted socket peer's, by address (max_conns_per_ip), by IPv6 prefix
+// (max_conns_per_ipv6_prefix, at the policy's ipv6_prefix) and by client
+// network (max_conns_per_network: the address masked to the store's
+// network prefixes, a /24 or a /48, which hold 256 addresses and 65,536
+// /64s, each under its own cap, that could fill max_conns together). The
 // forwarding header is not known when a connection is accepted, so the
 // client is the peer: a trusted proxy, which carries many clients, is held
 // to max_conns alone (docs/deploying.md, "Connection budgets behind a load
@@ -59,6 +62,7 @@ const fasthttpConcurrency = 2 * rules.MaxConnsLimit
 const (
 	refusedIP         = iota // the peer's address holds max_conns_per_ip
 	refusedIPv6Prefix        // the peer's IPv6 prefix holds max_conns_per_ipv6_prefix
+	refusedNetwork           // the peer's network holds max_conns_per_network
 	refusedMaxConns          // the node holds max_conns
 	numRefusedReasons
 )
@@ -66,6 +70,7 @@ const (
 var refusedReasonNames = [numRefusedReasons]string{
 	refusedIP:         "max_conns_per_ip",
 	refusedIPv6Prefix: "max_conns_per_ipv6_prefix",
+	refusedNetwork:    "max_conns_per_network",
 	refusedMaxConns:   "max_conns",
 }
 
@@ -76,6 +81,7 @@ type connCounts struct {
 	open    atomic.Int64           // accepted and not closed (written under mu)
 	byIP    map[netip.Addr]int32   // per counted peer address; absent at 0
 	byIPv6  map[netip.Prefix]int32 // per IPv6 prefix; absent at 0
+	byNet   map[netip.Prefix]int32 // per client network (an IPv4 /24, an IPv6 /48); absent at 0
 	refused [numRefusedReasons]prometheus.Counter
 	// logAt is the Unix second of the last "connection refused" log line,
 	// and unlogged the refusals since then it did not log.
@@ -89,11 +95,18 @@ type connCounts struct {
 func registerConns(reg *prometheus.Registry, s *Server) {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "edge_connections_refused_total",
-		Help: "Connections the public (or decision-only) listener answered and closed at accept, by reason: max_conns_per_ip and max_conns_per_ipv6_prefix (a bare 429: one client's cap), max_conns (503: the node's).",
+		Help: "Connections the public (or decision-only) listener answered and closed at accept, by reason: max_conns_per_ip, max_conns_per_ipv6_prefix and max_conns_per_network (a bare 429: one client's or one client network's cap), max_conns (503: the node's).",
 	}, []string{"reason"})
 	for i, n := range refusedReasonNames {
 		s.conns.refused[i] = vec.WithLabelValues(n)
 		s.decideConns.refused[i] = s.conns.refused[i]
+	}
+	admin := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "edge_admin_connections_refused_total",
+		Help: "Connections the admin listener answered 503 and closed at accept: it held its 64 (adminMaxConns).",
+	})
+	for i := range s.adminConns.refused {
+		s.adminConns.refused[i] = admin
 	}
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "edge_connections_open",
@@ -103,7 +116,7 @@ func registerConns(reg *prometheus.Registry, s *Server) {
 		Name: "edge_request_timeouts_total",
 		Help: "Requests answered 408 and their connections closed: a header not read within header_timeout (from the connection's opening, or the request's first byte on a kept-alive one) or a body not within body_timeout.",
 	})
-	reg.MustRegister(vec, open, s.m.timeouts)
+	reg.MustRegister(vec, admin, open, s.m.timeouts)
 }
 
 // limitConns returns ln counting its connections in cc, refusing those
@@ -114,6 +127,13 @@ func (s *Server) limitConns(ln net.Listener, cc *connCounts, perClient, answer b
 	return &connListener{Listener: ln, s: s, cc: cc, perClient: perClient, answer: answer}
 }
 
+// limitAdminConns returns the admin listener ln holding at most
+// adminMaxConns connections, the next answered the edge's 503 and closed;
+// its peers are operators and scrapers, held to no per-client cap.
+func (s *Server) limitAdminConns(ln net.Listener) net.Listener {
+	return &connListener{Listener: ln, s: s, cc: &s.adminConns, answer: true, max: adminMaxConns}
+}
+
 // connListener is a listener that holds its connections to the caps.
 type connListener struct {
 	net.Listener
@@ -121,6 +141,7 @@ type connListener struct {
 	cc        *connCounts
 	perClient bool
 	answer    bool
+	max       int       // the node's cap instead of the policy's max_conns; 0: max_conns
 	errLogAt  time.Time // the last "accept failed" log line (Accept's goroutine only)
 }
 
@@ -172,12 +193,16 @@ func (l *connListener) admit(c net.Conn) net.Conn {
 			lc.ip = p.Client.Counted(a) // a 6to4 or NAT64 spelling is its IPv4 host
 			if lc.ip.Is6() {
 				lc.net, _ = lc.ip.Prefix(p.IPv6Prefix)
+				lc.wide, _ = lc.ip.Prefix(cmp.Or(cs.NetworkIPv6Prefix, rules.DefaultNetworkIPv6Prefix))
+			} else {
+				lc.wide, _ = lc.ip.Prefix(cmp.Or(cs.NetworkIPv4Prefix, rules.DefaultNetworkIPv4Prefix))
 			}
 		}
 	}
 	perIP := cmp.Or(cs.PerIP, rules.DefaultMaxConnsPerClient)
-	perNet := cmp.Or(cs.PerIPv6Prefix, rules.DefaultMaxConnsPerClient)
-	maxConns := int64(cmp.Or(cs.Max, rules.DefaultMaxConns))
+	perPrefix := cmp.Or(cs.PerIPv6Prefix, rules.DefaultMaxConnsPerClient)
+	perNet := cmp.Or(cs.PerNetwork, rules.DefaultMaxConnsPerNetwork)
+	maxConns := int64(cmp.Or(l.max, cs.Max, rules.DefaultMaxConns))
 
 	cc := l.cc
 	reason := -1
@@ -185,19 +210,24 @@ func (l *connListener) admit(c net.Conn) net.Conn {
 	switch {
 	case lc.ip.IsValid() && int(cc.byIP[lc.ip]) >= perIP:
 		reason = refusedIP
-	case lc.net.IsValid() && int(cc.byIPv6[lc.net]) >= perNet:
+	case lc.net.IsValid() && int(cc.byIPv6[lc.net]) >= perPrefix:
 		reason = refusedIPv6Prefix
+	case lc.wide.IsValid() && int(cc.byNet[lc.wide]) >= perNet:
+		reason = refusedNetwork
 	case cc.open.Load() >= maxConns:
 		reason = refusedMaxConns
 	default:
 		cc.open.Add(1)
 		if lc.ip.IsValid() {
 			if cc.byIP == nil {
-				cc.byIP, cc.byIPv6 = map[netip.Addr]int32{}, map[netip.Prefix]int32{}
+				cc.byIP, cc.byIPv6, cc.byNet = map[netip.Addr]int32{}, map[netip.Prefix]int32{}, map[netip.Prefix]int32{}
 			}
 			cc.byIP[lc.ip]++
 			if lc.net.IsValid() {
 				cc.byIPv6[lc.net]++
+			}
+			if lc.wide.IsValid() {
+				cc.byNet[lc.wide]++
 			}
 		}
 	}
@@ -264,6 +294,13 @@ func (cc *connCounts) release(c *limitedConn) {
 				delete(cc.byIPv6, c.net)
 			}
 		}
+		if c.wide.IsValid() {
+			if n := cc.byNet[c.wide] - 1; n > 0 {
+				cc.byNet[c.wide] = n
+			} else {
+				delete(cc.byNet, c.wide)
+			}
+		}
 	}
 	cc.mu.Unlock()
 }
@@ -274,6 +311,7 @@ type limitedConn struct {
 	cc     *connCounts
 	ip     netip.Addr   // the counted peer; invalid when no per-client cap holds it
 	net    netip.Prefix // its IPv6 prefix; invalid for IPv4
+	wide   netip.Prefix // its client network (max_conns_per_network); invalid when ip is
 	closed atomic.Bool
 }
 

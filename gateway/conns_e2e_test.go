@@ -180,7 +180,8 @@ func TestSlowlorisPeerIsHeldToItsConnectionCap(t *testing.T) {
 func TestSlowlorisPeerCannotFillTheNode(t *testing.T) {
 	const maxConns = 300
 	p := loadPolicy(t, "policies.hcl", append(append(untrustedLoopback, holdHeaders...),
-		`max_conns                 = 10000`, fmt.Sprintf(`max_conns                 = %d`, maxConns))...)
+		`max_conns                 = 10000`, fmt.Sprintf(`max_conns                 = %d`, maxConns),
+		`max_conns_per_network     = 1024`, fmt.Sprintf(`max_conns_per_network     = %d`, maxConns))...)
 	n := startNode(t, p, nodeOptions{})
 	perIP := p.Conns.PerIP
 	if perIP >= maxConns-13 {
@@ -215,7 +216,8 @@ func TestNodeConnectionCapAnswersTheEdges503(t *testing.T) {
 	p := loadPolicy(t, "policies.hcl", append(holdHeaders,
 		`max_conns                 = 10000`, fmt.Sprintf(`max_conns                 = %d`, maxConns),
 		`max_conns_per_ip          = 256`, fmt.Sprintf(`max_conns_per_ip          = %d`, perIP),
-		`max_conns_per_ipv6_prefix = 256`, fmt.Sprintf(`max_conns_per_ipv6_prefix = %d`, perIP))...)
+		`max_conns_per_ipv6_prefix = 256`, fmt.Sprintf(`max_conns_per_ipv6_prefix = %d`, perIP),
+		`max_conns_per_network     = 1024`, fmt.Sprintf(`max_conns_per_network     = %d`, maxConns))...)
 	n := startNode(t, p, nodeOptions{})
 
 	// 127.0.0.1 is the shipped policy's trusted proxy: past its per-IP cap.
@@ -611,4 +613,120 @@ func TestDecideListenerHoldsMaxConnsAlone(t *testing.T) {
 	if got := n.srv.conns.open.Load(); got != 0 {
 		t.Errorf("the public listener counts %d connections, want 0: the decision-only one counts its own", got)
 	}
+}
+
+// TestOneNetworkCannotFillTheNode: the untrusted peers of one client
+// network (an IPv4 /24, an IPv6 /48: the store's network prefixes) hold
+// at most max_conns_per_network connections together, each of its
+// addresses and /64s under its own cap; the network's next connection
+// gets the bare 429, counted as max_conns_per_network, and a client in
+// another network is served. The tester's finding: 65,536 /64s of one
+// /48 (or the 256 addresses of one /24), each under
+// max_conns_per_ipv6_prefix (max_conns_per_ip), filled max_conns
+// together and every real user got 503. On the tree before, the attacker
+// held all of max_conns here and the user's probes got the 503.
+func TestOneNetworkCannotFillTheNode(t *testing.T) {
+	const maxConns, perClient, perNet = 40, 8, 16
+	opts := append(append(untrustedLoopback, holdHeaders...),
+		`max_conns                 = 10000`, fmt.Sprintf(`max_conns                 = %d`, maxConns),
+		`max_conns_per_network     = 1024`, fmt.Sprintf(`max_conns_per_network     = %d`, perNet),
+		`max_conns_per_ip          = 256`, fmt.Sprintf(`max_conns_per_ip          = %d`, perClient),
+		`max_conns_per_ipv6_prefix = 256`, fmt.Sprintf(`max_conns_per_ipv6_prefix = %d`, perClient))
+	tests := []struct {
+		name string
+		// attackers are addresses of one network, each of another client
+		// (a /64 apiece for IPv6); user is in another network.
+		attackers []string
+		user      string
+		wrap      func(net.Listener) net.Listener
+	}{
+		{"ipv4 /24", []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}, "127.0.1.1", nil},
+		{"ipv6 /48", []string{"2001:db8:1:1::1", "2001:db8:1:2::1", "2001:db8:1:3::1", "2001:db8:1:4::1", "2001:db8:1:ffff::1"}, "2001:db8:2:1::1",
+			func(ln net.Listener) net.Listener { return peerListener{ln} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := loadPolicy(t, "policies.hcl", opts...)
+			if p.Conns.PerNetwork != perNet {
+				t.Fatalf("max_conns_per_network = %d, want %d", p.Conns.PerNetwork, perNet)
+			}
+			n := startNode(t, p, nodeOptions{wrap: tt.wrap})
+			dial := func(from string) net.Conn {
+				if tt.wrap != nil {
+					return dialAs(t, n.addr, from)
+				}
+				return dialFrom(t, from, n.addr)
+			}
+			// Every attacker address opens its whole per-client cap: 40
+			// together, the node's max_conns.
+			var held []net.Conn
+			for _, a := range tt.attackers {
+				for range perClient {
+					c := dial(a)
+					_, _ = io.WriteString(c, halfSent)
+					held = append(held, c)
+				}
+			}
+			// Accepted in the order dialled: the first perNet are held, the
+			// rest refused as the network's, before the probes are judged.
+			for i := range 5 {
+				c := dial(tt.user)
+				_, _ = fmt.Fprintf(c, "GET /api/probe-%d HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n", i)
+				if st := rawStatus(t, readToClose(t, c)); st != 200 {
+					t.Fatalf("probe %d from %s, another network, while %s's network holds its connections: %d, want 200", i, tt.user, tt.attackers[0], st)
+				}
+			}
+			for i := perNet; i < len(held); i++ {
+				resp := readToClose(t, held[i])
+				if got := dateLine.ReplaceAllString(resp, ""); got != wantBare429Close {
+					t.Fatalf("the network's connection %d of %d (%d held): %q, want the bare 429", i+1, len(held), perNet, got)
+				}
+				checkNoLibraryText(t, "a connection over max_conns_per_network", resp)
+			}
+			if got, want := testutil.ToFloat64(n.srv.conns.refused[refusedNetwork]), float64(len(held)-perNet); got != want {
+				t.Errorf("refused for max_conns_per_network: %v, want %v", got, want)
+			}
+			if got := n.srv.conns.open.Load(); got != perNet {
+				t.Errorf("%d connections open, want the network's %d (every probe closed)", got, perNet)
+			}
+		})
+	}
+}
+
+// TestAdminListenerHasItsOwnBudgets: the admin listener holds at most
+// adminMaxConns connections, answering the next the edge's 503 (a
+// slowloris on it once held as many as it opened); it refuses a body over
+// the largest an admin endpoint takes (adminMaxBody) at its header, with
+// the edge's 413, where it once waited to read a megabyte; and a client
+// elsewhere is still served /healthz once a connection frees. Through the
+// real admin listener.
+func TestAdminListenerHasItsOwnBudgets(t *testing.T) {
+	n := startNode(t, loadPolicy(t, "policies.hcl"), nodeOptions{adminToken: "test-admin-token"})
+
+	t.Run("body over adminMaxBody", func(t *testing.T) {
+		c := dialFrom(t, "127.0.0.1", n.admin)
+		_, _ = fmt.Fprintf(c, "POST /admin/explain HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", adminMaxBody+1)
+		resp := readToClose(t, c)
+		if st := rawStatus(t, resp); st != fasthttp.StatusRequestEntityTooLarge {
+			t.Errorf("an admin body of %d bytes announced, 1 sent: %d, want 413 at once", adminMaxBody+1, st)
+		}
+		checkNoLibraryText(t, "an admin body over its cap", resp)
+	})
+	t.Run("connections over adminMaxConns", func(t *testing.T) {
+		held := holdHalfSent(t, "127.0.0.1", n.admin, adminMaxConns)
+		c := dialFrom(t, "127.0.0.1", n.admin)
+		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp := readToClose(t, c)
+		if got := dateLine.ReplaceAllString(resp, ""); got != wantPlain503 {
+			t.Fatalf("a connection to an admin listener holding %d: %q, want the edge's 503", adminMaxConns, got)
+		}
+		if got := testutil.ToFloat64(n.srv.adminConns.refused[refusedMaxConns]); got != 1 {
+			t.Errorf("edge_admin_connections_refused_total = %v, want 1", got)
+		}
+		held[0].Close()
+		waitFor(t, func() bool { return n.srv.adminConns.open.Load() < adminMaxConns }, answerGuard, "the hung-up admin connection to be closed")
+		if st := probeFrom(t, "127.0.0.2", n.admin, "/healthz"); st != 200 {
+			t.Errorf("/healthz once a place freed: %d, want 200", st)
+		}
+	})
 }

@@ -103,6 +103,9 @@ type nodeOptions struct {
 	adminToken string      // Options.AdminToken
 	// wrap, when set, wraps the public listener Serve is given.
 	wrap func(net.Listener) net.Listener
+	// writeTimeout, when set, is the public listener's write timeout
+	// (Server.writeTimeout) instead of writeTimeout's 10 s.
+	writeTimeout time.Duration
 	// origin, when set, wraps the demo origin's handler: the upstream
 	// serves what it returns (an origin that reads requests another way),
 	// the demo origin still counting what reaches it.
@@ -150,6 +153,9 @@ func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
 	n.srv, err = New(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.writeTimeout > 0 {
+		n.srv.writeTimeout = o.writeTimeout
 	}
 	ln, aln := listen(t), listen(t)
 	n.addr, n.admin = ln.Addr().String(), aln.Addr().String()

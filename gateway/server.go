@@ -27,8 +27,8 @@ import (
 // past ReadBufferSize answer 431 and bodies past the policy's max_body_bytes
 // answer 413. The public listener's read deadlines and connection caps are
 // the policy's (rules.Conns: header_timeout, body_timeout, max_conns and
-// the per-client caps; conns.go); readTimeout is the admin listener's and
-// the TLS handshake's.
+// the per-client caps; conns.go), and the TLS handshake is part of
+// header_timeout (tls.go); readTimeout is the admin listener's.
 const (
 	readTimeout     = 10 * time.Second
 	writeTimeout    = 10 * time.Second
@@ -160,7 +160,11 @@ type Server struct {
 
 	conns         connCounts    // the public listener's connections (conns.go)
 	decideConns   connCounts    // the decision-only listener's
+	adminConns    connCounts    // the admin listener's (adminMaxConns)
 	headerTimeout time.Duration // header_timeout of the policy New got (HeaderTimeout)
+	// writeTimeout is the public listener's fasthttp WriteTimeout:
+	// writeTimeout, or shorter in tests (set before Serve).
+	writeTimeout time.Duration
 
 	upstreamMu sync.Mutex
 	upstream   *upstreamClient // the installed policy's origin client (upstream.go)
@@ -241,6 +245,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.pool.New = func() any { return newReqState() }
 	s.headerTimeout = cmp.Or(opts.Policy.Conns.HeaderTimeout, rules.DefaultHeaderTimeout)
+	s.writeTimeout = writeTimeout
 	if err := s.install(opts.Policy); err != nil {
 		return nil, err
 	}
@@ -357,7 +362,7 @@ func (s *Server) NewHTTPServer() *fasthttp.Server {
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
 		ReadTimeout:                   s.headerTimeout,
-		WriteTimeout:                  writeTimeout,
+		WriteTimeout:                  s.writeTimeout,
 		IdleTimeout:                   idleTimeout,
 		ReadBufferSize:                readBufferSize,
 		MaxRequestBodySize:            s.Policy().MaxBodyBytes,
@@ -403,10 +408,28 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
+// errorAnswerTimeout bounds the write of errorHandler's answer, from the
+// moment it is given: a fresh deadline, since the one in force may have
+// passed. fasthttp arms a connection's write deadline (WriteTimeout) when
+// a TLS connection opens and before each response, and never again
+// before the answer to a request it could not read, so a 408 at
+// header_timeout on a TLS connection (the write deadline armed when it
+// opened, 10 s: as long as the header's), at body_timeout (30 s, past
+// it), or on a kept-alive connection whose last answer was written more
+// than 10 s before, was written under an expired deadline and never
+// reached the client, which saw the connection close with no answer. A
+// second is a few round trips of the slowest link for an answer of under
+// 200 bytes, which the socket's send buffer takes at once.
+const errorAnswerTimeout = time.Second
+
 // errorHandler answers requests fasthttp could not read: 431 for an
 // oversized header, 413 for an oversized body, 408 on a read timeout, 400
-// otherwise. Never a 500, and never fasthttp's own text.
+// otherwise, under a fresh write deadline (errorAnswerTimeout). Never a
+// 500, and never fasthttp's own text.
 func errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	// An in-memory or test connection may refuse a deadline: the answer
+	// is written all the same.
+	_ = ctx.SetWriteDeadline(time.Now().Add(errorAnswerTimeout))
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	switch {
@@ -435,21 +458,44 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return serveUntil(ctx, s.NewHTTPServer(), s.wrapTLS(s.limitConns(ln, &s.conns, true, !s.ServesTLS())))
 }
 
-// ServeAdmin runs the admin server on ln until ctx is done.
+// The admin listener's own budgets (docs/deploying.md, "The admin
+// listener"): it is loopback by default and its API needs the token, but
+// a listener anyone can reach must not be one a slowloris fills, nor one
+// that holds a megabyte per half-sent body.
+const (
+	// adminMaxConns is the admin listener's open connections; one more is
+	// answered the edge's 503 and closed. An operator's browser (6), the
+	// CLI, a Prometheus or two and a health checker need a dozen.
+	adminMaxConns = 64
+	// adminReadTimeout bounds the reading of an admin request, header and
+	// body together, from its first byte (from the connection's opening
+	// for its first request); past it, the edge's 408 and a close.
+	adminReadTimeout = readTimeout
+	// adminMaxBody is the admin listener's body cap: the largest body an
+	// admin endpoint takes, maxAdminBody (64 KiB of JSON: explain, the
+	// dry-run toggles, forgive; POST /admin/reload takes none). A larger
+	// Content-Length is answered 413 before a byte of the body is read.
+	adminMaxBody = maxAdminBody
+)
+
+// ServeAdmin runs the admin server on ln until ctx is done, within the
+// admin listener's own budgets (adminMaxConns, adminReadTimeout,
+// adminMaxBody).
 func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
 	srv := &fasthttp.Server{
 		Handler:               s.AdminHandler,
 		ErrorHandler:          errorHandler,       // the edge's answers here too, never fasthttp's text
 		Logger:                quietLogger{s.log}, // never the raw request: an admin request carries the bearer token
 		NoDefaultServerHeader: true,
-		ReadTimeout:           readTimeout,
+		ReadTimeout:           adminReadTimeout,
 		WriteTimeout:          writeTimeout,
 		IdleTimeout:           idleTimeout,
 		ReadBufferSize:        readBufferSize,
-		MaxRequestBodySize:    1 << 20,
+		MaxRequestBodySize:    adminMaxBody,
+		Concurrency:           2 * adminMaxConns, // past the listener's cap, which answers first (conns.go)
 		CloseOnShutdown:       true,
 	}
-	return serveUntil(ctx, srv, ln)
+	return serveUntil(ctx, srv, s.limitAdminConns(ln))
 }
 
 // serveUntil serves ln and, when ctx is done, drains the server (drain.go:

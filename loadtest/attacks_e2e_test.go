@@ -170,7 +170,9 @@ func TestAttacksShortSuite(t *testing.T) {
 		out := checkAttacksRun(t, edge, origin, policy, []string{"slowloris"})
 		reportHas(t, out,
 			"attack: slowloris/half-sent gain=0 bound=0 collateral=0 bound=0 ok\n",
-			"attack: slowloris/library-text gain=0 bound=0 collateral=0 bound=0 ok\n")
+			"attack: slowloris/library-text gain=0 bound=0 collateral=0 bound=0 ok\n",
+			"attack: slowloris/one-network gain=0 bound=0 collateral=0 bound=0 ok\n",
+			"attack: slowloris/timeout-answers gain=0 bound=0 collateral=0 bound=0 ok\n")
 	})
 }
 

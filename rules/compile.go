@@ -302,6 +302,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	}
 	c.edge(edge)
 	c.store(stores, &p.Store)
+	connsNetwork(&p.Conns, &p.Store) // compile_conns.go
 
 	// Feature blocks, in file order, before any rule needs them.
 	first := map[string]hcl.Range{}

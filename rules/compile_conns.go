@@ -8,8 +8,9 @@ import (
 
 // The public listener's connection budgets and read deadlines
 // (docs/policy.md, "Connections"): the edge block's max_conns,
-// max_conns_per_ip, max_conns_per_ipv6_prefix, header_timeout and
-// body_timeout. The gateway enforces them (gateway/conns.go).
+// max_conns_per_ip, max_conns_per_ipv6_prefix, max_conns_per_network,
+// header_timeout and body_timeout. The gateway enforces them
+// (gateway/conns.go).
 
 // Defaults and bounds of the connection attributes.
 const (
@@ -27,6 +28,15 @@ const (
 	// address, an office), and one peer holds at most 2.6% of the default
 	// max_conns (docs/attacks.md, "Connections").
 	DefaultMaxConnsPerClient = 256
+	// DefaultMaxConnsPerNetwork is max_conns_per_network's default: the
+	// open connections of the untrusted peers of one client network (an
+	// IPv4 /24, an IPv6 /48: the store's network prefixes). One IPv6 /48
+	// holds 65,536 /64s and one IPv4 /24 256 addresses, each under its own
+	// cap, so without it one network could fill max_conns; at 1024, filling
+	// the default 10,000 takes ⌈10,000 ÷ 1024⌉ = 10 networks, and a network
+	// is still 4 addresses' (or /64s') full caps, about 170 browsers
+	// loading a page at once (docs/attacks.md, "Connections").
+	DefaultMaxConnsPerNetwork = 1024
 	// DefaultHeaderTimeout bounds the reading of a request's header
 	// (header_timeout): from the connection's opening for its first
 	// request, from the request's first byte for the next ones.
@@ -48,6 +58,10 @@ const (
 	// lowConnsPerClient is the per-client cap under which validate warns:
 	// one browser opens 6 connections to a host.
 	lowConnsPerClient = 8
+	// lowConnsPerNetwork is the per-network cap under which validate
+	// warns: a network is many clients (an office, a campus, a mobile
+	// carrier's block), and 64 is about 10 browsers loading a page.
+	lowConnsPerNetwork = 64
 )
 
 // Conns is the public listener's connection budgets and read deadlines.
@@ -66,6 +80,17 @@ type Conns struct {
 	// (max_conns_per_ipv6_prefix), /64 by default: a host picks its own
 	// interface ID, so a /64 is one client.
 	PerIPv6Prefix int
+	// PerNetwork is the open connections of the untrusted peers of one
+	// client network (max_conns_per_network): their counted addresses
+	// masked to NetworkIPv4Prefix or NetworkIPv6Prefix bits, a /24 or a
+	// /48 by default, whichever addresses and /64s in it they use.
+	PerNetwork int
+	// NetworkIPv4Prefix and NetworkIPv6Prefix are what one network is for
+	// PerNetwork: the memory store's network_ipv4_prefix and
+	// network_ipv6_prefix, the prefixes its network shares use (a /24 and
+	// a /48 by default, and with a Redis store, which has no such
+	// attributes).
+	NetworkIPv4Prefix, NetworkIPv6Prefix int
 	// HeaderTimeout bounds the reading of a request's header; past it the
 	// request is answered 408 and its connection closed.
 	HeaderTimeout time.Duration
@@ -79,6 +104,8 @@ var defaultConns = Conns{
 	Max:           DefaultMaxConns,
 	PerIP:         DefaultMaxConnsPerClient,
 	PerIPv6Prefix: DefaultMaxConnsPerClient,
+	PerNetwork:    DefaultMaxConnsPerNetwork,
+	// Network prefixes: set from the store block (connsNetwork).
 	HeaderTimeout: DefaultHeaderTimeout,
 	BodyTimeout:   DefaultBodyTimeout,
 }
@@ -95,6 +122,7 @@ func (c *Compiler) edgeConns(e *edgeBlock) {
 	}
 	cs.PerIP = c.connsPerClient(e.MaxConnsPerIP, e.MaxConnsPerIPRange, "max_conns_per_ip", cs.Max)
 	cs.PerIPv6Prefix = c.connsPerClient(e.MaxConnsPerIPv6Prefix, e.MaxConnsPerIPv6PrefixRange, "max_conns_per_ipv6_prefix", cs.Max)
+	cs.PerNetwork = c.connsPerNetwork(e.MaxConnsPerNetwork, e.MaxConnsPerNetworkRange, cs.Max)
 	cs.HeaderTimeout = c.readTimeout(e.HeaderTimeout, e.HeaderTimeoutRange, "header_timeout", DefaultHeaderTimeout, maxHeaderTimeout)
 	cs.BodyTimeout = c.readTimeout(e.BodyTimeout, e.BodyTimeoutRange, "body_timeout", DefaultBodyTimeout, maxBodyTimeout)
 }
@@ -115,6 +143,34 @@ func (c *Compiler) connsPerClient(v *int, rng hcl.Range, attr string, max int) i
 		c.Warnf(rng, "Very low "+attr, "%s = %d: one browser opens up to 6 connections to a host, and the users behind one NAT share its address; they are refused past %d connections together", attr, n, n)
 	}
 	return n
+}
+
+// connsPerNetwork compiles max_conns_per_network: from 1 to max, the
+// node's cap. Unset, it is DefaultMaxConnsPerNetwork, or max when max is
+// lower. Under lowConnsPerNetwork it is legal but warned about.
+func (c *Compiler) connsPerNetwork(v *int, rng hcl.Range, max int) int {
+	if v == nil {
+		return min(DefaultMaxConnsPerNetwork, max)
+	}
+	n := *v
+	switch {
+	case n < 1 || n > max:
+		c.Errorf(rng, "Invalid max_conns_per_network", "max_conns_per_network must be between 1 and max_conns (%d), got %d", max, n)
+		return min(DefaultMaxConnsPerNetwork, max)
+	case n < lowConnsPerNetwork:
+		c.Warnf(rng, "Very low max_conns_per_network", "max_conns_per_network = %d: a network (an IPv4 /24, an IPv6 /48) is many clients, an office or a carrier's block, and its browsers open up to 6 connections each; they are refused past %d connections together", n, n)
+	}
+	return n
+}
+
+// connsNetwork sets what one network is for max_conns_per_network: the
+// store's network prefixes (network.go), or their defaults with a store
+// that has none (Redis).
+func connsNetwork(cs *Conns, sc *StoreConfig) {
+	cs.NetworkIPv4Prefix, cs.NetworkIPv6Prefix = DefaultNetworkIPv4Prefix, DefaultNetworkIPv6Prefix
+	if sc.Kind == "memory" {
+		cs.NetworkIPv4Prefix, cs.NetworkIPv6Prefix = sc.NetworkIPv4Prefix, sc.NetworkIPv6Prefix
+	}
 }
 
 // readTimeout compiles header_timeout or body_timeout: a duration from

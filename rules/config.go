@@ -55,13 +55,15 @@ type edgeBlock struct {
 	// load_shedding sheds requests by priority when the origin is
 	// saturated (compile_shed.go).
 	LoadShedding *loadSheddingBlock `hcl:"load_shedding,block"`
-	// max_conns, max_conns_per_ip and max_conns_per_ipv6_prefix cap the
-	// public listener's open connections, the node's and one client's;
+	// max_conns, max_conns_per_ip, max_conns_per_ipv6_prefix and
+	// max_conns_per_network cap the public listener's open connections,
+	// the node's, one client's and one client network's;
 	// header_timeout and body_timeout bound the reading of a request
 	// (compile_conns.go).
 	MaxConns              *int    `hcl:"max_conns,optional"`
 	MaxConnsPerIP         *int    `hcl:"max_conns_per_ip,optional"`
 	MaxConnsPerIPv6Prefix *int    `hcl:"max_conns_per_ipv6_prefix,optional"`
+	MaxConnsPerNetwork    *int    `hcl:"max_conns_per_network,optional"`
 	HeaderTimeout         *string `hcl:"header_timeout,optional"`
 	BodyTimeout           *string `hcl:"body_timeout,optional"`
 
@@ -82,6 +84,7 @@ type edgeBlock struct {
 	MaxConnsRange              hcl.Range `hcl:"max_conns,attr_value_range"`
 	MaxConnsPerIPRange         hcl.Range `hcl:"max_conns_per_ip,attr_value_range"`
 	MaxConnsPerIPv6PrefixRange hcl.Range `hcl:"max_conns_per_ipv6_prefix,attr_value_range"`
+	MaxConnsPerNetworkRange    hcl.Range `hcl:"max_conns_per_network,attr_value_range"`
 	HeaderTimeoutRange         hcl.Range `hcl:"header_timeout,attr_value_range"`
 	BodyTimeoutRange           hcl.Range `hcl:"body_timeout,attr_value_range"`
 }
