@@ -486,6 +486,9 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 	}
 	fc, err = failclosed.New(rs, failclosed.Options{
 		FleetSize: p.Store.FleetSize, FailureSpan: breakerSpanBudgets * budget, HealthInterval: time.Second, Logger: log,
+		// A refusal (WRONGPASS, NOAUTH, NOPERM) is a configuration error:
+		// the node is not ready while it lasts (gateway.Health.Refused).
+		Refusal: redisstore.IsAuthError,
 	})
 	if err != nil {
 		rs.Close()
@@ -495,14 +498,17 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 	// load the script and open the flushers' connections, so the first
 	// requests pay for none of it; /readyz?strict=1 is 503 until a check
 	// has succeeded (failclosed.Check opens the breaker on a failure). A
-	// Redis that is down (or refuses us) at start does not stop the node:
-	// it serves degraded from its first request, each rule by its
-	// on_store_error, /readyz says so, and the breaker finds Redis back.
+	// Redis that is down at start does not stop the node: it serves
+	// degraded from its first request, each rule by its on_store_error,
+	// /readyz says so, and the breaker finds Redis back. A Redis that
+	// refuses us (a wrong password, an ACL) does not stop it either, but
+	// /readyz answers 503 until it accepts us when rules fail closed:
+	// every login would be refused.
 	pctx, cancel := context.WithTimeout(context.Background(), time.Second+opts.DialTimeout)
 	if err := fc.Check(pctx); err != nil && log != nil {
 		level, msg := slog.LevelWarn, "redis unreachable at start: serving degraded until it answers"
 		if redisstore.IsAuthError(err) {
-			level, msg = slog.LevelError, "redis refused the edge's credentials at start (check the url's user, password_env and the ACL): serving degraded until it accepts them"
+			level, msg = slog.LevelError, "redis refused the edge's credentials at start (check the url's user, password_env and the ACL): not ready, and rules that fail closed answer 503, until it accepts them"
 		}
 		log.Log(pctx, level, msg, "store", rules.RedactURL(url), "error", err.Error())
 	} else if log != nil {
