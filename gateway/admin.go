@@ -15,7 +15,8 @@ import (
 // listener"): /healthz (the process
 // is up), /readyz (the node can serve; JSON body), /metrics (Prometheus),
 // the admin API under /admin/ (admin_api.go) and the admin page at /
-// (admin_page.go).
+// (admin_page.go). Without an admin token only the first three answer:
+// the API and the page are 403, saying why.
 func (s *Server) AdminHandler(ctx *fasthttp.RequestCtx) {
 	switch string(ctx.Path()) {
 	case "/healthz":
