@@ -10,7 +10,7 @@
 //	edge fmt [-w] [-l] [FILE...]
 //	edge reload [-admin ADDR]
 //	edge demo-origin [-listen ADDR]
-//	edge health [-admin ADDR | -config policies.hcl] [-strict] [-timeout 2s]
+//	edge health [-admin ADDR | -config policies.hcl] [-strict | -live] [-timeout 2s]
 package main
 
 import (
@@ -77,8 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "key-format":
 		return keyFormatCmd(args, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|fmt|reload|dry-run|explain|demo-origin|health|key-format|version] [flags]; edge CMD -h for flags")
-		return 0
+		return usage(stdout)
 	}
 	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, explain, demo-origin, health, key-format or version)\n", cmd)
 	return 2
