@@ -31,7 +31,7 @@ const defaultAdminListen = "127.0.0.1:9901"
 // anything else or cannot be reached within the timeout, and 2 on bad
 // flags. The admin address is -admin, else -config's admin_listen (read
 // alone: errors elsewhere in the file do not fail the probe,
-// adminListenOf), else 127.0.0.1:9901; an
+// adminListenOf), else $EDGE_ADMIN, else 127.0.0.1:9901; an
 // unspecified host (0.0.0.0, ::, none) is probed on loopback, as a probe
 // inside the node's host or container does. /readyz needs no admin token.
 //
@@ -53,7 +53,7 @@ func healthCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: edge health [-admin HOST:PORT | -config FILE] [-strict | -live] [-timeout 2s]\n\nexit 0 when the node's /readyz (/healthz with -live) answers 2xx, 1 when not, 2 on bad flags\n\nflags of health:\n")
 		fs.PrintDefaults()
 	}
-	admin := fs.String("admin", "", "the node's admin listener HOST:PORT or http://HOST:PORT (default the policy's admin_listen with -config, else "+defaultAdminListen+")")
+	admin := fs.String("admin", "", "the node's admin listener HOST:PORT or http://HOST:PORT (default the policy's admin_listen with -config, else $EDGE_ADMIN, else "+defaultAdminListen+")")
 	config := fs.String("config", "", "policy file whose admin_listen to probe (ignored with -admin)")
 	strict := fs.Bool("strict", false, "not ready while the store is degraded (/readyz?strict=1)")
 	live := fs.Bool("live", false, "probe liveness (/healthz: the process answers) instead of readiness")
@@ -83,7 +83,7 @@ func healthCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if addr == "" {
-		addr = defaultAdminListen
+		addr = defaultAdmin()
 	}
 	u, err := readyzURL(addr, *strict)
 	if err != nil {
