@@ -49,7 +49,9 @@ USER 65532:65532
 EXPOSE 8080
 # `edge health` probes /readyz on the policy's admin_listen; it passes while
 # the store is degraded (add -strict to fail it: a fleet sharing one sick
-# Redis would then be restarted all at once).
+# Redis would then be restarted all at once), and fails while the store
+# refuses the node (a wrong password, an ACL: every login would be 503),
+# so a rollout with a mistyped secret stops at its first container.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
     CMD ["/usr/local/bin/edge", "health", "-config", "/etc/edge/policies.hcl"]
 ENTRYPOINT ["/usr/local/bin/edge"]

@@ -83,6 +83,14 @@ type Options struct {
 	// (the store is failing, with its last error) and a line when it
 	// closes (the store is back, with the outage's length). Nil: none.
 	Logger *slog.Logger
+	// Refusal, when set, reports whether an error of the inner store is
+	// the store refusing this node rather than failing to answer it: its
+	// credentials or its permissions (redisstore.IsAuthError: WRONGPASS,
+	// NOAUTH, NOPERM). Such an error is a configuration's, which waiting
+	// does not mend: Refused reports it from the first call it fails until
+	// the store next answers a call or a probe, so that /readyz can fail
+	// while it lasts. Nil: no error is a refusal.
+	Refusal func(error) bool
 }
 
 // Pinger is implemented by inner stores that can check their backend
@@ -171,8 +179,13 @@ type Store struct {
 	br    breaker
 	n     counters
 
-	errMu   sync.Mutex
-	lastErr error
+	errMu     sync.Mutex
+	lastErr   error
+	refusedBy error     // the refusal in force (Options.Refusal), nil when none; under errMu
+	refusedAt time.Time // when it began, on the Clock; under errMu
+
+	refusal func(error) bool // Options.Refusal
+	refused atomic.Bool      // refusedBy != nil, read without the lock on every answered call
 
 	pool sync.Pool // *scratch, for the local fallback
 
@@ -253,6 +266,7 @@ func New(inner rules.Store, opts Options) (*Store, error) {
 		stop:        make(chan struct{}),
 		healthEvery: opts.HealthInterval,
 		log:         opts.Logger,
+		refusal:     opts.Refusal,
 	}
 	if l, ok := inner.(Liveness); ok {
 		s.br.live = l
@@ -320,6 +334,9 @@ func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []r
 	}
 	if !closed(w) || s.br.fails.Load() != 0 {
 		s.succeeded()
+	}
+	if s.refused.Load() {
+		s.accepted()
 	}
 	if s.deny != nil {
 		s.remember(nowUS, ops, res)
@@ -420,9 +437,7 @@ func (s *Store) failed(ctx context.Context, err error, probe uint64) {
 		return
 	}
 	s.n.storeErrors.Add(1)
-	s.errMu.Lock()
-	s.lastErr = err
-	s.errMu.Unlock()
+	s.recordError(err)
 	opened, withheld := s.br.failure(s.elapsed(), probe)
 	if opened {
 		s.opened(err, "consecutive failures")
@@ -430,6 +445,58 @@ func (s *Store) failed(ctx context.Context, err error, probe uint64) {
 	if withheld {
 		s.n.opensWithheld.Add(1)
 	}
+}
+
+// recordError keeps err as the last error, and as the refusal in force
+// when it is one (Options.Refusal) and none was: a refusal dates from its
+// first error.
+func (s *Store) recordError(err error) {
+	refusal := s.refusal != nil && s.refusal(err)
+	s.errMu.Lock()
+	s.lastErr = err
+	first := refusal && s.refusedBy == nil
+	if refusal {
+		if first {
+			s.refusedAt = s.clock.Now()
+		}
+		s.refusedBy = err
+		s.refused.Store(true)
+	}
+	s.errMu.Unlock()
+	if first && s.log != nil {
+		s.log.Error("store refuses this node (check its credentials and ACL): rules that fail closed answer 503 and /readyz is 503 until it accepts them",
+			"error", err.Error())
+	}
+}
+
+// accepted ends a refusal: the store answered a call or a probe.
+func (s *Store) accepted() {
+	s.errMu.Lock()
+	was := s.refusedBy != nil
+	since := s.refusedAt
+	s.refusedBy = nil
+	s.refused.Store(false)
+	s.errMu.Unlock()
+	if was && s.log != nil {
+		s.log.Info("store accepts this node again", "refused_for", s.clock.Now().Sub(since).Round(time.Millisecond).String())
+	}
+}
+
+// Refused reports whether the store refuses this node (Options.Refusal:
+// its last failed call or probe was refused, and nothing has been answered
+// since), and why, for /readyz: the node's rules that fail closed cannot
+// be served while it lasts. It implements the gateway's Health interface.
+func (s *Store) Refused() (refused bool, reason string) {
+	if !s.refused.Load() {
+		return false, ""
+	}
+	s.errMu.Lock()
+	err, since := s.refusedBy, s.refusedAt
+	s.errMu.Unlock()
+	if err == nil {
+		return false, ""
+	}
+	return true, fmt.Sprintf("store refuses this node: %v; since %s", err, since.UTC().Format(time.RFC3339Nano))
 }
 
 // opened records the breaker's opening, for why ("consecutive failures",
@@ -468,9 +535,7 @@ func (s *Store) Check(ctx context.Context) error {
 		return nil
 	}
 	s.n.storeErrors.Add(1)
-	s.errMu.Lock()
-	s.lastErr = err
-	s.errMu.Unlock()
+	s.recordError(err)
 	now := s.elapsed()
 	for {
 		w := s.br.word.Load()
@@ -616,8 +681,12 @@ func (s *Store) Degraded() (degraded bool, reason string) {
 	if err == nil {
 		err = errors.New("unknown error")
 	}
+	what := "store unreachable"
+	if s.refusal != nil && s.refusal(err) {
+		what = "store refuses this node"
+	}
 	since := s.epoch.Add(time.Duration(s.br.outage.Load())).UTC().Format(time.RFC3339Nano)
-	return true, fmt.Sprintf("store unreachable: %v; breaker %s since %s", err, st, since)
+	return true, fmt.Sprintf("%s: %v; breaker %s since %s", what, err, st, since)
 }
 
 // Close stops the background prober, then closes the inner store and the
@@ -719,9 +788,25 @@ func (s *Store) probeOnce() {
 // ping checks the store without deciding anything: Ping when the inner
 // store has it, else a Take of one OpPeek (which never writes) on
 // probeKey.
+//
+// While the store refuses this node (Refused), a Ping it answers is
+// followed by the peek: an ACL may allow PING and SCRIPT LOAD and still
+// refuse the rules' keys or the script's call, and only a call like the
+// rules' shows the refusal over. A ping (and peek) that succeeds ends the
+// refusal.
 func (s *Store) ping(ctx context.Context) error {
+	err := s.pingOnce(ctx)
+	if err == nil && s.refused.Load() {
+		s.accepted()
+	}
+	return err
+}
+
+func (s *Store) pingOnce(ctx context.Context) error {
 	if p, ok := s.inner.(Pinger); ok {
-		return p.Ping(ctx)
+		if err := p.Ping(ctx); err != nil || !s.refused.Load() {
+			return err
+		}
 	}
 	ops := [1]rules.Op{{
 		Kind: rules.OpPeek, Algorithm: rules.GCRA, Key: probeKey,

@@ -3,6 +3,7 @@ package failclosed
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -128,5 +129,57 @@ func TestHealthInterval(t *testing.T) {
 				t.Errorf("without HealthInterval: %d pings, want none", got)
 			}
 		})
+	})
+}
+
+// keysRefusedStore answers Ping and refuses every Take with its err, as a
+// Redis whose ACL allows PING and SCRIPT LOAD but not the rules' keys.
+type keysRefusedStore struct{ fakeStore }
+
+func (*keysRefusedStore) Ping(context.Context) error { return nil }
+
+var errNoPerm = errors.New("NOPERM No permissions to access a key")
+
+// TestRefused: a refused call (Options.Refusal) makes Refused report it at
+// once, breaker closed or not; an idle node's health pings, which the
+// store answers, do not end it while a call like the rules' is still
+// refused; the first answered call does, and says so in the log. An error
+// that is not a refusal is never one.
+func TestRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &keysRefusedStore{}
+		f.setErr(errNoPerm)
+		var logs syncBuffer
+		s := newStore(t, f, Options{
+			HealthInterval: time.Second, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+			Refusal: func(err error) bool { return errors.Is(err, errNoPerm) },
+		})
+		if refused, _ := s.Refused(); refused {
+			t.Fatal("Refused before any call")
+		}
+		take(t, s, time.Now(), op(1, rules.FailClosed, 10, time.Minute))
+		refused, reason := s.Refused()
+		if !refused || !strings.Contains(reason, "store refuses this node: NOPERM") {
+			t.Fatalf("after a refused call: Refused %v %q, want the refusal", refused, reason)
+		}
+		time.Sleep(3 * time.Second) // idle: the prober pings, and peeks
+		synctest.Wait()
+		if refused, _ := s.Refused(); !refused {
+			t.Error("answered pings ended a refusal the rules' calls still get")
+		}
+		f.setErr(nil)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if refused, reason := s.Refused(); refused {
+			t.Errorf("the store takes calls again: Refused %v %q, want not", refused, reason)
+		}
+		if !strings.Contains(logs.String(), "store accepts this node again") {
+			t.Errorf("the end of the refusal is not logged:\n%s", logs.String())
+		}
+		f.setErr(errDown)
+		take(t, s, time.Now(), op(1, rules.FailClosed, 10, time.Minute))
+		if refused, _ := s.Refused(); refused {
+			t.Error("a connection error counted as a refusal")
+		}
 	})
 }

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
+	"github.com/edge-gateway/edge/rules"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
@@ -13,7 +15,8 @@ import (
 // listener"): /healthz (the process
 // is up), /readyz (the node can serve; JSON body), /metrics (Prometheus),
 // the admin API under /admin/ (admin_api.go) and the admin page at /
-// (admin_page.go).
+// (admin_page.go). Without an admin token only the first three answer:
+// the API and the page are 403, saying why.
 func (s *Server) AdminHandler(ctx *fasthttp.RequestCtx) {
 	switch string(ctx.Path()) {
 	case "/healthz":
@@ -42,6 +45,15 @@ func (s *Server) AdminHandler(ctx *fasthttp.RequestCtx) {
 // on (or no value: ?strict) and 0, false, no or off, in any case; any other
 // value is a 400, so that a probe written with a spelling the node does
 // not know fails loudly instead of never failing.
+//
+// A store that refuses the node (Health.Refused: a wrong password, a
+// missing ACL permission) is not an outage but a configuration error,
+// which waiting does not mend: while it lasts, a node with rules that
+// fail closed (on_store_error = "deny", enforcing: logins and OTP sends by
+// default) answers them all 503, so /readyz answers 503 too, status
+// "unready", strict or not, with the refusal and those rules named. A
+// rollout with a mistyped secret then stops at its first node instead of
+// going green.
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
 	strict, ok := parseStrict(ctx.QueryArgs())
@@ -50,7 +62,8 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	ctx.SetContentType("application/json")
-	body := map[string]any{"status": "ok", "dry_run": s.engine.DryRunAt(s.requestTime(ctx)) || s.Policy().DryRun}
+	p := s.Policy()
+	body := map[string]any{"status": "ok", "dry_run": s.engine.DryRunAt(s.requestTime(ctx)) || p.DryRun}
 	// The origin's passive health is reported, never a reason for strict
 	// readiness to fail: every node of a fleet shares the origin, and a
 	// load balancer would pull them all at once (upstream_health.go).
@@ -63,9 +76,45 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 				ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
 			}
 		}
+		if refused, reason := s.health.Refused(); refused {
+			if names := failClosedRules(p); len(names) > 0 {
+				body["status"] = "unready"
+				body["reason"] = reason + "; rules that fail closed answer 503: " + listNames(names, 5)
+				ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			} else if body["status"] == "ok" {
+				body["status"] = "degraded"
+				body["reason"] = reason
+			}
+		}
 	}
 	b, _ := json.Marshal(body)
 	ctx.SetBody(append(b, '\n'))
+}
+
+// failClosedRules returns the names of p's rules that a store error
+// refuses with 503: on_store_error = "deny", and enforcing by the policy
+// (not dry_run, in a policy not all in dry-run). A runtime dry-run toggle
+// does not count: it may be switched off at any moment.
+func failClosedRules(p *rules.Policy) []string {
+	if p.DryRun {
+		return nil
+	}
+	var names []string
+	for _, r := range p.Rules {
+		if r.OnStoreError == rules.FailClosed && !r.DryRun && r.Action == rules.ActionLimit {
+			names = append(names, r.Name)
+		}
+	}
+	return names
+}
+
+// listNames joins the first n of names with commas, and says how many
+// more there are.
+func listNames(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + " and " + strconv.Itoa(len(names)-n) + " more"
 }
 
 func (s *Server) metricsHandler() fasthttp.RequestHandler {

@@ -13,11 +13,18 @@ import (
 // The admin API (docs/operations.md): JSON endpoints under /admin/ on the
 // admin listener, for incident responders and their tools (edge dry-run,
 // edge explain, edge reload, the admin page). Every request needs
-// Authorization: Bearer $EDGE_ADMIN_TOKEN, compared in constant time;
-// without a token configured, the read-only endpoints answer on the admin
-// listener (loopback by default) and the mutating ones are off (403).
+// Authorization: Bearer $EDGE_ADMIN_TOKEN, compared in constant time.
+// Without a token configured the whole admin API is off (403, saying so),
+// reads included: the rules, the refused keys and explain tell an
+// attacker on the admin listener's network what the limits are and how
+// close a key is to them, so nothing answers without a token but what a
+// probe and a scraper need (/healthz, /readyz, /metrics; admin.go).
 // Every mutating call is logged as an audit record: the endpoint, the
 // actor (X-Edge-Actor, or "admin"), the reason, and what changed.
+
+// adminOff is the answer of the admin API and page on a node without an
+// admin token.
+const adminOff = "the admin API is off: this node has no admin token (set EDGE_ADMIN_TOKEN); without one its admin listener serves only /healthz, /readyz and /metrics"
 
 // maxAdminBody caps an admin request's JSON body, in bytes.
 const maxAdminBody = 64 << 10
@@ -58,8 +65,8 @@ func (s *Server) adminAPI(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="edge admin"`)
 		adminError(ctx, fasthttp.StatusUnauthorized, "missing or wrong admin token (Authorization: Bearer $EDGE_ADMIN_TOKEN)")
 		return
-	case s.adminToken == nil && route.mutating:
-		adminError(ctx, fasthttp.StatusForbidden, "mutating admin endpoints are off: the node has no admin token (set EDGE_ADMIN_TOKEN)")
+	case s.adminToken == nil:
+		adminError(ctx, fasthttp.StatusForbidden, adminOff)
 		return
 	}
 	route.handle(s, ctx)

@@ -30,13 +30,28 @@ func TestAdminAPIRefusesMissingOrWrongToken(t *testing.T) {
 		t.Errorf("GET /admin/reload: got %d, want 405", r.status)
 	}
 
+}
+
+// TestAdminOffWithoutToken: a node without an admin token serves its
+// probes and its metrics, and nothing else on its admin listener: every
+// admin endpoint, reads included, and the admin page answer 403 saying
+// that the admin API is off and which variable turns it on.
+func TestAdminOffWithoutToken(t *testing.T) {
 	open := startNode(t, loadPolicy(t, foundation), nodeOptions{})
 	for path, route := range adminRoutes {
-		if !route.mutating {
-			continue
+		r := do(t, route.method, "http://"+open.admin+path, `{"method":"GET","path":"/","from":"192.0.2.1"}`)
+		if r.status != http.StatusForbidden || !strings.Contains(r.body, "the admin API is off") || !strings.Contains(r.body, "EDGE_ADMIN_TOKEN") {
+			t.Errorf("%s %s without a configured token: got %d %q, want 403 saying the admin API is off", route.method, path, r.status, r.body)
 		}
-		if r := do(t, route.method, "http://"+open.admin+path, `{}`); r.status != http.StatusForbidden {
-			t.Errorf("%s %s without a configured token: got %d, want 403 (mutating endpoints off)", route.method, path, r.status)
+	}
+	for path := range adminPageFiles {
+		if r := do(t, "GET", "http://"+open.admin+path, ""); r.status != http.StatusForbidden || !strings.Contains(r.body, "EDGE_ADMIN_TOKEN") {
+			t.Errorf("GET %s without a configured token: got %d, want 403 naming EDGE_ADMIN_TOKEN", path, r.status)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if r := do(t, "GET", "http://"+open.admin+path, ""); r.status != http.StatusOK {
+			t.Errorf("GET %s without a configured token: got %d, want 200", path, r.status)
 		}
 	}
 }

@@ -10,8 +10,9 @@ import (
 // page, its script, style sheet and icon, embedded in the binary and
 // served at / of the admin listener. The script reads the admin API with
 // the operator's token (GET /admin/rules, GET /admin/refused,
-// POST /admin/dry-run); the page itself needs no token, since it holds no
-// data.
+// POST /admin/dry-run); the page itself holds no data, but without an
+// admin token configured it is not served either (403, as the admin API:
+// admin_api.go), since it could do nothing.
 
 var (
 	//go:embed adminpage/index.html
@@ -56,6 +57,11 @@ func (s *Server) adminPage(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() && !ctx.IsHead() {
 		ctx.Error("use GET\n", fasthttp.StatusMethodNotAllowed) // resets the headers
 		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
+		return
+	}
+	if s.adminToken == nil {
+		ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
+		ctx.Error(adminOff+"\n", fasthttp.StatusForbidden)
 		return
 	}
 	h := &ctx.Response.Header

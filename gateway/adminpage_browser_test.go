@@ -268,9 +268,13 @@ func TestAdminPageInBrowser(t *testing.T) {
 		t.Errorf("api-shadow-tight (dry_run = true in the policy) reads %q, want it in dry-run by the policy", s)
 	}
 	// Removing a toggle never overrides the policy's dry_run, so the page
-	// offers none for it.
-	if !eval[bool](t, tab, `document.querySelector('tr[data-rule="api-shadow-tight"] button.toggle').disabled`) {
-		t.Error("api-shadow-tight (dry_run = true in the policy) has an enabled enforce button, which could not enforce it")
+	// offers no enforce button for it (docs/operations.md, "The admin
+	// page"), not even a disabled one; its dry-run cell says why.
+	if eval[bool](t, tab, `document.querySelector('tr[data-rule="api-shadow-tight"] button.toggle') !== null`) {
+		t.Error("api-shadow-tight (dry_run = true in the policy) has an enforce button, which could not enforce it")
+	}
+	if s := eval[string](t, tab, `document.querySelector('tr[data-rule="api-shadow-tight"] td.dryrun-on').title`); !strings.Contains(s, "only a toggle of its own can be removed here") {
+		t.Errorf("api-shadow-tight's dry-run cell title %q, want why it cannot be enforced here", s)
 	}
 	if s := text(`tr[data-rule="trace-gcra"]`); !strings.Contains(s, "/trace/gcra") || !strings.Contains(s, "5 / 1s (gcra)") || !strings.Contains(s, "enforcing") {
 		t.Errorf("trace-gcra reads %q, want its path, its limit and enforcing", s)

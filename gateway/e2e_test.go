@@ -787,6 +787,7 @@ func TestDemoOriginHooksAreNotReachableThroughTheEdge(t *testing.T) {
 type sickStore struct{}
 
 func (sickStore) Degraded() (bool, string) { return true, "store unreachable: test" }
+func (sickStore) Refused() (bool, string)  { return false, "" }
 
 // TestReadyzStrictSpellings: strict readiness is asked for by every usual
 // spelling, and a spelling the node does not know is a 400, never a

@@ -156,7 +156,7 @@ rule "per-ip" {
 		t.Fatal(diags.Error())
 	}
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)}
-	n := startNode(t, p, nodeOptions{clock: clock})
+	n := startNode(t, p, nodeOptions{clock: clock, adminToken: "refused-token"})
 	const flooder = "198.51.100.66"
 	get := func(client string) int {
 		return do(t, "GET", "http://"+n.addr+"/", "", "X-Forwarded-For", client).status
@@ -182,7 +182,7 @@ rule "per-ip" {
 	}
 	refused := func(q string) listing {
 		t.Helper()
-		r := do(t, "GET", "http://"+n.admin+"/admin/refused"+q, "")
+		r := do(t, "GET", "http://"+n.admin+"/admin/refused"+q, "", "Authorization", "Bearer refused-token")
 		if r.status != http.StatusOK {
 			t.Fatalf("GET /admin/refused%s: got %d %s", q, r.status, r.body)
 		}
@@ -232,7 +232,7 @@ rule "per-ip" {
 			t.Errorf("minutes=1 lists the flooder, whose refusals are a minute older")
 		}
 	}
-	if r := do(t, "GET", "http://"+n.admin+"/admin/refused?minutes=6", ""); r.status != http.StatusBadRequest {
+	if r := do(t, "GET", "http://"+n.admin+"/admin/refused?minutes=6", "", "Authorization", "Bearer refused-token"); r.status != http.StatusBadRequest {
 		t.Errorf("minutes=6: got %d, want 400", r.status)
 	}
 	clock.Advance(5 * time.Minute)

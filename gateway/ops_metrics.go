@@ -71,6 +71,14 @@ func (m *metrics) registerOps(reg *prometheus.Registry, s *Server) {
 				return 1
 			}
 			return 0
+		}), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "edge_store_refused",
+			Help: "1 while the store refuses this node (its credentials or permissions: WRONGPASS, NOAUTH, NOPERM), from the first refused call until the store answers one; /readyz is then 503 when rules fail closed. 0 otherwise.",
+		}, func() float64 {
+			if r, _ := h.Refused(); r {
+				return 1
+			}
+			return 0
 		}))
 	}
 }

@@ -111,9 +111,18 @@ type StoreStats interface {
 	State() failclosed.BreakerState
 }
 
-// Health reports a degraded dependency: ok is false with a human reason.
+// Health reports the store's state to /readyz (a failclosed.Store
+// implements it).
 type Health interface {
+	// Degraded reports a store that does not answer (its breaker open),
+	// with a human reason: each rule answers by its on_store_error, and
+	// the node stays ready.
 	Degraded() (degraded bool, reason string)
+	// Refused reports a store that refuses this node (its credentials or
+	// permissions: WRONGPASS, NOAUTH, NOPERM), with a human reason: a
+	// configuration error, under which the node is not ready when it has
+	// rules that fail closed (docs/operations.md, "Health and readiness").
+	Refused() (refused bool, reason string)
 }
 
 // Server is an edge node: the public handler, the reverse proxy and the

@@ -11,6 +11,17 @@ import (
 	"time"
 )
 
+// defaultAdmin is the admin listener the admin commands (reload, dry-run,
+// explain, health) call without -admin: $EDGE_ADMIN when set, as an
+// operator who runs a node elsewhere sets it once per shell, else the
+// policy language's default admin_listen.
+func defaultAdmin() string {
+	if a := os.Getenv("EDGE_ADMIN"); a != "" {
+		return a
+	}
+	return defaultAdminListen
+}
+
 // adminReply is an admin API answer as the CLI commands read it.
 type adminReply struct {
 	// URL is the endpoint called; Status its status line, Code its code.

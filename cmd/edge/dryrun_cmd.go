@@ -28,7 +28,7 @@ const dryRunTimeout = 10 * time.Second
 func dryRunCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dry-run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	admin := fs.String("admin", "127.0.0.1:9901", "the node's admin listener HOST:PORT (or http://HOST:PORT)")
+	admin := fs.String("admin", defaultAdmin(), "the node's admin listener HOST:PORT (or http://HOST:PORT; default $EDGE_ADMIN, else "+defaultAdminListen+")")
 	rule := fs.String("rule", "*", `the rule's name, or "*" for every rule`)
 	dur := fs.String("for", "30m", "how long the toggle lasts, at most 24h (on only)")
 	reason := fs.String("reason", "", "why, for the audit log (required)")

@@ -67,7 +67,7 @@ type explainAnswer struct {
 func explainCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	admin := fs.String("admin", "127.0.0.1:9901", "the node's admin listener HOST:PORT (or http://HOST:PORT)")
+	admin := fs.String("admin", defaultAdmin(), "the node's admin listener HOST:PORT (or http://HOST:PORT; default $EDGE_ADMIN, else "+defaultAdminListen+")")
 	method := fs.String("method", "GET", "the request method")
 	path := fs.String("path", "/", "the request target: a path with an optional query, or an absolute URL")
 	host := fs.String("host", "", "the Host header (default: the upstream's address)")

@@ -23,38 +23,50 @@ import (
 // -admin nor -config names another.
 const defaultAdminListen = "127.0.0.1:9901"
 
-// healthCmd is `edge health [-admin HOST:PORT | -config FILE] [-strict]
-// [-timeout 2s]`: a readiness probe for a container's HEALTHCHECK, which
+// healthCmd is `edge health [-admin HOST:PORT | -config FILE] [-strict |
+// -live] [-timeout 2s]`: a readiness probe for a container's HEALTHCHECK, which
 // has no curl (docs/deploying.md, "Container image and systemd unit"). It
 // GETs /readyz on the node's admin listener (/readyz?strict=1 with
 // -strict) and exits 0 when the node answers 2xx, 1 when it answers
 // anything else or cannot be reached within the timeout, and 2 on bad
 // flags. The admin address is -admin, else -config's admin_listen (read
 // alone: errors elsewhere in the file do not fail the probe,
-// adminListenOf), else 127.0.0.1:9901; an
+// adminListenOf), else $EDGE_ADMIN, else 127.0.0.1:9901; an
 // unspecified host (0.0.0.0, ::, none) is probed on loopback, as a probe
 // inside the node's host or container does. /readyz needs no admin token.
 //
 // Without -strict a node whose store is down is ready ("degraded", exit
 // 0, the reason printed): a fleet sharing one sick Redis must not be
 // restarted or pulled out all at once (docs/architecture.md, "The admin
-// listener"). -strict fails it.
+// listener"). -strict fails it. A node whose store refuses it (a wrong
+// password, an ACL: every rule that fails closed answers 503) is not
+// ready, -strict or not (exit 1, the refusal printed).
+//
+// -live is the liveness probe instead: it GETs /healthz, which answers
+// 200 while the process serves its admin listener, whatever its store
+// says, so that a node that is not ready is not also restarted
+// (docs/deploying.md, "The container image").
 func healthCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("health", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: edge health [-admin HOST:PORT | -config FILE] [-strict] [-timeout 2s]\n\nexit 0 when the node's /readyz answers 2xx, 1 when not, 2 on bad flags\n\nflags of health:\n")
+		fmt.Fprintf(stderr, "usage: edge health [-admin HOST:PORT | -config FILE] [-strict | -live] [-timeout 2s]\n\nexit 0 when the node's /readyz (/healthz with -live) answers 2xx, 1 when not, 2 on bad flags\n\nflags of health:\n")
 		fs.PrintDefaults()
 	}
-	admin := fs.String("admin", "", "the node's admin listener HOST:PORT or http://HOST:PORT (default the policy's admin_listen with -config, else "+defaultAdminListen+")")
+	admin := fs.String("admin", "", "the node's admin listener HOST:PORT or http://HOST:PORT (default the policy's admin_listen with -config, else $EDGE_ADMIN, else "+defaultAdminListen+")")
 	config := fs.String("config", "", "policy file whose admin_listen to probe (ignored with -admin)")
 	strict := fs.Bool("strict", false, "not ready while the store is degraded (/readyz?strict=1)")
+	live := fs.Bool("live", false, "probe liveness (/healthz: the process answers) instead of readiness")
 	timeout := fs.Duration("timeout", 2*time.Second, "give up on a node that has not answered after this long")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "edge health: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *live && *strict {
+		fmt.Fprintln(stderr, "edge health: -live and -strict do not go together (-strict is about readiness)")
 		return 2
 	}
 	if *timeout <= 0 {
@@ -71,12 +83,15 @@ func healthCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if addr == "" {
-		addr = defaultAdminListen
+		addr = defaultAdmin()
 	}
 	u, err := readyzURL(addr, *strict)
 	if err != nil {
 		fmt.Fprintln(stderr, "edge health:", err)
 		return 2
+	}
+	if *live {
+		u = strings.TrimSuffix(u, "/readyz") + "/healthz"
 	}
 	return probeReadyz(u, *timeout, stdout, stderr)
 }
@@ -143,11 +158,15 @@ func readyzURL(admin string, strict bool) (string, error) {
 	return u, nil
 }
 
-// probeReadyz GETs u once and reports the node's readiness: exit 0 on a
-// 2xx answer, 1 otherwise. The answer's JSON body ({"status": "ok" or
-// "degraded", "reason": …}) is what it prints: on stdout when ready, on
-// stderr when not.
+// probeReadyz GETs u once and reports the node's readiness (its liveness
+// for /healthz): exit 0 on a 2xx answer, 1 otherwise. The answer's JSON
+// body ({"status": "ok", "degraded" or "unready", "reason": …}; /healthz's
+// "ok") is what it prints: on stdout when ready, on stderr when not.
 func probeReadyz(u string, timeout time.Duration, stdout, stderr io.Writer) int {
+	ready, notReady := "ready", "not ready"
+	if strings.HasSuffix(u, "/healthz") {
+		ready, notReady = "live", "not live"
+	}
 	// No proxy (a probe of the node's own admin listener never goes
 	// through $HTTP_PROXY) and no kept connection.
 	client := &http.Client{
@@ -163,7 +182,7 @@ func probeReadyz(u string, timeout time.Duration, stdout, stderr io.Writer) int 
 		case isTimeout(err):
 			why = fmt.Sprintf("no answer within %v", timeout)
 		}
-		fmt.Fprintf(stderr, "edge health: not ready: %s: %s\n", u, why)
+		fmt.Fprintf(stderr, "edge health: %s: %s: %s\n", notReady, u, why)
 		return 1
 	}
 	defer resp.Body.Close()
@@ -180,10 +199,10 @@ func probeReadyz(u string, timeout time.Duration, stdout, stderr io.Writer) int 
 		}
 	}
 	if resp.StatusCode/100 == 2 {
-		fmt.Fprintf(stdout, "ready (%s)\n", said)
+		fmt.Fprintf(stdout, "%s (%s)\n", ready, said)
 		return 0
 	}
-	fmt.Fprintf(stderr, "edge health: not ready: %s answered %s: %s\n", u, resp.Status, said)
+	fmt.Fprintf(stderr, "edge health: %s: %s answered %s: %s\n", notReady, u, resp.Status, said)
 	return 1
 }
 

@@ -10,7 +10,7 @@
 //	edge fmt [-w] [-l] [FILE...]
 //	edge reload [-admin ADDR]
 //	edge demo-origin [-listen ADDR]
-//	edge health [-admin ADDR | -config policies.hcl] [-strict] [-timeout 2s]
+//	edge health [-admin ADDR | -config policies.hcl] [-strict | -live] [-timeout 2s]
 package main
 
 import (
@@ -77,8 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "key-format":
 		return keyFormatCmd(args, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprintln(stdout, "usage: edge [serve|validate|test|fmt|reload|dry-run|explain|demo-origin|health|key-format|version] [flags]; edge CMD -h for flags")
-		return 0
+		return usage(stdout)
 	}
 	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, explain, demo-origin, health, key-format or version)\n", cmd)
 	return 2
@@ -490,6 +489,9 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 	}
 	fc, err = failclosed.New(rs, failclosed.Options{
 		FleetSize: p.Store.FleetSize, FailureSpan: breakerSpanBudgets * budget, HealthInterval: time.Second, Logger: log,
+		// A refusal (WRONGPASS, NOAUTH, NOPERM) is a configuration error:
+		// the node is not ready while it lasts (gateway.Health.Refused).
+		Refusal: redisstore.IsAuthError,
 	})
 	if err != nil {
 		rs.Close()
@@ -499,14 +501,17 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 	// load the script and open the flushers' connections, so the first
 	// requests pay for none of it; /readyz?strict=1 is 503 until a check
 	// has succeeded (failclosed.Check opens the breaker on a failure). A
-	// Redis that is down (or refuses us) at start does not stop the node:
-	// it serves degraded from its first request, each rule by its
-	// on_store_error, /readyz says so, and the breaker finds Redis back.
+	// Redis that is down at start does not stop the node: it serves
+	// degraded from its first request, each rule by its on_store_error,
+	// /readyz says so, and the breaker finds Redis back. A Redis that
+	// refuses us (a wrong password, an ACL) does not stop it either, but
+	// /readyz answers 503 until it accepts us when rules fail closed:
+	// every login would be refused.
 	pctx, cancel := context.WithTimeout(context.Background(), time.Second+opts.DialTimeout)
 	if err := fc.Check(pctx); err != nil && log != nil {
 		level, msg := slog.LevelWarn, "redis unreachable at start: serving degraded until it answers"
 		if redisstore.IsAuthError(err) {
-			level, msg = slog.LevelError, "redis refused the edge's credentials at start (check the url's user, password_env and the ACL): serving degraded until it accepts them"
+			level, msg = slog.LevelError, "redis refused the edge's credentials at start (check the url's user, password_env and the ACL): not ready, and rules that fail closed answer 503, until it accepts them"
 		}
 		log.Log(pctx, level, msg, "store", rules.RedactURL(url), "error", err.Error())
 	} else if log != nil {

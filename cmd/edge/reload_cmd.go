@@ -23,7 +23,7 @@ const reloadTimeout = time.Minute
 func reloadCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("reload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	admin := fs.String("admin", "127.0.0.1:9901", "the node's admin listener HOST:PORT (or http://HOST:PORT)")
+	admin := fs.String("admin", defaultAdmin(), "the node's admin listener HOST:PORT (or http://HOST:PORT; default $EDGE_ADMIN, else "+defaultAdminListen+")")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}

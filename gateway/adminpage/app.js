@@ -163,22 +163,21 @@
     else if (r.action === 'log') text += ' (action = "log")';
     else text += nodeDryRun ? ' (node-wide)' : ' (policy)';
     const td = el('td', { class: 'dryrun-on' }, text);
+    if (!r.dry_run_until) td.title = FIXED_DRY_RUN;
     if (r.dry_run_reason) td.append(el('span', { class: 'total' }, r.dry_run_reason));
     return td;
   }
 
   // toggleButton turns a rule's dry-run on for a while, or removes its
-  // own toggle; a rule in dry-run for another reason gets a disabled one.
+  // own toggle; a rule in dry-run for another reason gets none, as
+  // docs/operations.md ("The admin page") says: there is nothing here to
+  // enforce it with, and its dry-run cell says why (FIXED_DRY_RUN).
   function toggleButton(r) {
     if (r.action === 'skip') return null;
     const on = !r.dry_run;
-    const b = el('button', { type: 'button', class: 'toggle', 'data-rule': r.name, 'data-to': String(on) },
+    if (!on && !r.dry_run_until) return null;
+    return el('button', { type: 'button', class: 'toggle', 'data-rule': r.name, 'data-to': String(on) },
       on ? 'dry-run…' : 'enforce…');
-    if (!on && !r.dry_run_until) {
-      b.disabled = true;
-      b.title = FIXED_DRY_RUN;
-    }
-    return b;
   }
 
   function rateCell(cls, r, total) {

@@ -60,6 +60,22 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// StartAuth is Start with requirepass password: the server refuses a
+// client that does not authenticate with it (NOAUTH) or gives another
+// (WRONGPASS). Do authenticates with it.
+func StartAuth(t testing.TB, password string) *Server {
+	t.Helper()
+	requireRedis(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{t: t, Port: freePort(t, ln), dir: t.TempDir(), extra: []string{"--requirepass", password}, auth: password}
+	s.start()
+	t.Cleanup(s.Kill)
+	return s
+}
+
 // requireRedis skips t when redis-server is not installed, or fails it
 // under EDGE_REQUIRE_STACKS=1 (CI, which installs it).
 func requireRedis(t testing.TB) {
