@@ -251,7 +251,7 @@ func (e *Engine) writeBans(ctx context.Context, now time.Time, s *Scratch) error
 	s.mops = s.mops[:0]
 	for i := range s.Matches {
 		m := &s.Matches[i]
-		if m.Op >= 0 && m.Rule.banUS > 0 && m.Outcome == OutcomeDeny {
+		if m.Op >= 0 && m.Rule.banUS > 0 && m.Outcome == OutcomeDeny && !s.networkFullOnly(m) {
 			s.mops = append(s.mops, banOp(OpAdd, m.Rule, banKey(s.Ops[m.Op].Key)))
 			if m.HasGuilt && m.Rule.Count != CountFailures {
 				// A rule counting requests: the visitor it refused is
@@ -269,6 +269,25 @@ func (e *Engine) writeBans(ctx context.Context, now time.Time, s *Scratch) error
 	}
 	s.mres = s.mres[:len(s.mops)]
 	return e.take(ctx, now, s, s.mops, s.mres)
+}
+
+// networkFullOnly reports whether every op of m that refused was refused
+// by its network's share (Result.NetworkFull): the rule then refused a new
+// key because the client's network holds its share of the rule's budget,
+// which says nothing of the key, so it writes no ban and makes no visitor
+// guilty. Otherwise a network's flood would ban a bystander's phone that
+// it tried to make, or make guilty a fresh visitor behind the same
+// network (issue 24, a tester's finding F2).
+func (s *Scratch) networkFullOnly(m *Match) bool {
+	if r := &s.Res[m.Op]; !r.Allowed && !r.NetworkFull {
+		return false
+	}
+	if m.CeilingOp >= 0 {
+		if r := &s.Res[m.CeilingOp]; !r.Allowed && !r.NetworkFull {
+			return false
+		}
+	}
+	return true
 }
 
 // banned turns d into the refusal of a banned request: the banning rule's
