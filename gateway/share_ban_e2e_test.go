@@ -116,3 +116,29 @@ func TestNetworkFullBansNoOne(t *testing.T) {
 		t.Errorf("the bystander's visitor during the attacker's ban: got %d, want 200 (made guilty by the share's refusal)", r.status)
 	}
 }
+
+// TestBanIgnoresTheMarkerShare (F3): a ban is never refused by its
+// network's share of the marker budget. Two clients of 203.0.113.0/24 trip
+// api-per-ip and are banned: 2 bans, the network's share of the marker
+// budget. A flood from other networks evicts their counters (the bans
+// stay), and a third client of the network trips the rule. Before, its ban
+// was refused by the full marker share: 11 s later its bucket had refilled
+// and it got 200, never banned. Now it is banned, and the first two still
+// are.
+func TestBanIgnoresTheMarkerShare(t *testing.T) {
+	n, clk, get := shareBanNode(t)
+	for _, c := range []string{"203.0.113.1", "203.0.113.2"} {
+		trip(t, get, c)
+	}
+	evictShare(t, get)
+	trip(t, get, "203.0.113.3")
+	clk.Advance(11 * time.Second)
+	for _, c := range []string{"203.0.113.1", "203.0.113.2", "203.0.113.3"} {
+		if r := get(c); r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") != "589" {
+			t.Errorf("%s 11 s after it tripped the rule: got %d Retry-After %q, want 429 with 589 (banned)", c, r.status, r.header.Get("Retry-After"))
+		}
+	}
+	if got := metric(t, n.reg, "edge_store_marker_keys", "api-per-ip"); got != 3 {
+		t.Errorf("edge_store_marker_keys{api-per-ip}: got %v, want 3 (the three bans)", got)
+	}
+}

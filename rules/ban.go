@@ -80,7 +80,11 @@ func banOp(kind OpKind, r *Rule, k Key) Op {
 	return Op{
 		Kind: kind, Algorithm: SlidingLog, Key: k, Limit: 1, PeriodUS: r.banUS,
 		Cost: 1, Enforce: true, OnError: FailOpen, Sensitive: true, MaxKeys: int32(r.MaxKeys), Marker: true,
-		NetworkKeys: int32(r.NetworkKeys),
+		// No NetworkKeys: a ban is never refused by its network's share
+		// of the marker budget, or a network that filled it (with bans
+		// or known visitors) would trip the rule and never be banned. It
+		// stays bounded: a ban is written only for a counter key the
+		// rule refused, and the counter keys are held to the share.
 	}
 }
 
