@@ -516,7 +516,12 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			e = sh.m[op.Key]
 		}
 		isRider := false
-		if e == nil && dup {
+		if e != nil && i < cachedOps && sh.m[op.Key] != e {
+			// An earlier op of this call on the same key (a distinct key
+			// coming twice) dropped it: this one holds no room of its own.
+			e, isRider = nil, true
+		}
+		if e == nil && dup && !isRider {
 			// An earlier op of this call may have stored the key: this one
 			// settles on what it wrote (and holds no room of its own).
 			e = sh.m[op.Key]
@@ -526,6 +531,15 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			if res[i].NetworkFull {
 				sh.drop(e) // decayed, and op's network may not make it again
 				sh.keepSpare(e)
+				continue
+			}
+			if refused && attemptsOnly(op) && e.expiresAt <= nowUS {
+				// Decayed, read in place as the fresh state it equals: a
+				// new key, which an attempt in a refused call does not
+				// make (attemptsOnly).
+				sh.drop(e)
+				sh.keepSpare(e)
+				settleFresh(nowUS, op, &res[i])
 				continue
 			}
 			st := e.load()
@@ -541,6 +555,15 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		}
 		if res[i].StoreError || res[i].NetworkFull {
 			continue // its budget, or its network's share, is full: not stored
+		}
+		if refused && attemptsOnly(op) {
+			// An attempt in a refused call makes no new key: the room and
+			// the network's claim pass 1 took for it go back.
+			if !isRider {
+				s.unreserve(sh, op)
+			}
+			settleFresh(nowUS, op, &res[i])
+			continue
 		}
 		var st rules.State
 		spare := sh.takeSpare()
@@ -563,18 +586,45 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set, spare)
 			continue
 		}
-		if reserves(op) || claims(op) {
-			b, _, _ := s.partOf(sh, op)
-			if reserves(op) {
-				b.n.Add(-1) // the room pass 1 reserved
-			}
-			if claims(op) {
-				b.release(netSlot(op.Network)) // and the network's
-			}
-		}
+		s.unreserve(sh, op)
 		sh.keepSpare(spare)
 	}
 	return nil
+}
+
+// unreserve gives back what pass 1 took for a new key of op that is not
+// stored: a sensitive or marker op's reserved room, and its network's
+// claim. sh is locked.
+func (s *Store) unreserve(sh *shard, op *rules.Op) {
+	if !reserves(op) && !claims(op) {
+		return
+	}
+	b, _, _ := s.partOf(sh, op)
+	if reserves(op) {
+		b.n.Add(-1) // the room pass 1 reserved
+	}
+	if claims(op) {
+		b.release(netSlot(op.Network)) // and the network's
+	}
+}
+
+// attemptsOnly reports whether op consumes only because it counts
+// attempts: an OpTake with Attempts. In a refused call such an op charges
+// a key that exists but makes no new one (rules.Store's contract): an
+// attacker refused by one limit of the call (its per-IP limit) would
+// otherwise make a key of the attempts rule with each fresh phone or
+// account it sends, filling that rule's budget, and its network's share of
+// it, for nothing (a tester's finding F1 on issue 24).
+func attemptsOnly(op *rules.Op) bool { return op.Kind == rules.OpTake && op.Attempts }
+
+// settleFresh fills res, op's result, as rules.Settle reports a key left
+// fresh (nothing consumed: the op is settled as a take that does not
+// count attempts, in a refused call). It stores nothing.
+func settleFresh(nowUS int64, op *rules.Op, res *rules.Result) {
+	o := *op
+	o.Attempts = false
+	var st rules.State
+	rules.Settle(&st, nowUS, &o, true, res)
 }
 
 // rider returns, for a Distinct op i on a key missing from the store, the
