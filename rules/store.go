@@ -216,9 +216,10 @@ type Result struct {
 	StoreError bool
 	// NetworkFull is set, with Allowed false, when the op would make a new
 	// key and its Network already holds its NetworkKeys in the op's
-	// budget (the memory store). RetryAfter is then the op's period: a
-	// hint, the time a counter of the rule takes to decay give or take a
-	// burst, after which the network's keys begin to give their room back.
+	// budget (the memory store). RetryAfter is then the time until the
+	// earliest of the network's keys in the budget decays (never later
+	// than a slot frees; the op's period when the store could not see
+	// them all), its decayed keys having been reclaimed first.
 	NetworkFull bool
 }
 
