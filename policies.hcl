@@ -119,13 +119,15 @@ edge {
 # of their own as large, never evicted while they last.
 store "memory" {
   max_keys = 100000
-  # One client network may not fill a rule's budget: each IPv6 /48 or IPv4
-  # /24 may make at most network_share of each rule's keys (2500 of
-  # otp-send-per-phone's 50000 phones). A new key from a network at its share
-  # is refused by that rule, for that network only: its 429, counted in
-  # edge_store_network_full_total, not the 503 a sensitive rule's full budget
-  # would give everyone. A rule may set its own network_share; "100%" is no
-  # bound. 20 networks can still fill a budget (docs/attacks.md).
+  # One client network may not fill a sensitive rule's budget: each IPv6 /48
+  # or IPv4 /24 may make at most network_share of each sensitive rule's keys
+  # (2500 of otp-send-per-phone's 50000 phones). A new key from a network at
+  # its share is refused by that rule, for that network only: its 429,
+  # counted in edge_store_network_full_total, not the 503 a sensitive rule's
+  # full budget would give everyone. An ordinary rule evicts when its budget
+  # is full, so it has no share unless it sets its own network_share (a
+  # large NAT's /24 may fill it legitimately); "100%" is no bound. 20
+  # networks can still fill a budget (docs/attacks.md).
   network_share       = "5%"
   network_ipv4_prefix = 24
   network_ipv6_prefix = 48

@@ -25,9 +25,10 @@ import (
 // ff6f3a1, when rules knew each characteristic by name) wrote from the same
 // files. Counters outlive releases: a key that changed would forget every
 // counter of its rule at the upgrade, including ones still refusing
-// (docs/architecture.md, "Extension points": tags never change). The one
-// deliberate change since is otp_session's (issue 24: the challenge ID
-// alone), whose lines testdata/README.md names.
+// (docs/architecture.md, "Extension points": tags never change). The
+// deliberate changes since are otp_session's keys (issue 24: the challenge ID
+// alone), whose lines testdata/README.md names, and one decision: a
+// refused request's attempt makes no new key (issue 24, a tester's F1).
 func TestCounterKeysUnchanged(t *testing.T) {
 	p, diags := builtin.LoadFile("testdata/keys-policy.hcl")
 	if diags.HasErrors() {

@@ -148,3 +148,43 @@ func TestNetworkShareSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestOrdinaryRuleHasNoDefaultShare (a tester's finding F5 on issue 24):
+// the store's network_share holds the sensitive rules' budgets only. 30
+// real users behind one carrier NAT's /24 call the API, each from an
+// address of its own: api-per-ip (ordinary) with a budget of 40 keys.
+// Before, the store's 5% held every rule: the /24 made 2 keys and its
+// other 28 users got 429, though the rule fails open and evicts when its
+// budget is full, so a network filling it harms no one. Now all 30 are
+// served, with the store's default share or one it sets, and a rule that
+// sets its own network_share is held to it.
+func TestOrdinaryRuleHasNoDefaultShare(t *testing.T) {
+	same := func(s string) string { return s }
+	tests := []struct {
+		name   string
+		rule   string // attributes added to api-per-ip
+		edit   func(string) string
+		served int
+	}{
+		{"the store's default", "", same, 30},
+		{"network_share = \"10%\" on the store", "", func(s string) string {
+			return replaceOnce(t, s, regexp.MustCompile(`(?m)^(  network_share += )\S+`), `"10%"`)
+		}, 30},
+		{"network_share = \"5%\" on the rule", "\n  network_share = \"5%\"", same, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := shippedWith(t, map[string]string{`rule "api-per-ip"`: "  max_keys = 40" + tt.rule}, nil, tt.edit)
+			n := startAt(t, p, &fakeClock{t: time.Unix(1_800_000_000, 0)})
+			served := 0
+			for i := range 30 {
+				if r := do(t, "GET", "http://"+n.addr+"/api/items", "", "X-Forwarded-For", fmt.Sprintf("100.64.0.%d", i+1)); r.status == http.StatusOK {
+					served++
+				}
+			}
+			if served != tt.served {
+				t.Errorf("30 users of one /24: %d served, want %d", served, tt.served)
+			}
+		})
+	}
+}

@@ -80,7 +80,11 @@ func banOp(kind OpKind, r *Rule, k Key) Op {
 	return Op{
 		Kind: kind, Algorithm: SlidingLog, Key: k, Limit: 1, PeriodUS: r.banUS,
 		Cost: 1, Enforce: true, OnError: FailOpen, Sensitive: true, MaxKeys: int32(r.MaxKeys), Marker: true,
-		NetworkKeys: int32(r.NetworkKeys),
+		// No NetworkKeys: a ban is never refused by its network's share
+		// of the marker budget, or a network that filled it (with bans
+		// or known visitors) would trip the rule and never be banned. It
+		// stays bounded: a ban is written only for a counter key the
+		// rule refused, and the counter keys are held to the share.
 	}
 }
 
@@ -251,7 +255,7 @@ func (e *Engine) writeBans(ctx context.Context, now time.Time, s *Scratch) error
 	s.mops = s.mops[:0]
 	for i := range s.Matches {
 		m := &s.Matches[i]
-		if m.Op >= 0 && m.Rule.banUS > 0 && m.Outcome == OutcomeDeny {
+		if m.Op >= 0 && m.Rule.banUS > 0 && m.Outcome == OutcomeDeny && !s.networkFullOnly(m) {
 			s.mops = append(s.mops, banOp(OpAdd, m.Rule, banKey(s.Ops[m.Op].Key)))
 			if m.HasGuilt && m.Rule.Count != CountFailures {
 				// A rule counting requests: the visitor it refused is
@@ -269,6 +273,25 @@ func (e *Engine) writeBans(ctx context.Context, now time.Time, s *Scratch) error
 	}
 	s.mres = s.mres[:len(s.mops)]
 	return e.take(ctx, now, s, s.mops, s.mres)
+}
+
+// networkFullOnly reports whether every op of m that refused was refused
+// by its network's share (Result.NetworkFull): the rule then refused a new
+// key because the client's network holds its share of the rule's budget,
+// which says nothing of the key, so it writes no ban and makes no visitor
+// guilty. Otherwise a network's flood would ban a bystander's phone that
+// it tried to make, or make guilty a fresh visitor behind the same
+// network (issue 24, a tester's finding F2).
+func (s *Scratch) networkFullOnly(m *Match) bool {
+	if r := &s.Res[m.Op]; !r.Allowed && !r.NetworkFull {
+		return false
+	}
+	if m.CeilingOp >= 0 {
+		if r := &s.Res[m.CeilingOp]; !r.Allowed && !r.NetworkFull {
+			return false
+		}
+	}
+	return true
 }
 
 // banned turns d into the refusal of a banned request: the banning rule's

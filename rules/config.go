@@ -102,8 +102,10 @@ type storeBlock struct {
 	Timeout *string `hcl:"timeout,optional"`
 	// fleet_size divides limits for the "local" fallback bucket.
 	FleetSize *int `hcl:"fleet_size,optional"`
-	// network_share is the most of a rule's key budget one client network
-	// may hold ("5%" by default, "100%": no bound); network_ipv4_prefix and
+	// network_share is the most of a sensitive rule's key budget one
+	// client network may hold ("5%" by default, "100%": no bound; an
+	// ordinary rule is held to a share only by its own network_share);
+	// network_ipv4_prefix and
 	// network_ipv6_prefix are what a network is (24 and 48 by default).
 	// Memory store only (rules/network.go).
 	NetworkShare      *string `hcl:"network_share,optional"`
@@ -206,8 +208,9 @@ type ruleBlock struct {
 	// an equal share of the store's max_keys; docs/memory-store.md).
 	MaxKeys *int `hcl:"max_keys,optional"`
 	// network_share is the most of the rule's key budget one client
-	// network may hold (default: the memory store's network_share; "100%":
-	// no bound; rules/network.go).
+	// network may hold (default: the memory store's network_share on a
+	// sensitive rule, none on an ordinary one; "100%": no bound;
+	// rules/network.go).
 	NetworkShare *string `hcl:"network_share,optional"`
 	// known_visitors is how long a visitor that logged in successfully is
 	// not held to the rule; known_by the characteristics that recognise it.

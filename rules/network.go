@@ -17,7 +17,8 @@ import (
 // one IPv6 /48, and every real user sending to a new phone got 503 for up
 // to 15 minutes (a sensitive rule whose budget is full of live state fails
 // closed). With network_share = "5%", each network (an IPv6 /48, an IPv4
-// /24) may make at most 5% of each rule's budget; a new key from a network
+// /24) may make at most 5% of each sensitive rule's budget (and of an
+// ordinary rule's that sets network_share itself); a new key from a network
 // at its share is refused by that rule, for that network only, as any
 // refusal is: 429 (bare on a sensitive route), nothing consumed.
 //
@@ -119,19 +120,28 @@ func (c *Compiler) ruleNetwork(rb *ruleBlock, r *Rule) bool {
 // known (keyBudgets): its share of MaxKeys, rounded down, and never fewer
 // than the keys one request makes in the budget (a visitor rule's visitor
 // and its ip_ceiling), so that one new client of a network can always be
-// counted. A share of 100%, or one that rounds to the whole budget, is no
-// bound; with a Redis store there is none. A rule's own network_share
-// under a Redis store is warned about: it bounds nothing there.
+// counted. The share is the rule's own network_share, else, on a
+// sensitive rule only, the store's (default or set): an ordinary rule
+// fails open, evicting its least recently used key when its budget is
+// full, so a network filling it harms no one, while a share would refuse
+// the real users of a large NAT whose /24 legitimately fills it (a
+// tester's finding F5 on issue 24; docs/policy.md, "network_share"). A
+// share of 100%, or one that rounds to the whole budget, is no bound;
+// with a Redis store there is none. A rule's own network_share under a
+// Redis store is warned about: it bounds nothing there.
 func (c *Compiler) networkShares(p *Policy) {
 	for _, r := range p.Rules {
-		share := p.Store.NetworkShare
+		share := 0
+		if r.Sensitive {
+			share = p.Store.NetworkShare
+		}
 		if r.networkShare > 0 {
 			share = r.networkShare
 			if p.Store.NetworkShare == 0 {
 				c.Warnf(*r.networkShareRange, "Unused network_share", "rule %q: network_share bounds what one network holds of the memory store's key budgets; the Redis store has none", r.Name)
 			}
 		}
-		if p.Store.NetworkShare == 0 || !r.counts() || r.Adaptive != nil || share >= sharePPM {
+		if p.Store.NetworkShare == 0 || share == 0 || !r.counts() || r.Adaptive != nil || share >= sharePPM {
 			continue
 		}
 		perRequest := int64(1)

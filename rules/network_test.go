@@ -9,19 +9,23 @@ import (
 // phonesRule is a rule of 2,000 keys (100 a network at the default 5%).
 const phonesRule = `
 rule "phones" {
-  paths    = ["/otp/send"]
-  key      = ["ip"]
-  limit    = 3
-  period   = "15m"
-  max_keys = 2000
+  paths     = ["/otp/send"]
+  key       = ["ip"]
+  limit     = 3
+  period    = "15m"
+  max_keys  = 2000
+  sensitive = true
 }
 `
 
-// TestRuleNetworkKeys: a rule's network bound is its network_share (or
-// the store's, 5% by default) of its key budget, rounded down, never fewer
-// than the keys one request makes (two for a visitor rule with its IP's
-// ceiling), and none for a share of 100%, one that rounds to the whole
-// budget, or a Redis store.
+// TestRuleNetworkKeys: a rule's network bound is its network_share (or,
+// on a sensitive rule, the store's, 5% by default) of its key budget,
+// rounded down, never fewer than the keys one request makes (two for a
+// visitor rule with its IP's ceiling), and none for a share of 100%, one
+// that rounds to the whole budget, or a Redis store. An ordinary rule that
+// sets no network_share of its own has none, whatever the store sets
+// (before, the store's default held every rule, and a large NAT filling an
+// ordinary rule's budget had its real users refused).
 func TestRuleNetworkKeys(t *testing.T) {
 	p := load(t, `
 store "memory" {
@@ -38,18 +42,35 @@ rule "half-percent" {
   network_share = "0.5%"
 }
 rule "tiny" {
+  paths     = ["/a"]
+  key       = ["ip"]
+  limit     = 3
+  period    = "15m"
+  max_keys  = 10
+  sensitive = true
+}
+rule "visitors" {
+  paths     = ["/login"]
+  key       = ["visitor"]
+  limit     = 3
+  period    = "15m"
+  max_keys  = 10
+  sensitive = true
+}
+rule "ordinary" {
   paths    = ["/a"]
   key      = ["ip"]
   limit    = 3
   period   = "15m"
-  max_keys = 10
+  max_keys = 2000
 }
-rule "visitors" {
-  paths    = ["/login"]
-  key      = ["visitor"]
-  limit    = 3
-  period   = "15m"
-  max_keys = 10
+rule "ordinary-own" {
+  paths         = ["/a"]
+  key           = ["ip"]
+  limit         = 3
+  period        = "15m"
+  max_keys      = 2000
+  network_share = "5%"
 }
 rule "off" {
   paths         = ["/a"]
@@ -68,15 +89,19 @@ rule "whole" {
   network_share = "50%"
 }
 rule "shared-budget" {
-  paths  = ["/a"]
-  key    = ["ip"]
-  limit  = 3
-  period = "15m"
+  paths     = ["/a"]
+  key       = ["ip"]
+  limit     = 3
+  period    = "15m"
+  sensitive = true
 }
 `)
 	for name, want := range map[string]int{
 		"phones": 100, "half-percent": 10, "tiny": 1, "visitors": 2, "off": 0, "whole": 0,
 		"shared-budget": 2, // 5% of its 40 keys (half the store's: the mint budget has the other)
+		// An ordinary rule: only its own share.
+		"ordinary":     0,
+		"ordinary-own": 100,
 	} {
 		if got := p.Rule(name).NetworkKeys; got != want {
 			t.Errorf("rule %q: NetworkKeys %d, want %d", name, got, want)
@@ -142,18 +167,20 @@ rule "per-network" {
 func TestOpsCarryTheClientsNetwork(t *testing.T) {
 	const src = `
 rule "a" {
-  paths    = ["/a"]
-  key      = ["ip"]
-  limit    = 3
-  period   = "15m"
-  max_keys = 2000
+  paths     = ["/a"]
+  key       = ["ip"]
+  limit     = 3
+  period    = "15m"
+  max_keys  = 2000
+  sensitive = true
 }
 rule "b" {
-  paths    = ["/a"]
-  key      = ["ip"]
-  limit    = 3
-  period   = "15m"
-  max_keys = 100
+  paths     = ["/a"]
+  key       = ["ip"]
+  limit     = 3
+  period    = "15m"
+  max_keys  = 100
+  sensitive = true
 }
 `
 	p := load(t, src)

@@ -161,7 +161,8 @@ type StoreConfig struct {
 	FleetSize int
 	// NetworkShare is the memory store's network_share in parts per
 	// million (default 50000, 5%): the most of a rule's key budget one
-	// client network holds, for the rules that set none (Rule.NetworkKeys);
+	// client network holds, for the sensitive rules that set none
+	// (Rule.NetworkKeys; an ordinary rule has a share only by its own);
 	// NetworkIPv4Prefix and NetworkIPv6Prefix are a network's prefix
 	// lengths (default 24 and 48). All zero with a Redis store, which has
 	// no key budgets (rules/network.go).
@@ -359,8 +360,8 @@ type Rule struct {
 	// maxKeysSet is true when the rule sets max_keys itself.
 	maxKeysSet bool
 	// NetworkKeys is the most keys of the rule's budget one client network
-	// may make in the memory store (Op.NetworkKeys): its network_share (or
-	// the store's) of MaxKeys, rounded down, at least the keys one request
+	// may make in the memory store (Op.NetworkKeys): its network_share (or,
+	// when sensitive, the store's) of MaxKeys, rounded down, at least the keys one request
 	// makes; 0 for no bound (a share of 100%, a Redis store).
 	NetworkKeys int
 	// networkShare is the rule's own network_share in parts per million,

@@ -130,7 +130,9 @@ type Op struct {
 	// of the other ops.
 	Enforce bool
 	// Attempts marks count = "attempts": the op consumes even when the
-	// request is refused (by itself or by another rule).
+	// request is refused (by itself or by another rule), on a key that
+	// exists; in a refused call it makes no new key (a missing key, or one
+	// whose state has decayed, is left fresh).
 	Attempts bool
 	// OnError is the rule's on_store_error: what a failure-handling store
 	// (failclosed) answers for this op when the backing store cannot
@@ -214,9 +216,10 @@ type Result struct {
 	StoreError bool
 	// NetworkFull is set, with Allowed false, when the op would make a new
 	// key and its Network already holds its NetworkKeys in the op's
-	// budget (the memory store). RetryAfter is then the op's period: a
-	// hint, the time a counter of the rule takes to decay give or take a
-	// burst, after which the network's keys begin to give their room back.
+	// budget (the memory store). RetryAfter is then the time until the
+	// earliest of the network's keys in the budget decays (never later
+	// than a slot frees; the op's period when the store could not see
+	// them all), its decayed keys having been reclaimed first.
 	NetworkFull bool
 }
 
@@ -234,9 +237,13 @@ type Result struct {
 //   - An OpTake consumes Cost when the request is not refused and the op is
 //     Allowed; a dry-run op (Enforce false) that is not Allowed does not
 //     consume, exactly as if it enforced. An OpTake with Attempts consumes
-//     always, refused or not (count = "attempts"); when over its limit it
-//     leaves the counter full (a bucket's TAT at now + burst×T, a log's
-//     newest Limit timestamps) rather than running up debt.
+//     always, refused or not (count = "attempts"), except that in a refused
+//     call it makes no new key: it charges a key whose state is live and
+//     leaves a missing or decayed one fresh, so that a client refused by one
+//     limit cannot fill an attempts rule's budget with new keys; when over
+//     its limit it leaves the counter full (a bucket's TAT at now +
+//     burst×T, a log's newest Limit timestamps) rather than running up
+//     debt.
 //   - OpPeek never consumes; OpAdd always consumes; OpRefund and OpReset
 //     always apply and report Allowed.
 //   - Remaining and ResetAfter describe the state after the call.

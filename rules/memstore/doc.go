@@ -74,6 +74,14 @@
 // has room. A key counts to the network that made it (a decayed key read
 // again in place is made again, by its reader's network) until it
 // decays, is evicted or is emptied, each of which gives the room back.
+// A network at its share has its decayed keys reclaimed (in every shard,
+// the held ones in place and the others if their lock is free) before a
+// new key of it is refused, and a refusal's RetryAfter is the time until
+// the earliest of its keys decays; a budget keeps per network slot a time
+// before which none of its keys decays (512 KiB, made when one of its
+// networks first reaches its share), so that search, which reads every
+// key of the budget, runs once per key that decays while the network is
+// at its share (claimSlotOrReclaim).
 //
 // Each budget counts keys per network in a table of 65,536 atomic
 // counters (256 KiB, made on its first such key): a network's slot is its

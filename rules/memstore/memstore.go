@@ -310,6 +310,9 @@ type budget struct {
 	// nets counts the keys each network holds (by netSlot), across
 	// shards; nil until a key with a network share is made.
 	nets atomic.Pointer[netCounts]
+	// next holds, per network slot, a time before which none of its keys
+	// decays (nextNet); nil until a network reaches its share.
+	next atomic.Pointer[netNext]
 
 	// hint: no entry of the budget has a heapAt before it, so a search of
 	// every shard for decayed state is pointless until then (0: unknown).
@@ -472,15 +475,17 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 				dup = true
 				switch {
 				case res[j].NetworkFull:
-					res[i] = netFullAnswer(op)
+					res[i] = netFullAnswer(op, res[j].RetryAfter)
 				case res[j].StoreError && reserves(op):
 					res[i] = fullAnswer(op)
 				}
 				continue
 			}
-			if claims(op) && !s.claim(sh, op) {
-				res[i] = netFullAnswer(op)
-				continue
+			if claims(op) {
+				if ok, wait := s.claim(sh, x, op, nowUS, &set); !ok {
+					res[i] = netFullAnswer(op, wait)
+					continue
+				}
 			}
 			if reserves(op) && !s.reserve(sh, x, op, nowUS, &set) {
 				res[i] = fullAnswer(op)
@@ -498,8 +503,10 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		}
 		st := e.load()
 		res[i] = rules.Check(&st, nowUS, op)
-		if renewed && stores(op) && !p.renew(e, op) {
-			res[i] = netFullAnswer(op) // dropped in pass 2
+		if renewed && stores(op) {
+			if ok, wait := s.renew(sh, x, p, e, op, nowUS, &set); !ok {
+				res[i] = netFullAnswer(op, wait) // dropped in pass 2
+			}
 		}
 	}
 
@@ -516,7 +523,12 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			e = sh.m[op.Key]
 		}
 		isRider := false
-		if e == nil && dup {
+		if e != nil && i < cachedOps && sh.m[op.Key] != e {
+			// An earlier op of this call on the same key (a distinct key
+			// coming twice) dropped it: this one holds no room of its own.
+			e, isRider = nil, true
+		}
+		if e == nil && dup && !isRider {
 			// An earlier op of this call may have stored the key: this one
 			// settles on what it wrote (and holds no room of its own).
 			e = sh.m[op.Key]
@@ -526,6 +538,15 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			if res[i].NetworkFull {
 				sh.drop(e) // decayed, and op's network may not make it again
 				sh.keepSpare(e)
+				continue
+			}
+			if refused && attemptsOnly(op) && e.expiresAt <= nowUS {
+				// Decayed, read in place as the fresh state it equals: a
+				// new key, which an attempt in a refused call does not
+				// make (attemptsOnly).
+				sh.drop(e)
+				sh.keepSpare(e)
+				settleFresh(nowUS, op, &res[i])
 				continue
 			}
 			st := e.load()
@@ -541,6 +562,15 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		}
 		if res[i].StoreError || res[i].NetworkFull {
 			continue // its budget, or its network's share, is full: not stored
+		}
+		if refused && attemptsOnly(op) {
+			// An attempt in a refused call makes no new key: the room and
+			// the network's claim pass 1 took for it go back.
+			if !isRider {
+				s.unreserve(sh, op)
+			}
+			settleFresh(nowUS, op, &res[i])
+			continue
 		}
 		var st rules.State
 		spare := sh.takeSpare()
@@ -563,18 +593,45 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			s.insert(sh, x, op, &st, nowUS+ttl, nowUS, &set, spare)
 			continue
 		}
-		if reserves(op) || claims(op) {
-			b, _, _ := s.partOf(sh, op)
-			if reserves(op) {
-				b.n.Add(-1) // the room pass 1 reserved
-			}
-			if claims(op) {
-				b.release(netSlot(op.Network)) // and the network's
-			}
-		}
+		s.unreserve(sh, op)
 		sh.keepSpare(spare)
 	}
 	return nil
+}
+
+// unreserve gives back what pass 1 took for a new key of op that is not
+// stored: a sensitive or marker op's reserved room, and its network's
+// claim. sh is locked.
+func (s *Store) unreserve(sh *shard, op *rules.Op) {
+	if !reserves(op) && !claims(op) {
+		return
+	}
+	b, _, _ := s.partOf(sh, op)
+	if reserves(op) {
+		b.n.Add(-1) // the room pass 1 reserved
+	}
+	if claims(op) {
+		b.release(netSlot(op.Network)) // and the network's
+	}
+}
+
+// attemptsOnly reports whether op consumes only because it counts
+// attempts: an OpTake with Attempts. In a refused call such an op charges
+// a key that exists but makes no new one (rules.Store's contract): an
+// attacker refused by one limit of the call (its per-IP limit) would
+// otherwise make a key of the attempts rule with each fresh phone or
+// account it sends, filling that rule's budget, and its network's share of
+// it, for nothing (a tester's finding F1 on issue 24).
+func attemptsOnly(op *rules.Op) bool { return op.Kind == rules.OpTake && op.Attempts }
+
+// settleFresh fills res, op's result, as rules.Settle reports a key left
+// fresh (nothing consumed: the op is settled as a take that does not
+// count attempts, in a refused call). It stores nothing.
+func settleFresh(nowUS int64, op *rules.Op, res *rules.Result) {
+	o := *op
+	o.Attempts = false
+	var st rules.State
+	rules.Settle(&st, nowUS, &o, true, res)
 }
 
 // rider returns, for a Distinct op i on a key missing from the store, the
@@ -593,8 +650,10 @@ func rider(ops []rules.Op, i int) int {
 // either is refused. A rider stores only in a call that consumes, where
 // the op it rode on stored too, so this is the rare path.
 func (s *Store) roomNow(sh *shard, x uint16, op *rules.Op, nowUS int64, held *shardSet) bool {
-	if claims(op) && !s.claim(sh, op) {
-		return false
+	if claims(op) {
+		if ok, _ := s.claim(sh, x, op, nowUS, held); !ok {
+			return false
+		}
 	}
 	if reserves(op) && !s.reserve(sh, x, op, nowUS, held) {
 		if claims(op) {
@@ -668,9 +727,13 @@ func stores(op *rules.Op) bool { return op.Kind == rules.OpTake || op.Kind == ru
 func claims(op *rules.Op) bool { return op.NetworkKeys > 0 && op.Network != 0 && stores(op) }
 
 // netFullAnswer is a new key's result when its network holds its share of
-// the budget: refused, for that network only, by the op's own rule.
-func netFullAnswer(op *rules.Op) rules.Result {
-	wait := rules.DurationUS(op.PeriodUS)
+// the budget: refused, for that network only, by the op's own rule, for
+// wait (claim's: until the earliest of the network's keys decays); the
+// op's period when that is unknown (0).
+func netFullAnswer(op *rules.Op, wait time.Duration) rules.Result {
+	if wait <= 0 {
+		wait = rules.DurationUS(op.PeriodUS)
+	}
 	return rules.Result{NetworkFull: true, RetryAfter: wait, ResetAfter: wait}
 }
 
@@ -772,40 +835,163 @@ func (b *budget) claimSlot(x uint16, max int32) bool {
 	}
 }
 
+// netNext are a budget's next-decay hints (budget.nextNet): 512 KiB, made
+// once for a budget one of whose networks reached its share.
+type netNext [netSlots]atomic.Int64
+
 // release gives back a key of network slot x, which b counts.
 func (b *budget) release(x uint16) { b.nets.Load()[x].Add(-1) }
 
 // claim counts a new key of op (claims) to its network in op's budget, and
-// reports whether the network had room; a network without, at its share,
-// is counted as the part's netFull. sh is locked.
-func (s *Store) claim(sh *shard, op *rules.Op) bool {
+// reports whether the network had room, reclaiming the network's decayed
+// keys first when it holds its share (claimSlotOrReclaim). A network
+// without room is counted as the part's netFull, and wait is how long
+// until one of its keys decays. sh (shard x) is locked, as held are.
+func (s *Store) claim(sh *shard, x uint16, op *rules.Op, nowUS int64, held *shardSet) (bool, time.Duration) {
 	b, p, _ := s.partOf(sh, op)
-	if b.claimSlot(netSlot(op.Network), op.NetworkKeys) {
-		return true
+	ok, wait := s.claimSlotOrReclaim(x, b, netSlot(op.Network), op.NetworkKeys, nowUS, held)
+	if !ok {
+		p.netFull++
 	}
-	p.netFull++
-	return false
+	return ok, wait
 }
 
 // renew makes e, decayed and read in place by op as the fresh state it
 // equals, a new key of op's network: the network that made it gives it
-// back, and op's claims it (false, counted, when that one holds its
-// share: pass 2 then drops e). p is e's part, in op's budget.
-func (p *part) renew(e *entry, op *rules.Op) bool {
+// back, and op's claims it, as claim does (false, counted, when that one
+// holds its share: pass 2 then drops e). p is e's part, in op's budget;
+// sh (shard x) holds e.
+func (s *Store) renew(sh *shard, x uint16, p *part, e *entry, op *rules.Op, nowUS int64, held *shardSet) (bool, time.Duration) {
 	if e.net != 0 {
 		p.b.release(e.net)
 		e.net = 0
 	}
 	if !claims(op) {
-		return true
+		return true, 0
 	}
-	x := netSlot(op.Network)
-	if !p.b.claimSlot(x, op.NetworkKeys) {
+	slot := netSlot(op.Network)
+	ok, wait := s.claimSlotOrReclaim(x, p.b, slot, op.NetworkKeys, nowUS, held)
+	if !ok {
 		p.netFull++
-		return false
+		return false, wait
 	}
-	e.net = x
-	return true
+	e.net = slot
+	p.b.lowerNet(slot, nowUS) // its expiry, set in pass 2, is after now
+	return true, 0
+}
+
+// claimSlotOrReclaim counts one more key of network slot in b unless it
+// holds max already. At its share, the network's keys whose state has
+// decayed (each equal to a missing key: forgetting it loses nothing) are
+// reclaimed first, in every shard (held ones in place, the others if their
+// lock is free), and the claim tried again; a key still live, refusing or
+// not, is never reclaimed. A network still without room gets wait, the
+// time until the earliest of its keys decays: a slot frees no earlier
+// (a key a take extended since the search may free later; 0 when its keys
+// could not all be seen). The search reads every key of the budget, so it
+// runs only when b's next-decay hint for the slot (nextNet) has passed: at
+// most once per key of the network that decays while it is at its share
+// (docs/memory-store.md, "Network shares").
+func (s *Store) claimSlotOrReclaim(x uint16, b *budget, slot uint16, max int32, nowUS int64, held *shardSet) (bool, time.Duration) {
+	if b.claimSlot(slot, max) {
+		return true, 0
+	}
+	next := b.nextNet()
+	hint := next[slot].Load()
+	if hint > nowUS {
+		return false, rules.DurationUS(hint - nowUS) // none of its keys decays before
+	}
+	freed, earliest, complete := s.reclaimNet(x, b, slot, nowUS, held)
+	if complete {
+		next[slot].CompareAndSwap(hint, earliest) // unless a new key lowered it meanwhile
+	}
+	if freed && b.claimSlot(slot, max) {
+		return true, 0
+	}
+	if !complete || earliest == math.MaxInt64 {
+		return false, 0
+	}
+	return false, rules.DurationUS(earliest - nowUS)
+}
+
+// reclaimBatch bounds the decayed keys reclaimNet drops per pass over a
+// part, so that it needs no allocation.
+const reclaimBatch = 32
+
+// reclaimNet drops every key of network slot in b whose state has decayed
+// at nowUS (untouched by the call holding the shards in held; the others
+// only if their lock is free), and reports whether it dropped any, the
+// earliest expiry of the slot's keys left (math.MaxInt64: none) and
+// whether it saw every shard.
+func (s *Store) reclaimNet(x uint16, b *budget, slot uint16, nowUS int64, held *shardSet) (freed bool, earliest int64, complete bool) {
+	earliest, complete = math.MaxInt64, true
+	for j := range len(s.shards) {
+		y := (int(x) + j) & int(s.mask)
+		o := &s.shards[y]
+		mine := held.has(y)
+		if !mine && !o.mu.TryLock() {
+			complete = false
+			continue
+		}
+		if p := o.partFor(b); p != nil {
+			for {
+				// Collect, then drop: dropping reorders the heap.
+				var victims [reclaimBatch]*entry
+				n := 0
+				for _, e := range p.heap {
+					switch {
+					case e.net != slot:
+					case e.expiresAt <= nowUS && !e.touched():
+						if n < reclaimBatch {
+							victims[n] = e
+							n++
+						}
+					default:
+						earliest = min(earliest, e.expiresAt)
+					}
+				}
+				for _, e := range victims[:n] {
+					o.drop(e)
+				}
+				freed = freed || n > 0
+				if n < reclaimBatch {
+					break
+				}
+			}
+		}
+		if !mine {
+			o.mu.Unlock()
+		}
+	}
+	return freed, earliest, complete
+}
+
+// nextNet returns b's next-decay hints, making them on first use (a
+// network of b at its share): per network slot, a time (µs) before which
+// none of the slot's keys decays, 0 when unknown. A search of the slot's
+// keys (reclaimNet) sets it to their earliest expiry; a new key, or an
+// expiry moved earlier, lowers it (lowerNet).
+func (b *budget) nextNet() *netNext {
+	if n := b.next.Load(); n != nil {
+		return n
+	}
+	b.next.CompareAndSwap(nil, new(netNext))
+	return b.next.Load()
+}
+
+// lowerNet records that a key of network slot in b may decay at at.
+func (b *budget) lowerNet(slot uint16, at int64) {
+	n := b.next.Load()
+	if n == nil {
+		return // no hint yet: each is 0, unknown, when made
+	}
+	h := &n[slot]
+	for {
+		v := h.Load()
+		if v <= at || h.CompareAndSwap(v, at) {
+			return
+		}
+	}
 }
 
 // partOf returns op's budget, its part in sh and the part's entry.part,
@@ -863,6 +1049,7 @@ func (s *Store) rehome(sh *shard, e *entry, p *part, op *rules.Op) {
 	if e.net != 0 {
 		p.b.release(e.net)
 		b.counts()[e.net].Add(1) // moved, not made: counted without a bound
+		b.lowerNet(e.net, e.expiresAt)
 	}
 	e.part = qi
 	q.pushFront(e)
@@ -921,6 +1108,7 @@ func (s *Store) insert(sh *shard, x uint16, op *rules.Op, st *rules.State, expir
 	e.part = pi
 	if claims(op) {
 		e.net = netSlot(op.Network) // claimed in pass 1
+		p.b.lowerNet(e.net, expiresAt)
 	}
 	sh.mark(e)
 	sh.m[op.Key] = e
@@ -1098,6 +1286,9 @@ func (sh *shard) touch(e *entry) *part {
 // setExpiry records e's new expiry; an earlier one than its heap key moves
 // it up the heap (a take only ever moves expiry later, which leaves it).
 func (sh *shard) setExpiry(e *entry, at int64) {
+	if at < e.expiresAt && e.net != 0 {
+		sh.partAt(e).b.lowerNet(e.net, at) // a refund or a reset: it may decay sooner
+	}
 	e.expiresAt = at
 	if at < e.heapAt {
 		e.heapAt = at

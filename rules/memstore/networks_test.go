@@ -195,3 +195,52 @@ func TestConcurrentNetworkShareHolds(t *testing.T) {
 	}
 	checkEntries(t, s)
 }
+
+// TestNetworkShareReclaimsDecayedKeys (a tester's finding F4 on issue
+// 24): a network at its share has its keys whose state has decayed
+// reclaimed before a new key of it is refused (each equals a missing key:
+// forgetting it loses nothing), without waiting for the sweeper; a key
+// still live, refusing or not, is never reclaimed; and a refusal's
+// Retry-After is the time until the earliest of the network's keys
+// decays, not the op's period. Before, the store refused until the
+// sweeper ran (off here), with the op's period as Retry-After: a made-up
+// wait.
+func TestNetworkShareReclaimsDecayedKeys(t *testing.T) {
+	t.Parallel()
+	for _, sensitive := range []bool{false, true} {
+		s := newStore(t, Options{Shards: 4, SweepInterval: -1})
+		t0 := storetest.Base
+		key := func(n int, period time.Duration) rules.Op {
+			op := netOp('d', n, 100, sensitive, 0xa, 2)
+			op.PeriodUS = period.Microseconds()
+			return op
+		}
+		take(t, s, t0, key(0, 10*time.Second))               // decays at t0+10s
+		take(t, s, t0.Add(2*time.Second), key(1, time.Hour)) // at t0+2s+1h
+		want := rules.Result{NetworkFull: true, RetryAfter: 5 * time.Second, ResetAfter: 5 * time.Second}
+		if r := take(t, s, t0.Add(5*time.Second), key(2, time.Minute))[0]; r != want {
+			t.Errorf("sensitive %v: a third key at t0+5s: got %+v, want %+v (until key 0 decays)", sensitive, r, want)
+		}
+		at := t0.Add(10 * time.Second)
+		if r := take(t, s, at, key(2, time.Minute))[0]; !r.Allowed || r.NetworkFull {
+			t.Errorf("sensitive %v: the third key once key 0 has decayed: got %+v, want allowed (key 0 reclaimed)", sensitive, r)
+		}
+		// Keys 1 (refusing: its one unit is spent) and 2 are live: the
+		// next frees when key 2 decays, a minute on.
+		want.RetryAfter, want.ResetAfter = time.Minute, time.Minute
+		if r := take(t, s, at, key(3, time.Minute))[0]; r != want {
+			t.Errorf("sensitive %v: a fourth key: got %+v, want %+v", sensitive, r, want)
+		}
+		want.RetryAfter, want.ResetAfter = 30*time.Second, 30*time.Second
+		if r := take(t, s, at.Add(30*time.Second), key(3, time.Minute))[0]; r != want {
+			t.Errorf("sensitive %v: a fourth key 30 s later: got %+v, want %+v", sensitive, r, want)
+		}
+		if r := take(t, s, at, key(1, time.Hour))[0]; r.Allowed || r.NetworkFull {
+			t.Errorf("sensitive %v: key 1 again: got %+v, want refused by its own counter (not reclaimed)", sensitive, r)
+		}
+		if got := budgetStats(t, s, 'd'); got.Keys != 2 || got.NetworkFull != 3 {
+			t.Errorf("sensitive %v: got %+v, want 2 keys and 3 refused for their network", sensitive, got)
+		}
+		checkEntries(t, s)
+	}
+}

@@ -160,9 +160,11 @@
 // if the request were allowed unless one of its own takes refuses. When
 // some slot refuses the request, a second round trip undoes, in the other
 // slots, what their takes consumed only because they looked allowed
-// (OpTake ops without Attempts, dry-run ones included, exactly those a
-// single call would not have consumed); attempts ops, adds, refunds,
-// resets and peeks are the same as in one call. The ops so undone report
+// (OpTake ops without Attempts, dry-run ones included, and Attempts ones
+// that made a new key, exactly those a single call would not have
+// consumed: an attempt in a refused call charges a key that exists but
+// makes no new one); other attempts ops, adds, refunds, resets and peeks
+// are the same as in one call. The ops so undone report
 // Allowed (their own verdict) and the Remaining and ResetAfter of the state
 // after the undo.
 //

@@ -7,7 +7,10 @@
 -- before the call (rules.Check), the call is refused when an enforcing take
 -- is not allowed (rules.Refused), and pass 2 settles every op
 -- (rules.Settle: consume per the contract, report the state after, store it
--- with its TTL). Mode 1 (undo) gives back what a take of a cross-slot call
+-- with its TTL). In a refused call an attempt (count = "attempts") charges
+-- a key that exists but makes no new one: a state read as fresh (missing,
+-- expired, another algorithm's) is left so, as the memory store leaves
+-- it (rules.Store's contract). Mode 1 (undo) gives back what a take of a cross-slot call
 -- consumed in this slot when another slot refused the request (doc.go).
 --
 -- Two paths, measured. The fast path (below) is the five algorithms that
@@ -337,6 +340,14 @@ if mode == 0 and not port then
 			local attempts = code >= 128
 			-- (Plain ifs: gopher-lua, miniredis' Lua, miscompiles
 			-- "x = a or (b and not c)".)
+			-- fresh: the key holds no live state of the op's algorithm (a
+			-- live gcra state's TAT is its expiry, after t).
+			local fresh = false
+			if sa ~= a then
+				fresh = true
+			elseif a == GCRA and at <= t then
+				fresh = true
+			end
 			local consumes = true
 			if kind == PEEK then
 				consumes = false
@@ -344,14 +355,19 @@ if mode == 0 and not port then
 				if not ok or refused then
 					consumes = false
 				end
+			elseif kind == TAKE and refused and fresh then
+				consumes = false -- an attempt in a refused call makes no new key
 			end
 			-- Step 1 reports the state before (only for an undo payload: when
 			-- another slot refuses the request, this key must end as a call that
 			-- does not consume leaves it, which is as it is now, or deleted when
-			-- that state is empty); step 2 consumes and reports the state after.
+			-- that state is empty; an attempt that made a new key is undone
+			-- too); step 2 consumes and reports the state after.
 			local first, restore, remaining, reset = 2, nil, 0, 0
-			if flag and kind == TAKE and not attempts and consumes then
-				first = 1
+			if flag and kind == TAKE and consumes then
+				if not attempts or fresh then
+					first = 1
+				end
 			end
 			for step = first, 2 do
 				if step == 2 and consumes then
@@ -1355,6 +1371,14 @@ end
 local function settle(refused, raw, sa, at, n, prev, ok, wait, count)
 	-- (Plain ifs: gopher-lua, miniredis' Lua, miscompiles
 	-- "x = a or (b and not c)".)
+	-- fresh: the key holds no live state of the op's algorithm (a live
+	-- gcra state's TAT is its expiry, after now).
+	local fresh = false
+	if sa ~= alg then
+		fresh = true
+	elseif alg == GCRA and at <= now then
+		fresh = true
+	end
 	local consumes = true
 	if kind == PEEK then
 		consumes = false
@@ -1362,12 +1386,21 @@ local function settle(refused, raw, sa, at, n, prev, ok, wait, count)
 		if not ok or refused then
 			consumes = false
 		end
+	elseif kind == TAKE and refused and fresh then
+		consumes = false -- an attempt in a refused call makes no new key
+	end
+	local undoable = false
+	if flag and kind == TAKE and consumes then
+		if not attempts or fresh then
+			undoable = true
+		end
 	end
 	local u
-	if flag and kind == TAKE and not attempts and consumes then
+	if undoable then
 		-- Another slot may refuse the request: then this key must end as a
 		-- call that does not consume leaves it, which is as it is now, or
-		-- deleted when that state is empty.
+		-- deleted when that state is empty (an attempt that made a new key
+		-- too: rules.Store's contract).
 		local newest = 0
 		if isSet and count > 0 then
 			newest = logNewest()

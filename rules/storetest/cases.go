@@ -240,7 +240,7 @@ func valueCases() []Case {
 // attempts ops; add ops always count.
 func allOrNothing(alg rules.Algorithm) Case {
 	const values = IgnoreResetAfter | IgnoreRetryAfter
-	at := ms(100)
+	at, later := ms(100), ms(3100) // every state of at has decayed by later
 	return Case{Name: alg.String() + "/all_or_nothing", Steps: []Step{
 		{At: at, Ops: ops(take("tight", alg, 5)), Want: want(allowedLeft(0)), Ignore: values},
 		// "roomy" allows on its own, but "tight" refuses the request.
@@ -249,14 +249,26 @@ func allOrNothing(alg rules.Algorithm) Case {
 		// The same the other way round: the refusing op first.
 		{At: at, Ops: ops(take("tight", alg, 1), take("roomy", alg, 2)), Want: want(refused, allowedLeft(5)), Ignore: values},
 		{At: at, Ops: ops(peek("roomy", alg, 5)), Want: want(fresh(alg, at))},
-		// An attempts op consumes although the request is refused.
-		{At: at, Ops: ops(attempts(take("tries", alg, 1)), take("tight", alg, 1)), Want: want(allowedLeft(4), refused), Ignore: values},
-		{At: at, Ops: ops(peek("tries", alg, 5)), Want: want(refused), Ignore: values},
-		{At: at, Ops: ops(peek("tries", alg, 4)), Want: want(allowedLeft(4)), Ignore: values},
+		// An attempts op in a refused request makes no new key (a tester's
+		// finding F1 on issue 24: an attacker refused by its per-IP limit
+		// filled an attempts rule's budget with fresh phones)...
+		{At: at, Ops: ops(attempts(take("tries", alg, 1)), take("tight", alg, 1)), Want: want(allowedLeft(5), refused), Ignore: values},
+		{At: at, Ops: ops(peek("tries", alg, 5)), Want: want(fresh(alg, at))},
+		// ... but charges a key that exists, although the request is
+		// refused.
+		{At: at, Ops: ops(attempts(take("tries", alg, 1))), Want: want(allowedLeft(4)), Ignore: values},
+		{At: at, Ops: ops(attempts(take("tries", alg, 1)), take("tight", alg, 1)), Want: want(allowedLeft(3), refused), Ignore: values},
+		{At: at, Ops: ops(peek("tries", alg, 4)), Want: want(refused), Ignore: values},
+		{At: at, Ops: ops(peek("tries", alg, 3)), Want: want(allowedLeft(3)), Ignore: values},
 		// An add counts whatever the request's fate; a peek never does.
 		{At: at, Ops: ops(op("added", alg, rules.OpAdd, 2), peek("peeked", alg, 1), take("tight", alg, 1)),
 			Want: want(allowedLeft(3), allowedLeft(5), refused), Ignore: values},
 		{At: at, Ops: ops(peek("added", alg, 3), peek("peeked", alg, 5)), Want: want(allowedLeft(3), allowedLeft(5)), Ignore: values},
+		// A key whose state has decayed is a new key: an attempts op in a
+		// refused request does not make it again.
+		{At: later, Ops: ops(take("tight", alg, 5)), Want: want(allowedLeft(0)), Ignore: values},
+		{At: later, Ops: ops(attempts(take("tries", alg, 1)), take("tight", alg, 1)), Want: want(allowedLeft(5), refused), Ignore: values},
+		{At: later, Ops: ops(peek("tries", alg, 5)), Want: want(fresh(alg, later))},
 	}}
 }
 

@@ -111,9 +111,14 @@ func distinctCases() []Case {
 			// refuses the request: 1 (seen at 100) is still the oldest.
 			{At: ms(300), Ops: ops(dtake("tight", 1), never()), Want: want(allowedLeft(0), refused), Ignore: values},
 			at(300, dtake("tight", 4), refusedFor(ms(800))),
-			// An attempts op counts although the request is refused.
-			{At: ms(400), Ops: ops(attempts(dtake("tries", 1)), never()), Want: want(allowedLeft(2), refused), Ignore: values},
-			at(400, dpeek("tries", 2), allowedFor(2, ms(1000))),
+			// An attempts op in a refused request makes no new key...
+			{At: ms(400), Ops: ops(attempts(dtake("tries", 1)), never()), Want: want(allowedLeft(3), refused), Ignore: values},
+			at(400, dpeek("tries", 1), distinctFresh),
+			// ... but counts on a key that exists, although the request is
+			// refused.
+			at(400, attempts(dtake("tries", 1)), allowedFor(2, ms(1000))),
+			{At: ms(400), Ops: ops(attempts(dtake("tries", 2)), never()), Want: want(allowedLeft(1), refused), Ignore: values},
+			at(400, dpeek("tries", 3), allowedFor(1, ms(1000))),
 			// An add counts whatever the request's fate; a peek never does.
 			{At: ms(400), Ops: ops(dop("added", rules.OpAdd, 1), dpeek("peeked", 1), never()), Want: want(allowedLeft(2), allowedLeft(3), refused), Ignore: values},
 			{At: ms(400), Ops: ops(dpeek("added", 2), dpeek("peeked", 2)), Want: want(allowedFor(2, ms(1000)), distinctFresh)},
