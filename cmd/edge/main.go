@@ -122,11 +122,11 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		*config = fs.Arg(0)
 	}
 	p, diags := builtin.LoadFile(*config)
-	if !diags.HasErrors() {
-		// Test blocks are checked once the policy compiles: they name its rules.
-		_, td := parseTests(*config, p)
-		diags = append(diags, td...)
-	}
+	// The test blocks' own errors come in the same run as the policy's;
+	// the rules they name are checked once the policy compiles.
+	_, td := parseTests(*config, p)
+	diags = append(diags, td...)
+	sortDiags(diags)
 	printDiags(stderr, *config, diags)
 	if diags.HasErrors() {
 		return 1
