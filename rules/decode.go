@@ -174,7 +174,9 @@ func mentions(d *hcl.Diagnostic, names []string) bool {
 }
 
 func hasWord(s, w string) bool {
-	word := func(b byte) bool { return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' }
+	word := func(b byte) bool {
+		return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+	}
 	for i := 0; i+len(w) <= len(s); i++ {
 		if s[i:i+len(w)] != w {
 			continue
