@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -87,5 +90,66 @@ func TestValidateReportsEveryErrorInOneRun(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("stdout %q, want nothing", out.String())
+	}
+}
+
+// validateJSON runs `edge validate -json path` and decodes its stdout.
+func validateJSON(t *testing.T, path string) (int, []map[string]any, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run([]string{"validate", "-json", path}, &out, &errb)
+	var diags []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &diags); err != nil {
+		t.Fatalf("stdout is not a JSON array: %v\n%s", err, out.String())
+	}
+	return code, diags, errb.String()
+}
+
+// TestValidateJSON: `edge validate -json` prints every diagnostic of the
+// text form, in its order, as one JSON array on stdout, each with the file,
+// the range (start and end line, column and byte of the offending text),
+// severity, summary and detail; exit 1 with an error, 0 with warnings
+// only ("severity": "warning"), and [] for a valid file; nothing on
+// stderr. A diagnostic without a position (a file that cannot be read)
+// has no range.
+func TestValidateJSON(t *testing.T) {
+	path := writeTemp(t, "policies.hcl", brokenEverywhere)
+	code, diags, stderr := validateJSON(t, path)
+	if code != 1 || stderr != "" {
+		t.Errorf("exit %d, stderr %q; want 1 and nothing", code, stderr)
+	}
+	if len(diags) != len(brokenEverywhereWant) {
+		t.Fatalf("got %d diagnostics, want %d: %v", len(diags), len(brokenEverywhereWant), diags)
+	}
+	for i, d := range diags {
+		r := d["range"].(map[string]any)
+		start, end := r["start"].(map[string]any), r["end"].(map[string]any)
+		line := fmt.Sprintf("%s:%v,%v-%v: %s; %s", d["file"], start["line"], start["column"], end["column"], d["summary"], d["detail"])
+		if want := strings.Replace(brokenEverywhereWant[i], "FILE", path, 1); !strings.HasPrefix(line, want) || d["severity"] != "error" {
+			t.Errorf("diagnostic %d: %s (severity %v), want %q, an error", i+1, line, d["severity"], want)
+		}
+	}
+	// The bytes: the first is the unknown algorithm's value, "nope".
+	r := diags[0]["range"].(map[string]any)
+	b0, b1 := int(r["start"].(map[string]any)["byte"].(float64)), int(r["end"].(map[string]any)["byte"].(float64))
+	if got := brokenEverywhere[b0:b1]; got != `"nope"` {
+		t.Errorf("the first range's bytes %d-%d hold %q, want %q", b0, b1, got, `"nope"`)
+	}
+
+	warn := writeTemp(t, "warn.hcl", "rule \"a\" {\n  key      = [\"ip\"]\n  limit    = 5\n  period   = \"1m\"\n  priority = \"high\"\n}\n")
+	code, diags, _ = validateJSON(t, warn)
+	if code != 0 || len(diags) != 1 || diags[0]["severity"] != "warning" || diags[0]["summary"] != "priority without load_shedding" || diags[0]["file"] != warn {
+		t.Errorf("warnings only: exit %d, %v; want 0 and the one warning", code, diags)
+	}
+
+	code, diags, stderr = validateJSON(t, filepath.Join(root, "policies.hcl"))
+	if code != 0 || len(diags) != 0 || stderr != "" {
+		t.Errorf("policies.hcl: exit %d, %v, stderr %q; want 0, [] and nothing", code, diags, stderr)
+	}
+
+	missing := filepath.Join(t.TempDir(), "nope.hcl")
+	code, diags, _ = validateJSON(t, missing)
+	if _, hasRange := diags[0]["range"]; code != 1 || len(diags) != 1 || diags[0]["file"] != missing || diags[0]["summary"] != "Cannot read policy" || hasRange {
+		t.Errorf("a missing file: exit %d, %v; want 1 and one error naming it, without a range", code, diags)
 	}
 }
