@@ -63,7 +63,7 @@ type block struct {
 // request time.
 func decodeBlock(c *rules.Compiler, b *hcl.Block) any {
 	var x block
-	if !c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+	if !c.Decode(b, &x) {
 		return nil
 	}
 	dir := filepath.Dir(c.Policy().Filename)

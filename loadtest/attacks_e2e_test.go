@@ -74,7 +74,7 @@ func runAttacksTool(t *testing.T, edge, origin, policy string, args ...string) (
 // shortBudget is the CI form's key budget of the per-phone send rule:
 // key-budget-fill sends 1.1 × it new phones (1,100, not the shipped
 // 55,000); the other classes' sends, a few hundred phones, fit in it.
-var shortBudget = []string{"rather than any phone's log being forgotten.\n  max_keys  = 50000", "rather than any phone's log being forgotten.\n  max_keys  = 1000"}
+var shortBudget = []string{"rather than any phone's log being forgotten.\n  max_keys = 50000", "rather than any phone's log being forgotten.\n  max_keys = 1000"}
 
 // attacksBansPolicy is ban-eviction's policy: an ordinary rule with a ban
 // on a small key budget, which the shipped policy has not.
@@ -333,8 +333,8 @@ func TestAttacksDetectCollateral(t *testing.T) {
 	}
 	strict := writeAttacksPolicy(t, shortStore...)
 	weak := writeAttacksPolicy(t, append(slices.Clone(shortStore),
-		"  key        = [\"visitor\"]\n", "  key        = [\"ip\"]\n",
-		"  ip_ceiling = 100\n", "")...)
+		"  key          = [\"visitor\"]\n", "  key          = [\"ip\"]\n",
+		"  ip_ceiling   = 100\n", "")...)
 	edge, origin, _ := startEdgeOrigin(t, weak)
 	code, out, stderr := runAttacksTool(t, edge, origin, strict, "-classes", "ipv6-rotation")
 	if code != exitMismatch {

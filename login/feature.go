@@ -69,7 +69,7 @@ type identityBlock struct {
 
 func decodeIdentity(c *rules.Compiler, b *hcl.Block) any {
 	var x identityBlock
-	if !c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+	if !c.Decode(b, &x) {
 		return nil
 	}
 	if rules.IsNull(x.Account) && rules.IsNull(x.Email) {

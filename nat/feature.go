@@ -136,7 +136,7 @@ type visitorBlock struct {
 // decodeVisitor compiles the visitor block (defaults in docs/policy.md).
 func decodeVisitor(c *rules.Compiler, blk *hcl.Block) any {
 	var b visitorBlock
-	if !c.Append(gohcl.DecodeBody(blk.Body, nil, &b)) {
+	if !c.Decode(blk, &b) {
 		return nil
 	}
 	p := c.Policy()

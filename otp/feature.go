@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 
 	"github.com/edge-gateway/edge/fields"
 	"github.com/edge-gateway/edge/login"
@@ -73,7 +72,7 @@ type identityBlock struct {
 
 func decodeIdentity(c *rules.Compiler, b *hcl.Block) any {
 	var x identityBlock
-	if !c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+	if !c.Decode(b, &x) {
 		return nil
 	}
 	id := &Identity{PhoneRegion: "US", phoneSlot: c.Slot("otp.phone"), sessionSlot: c.Slot("otp.session"),

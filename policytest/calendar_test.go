@@ -107,7 +107,7 @@ test "wrong: the paris day outlasts its midnight" {
 	if failed != 1 {
 		t.Fatalf("got %d failed, want 1 (the last test):\n%s", failed, out)
 	}
-	for _, w := range []string{"PASS paris day\n", "PASS utc day\n", "PASS month\n", "FAIL wrong: the paris day outlasts its midnight: request 2: got allow"} {
+	for _, w := range []string{"PASS paris day\n", "PASS utc day\n", "PASS month\n", "FAIL policies.hcl:84: wrong: the paris day outlasts its midnight: request 2: got allow"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output:\n%s\nwant %q", out, w)
 		}

@@ -95,7 +95,7 @@ test "no settle: the estimate stands" {
 	if failed != 1 {
 		t.Fatalf("got %d failed, want 1 (the last test):\n%s", failed, out)
 	}
-	for _, w := range []string{"PASS settled\n", "PASS refunded\n", "PASS declared\n", "FAIL no settle: the estimate stands: request 2: got deny"} {
+	for _, w := range []string{"PASS settled\n", "PASS refunded\n", "PASS declared\n", "FAIL policies.hcl:73: no settle: the estimate stands: request 2: got deny"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output:\n%s\nwant %q", out, w)
 		}

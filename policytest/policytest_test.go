@@ -43,11 +43,11 @@ func runSrc(t *testing.T, src string, opts runOptions) (failed int, out string) 
 	t.Helper()
 	p, tests := load(t, "policies.hcl", []byte(src))
 	var buf bytes.Buffer
-	failed, err := run(context.Background(), p, tests, &buf, opts)
+	fs, err := run(context.Background(), p, tests, &buf, opts)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	return failed, buf.String()
+	return len(fs), buf.String()
 }
 
 // TestFixtures runs the fixtures with test blocks: every test passes, and
@@ -87,27 +87,27 @@ func TestWrongExpectationFails(t *testing.T) {
 		name: "reject expected as allow", fixture: "otp-tested.hcl",
 		old:  `json   = { phone = "call me maybe" }` + "\n    expect = \"reject\"",
 		new:  `json   = { phone = "call me maybe" }` + "\n    expect = \"allow\"",
-		want: `FAIL an unparseable phone number is rejected, not forwarded: request 1: got reject by "otp-send-per-phone", "otp-send-per-range" and "otp-send-countries", want allow` + "\n",
+		want: `FAIL policies.hcl:171: an unparseable phone number is rejected, not forwarded: request 1: got reject by "otp-send-per-phone", "otp-send-per-range" and "otp-send-countries", want allow` + "\n",
 	}, {
 		name: "allow expected as deny, in a repeat", fixture: "foundation-tested.hcl",
 		old:  "from   = \"203.0.113.7\"\n    repeat = 5\n    expect = \"allow\"",
 		new:  "from   = \"203.0.113.7\"\n    repeat = 5\n    expect = \"deny\"",
-		want: `FAIL a login flood from one client: five pass, the sixth is refused, a minute later one more: request 1 (repeat 1 of 5): got allow, want deny` + "\n",
+		want: `FAIL policies.hcl:128: a login flood from one client: five pass, the sixth is refused, a minute later one more: request 1 (repeat 1 of 5): got allow, want deny` + "\n",
 	}, {
 		name: "deny by the wrong rule", fixture: "otp-tested.hcl",
 		old:  `rule   = "otp-verify-per-session"`,
 		new:  `rule   = "otp-verify-per-phone"`,
-		want: `FAIL five wrong codes burn a code; a new code gets five more, within the phone's ceiling: request 2: got deny by "otp-verify-per-session", want deny by "otp-verify-per-phone"` + "\n",
+		want: `FAIL policies.hcl:190: five wrong codes burn a code; a new code gets five more, within the phone's ceiling: request 2: got deny by "otp-verify-per-session", want deny by "otp-verify-per-phone"` + "\n",
 	}, {
 		name: "dry-run deny expected as allow", fixture: "foundation-tested.hcl",
 		old:  "expect = \"dry_run_deny\"\n    rule   = \"api-shadow-tight\"",
 		new:  `expect = "allow"`,
-		want: `FAIL the shadow rule would refuse but never does: request 2: got dry_run_deny by "api-shadow-tight", want allow` + "\n",
+		want: `FAIL policies.hcl:181: the shadow rule would refuse but never does: request 2: got dry_run_deny by "api-shadow-tight", want allow` + "\n",
 	}, {
 		name: "a clock that does not move far enough", fixture: "foundation-tested.hcl",
 		old:  `after  = "12s"`,
 		new:  `after  = "11s"`,
-		want: `FAIL a login flood from one client: five pass, the sixth is refused, a minute later one more: request 3: got deny by "login-per-ip", want allow` + "\n",
+		want: `FAIL policies.hcl:142: a login flood from one client: five pass, the sixth is refused, a minute later one more: request 3: got deny by "login-per-ip", want allow` + "\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,7 +209,7 @@ test "empty host" {
 	if failed != 1 || strings.Contains(out, want) {
 		t.Fatalf("got %d failed, want 1:\n%s", failed, out)
 	}
-	if w := "FAIL empty host: request 2: got reject, want allow\n"; !strings.Contains(out, w) {
+	if w := "FAIL policies.hcl:20: empty host: request 2: got reject, want allow\n"; !strings.Contains(out, w) {
 		t.Fatalf("output:\n%s\nwant %q", out, w)
 	}
 }
@@ -257,7 +257,7 @@ test "store down" {
 }
 `
 	failed, out := runSrc(t, src, runOptions{newStore: func(*rules.Policy) (rules.Store, error) { return failingStore{}, nil }})
-	if w := "FAIL store down: request 3: got error_deny by \"login\", want deny\n"; failed != 1 || !strings.Contains(out, w) {
+	if w := "FAIL policies.hcl:35: store down: request 3: got error_deny by \"login\", want deny\n"; failed != 1 || !strings.Contains(out, w) {
 		t.Fatalf("got %d failed, output:\n%s\nwant 1 and %q", failed, out, w)
 	}
 }

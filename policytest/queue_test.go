@@ -55,7 +55,7 @@ test "wrong" {
 		t.Fatal("the run waited out the queue's holds")
 	}
 	failed, out := r.failed, r.out
-	if failed != 1 || !strings.Contains(out, "PASS queued") || !strings.Contains(out, "FAIL wrong") {
+	if failed != 1 || !strings.Contains(out, "PASS queued") || !strings.Contains(out, "FAIL policies.hcl:24: wrong: ") {
 		t.Fatalf("failed %d, want only \"wrong\" to fail:\n%s", failed, out)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/gateway"
@@ -39,8 +40,9 @@ const visitorSecret = "policytest-visitor-secret-for-edge-test-runs"
 
 // Run runs tests against p, one at a time, each from empty counters at the
 // simulated instant 2026-01-01T00:00:00Z, and writes one line per test to
-// out ("PASS name", or "FAIL name: request 2 (repeat 3 of 5): got deny by
-// "x", want allow"; a test stops at its first failure), then a summary
+// out ("PASS name", or "FAIL FILE:LINE: name: request 2 (repeat 3 of 5): got
+// deny by "x", want allow", FILE:LINE the failing request block's, as the
+// file was named to Parse; a test stops at its first failure), then a summary
 // line. failed is the number of tests that failed; err is a problem running
 // them at all (the simulated origin could not listen, the visitor secrets
 // in the environment are invalid), after which no result is complete.
@@ -48,7 +50,31 @@ const visitorSecret = "policytest-visitor-secret-for-edge-test-runs"
 // A request without a visitor is sent without a visitor cookie (the edge's
 // Set-Cookie on a previous answer is not kept), so each is a new visitor.
 func Run(ctx context.Context, p *rules.Policy, tests []Test, out io.Writer) (failed int, err error) {
+	fs, err := run(ctx, p, tests, out, runOptions{})
+	return len(fs), err
+}
+
+// RunFailures is Run returning the failed tests, in the order run, for a
+// caller that reports them its own way (a reload's diagnostics).
+func RunFailures(ctx context.Context, p *rules.Policy, tests []Test, out io.Writer) ([]Failure, error) {
 	return run(ctx, p, tests, out, runOptions{})
+}
+
+// Failure is a test that failed, at its first failing request.
+type Failure struct {
+	Test *Test
+	// At is the failing request block's header, `request`, in the file
+	// named to Parse.
+	At hcl.Range
+	// Msg says which send of the request failed and how: "request 2
+	// (repeat 3 of 5): got deny by "x", want allow".
+	Msg string
+}
+
+// String is the failure as Run's FAIL line has it, without "FAIL ":
+// "FILE:LINE: NAME: MSG", the position first for editors and CI.
+func (f Failure) String() string {
+	return fmt.Sprintf("%s:%d: %s: %s", f.At.Filename, f.At.Start.Line, f.Test.Name, f.Msg)
 }
 
 // runOptions are the seams the package's own tests use.
@@ -66,29 +92,29 @@ type simClock struct{ now time.Time }
 
 func (c *simClock) Now() time.Time { return c.now }
 
-func run(ctx context.Context, p *rules.Policy, tests []Test, out io.Writer, opts runOptions) (failed int, err error) {
+func run(ctx context.Context, p *rules.Policy, tests []Test, out io.Writer, opts runOptions) (failed []Failure, err error) {
 	var signer *nat.Signer
 	if v := nat.ConfigOf(p); v != nil {
 		if os.Getenv(v.SecretEnv) == "" {
 			// The edge reads its visitor secrets from the environment
 			// (gateway's visitorSigner); the test run signs with the same.
 			if err := os.Setenv(v.SecretEnv, visitorSecret); err != nil {
-				return 0, fmt.Errorf("setting $%s: %w", v.SecretEnv, err)
+				return nil, fmt.Errorf("setting $%s: %w", v.SecretEnv, err)
 			}
 			defer os.Unsetenv(v.SecretEnv)
 		}
 		secrets, err := nat.ParseSecrets(os.Getenv(v.SecretEnv))
 		if err != nil {
-			return 0, fmt.Errorf("visitor secrets in $%s: %w", v.SecretEnv, err)
+			return nil, fmt.Errorf("visitor secrets in $%s: %w", v.SecretEnv, err)
 		}
 		if signer, err = nat.NewSigner(nat.Options{Secrets: secrets, MaxAge: v.MaxAge, Cookie: v.Cookie, Insecure: !v.Secure}); err != nil {
-			return 0, fmt.Errorf("creating visitor signer: %w", err)
+			return nil, fmt.Errorf("creating visitor signer: %w", err)
 		}
 	}
 
 	o, err := startOrigin(opts.origin)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer o.close()
 
@@ -96,18 +122,19 @@ func run(ctx context.Context, p *rules.Policy, tests []Test, out io.Writer, opts
 		if err := ctx.Err(); err != nil {
 			return failed, err
 		}
-		msg, err := runTest(ctx, p, &tests[i], o, signer, opts)
+		at, msg, err := runTest(ctx, p, &tests[i], o, signer, opts)
 		if err != nil {
 			return failed, fmt.Errorf("running test %q: %w", tests[i].Name, err)
 		}
 		if msg != "" {
-			failed++
-			fmt.Fprintf(out, "FAIL %s: %s\n", tests[i].Name, msg)
+			f := Failure{Test: &tests[i], At: at, Msg: msg}
+			failed = append(failed, f)
+			fmt.Fprintf(out, "FAIL %s\n", f)
 		} else {
 			fmt.Fprintf(out, "PASS %s\n", tests[i].Name)
 		}
 	}
-	fmt.Fprintf(out, "%d tests: %d passed, %d failed\n", len(tests), len(tests)-failed, failed)
+	fmt.Fprintf(out, "%d tests: %d passed, %d failed\n", len(tests), len(tests)-len(failed), len(failed))
 	return failed, nil
 }
 
@@ -168,8 +195,8 @@ type observed struct {
 }
 
 // runTest runs one test on a fresh edge and returns "" when it passes, or
-// what failed.
-func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *nat.Signer, opts runOptions) (string, error) {
+// what failed and where: the failing request block's header.
+func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *nat.Signer, opts runOptions) (hcl.Range, string, error) {
 	var st rules.Store
 	var err error
 	if opts.newStore != nil {
@@ -180,7 +207,7 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 		st, err = memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys, SweepInterval: -1})
 	}
 	if err != nil {
-		return "", fmt.Errorf("creating store: %w", err)
+		return hcl.Range{}, "", fmt.Errorf("creating store: %w", err)
 	}
 	defer st.Close()
 
@@ -206,7 +233,7 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 		},
 	})
 	if err != nil {
-		return "", fmt.Errorf("creating the edge: %w", err)
+		return hcl.Range{}, "", fmt.Errorf("creating the edge: %w", err)
 	}
 
 	host := p.Listen
@@ -230,7 +257,7 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 		peer.IP = r.From.AsSlice()
 		for k := 1; k <= r.Repeat; k++ {
 			if err := ctx.Err(); err != nil {
-				return "", err
+				return hcl.Range{}, "", err
 			}
 			cur = observed{}
 			req.Reset()
@@ -252,11 +279,11 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 				if r.Repeat > 1 {
 					where += fmt.Sprintf(" (repeat %d of %d)", k, r.Repeat)
 				}
-				return where + ": " + msg, nil
+				return r.Range, where + ": " + msg, nil
 			}
 		}
 	}
-	return "", nil
+	return hcl.Range{}, "", nil
 }
 
 // appendRequest appends the HTTP/1.1 request r as a client sends it: the

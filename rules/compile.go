@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/edge-gateway/edge/ipv6"
@@ -94,6 +93,10 @@ type Compiler struct {
 	// knownNames are the known blocks declared, compiled or not, by name
 	// (compile_known.go).
 	knownNames map[string]hcl.Range
+	// taints are the blocks decoded without some of their items, and
+	// decoded the diagnostics gohcl gave while decoding (decode.go).
+	taints  []taint
+	decoded map[*hcl.Diagnostic]bool
 }
 
 // Warnf records a warning at rng.
@@ -270,7 +273,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 		switch b.Type {
 		case "edge":
 			var x edgeBlock
-			if c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+			if c.Decode(b, &x) {
 				x.DefRange = b.DefRange
 				if edge != nil {
 					c.diags = append(c.diags, duplicateBlock(b, edge.DefRange))
@@ -280,19 +283,19 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 			}
 		case "store":
 			var x storeBlock
-			if c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+			if c.Decode(b, &x) {
 				x.Kind, x.KindRange, x.DefRange = label, labelRange, b.DefRange
 				stores = append(stores, x)
 			}
 		case "rule":
 			var x ruleBlock
-			if c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+			if c.Decode(b, &x) {
 				x.Name, x.NameRange, x.DefRange = label, labelRange, b.DefRange
 				rules = append(rules, x)
 			}
 		case "known":
 			var x knownBlock
-			if c.Append(gohcl.DecodeBody(b.Body, nil, &x)) {
+			if c.Decode(b, &x) {
 				x.Name, x.NameRange, x.DefRange = label, labelRange, b.DefRange
 				knowns = append(knowns, x)
 			}
@@ -352,6 +355,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	c.networkShares(p) // network.go
 	c.decideRules(p)   // compile_decide.go
 	c.finishShed(p)    // load_shedding, priority (compile_shed.go)
+	c.dropTainted()    // decode.go
 	return p
 }
 

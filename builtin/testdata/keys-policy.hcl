@@ -17,11 +17,11 @@ visitor {
 }
 
 rule "by-ip" {
-  key = ["ip"]
-  limit = 5
+  key    = ["ip"]
+  limit  = 5
   period = "1m"
 }
-rule "by-network"     {
+rule "by-network" {
   key         = ["ip"]
   ipv4_prefix = 24
   ipv6_prefix = 48
@@ -29,64 +29,64 @@ rule "by-network"     {
   period      = "1m"
 }
 rule "by-visitor" {
-  key = ["visitor"]
-  limit = 3
+  key    = ["visitor"]
+  limit  = 3
   period = "1m"
 }
 rule "by-route" {
-  key = ["route"]
-  limit = 9
+  key    = ["route"]
+  limit  = 9
   period = "1m"
 }
 rule "by-global" {
-  key = ["global"]
-  limit = 50
+  key    = ["global"]
+  limit  = 50
   period = "1m"
 }
 rule "by-header" {
-  key = ["header:X-Api-Key"]
-  limit = 2
+  key    = ["header:X-Api-Key"]
+  limit  = 2
   period = "1m"
 }
 rule "by-cookie" {
-  key = ["cookie:session"]
-  limit = 2
+  key    = ["cookie:session"]
+  limit  = 2
   period = "1m"
 }
 rule "by-query" {
-  key = ["query:client_id"]
-  limit = 2
+  key    = ["query:client_id"]
+  limit  = 2
   period = "1m"
 }
 rule "by-json" {
-  key = ["json:user.id"]
-  limit = 2
+  key    = ["json:user.id"]
+  limit  = 2
   period = "1m"
 }
 rule "by-form" {
-  key = ["form:user_id"]
-  limit = 2
+  key    = ["form:user_id"]
+  limit  = 2
   period = "1m"
 }
-rule "by-phone"       {
+rule "by-phone" {
   paths  = ["/otp/*"]
   key    = ["phone"]
   limit  = 3
   period = "15m"
 }
-rule "by-range"       {
+rule "by-range" {
   paths  = ["/otp/*"]
   key    = ["phone_range"]
   limit  = 4
   period = "1h"
 }
-rule "by-country"     {
+rule "by-country" {
   paths  = ["/otp/*"]
   key    = ["phone_country"]
   limit  = 6
   period = "1h"
 }
-rule "by-session"     {
+rule "by-session" {
   paths  = ["/otp/verify"]
   key    = ["otp_session"]
   limit  = 2
@@ -94,9 +94,9 @@ rule "by-session"     {
   count  = "attempts"
 }
 rule "by-ip-and-route" {
-  key = ["ip", "route"]
-  limit = 4
-  period = "1m"
+  key       = ["ip", "route"]
+  limit     = 4
+  period    = "1m"
   algorithm = "sliding_window"
 }
 rule "by-visitor-and-phone" {

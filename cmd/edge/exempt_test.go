@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,7 +41,8 @@ func TestExemptFixtureFailsWithoutTheExemption(t *testing.T) {
 	if code := run([]string{"test", "-config", path}, &out, &errb); code != 1 {
 		t.Fatalf("edge test: exit %d, want 1; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
-	want := "FAIL the office is never refused by the login limit; another address is after five: request 1 (repeat 6 of 20): got deny by \"login-per-ip\", want allow\n"
+	want := fmt.Sprintf("FAIL %s:%d: the office is never refused by the login limit; another address is after five: request 1 (repeat 6 of 20): got deny by \"login-per-ip\", want allow\n",
+		path, requestLine(t, path, "from   = \"10.20.30.40\"\n    repeat = 20"))
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("stdout:\n%s\nwant the line %q", out.String(), want)
 	}

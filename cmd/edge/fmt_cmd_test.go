@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,5 +109,56 @@ func TestFmtRefusesAFileThatDoesNotParse(t *testing.T) {
 	}
 	if got := readString(t, good); got != "rule \"y\" {\n  limit = 1\n}\n" {
 		t.Errorf("the parsable file: got %q", got)
+	}
+}
+
+// TestRepoPoliciesAreFormatted: every policy file of the repository is in
+// `edge fmt`'s layout, so `edge fmt -l` lists none of them: policies.hcl,
+// the fixture copies under testdata/fixtures/policies/, the load tool's and
+// the benchmarks' policies (loadtest/testdata/attacks-hosts.hcl is written
+// by make-attacks-hosts.sh, which formats what it writes), and the other
+// packages' testdata. Left out: testdata/fixtures/policies/broken/, the
+// shared tree's broken files, copied as they are (syntax.hcl does not
+// parse), whose lines EXPECTED.md names. And the layout is stable: each
+// file with its indentation stripped formats to a text that formatting
+// again leaves as it is.
+func TestRepoPoliciesAreFormatted(t *testing.T) {
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || path == filepath.Join(root, "testdata", "fixtures", "policies", "broken")) {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".hcl") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"policies.hcl", "loadtest/testdata/attacks-hosts.hcl", "testdata/fixtures/policies/login.hcl"} {
+		if !slices.Contains(files, filepath.Join(root, want)) {
+			t.Fatalf("the walk did not find %s among %d files", want, len(files))
+		}
+	}
+	if code, listed, stderr := edgeFmt(t, append([]string{"-l"}, files...)...); code != 0 || listed != "" {
+		t.Errorf("edge fmt -l: exit %d, listed:\n%sstderr: %s(run `go run ./cmd/edge fmt -w FILE`; for attacks-hosts.hcl, bash loadtest/testdata/make-attacks-hosts.sh)", code, listed, stderr)
+	}
+	for _, f := range files {
+		var bad strings.Builder
+		for line := range strings.Lines(readString(t, f)) {
+			bad.WriteString(strings.TrimLeft(line, " \t"))
+		}
+		once, diags := formatHCL(f, []byte(bad.String()))
+		if diags.HasErrors() {
+			t.Errorf("%s without its indentation: %s", f, diags.Error())
+			continue
+		}
+		if twice, _ := formatHCL(f, once); !bytes.Equal(once, twice) {
+			t.Errorf("%s: formatting its unindented copy twice differs from once", f)
+		}
 	}
 }

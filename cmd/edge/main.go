@@ -3,7 +3,7 @@
 // spends anything on them.
 //
 //	edge [serve] [-config policies.hcl] [-listen ADDR] [-admin ADDR] [-store memory] [-dry-run] [-demo]
-//	edge validate [-config policies.hcl]
+//	edge validate [-json] [-config policies.hcl]
 //	edge dry-run on|off [-rule NAME] [-for 30m] -reason TEXT [-admin ADDR]
 //	edge explain [-admin ADDR] [-method M] [-path P] [-host H] -from IP [-header 'K: V']... [-json '{...}']
 //	edge test [-config policies.hcl]
@@ -114,6 +114,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "policies.hcl", "policy file to check")
+	asJSON := fs.Bool("json", false, "print the diagnostics as one JSON array on stdout (docs/policy.md), instead of lines on stderr")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -121,21 +122,38 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		*config = fs.Arg(0)
 	}
 	p, diags := builtin.LoadFile(*config)
-	if !diags.HasErrors() {
-		// Test blocks are checked once the policy compiles: they name its rules.
-		_, td := parseTests(*config, p)
-		diags = append(diags, td...)
+	// The test blocks' own errors come in the same run as the policy's;
+	// the rules they name are checked once the policy compiles.
+	_, td := parseTests(*config, p)
+	diags = append(diags, td...)
+	sortDiags(diags)
+	var secret string // a warning about the environment, not the file
+	if !diags.HasErrors() && p.Store.Kind == "redis" {
+		// The secret belongs to the deployment, not the file: validate
+		// warns about a short one in its environment, and serve refuses it.
+		if n := len(os.Getenv(p.KeySecretEnv)); n > 0 && n < minRedisKeySecret {
+			secret = shortSecretError(p.KeySecretEnv, n).Error()
+		}
+	}
+	if *asJSON {
+		if secret != "" {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Short key secret", Detail: secret})
+		}
+		if err := writeJSONDiags(stdout, *config, diags); err != nil {
+			fmt.Fprintln(stderr, "edge validate:", err)
+			return 1
+		}
+		if diags.HasErrors() {
+			return 1
+		}
+		return 0
 	}
 	printDiags(stderr, *config, diags)
 	if diags.HasErrors() {
 		return 1
 	}
-	if p.Store.Kind == "redis" {
-		// The secret belongs to the deployment, not the file: validate
-		// warns about a short one in its environment, and serve refuses it.
-		if n := len(os.Getenv(p.KeySecretEnv)); n > 0 && n < minRedisKeySecret {
-			fmt.Fprintf(stderr, "warning: %s: %s\n", *config, shortSecretError(p.KeySecretEnv, n))
-		}
+	if secret != "" {
+		fmt.Fprintf(stderr, "warning: %s: %s\n", *config, secret)
 	}
 	fmt.Fprintf(stdout, "%s: valid, %d rules\n", *config, len(p.Rules))
 	return 0

@@ -181,30 +181,22 @@ func (r *reloader) load() (gateway.ReloadResult, error) {
 }
 
 // runTests runs np's test blocks as `edge test` does; a failing test adds
-// a diagnostic at its block ("FILE:LINE,COL: test NAME failed: ...").
+// a diagnostic at its block, naming its failing request's line
+// ("FILE:LINE,COL: test NAME failed: request 2: ... (FILE:LINE)").
 func (r *reloader) runTests(np *rules.Policy, tests []policytest.Test, res *gateway.ReloadResult) error {
 	if len(tests) == 0 {
 		return nil
 	}
 	var out bytes.Buffer
-	failed, err := policytest.Run(r.ctx, np, tests, &out)
+	failed, err := policytest.RunFailures(r.ctx, np, tests, &out)
 	if err != nil {
 		return fmt.Errorf("%s: running the test blocks: %w", r.path, err)
 	}
-	if failed == 0 {
+	if len(failed) == 0 {
 		return nil
 	}
-	for line := range strings.Lines(out.String()) {
-		line = strings.TrimSuffix(line, "\n")
-		for _, t := range tests {
-			if msg, ok := strings.CutPrefix(line, "FAIL "+t.Name+": "); ok {
-				res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("%s: test %q failed: %s", t.Range.String(), t.Name, msg))
-				break
-			}
-		}
-	}
-	if len(res.Diagnostics) == 0 { // a line this parser does not know: say how many
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("%s: %d test blocks failed", r.path, failed))
+	for _, f := range failed {
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("%s: test %q failed: %s (%s:%d)", f.Test.Range.String(), f.Test.Name, f.Msg, f.At.Filename, f.At.Start.Line))
 	}
 	fmt.Fprint(r.stderr, out.String())
 	return nil

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/policytest"
@@ -55,12 +58,44 @@ func test(args []string, stdout, stderr io.Writer) int {
 }
 
 // parseTests reads the test blocks of the policy file path, compiled as p,
-// and checks them against it.
+// and checks them against it. With p nil (the policy has errors) it
+// reports the test blocks' own errors only, and nothing when the file does
+// not parse or cannot be read (the policy's diagnostics say so already).
 func parseTests(path string, p *rules.Policy) ([]policytest.Test, hcl.Diagnostics) {
 	src, err := os.ReadFile(path)
 	if err != nil {
+		if p == nil {
+			return nil, nil
+		}
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read policy", Detail: err.Error()}}
 	}
+	if p == nil {
+		if _, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos); diags.HasErrors() {
+			return nil, nil
+		}
+	}
 	tests, diags := policytest.Parse(path, src)
+	if p == nil {
+		return tests, diags
+	}
 	return tests, append(diags, policytest.Check(p, tests)...)
+}
+
+// sortDiags orders diagnostics by position, as a reader meets them: those
+// without a position first, and those at one position in the order found.
+func sortDiags(diags hcl.Diagnostics) {
+	slices.SortStableFunc(diags, func(a, b *hcl.Diagnostic) int {
+		switch {
+		case a.Subject == nil || b.Subject == nil:
+			return cmp.Compare(boolInt(a.Subject != nil), boolInt(b.Subject != nil))
+		}
+		return cmp.Or(cmp.Compare(a.Subject.Start.Line, b.Subject.Start.Line), cmp.Compare(a.Subject.Start.Column, b.Subject.Start.Column))
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

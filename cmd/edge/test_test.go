@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,9 +54,78 @@ func TestTestFailsWrongExpectation(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
-	want := "FAIL five wrong codes burn a code; a new code gets five more, within the phone's ceiling: request 4 (repeat 1 of 4): got allow, want deny\n"
+	line := requestLine(t, path, "origin_status = 401\n    repeat        = 4\n    expect        = \"deny\"")
+	want := fmt.Sprintf("FAIL %s:%d: five wrong codes burn a code; a new code gets five more, within the phone's ceiling: request 4 (repeat 1 of 4): got allow, want deny\n", path, line)
 	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "4 tests: 3 passed, 1 failed\n") {
 		t.Errorf("stdout:\n%s\nwant the line %q and the summary", out.String(), want)
+	}
+}
+
+// requestLine is the line of the request block of the file path that
+// holds text: its header's, `request {`.
+func requestLine(t *testing.T, path, text string) int {
+	t.Helper()
+	src := readString(t, path)
+	i := strings.Index(src, text)
+	if i < 0 {
+		t.Fatalf("%s has no %q", path, text)
+	}
+	return strings.Count(src[:strings.LastIndex(src[:i], "request {")], "\n") + 1
+}
+
+// TestTestFailureNamesItsLine: each FAIL line of `edge test` starts with
+// FILE:LINE of the failing request block, as the file was named on the
+// command line (issue 25, §6), for a test that fails at its first request
+// and one that fails at its third, in one run; the PASS lines and the
+// summary are as before.
+func TestTestFailureNamesItsLine(t *testing.T) {
+	path := writeTemp(t, "lines.hcl", `rule "login" {
+  paths  = ["/login"]
+  key    = ["ip"]
+  limit  = 2
+  period = "1m"
+}
+
+test "first fails" {
+  request {
+    path   = "/login"
+    expect = "deny"
+  }
+}
+
+test "passes" {
+  request {
+    path   = "/login"
+    repeat = 2
+    expect = "allow"
+  }
+}
+
+test "third fails" {
+  request {
+    path   = "/login"
+    expect = "allow"
+  }
+  request {
+    path   = "/login"
+    expect = "allow"
+  }
+  request {
+    path   = "/login"
+    expect = "allow"
+  }
+}
+`)
+	var out, errb bytes.Buffer
+	if code := run([]string{"test", path}, &out, &errb); code != 1 {
+		t.Fatalf("exit %d, want 1; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	want := path + ":9: first fails: request 1: got allow, want deny\n" +
+		"PASS passes\n" +
+		"FAIL " + path + `:32: third fails: request 3: got deny by "login", want allow` + "\n" +
+		"3 tests: 1 passed, 2 failed\n"
+	if got := out.String(); got != "FAIL "+want {
+		t.Errorf("stdout:\n%s\nwant:\nFAIL %s", got, want)
 	}
 }
 

@@ -9,9 +9,9 @@
 #       -policy loadtest/testdata/attacks-bans.hcl -classes ban-eviction
 
 edge {
-  listen          = "127.0.0.1:8080"
-  admin_listen    = "127.0.0.1:9901"
-  upstream        = "http://127.0.0.1:9000"
+  listen       = "127.0.0.1:8080"
+  admin_listen = "127.0.0.1:9901"
+  upstream     = "http://127.0.0.1:9000"
   # The attacks scenario plays many clients from loopback, as a trusted
   # proxy naming each in X-Forwarded-For.
   trusted_proxies = ["127.0.0.1/32", "::1/128"]

@@ -106,8 +106,9 @@ edge {
   # whole seconds, so a jitter under one second spreads nothing and validate
   # says so); a sensitive route's is bare. docs/policy.md, "Load shedding".
   load_shedding {
-    max_in_flight      = 1000 # per node
-    shed_at            = { low = "50%", normal = "75%", high = "90%" } # critical: 100%
+    # max_in_flight is per node; a critical request is shed only at 100%.
+    max_in_flight      = 1000
+    shed_at            = { low = "50%", normal = "75%", high = "90%" }
     retry_after        = "2s"
     retry_after_jitter = "50%"
   }
@@ -199,10 +200,10 @@ visitor {
 # account together: an attacker that logs in to an account of its own makes
 # its visitors known for that account only, never for a victim's.
 known "logged-in" {
-  methods  = ["POST"]
-  paths    = ["/login"]
-  by       = ["visitor", "account"]
-  for      = "30d"
+  methods = ["POST"]
+  paths   = ["/login"]
+  by      = ["visitor", "account"]
+  for     = "30d"
   # Its own key budget in the memory store: the markers are never evicted
   # while they last; with the budget full, no new caller becomes known.
   max_keys = 100000
@@ -246,29 +247,29 @@ known "verified-phone" {
 # (exempt_known): an attacker filling the ceiling from a shared address does
 # not lock it out, and its own five a minute still hold.
 rule "login-per-visitor" {
-  methods   = ["POST"]
-  paths     = ["/login"]
+  methods = ["POST"]
+  paths   = ["/login"]
   # hosts limits a rule to some hosts (case, port, a trailing dot and
   # userinfo ignored); left out, the rule applies to every host. The host is
   # the absolute-form target's, or else Host, and the origin receives it
   # as matched; docs/host-and-path.md.
-  hosts     = ["login.example.com"]
-  key        = ["visitor"]
-  algorithm  = "gcra"
-  limit      = 5
-  period     = "1m"
-  burst      = 5
-  ip_ceiling = 100
+  hosts        = ["login.example.com"]
+  key          = ["visitor"]
+  algorithm    = "gcra"
+  limit        = 5
+  period       = "1m"
+  burst        = 5
+  ip_ceiling   = 100
   exempt_known = ["logged-in"]
-  sensitive  = true
+  sensitive    = true
   # Shed logins after API reads, before OTP verifies (load_shedding above).
-  priority   = "high"
+  priority = "high"
   # The rule's own key budget in the memory store, its visitors and their
   # IPs' ceilings together. Sensitive: it never forgets a live counter to
   # make room, so with its budget full of them a new key gets 503
   # (on_store_error = "deny", the default) until one decays. Size it for the
   # clients one period sees under attack.
-  max_keys   = 100000
+  max_keys = 100000
 }
 
 # A whole network (IPv4 /24, IPv6 /48) rotating addresses still shares one
@@ -276,18 +277,18 @@ rule "login-per-visitor" {
 # it (exempt_known): 100 logins from the attacker's /24 lock out the fresh
 # browsers in it for up to an hour, not the users who logged in before.
 rule "login-per-network" {
-  methods     = ["POST"]
-  paths       = ["/login"]
-  hosts       = ["login.example.com"]
-  key         = ["ip"]
-  ipv4_prefix = 24
-  ipv6_prefix = 48
-  algorithm   = "sliding_window"
-  limit       = 100
-  period      = "1h"
+  methods      = ["POST"]
+  paths        = ["/login"]
+  hosts        = ["login.example.com"]
+  key          = ["ip"]
+  ipv4_prefix  = 24
+  ipv6_prefix  = 48
+  algorithm    = "sliding_window"
+  limit        = 100
+  period       = "1h"
   exempt_known = ["logged-in"]
-  sensitive   = true
-  max_keys    = 20000
+  sensitive    = true
+  max_keys     = 20000
 }
 
 # A concurrency limit: at most 10 logins per client at the origin at once.
@@ -443,21 +444,21 @@ rule "signup-per-email" {
 # Phone numbers are normalised to E.164, so every way of writing one number
 # counts in one bucket.
 identity {
-  phone        = ["json:phone", "form:phone"]
+  phone = ["json:phone", "form:phone"]
   # Region of numbers written without a country code.
   phone_region = "US"
   # The challenge ID alone: an origin that finds a challenge by its ID gets
   # no fresh budget per phone number written beside it.
-  otp_session  = ["json:challenge_id", "form:challenge_id"]
+  otp_session = ["json:challenge_id", "form:challenge_id"]
   # The login identifier, normalised as an identity provider and a case-
   # and accent-insensitive database collation compare it (white space
   # trimmed, NFKC, case folding, accents folded: "ÀLICE@example.com" is
   # "alice@example.com"): every spelling of one account counts in one
   # bucket. A login origin may log in by username or by email, so both.
-  account      = ["json:username", "form:username", "json:email", "form:email"]
+  account = ["json:username", "form:username", "json:email", "form:email"]
   # The email address alone, normalised as account is, for rules that mean
   # the inbox (signup-per-email).
-  email        = ["json:email", "form:email"]
+  email = ["json:email", "form:email"]
   # What a request whose sources of one identity disagree gets: "count"
   # (the default: every value counted, as above) or "reject" (the identity
   # is invalid, 400 by the rule's invalid_identity); one mode for every
@@ -480,7 +481,7 @@ rule "otp-send-per-phone" {
   sensitive = true
   # 50000 phones texted within 15 minutes; beyond that, a new phone gets 503
   # rather than any phone's log being forgotten.
-  max_keys  = 50000
+  max_keys = 50000
 }
 
 rule "otp-send-per-client" {
@@ -499,15 +500,15 @@ rule "otp-send-per-client" {
 # its block's budget (exempt_known), only to its own (otp-send-per-phone):
 # five sends to a victim's neighbours do not lock the victim out.
 rule "otp-send-per-range" {
-  methods   = ["POST"]
-  paths     = ["/otp/send"]
-  key       = ["phone_range"]
-  algorithm = "sliding_window"
-  limit     = 5
-  period    = "1h"
+  methods      = ["POST"]
+  paths        = ["/otp/send"]
+  key          = ["phone_range"]
+  algorithm    = "sliding_window"
+  limit        = 5
+  period       = "1h"
   exempt_known = ["verified-phone"]
-  sensitive = true
-  max_keys  = 50000
+  sensitive    = true
+  max_keys     = 50000
 }
 
 # Premium-rate pumping goes abroad: only the countries we serve.
@@ -536,7 +537,7 @@ rule "otp-verify-per-session" {
   sensitive = true
   max_keys  = 50000
   # Shed last: a user holding a code must be able to use it.
-  priority  = "critical"
+  priority = "critical"
 }
 
 # A ceiling per phone across codes, so sending a new code does not buy more
@@ -554,8 +555,8 @@ rule "otp-verify-per-phone" {
   # What counts as a success or a failure of the origin (defaults shown).
   success_status = [200, 201, 204]
   failure_status = [401, 403]
-  sensitive        = true
-  max_keys         = 50000
+  sensitive      = true
+  max_keys       = 50000
 }
 
 rule "otp-verify-per-client" {
@@ -577,16 +578,16 @@ rule "otp-verify-per-client" {
 # Per API key: 10 a second with bursts to 20. Requests without the header
 # skip this rule (missing_identity defaults to "skip" on ordinary rules).
 rule "api-per-key" {
-  paths          = ["/api/*"]
-  key            = ["header:X-Api-Key"]
+  paths = ["/api/*"]
+  key   = ["header:X-Api-Key"]
   # What a request without the header does: "skip" this rule (the default
   # on ordinary rules) or "reject" it with 400 (the default when sensitive).
   missing_identity = "skip"
-  algorithm      = "gcra"
-  limit          = 10
-  period         = "1s"
-  burst          = 20
-  on_store_error = "allow"
+  algorithm        = "gcra"
+  limit            = 10
+  period           = "1s"
+  burst            = 20
+  on_store_error   = "allow"
 }
 
 # A calendar quota per API key, layered over api-per-key's burst limit: the
@@ -618,7 +619,7 @@ rule "api-per-ip" {
   period    = "1m"
   burst     = 20
   # API reads are shed first when the origin is saturated.
-  priority  = "low"
+  priority = "low"
   # How its refusals are answered (ordinary rules only: a sensitive rule's
   # is always the bare 429, and these are errors there). retry_after_jitter
   # makes Retry-After and this rule's RateLimit t the true wait plus up to

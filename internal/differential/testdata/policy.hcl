@@ -34,8 +34,8 @@ identity {
   otp_session  = ["json:challenge_id", "form:challenge_id", "query:challenge_id"]
   # The login identifier, a username or an email, as the shipped policy's:
   # every source present counts (a login may name both, and differ).
-  account      = ["json:username", "form:username", "query:username", "json:email", "form:email", "query:email"]
-  email        = ["json:email", "form:email", "query:email"]
+  account = ["json:username", "form:username", "query:username", "json:email", "form:email", "query:email"]
+  email   = ["json:email", "form:email", "query:email"]
 }
 
 # The phone number, as the OTP send rules key it.
