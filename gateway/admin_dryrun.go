@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +37,12 @@ import (
 // hash every fleetPoll and applies it, so a toggle made on any node, and
 // its expiry, reaches every node within fleetPoll. Without Redis toggles
 // are this node's only. The hash keeps one field per rule name ever
-// toggled (expired fields no longer apply); "dry_run": false deletes it.
+// toggled (expired fields no longer apply); "dry_run": false replaces the
+// field with a record of the off (fleetToggle.Off: who, why, when), which
+// no node applies, so that every node can say who turned it off. Each node
+// logs every toggle it picks up from the hash, on or off, with who and
+// why (logFleetChanges); the node that took the toggle logs its audit
+// line instead.
 
 // maxDryRunFor caps a toggle's duration: a dry-run forgotten over a weekend
 // is a limit silently off, so a longer one is a policy change (dry_run =
@@ -58,7 +64,16 @@ type fleetToggle struct {
 	Until  time.Time `json:"until"` // RFC 3339 with nanoseconds
 	Reason string    `json:"reason"`
 	Actor  string    `json:"actor"`
+	// Off marks the record of a "dry_run": false: Until is then offUntil
+	// (a node of a release before Off reads the record as a toggle that
+	// ended long ago, and applies nothing) and At when it was turned off.
+	Off bool      `json:"off,omitempty"`
+	At  time.Time `json:"at,omitzero"`
 }
+
+// offUntil is the Until of an off record: over, whatever a node's clock.
+// Not the zero time, which a node reads as a malformed toggle.
+var offUntil = time.Unix(1, 0).UTC()
 
 // fleetDryRuns shares dry-run toggles through Redis; nil without Redis.
 type fleetDryRuns struct {
@@ -182,17 +197,24 @@ func (s *Server) setDryRun(ctx context.Context, name string, on bool, until time
 	defer f.mu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
-	var err error
-	if on {
-		v, _ := json.Marshal(fleetToggle{Until: until.UTC(), Reason: reason, Actor: who}) // cannot fail
-		err = f.rs.SharedSet(wctx, fleetHash, name, string(v))
-	} else {
-		err = f.rs.SharedDelete(wctx, fleetHash, name)
+	ft := fleetToggle{Until: until.UTC(), Reason: reason, Actor: who}
+	if !on {
+		ft = fleetToggle{Until: offUntil, Reason: reason, Actor: who, Off: true, At: s.now().UTC()}
 	}
-	if err != nil {
+	b, _ := json.Marshal(ft) // cannot fail
+	v := string(b)
+	if err := f.rs.SharedSet(wctx, fleetHash, name, v); err != nil {
 		return err
 	}
 	s.engine.SetRuleDryRun(name, on, until, reason, who)
+	// This node's audit line says it: its next poll applies the rest of
+	// the hash without logging this toggle again.
+	last := maps.Clone(f.last)
+	if last == nil {
+		last = map[string]string{}
+	}
+	last[name] = v
+	f.last = last
 	return nil
 }
 
@@ -232,16 +254,78 @@ func (s *Server) pollDryRuns(ctx context.Context) {
 	}
 	ts := make([]rules.DryRunToggle, 0, len(m))
 	for name, v := range m {
-		var ft fleetToggle
-		if err := json.Unmarshal([]byte(v), &ft); err != nil || ft.Until.IsZero() {
-			s.log.Warn("ignoring a malformed dry-run toggle in Redis", "rule", name)
+		ft, ok := parseFleetToggle(v)
+		if !ok {
+			if v != f.last[name] {
+				s.log.Warn("ignoring a malformed dry-run toggle in Redis", "rule", name)
+			}
 			continue
+		}
+		if ft.Off {
+			continue // a record of an off: nothing to apply
 		}
 		ts = append(ts, rules.DryRunToggle{Rule: name, Until: ft.Until, Reason: ft.Reason, Actor: ft.Actor})
 	}
 	s.engine.ReplaceDryRuns(ts)
+	s.logFleetChanges(f.last, m)
 	f.last = m
-	s.log.Info("dry-run toggles from the fleet", "toggles", len(ts))
+}
+
+// parseFleetToggle decodes a field of the toggles' hash; ok is false for
+// a value no node wrote.
+func parseFleetToggle(v string) (ft fleetToggle, ok bool) {
+	if err := json.Unmarshal([]byte(v), &ft); err != nil || ft.Until.IsZero() {
+		return fleetToggle{}, false
+	}
+	return ft, true
+}
+
+// logFleetChanges logs, at warn, one line for each toggle this poll
+// picked up from the hash (last, the hash as last applied, nil before the
+// first poll; m, as read now): "dry-run toggle from the fleet" with the
+// rule ("*" for the whole node), its new state (dry_run), until, and who
+// turned it on or off and why (actor, reason), so that every node of the
+// fleet says when its limits stop or start refusing and on whose word.
+// The first poll logs the toggles in force only; a field deleted from the
+// hash (by a node of a release before off records, or by hand) is an off
+// of unknown actor.
+func (s *Server) logFleetChanges(last, m map[string]string) {
+	now := s.now()
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		v := m[name]
+		if prev, seen := last[name]; seen && prev == v {
+			continue
+		}
+		ft, ok := parseFleetToggle(v)
+		if !ok {
+			continue // warned about above
+		}
+		switch {
+		case ft.Off && last == nil:
+			continue // an old off, before this node started
+		case ft.Off:
+			s.log.LogAttrs(context.Background(), slog.LevelWarn, "dry-run toggle from the fleet",
+				slog.String("rule", name), slog.Bool("dry_run", false), slog.String("actor", ft.Actor),
+				slog.String("reason", ft.Reason), slog.String("at", rfc3339(ft.At)), slog.String("scope", "fleet"))
+		case !now.Before(ft.Until):
+			continue // already over: nothing changed here
+		default:
+			s.log.LogAttrs(context.Background(), slog.LevelWarn, "dry-run toggle from the fleet",
+				slog.String("rule", name), slog.Bool("dry_run", true), slog.String("until", rfc3339(ft.Until)),
+				slog.String("actor", ft.Actor), slog.String("reason", ft.Reason), slog.String("scope", "fleet"))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(last)) {
+		if _, ok := m[name]; ok {
+			continue
+		}
+		if ft, ok := parseFleetToggle(last[name]); !ok || ft.Off || !now.Before(ft.Until) {
+			continue // it applied nothing
+		}
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, "dry-run toggle from the fleet",
+			slog.String("rule", name), slog.Bool("dry_run", false), slog.String("actor", ""),
+			slog.String("reason", "its field was deleted from the Redis hash"), slog.String("scope", "fleet"))
+	}
 }
 
 // rfc3339 formats t for the admin API, "" for the zero time.

@@ -44,7 +44,10 @@
 // registry of Options.Registry: decisions per rule and outcome, requests per
 // verdict, the failure-handling store's breaker and counters, the Redis
 // client's and, for the memory store, each rule's key budget
-// (docs/memory-store.md).
+// (docs/memory-store.md); the Go runtime's and the process's collectors,
+// edge_build_info, and the request and origin latency histograms
+// (latency_metrics.go). deploy/prometheus and deploy/grafana query them
+// (deploy_files_test.go).
 //
 // A Server is safe for concurrent use. Reload swaps the policy atomically:
 // requests in flight finish on the policy they started with. The decision

@@ -386,9 +386,13 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		// request that holds nothing in flight.
 		rs.sc.Forwarding(s.now())
 	}
-	if err := st.upstream.Do(req, resp); err != nil {
+	sent := time.Now() // edge_upstream_duration_seconds: the real clock, whatever the test's
+	err := st.upstream.Do(req, resp)
+	took := time.Since(sent)
+	if err != nil {
 		s.m.upstreamErrors.Inc()
 		reason := upstreamFailure(err)
+		s.m.observeUpstream(took, false, reason)
 		s.upstreamFailed(st.origin, reason, err) // its health and log (upstream_health.go)
 		status := fasthttp.StatusBadGateway
 		if reason == failTimeout {
@@ -400,6 +404,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		plain(ctx, status)
 		return
 	}
+	s.m.observeUpstream(took, true, 0)
 	s.upstreamAnswered(st.origin, resp.StatusCode())
 	stripHopByHopResponse(&resp.Header)
 	// A shared cache would serve this client's state to others

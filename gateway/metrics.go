@@ -75,6 +75,8 @@ type metrics struct {
 	queueDropped, queueFull prometheus.Counter // queue.go
 
 	timeouts prometheus.Counter // the public listener's 408s (conns.go)
+
+	latency latency // the request and origin histograms (latency_metrics.go)
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -123,6 +125,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	registerShed(reg, s)     // shed.go
 	registerAdaptive(reg, s) // adaptive_metrics.go
 	m.registerUpstream(reg, s)
+	m.registerRuntime(reg) // go_*, process_*, edge_build_info, the latency histograms (latency_metrics.go)
 	return m
 }
 

@@ -100,13 +100,19 @@ func (m *metrics) routeHandles(p *rules.Policy) routeCounters {
 }
 
 // countResponse counts the answer ctx carries under the route of rs's
-// matches (none: ok is false, a request refused before any rule). It runs
-// once the answer is final, forwarded or the edge's own.
+// matches (none: ok is false, a request refused before any rule), and its
+// time under its verdict. It runs once the answer is final, forwarded or
+// the edge's own.
 func (s *Server) countResponse(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState, ok bool) {
 	route := 0
 	if ok && len(rs.sc.Matches) > 0 {
 		route = rs.sc.Matches[0].Rule.Index + 1
 	}
+	verdict := len(verdictNames) // malformed
+	if ok {
+		verdict = int(rs.d.Verdict)
+	}
+	s.m.observeRequest(ctx, verdict) // edge_request_duration_seconds (latency_metrics.go)
 	class := ctx.Response.StatusCode()/100 - 1
 	if class < 0 || class >= len(statusClasses) || route >= len(st.routes) {
 		return

@@ -365,28 +365,54 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	documented := map[string]bool{}
-	name := regexp.MustCompile("`(edge_[a-z_]+)`")
+	// The table names each edge_ metric, and the runtime's and the
+	// process's families (client_golang's collectors) by prefix: `go_*`.
+	documented, prefixes := map[string]bool{}, map[string]bool{}
+	name := regexp.MustCompile("`((?:edge|go|process)_[a-z_]*)(\\*)?`")
 	for line := range strings.Lines(string(src)) {
-		if !strings.HasPrefix(line, "| `edge_") {
+		if !strings.HasPrefix(line, "| `edge_") && !strings.HasPrefix(line, "| `go_") {
 			continue
 		}
 		first := strings.SplitN(line, "|", 3)[1]
 		for _, m := range name.FindAllStringSubmatch(first, -1) {
-			documented[m[1]] = true
+			if m[2] == "*" {
+				prefixes[m[1]] = true
+			} else {
+				documented[m[1]] = true
+			}
 		}
 	}
 	if len(registered) < 25 || len(documented) < 25 {
 		t.Fatalf("found %d registered and %d documented metrics, want over 25 of each", len(registered), len(documented))
 	}
+	covered := map[string]bool{} // the prefixes some registered name has
 	for n := range registered {
-		if !documented[n] {
+		if documented[n] {
+			continue
+		}
+		byPrefix := false
+		for p := range prefixes {
+			if strings.HasPrefix(n, p) {
+				byPrefix, covered[p] = true, true
+			}
+		}
+		if !byPrefix {
 			t.Errorf("%s is registered but not in docs/operations.md's metrics table", n)
 		}
 	}
 	for n := range documented {
 		if !registered[n] {
 			t.Errorf("docs/operations.md lists %s, which no node registers", n)
+		}
+	}
+	for _, p := range []string{"go_", "process_"} {
+		if !prefixes[p] {
+			t.Errorf("docs/operations.md's metrics table has no `%s*` row for the runtime's collector", p)
+		}
+	}
+	for p := range prefixes {
+		if !covered[p] {
+			t.Errorf("docs/operations.md lists `%s*`, but no node registers a metric so named", p)
 		}
 	}
 }

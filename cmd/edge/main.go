@@ -283,8 +283,23 @@ func serve(args []string, stderr io.Writer) int {
 		redisStats = rs.Stats
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGTERM and SIGINT stop the node: the listeners stop accepting, the
+	// requests in flight finish (gateway/drain.go), then it exits. The log
+	// says why it stops, that it drains and when it is done (shutdown).
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	down := newShutdown(log)
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(term)
+	go func() {
+		select {
+		case sig := <-term:
+			down.because("signal", slog.String("signal", signalName(sig)))
+			stop()
+		case <-ctx.Done():
+		}
+	}()
 	var rl *reloader // SIGHUP, the file's changes and POST /admin/reload all reload through it
 	visitorSecret := visitorSecretFor(inh)
 	srv, err := gateway.New(gateway.Options{
@@ -396,6 +411,7 @@ func serve(args []string, stderr io.Writer) int {
 	go func() {
 		defer close(told)
 		<-ctx.Done()
+		down.draining(upg.handingOver())
 		if !upg.handingOver() {
 			_ = sd.stopping()
 		}
@@ -420,11 +436,13 @@ func serve(args []string, stderr io.Writer) int {
 				continue
 			}
 			upg.stopServing(ev.pid)
+			down.because("binary upgrade", slog.Int("pid", ev.pid))
 			stop() // every server drains and returns
 		case err := <-errc:
 			running--
 			if err != nil && !errors.Is(err, context.Canceled) {
 				log.Error("server stopped", "error", err)
+				down.because("server stopped", slog.String("error", err.Error()))
 				code = 1
 			}
 			stop()
@@ -433,8 +451,9 @@ func serve(args []string, stderr io.Writer) int {
 	stop()
 	<-told
 	if upg.handingOver() {
-		return upg.handOver()
+		code = upg.handOver()
 	}
+	down.done(code)
 	return code
 }
 
