@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -248,6 +250,13 @@ type dryFleetNode struct {
 // the admin token, the test clock and its Redis store for fleet toggles.
 func startDryRunFleet(t testing.TB, p *rules.Policy, clk *fakeClock, n int) []dryFleetNode {
 	t.Helper()
+	return startAdminFleet(t, p, clk, make([]io.Writer, n))
+}
+
+// startAdminFleet is startDryRunFleet with a node per logs entry, each
+// logging JSON at info to its writer (none when nil).
+func startAdminFleet(t testing.TB, p *rules.Policy, clk *fakeClock, logs []io.Writer) []dryFleetNode {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -256,7 +265,11 @@ func startDryRunFleet(t testing.TB, p *rules.Policy, clk *fakeClock, n int) []dr
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = origin.Serve(ctx, oln) }()
 	var nodes []dryFleetNode
-	for range n {
+	for _, w := range logs {
+		var log *slog.Logger
+		if w != nil {
+			log = slog.New(slog.NewJSONHandler(w, nil))
+		}
 		rs, err := redisstore.New(redisstore.Options{URL: p.Store.URL, Timeout: p.Store.Timeout})
 		if err != nil {
 			t.Fatal(err)
@@ -269,7 +282,7 @@ func startDryRunFleet(t testing.TB, p *rules.Policy, clk *fakeClock, n int) []dr
 		srv, err := New(Options{
 			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret, 32+ bytes long"),
 			Upstream: "http://" + oln.Addr().String(), Registry: prometheus.NewRegistry(), Health: fc,
-			Redis: rs, AdminToken: dryToken, Clock: clk,
+			Redis: rs, AdminToken: dryToken, Clock: clk, Logger: log,
 		})
 		if err != nil {
 			t.Fatal(err)
