@@ -70,7 +70,7 @@ type fleetDryRuns struct {
 	// exempts is the fleet's record of exemptions as last read
 	// (admin_forgive.go), by rule name.
 	exempts map[string]time.Time
-	bad  bool              // the last poll failed (logged once per streak)
+	bad     bool // the last poll failed (logged once per streak)
 }
 
 type dryRunRequest struct {
