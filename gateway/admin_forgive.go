@@ -129,6 +129,19 @@ func (s *Server) adminForgive(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	now := s.requestTime(ctx)
+	if _, ok := req.Key["visitor"]; ok { // a cookie, at visitor_ip
+		key := make(map[string]string, len(req.Key))
+		for k, v := range req.Key {
+			if k != visitorIP {
+				key[k] = v
+			}
+		}
+		if msg := s.visitorText(s.state.Load(), key, req.Key, now); msg != "" {
+			adminError(ctx, fasthttp.StatusBadRequest, msg)
+			return
+		}
+		req.Key = key
+	}
 	f, err := s.engine.Forgive(ctx, now, p, r, req.Key, exempt)
 	switch {
 	case errors.Is(err, rules.ErrNotForgivable):
@@ -193,25 +206,11 @@ func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, e
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	if cookie, ok := given["visitor"]; ok {
-		addr := req.Identity[visitorIP]
-		if addr == "" {
-			addr = req.Identity["ip"]
-		}
-		switch {
-		case st.signer == nil:
-			adminError(ctx, fasthttp.StatusBadRequest, "the running policy has no visitor block: there are no visitors to forgive")
-			return
-		case addr == "":
-			adminError(ctx, fasthttp.StatusBadRequest, `a visitor counts at its address: give "visitor_ip" (or "ip", which forgives the address's rules too)`)
+	if _, ok := given["visitor"]; ok {
+		if msg := s.visitorText(st, given, req.Identity, now); msg != "" {
+			adminError(ctx, fasthttp.StatusBadRequest, msg)
 			return
 		}
-		id, valid := st.signer.Verify([]byte(strings.TrimSpace(cookie)), now)
-		if !valid {
-			adminError(ctx, fasthttp.StatusBadRequest, "the visitor cookie does not verify (tampered, expired, or signed by a secret this node does not hold)")
-			return
-		}
-		given["visitor"] = hex.EncodeToString(id[:]) + "@" + strings.TrimSpace(addr) // nat's text form (visitorChar.AppendText)
 	} else if _, ok := req.Identity[visitorIP]; ok {
 		adminError(ctx, fasthttp.StatusBadRequest, `"visitor_ip" goes with "visitor" only`)
 		return
@@ -293,6 +292,30 @@ func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, e
 	ans.ExemptUntil = rfc3339(until)
 	audit()
 	adminJSON(ctx, fasthttp.StatusOK, ans)
+}
+
+// visitorText turns the visitor cookie of values into the visitor
+// characteristic's text form (nat visitorChar.AppendText: "ID@ADDRESS"),
+// in values, verifying the cookie as a request's is; the address is
+// from["visitor_ip"], or else from["ip"]. It returns the operator's error,
+// "" when done.
+func (s *Server) visitorText(st *policyState, values, from map[string]string, now time.Time) string {
+	addr := from[visitorIP]
+	if addr == "" {
+		addr = from["ip"]
+	}
+	switch {
+	case st.signer == nil:
+		return "the running policy has no visitor block: there are no visitors to forgive"
+	case addr == "":
+		return `a visitor counts at its address: give "visitor_ip" (or "ip", which forgives the address's rules too)`
+	}
+	id, valid := st.signer.Verify([]byte(strings.TrimSpace(values["visitor"])), now)
+	if !valid {
+		return "the visitor cookie does not verify (tampered, expired, or signed by a secret this node does not hold)"
+	}
+	values["visitor"] = hex.EncodeToString(id[:]) + "@" + strings.TrimSpace(addr)
+	return ""
 }
 
 // shareExemption records rule name's exemption until until in the fleet's

@@ -175,6 +175,17 @@ func TestForgiveIdentityVisitor(t *testing.T) {
 	if got := login(bob); got != http.StatusTooManyRequests {
 		t.Errorf("another visitor at the same address: got %d, want 429 still", got)
 	}
+	// One rule, by the cookie at its address.
+	for range 6 {
+		login(bob)
+	}
+	if r := do(t, "POST", "http://"+n.admin+"/admin/forgive", fmt.Sprintf(`{"rule": "login-per-visitor", "key": {"visitor": %q, "visitor_ip": "127.0.0.1"}, "reason": "ticket 5"}`, bob),
+		"Authorization", "Bearer "+forgiveToken); r.status != http.StatusOK {
+		t.Fatalf("forgive one rule of a visitor: got %d %s, want 200", r.status, r.body)
+	}
+	if got := login(bob); got == http.StatusTooManyRequests {
+		t.Errorf("the visitor forgiven on one rule: got 429, want its login through")
+	}
 	if r, _ := forgiveAs(t, n.admin, forgiveToken, `{"identity": {"visitor": "`+alice[:len(alice)-2]+`xx", "visitor_ip": "127.0.0.1"}, "reason": "r"}`); r.status != http.StatusBadRequest || !strings.Contains(r.body, "does not verify") {
 		t.Errorf("a tampered cookie: got %d %s, want 400", r.status, r.body)
 	}
