@@ -151,6 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	name := fs.String("scenario", "seed-trace", "scenario to run: "+strings.Join(names, ", "))
 	rawTarget := fs.String("target", "http://127.0.0.1:18080", "base URL of the edge node; loopback only, unless -allow-remote")
+	showProgress := fs.Bool("progress", true, "print a progress line each second to stderr on runs whose budget is 10s or more")
 	allowRemote := fs.Bool("allow-remote", false, "accept a -target, -compare and their -*-metrics off this machine (a staging node you run); without it they must be loopback")
 	tracePath := fs.String("trace", "testdata/fixtures/seed_trace.json", "seed trace fixture (seed-trace)")
 	duration := fs.Duration("duration", 30*time.Second, "time budget of the whole run; throughput: measured time per target, per level and repetition, default 10s (at most "+maxDuration.String()+")")
@@ -341,14 +342,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	if budget >= progressFrom {
+	if *showProgress && budget >= progressFrom {
 		// The scenario's warnings and the progress lines share stderr.
 		lw := &syncWriter{w: stderr}
 		stderr, cfg.stderr = lw, lw
+		start := time.Now() // before the ticker: its first tick reads 1s
 		tick := time.NewTicker(time.Second)
 		done := make(chan struct{})
 		stopped := make(chan struct{})
-		go func() { defer close(stopped); progress(done, tick.C, time.Now(), budget, *name, lw) }()
+		go func() { defer close(stopped); progress(done, tick.C, start, budget, *name, lw) }()
 		defer func() { tick.Stop(); close(done); <-stopped }()
 	}
 	switch err := sc.run(ctx, cfg); {
