@@ -82,7 +82,10 @@ type fleetDryRuns struct {
 	// write never overwrites the write's local copy.
 	mu   sync.Mutex
 	last map[string]string // the hash as last applied
-	bad  bool              // the last poll failed (logged once per streak)
+	// exempts is the fleet's record of exemptions as last read
+	// (admin_forgive.go), by rule name.
+	exempts map[string]time.Time
+	bad     bool // the last poll failed (logged once per streak)
 }
 
 type dryRunRequest struct {
@@ -241,6 +244,9 @@ func (s *Server) pollDryRuns(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
 	m, err := f.rs.SharedGetAll(rctx, fleetHash)
+	if err == nil {
+		err = s.pollExemptions(rctx, f) // forgives' exemptions ride along
+	}
 	if err != nil {
 		if !f.bad && !errors.Is(err, context.Canceled) {
 			s.log.Warn("reading the fleet's dry-run toggles; the ones in force stay until they expire", "error", err)

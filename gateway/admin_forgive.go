@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,7 +16,8 @@ import (
 )
 
 // forgiveRequest is POST /admin/forgive's body (docs/operations.md,
-// "Forgive").
+// "Forgive"): either Rule and Key (one rule's key), or Identity (every
+// rule keyed on it).
 type forgiveRequest struct {
 	// Rule names the rule whose counter to clear.
 	Rule string `json:"rule"`
@@ -21,6 +25,13 @@ type forgiveRequest struct {
 	// name the key writes it ("account", "ip", "header:X-Api-Key"), as the
 	// operator knows it: the edge encodes and hashes it as a request's.
 	Key map[string]string `json:"key"`
+	// Identity, without Rule, forgives every rule of the running policy
+	// keyed on it: values by characteristic name as in Key ("account",
+	// "ip", "phone"), and "visitor", a visitor cookie's value, with
+	// "visitor_ip", the address it was at (or "ip", which then forgives
+	// the address's rules too). Rules whose key needs a value not given
+	// are skipped and named in the answer.
+	Identity map[string]string `json:"identity"`
 	// For, a Go duration up to rules.MaxExempt, also exempts the key from
 	// the rule for that long; empty: clear only.
 	For string `json:"for"`
@@ -28,17 +39,59 @@ type forgiveRequest struct {
 	Reason string `json:"reason"`
 }
 
-// forgiveAnswer is POST /admin/forgive's answer.
+// forgiveAnswer is POST /admin/forgive's answer for one rule.
 type forgiveAnswer struct {
 	Rule        string `json:"rule"`
 	Cleared     bool   `json:"cleared"`
 	ExemptUntil string `json:"exempt_until"` // RFC 3339, or empty without an exemption
+	Scope       string `json:"scope"`        // "fleet" (a Redis store) or "node"
 }
 
-// adminForgive clears one key's counter on a rule, and with "for" exempts
-// it for a while (rules.Engine.Forgive): for the locked-out customer on
-// the phone with support. Audited with the actor, the reason and the
-// key's hash, never its values.
+// identityAnswer is POST /admin/forgive's answer for an identity.
+type identityAnswer struct {
+	// Forgiven lists the rules cleared, each with its key's keyed hash
+	// (as the decision logs show it).
+	Forgiven []forgivenRule `json:"forgiven"`
+	// Skipped lists the rules keyed on the identity that need more values
+	// than were given, and which.
+	Skipped     []skippedRule `json:"skipped"`
+	ExemptUntil string        `json:"exempt_until"`
+	Scope       string        `json:"scope"`
+}
+
+type forgivenRule struct {
+	Rule string `json:"rule"`
+	Key  string `json:"key"`
+}
+
+type skippedRule struct {
+	Rule    string   `json:"rule"`
+	Missing []string `json:"missing"`
+}
+
+// visitorIP is the identity's name for a visitor's address that is not
+// itself an identity to forgive.
+const visitorIP = "visitor_ip"
+
+// exemptHash names the fleet's record of exemptions, a Redis hash under
+// the store's prefix: field the rule's name, value fleetExempt as JSON.
+// The markers are in the shared store already; the record tells every
+// node which rules to check them for (rules.Engine.ExemptFrom), read with
+// the dry-run toggles every fleetPoll.
+const exemptHash = "exempt"
+
+// fleetExempt is an exemption's value in the fleet's hash.
+type fleetExempt struct {
+	Until time.Time `json:"until"`
+}
+
+// adminForgive clears one key's counter on a rule, or an identity's on
+// every rule keyed on it, and with "for" exempts it for a while
+// (rules.Engine.Forgive): for the locked-out customer on the phone with
+// support. With a Redis store, for the fleet: the counters and markers
+// are shared, and the exemption's rule is recorded for every node. One
+// audit line with the actor, the reason and the keys' hashes, never their
+// values.
 func (s *Server) adminForgive(ctx *fasthttp.RequestCtx) {
 	var req forgiveRequest
 	if !readAdminJSON(ctx, &req) {
@@ -58,13 +111,38 @@ func (s *Server) adminForgive(ctx *fasthttp.RequestCtx) {
 		}
 		exempt = d
 	}
+	switch {
+	case req.Rule != "" && req.Identity != nil:
+		adminError(ctx, fasthttp.StatusBadRequest, `give "rule" and "key" (one rule), or "identity" (every rule keyed on it), not both`)
+		return
+	case req.Rule == "" && len(req.Identity) > 0:
+		s.forgiveIdentity(ctx, req, exempt)
+		return
+	case req.Rule == "":
+		adminError(ctx, fasthttp.StatusBadRequest, `"rule" and "key", or "identity", is required`)
+		return
+	}
 	p := s.state.Load().policy
 	r := p.Rule(req.Rule)
 	if r == nil {
 		adminError(ctx, fasthttp.StatusBadRequest, "no rule named "+req.Rule+" in the running policy")
 		return
 	}
-	f, err := s.engine.Forgive(ctx, s.requestTime(ctx), p, r, req.Key, exempt)
+	now := s.requestTime(ctx)
+	if _, ok := req.Key["visitor"]; ok { // a cookie, at visitor_ip
+		key := make(map[string]string, len(req.Key))
+		for k, v := range req.Key {
+			if k != visitorIP {
+				key[k] = v
+			}
+		}
+		if msg := s.visitorText(s.state.Load(), key, req.Key, now); msg != "" {
+			adminError(ctx, fasthttp.StatusBadRequest, msg)
+			return
+		}
+		req.Key = key
+	}
+	f, err := s.engine.Forgive(ctx, now, p, r, req.Key, exempt)
 	switch {
 	case errors.Is(err, rules.ErrNotForgivable):
 		adminError(ctx, fasthttp.StatusBadRequest, "rule "+r.Name+": "+err.Error())
@@ -80,12 +158,206 @@ func (s *Server) adminForgive(ctx *fasthttp.RequestCtx) {
 		adminError(ctx, fasthttp.StatusServiceUnavailable, "cleared, but the store did not take the exemption: "+err.Error())
 		return
 	}
-	ans := forgiveAnswer{Rule: r.Name, Cleared: true}
-	attrs := []slog.Attr{slog.String("rule", r.Name), slog.String("key", hex.EncodeToString(f.Key[9:]))}
+	ans := forgiveAnswer{Rule: r.Name, Cleared: true, Scope: s.forgiveScope()}
+	attrs := []slog.Attr{slog.String("rule", r.Name), slog.String("key", hex.EncodeToString(f.Key[9:])), slog.String("scope", ans.Scope)}
 	if !f.ExemptUntil.IsZero() {
 		ans.ExemptUntil = f.ExemptUntil.UTC().Format(time.RFC3339)
 		attrs = append(attrs, slog.String("for", exempt.String()), slog.String("exempt_until", ans.ExemptUntil))
+		if err := s.shareExemption(ctx, r.Name, f.ExemptUntil); err != nil {
+			s.audit(ctx, "forgive", req.Reason, attrs...)
+			adminError(ctx, fasthttp.StatusServiceUnavailable, "cleared and exempt on this node, but the fleet's Redis did not take the exemption's record (the other nodes do not check it): "+err.Error())
+			return
+		}
 	}
 	s.audit(ctx, "forgive", req.Reason, attrs...)
 	adminJSON(ctx, fasthttp.StatusOK, ans)
+}
+
+// forgiveScope is where a forgive holds: the fleet's with a Redis store.
+func (s *Server) forgiveScope() string {
+	if s.fleet != nil {
+		return "fleet"
+	}
+	return "node"
+}
+
+// forgiveIdentity is adminForgive for an identity: every rule of the
+// running policy whose key the identity's values name in full
+// (rules.Rule.IdentityValues) is forgiven, after every key has been
+// worked out (a value no request could carry is a 400, and nothing is
+// cleared); rules keyed on the identity that need more are listed as
+// skipped. A store that fails midway is a 503 that names the rules
+// already forgiven.
+func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, exempt time.Duration) {
+	st := s.state.Load()
+	p := st.policy
+	now := s.requestTime(ctx)
+	given := make(map[string]string, len(req.Identity))
+	var names []string
+	for k, v := range req.Identity {
+		if k == visitorIP {
+			continue
+		}
+		if strings.TrimSpace(v) == "" {
+			adminError(ctx, fasthttp.StatusBadRequest, "identity "+quote(k)+" is empty")
+			return
+		}
+		given[k] = v
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	if _, ok := given["visitor"]; ok {
+		if msg := s.visitorText(st, given, req.Identity, now); msg != "" {
+			adminError(ctx, fasthttp.StatusBadRequest, msg)
+			return
+		}
+	} else if _, ok := req.Identity[visitorIP]; ok {
+		adminError(ctx, fasthttp.StatusBadRequest, `"visitor_ip" goes with "visitor" only`)
+		return
+	}
+	if len(given) == 0 {
+		adminError(ctx, fasthttp.StatusBadRequest, `"identity" names no identity: give "account", "visitor", "ip", "phone" or another characteristic of a rule's key`)
+		return
+	}
+	type plan struct {
+		r      *rules.Rule
+		values map[string]string
+	}
+	var plans []plan
+	ans := identityAnswer{Forgiven: []forgivenRule{}, Skipped: []skippedRule{}, Scope: s.forgiveScope()}
+	for _, r := range p.Rules {
+		values, missing := r.IdentityValues(given)
+		switch {
+		case values == nil:
+			continue
+		case len(missing) > 0:
+			ans.Skipped = append(ans.Skipped, skippedRule{Rule: r.Name, Missing: missing})
+			continue
+		}
+		if _, err := s.engine.KeyFromText(p, r, values); err != nil {
+			adminError(ctx, fasthttp.StatusBadRequest, "rule "+r.Name+": "+err.Error()+"; nothing forgiven")
+			return
+		}
+		plans = append(plans, plan{r, values})
+	}
+	if len(plans) == 0 {
+		msg := "nothing to forgive: no rule of the running policy is keyed on " + strings.Join(names, " and ") + " alone"
+		for _, sk := range ans.Skipped {
+			msg += "; rule " + sk.Rule + " needs " + strings.Join(sk.Missing, " and ") + " too"
+		}
+		adminError(ctx, fasthttp.StatusBadRequest, msg)
+		return
+	}
+	var until time.Time
+	keys := make([]string, 0, len(plans))
+	audit := func() {
+		attrs := []slog.Attr{slog.String("identity", strings.Join(names, ",")), slog.Any("forgiven", keys), slog.String("scope", ans.Scope)}
+		if len(ans.Skipped) > 0 {
+			sk := make([]string, len(ans.Skipped))
+			for i, x := range ans.Skipped {
+				sk[i] = x.Rule
+			}
+			attrs = append(attrs, slog.Any("skipped", sk))
+		}
+		if !until.IsZero() {
+			attrs = append(attrs, slog.String("for", exempt.String()), slog.String("exempt_until", rfc3339(until)))
+		}
+		s.audit(ctx, "forgive", req.Reason, attrs...)
+	}
+	for _, pl := range plans {
+		f, err := s.engine.Forgive(ctx, now, p, pl.r, pl.values, exempt)
+		if err == nil && !f.ExemptUntil.IsZero() {
+			until = f.ExemptUntil
+			err = s.shareExemption(ctx, pl.r.Name, f.ExemptUntil)
+		}
+		if err != nil {
+			if len(keys) > 0 {
+				audit()
+			}
+			done := "nothing forgiven"
+			if len(ans.Forgiven) > 0 {
+				names := make([]string, len(ans.Forgiven))
+				for i, x := range ans.Forgiven {
+					names[i] = x.Rule
+				}
+				done = "forgiven before it: " + strings.Join(names, ", ")
+			}
+			adminError(ctx, fasthttp.StatusServiceUnavailable, "rule "+pl.r.Name+": the store did not answer ("+done+"): "+err.Error())
+			return
+		}
+		h := hex.EncodeToString(f.Key[9:])
+		ans.Forgiven = append(ans.Forgiven, forgivenRule{Rule: pl.r.Name, Key: h})
+		keys = append(keys, pl.r.Name+":"+h)
+	}
+	ans.ExemptUntil = rfc3339(until)
+	audit()
+	adminJSON(ctx, fasthttp.StatusOK, ans)
+}
+
+// visitorText turns the visitor cookie of values into the visitor
+// characteristic's text form (nat visitorChar.AppendText: "ID@ADDRESS"),
+// in values, verifying the cookie as a request's is; the address is
+// from["visitor_ip"], or else from["ip"]. It returns the operator's error,
+// "" when done.
+func (s *Server) visitorText(st *policyState, values, from map[string]string, now time.Time) string {
+	addr := from[visitorIP]
+	if addr == "" {
+		addr = from["ip"]
+	}
+	switch {
+	case st.signer == nil:
+		return "the running policy has no visitor block: there are no visitors to forgive"
+	case addr == "":
+		return `a visitor counts at its address: give "visitor_ip" (or "ip", which forgives the address's rules too)`
+	}
+	id, valid := st.signer.Verify([]byte(strings.TrimSpace(values["visitor"])), now)
+	if !valid {
+		return "the visitor cookie does not verify (tampered, expired, or signed by a secret this node does not hold)"
+	}
+	values["visitor"] = hex.EncodeToString(id[:]) + "@" + strings.TrimSpace(addr)
+	return ""
+}
+
+// shareExemption records rule name's exemption until until in the fleet's
+// hash, so that every node checks its markers (nothing without Redis).
+// The latest end holds: an earlier one is never written over a later.
+func (s *Server) shareExemption(ctx context.Context, name string, until time.Time) error {
+	f := s.fleet
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+	defer cancel()
+	if old, ok := f.exempts[name]; ok && !old.Before(until) {
+		return nil
+	}
+	v, _ := json.Marshal(fleetExempt{Until: until.UTC()}) // cannot fail
+	if err := f.rs.SharedSet(wctx, exemptHash, name, string(v)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// pollExemptions notes the fleet's exemptions on this node's engine
+// (rules.Engine.ExemptFrom), under f.mu. A failed read keeps what this
+// node knows (each ends by itself); it is logged with the toggles'.
+func (s *Server) pollExemptions(ctx context.Context, f *fleetDryRuns) error {
+	m, err := f.rs.SharedGetAll(ctx, exemptHash)
+	if err != nil {
+		return err
+	}
+	p, now := s.Policy(), s.now()
+	next := make(map[string]time.Time, len(m))
+	for name, v := range m {
+		var fe fleetExempt
+		if err := json.Unmarshal([]byte(v), &fe); err != nil || fe.Until.IsZero() {
+			continue
+		}
+		next[name] = fe.Until
+		s.engine.ExemptFrom(p, name, fe.Until, now)
+	}
+	f.exempts = next
+	return nil
 }

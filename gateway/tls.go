@@ -26,6 +26,8 @@ import (
 // an atomic pointer that every handshake reads (tls.Config.GetCertificate),
 // so a reload swaps the certificate for the connections that start after
 // it while those already open keep theirs, and none is dropped.
+// SetCertificate swaps it the same way without a policy: the certificate
+// reload, which a broken policy file does not hold back.
 //
 // The listener speaks TLS 1.2 and 1.3 with Go's default cipher suites and
 // curves, and offers only "http/1.1" by ALPN: fasthttp serves HTTP/1.x and
@@ -106,11 +108,33 @@ func (t *listenerTLS) install(p *rules.Policy, log *slog.Logger) {
 	if p.TLS == nil || p.TLS.Certificate == nil || p.TLS.Certificate.Leaf == nil {
 		return // compile always loads both; a hand-made policy keeps what serves
 	}
-	c := p.TLS.Certificate
+	t.swap(p.TLS, log)
+}
+
+// swap serves lt's certificate from the next handshake on, and logs it
+// if it is not the one that served before.
+func (t *listenerTLS) swap(lt *rules.ListenerTLS, log *slog.Logger) {
+	c := lt.Certificate
 	if old := t.cert.Swap(c); old == nil || !bytes.Equal(old.Certificate[0], c.Certificate[0]) {
-		log.Info("tls certificate installed", "cert_file", p.TLS.CertFile, "subject", c.Leaf.Subject.String(),
+		log.Info("tls certificate installed", "cert_file", lt.CertFile, "subject", c.Leaf.Subject.String(),
 			"serial", c.Leaf.SerialNumber.Text(16), "not_after", c.Leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
+}
+
+// SetCertificate serves lt's certificate on the public TLS listener from
+// the next handshake on, without touching the policy in force: the
+// certificate reload's (cmd/edge, reload.go), which follows the files on
+// disk whatever the state of the policy file. Connections already open
+// keep the certificate they shook hands with. lt comes from
+// rules.LoadListenerTLS (its Certificate and Leaf set); a node whose
+// listener is plain HTTP ignores it, and so does a later reload's policy
+// replace it with its own (compiled from the same files). Safe for
+// concurrent use with handshakes and reloads.
+func (s *Server) SetCertificate(lt *rules.ListenerTLS) {
+	if !s.ServesTLS() || lt == nil || lt.Certificate == nil || lt.Certificate.Leaf == nil {
+		return
+	}
+	s.listenerTLS.swap(lt, s.log)
 }
 
 // ServesTLS reports whether the public listener serves TLS: the policy the

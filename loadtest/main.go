@@ -46,7 +46,7 @@ var errMismatch = errors.New("decisions differ from the expected ones")
 
 // config is what every scenario gets.
 type config struct {
-	target    target        // the edge, always on loopback
+	target    target        // the edge, on loopback unless -allow-remote
 	tracePath string        // the seed trace fixture
 	duration  time.Duration // the whole run's time budget; also ctx's deadline
 	requests  int           // the most requests the run may send
@@ -150,7 +150,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	name := fs.String("scenario", "seed-trace", "scenario to run: "+strings.Join(names, ", "))
-	rawTarget := fs.String("target", "http://127.0.0.1:18080", "base URL of the edge node; loopback only")
+	rawTarget := fs.String("target", "http://127.0.0.1:18080", "base URL of the edge node; loopback only, unless -allow-remote")
+	showProgress := fs.Bool("progress", true, "print a progress line each second to stderr on runs whose budget is 10s or more")
+	allowRemote := fs.Bool("allow-remote", false, "accept a -target, -compare and their -*-metrics off this machine (a staging node you run); without it they must be loopback")
 	tracePath := fs.String("trace", "testdata/fixtures/seed_trace.json", "seed trace fixture (seed-trace)")
 	duration := fs.Duration("duration", 30*time.Second, "time budget of the whole run; throughput: measured time per target, per level and repetition, default 10s (at most "+maxDuration.String()+")")
 	requests := fs.Int("requests", 10_000, fmt.Sprintf("most requests the run may send; throughput: per level and repetition, split evenly between the targets, default %d (at most %d)", maxRequests, maxRequests))
@@ -278,13 +280,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return usage("unknown scenario %q (have %s)", *name, strings.Join(names, ", "))
 	}
-	tg, err := parseTarget(*rawTarget)
+	tg, err := parseRemoteTarget("-target", *rawTarget, *allowRemote)
 	if err != nil {
 		return usage("%v", err)
 	}
 	var cmp target
 	if *rawCompare != "" {
-		if cmp, err = parseFlagTarget("-compare", *rawCompare); err != nil {
+		if cmp, err = parseRemoteTarget("-compare", *rawCompare, *allowRemote); err != nil {
 			return usage("%v", err)
 		}
 	}
@@ -292,7 +294,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("-target-metrics and -compare-metrics are for -scenario throughput only (and -target-metrics for queue and adaptive)")
 	}
 	if *rawTargetMetrics != "" {
-		if tg.metrics, err = parseMetricsURL("-target-metrics", *rawTargetMetrics); err != nil {
+		if tg.metrics, err = parseRemoteMetricsURL("-target-metrics", *rawTargetMetrics, *allowRemote); err != nil {
 			return usage("%v", err)
 		}
 	}
@@ -300,7 +302,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *rawCompare == "" {
 			return usage("-compare-metrics needs -compare")
 		}
-		if cmp.metrics, err = parseMetricsURL("-compare-metrics", *rawCompareMetrics); err != nil {
+		if cmp.metrics, err = parseRemoteMetricsURL("-compare-metrics", *rawCompareMetrics, *allowRemote); err != nil {
 			return usage("%v", err)
 		}
 	}
@@ -340,6 +342,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	if *showProgress && budget >= progressFrom {
+		// The scenario's warnings and the progress lines share stderr.
+		lw := &syncWriter{w: stderr}
+		stderr, cfg.stderr = lw, lw
+		start := time.Now() // before the ticker: its first tick reads 1s
+		tick := time.NewTicker(time.Second)
+		done := make(chan struct{})
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); progress(done, tick.C, start, budget, *name, lw) }()
+		defer func() { tick.Stop(); close(done); <-stopped }()
+	}
 	switch err := sc.run(ctx, cfg); {
 	case err == nil:
 		return exitOK

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,10 @@ func runTool(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	// until go test's -timeout, whose dump does not say which run hung.
 	ctx, cancel := context.WithTimeout(t.Context(), toolRunGuard)
 	defer cancel()
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-progress") }) {
+		// The tests read stderr for warnings; TestProgress tests the lines.
+		args = append([]string{"-progress=false"}, args...)
+	}
 	code = run(ctx, args, &out, &errOut)
 	if ctx.Err() == context.DeadlineExceeded {
 		t.Errorf("loadtest %s: still running after %v (a hang): exit %d", strings.Join(args, " "), toolRunGuard, code)

@@ -46,6 +46,12 @@ type metricsSource struct {
 // loopback host, as parseFlagTarget does, with a path; no path (or "/")
 // means /metrics. No query, fragment or user.
 func parseMetricsURL(name, raw string) (metricsSource, error) {
+	return parseRemoteMetricsURL(name, raw, false)
+}
+
+// parseRemoteMetricsURL is parseMetricsURL that, with allowRemote, also
+// takes a host off this machine (parseRemoteTarget).
+func parseRemoteMetricsURL(name, raw string, allowRemote bool) (metricsSource, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return metricsSource{}, fmt.Errorf("parsing %s: %w", name, err)
@@ -56,12 +62,9 @@ func parseMetricsURL(name, raw string) (metricsSource, error) {
 	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
 		return metricsSource{}, fmt.Errorf("%s %q: want a URL such as http://127.0.0.1:19901/metrics", name, raw)
 	}
-	host := u.Hostname()
-	if !isLoopback(host) {
-		return metricsSource{}, fmt.Errorf("%s %q: host %q is not a loopback address; loadtest only talks to this machine", name, raw, host)
-	}
-	if strings.EqualFold(host, "localhost") {
-		host = "127.0.0.1" // as parseFlagTarget: no resolver in the way
+	host, err := dialHost(name, raw, u.Hostname(), allowRemote)
+	if err != nil {
+		return metricsSource{}, err
 	}
 	port := u.Port()
 	if port == "" {

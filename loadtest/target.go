@@ -25,7 +25,13 @@ func parseTarget(raw string) (target, error) { return parseFlagTarget("-target",
 
 // parseFlagTarget is parseTarget for the flag named name, which its errors
 // mention.
-func parseFlagTarget(name, raw string) (target, error) {
+func parseFlagTarget(name, raw string) (target, error) { return parseRemoteTarget(name, raw, false) }
+
+// parseRemoteTarget is parseFlagTarget that, with allowRemote (the
+// -allow-remote flag, for a staging node), also takes a host that is not
+// loopback: any IP literal or DNS name, dialled as given. Without it a
+// host off this machine is an error that names the flag to give.
+func parseRemoteTarget(name, raw string, allowRemote bool) (target, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return target{}, fmt.Errorf("parsing %s: %w", name, err)
@@ -36,14 +42,9 @@ func parseFlagTarget(name, raw string) (target, error) {
 	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return target{}, fmt.Errorf("%s %q: want a base URL such as http://127.0.0.1:18080", name, raw)
 	}
-	host := u.Hostname()
-	if !isLoopback(host) {
-		return target{}, fmt.Errorf("%s %q: host %q is not a loopback address; loadtest only talks to this machine", name, raw, host)
-	}
-	if strings.EqualFold(host, "localhost") {
-		// Dial the loopback address itself, so no resolver can send the
-		// traffic elsewhere.
-		host = "127.0.0.1"
+	host, err := dialHost(name, raw, u.Hostname(), allowRemote)
+	if err != nil {
+		return target{}, err
 	}
 	port := u.Port()
 	if port == "" {
@@ -51,6 +52,23 @@ func parseFlagTarget(name, raw string) (target, error) {
 	}
 	addr := net.JoinHostPort(host, port)
 	return target{base: "http://" + addr, addr: addr}, nil
+}
+
+// dialHost is the host to dial for a URL's host: a loopback one ("localhost"
+// dialled as 127.0.0.1, so no resolver can send the traffic elsewhere), or
+// with allowRemote any other non-empty host as given.
+func dialHost(name, raw, host string, allowRemote bool) (string, error) {
+	switch {
+	case strings.EqualFold(host, "localhost"):
+		return "127.0.0.1", nil
+	case isLoopback(host):
+		return host, nil
+	case host == "":
+		return "", fmt.Errorf("%s %q: no host", name, raw)
+	case !allowRemote:
+		return "", fmt.Errorf("%s %q: host %q is not a loopback address; loadtest only talks to this machine unless -allow-remote is given (for a staging node you run)", name, raw, host)
+	}
+	return host, nil
 }
 
 // isLoopback reports whether host is "localhost" or a loopback IP literal.

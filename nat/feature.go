@@ -1,6 +1,11 @@
 package nat
 
 import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -256,6 +261,32 @@ func (c visitorChar) AppendCaller(buf []byte, req *rules.Request, s *rules.Scrat
 	return ipv6.AppendKey(buf, req.Client, c.r.IPv4Prefix, c.r.IPv6Prefix), rules.Present
 }
 
+// AppendText is a visitor as the forgive of an identity names it
+// (rules.TextCharacteristic): "ID@ADDRESS", its visitor ID in hex (32
+// digits) and the address it counts at, since a visitor's counter is its
+// ID at its address (AppendValue). Nobody types the ID: the admin API
+// verifies the visitor's cookie value, as a request's is, and writes this
+// form (gateway, admin_forgive.go); the address is grouped by the rule's
+// prefixes, as a request's.
+func (c visitorChar) AppendText(buf []byte, text string, p *rules.Policy) ([]byte, error) {
+	idHex, addr, ok := strings.Cut(strings.TrimSpace(text), "@")
+	var id ID
+	if n, err := hex.Decode(id[:], []byte(idHex)); !ok || err != nil || n != len(id) || len(idHex) != 2*len(id) {
+		return buf, errors.New("not a visitor: give its cookie's value and the ip it was at")
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return buf, fmt.Errorf("the visitor's ip is not an IP address: %w", err)
+	}
+	var x *ipv6.Extractor
+	if p != nil {
+		x = p.Client
+	}
+	buf = ipv6.AppendKey(buf, x.Counted(a), c.r.IPv4Prefix, c.r.IPv6Prefix)
+	buf = append(buf, 1)
+	return append(buf, id[:]...), nil
+}
+
 // Folds is false: a visitor's counter is its own at its address
 // (rules.CallerCharacteristic).
 func (visitorChar) Folds(*rules.Request, *rules.Scratch) bool { return false }
@@ -303,4 +334,5 @@ var (
 	_ rules.CeilingCharacteristic = visitorChar{}
 	_ rules.BucketCharacteristic  = visitorChar{}
 	_ rules.CallerCharacteristic  = visitorChar{}
+	_ rules.TextCharacteristic    = visitorChar{}
 )

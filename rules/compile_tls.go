@@ -31,8 +31,9 @@ type tlsBlock struct {
 
 // ListenerTLS is the compiled tls block: the public listener's certificate
 // as compile read and checked it, so that the node installs exactly what
-// `edge validate` or the reload accepted (gateway reads Certificate at each
-// handshake from the policy in force).
+// `edge validate` or the reload accepted (gateway serves Certificate from
+// the policy's install on; a certificate reload, LoadListenerTLS, may
+// serve a newer pair from the same files before the next policy reload).
 type ListenerTLS struct {
 	// CertFile and KeyFile are the block's paths resolved against the
 	// policy file's directory.
@@ -69,49 +70,102 @@ func (c *Compiler) edgeTLS(e *edgeBlock) {
 	if !certOK || !keyOK {
 		return
 	}
-	if !hasPEMBlock(certPEM, "CERTIFICATE") {
-		c.Errorf(b.CertFileRange, "Invalid certificate", "%s holds no PEM \"CERTIFICATE\" block: cert_file is the PEM certificate chain, the leaf first", certPath)
-		return
-	}
-	if hasPEMBlock(certPEM, "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY") {
+	if hasPEMBlock(certPEM, "CERTIFICATE") && hasPEMBlock(certPEM, "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY") {
 		// tls.X509KeyPair would take it; a key in the certificate file is
 		// a key copied where it will be handed around as public.
 		c.Warnf(b.CertFileRange, "Private key in cert_file", "%s also holds a private key: keep it in key_file only", certPath)
 	}
+	cert, bad := loadPair(certPath, keyPath, certPEM, keyPEM, time.Now())
+	if bad != nil {
+		rng := b.CertFileRange
+		if bad.attr == "key_file" {
+			rng = b.KeyFileRange
+		}
+		c.Errorf(rng, bad.summary, "%s", bad.detail)
+		return
+	}
+	c.p.TLS = newListenerTLS(certPath, keyPath, certPEM, keyPEM, cert)
+}
+
+// newListenerTLS is the ListenerTLS of a loaded pair, with the digest of
+// the bytes it was loaded from.
+func newListenerTLS(certPath, keyPath string, certPEM, keyPEM []byte, cert *tls.Certificate) *ListenerTLS {
+	h := sha256.New()
+	h.Write(certPEM)
+	h.Write(keyPEM)
+	t := &ListenerTLS{CertFile: certPath, KeyFile: keyPath, Certificate: cert}
+	h.Sum(t.Digest[:0])
+	return t
+}
+
+// pairProblem is why a certificate and key pair does not load: attr is
+// the attribute at fault ("cert_file" or "key_file"), summary and detail
+// are a diagnostic's.
+type pairProblem struct{ attr, summary, detail string }
+
+func (p *pairProblem) Error() string { return p.attr + ": " + p.summary + "; " + p.detail }
+
+// loadPair loads the PEM pair read from certPath and keyPath and checks it
+// as edgeTLS documents (a certificate block, a key that is the
+// certificate's, a leaf valid at now), for compile and LoadListenerTLS
+// alike: what a reload refuses, a certificate reload refuses too.
+func loadPair(certPath, keyPath string, certPEM, keyPEM []byte, now time.Time) (*tls.Certificate, *pairProblem) {
+	if !hasPEMBlock(certPEM, "CERTIFICATE") {
+		return nil, &pairProblem{"cert_file", "Invalid certificate", fmt.Sprintf("%s holds no PEM \"CERTIFICATE\" block: cert_file is the PEM certificate chain, the leaf first", certPath)}
+	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		if certErr := checkCertPEM(certPEM); certErr != nil {
-			c.Errorf(b.CertFileRange, "Invalid certificate", "%s: %v", certPath, certErr)
-			return
+			return nil, &pairProblem{"cert_file", "Invalid certificate", fmt.Sprintf("%s: %v", certPath, certErr)}
 		}
 		// The certificate parses: the key is the culprit (not a key,
 		// or not the certificate's).
-		c.Errorf(b.KeyFileRange, "Invalid key pair", "%s with the certificate %s: %v", keyPath, certPath, err)
-		return
+		return nil, &pairProblem{"key_file", "Invalid key pair", fmt.Sprintf("%s with the certificate %s: %v", keyPath, certPath, err)}
 	}
 	leaf := cert.Leaf
 	if leaf == nil { // X509KeyPair fills it in since Go 1.23; be safe
 		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
-			c.Errorf(b.CertFileRange, "Invalid certificate", "%s: %v", certPath, err)
-			return
+			return nil, &pairProblem{"cert_file", "Invalid certificate", fmt.Sprintf("%s: %v", certPath, err)}
 		}
 		cert.Leaf = leaf
 	}
-	now := time.Now()
 	switch {
 	case now.After(leaf.NotAfter):
-		c.Errorf(b.CertFileRange, "Certificate expired", "%s (%s) expired at %s; every client that verifies would refuse it", certPath, leaf.Subject, leaf.NotAfter.UTC().Format(time.RFC3339))
-		return
+		return nil, &pairProblem{"cert_file", "Certificate expired", fmt.Sprintf("%s (%s) expired at %s; every client that verifies would refuse it", certPath, leaf.Subject, leaf.NotAfter.UTC().Format(time.RFC3339))}
 	case now.Before(leaf.NotBefore):
-		c.Errorf(b.CertFileRange, "Certificate not yet valid", "%s (%s) is valid from %s (is this node's clock right?); every client that verifies would refuse it", certPath, leaf.Subject, leaf.NotBefore.UTC().Format(time.RFC3339))
-		return
+		return nil, &pairProblem{"cert_file", "Certificate not yet valid", fmt.Sprintf("%s (%s) is valid from %s (is this node's clock right?); every client that verifies would refuse it", certPath, leaf.Subject, leaf.NotBefore.UTC().Format(time.RFC3339))}
 	}
-	h := sha256.New()
-	h.Write(certPEM)
-	h.Write(keyPEM)
-	t := &ListenerTLS{CertFile: certPath, KeyFile: keyPath, Certificate: &cert}
-	h.Sum(t.Digest[:0])
-	c.p.TLS = t
+	return &cert, nil
+}
+
+// LoadListenerTLS reads and checks the pair at certPath and keyPath (paths
+// as ListenerTLS holds them, already resolved) exactly as compile checks a
+// tls block's, with the leaf's validity judged at now, and returns it with
+// the digest of the bytes read. It is the certificate reload's, which
+// follows the files of the policy in force without reloading the policy
+// (docs/operations.md, "Certificates"), so that a broken policy file
+// cannot hold back a renewed certificate. The error names the attribute
+// at fault, its summary and detail ("key_file: Invalid key pair; ...").
+func LoadListenerTLS(certPath, keyPath string, now time.Time) (*ListenerTLS, error) {
+	certPEM, err := readPEMFile(certPath)
+	if err == nil && len(certPEM) == 0 {
+		err = fmt.Errorf("%s is empty", certPath)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cert_file: %w", err)
+	}
+	keyPEM, err := readPEMFile(keyPath)
+	if err == nil && len(keyPEM) == 0 {
+		err = fmt.Errorf("%s is empty", keyPath)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("key_file: %w", err)
+	}
+	cert, bad := loadPair(certPath, keyPath, certPEM, keyPEM, now)
+	if bad != nil {
+		return nil, bad
+	}
+	return newListenerTLS(certPath, keyPath, certPEM, keyPEM, cert), nil
 }
 
 // resolvePath resolves a path of the policy against dir, the policy file's

@@ -366,3 +366,49 @@ func (e *Engine) HashClient(a netip.Addr) (h [15]byte) {
 	copy(h[:], mac.Sum(nil))
 	return h
 }
+
+// IdentityValues is how a forgive of an identity (docs/operations.md,
+// "Forgive": an account, a visitor, an address or a phone, on every rule
+// keyed on it) treats r: values are those of given that r's key names,
+// and missing the characteristics of its key that need a value and were
+// not given, in key order. A rule that counts nothing (action = "deny" or
+// "skip"), or whose key names none of given, has no values: it is not
+// keyed on the identity. With values and no missing, Forgive(values)
+// clears the key the identity's requests count on; with missing, the
+// caller says what else to give (a rule keyed on ["account", "ip"] needs
+// the address too: its counters are per pair, and the store cannot list
+// an account's pairs).
+func (r *Rule) IdentityValues(given map[string]string) (values map[string]string, missing []string) {
+	if r.Action == ActionDeny || r.skip != nil || len(r.Key) == 0 {
+		return nil, nil
+	}
+	for i, name := range r.KeyNames {
+		v, ok := given[name]
+		switch {
+		case ok:
+			if values == nil {
+				values = map[string]string{}
+			}
+			values[name] = v
+		case !r.keyShared[i]:
+			missing = append(missing, name)
+		}
+	}
+	if values == nil {
+		return nil, nil
+	}
+	return values, missing
+}
+
+// ExemptFrom notes an exemption of p's rule name made elsewhere in the
+// fleet, until until (the fleet's record, read from Redis: the marker is
+// in the shared store already, and this node checks markers only for the
+// rules it knows have one). A name p lacks, or an end not after now,
+// notes nothing.
+func (e *Engine) ExemptFrom(p *Policy, name string, until, now time.Time) {
+	r := p.Rule(name)
+	if r == nil || !until.After(now) || !e.exempt.until(r.ID).Before(until) {
+		return
+	}
+	e.exempt.record(r.ID, until, now)
+}

@@ -129,7 +129,7 @@ func TestKeyFromTextRefusals(t *testing.T) {
 		{"account-ip", map[string]string{"account": " ", "ip": "203.0.113.7"}, "account:"},
 		{"phone", map[string]string{"phone": "12", "phone_country": "+14155552671"}, "phone:"},
 		{"fields", map[string]string{"header:X-Api-Key": "", "query:client_id": "a", "cookie:sid": "s", "json:device": "d"}, "empty value"},
-		{"visitor", map[string]string{"visitor": "v1"}, `"visitor" cannot be given as a value`},
+		{"visitor", map[string]string{"visitor": "v1"}, "visitor: not a visitor: give its cookie's value"},
 	}
 	for _, tt := range tests {
 		_, err := e.KeyFromText(p, p.Rule(tt.rule), tt.values)

@@ -14,6 +14,7 @@ var commands = [...]struct{ name, what string }{
 	{"fmt", "format policy files (-l lists the unformatted ones, -w rewrites them)"},
 	{"reload", "have the running node reload its policy (POST /admin/reload)"},
 	{"dry-run", "put a rule, or the node, in dry-run for a while, or end that (POST /admin/dry-run)"},
+	{"forgive", "clear an identity's counters, bans and lockouts on every rule keyed on it, fleet-wide (POST /admin/forgive)"},
 	{"explain", "what the node would decide for a request, consuming nothing (POST /admin/explain)"},
 	{"demo-origin", "run the demo origin alone"},
 	{"health", "probe the node's /readyz (-live: /healthz), for a HEALTHCHECK without curl"},

@@ -5,6 +5,7 @@
 //	edge [serve] [-config policies.hcl] [-listen ADDR] [-admin ADDR] [-store memory] [-dry-run] [-demo]
 //	edge validate [-json] [-config policies.hcl]
 //	edge dry-run on|off [-rule NAME] [-for 30m] -reason TEXT [-admin ADDR]
+//	edge forgive [-account A] [-ip IP] [-phone P] [-visitor COOKIE -visitor-ip IP] [-key NAME=VALUE]... [-rule NAME] [-for 1h] -reason TEXT [-admin ADDR]
 //	edge explain [-admin ADDR] [-method M] [-path P] [-host H] -from IP [-header 'K: V']... [-json '{...}']
 //	edge test [-config policies.hcl]
 //	edge fmt [-w] [-l] [FILE...]
@@ -60,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return explainCmd(args, stdout, stderr)
 	case "dry-run":
 		return dryRunCmd(args, stdout, stderr)
+	case "forgive":
+		return forgiveCmd(args, stdout, stderr)
 	case "validate":
 		return validate(args, stdout, stderr)
 	case "reload":
@@ -79,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		return usage(stdout)
 	}
-	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, explain, demo-origin, health, key-format or version)\n", cmd)
+	fmt.Fprintf(stderr, "edge: unknown command %q (want serve, validate, test, fmt, reload, dry-run, forgive, explain, demo-origin, health, key-format or version)\n", cmd)
 	return 2
 }
 

@@ -33,6 +33,15 @@ import (
 // failure the running policy stays, and the diagnostics are logged and
 // returned. Each setting a running node cannot apply is named in the log
 // and in the answer.
+//
+// Certificates reload on their own (docs/operations.md, "Certificates"):
+// a change of the tls block's certificate or key file on disk loads the
+// pair alone (reloader.reloadCert), checked as compile checks it, and
+// serves it from the next handshake, whatever the state of the policy
+// file; a reload that is refused tries the pair too, so SIGHUP from a
+// renewal tool's deploy hook serves the renewed certificate even while a
+// broken policies.hcl waits on disk. A broken pair is logged and the
+// running certificate keeps serving.
 
 // fileDebounce is how long the policy file's directory must be quiet
 // before a change of the file reloads it: an editor's save is several
@@ -74,9 +83,10 @@ type reloader struct {
 	// content.
 	seen [sha256.Size]byte
 	// certSeen is the digest of the certificate and key files (tlsDigest)
-	// as of the last load, refused or not: a change on disk reloads only
-	// new content. rewatch tells the watch that the files to watch may
-	// have changed (after every reload).
+	// as of the last load, of the policy or of the pair alone, refused or
+	// not: a change on disk reloads only new content, and a broken pair is
+	// logged once, not at every event. rewatch tells the watch that the
+	// files to watch may have changed (after every reload).
 	certSeen [sha256.Size]byte
 	rewatch  chan struct{}
 	// sd is told RELOADING=1 and READY=1 around each reload (sdnotify.go);
@@ -107,11 +117,7 @@ func (r *reloader) reload(trigger string) gateway.ReloadResult {
 	defer r.mu.Unlock()
 	_ = r.sd.reloading()
 	defer func() { _ = r.sd.reloaded() }()
-	// The certificate files as they are before load reads them: a write
-	// during the load is an event, whose check then sees new content.
-	certBefore := tlsDigest(r.srv.Policy().TLS)
 	res, err := r.load()
-	r.certSeen = certBefore
 	if t := r.srv.Policy().TLS; res.OK && t != nil {
 		r.certSeen = t.Digest
 	}
@@ -127,6 +133,10 @@ func (r *reloader) reload(trigger string) gateway.ReloadResult {
 	if !res.OK {
 		res.Rules = len(r.srv.Policy().Rules)
 		log.Error("reload refused: keeping the running policy", "diagnostics", res.Diagnostics, "warnings", res.Warnings)
+		// The policy's state does not hold back a renewed certificate.
+		if w := r.reloadCert(trigger); w != "" {
+			res.Warnings = append(res.Warnings, w)
+		}
 		return res
 	}
 	log.Info("policy reloaded", "rules", res.Rules, "warnings", res.Warnings)
@@ -273,10 +283,11 @@ func (r *reloader) notApplied(np *rules.Policy) []unapplied {
 // each path as written and that of the file its symlinks lead to (a file
 // edited in place behind a link), following the policy in force after
 // every reload. Any event in those directories, once they have been quiet
-// for fileDebounce, rereads the files, and new content reloads through the
-// one reload path: a broken certificate is refused like a broken policy,
-// and the running one keeps serving. A policy file that is gone or empty
-// is logged and waited for; the running policy stays.
+// for fileDebounce, rereads the files: a new policy file reloads through
+// the one reload path, and new certificate files reload the certificate
+// alone (reloadCert), whatever the policy file holds; a broken pair is
+// logged and the running certificate keeps serving. A policy file that is
+// gone or empty is logged and waited for; the running policy stays.
 func (r *reloader) watch(ctx context.Context) (done <-chan struct{}, err error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -326,36 +337,65 @@ func (r *reloader) watchLoop(ctx context.Context, w *fsnotify.Watcher, cw *certW
 	}
 }
 
-// filesChanged reloads the policy if its file's content is new, or else
-// if its certificate files' content is.
+// filesChanged reloads the policy if its file's content is new (which
+// takes a renewed certificate with it, or alone if the policy is
+// refused), and otherwise the certificate if its files' content is.
 func (r *reloader) filesChanged() {
 	if r.fileChanged() {
 		return
 	}
 	r.mu.Lock()
-	t := r.srv.Policy().TLS
-	same := t == nil || tlsDigest(t) == r.certSeen
-	r.mu.Unlock()
-	if !same {
-		r.reload("certificate")
-	}
+	defer r.mu.Unlock()
+	r.reloadCert("certificate")
 }
 
-// fileChanged reloads the policy file if its content is new. It reports
-// whether it took the event: it reloaded, or the file is gone or empty and
-// is waited for.
+// reloadCert is the certificate reload, under r.mu: if the content of the
+// certificate or key file of the policy in force differs from certSeen, it
+// loads the pair alone (rules.LoadListenerTLS, the checks compile makes)
+// and serves it from the next handshake (gateway.Server.SetCertificate),
+// without the policy file. A pair that does not load is logged as an
+// error and the running certificate keeps serving. It returns a line for
+// a reload's warnings when it served a new certificate, "" otherwise.
+func (r *reloader) reloadCert(trigger string) string {
+	t := r.srv.Policy().TLS
+	if t == nil || !r.start.tls {
+		return ""
+	}
+	// The files as they are before the load reads them: a write during
+	// the load is an event, whose check then sees new content.
+	before := tlsDigest(t)
+	if before == r.certSeen {
+		return ""
+	}
+	r.certSeen = before
+	log := r.log.With("trigger", trigger, "cert_file", t.CertFile, "key_file", t.KeyFile)
+	nt, err := rules.LoadListenerTLS(t.CertFile, t.KeyFile, time.Now())
+	if err != nil {
+		log.Error("certificate reload refused: keeping the running certificate", "error", err.Error())
+		return ""
+	}
+	r.srv.SetCertificate(nt)
+	leaf := nt.Certificate.Leaf
+	log.Info("certificate reloaded", "subject", leaf.Subject.String(), "serial", leaf.SerialNumber.Text(16),
+		"not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("tls: the certificate on disk (serial %s, until %s) serves from the next handshake, though the policy was refused", leaf.SerialNumber.Text(16), leaf.NotAfter.UTC().Format(time.RFC3339))
+}
+
+// fileChanged reloads the policy file if its content is new, and reports
+// whether it did (a file that is gone or empty is waited for, and leaves
+// the certificate to filesChanged).
 func (r *reloader) fileChanged() bool {
 	src, err := os.ReadFile(r.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		r.log.Warn("policy file is gone: keeping the running policy until it is back", "policy", r.path)
-		return true
+		return false
 	}
 	if err == nil && len(src) == 0 {
 		// A writer that truncates first (os.WriteFile, a shell's >) may
 		// still be writing: an empty file would load as a policy without
 		// rules. Its next write is an event, which rereads it.
 		r.log.Warn("policy file is empty: keeping the running policy until it has content", "policy", r.path)
-		return true
+		return false
 	}
 	if err == nil {
 		r.mu.Lock()

@@ -17,8 +17,9 @@ const reloadTimeout = time.Minute
 // reloadCmd is `edge reload [-admin ADDR]`: it asks a running node to
 // reload its policy file (POST /admin/reload, with the bearer token in
 // $EDGE_ADMIN_TOKEN) and prints the answer: "reloaded: N rules" and one
-// line per warning on stdout, or each diagnostic of a refused reload on
-// stderr. It exits 0 once reloaded, 1 when the node refused the file (422)
+// line per warning on stdout, or each diagnostic and warning of a refused
+// reload on stderr (among them the certificate renewed on disk that
+// serves although the policy was refused). It exits 0 once reloaded, 1 when the node refused the file (422)
 // or could not be asked, and 2 on bad flags.
 func reloadCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("reload", flag.ContinueOnError)
@@ -53,6 +54,9 @@ func reloadCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "refused: the node keeps its running policy (%d rules)\n", ans.Rules)
 		for _, d := range ans.Diagnostics {
 			fmt.Fprintln(stderr, d)
+		}
+		for _, w := range ans.Warnings { // a renewed certificate serves all the same
+			fmt.Fprintln(stderr, "warning:", w)
 		}
 		return 1
 	}

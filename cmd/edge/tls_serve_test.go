@@ -195,7 +195,7 @@ func TestServeSwapsCertificatesOnDisk(t *testing.T) {
 	swapData(t, secret, "..2026_01_02_v2", second)
 	serving(t, listen, ca, second.Cert.SerialNumber, "the node to serve the second certificate (..data swap)")
 	waitFor(t, "the reload's log line", func() bool {
-		return strings.Contains(edge.logs.String(), `"msg":"policy reloaded","trigger":"certificate"`)
+		return strings.Contains(edge.logs.String(), `"msg":"certificate reloaded","trigger":"certificate"`)
 	})
 	if st := old.get(t, "/api/x"); st != 200 {
 		t.Errorf("the connection opened before the swap: %d after it", st)
@@ -225,7 +225,7 @@ func TestServeSwapsCertificatesOnDisk(t *testing.T) {
 	serving(t, listen, ca, fourth.Cert.SerialNumber, "the node to serve the fourth certificate (rename into place)")
 
 	// 3. A broken pair on disk: a key that is not the certificate's.
-	refusedBefore := strings.Count(edge.logs.String(), `"msg":"reload refused: keeping the running policy"`)
+	refusedBefore := strings.Count(edge.logs.String(), `"msg":"certificate reload refused: keeping the running certificate"`)
 	stray := ca.Issue(t, "stray.example")
 	if err := os.WriteFile(filepath.Join(dir, "new.key"), stray.KeyPEM, 0o600); err != nil {
 		t.Fatal(err)
@@ -234,7 +234,7 @@ func TestServeSwapsCertificatesOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the broken pair's reload to be refused", func() bool {
-		return strings.Count(edge.logs.String(), `"msg":"reload refused: keeping the running policy"`) > refusedBefore
+		return strings.Count(edge.logs.String(), `"msg":"certificate reload refused: keeping the running certificate"`) > refusedBefore
 	})
 	if logs := edge.logs.String(); !strings.Contains(logs, "Invalid key pair") || !strings.Contains(logs, "private key does not match public key") {
 		t.Errorf("the refusal does not say why:\n%s", logs)
@@ -335,5 +335,120 @@ func TestReloadNamesATLSChange(t *testing.T) {
 				t.Error("a reload changed whether the listener serves TLS")
 			}
 		})
+	}
+}
+
+// TestServeRenewsCertificateUnderABrokenPolicy: `edge serve` in its own
+// process whose policies.hcl on disk is broken (refused, the running
+// policy keeps serving) still serves a certificate renewed on disk, from
+// the next handshake on; a broken pair after it is logged and the renewed
+// certificate keeps serving; the mended policy then reloads, and serves
+// the pair on disk.
+func TestServeRenewsCertificateUnderABrokenPolicy(t *testing.T) {
+	listen, admin, upstream := freeAddr(t), freeAddr(t), freeAddr(t)
+	ca := testcert.NewCA(t)
+	dir := t.TempDir()
+	crt, key := filepath.Join(dir, "edge.crt"), filepath.Join(dir, "edge.key")
+	first := ca.Issue(t, "first.example")
+	first.Write(t, crt, key)
+	path := filepath.Join(dir, "policies.hcl")
+	good := tlsServePolicy(listen, admin, upstream, "edge.crt", "edge.key")
+	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edge := startEdge(t, "-config", path, "-demo")
+	serving(t, listen, ca, first.Cert.SerialNumber, "the node to serve the first certificate")
+
+	// The policy on disk breaks: refused.
+	if err := os.WriteFile(path, []byte(good+"\nrule \"broken\" {\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the broken policy to be refused", func() bool {
+		return strings.Contains(edge.logs.String(), `"msg":"reload refused: keeping the running policy"`)
+	})
+
+	// The certificate is renewed (certbot's rename into place): served.
+	renewed := ca.Issue(t, "renewed.example")
+	renewed.Write(t, filepath.Join(dir, "new.crt"), filepath.Join(dir, "new.key"))
+	for _, f := range []string{"key", "crt"} {
+		if err := os.Rename(filepath.Join(dir, "new."+f), filepath.Join(dir, "edge."+f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serving(t, listen, ca, renewed.Cert.SerialNumber, "the node to serve the renewed certificate while the policy is broken")
+	if logs := edge.logs.String(); !strings.Contains(logs, `"msg":"certificate reloaded","trigger":"certificate"`) {
+		t.Errorf("no certificate reload in the log:\n%s", logs)
+	}
+
+	// A broken pair (a stray key): logged, the renewed one keeps serving.
+	stray := ca.Issue(t, "stray.example")
+	if err := os.WriteFile(filepath.Join(dir, "new.key"), stray.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "new.key"), key); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the broken pair to be refused", func() bool {
+		return strings.Contains(edge.logs.String(), `"msg":"certificate reload refused: keeping the running certificate"`)
+	})
+	if logs := edge.logs.String(); !strings.Contains(logs, "key_file: Invalid key pair") || !strings.Contains(logs, "private key does not match public key") {
+		t.Errorf("the refusal does not say why:\n%s", logs)
+	}
+	if s, err := leafSerial(t, listen, ca); err != nil || s.Cmp(renewed.Cert.SerialNumber) != 0 {
+		t.Errorf("after the broken pair: serial %v, %v; want the renewed certificate still", s, err)
+	}
+
+	// Pair and policy mended: the policy reloads and serves the pair.
+	third := ca.Issue(t, "third.example")
+	third.Write(t, crt, key)
+	serving(t, listen, ca, third.Cert.SerialNumber, "the node to serve the mended pair")
+	if err := os.WriteFile(path+".tmp", []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the mended policy to reload", func() bool {
+		return strings.Contains(edge.logs.String(), `"msg":"policy reloaded","trigger":"file"`)
+	})
+	if s, err := leafSerial(t, listen, ca); err != nil || s.Cmp(third.Cert.SerialNumber) != 0 {
+		t.Errorf("after the mended policy: serial %v, %v; want the third certificate", s, err)
+	}
+	edge.stop(t)
+}
+
+// TestRefusedReloadServesRenewedCertificate: a reload (POST /admin/reload,
+// through `edge reload`; SIGHUP takes the same path) of a broken policy
+// is refused, and serves the certificate renewed on disk all the same,
+// its answer's warnings saying so; a reload with nothing new on disk says
+// nothing of the certificate.
+func TestRefusedReloadServesRenewedCertificate(t *testing.T) {
+	ca := testcert.NewCA(t)
+	dir := t.TempDir()
+	crt, key := filepath.Join(dir, "edge.crt"), filepath.Join(dir, "edge.key")
+	first := ca.Issue(t, "first.example")
+	first.Write(t, crt, key)
+	src := strings.Replace(reloadPolicy(2, ""), "edge {\n", fmt.Sprintf("edge {\n  tls {\n    cert_file = %q\n    key_file  = %q\n  }\n", crt, key), 1)
+	n := startReloadNode(t, src)
+	serving(t, n.addr, ca, first.Cert.SerialNumber, "the first certificate")
+
+	n.write(t, src+"\nrule \"broken\" {\n")
+	renewed := ca.Issue(t, "renewed.example")
+	renewed.Write(t, crt, key)
+	edgeReload := func() (int, string) {
+		var out, errb strings.Builder
+		t.Setenv("EDGE_ADMIN_TOKEN", reloadToken)
+		code := run([]string{"reload", "-admin", n.admin}, &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	code, out := edgeReload()
+	if code != 1 || !strings.Contains(out, "refused") || !strings.Contains(out, "tls: the certificate on disk (serial "+renewed.Cert.SerialNumber.Text(16)) {
+		t.Errorf("edge reload of a broken policy with a renewed pair: exit %d, output %q", code, out)
+	}
+	if s, err := leafSerial(t, n.addr, ca); err != nil || s.Cmp(renewed.Cert.SerialNumber) != 0 {
+		t.Errorf("after the refused reload: serial %v, %v; want the renewed certificate", s, err)
+	}
+	if code, out := edgeReload(); code != 1 || strings.Contains(out, "tls:") {
+		t.Errorf("a second refused reload, nothing new on disk: exit %d, output %q", code, out)
 	}
 }

@@ -1,8 +1,8 @@
 // The edge admin page (docs/operations.md, "The admin page"): the running
 // policy's rules with live decision rates and their dry-run state, a
-// dry-run toggle, and recent refusals. It talks only to the admin API of
-// the node that served it (GET /admin/rules, POST /admin/dry-run,
-// GET /admin/refused), with the admin token from this tab's session
+// dry-run toggle, a forgive of an identity, and recent refusals. It talks
+// only to the admin API of the node that served it (GET /admin/rules,
+// POST /admin/dry-run, POST /admin/forgive, GET /admin/refused), with the admin token from this tab's session
 // storage as Authorization: Bearer. No outside assets: the node's
 // Content-Security-Policy is default-src 'self'.
 'use strict';
@@ -282,6 +282,7 @@
     $('rules-section').hidden = false;
     $('refused-section').hidden = false;
     $('forget-token').hidden = false;
+    $('forgive-open').hidden = false;
     poll();
   }
 
@@ -301,6 +302,7 @@
     $('refused-section').hidden = true;
     $('node-toggle').hidden = true;
     $('forget-token').hidden = true;
+    $('forgive-open').hidden = true;
     $('login').hidden = false;
     $('login-error').textContent = message || '';
     $('token').value = '';
@@ -354,6 +356,64 @@
     poll();
   }
 
+  // The forgive dialog's fields, by the identity name the API takes.
+  const FORGIVE_FIELDS = {
+    account: 'forgive-account', ip: 'forgive-ip', phone: 'forgive-phone',
+    visitor: 'forgive-visitor', visitor_ip: 'forgive-visitor-ip',
+  };
+
+  function openForgive() {
+    for (const id of Object.values(FORGIVE_FIELDS)) $(id).value = '';
+    $('forgive-for').value = '';
+    $('forgive-reason').value = '';
+    $('forgive-error').textContent = '';
+    $('forgive-submit').disabled = false;
+    $('forgive-dialog').showModal();
+    $(FORGIVE_FIELDS.account).focus();
+  }
+
+  // submitForgive sends POST /admin/forgive with the identity given, and
+  // says which rules were forgiven and which need more; the node's own
+  // words when it refuses.
+  async function submitForgive(ev) {
+    ev.preventDefault();
+    const identity = {};
+    for (const [name, id] of Object.entries(FORGIVE_FIELDS)) {
+      const v = $(id).value.trim();
+      if (v) identity[name] = v;
+    }
+    if (!Object.keys(identity).length) {
+      $('forgive-error').textContent = 'Give the account, ip, phone or visitor to forgive.';
+      return;
+    }
+    const body = { identity, reason: $('forgive-reason').value.trim() };
+    const dur = $('forgive-for').value.trim();
+    if (dur) body.for = dur;
+    $('forgive-submit').disabled = true;
+    let answer;
+    try {
+      answer = await api('POST', '/admin/forgive', body);
+    } catch (e) {
+      $('forgive-submit').disabled = false;
+      if (e.status === 401) {
+        $('forgive-dialog').close();
+        signOut('The node refused the token: ' + e.message);
+        return;
+      }
+      $('forgive-error').textContent = e.message;
+      return;
+    }
+    const forgiven = (Array.isArray(answer.forgiven) ? answer.forgiven : []).map((f) => f.rule);
+    let text = `forgiven (${answer.scope === 'fleet' ? 'the fleet' : 'this node'}): ${forgiven.join(', ')}`;
+    if (answer.exempt_until) text += `; exempt until ${formatTime(answer.exempt_until)}`;
+    for (const s of Array.isArray(answer.skipped) ? answer.skipped : []) {
+      text += `; skipped ${s.rule} (needs ${list(s.missing)} too)`;
+    }
+    $('notice').textContent = text;
+    $('forgive-dialog').close();
+    poll();
+  }
+
   document.addEventListener('DOMContentLoaded', () => {
     $('token-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
@@ -371,6 +431,9 @@
     });
     $('node-toggle').addEventListener('click', () => openToggle('*', !nodeDryRun));
     $('toggle-form').addEventListener('submit', submitToggle);
+    $('forgive-open').addEventListener('click', openForgive);
+    $('forgive-form').addEventListener('submit', submitForgive);
+    $('forgive-cancel').addEventListener('click', () => $('forgive-dialog').close());
     $('toggle-cancel').addEventListener('click', () => {
       pending = null;
       $('toggle-dialog').close();
