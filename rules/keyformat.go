@@ -72,11 +72,11 @@ type KeyFormats struct {
 type keyMode uint8
 
 const (
-	mode2    keyMode = iota // format 2 only
-	mode1                   // format 1 only
-	modeDual                // format 1 keys in Ops, each applied to its format 2 twin too
-	modeRotate2             // format 2 keys in Ops, each sent with its twin under the previous secret
-	modeRotate1             // the same in format 1
+	mode2       keyMode = iota // format 2 only
+	mode1                      // format 1 only
+	modeDual                   // format 1 keys in Ops, each applied to its format 2 twin too
+	modeRotate2                // format 2 keys in Ops, each sent with its twin under the previous secret
+	modeRotate1                // the same in format 1
 )
 
 // hmac reports whether m hashes keys in format 1 (Scratch.mac).
