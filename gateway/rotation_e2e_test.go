@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/testredis"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
+	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // The key-secret rotation of issue 25 (section 6), through the real
@@ -190,6 +192,86 @@ func TestKeySecretRotationKeepsRefusalsOnTheMemoryStore(t *testing.T) {
 	}
 	clk.Advance(15 * time.Minute)
 	want = [3]int{http.StatusOK, http.StatusOK, http.StatusOK}
+	if got := rotationProbe(t, closed); got != want {
+		t.Fatalf("31 minutes on: got %v, want %v (each ended on its own)", got, want)
+	}
+}
+
+// TestKeySecretRotationKeepsRefusalsOnRedis is the rotation on a real
+// redis-server shared by a fleet, deciding at the test's clock
+// (UseCallerClock): a node on the old secret locks an account out, bans
+// a client and uses up a phone's codes. A node started with the new
+// secret and the old one as the previous refuses all three right after
+// the rotation, beside the old node, which goes on refusing them too; the
+// two count a new phone's codes together (neither resets the other).
+// Once the previous secret is dropped (a node on the new secret alone)
+// all three are still refused, carried over by the script on the
+// rotating node's first touch, until they end on their own.
+func TestKeySecretRotationKeepsRefusalsOnRedis(t *testing.T) {
+	p, diags := builtin.Load("rotation.hcl", []byte(rotationPolicy))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	url := testredis.Start(t).URL()
+	store := func() rules.Store {
+		rs, err := redisstore.New(redisstore.Options{URL: url, Timeout: time.Second, UseCallerClock: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rs.Close() })
+		return rs
+	}
+	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	old := startNode(t, p, nodeOptions{clock: clk, store: store(), secret: oldSecret})
+	tripRefusals(t, old)
+
+	formats := rules.KeyFormats{RotateUntil: clk.Now().Add(p.LongestKeyLifetime())}
+	rot := startNode(t, p, nodeOptions{clock: clk, store: store(), secret: newSecret, prevSecret: oldSecret, formats: &formats})
+	if got := rotationProbe(t, rot); got != allRefused {
+		t.Fatalf("right after the rotation: got %v, want %v", got, allRefused)
+	}
+	clk.Advance(time.Minute)
+	if got := rotationProbe(t, old); got != allRefused {
+		t.Fatalf("the node still on the old secret, beside the rotating one: got %v, want %v", got, allRefused)
+	}
+	if got := rotationProbe(t, rot); got != allRefused {
+		t.Fatalf("a minute into the rotation window: got %v, want %v", got, allRefused)
+	}
+	// A new phone's codes, two through the rotating node and one through
+	// the old: the fourth is refused by either.
+	send := func(n *node) int {
+		return do(t, "POST", "http://"+n.addr+"/otp/send", `{"phone":"+1 202 555 0188"}`, "X-Forwarded-For", "192.0.2.51").status
+	}
+	for i, n := range []*node{rot, rot, old} {
+		if got := send(n); got != http.StatusOK {
+			t.Fatalf("the new phone's code %d: got %d, want 200", i+1, got)
+		}
+	}
+	if got := send(old); got != http.StatusTooManyRequests {
+		t.Fatalf("the new phone's 4th code through the old node: got %d, want 429 (the rotating node's 2 counted)", got)
+	}
+	if got := send(rot); got != http.StatusTooManyRequests {
+		t.Fatalf("the new phone's 4th code through the rotating node: got %d, want 429 (the old node's counted)", got)
+	}
+
+	// The window closes: a node on the new secret alone.
+	clk.Advance(time.Minute)
+	closed := startNode(t, p, nodeOptions{clock: clk, store: store(), secret: newSecret})
+	if got := rotationProbe(t, closed); got != allRefused {
+		t.Fatalf("after the window closed: got %v, want %v (nothing that was refusing forgotten)", got, allRefused)
+	}
+	// The bound of a mixed fleet (docs/operations.md): what the old node
+	// counted after the rotating node first touched the phone's key is in
+	// the previous secret's key only, so once that is dropped the phone
+	// gets that one code again, and no more.
+	if got := send(closed); got != http.StatusOK {
+		t.Fatalf("the new phone after the window closed: got %d, want 200 (the old node's code, counted under the old secret alone)", got)
+	}
+	if got := send(closed); got != http.StatusTooManyRequests {
+		t.Fatalf("the new phone's next code after the window closed: got %d, want 429", got)
+	}
+	clk.Advance(29 * time.Minute)
+	want := [3]int{http.StatusOK, http.StatusOK, http.StatusOK}
 	if got := rotationProbe(t, closed); got != want {
 		t.Fatalf("31 minutes on: got %v, want %v (each ended on its own)", got, want)
 	}
