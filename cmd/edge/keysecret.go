@@ -131,8 +131,8 @@ func checkKeySecrets(rs *redisstore.Store, secret, prev []byte, env string, rota
 		f.DualUntil = time.Time{} // every counter restarts: nothing to migrate
 		return f, nil
 	}
-	return rules.KeyFormats{}, fmt.Errorf("the key secret in $%s is not the one the counters in redis are keyed under (fingerprint %s, redis holds %s): starting would silently reset every limit; give this node the fleet's secret, or, to rotate it on purpose, start one node with -rotate-key-secret and then the others with the new secret (docs/operations.md, \"Rotating the key secret\")",
-		env, fp[:16], held.Fingerprint[:min(16, len(held.Fingerprint))])
+	return rules.KeyFormats{}, fmt.Errorf("the key secret in $%s is not the one the counters in redis are keyed under (fingerprint %s, redis holds %s): starting would silently reset every limit; give this node the fleet's secret, or, to rotate it on purpose, start the nodes with the new secret and the fleet's in $%s (or, resetting every counter, one node with -rotate-key-secret) (docs/operations.md, \"Rotating the key secret\")",
+		env, fp[:16], held.Fingerprint[:min(16, len(held.Fingerprint))], previousSecretEnv(env))
 }
 
 // unknownKeyFormat is the key format of a node that could not read the

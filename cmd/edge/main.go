@@ -178,7 +178,7 @@ func serve(args []string, stderr io.Writer) int {
 	upstream := fs.String("upstream", "", "origin http://HOST:PORT or https://HOST:PORT (overrides the policy's upstream; an https:// one uses the policy's upstream_tls, if any)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the node stops")
-	rotateKey := fs.Bool("rotate-key-secret", false, "start with a key secret other than the one Redis's counters are keyed under, resetting every counter (docs/operations.md, \"Rotating the key secret\")")
+	rotateKey := fs.Bool("rotate-key-secret", false, "start with a key secret other than the one Redis's counters are keyed under, resetting every counter; to rotate without a reset, give the old secret in $EDGE_KEY_SECRET_PREVIOUS instead (docs/operations.md, \"Rotating the key secret\")")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
