@@ -88,7 +88,7 @@ func newBenchSetup(tb testing.TB, peer, xff string) *benchSetup {
 
 // benchServer is a server of the policy src (named name) on a memory store
 // of 1000 keys that closes when the test ends, reading the time from clk.
-func benchServer(tb testing.TB, name, src string, clk *fakeClock) *Server {
+func benchServer(tb testing.TB, name, src string, clk *fakeClock, opts ...func(*Options)) *Server {
 	tb.Helper()
 	p, diags := builtin.Load(name, []byte(src))
 	if diags.HasErrors() {
@@ -99,17 +99,21 @@ func benchServer(tb testing.TB, name, src string, clk *fakeClock) *Server {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { store.Close() })
-	s, err := New(Options{Policy: p, Store: store, Clock: clk})
+	o := Options{Policy: p, Store: store, Clock: clk}
+	for _, f := range opts {
+		f(&o)
+	}
+	s, err := New(o)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return s
 }
 
-func newBenchSetupWith(tb testing.TB, src, peer, xff string, cookie func(*Server, time.Time) []byte) *benchSetup {
+func newBenchSetupWith(tb testing.TB, src, peer, xff string, cookie func(*Server, time.Time) []byte, opts ...func(*Options)) *benchSetup {
 	tb.Helper()
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	s := benchServer(tb, "bench.hcl", src, clk)
+	s := benchServer(tb, "bench.hcl", src, clk, opts...)
 	var req fasthttp.Request
 	req.Header.SetMethod("POST")
 	req.SetRequestURI("/login?next=%2Fhome")

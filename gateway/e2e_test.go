@@ -101,6 +101,10 @@ type nodeOptions struct {
 	health     Health      // the store's health for /readyz, when set
 	store      rules.Store // the counter store, when set (the test closes it); a 10000-key memstore otherwise
 	adminToken string      // Options.AdminToken
+	// secret and prevSecret are Options.KeySecret and
+	// PreviousKeySecret; formats, when set, the engine's key formats.
+	secret, prevSecret []byte
+	formats            *rules.KeyFormats
 	// wrap, when set, wraps the public listener Serve is given.
 	wrap func(net.Listener) net.Listener
 	// writeTimeout, when set, is the public listener's write timeout
@@ -150,12 +154,16 @@ func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
 	}
 	opts.Health = o.health
 	opts.AdminToken = o.adminToken
+	opts.KeySecret, opts.PreviousKeySecret = o.secret, o.prevSecret
 	n.srv, err = New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.writeTimeout > 0 {
 		n.srv.writeTimeout = o.writeTimeout
+	}
+	if o.formats != nil {
+		n.srv.Engine().SetKeyFormats(*o.formats)
 	}
 	ln, aln := listen(t), listen(t)
 	n.addr, n.admin = ln.Addr().String(), aln.Addr().String()

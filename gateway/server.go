@@ -46,6 +46,10 @@ type Options struct {
 	Store rules.Store
 	// KeySecret keys the hash of counter keys (empty: random).
 	KeySecret []byte
+	// PreviousKeySecret, when set, is the key secret before KeySecret,
+	// read in a key-secret rotation window (rules.KeyFormats.RotateUntil,
+	// set on the Engine; docs/operations.md, "Rotating the key secret").
+	PreviousKeySecret []byte
 	// DryRun starts the node in dry-run (the -dry-run flag).
 	DryRun bool
 	// Listen and AdminListen override the policy's listeners.
@@ -205,7 +209,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Store != nil {
 		timed = newTimedStore(opts.Store)
 	}
-	eng, err := rules.NewEngine(rules.EngineOptions{Store: storeOf(timed), Secret: opts.KeySecret, DryRun: opts.DryRun})
+	eng, err := rules.NewEngine(rules.EngineOptions{Store: storeOf(timed), Secret: opts.KeySecret, PreviousSecret: opts.PreviousKeySecret, DryRun: opts.DryRun})
 	if err != nil {
 		return nil, fmt.Errorf("creating engine: %w", err)
 	}

@@ -226,9 +226,10 @@ type Scratch struct {
 	prevSum    [15]byte
 	sum        []byte
 	mac        hash.Hash  // HMAC-SHA256 under owner's secret (format 1, HashClient), made on first use
+	pmac       hash.Hash  // HMAC-SHA256 under owner's previous secret (modeRotate1), made on first use
 	mode       keyMode    // the request's key format (keyformat.go), set by Check
-	pairs      []hashPair // modeDual: the request's format 1 hashes and their twins
-	dops       []Op       // modeDual: a store call's ops and their twins (Engine.take)
+	pairs      []hashPair // modeDual, a rotation: the request's hashes and their twins
+	dops       []Op       // modeDual, a rotation: a store call's ops and their twins (Engine.take)
 	dres       []Result
 	owner      *Engine
 	network    uint32     // the request's Op.Network (network.go)
@@ -319,6 +320,10 @@ type EngineOptions struct {
 	// is format 2, which a memory store always uses. A node of a fleet on
 	// one Redis takes the fleet's (redisstore.ClaimKeyFormat).
 	KeyFormats KeyFormats
+	// PreviousSecret, when set, is the key secret before Secret, read in
+	// a rotation window (KeyFormats.RotateUntil; docs/operations.md,
+	// "Rotating the key secret"). It must differ from Secret.
+	PreviousSecret []byte
 	// DryRun starts the node in dry-run: every rule decided, none refusing.
 	DryRun bool
 }
@@ -344,10 +349,18 @@ type Engine struct {
 	// 2's subkey, derived from secret.
 	formats    atomic.Pointer[KeyFormats]
 	sip0, sip1 uint64
+	// prevSecret is EngineOptions.PreviousSecret (nil: none);
+	// prevSip0 and prevSip1 its format 2 subkey.
+	prevSecret         []byte
+	prevSip0, prevSip1 uint64
 }
 
 // ErrNoStore is returned by NewEngine without a store.
 var ErrNoStore = errors.New("rules: engine needs a store")
+
+// ErrSamePreviousSecret is returned by NewEngine when PreviousSecret is
+// Secret: a rotation needs two secrets.
+var ErrSamePreviousSecret = errors.New("rules: the previous key secret is the key secret")
 
 // NewEngine returns an Engine over opts.Store.
 func NewEngine(opts EngineOptions) (*Engine, error) {
@@ -363,6 +376,12 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 		if _, err := rand.Read(e.secret); err != nil {
 			return nil, err
 		}
+	}
+	if len(opts.PreviousSecret) > 0 {
+		if bytes.Equal(opts.PreviousSecret, e.secret) {
+			return nil, ErrSamePreviousSecret
+		}
+		e.prevSecret = bytes.Clone(opts.PreviousSecret)
 	}
 	e.initKeyFormats(opts.KeyFormats)
 	e.dryRun.Store(opts.DryRun)
@@ -389,11 +408,11 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	s.reset()
 	s.pol = p
 	if s.owner != e {
-		s.mac, s.owner = nil, e // format 1's HMAC is keyed by the engine's secret
+		s.mac, s.pmac, s.owner = nil, nil, e // format 1's HMACs are keyed by the engine's secrets
 	}
-	s.mode = e.formats.Load().mode(now)
+	s.mode = e.mode(e.formats.Load(), now)
 	s.network = e.clientNetwork(p, req.Client) // every op's (Engine.take)
-	if s.mode != mode2 && s.mac == nil {
+	if s.mode.hmac() && s.mac == nil {
 		// Once per pooled Scratch and engine: crypto/hmac keeps the keyed
 		// inner and outer SHA-256 states (hmacHash).
 		s.mac = hmac.New(sha256.New, e.secret)
@@ -1117,6 +1136,16 @@ func (s *Scratch) valueHash(buf []byte) []byte {
 			s.prevSum = s.owner.sipHash(buf)
 		case mode1:
 			s.prevSum = s.hmacHash(buf)
+		case modeRotate2:
+			s.prevSum = s.owner.sipHash(buf)
+			if _, ok := s.twin(s.prevSum[:]); !ok {
+				s.pairs = append(s.pairs, hashPair{h1: s.prevSum, h2: s.owner.prevSipHash(buf)})
+			}
+		case modeRotate1:
+			s.prevSum = s.hmacHash(buf)
+			if _, ok := s.twin(s.prevSum[:]); !ok {
+				s.pairs = append(s.pairs, hashPair{h1: s.prevSum, h2: s.prevHMACHash(buf)})
+			}
 		default:
 			s.prevSum = s.hmacHash(buf)
 			if _, ok := s.twin(s.prevSum[:]); !ok {

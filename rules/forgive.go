@@ -79,7 +79,7 @@ var ErrNotForgivable = errors.New("rule counts nothing: there is no key to forgi
 // the request path. The key is in the format the engine's requests are
 // keyed in now (format 1 during a migration window, keyformat.go).
 func (e *Engine) KeyFromText(p *Policy, r *Rule, values map[string]string) (Key, error) {
-	_, k, err := e.keyFromText(p, r, values, e.formats.Load().mode(time.Now()))
+	_, k, err := e.keyFromText(p, r, values, e.mode(e.formats.Load(), time.Now()))
 	return k, err
 }
 
@@ -130,7 +130,7 @@ func (e *Engine) keyText(p *Policy, r *Rule, values map[string]string, s *Scratc
 	if len(r.Key) > 1 {
 		k[8] |= 0x80
 	}
-	if s.mode != mode2 {
+	if s.mode.hmac() {
 		s.mac = hmac.New(sha256.New, e.secret)
 	}
 	copy(k[9:], s.valueHash(buf))
@@ -170,7 +170,7 @@ func (e *Engine) Forgive(ctx context.Context, now time.Time, p *Policy, r *Rule,
 	if exempt < 0 || exempt > MaxExempt {
 		return f, fmt.Errorf("exemption of %v: give one between 0 and %v", exempt, MaxExempt)
 	}
-	s, k, err := e.keyFromText(p, r, values, e.formats.Load().mode(now))
+	s, k, err := e.keyFromText(p, r, values, e.mode(e.formats.Load(), now))
 	if err != nil {
 		return f, err
 	}

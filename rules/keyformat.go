@@ -55,16 +55,45 @@ type KeyFormats struct {
 	// in the same store call, and a result refuses when either key's does
 	// (see Engine.take). From DualUntil on, Format alone.
 	DualUntil time.Time
+	// RotateUntil, when after a request's now and the engine has a
+	// previous key secret (EngineOptions.PreviousSecret), is a key-secret
+	// rotation window (docs/operations.md, "Rotating the key secret"):
+	// every store op is keyed under the secret, in Format, and sent with
+	// its twin under the previous secret (Op.Twin) in the same store call;
+	// the store carries a twin's state over to a key that has none, and a
+	// result refuses when either key's does. From RotateUntil on, the
+	// secret alone. A migration window (DualUntil) takes precedence: the
+	// previous secret is not read in one, so a node refuses to rotate
+	// during a migration (cmd/edge).
+	RotateUntil time.Time
 }
 
 // keyMode is how one request hashes its keys.
 type keyMode uint8
 
 const (
-	mode2    keyMode = iota // format 2 only
-	mode1                   // format 1 only
-	modeDual                // format 1 keys in Ops, each applied to its format 2 twin too
+	mode2       keyMode = iota // format 2 only
+	mode1                      // format 1 only
+	modeDual                   // format 1 keys in Ops, each applied to its format 2 twin too
+	modeRotate2                // format 2 keys in Ops, each sent with its twin under the previous secret
+	modeRotate1                // the same in format 1
 )
+
+// hmac reports whether m hashes keys in format 1 (Scratch.mac).
+func (m keyMode) hmac() bool { return m == mode1 || m == modeDual || m == modeRotate1 }
+
+// mode returns the key mode of e's requests at now: f's, or a rotation
+// mode when e has a previous secret and now is in f's rotation window.
+func (e *Engine) mode(f *KeyFormats, now time.Time) keyMode {
+	m := f.mode(now)
+	if e.prevSecret == nil || m == modeDual || !now.Before(f.RotateUntil) {
+		return m
+	}
+	if m == mode1 {
+		return modeRotate1
+	}
+	return modeRotate2
+}
 
 // mode returns the key mode at now.
 func (f *KeyFormats) mode(now time.Time) keyMode {
@@ -92,20 +121,44 @@ func (e *Engine) SetKeyFormats(f KeyFormats) {
 // KeyFormats returns the formats the engine hashes keys in.
 func (e *Engine) KeyFormats() KeyFormats { return *e.formats.Load() }
 
-// initKeyFormats derives format 2's subkey from the secret and sets f.
+// initKeyFormats derives format 2's subkeys from the secret and the
+// previous one, and sets f.
 func (e *Engine) initKeyFormats(f KeyFormats) {
-	m := hmac.New(sha256.New, e.secret)
+	e.sip0, e.sip1 = subkey(e.secret)
+	if e.prevSecret != nil {
+		e.prevSip0, e.prevSip1 = subkey(e.prevSecret)
+	}
+	e.SetKeyFormats(f)
+}
+
+// subkey is format 2's subkey of secret: HMAC-SHA256(secret,
+// keyFormat2Label)[:16], as two little-endian halves.
+func subkey(secret []byte) (k0, k1 uint64) {
+	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(keyFormat2Label))
 	sub := m.Sum(nil)
-	e.sip0 = binary.LittleEndian.Uint64(sub[0:8])
-	e.sip1 = binary.LittleEndian.Uint64(sub[8:16])
-	e.SetKeyFormats(f)
+	return binary.LittleEndian.Uint64(sub[0:8]), binary.LittleEndian.Uint64(sub[8:16])
+}
+
+// Rotating reports whether e has a previous key secret and, if so,
+// until when it reads keys under it (KeyFormats.RotateUntil; the window
+// may be over).
+func (e *Engine) Rotating() (until time.Time, ok bool) {
+	if e.prevSecret == nil {
+		return time.Time{}, false
+	}
+	return e.formats.Load().RotateUntil, true
 }
 
 // sipHash is format 2's hash of buf: SipHash-2-4-128 under the engine's
 // subkey, truncated to 15 bytes.
-func (e *Engine) sipHash(buf []byte) (h [15]byte) {
-	lo, hi := siphash.Hash128(e.sip0, e.sip1, buf)
+func (e *Engine) sipHash(buf []byte) (h [15]byte) { return sip15(e.sip0, e.sip1, buf) }
+
+// prevSipHash is sipHash under the previous secret's subkey.
+func (e *Engine) prevSipHash(buf []byte) (h [15]byte) { return sip15(e.prevSip0, e.prevSip1, buf) }
+
+func sip15(k0, k1 uint64, buf []byte) (h [15]byte) {
+	lo, hi := siphash.Hash128(k0, k1, buf)
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[0:8], lo)
 	binary.LittleEndian.PutUint64(b[8:16], hi)
@@ -124,7 +177,21 @@ func (s *Scratch) hmacHash(buf []byte) (h [15]byte) {
 	return h
 }
 
-// hashPair is a format 1 hash and its format 2 twin, for the same values.
+// prevHMACHash is hmacHash under the previous secret (modeRotate1).
+func (s *Scratch) prevHMACHash(buf []byte) (h [15]byte) {
+	if s.pmac == nil {
+		s.pmac = hmac.New(sha256.New, s.owner.prevSecret) // once per pooled Scratch and engine
+	}
+	s.pmac.Reset()
+	s.pmac.Write(buf)
+	s.sum = s.pmac.Sum(s.sum[:0])
+	copy(h[:], s.sum)
+	return h
+}
+
+// hashPair is a hash in Ops (h1) and its twin (h2) for the same values: in
+// modeDual, format 1 and format 2; in a rotation, under the secret and
+// under the previous one.
 type hashPair struct{ h1, h2 [15]byte }
 
 // twin returns the format 2 twin of h, a format 1 hash s computed in its
@@ -163,6 +230,8 @@ func (s *Scratch) twinMember(m uint64) uint64 {
 // wrote, and deciding on both can only be stricter than either.
 func (e *Engine) take(ctx context.Context, now time.Time, s *Scratch, ops []Op, res []Result) error {
 	switch s.mode {
+	case modeRotate2, modeRotate1:
+		return e.takeRotating(ctx, now, s, ops, res)
 	case mode2, mode1:
 		f := KeyFormat2
 		if s.mode == mode1 {
@@ -216,6 +285,55 @@ func (e *Engine) take(ctx context.Context, now time.Time, s *Scratch, ops []Op, 
 	return err
 }
 
+// takeRotating is take in a key-secret rotation window (modeRotate2,
+// modeRotate1): each op of ops, keyed under the secret, is sent with its
+// twin under the previous secret right after it (Op.Twin: the same op on
+// the twin key and Member), in the same store call, and res[i] is the two
+// results combined as in the migration window. The store carries a twin's
+// state over to a key of the secret that has none (Op.Twin), so a counter,
+// a ban or a lockout written before the rotation goes on refusing, and
+// from the first touch on is held under the secret too: dropping the
+// previous secret then forgets nothing that was touched, and what was not
+// has decayed once the window has lasted the policy's LongestKeyLifetime.
+func (e *Engine) takeRotating(ctx context.Context, now time.Time, s *Scratch, ops []Op, res []Result) error {
+	f := KeyFormat2
+	if s.mode == modeRotate1 {
+		f = KeyFormat1
+	}
+	s.dops = s.dops[:0]
+	for i := range ops {
+		ops[i].KeyFormat = f
+		ops[i].Network = s.network
+		s.dops = append(s.dops, ops[i])
+		h2, ok := s.twin(ops[i].Key[9:])
+		if !ok {
+			continue // a key this request did not hash (none): the secret's alone
+		}
+		op := ops[i]
+		copy(op.Key[9:], h2[:])
+		op.Twin = true
+		if op.Algorithm == Distinct {
+			op.Member = s.twinMember(op.Member)
+		}
+		s.dops = append(s.dops, op)
+	}
+	if cap(s.dres) < len(s.dops) {
+		s.dres = make([]Result, len(s.dops))
+	}
+	s.dres = s.dres[:len(s.dops)]
+	err := e.store.Take(ctx, now, s.dops, s.dres)
+	j := 0
+	for i := range ops {
+		res[i] = s.dres[j]
+		j++
+		if j < len(s.dops) && s.dops[j].Twin {
+			res[i] = combine(res[i], s.dres[j])
+			j++
+		}
+	}
+	return err
+}
+
 // combine is the result of an op decided on two keys: refused when either
 // refuses.
 func combine(a, b Result) Result {
@@ -237,9 +355,12 @@ func combine(a, b Result) Result {
 }
 
 // LongestKeyLifetime bounds how long any key p's rules write lives, for
-// a migration window from format 1 to 2 (docs/deploying.md): each rule's
-// period (a calendar window's longest: 25 hours, a week and an hour, 31
-// days and an hour, for the DST days), times one plus its burst over its
+// a migration window from format 1 to 2 (docs/deploying.md) and a
+// key-secret rotation's window (docs/operations.md): each rule's period
+// (a calendar window's longest: 25 hours, a week and an hour, 31 days and
+// an hour, for the DST days; twice the period for a sliding_window, whose
+// count weighs in the estimate until the end of the window after its own,
+// rules.Settle's reset), for a bucket times one plus its burst over its
 // limit (a GCRA or bucket state holding a burst outlives one period), its
 // IP ceiling's alike, its ban, its known-visitor marker and its lease.
 // Exemption markers (forgive, at most MaxExempt) are not counted: one
@@ -257,11 +378,16 @@ func (p *Policy) LongestKeyLifetime() time.Duration {
 			d = 31*24*time.Hour + time.Hour
 		}
 		ratio := 0.0
-		if r.Limit > 0 {
-			ratio = float64(r.Burst) / float64(r.Limit)
-		}
-		if r.IPCeiling > 0 {
-			ratio = max(ratio, float64(r.CeilingBurst)/float64(r.IPCeiling))
+		switch r.Algorithm {
+		case SlidingWindow:
+			d *= 2
+		case GCRA, TokenBucket, LeakyBucket: // the window algorithms ignore burst
+			if r.Limit > 0 {
+				ratio = float64(r.Burst) / float64(r.Limit)
+			}
+			if r.IPCeiling > 0 {
+				ratio = max(ratio, float64(r.CeilingBurst)/float64(r.IPCeiling))
+			}
 		}
 		d += time.Duration(float64(d) * ratio)
 		longest = max(longest, d, time.Duration(r.banUS)*time.Microsecond,

@@ -178,6 +178,24 @@ type Op struct {
 	// docs/memory-store.md, "Markers"). Every op on a marker key carries
 	// it. Other stores ignore it.
 	Marker bool
+	// Twin marks an op on the previous key secret's key of the op before
+	// it, ops[i-1], in a key-secret rotation (rules/keyformat.go,
+	// docs/operations.md "Rotating the key secret"): the same op on the
+	// key and Member the values had under the previous secret. The Engine
+	// puts each twin right after its op and refuses the op when either
+	// refuses. Before anything is decided, a store that finds no state
+	// under ops[i-1].Key and live state under the twin's key, for any
+	// algorithm but Distinct (whose members are hashes under the previous
+	// secret), carries that state over in the same atomic step: the memory
+	// store moves it (the twin's key is then gone), the Redis store
+	// copies it (nodes still on the previous secret go on reading it). A
+	// twin whose key then holds no state may be skipped (the memory store
+	// does, answering Allowed with Remaining math.MaxInt64, which changes
+	// nothing in the Engine's combination): no key is made under the
+	// previous secret. Otherwise it is decided and applied as any op. A
+	// store that ignores the flag still decides right (the twin is an op
+	// like any other), without the carry. Twin fits in Op's padding.
+	Twin bool
 	// NetworkKeys is how many keys of the op's budget one Network may
 	// hold in the memory store: the rule's network_share of its max_keys
 	// (at least 1), 0 for no bound. A new key of a network that holds

@@ -47,10 +47,72 @@ func keyFingerprint(secret []byte) string {
 // skipped, with a warning, and the node applies every op in both formats
 // (unknownKeyFormat) until watchKeyFormat reads the fleet's.
 func checkKeySecret(rs *redisstore.Store, secret []byte, env string, rotate bool, log *slog.Logger) (rules.KeyFormats, error) {
+	return checkKeySecrets(rs, secret, nil, env, rotate, 0, time.Now(), log)
+}
+
+// previousSecretEnv names the variable of the previous key secret, read
+// in a rotation: the key secret's own, such as EDGE_KEY_SECRET, and
+// "_PREVIOUS".
+func previousSecretEnv(env string) string { return env + "_PREVIOUS" }
+
+// checkKeySecrets is checkKeySecret with prev, the previous key secret
+// ($<env>_PREVIOUS; nil when unset), which rotates the fleet's secret
+// without resetting a counter (docs/operations.md, "Rotating the key
+// secret"). A node whose previous secret's fingerprint is the one Redis
+// holds starts the rotation: it records the new fingerprint, the previous
+// one and the window's end (now plus lifetime, the policy's longest key
+// lifetime, plus migrationMargin) atomically, and reads keys under both
+// secrets until then. A node with both secrets that finds the rotation
+// recorded joins it. During the window a node with the new secret alone
+// refuses to start (it would not read what the old keys hold), and one
+// with the old secret alone starts with a warning (it reads and writes
+// the old keys, which the rotating nodes read too). A rotation waits for
+// a key format migration's end.
+func checkKeySecrets(rs *redisstore.Store, secret, prev []byte, env string, rotate bool, lifetime time.Duration, now time.Time, log *slog.Logger) (rules.KeyFormats, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), fingerprintTimeout)
 	defer cancel()
 	fp := keyFingerprint(secret)
+	pfp := ""
+	if len(prev) > 0 {
+		pfp = keyFingerprint(prev)
+	}
+	penv := previousSecretEnv(env)
 	held, claimed, err := rs.ClaimKeyFormat(ctx, fp, rotate)
+	rotating := held.Previous != "" && now.Before(held.RotateUntil)
+	switch {
+	case err == nil && !claimed && held.Fingerprint == fp && rotating && pfp != held.Previous:
+		return rules.KeyFormats{}, fmt.Errorf("the fleet is rotating its key secret until %s: a node with the new secret alone would not read what the counters under the previous one hold; give this node the previous secret in $%s too, or start it after then (docs/operations.md, \"Rotating the key secret\")", held.RotateUntil.UTC().Format(time.RFC3339), penv)
+	case err == nil && !claimed && held.Fingerprint == fp && rotating:
+		log.Info("joining the fleet's key secret rotation: keys are read under the previous secret too until the window ends; drop $"+penv+" after it", "until", held.RotateUntil.UTC().Format(time.RFC3339))
+		return held.KeyFormats(), nil
+	case err == nil && !claimed && held.Fingerprint == fp && pfp != "":
+		log.Warn("$"+penv+" is set but redis records no key secret rotation under way from it: the previous secret is not read (remove it)", "fingerprint", fp[:16])
+		f := held.KeyFormats()
+		f.RotateUntil = time.Time{}
+		return f, nil
+	case err == nil && !claimed && pfp != "" && held.Fingerprint == pfp:
+		if now.Before(held.DualUntil) {
+			return rules.KeyFormats{}, fmt.Errorf("a key format migration is under way until %s: rotate the key secret after it ends", held.DualUntil.UTC().Format(time.RFC3339))
+		}
+		until := now.Add(lifetime + migrationMargin)
+		got, err := rs.StartRotation(ctx, held, fp, until)
+		switch {
+		case err == nil && got.String() == held.String():
+			got, _ = redisstore.ParseFleetKeyFormat(redisstore.FleetKeyFormat{Fingerprint: fp, Format: held.Format, Previous: pfp, RotateUntil: until}.String())
+			log.Warn("key secret rotation started: counter keys are now hashed under the new secret, and read under the previous one too until the window ends (the policy's longest key lifetime and a margin); restart the other nodes with both secrets, and drop $"+penv+" everywhere after it", "until", until.UTC().Format(time.RFC3339), "longest_key_lifetime", lifetime.String(), "old_fingerprint", pfp[:16], "fingerprint", fp[:16])
+			return got.KeyFormats(), nil
+		case err == nil && got.Fingerprint == fp && got.Previous == pfp:
+			return got.KeyFormats(), nil // another node started it first
+		case err == nil:
+			return rules.KeyFormats{}, fmt.Errorf("the fleet's key fingerprint changed while this node started a key secret rotation; start it again")
+		}
+		return rules.KeyFormats{}, fmt.Errorf("starting the key secret rotation: %w", err)
+	case err == nil && !claimed && held.Previous == fp && rotating:
+		log.Warn("this node's key secret is the one the fleet is rotating away from: it counts under the old secret alone, which the rotating nodes read too; restart it with the new secret and this one in $"+penv, "until", held.RotateUntil.UTC().Format(time.RFC3339))
+		f := held.KeyFormats()
+		f.RotateUntil = time.Time{}
+		return f, nil
+	}
 	switch {
 	case err != nil:
 		log.Warn("could not check the key secret against redis: a node started with another secret than the fleet's would count every client afresh", "env", env, "error", err.Error())
@@ -69,8 +131,8 @@ func checkKeySecret(rs *redisstore.Store, secret []byte, env string, rotate bool
 		f.DualUntil = time.Time{} // every counter restarts: nothing to migrate
 		return f, nil
 	}
-	return rules.KeyFormats{}, fmt.Errorf("the key secret in $%s is not the one the counters in redis are keyed under (fingerprint %s, redis holds %s): starting would silently reset every limit; give this node the fleet's secret, or, to rotate it on purpose, start one node with -rotate-key-secret and then the others with the new secret (docs/operations.md, \"Rotating the key secret\")",
-		env, fp[:16], held.Fingerprint[:min(16, len(held.Fingerprint))])
+	return rules.KeyFormats{}, fmt.Errorf("the key secret in $%s is not the one the counters in redis are keyed under (fingerprint %s, redis holds %s): starting would silently reset every limit; give this node the fleet's secret, or, to rotate it on purpose, start the nodes with the new secret and the fleet's in $%s (or, resetting every counter, one node with -rotate-key-secret) (docs/operations.md, \"Rotating the key secret\")",
+		env, fp[:16], held.Fingerprint[:min(16, len(held.Fingerprint))], previousSecretEnv(env))
 }
 
 // unknownKeyFormat is the key format of a node that could not read the

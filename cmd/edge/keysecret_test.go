@@ -129,3 +129,58 @@ func TestKeySecretUncheckedWhenRedisIsDown(t *testing.T) {
 		t.Errorf("no warning: %s", logs.String())
 	}
 }
+
+// TestKeySecretRotationWindowInRedis: against a real redis-server, a
+// node given the new secret and the fleet's as the previous starts the
+// rotation (recorded in Redis: the new fingerprint, the previous one and
+// the window's end, the policy's longest key lifetime and a margin on),
+// and reads keys under both until then; a node with both joins it; one
+// with the new secret alone is refused during the window, naming
+// $EDGE_KEY_SECRET_PREVIOUS; one still on the old secret alone starts,
+// counting under it; after the window the new secret alone starts.
+func TestKeySecretRotationWindowInRedis(t *testing.T) {
+	r := testredis.Start(t)
+	rs := redisStore(t, r.URL())
+	log := slog.New(slog.DiscardHandler)
+	const env = "EDGE_KEY_SECRET"
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := checkKeySecrets(rs, []byte(secretA), nil, env, false, time.Hour, now, log); err != nil {
+		t.Fatal(err)
+	}
+	kf, err := checkKeySecrets(rs, []byte(secretB), []byte(secretA), env, false, time.Hour, now, log)
+	if err != nil {
+		t.Fatalf("starting the rotation: %v", err)
+	}
+	until := now.Add(time.Hour + migrationMargin)
+	if !kf.RotateUntil.Equal(until) {
+		t.Fatalf("the rotating node's window: got %v, want %v", kf.RotateUntil, until)
+	}
+	held, err := rs.ReadKeyFormat(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := redisstore.FleetKeyFormat{Fingerprint: keyFingerprint([]byte(secretB)), Format: rules.KeyFormat2, Previous: keyFingerprint([]byte(secretA)), RotateUntil: until}
+	if held.String() != want.String() {
+		t.Fatalf("redis holds %+v, want %+v", held, want)
+	}
+	later := now.Add(10 * time.Minute)
+	if kf, err := checkKeySecrets(rs, []byte(secretB), []byte(secretA), env, false, time.Hour, later, log); err != nil || !kf.RotateUntil.Equal(until) {
+		t.Fatalf("a node joining with both secrets: got %+v, %v, want the window to %v", kf, err, until)
+	}
+	if _, err := checkKeySecrets(rs, []byte(secretB), nil, env, false, time.Hour, later, log); err == nil || !strings.Contains(err.Error(), "EDGE_KEY_SECRET_PREVIOUS") {
+		t.Fatalf("the new secret alone during the window: got %v, want a refusal naming $EDGE_KEY_SECRET_PREVIOUS", err)
+	}
+	if kf, err := checkKeySecrets(rs, []byte(secretA), nil, env, false, time.Hour, later, log); err != nil || !kf.RotateUntil.IsZero() {
+		t.Fatalf("the old secret alone during the window: got %+v, %v, want it to start", kf, err)
+	}
+	after := until.Add(time.Second)
+	if _, err := checkKeySecrets(rs, []byte(secretB), nil, env, false, time.Hour, after, log); err != nil {
+		t.Fatalf("the new secret alone after the window: %v", err)
+	}
+	if _, err := checkKeySecrets(rs, []byte(secretA), nil, env, false, time.Hour, after, log); err == nil {
+		t.Fatal("the old secret alone after the window: started, want a refusal")
+	}
+	if got, _ := rs.ReadKeyFormat(t.Context()); got.String() != want.String() {
+		t.Fatalf("redis holds %+v after the checks, want %+v (unchanged)", got, want)
+	}
+}

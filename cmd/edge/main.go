@@ -198,7 +198,7 @@ func serve(args []string, stderr io.Writer) int {
 	upstream := fs.String("upstream", "", "origin http://HOST:PORT or https://HOST:PORT (overrides the policy's upstream; an https:// one uses the policy's upstream_tls, if any)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the node stops")
-	rotateKey := fs.Bool("rotate-key-secret", false, "start with a key secret other than the one Redis's counters are keyed under, resetting every counter (docs/operations.md, \"Rotating the key secret\")")
+	rotateKey := fs.Bool("rotate-key-secret", false, "start with a key secret other than the one Redis's counters are keyed under, resetting every counter; to rotate without a reset, give the old secret in $EDGE_KEY_SECRET_PREVIOUS instead (docs/operations.md, \"Rotating the key secret\")")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -243,6 +243,11 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	secret := []byte(os.Getenv(p.KeySecretEnv))
+	prevSecret := []byte(os.Getenv(previousSecretEnv(p.KeySecretEnv)))
+	if len(prevSecret) > 0 && (len(secret) == 0 || string(prevSecret) == string(secret)) {
+		fmt.Fprintf(stderr, "edge: $%s is set: a key secret rotation needs the new secret in $%s, other than the previous one (docs/operations.md, \"Rotating the key secret\")\n", previousSecretEnv(p.KeySecretEnv), p.KeySecretEnv)
+		return 1
+	}
 	st, fc, rs, err := openStore(p, *store, len(secret), log)
 	if err != nil {
 		fmt.Fprintln(stderr, "edge:", err)
@@ -252,7 +257,7 @@ func serve(args []string, stderr io.Writer) int {
 	defer st.Close()
 	var keyFormats rules.KeyFormats // the memory store's: format 2
 	if rs != nil {
-		kf, err := checkKeySecret(rs, secret, p.KeySecretEnv, *rotateKey, log)
+		kf, err := checkKeySecrets(rs, secret, prevSecret, p.KeySecretEnv, *rotateKey, p.LongestKeyLifetime(), time.Now(), log)
 		if err != nil {
 			fmt.Fprintln(stderr, "edge:", err)
 			return 1
@@ -262,6 +267,17 @@ func serve(args []string, stderr io.Writer) int {
 		// The memory store restores the old process's counters, hashed in
 		// its format: keep them found.
 		keyFormats = inh.memoryKeyFormats(time.Now(), p.LongestKeyLifetime())
+	}
+	if rs == nil && len(prevSecret) > 0 {
+		// The memory store's counters were keyed under the previous secret
+		// (handed over by a binary upgrade): read them under it too for
+		// the policy's longest key lifetime, or to the end of the window
+		// the old process was in.
+		until := time.Now().Add(p.LongestKeyLifetime() + time.Minute)
+		if until.After(keyFormats.RotateUntil) {
+			keyFormats.RotateUntil = until
+		}
+		log.Warn("key secret rotation: counters are read under the previous secret too until the window ends (the policy's longest key lifetime and a minute); drop $"+previousSecretEnv(p.KeySecretEnv)+" after it", "until", keyFormats.RotateUntil.UTC().Format(time.RFC3339), "longest_key_lifetime", p.LongestKeyLifetime().String())
 	}
 	switch {
 	case len(secret) == 0 && inh.handedKeySecret() != nil:
@@ -306,7 +322,7 @@ func serve(args []string, stderr io.Writer) int {
 	var rl *reloader // SIGHUP, the file's changes and POST /admin/reload all reload through it
 	visitorSecret := visitorSecretFor(inh)
 	srv, err := gateway.New(gateway.Options{
-		Policy: p, Store: st, KeySecret: secret, DryRun: *dryRun,
+		Policy: p, Store: st, KeySecret: secret, PreviousKeySecret: prevSecret, DryRun: *dryRun,
 		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
 		Health: health, StoreStats: stats, RedisStats: redisStats, Redis: rs, VisitorSecret: visitorSecret,
 		AdminToken: os.Getenv("EDGE_ADMIN_TOKEN"),

@@ -428,6 +428,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		ents  [cachedOps]*entry
 		fresh rules.State // the state of a missing key, read-only in pass 1
 		dup   bool        // a key missing in pass 1 comes twice in the call
+		twins bool        // a key-secret rotation's call (rules.Op.Twin)
 	)
 	for i := range ops {
 		x := s.shardOf(&ops[i].Key)
@@ -435,9 +436,13 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			idx[i] = x
 		}
 		set.add(x)
+		twins = twins || ops[i].Twin
 	}
 	s.lock(&set)
 	defer s.unlock(&set)
+	if twins {
+		s.carry(ops, nowUS)
+	}
 
 	// Pass 1: decide every op against the state before the call, claim
 	// each new key's room in its network's share (a decayed key read in
@@ -450,8 +455,11 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		e := sh.m[op.Key]
 		renewed := false
 		if e != nil && nowUS >= e.expiresAt {
-			if !sh.inBudgetOf(e, op) {
-				sh.drop(e) // and a reload moved its rule to another budget
+			if op.Twin || !sh.inBudgetOf(e, op) {
+				// A reload moved its rule to another budget, or a twin's
+				// state has decayed: nothing is made again under the
+				// previous secret.
+				sh.drop(e)
 				e = nil
 			} else {
 				renewed = true
@@ -464,6 +472,10 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		}
 		if i < cachedOps {
 			ents[i] = e
+		}
+		if e == nil && op.Twin {
+			res[i] = twinAnswer // skipped: no key made under the previous secret
+			continue
 		}
 		if e == nil {
 			res[i] = rules.Check(&fresh, nowUS, op)
@@ -521,6 +533,9 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			e = ents[i]
 		} else {
 			e = sh.m[op.Key]
+		}
+		if e == nil && op.Twin {
+			continue // skipped in pass 1
 		}
 		isRider := false
 		if e != nil && i < cachedOps && sh.m[op.Key] != e {
@@ -632,6 +647,66 @@ func settleFresh(nowUS int64, op *rules.Op, res *rules.Result) {
 	o.Attempts = false
 	var st rules.State
 	rules.Settle(&st, nowUS, &o, true, res)
+}
+
+// twinAnswer is the result of a twin op whose key holds no state
+// (rules.Op.Twin): it changes nothing in the Engine's combination.
+var twinAnswer = rules.Result{Allowed: true, Remaining: math.MaxInt64}
+
+// carry moves, for each twin op of ops (rules.Op.Twin) but a Distinct
+// one, the live state of its key to the key of the op before it when that
+// holds none (or only decayed state), so that a counter, a ban or a
+// lockout written under the previous key secret goes on under the
+// secret, whole and exactly, and the twin's key is gone: in one store of
+// one node, nothing else reads it. The entry itself moves (its state, its
+// expiry, its room in its budget and its network's count), between shards
+// when the two keys' differ. Every shard of ops is locked.
+func (s *Store) carry(ops []rules.Op, nowUS int64) {
+	for i := 1; i < len(ops); i++ {
+		t := &ops[i]
+		if !t.Twin || t.Algorithm == rules.Distinct {
+			continue
+		}
+		from := &s.shards[s.shardOf(&t.Key)]
+		e := from.m[t.Key]
+		if e == nil || nowUS >= e.expiresAt {
+			continue // nothing live to carry (pass 1 drops a decayed one)
+		}
+		op := &ops[i-1]
+		to := &s.shards[s.shardOf(&op.Key)]
+		if d := to.m[op.Key]; d != nil {
+			if nowUS < d.expiresAt {
+				continue // both live: pass 1 reads both
+			}
+			to.drop(d) // decayed: it reads as fresh, and the carried state replaces it
+			to.keepSpare(d)
+		}
+		s.move(from, to, e, op)
+	}
+}
+
+// move makes e, held by from under a twin's key, op's key's entry in to,
+// as rehome moves one between budgets. from and to are locked.
+func (s *Store) move(from, to *shard, e *entry, op *rules.Op) {
+	p := from.partAt(e)
+	delete(from.m, e.key)
+	p.unlinkList(e)
+	p.remove(int(e.idx))
+	b, q, qi := s.partOf(to, op)
+	if b != p.b {
+		p.b.n.Add(-1)
+		b.n.Add(1)
+		if e.net != 0 {
+			p.b.release(e.net)
+			b.counts()[e.net].Add(1) // moved, not made: counted without a bound
+		}
+	}
+	e.key = op.Key
+	e.part = qi
+	to.m[op.Key] = e
+	q.pushFront(e)
+	q.push(e)
+	b.lower(e.heapAt)
 }
 
 // rider returns, for a Distinct op i on a key missing from the store, the

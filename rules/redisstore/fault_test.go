@@ -563,10 +563,10 @@ func TestArgs(t *testing.T) {
 			"p:{ab" + strings.Repeat("0", 44) + "cd}",
 			"p:{ab" + strings.Repeat("0", 44) + "cd}:log",
 			"p:{01" + strings.Repeat("0", 46) + "}",
-			// 44 = take (0) + 4 (now and the slack follow) + 8 (a
-			// sliding_log: the port) + 16×2 ops; 233 = peek (1) +
+			// 76 = take (0) + 4 (now and the slack follow) + 8 (a
+			// sliding_log: the port) + 32×2 ops; 233 = peek (1) +
 			// 8×sliding_log (5) + 64 (enforce) + 128 (attempts).
-			"44", "1699920000000001", "60000",
+			"76", "1699920000000001", "60000",
 			"233", "3", "0", "1000", "2",
 			"0", "5", "7", "1000000", "1",
 		}

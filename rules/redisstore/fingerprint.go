@@ -68,6 +68,11 @@ func (s *Store) ClaimKeyFingerprint(ctx context.Context, fp string, overwrite bo
 //	2:<fp>             format 2
 //	2:<fp>:<until µs>  format 2 after a migration window from format 1
 //	                   that ends at until (Unix time in µs)
+//	<f>:<fp>:0:<prev>:<rotate µs>
+//	                   format f (1 or 2) in a key-secret rotation from
+//	                   the secret whose fingerprint is prev to fp, whose
+//	                   window ends at rotate (docs/operations.md,
+//	                   "Rotating the key secret")
 //
 // A node before key formats compares the whole value with its bare
 // fingerprint, so it refuses to start on a format 2 fleet (or one
@@ -80,16 +85,23 @@ type FleetKeyFormat struct {
 	Format rules.KeyFormat
 	// DualUntil is the end of the migration window; zero when none.
 	DualUntil time.Time
+	// Previous is the fingerprint of the key secret before Fingerprint's
+	// in a rotation, RotateUntil the end of its window; "" and zero when
+	// none.
+	Previous    string
+	RotateUntil time.Time
 }
 
 // KeyFormats is the engine's setting for f.
 func (f FleetKeyFormat) KeyFormats() rules.KeyFormats {
-	return rules.KeyFormats{Format: f.Format, DualUntil: f.DualUntil}
+	return rules.KeyFormats{Format: f.Format, DualUntil: f.DualUntil, RotateUntil: f.RotateUntil}
 }
 
 // String is the value f is stored as.
 func (f FleetKeyFormat) String() string {
 	switch {
+	case f.Previous != "":
+		return strconv.Itoa(int(f.Format)) + ":" + f.Fingerprint + ":0:" + f.Previous + ":" + strconv.FormatInt(f.RotateUntil.UnixMicro(), 10)
 	case f.Format == rules.KeyFormat1:
 		return f.Fingerprint
 	case f.DualUntil.IsZero():
@@ -104,6 +116,20 @@ var ErrBadKeyFormat = errors.New("redisstore: the key fingerprint's value is not
 
 // ParseFleetKeyFormat parses a fingerprint key's value.
 func ParseFleetKeyFormat(v string) (FleetKeyFormat, error) {
+	if parts := strings.Split(v, ":"); len(parts) == 5 {
+		us, err := strconv.ParseInt(parts[4], 10, 64)
+		f := FleetKeyFormat{Fingerprint: parts[1], Previous: parts[3], RotateUntil: time.UnixMicro(us)}
+		switch parts[0] {
+		case "1":
+			f.Format = rules.KeyFormat1
+		case "2":
+			f.Format = rules.KeyFormat2
+		}
+		if f.Format == 0 || f.Fingerprint == "" || parts[2] != "0" || f.Previous == "" || err != nil || us <= 0 {
+			return FleetKeyFormat{}, ErrBadKeyFormat
+		}
+		return f, nil
+	}
 	rest, ok := strings.CutPrefix(v, "2:")
 	if !ok {
 		if v == "" || strings.Contains(v, ":") {
@@ -213,6 +239,31 @@ func (s *Store) MigrateKeyFormat(ctx context.Context, fp string, until time.Time
 	}
 	if v == "" {
 		return held, fmt.Errorf("redisstore: migrating the key format: %w", redis.Nil)
+	}
+	return ParseFleetKeyFormat(v)
+}
+
+// StartRotation records a key-secret rotation: the value from held (what
+// the caller read, the previous secret's fingerprint being
+// held.Fingerprint) to fp in held's format, with held's fingerprint as
+// the previous and a window to until, atomically (the value must still be
+// held's). It returns what Redis held: another value means another node
+// changed it first, and nothing was written.
+func (s *Store) StartRotation(ctx context.Context, held FleetKeyFormat, fp string, until time.Time) (FleetKeyFormat, error) {
+	c, err := s.hashes()
+	if err != nil {
+		return FleetKeyFormat{}, err
+	}
+	next := FleetKeyFormat{Fingerprint: fp, Format: held.Format, Previous: held.Fingerprint, RotateUntil: until}
+	if next.Format == 0 {
+		next.Format = rules.KeyFormat2
+	}
+	v, err := casScript.Run(ctx, c, []string{s.prefix + fingerprintKey}, held.String(), next.String()).Text()
+	if err != nil {
+		return FleetKeyFormat{}, fmt.Errorf("redisstore: recording the key secret's rotation: %w", err)
+	}
+	if v == "" {
+		return FleetKeyFormat{}, fmt.Errorf("redisstore: recording the key secret's rotation: %w", redis.Nil)
 	}
 	return ParseFleetKeyFormat(v)
 }

@@ -73,13 +73,14 @@
 -- next write.
 --
 -- ARGV holds one integer per element. ARGV[1] is mode + 2*flag + 4*clock
--- + 8*port + 16*ops: the flag, in a take, asks for undo payloads, and in
+-- + 8*port + 16*seed + 32*ops (seed: the seed pass, below): the flag, in
+-- a take, asks for undo payloads, and in
 -- an undo to read TIME for the refund; with clock, ARGV[2] and ARGV[3] are
 -- now (-1: read TIME) and the slack in ms added to every Redis TTL
 -- (caller-clock mode, and every undo), else now is -1 and the slack 0;
 -- port says an op is a sliding_log or a distinct count (the port below
 -- runs the call). Then per op: kind + 8*algorithm + 64*enforce +
--- 128*attempts + 256*calendar, limit, burst, period (us), cost, and in undo mode the
+-- 128*attempts + 256*calendar + 512*twin (with seed), limit, burst, period (us), cost, and in undo mode the
 -- number of payload strings the op has after the ops' fields. In take
 -- mode, each distinct op's Member follows the ops' fields, a string of 16
 -- hex digits, in the ops' order (an undo needs none: its payloads name
@@ -132,13 +133,54 @@ if head < 0 then
 	head = tonumber(ARGV[2])
 end
 local mode, flag, port = head % 2, head % 4 >= 2, head % 16 >= 8
-local nops = (head - head % 16) / 16
+local nops = (head - head % 32) / 32
 local now, slack, base = -1, 0, argAt -- base: ARGV's index before the ops' fields
 if head % 8 >= 4 then
 	now, slack, base = tonumber(ARGV[argAt + 1]), tonumber(ARGV[argAt + 2]), argAt + 2
 end
 
 local stateFormat = '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)$'
+
+-- The seed pass ----------------------------------------------------------------
+
+-- A key-secret rotation's call (seed: head's 16; rules.Op.Twin, wire.go's
+-- prepare): an op whose code has 512 is the twin, under the previous key
+-- secret, of the op before it. Before anything is decided, when that op's
+-- key holds nothing, the twin's keys are copied to its keys with their
+-- TTLs (a sliding_log's sorted set too), so that a counter, a ban or a
+-- lockout goes on under the new secret whole; the twin's keys stay, for
+-- nodes still on the previous secret, and the twin is then decided and
+-- applied as any op. Not a distinct count's: its members are hashes under
+-- the previous secret. Never in a batch (a seeded call is not shareable).
+if head % 32 >= 16 then
+	local ki, pk = 0, 0 -- KEYS index before op i's keys, and before op i-1's
+	for i = 1, nops do
+		local code = tonumber(ARGV[base + 5 * i - 4])
+		local a = (code % 64 - code % 8) / 8
+		if code >= 512 and a ~= DISTINCT and call('EXISTS', KEYS[pk + 1]) == 0 then
+			local v, ttl = call('GET', KEYS[ki + 1]), call('PTTL', KEYS[ki + 1])
+			if v and ttl > 0 then
+				call('SET', KEYS[pk + 1], v, 'PX', ttl)
+				if a == LOG then
+					call('DEL', KEYS[pk + 2])
+					local m = call('ZRANGE', KEYS[ki + 2], 0, -1, 'WITHSCORES')
+					for j = 1, #m, 2 do
+						call('ZADD', KEYS[pk + 2], m[j + 1], m[j])
+					end
+					local lt = call('PTTL', KEYS[ki + 2])
+					if lt > 0 then
+						call('PEXPIRE', KEYS[pk + 2], lt)
+					end
+				end
+			end
+		end
+		pk = ki
+		ki = ki + 1
+		if a == LOG or a == DISTINCT then
+			ki = ki + 1
+		end
+	end
+end
 
 -- The fast path ----------------------------------------------------------------
 
@@ -337,7 +379,7 @@ if mode == 0 and not port then
 				v1, v2, v3, ok, wait, T = k[11], k[12], k[13], k[14], k[15], k[16]
 				kind, a = code % 8, (code % 64 - code % 8) / 8
 			end
-			local attempts = code >= 128
+			local attempts = code % 256 >= 128
 			-- (Plain ifs: gopher-lua, miniredis' Lua, miscompiles
 			-- "x = a or (b and not c)".)
 			-- fresh: the key holds no live state of the op's algorithm (a
@@ -643,7 +685,7 @@ if mode == 0 and not port then
 		argAt, kb = base + 5 * nops + 1, kb + nops
 		if ci < ncalls then
 			head = tonumber(ARGV[argAt])
-			flag, nops = head % 4 >= 2, (head - head % 16) / 16
+			flag, nops = head % 4 >= 2, (head - head % 32) / 32
 			now, slack, base = -1, 0, argAt
 			if head % 8 >= 4 then
 				now, slack, base = tonumber(ARGV[argAt + 1]), tonumber(ARGV[argAt + 2]), argAt + 2
@@ -711,7 +753,7 @@ local function use(i)
 	enforce, attempts = code % 128 >= 64, code % 256 >= 128
 	limit, burst, period, cost = h[b + 2], h[b + 3], h[b + 4], max(h[b + 5], 0)
 	calStart = nil
-	if code >= 256 then
+	if code % 512 >= 256 then
 		calStart, burst = burst, 0
 	end
 	if alg == GCRA then

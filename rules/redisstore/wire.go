@@ -52,6 +52,8 @@ var shaArg any = takeSHA
 type call struct {
 	idx  []int // the call's op indexes, in order; nil: all of them
 	undo bool  // a take returning undo payloads (a cross-slot call)
+	// seed: a take whose twins take.lua carries over (prepare).
+	seed bool
 	// shareable: a take of take.lua's fast path (no sliding_log, no undo
 	// payloads), which may share a script call with others (coalescing).
 	shareable bool
@@ -239,11 +241,12 @@ func evalOf(evalsha []any) *redis.Cmd {
 	return redis.NewCmd(context.Background(), args...)
 }
 
-// header is ARGV[1]: mode + 2×flag + 4×clock + 8×port + 16×ops. With
-// clock, ARGV[2] and ARGV[3] are now and the slack; port says an op needs
-// the script's port (a sliding_log), which the fast path does not run.
+// header is ARGV[1]: mode + 2×flag + 4×clock + 8×port + 16×seed +
+// 32×ops. With clock, ARGV[2] and ARGV[3] are now and the slack; port says
+// an op needs the script's port (a sliding_log), which the fast path does
+// not run; seed says the call carries twins' state over (prepare).
 func header(mode int64, flag, clock, port bool, ops int) int64 {
-	h := mode + 16*int64(ops)
+	h := mode + 32*int64(ops)
 	if flag {
 		h += 2
 	}
@@ -328,8 +331,22 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 		}
 	}
 	c.nkeys = nk
-	c.shareable = !undo && !port
-	c.num(header(modeTake, undo, clock, port, n))
+	// A key-secret rotation's twins (rules.Op.Twin) have their state
+	// carried over to the op before them in the script when the two are
+	// in one call, in order: not in a cluster's cross-slot batches (idx),
+	// whose slots the script cannot reach from one another, nor undone.
+	c.seed = false
+	if idx == nil && !undo {
+		for j := range n {
+			c.seed = c.seed || ops[j].Twin
+		}
+	}
+	c.shareable = !undo && !port && !c.seed
+	h := header(modeTake, undo, clock, port, n)
+	if c.seed {
+		h += 16
+	}
+	c.num(h)
 	if clock {
 		c.num(nowUS)
 		c.num(s.slackMS)
@@ -351,7 +368,11 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 // its WindowStartUS in the burst's place, so the layout stays five
 // numbers an op.
 func (s *Store) appendOp(c *call, op *rules.Op) {
-	c.num(opCode(op))
+	code := opCode(op)
+	if c.seed && op.Twin {
+		code += 512 // take.lua's seed pass: the twin of the op before it
+	}
+	c.num(code)
 	c.num(op.Limit)
 	if op.Calendar {
 		c.num(op.WindowStartUS)
