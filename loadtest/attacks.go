@@ -155,6 +155,7 @@ func attackClasses() []attackClass {
 		{"network-lockout", networkLockoutRequests, runNetworkLockout},
 		{"otp-guessing", otpGuessingAttackRequests, runOTPGuessingAttack},
 		{"otp-challenge", otpChallengeRequests, runOTPChallenge},
+		{"refused-attempts-fill", refusedAttemptsFillRequests, runRefusedAttemptsFill},
 		{"sms-pumping", smsPumpingRequests, runSMSPumping},
 		{"range-lockout", rangeLockoutRequests, runRangeLockout},
 		{"embedded-ipv4", embeddedIPv4Requests, runEmbeddedIPv4},

@@ -76,6 +76,17 @@ func runAttacksTool(t *testing.T, edge, origin, policy string, args ...string) (
 // 55,000); the other classes' sends, a few hundred phones, fit in it.
 var shortBudget = []string{"rather than any phone's log being forgotten.\n  max_keys = 50000", "rather than any phone's log being forgotten.\n  max_keys = 1000"}
 
+// shortVerifyBudget is the CI form's key budget of the two verify rules
+// with count = "attempts" keyed on the phone and the challenge:
+// refused-attempts-fill sends as many refused verifies as a network's
+// share of it holds keys (100 at the shipped 5% of 2,000, not 2,500 of
+// 50,000), beside the per-client rule's 60 allowed; the other classes'
+// verifies, a few hundred, fit in it.
+var shortVerifyBudget = []string{
+	"  sensitive = true\n  max_keys  = 50000\n  # Shed last", "  sensitive = true\n  max_keys  = 2000\n  # Shed last",
+	"  sensitive      = true\n  max_keys       = 50000\n}", "  sensitive      = true\n  max_keys       = 2000\n}",
+}
+
 // attacksBansPolicy is ban-eviction's policy: an ordinary rule with a ban
 // on a small key budget, which the shipped policy has not.
 const attacksBansPolicy = "testdata/attacks-bans.hcl"
@@ -93,7 +104,7 @@ func TestAttacksShortSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real edge")
 	}
-	policy := writeAttacksPolicy(t, append(append(slices.Clone(shortStore), inflightPolicy...), shortBudget...)...)
+	policy := writeAttacksPolicy(t, slices.Concat(shortStore, inflightPolicy, shortBudget, shortVerifyBudget)...)
 	own := []string{"ban-eviction", "slowloris"}
 	var rest []string
 	for _, c := range attackClasses() {
@@ -144,6 +155,11 @@ func TestAttacksShortSuite(t *testing.T) {
 			// The /24's 100 less the known browser's login before.
 			"attack: network-lockout/one-24 gain=99 bound=99 collateral=2 bound=2 ok\n",
 			"attack: otp-guessing/codes-sent gain=3 bound=3 collateral=0 bound=0 ok\n",
+			// One /64's 60 verifies of otp-verify-per-client, then 100
+			// refused (a network's share of otp-verify-per-phone's 2,000):
+			// they make no keys, and the neighbour in its /48 and the user
+			// elsewhere verify their own phones.
+			"attack: refused-attempts-fill/one-64 gain=60 bound=60 collateral=0 bound=0 ok\n",
 			// The range's 5 less the phone owner's send before.
 			"attack: sms-pumping/one-block gain=4 bound=4 collateral=0 bound=0 ok\n",
 			"attack: range-lockout/one-block gain=4 bound=4 collateral=1 bound=1 ok\n",
@@ -487,4 +503,22 @@ func TestAttacksAccountSpellingDetectsRawKeys(t *testing.T) {
 	if t.Failed() {
 		t.Logf("report:\n%s", out)
 	}
+}
+
+// TestAttacksRefusedAttemptsFill plays refused-attempts-fill alone on the
+// CI form's policy (shortVerifyBudget): one /64's allowed verifies and as
+// many refused ones as its /48's share of otp-verify-per-phone holds keys,
+// and a neighbour in the /48 and a user elsewhere verify their phones.
+// On a store whose refused attempts made keys (a tester's finding F1 on
+// issue 24) the neighbour's verify was refused by its network's share:
+// collateral 1, bound 0, BREACH.
+func TestAttacksRefusedAttemptsFill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real edge")
+	}
+	policy := writeAttacksPolicy(t, slices.Concat(shortStore, shortVerifyBudget)...)
+	edge, origin, _ := startEdgeOrigin(t, policy)
+	out := checkAttacksRun(t, edge, origin, policy, []string{"refused-attempts-fill"})
+	reportHas(t, out, "attack: refused-attempts-fill/one-64 gain=60 bound=60 collateral=0 bound=0 ok\n",
+		"    collateral: neighbour: 0 of 3 refused, bound 0\n")
 }
