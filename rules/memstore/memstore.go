@@ -84,6 +84,10 @@ var _ rules.Store = (*Store)(nil)
 type shardState struct {
 	mu sync.Mutex
 	m  map[rules.Key]*entry
+	// drops counts the entries removed from m (forget, move), so that a
+	// Take reads again an entry it read earlier in the call only when one
+	// was: a map lookup an op spared on the hot path.
+	drops uint32
 	// touched lists the entries the Take holding mu has touched (their
 	// touched flag set): nothing evicts or reclaims such an entry, so a
 	// call never loses its own writes. unlock clears the flags before it
@@ -426,9 +430,10 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		set   shardSet
 		idx   [cachedOps]uint16
 		ents  [cachedOps]*entry
-		fresh rules.State // the state of a missing key, read-only in pass 1
-		dup   bool        // a key missing in pass 1 comes twice in the call
-		twins bool        // a key-secret rotation's call (rules.Op.Twin)
+		drops [cachedOps]uint32 // the shard's drops when ents[i] was read
+		fresh rules.State       // the state of a missing key, read-only in pass 1
+		dup   bool              // a key missing in pass 1 comes twice in the call
+		twins bool              // a key-secret rotation's call (rules.Op.Twin)
 	)
 	for i := range ops {
 		x := s.shardOf(&ops[i].Key)
@@ -471,7 +476,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			}
 		}
 		if i < cachedOps {
-			ents[i] = e
+			ents[i], drops[i] = e, sh.drops
 		}
 		if e == nil && op.Twin {
 			res[i] = twinAnswer // skipped: no key made under the previous secret
@@ -538,7 +543,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			continue // skipped in pass 1
 		}
 		isRider := false
-		if e != nil && i < cachedOps && sh.m[op.Key] != e {
+		if e != nil && i < cachedOps && sh.drops != drops[i] && sh.m[op.Key] != e {
 			// An earlier op of this call on the same key (a distinct key
 			// coming twice) dropped it: this one holds no room of its own.
 			e, isRider = nil, true
@@ -690,6 +695,7 @@ func (s *Store) carry(ops []rules.Op, nowUS int64) {
 func (s *Store) move(from, to *shard, e *entry, op *rules.Op) {
 	p := from.partAt(e)
 	delete(from.m, e.key)
+	from.drops++
 	p.unlinkList(e)
 	p.remove(int(e.idx))
 	b, q, qi := s.partOf(to, op)
@@ -1382,6 +1388,7 @@ func (sh *shard) drop(e *entry) { sh.forget(e, false) }
 func (sh *shard) forget(e *entry, keep bool) {
 	p := sh.partAt(e)
 	delete(sh.m, e.key)
+	sh.drops++
 	p.unlinkList(e)
 	p.remove(int(e.idx))
 	if e.net != 0 {
