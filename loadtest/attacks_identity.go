@@ -192,9 +192,19 @@ func accentFoldingRequests(*attackRun) int64 {
 // count as that account's, from one client: the per-account-and-client
 // failures allow 5 (issue 24, §2).
 func runAccentFolding(a *attackRun) error {
+	return a.spellingsCase("accent-folding", accentIDs, accentSpellings, "accented spellings")
+}
+
+// spellingsCase plays a case of name: wrong guesses at one account from
+// one client, one in each of the spellings spell gives of it, collecting
+// ids visitor IDs; what reached the origin beyond the per-account-and-
+// client failures' 5 is the gain. The account's owner and the browsers
+// around the client are its bystanders. what names the spellings in the
+// case's line.
+func (a *attackRun) spellingsCase(name string, ids int, spell func(string) []accountSpelling, what string) error {
 	client := a.v6Client()
 	victim := fmt.Sprintf("%s%08x@example.com", accentVictimLocal, a.rng.Uint32())
-	if keyed, err := a.loginKeyedOnAccount("accent-folding", "", client, victim); err != nil || !keyed {
+	if keyed, err := a.loginKeyedOnAccount(name, "", client, victim); err != nil || !keyed {
 		return err
 	}
 	cs, err := a.castAround(client, netip.Addr{}, actLogin, actLogin)
@@ -204,11 +214,11 @@ func runAccentFolding(a *attackRun) error {
 	if err := cs.add(a.ownerOfAccount(victim, "username")); err != nil {
 		return err
 	}
-	spellings := accentSpellings(victim)
-	return a.visitorsCase("accent-folding", "login", client, accentIDs, len(spellings), func(i int) (*rawRequest, canonReq) {
+	spellings := spell(victim)
+	return a.visitorsCase(name, "login", client, ids, len(spellings), func(i int) (*rawRequest, canonReq) {
 		r := a.jsonRequest(fasthttp.MethodPost, "/login", client, loginFields(spellings[i].value, i))
 		return r, a.loginCanon(client, loginFields(victim, i))
-	}, cs, fmt.Sprintf("wrong guesses at %s that reached the origin, one in each of %d accented spellings", victim, len(spellings)))
+	}, cs, fmt.Sprintf("wrong guesses at %s that reached the origin, one in each of %d %s", victim, len(spellings), what))
 }
 
 // collationSpellings returns 16 spellings of victim ("alice-…@example.com",
@@ -256,21 +266,5 @@ func collationFoldingRequests(*attackRun) int64 {
 // allow 5 (issue 24, §2; before the normal form was the collation key's
 // spelling, 14 of them were accounts of their own).
 func runCollationFolding(a *attackRun) error {
-	client := a.v6Client()
-	victim := fmt.Sprintf("%s%08x@example.com", accentVictimLocal, a.rng.Uint32())
-	if keyed, err := a.loginKeyedOnAccount("collation-folding", "", client, victim); err != nil || !keyed {
-		return err
-	}
-	cs, err := a.castAround(client, netip.Addr{}, actLogin, actLogin)
-	if err != nil {
-		return err
-	}
-	if err := cs.add(a.ownerOfAccount(victim, "username")); err != nil {
-		return err
-	}
-	spellings := collationSpellings(victim)
-	return a.visitorsCase("collation-folding", "login", client, collationIDs, len(spellings), func(i int) (*rawRequest, canonReq) {
-		r := a.jsonRequest(fasthttp.MethodPost, "/login", client, loginFields(spellings[i].value, i))
-		return r, a.loginCanon(client, loginFields(victim, i))
-	}, cs, fmt.Sprintf("wrong guesses at %s that reached the origin, one in each of %d spellings the collation reads as it", victim, len(spellings)))
+	return a.spellingsCase("collation-folding", collationIDs, collationSpellings, "spellings the collation reads as it")
 }
