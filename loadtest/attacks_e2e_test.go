@@ -91,7 +91,9 @@ var shortVerifyBudget = []string{
 // the shipped policy's one rule with a ban and a key budget: 0.25% of its
 // 20,000 keys, 50 a /48, so that network-full-ban fills it within
 // login-per-network's 100 logins an hour per /48 (the shipped 5%, 1,000
-// keys, is beyond them: the class skips there).
+// keys, is beyond them: the class skips there). On a node of its own:
+// the shared node's other classes send more logins than that from one /48
+// or /24 (ipv6-rotation's 99).
 var shortShareBan = []string{"  ban_by         = [\"visitor\"]\n", "  ban_by         = [\"visitor\"]\n  network_share  = \"0.25%\"\n"}
 
 // attacksBansPolicy is ban-eviction's policy: an ordinary rule with a ban
