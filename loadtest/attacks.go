@@ -156,6 +156,7 @@ func attackClasses() []attackClass {
 		{"otp-guessing", otpGuessingAttackRequests, runOTPGuessingAttack},
 		{"otp-challenge", otpChallengeRequests, runOTPChallenge},
 		{"refused-attempts-fill", refusedAttemptsFillRequests, runRefusedAttemptsFill},
+		{"network-full-ban", networkFullBanRequests, runNetworkFullBan},
 		{"sms-pumping", smsPumpingRequests, runSMSPumping},
 		{"range-lockout", rangeLockoutRequests, runRangeLockout},
 		{"embedded-ipv4", embeddedIPv4Requests, runEmbeddedIPv4},

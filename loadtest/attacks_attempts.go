@@ -145,3 +145,124 @@ func runRefusedAttemptsFill(a *attackRun) error {
 	return tc.end(cs, func(p string) bool { return p == otpVerifyPath }, fmt.Sprintf("verifies from one /64 that reached the origin, each naming a new phone and challenge: %d within %s's allowance, then %d refused by it (a network's share of %s: %d keys)",
 		f.perClient, f.client.Name, refused, f.fill.Name, f.fill.NetworkKeys))
 }
+
+// networkFullBanRule returns the rule network-full-ban plays: a sensitive
+// rule on POST /login keyed on the client alone with a ban on every
+// sensitive route and a network share (rules.Rule.NetworkKeys); ok is
+// false when the policy has none, or when another rule on the route
+// counting a whole network refuses one network's logins before the
+// share is full (the shipped login-per-network's 100 an hour against
+// login-accounts-per-ip's 1,000 keys: the CI form sets the rule's own
+// network_share, shortShareBan).
+func (a *attackRun) networkFullBanRule() (r *rules.Rule, why string, ok bool) {
+	if a.m.p.Store.Kind != "memory" {
+		return nil, "a network's share of a key budget is the memory store's", false
+	}
+	v, err := a.m.decide(a.loginCanon(modelProbe, loginFields(a.account("probe"), 0)))
+	if err != nil || v.refused {
+		return nil, fmt.Sprintf("the policy %s refuses the canonical POST /login outright", a.p.policy), false
+	}
+	now := time.Now()
+	for _, cr := range a.m.p.Rules {
+		if !slices.Contains(cr.Methods(), "POST") || !slices.Contains(cr.Paths(), "/login") || cr.DryRun {
+			continue
+		}
+		if cr.Ban() > 0 && cr.BanScope == rules.BanSensitive && cr.Sensitive && cr.NetworkKeys > 0 &&
+			slices.Equal(cr.KeyNames, []string{"ip"}) && cr.IPv6Prefix == a.m.p.IPv6Prefix && (r == nil || cr.NetworkKeys < r.NetworkKeys) {
+			r = cr
+		}
+	}
+	if r == nil {
+		return nil, fmt.Sprintf("no rule of the policy %s on POST /login keyed on the client with a ban on every sensitive route and a network share", a.p.policy), false
+	}
+	for _, c := range v.cons {
+		if c.role < 0 || roleCeiling(c.role) {
+			continue
+		}
+		cr := a.m.p.Rules[roleRule(c.role)]
+		if slices.Equal(cr.KeyNames, []string{"ip"}) && cr.IPv6Prefix < a.m.p.IPv6Prefix {
+			if al := allowance(c.op, now, now); al <= int64(r.NetworkKeys) {
+				return nil, fmt.Sprintf("%s allows one network %d logins, not the %d that fill its share of %s and the bystander's", cr.Name, al, r.NetworkKeys+1, r.Name), false
+			}
+		}
+	}
+	return r, "", true
+}
+
+func networkFullBanRequests(a *attackRun) int64 {
+	if r, _, ok := a.networkFullBanRule(); ok {
+		return int64(r.NetworkKeys) + 3
+	}
+	return 0
+}
+
+// runNetworkFullBan (a tester's finding F2 on issue 24): one /48 fills its
+// network's share of the ban rule's keys, one failing login from each of
+// as many /64s, each within every limit. A cookieless neighbour in the
+// /48 (another /64) logs in to its own account: the rule refuses its new
+// key because the network holds its share (NetworkFull, 429), the one
+// refusal its bound allows. It then has a code sent to its own phone and
+// verifies it, a sensitive route its network's share of the login rule
+// says nothing of: served (bound 0). Before, the share's refusal tripped
+// the rule's ban like a limit's, and its ban_scope = "sensitive" refused
+// the neighbour's send (429) for the ban's whole time. The gain is the
+// attacker's logins that reached the origin, all of them within the
+// policy.
+func runNetworkFullBan(a *attackRun) error {
+	r, why, ok := a.networkFullBanRule()
+	if !ok {
+		a.skip("network-full-ban", "", why)
+		return nil
+	}
+	site := a.v6Site()
+	near, err := a.freshAt(neighbour, v6In(site, 0xff, 0xff, a.rng.Uint64()|1), netip.Addr{}, actOTP)
+	if err != nil {
+		return err
+	}
+	near.override = func(q *rawRequest) (bool, string) {
+		if q.target == "/login" {
+			return true, fmt.Sprintf("its network holds its share of %s (%d keys)", r.Name, r.NetworkKeys)
+		}
+		return false, ""
+	}
+	tc, cs, err := a.beginCast("network-full-ban", "one-48", near)
+	if err != nil {
+		return err
+	}
+	c := a.conn(netip.Addr{})
+	defer c.close()
+	for i := range r.NetworkKeys {
+		client := v6In(site, byte(i>>8), byte(i), a.rng.Uint64()|1)
+		q, fields := a.loginRequest("POST", "/login", a.account("share"), i)
+		a.clientHeader(q, client)
+		if _, err := tc.send(c, q, a.loginCanon(client, fields)); err != nil {
+			return err
+		}
+	}
+	c.close()
+	gain, err := tc.reachedAll(func(p string) bool { return p == "/login" })
+	if err != nil {
+		return err
+	}
+	// The neighbour, cookieless: its login, then its own phone's code.
+	tc.cast = cs
+	bc := near.conn(a)
+	defer bc.close()
+	q, canon := near.login(a)
+	if _, _, err := cs.actSend(near, bc, q, &canon, tc.verdicts); err != nil {
+		return err
+	}
+	q, canon = near.send(a)
+	ans, sent, err := cs.actSend(near, bc, q, &canon, tc.verdicts)
+	if err != nil {
+		return err
+	}
+	if id, code := otpChallenge(ans.status, ans.body); sent && id != "" {
+		q, canon := near.verify(a, id, code)
+		if _, _, err := cs.actSend(near, bc, q, &canon, tc.verdicts); err != nil {
+			return err
+		}
+	}
+	tc.finish(gain, fmt.Sprintf("failing logins from %d /64s of one /48, one each, that reached the origin: the /48's share of %s", r.NetworkKeys, r.Name))
+	return nil
+}

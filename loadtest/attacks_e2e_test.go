@@ -87,6 +87,15 @@ var shortVerifyBudget = []string{
 	"  sensitive      = true\n  max_keys       = 50000\n}", "  sensitive      = true\n  max_keys       = 2000\n}",
 }
 
+// shortShareBan is the CI form's network share of login-accounts-per-ip,
+// the shipped policy's one rule with a ban and a key budget: 0.25% of its
+// 20,000 keys, 50 a /48, so that network-full-ban fills it within
+// login-per-network's 100 logins an hour per /48 (the shipped 5%, 1,000
+// keys, is beyond them: the class skips there). On a node of its own:
+// the shared node's other classes send more logins than that from one /48
+// or /24 (ipv6-rotation's 99).
+var shortShareBan = []string{"  ban_by         = [\"visitor\"]\n", "  ban_by         = [\"visitor\"]\n  network_share  = \"0.25%\"\n"}
+
 // attacksBansPolicy is ban-eviction's policy: an ordinary rule with a ban
 // on a small key budget, which the shipped policy has not.
 const attacksBansPolicy = "testdata/attacks-bans.hcl"
@@ -105,7 +114,7 @@ func TestAttacksShortSuite(t *testing.T) {
 		t.Skip("a real edge")
 	}
 	policy := writeAttacksPolicy(t, slices.Concat(shortStore, inflightPolicy, shortBudget, shortVerifyBudget)...)
-	own := []string{"ban-eviction", "slowloris"}
+	own := []string{"ban-eviction", "slowloris", "network-full-ban"}
 	var rest []string
 	for _, c := range attackClasses() {
 		if !slices.Contains(own, c.name) {
@@ -175,6 +184,17 @@ func TestAttacksShortSuite(t *testing.T) {
 			"attack: in-flight/hang-ups-leaked gain=0 bound=0 collateral=0 bound=0 ok\n",
 			"attack: key-flood gain=3 bound=3 collateral=0 bound=0 ok\n",
 		}...)
+	})
+	// network-full-ban on a node of its own: shortShareBan's share of 50
+	// logins a /48 or /24 would refuse other classes' logins (ipv6-rotation's
+	// 99 from one /48). One /48's 50 failing logins, one a /64, fill it; the
+	// neighbour's login is refused by the share (its bound of 1), its OTP
+	// send and verify are served: the share's refusal banned it of nothing.
+	t.Run("network-full-ban", func(t *testing.T) {
+		policy := writeAttacksPolicy(t, slices.Concat(shortStore, shortShareBan)...)
+		edge, origin, _ := startEdgeOrigin(t, policy)
+		out := checkAttacksRun(t, edge, origin, policy, []string{"network-full-ban"})
+		reportHas(t, out, "attack: network-full-ban/one-48 gain=50 bound=50 collateral=1 bound=1 ok\n")
 	})
 	t.Run("ban-eviction", func(t *testing.T) {
 		edge, origin, _ := startEdgeOrigin(t, attacksBansPolicy)
@@ -521,4 +541,22 @@ func TestAttacksRefusedAttemptsFill(t *testing.T) {
 	out := checkAttacksRun(t, edge, origin, policy, []string{"refused-attempts-fill"})
 	reportHas(t, out, "attack: refused-attempts-fill/one-64 gain=60 bound=60 collateral=0 bound=0 ok\n",
 		"    collateral: neighbour: 0 of 3 refused, bound 0\n")
+}
+
+// TestAttacksNetworkFullBan plays network-full-ban alone on the CI form's
+// share (shortShareBan): one /48 fills its share of login-accounts-per-ip,
+// and a cookieless neighbour in it logs in (refused by the share: 429)
+// and then has a code sent to its own phone and verifies it. On the tree
+// before a tester's finding F2 on issue 24 was fixed the share's refusal
+// banned the neighbour from every sensitive route, and its send got 429:
+// collateral 2, bound 1, BREACH.
+func TestAttacksNetworkFullBan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real edge")
+	}
+	policy := writeAttacksPolicy(t, slices.Concat(shortStore, shortShareBan)...)
+	edge, origin, _ := startEdgeOrigin(t, policy)
+	out := checkAttacksRun(t, edge, origin, policy, []string{"network-full-ban"})
+	reportHas(t, out, "attack: network-full-ban/one-48 gain=50 bound=50 collateral=1 bound=1 ok\n",
+		"    collateral: neighbour: 1 of 3 refused, bound 1 (its network holds its share of login-accounts-per-ip (50 keys))\n")
 }
