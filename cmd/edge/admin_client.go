@@ -69,3 +69,21 @@ func adminPost(admin, path string, body []byte, actor string, timeout time.Durat
 	}
 	return r, 0, nil
 }
+
+// adminCall is adminPost for a command (cmd, "edge forgive") whose
+// endpoint answers 200 on success and {"error": …} otherwise: it prints
+// either failure to stderr, as "CMD: …", and reports whether the call
+// succeeded, with the exit status to use when it did not. errOf reads the
+// answer's error once ans is decoded.
+func adminCall(cmd, admin, path string, body []byte, actor string, timeout time.Duration, ans any, errOf func() string, stderr io.Writer) (adminReply, int, bool) {
+	reply, code, err := adminPost(admin, path, body, actor, timeout, ans)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return reply, code, false
+	case reply.Code != http.StatusOK:
+		fmt.Fprintf(stderr, "%s: %s answered %s: %s\n", cmd, reply.URL, reply.Status, errOf())
+		return reply, 1, false
+	}
+	return reply, 0, true
+}

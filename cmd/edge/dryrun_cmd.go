@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -74,14 +73,8 @@ func dryRunCmd(args []string, stdout, stderr io.Writer) int {
 		Until  string `json:"until"`
 		Error  string `json:"error"`
 	}
-	reply, code, err := adminPost(*admin, "/admin/dry-run", b, *who, dryRunTimeout, &ans)
-	switch {
-	case err != nil:
-		fmt.Fprintln(stderr, "edge dry-run:", err)
+	if _, code, ok := adminCall("edge dry-run", *admin, "/admin/dry-run", b, *who, dryRunTimeout, &ans, func() string { return ans.Error }, stderr); !ok {
 		return code
-	case reply.Code != http.StatusOK:
-		fmt.Fprintf(stderr, "edge dry-run: %s answered %s: %s\n", reply.URL, reply.Status, ans.Error)
-		return 1
 	}
 	name := "rule " + ans.Rule
 	if ans.Rule == "*" {

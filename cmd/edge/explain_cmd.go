@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -99,14 +98,10 @@ func explainCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var ans explainAnswer
-	reply, code, err := adminPost(*admin, "/admin/explain", req, "", explainTimeout, &ans)
+	reply, code, ok := adminCall("edge explain", *admin, "/admin/explain", req, "", explainTimeout, &ans, func() string { return ans.Error }, stderr)
 	switch {
-	case err != nil:
-		fmt.Fprintln(stderr, "edge explain:", err)
+	case !ok:
 		return code
-	case reply.Code != http.StatusOK:
-		fmt.Fprintf(stderr, "edge explain: %s answered %s: %s\n", reply.URL, reply.Status, ans.Error)
-		return 1
 	case *rawOut:
 		_, _ = stdout.Write(reply.Raw)
 		return 0

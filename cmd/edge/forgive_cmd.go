@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -105,14 +104,8 @@ func forgiveCmd(args []string, stdout, stderr io.Writer) int {
 		Scope       string `json:"scope"`
 		Error       string `json:"error"`
 	}
-	reply, code, err := adminPost(*admin, "/admin/forgive", b, *who, forgiveTimeout, &ans)
-	switch {
-	case err != nil:
-		fmt.Fprintln(stderr, "edge forgive:", err)
+	if _, code, ok := adminCall("edge forgive", *admin, "/admin/forgive", b, *who, forgiveTimeout, &ans, func() string { return ans.Error }, stderr); !ok {
 		return code
-	case reply.Code != http.StatusOK:
-		fmt.Fprintf(stderr, "edge forgive: %s answered %s: %s\n", reply.URL, reply.Status, ans.Error)
-		return 1
 	}
 	if ans.Rule != "" { // one rule
 		fmt.Fprintf(stdout, "forgiven: %s\n", ans.Rule)
