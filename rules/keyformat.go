@@ -265,11 +265,7 @@ func (e *Engine) take(ctx context.Context, now time.Time, s *Scratch, ops []Op, 
 		}
 		s.dops = append(s.dops, op)
 	}
-	if cap(s.dres) < len(s.dops) {
-		s.dres = make([]Result, len(s.dops))
-	}
-	s.dres = s.dres[:len(s.dops)]
-	err := e.store.Take(ctx, now, s.dops, s.dres)
+	err := e.takeTwins(ctx, now, s)
 	copy(res, s.dres[:n])
 	j := n
 	for i := range ops {
@@ -283,6 +279,16 @@ func (e *Engine) take(ctx context.Context, now time.Time, s *Scratch, ops []Op, 
 		j++
 	}
 	return err
+}
+
+// takeTwins sends s.dops, a call's ops with their twins, to the store in
+// one call, their results in s.dres.
+func (e *Engine) takeTwins(ctx context.Context, now time.Time, s *Scratch) error {
+	if cap(s.dres) < len(s.dops) {
+		s.dres = make([]Result, len(s.dops))
+	}
+	s.dres = s.dres[:len(s.dops)]
+	return e.store.Take(ctx, now, s.dops, s.dres)
 }
 
 // takeRotating is take in a key-secret rotation window (modeRotate2,
@@ -317,11 +323,7 @@ func (e *Engine) takeRotating(ctx context.Context, now time.Time, s *Scratch, op
 		}
 		s.dops = append(s.dops, op)
 	}
-	if cap(s.dres) < len(s.dops) {
-		s.dres = make([]Result, len(s.dops))
-	}
-	s.dres = s.dres[:len(s.dops)]
-	err := e.store.Take(ctx, now, s.dops, s.dres)
+	err := e.takeTwins(ctx, now, s)
 	j := 0
 	for i := range ops {
 		res[i] = s.dres[j]
