@@ -7,10 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -331,25 +329,9 @@ func TestServeOnManagedRedis(t *testing.T) {
 	// The policy names another server; -store replaces its url only.
 	path := managedPolicy(t, "rediss://nobody@127.0.0.1:1/0", srv.TLS(), "EDGE_TEST_REDIS_PASSWORD")
 	listen, admin := freeAddr(t), freeAddr(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServeHelperProcess$")
-	cmd.Env = append(os.Environ(),
-		"EDGE_SERVE_HELPER=serve\n-config\n"+path+"\n-listen\n"+listen+"\n-admin\n"+admin+"\n-store\nrediss://edge@"+srv.Addr()+"/0",
-		"EDGE_KEY_SECRET=a fleet's secret, at least 32 bytes long", "EDGE_TEST_REDIS_PASSWORD=serve-s3cret")
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			<-exited
-		}
-	})
+	p := startEdgeEnv(t, []string{"EDGE_KEY_SECRET=a fleet's secret, at least 32 bytes long", "EDGE_TEST_REDIS_PASSWORD=serve-s3cret"},
+		"-config", path, "-listen", listen, "-admin", admin, "-store", "rediss://edge@"+srv.Addr()+"/0")
+	logs, exited := p.logs, p.exited
 	var first int
 	waitFor(t, "the node's admin listener", func() bool {
 		resp, err := http.Get("http://" + admin + "/readyz?strict=1")

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/edge-gateway/edge/internal/testredis"
@@ -28,25 +27,9 @@ import (
 func serveProcess(t *testing.T, url string) (listen, admin string, logs *syncBuffer) {
 	t.Helper()
 	listen, admin = freeAddr(t), freeAddr(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServeHelperProcess$")
-	cmd.Env = append(os.Environ(),
-		"EDGE_SERVE_HELPER=serve\n-config\n"+filepath.Join(root, "policies.hcl")+"\n-listen\n"+listen+"\n-admin\n"+admin+"\n-store\n"+url,
-		"EDGE_KEY_SECRET=a fleet's secret, at least 32 bytes long")
-	logs = &syncBuffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			<-exited
-		}
-	})
+	p := startEdgeEnv(t, []string{"EDGE_KEY_SECRET=a fleet's secret, at least 32 bytes long"},
+		"-config", filepath.Join(root, "policies.hcl"), "-listen", listen, "-admin", admin, "-store", url)
+	logs, exited := p.logs, p.exited
 	waitFor(t, "the node's admin listener", func() bool {
 		resp, err := http.Get("http://" + admin + "/healthz")
 		if err != nil {

@@ -51,8 +51,15 @@ type edgeProcess struct {
 
 func startEdge(t *testing.T, args ...string) *edgeProcess {
 	t.Helper()
+	return startEdgeEnv(t, nil, args...)
+}
+
+// startEdgeEnv is startEdge with env (NAME=VALUE) added to, or replacing,
+// the process's environment.
+func startEdgeEnv(t *testing.T, env []string, args ...string) *edgeProcess {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeHelperProcess$")
-	cmd.Env = append(os.Environ(), "EDGE_SERVE_HELPER="+strings.Join(append([]string{"serve"}, args...), "\n"), "EDGE_ADMIN_TOKEN="+reloadToken, "EDGE_KEY_SECRET=")
+	cmd.Env = append(append(os.Environ(), "EDGE_SERVE_HELPER="+strings.Join(append([]string{"serve"}, args...), "\n"), "EDGE_ADMIN_TOKEN="+reloadToken, "EDGE_KEY_SECRET="), env...)
 	p := &edgeProcess{cmd: cmd, logs: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
