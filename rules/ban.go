@@ -209,11 +209,12 @@ func (h banGuilt) AfterOrigin(m *Match, _ []Op, status int, outcome []byte, sett
 
 // precheck makes the one store call before the main one when the request
 // has known-visitor markers, known callers' markers (exempt_known), ban
-// checks (with their ban_by guilt markers) or forgive's exemptions: it
-// settles which visitors and callers are known (markKnown,
-// markKnownCallers) and returns the ban that refuses the request, if any,
-// with the time left. A store that cannot answer bans nothing and knows no
-// one: the rules apply as they are.
+// checks (with their ban_by guilt markers), forgive's exemptions or the
+// stages' Gate checks (Scratch.PreOp): it settles which visitors and
+// callers are known (markKnown, markKnownCallers) and returns the ban, or
+// the Gater, that refuses the request, if any, with the time left. A store
+// that cannot answer bans nothing, knows no one and gates nothing: the
+// rules apply as they are.
 func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banned *Rule, left time.Duration) {
 	s.mops = s.mops[:0]
 	for _, mk := range s.markers {
@@ -225,6 +226,8 @@ func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banne
 	s.mops = e.appendExemptOps(s, s.mops)
 	s.mops = s.appendKnownOps(s.mops)
 	s.mops = s.appendGuiltOps(s.mops)
+	s.preAt = len(s.mops)
+	s.mops = append(s.mops, s.pre...) // the stages' Gate (stage.go)
 	if cap(s.mres) < len(s.mops) {
 		s.mres = make([]Result, len(s.mops))
 	}
@@ -245,34 +248,27 @@ func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banne
 			banned, left = b.rule, res.RetryAfter
 		}
 	}
+	if len(s.pre) > 0 {
+		if r, wait := s.admitGates(); r != nil && (banned == nil || wait > left) {
+			banned, left = r, wait
+		}
+	}
 	return banned, left
 }
 
-// writeBans writes the ban of every enforcing rule with a ban that refused
-// the request, in one store call. Its error is the caller's to log: the
-// rule refused anyway, and its counter still refuses until it decays.
-func (e *Engine) writeBans(ctx context.Context, now time.Time, s *Scratch) error {
-	s.mops = s.mops[:0]
-	for i := range s.Matches {
-		m := &s.Matches[i]
-		if m.Op >= 0 && m.Rule.banUS > 0 && m.Outcome == OutcomeDeny && !s.networkFullOnly(m) {
-			s.mops = append(s.mops, banOp(OpAdd, m.Rule, banKey(s.Ops[m.Op].Key)))
-			if m.HasGuilt && m.Rule.Count != CountFailures {
-				// A rule counting requests: the visitor it refused is
-				// guilty of the ban (a failures rule's guilt is its
-				// counted failures: banGuilt).
-				s.mops = append(s.mops, guiltOp(OpAdd, m.Rule, m.Guilt))
-			}
-		}
+// tripBan queues, for the after call, the ban of m, an enforcing match of
+// a rule with a ban that refused the request, unless only its network's
+// share refused it (networkFullOnly); and, on a rule counting requests,
+// the guilt of the visitor it refused (a failures rule's guilt is its
+// counted failures: banGuilt).
+func (s *Scratch) tripBan(m *Match) {
+	if s.networkFullOnly(m) {
+		return
 	}
-	if len(s.mops) == 0 {
-		return nil
+	s.AfterOp(banOp(OpAdd, m.Rule, banKey(s.Ops[m.Op].Key)))
+	if m.HasGuilt && m.Rule.Count != CountFailures {
+		s.AfterOp(guiltOp(OpAdd, m.Rule, m.Guilt))
 	}
-	if cap(s.mres) < len(s.mops) {
-		s.mres = make([]Result, len(s.mops))
-	}
-	s.mres = s.mres[:len(s.mops)]
-	return e.take(ctx, now, s, s.mops, s.mres)
 }
 
 // networkFullOnly reports whether every op of m that refused was refused

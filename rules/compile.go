@@ -348,6 +348,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 		if r.Sensitive {
 			p.Sensitive = true
 		}
+		p.gates = p.gates || len(r.gates) > 0
 	}
 	c.resolveSkips(rules, p)
 	c.unusedKnowns()

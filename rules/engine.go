@@ -3,7 +3,6 @@ package rules
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -237,6 +236,15 @@ type Scratch struct {
 	combo      valueCombo // the combination of values being keyed (values.go)
 	peekOnly   bool       // Explain: every op a peek, no ban written (explain.go)
 
+	// denyAction: an enforcing action = "deny" matched; missing, invalid:
+	// an enforcing rule rejects the request's identity (after the gate,
+	// missing includes invalid). Check's phases set them (pipeline.go).
+	denyAction, missing, invalid bool
+	// pre are the stages' precheck ops (Scratch.PreOp), preAt where they
+	// start in that call (stage.go).
+	pre   []Op
+	preAt int
+
 	// knowns is the request's state of each known block of pol (known.go):
 	// knownChecks of them are checked in precheck, knownRecords written
 	// after a success.
@@ -295,6 +303,8 @@ func (s *Scratch) AddOp(op Op) int {
 func (s *Scratch) reset() {
 	s.BodyParsed = false
 	s.settled = false
+	s.denyAction, s.missing, s.invalid = false, false, false
+	s.pre = s.pre[:0]
 	s.markers = s.markers[:0]
 	s.bans = s.bans[:0]
 	s.exempts = s.exempts[:0]
@@ -397,280 +407,6 @@ func (e *Engine) DryRun() bool { return e.dryRun.Load() }
 // Store returns the engine's store.
 func (e *Engine) Store() Store { return e.store }
 
-// Check decides req at now against p, making exactly one Store.Take call
-// when any matching rule counts. The matches, ops and results stay in s for
-// the caller (response headers, metrics) until s is reused.
-func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch) Decision {
-	if s.begun != p {
-		s.Begin(p)
-	}
-	s.begun = nil // the next request begins afresh
-	s.reset()
-	s.pol = p
-	if s.owner != e {
-		s.mac, s.pmac, s.owner = nil, nil, e // format 1's HMACs are keyed by the engine's secrets
-	}
-	s.mode = e.mode(e.formats.Load(), now)
-	s.network = e.clientNetwork(p, req.Client) // every op's (Engine.take)
-	if s.mode.hmac() && s.mac == nil {
-		// Once per pooled Scratch and engine: crypto/hmac keeps the keyed
-		// inner and outer SHA-256 states (hmacHash).
-		s.mac = hmac.New(sha256.New, e.secret)
-	}
-	var d Decision
-	dry := e.dry.Load() // run-time toggles (dryrun.go), expiring by now
-	nodeDry := p.DryRun || e.dryRun.Load() || dry.nodeDry(now)
-	denyAction := false // an enforcing action = "deny" matched
-	missing := false    // an enforcing rule rejects for a missing identity
-	invalid := false    // an enforcing rule rejects for an invalid identity
-	// Skip rules first, wherever written (skip.go).
-	s.exemptions(p, req, &d)
-	for _, r := range p.Rules {
-		if !r.matches(req) || s.exempt(r) {
-			continue
-		}
-		cond := r.conditions(req, s)
-		if cond == Missing || (cond == Invalid && r.InvalidIdentity != IdentityReject) {
-			continue
-		}
-		if r.Sensitive {
-			d.Sensitive = true
-		}
-		m := Match{Rule: r, Op: -1, CeilingOp: -1, Enforce: !(nodeDry || r.DryRun || r.Action == ActionLog || dry.ruleDry(r.ID, now))}
-		if cond == Invalid {
-			// A condition on an identity that is present but invalid cannot
-			// be decided: the rule rejects as a key on that identity would
-			// (invalid_identity), never as its action, so garbage gets one
-			// answer whatever the condition and the rule's place, and is
-			// charged to the other rules as an attempt.
-			m.Outcome = OutcomeInvalid
-			if m.Enforce {
-				invalid = true
-			}
-			s.Matches = append(s.Matches, m)
-			continue
-		}
-		if r.Adaptive != nil {
-			// Node-local, no store op: admit decides it, before the store
-			// call (shed.go). Skip until then.
-			m.Outcome = OutcomeSkip
-			s.Matches = append(s.Matches, m)
-			continue
-		}
-		if r.Action == ActionDeny {
-			if m.Enforce {
-				m.Outcome = OutcomeDeny
-				denyAction = true
-				if d.Refusing == nil {
-					d.Refusing = r
-				}
-			} else {
-				m.Outcome = OutcomeDryRunDeny
-			}
-			s.Matches = append(s.Matches, m)
-			continue
-		}
-		key, status := e.key(r, req, s, false)
-		var member uint64
-		if status == Present && r.Distinct != nil {
-			member, status = e.member(r, req, s)
-		}
-		if r.Concurrency {
-			member = e.lease.next() // this request's lease (concurrency.go)
-		}
-		switch {
-		case status == Invalid && r.InvalidIdentity == IdentityReject:
-			m.Outcome = OutcomeInvalid
-			if m.Enforce {
-				invalid = true
-			}
-		case status == Missing && r.MissingIdentity == IdentityReject:
-			m.Outcome = OutcomeMissing
-			if m.Enforce {
-				missing = true
-			}
-		case status != Present:
-			m.Outcome = OutcomeSkip
-		}
-		if status != Present {
-			s.Matches = append(s.Matches, m)
-			continue
-		}
-		if cst := e.countMatch(now, r, req, s, m, key, member, r.cost.of(req)); cst != Present {
-			// The ceiling's value is as required as the rule's own:
-			// without it the ceiling would be one counter for all.
-			m.Outcome = OutcomeSkip
-			switch {
-			case cst == Invalid && r.InvalidIdentity == IdentityReject:
-				m.Outcome = OutcomeInvalid
-				invalid = invalid || m.Enforce
-			case cst == Missing && r.MissingIdentity == IdentityReject:
-				m.Outcome = OutcomeMissing
-				missing = missing || m.Enforce
-			}
-			s.Matches = append(s.Matches, m)
-			continue
-		}
-		if r.multi != nil {
-			e.countValues(now, r, req, s) // an identity with several values (values.go)
-		}
-	}
-	if !denyAction && !missing && !invalid {
-		if len(p.sensitiveBans) > 0 || p.ownBans {
-			e.queueBans(p, req, s, d.Sensitive)
-		}
-		e.queueExemptions(now, s)
-		if len(p.knowns) > 0 {
-			e.queueKnown(p, req, s) // known callers (known.go)
-		}
-		if len(s.markers) > 0 || len(s.bans) > 0 || len(s.exempts) > 0 || s.knownChecks > 0 {
-			// One more store call, only where known_visitors, exempt_known
-			// or ban is set.
-			if r, left := e.precheck(ctx, now, s); r != nil {
-				banned(&d, s, r, left)
-				return d // refused before anything is counted
-			}
-		}
-	}
-	missing = missing || invalid // both reject with 400, charging the others as attempts
-	if !denyAction && !missing && p.sheds() && !s.peekOnly {
-		// Load shedding, before anything is counted (shed.go): a shed
-		// request costs no store call and no unit of any rule.
-		if !e.admit(now, p, s, &d) {
-			d.Verdict = Shed
-			return d
-		}
-	}
-	if !denyAction && !missing {
-		for _, h := range p.requestHooks {
-			h.BeforeStore(req, s)
-		}
-	}
-	if len(s.Ops) > 0 {
-		if denyAction || missing {
-			// The request is refused whatever the counters say: decide
-			// every rule without consuming, but still charge attempts
-			// (a malformed request is charged to its per-client rules).
-			for i := range s.Ops {
-				if s.Ops[i].Attempts || missing {
-					s.Ops[i].Attempts = true
-				} else {
-					s.Ops[i].Kind = OpPeek
-				}
-			}
-		}
-		if cap(s.Res) < len(s.Ops) {
-			// More ops than the Scratch was sized for (a visitor rule's
-			// ceiling, the mint budget): Ops grew by append, Res grows here,
-			// once per pooled Scratch.
-			s.Res = make([]Result, len(s.Ops))
-		}
-		s.Res = s.Res[:len(s.Ops)]
-		if s.peekOnly {
-			s.peekAll() // Explain consumes nothing (explain.go)
-		}
-		if err := e.take(ctx, now, s, s.Ops, s.Res); err != nil {
-			d.StoreErr = err
-			e.storeFailed(&d, s)
-			d.setVerdict(denyAction, invalid, missing)
-			if d.Verdict != Forward {
-				s.releaseLocal(now, 0, false, false) // never sent: no sample
-			}
-			d.Settle = s.Holds() // no lease is held: the store did not answer
-			if !s.peekOnly {
-				// The call may have run all the same (a timeout after Redis
-				// ran it): give its leases back, best effort.
-				e.refundUncertain(ctx, now, s, true)
-			}
-			return d
-		}
-		s.takeLeases() // concurrency rules' Retry-After and leases (concurrency.go)
-	}
-	for i := range s.Matches {
-		m := &s.Matches[i]
-		if m.Op < 0 {
-			continue
-		}
-		res := &s.Res[m.Op]
-		if m.Known {
-			m.Outcome = OutcomeAllow // decided, but the visitor is known: never refused
-			continue
-		}
-		if m.CeilingOp >= 0 {
-			// A visitor rule allows when both its visitor's bucket and its
-			// IP's ceiling do.
-			combined := s.Res[m.CeilingOp]
-			if res.Allowed && combined.Allowed {
-				combined = *res
-			} else if !res.Allowed && (combined.Allowed || res.RetryAfter > combined.RetryAfter) {
-				combined.Allowed, combined.RetryAfter = false, res.RetryAfter
-			}
-			combined.StoreError = combined.StoreError || res.StoreError
-			res = &combined
-		}
-		if res.StoreError {
-			d.StoreErr = ErrStoreFallback
-			e.storeFallback(&d, m, res)
-			continue
-		}
-		if m.Rule.Queue.On && res.Allowed && !s.peekOnly {
-			if e.overMaxDelay(&d, m, s) {
-				continue
-			}
-		}
-		switch {
-		case res.Allowed:
-			m.Outcome = OutcomeAllow
-		case m.Enforce:
-			m.Outcome = OutcomeDeny
-			if d.Refusing == nil {
-				d.Refusing = m.Rule
-			}
-			if res.RetryAfter > d.RetryAfter {
-				d.RetryAfter = res.RetryAfter
-			}
-		default:
-			m.Outcome = OutcomeDryRunDeny
-		}
-	}
-	if d.Refusing != nil && (p.ownBans || len(p.sensitiveBans) > 0) && !s.peekOnly {
-		// A rule with a ban refused the key: the ban starts now. Its
-		// error leaves the refusal as it is (the counter still refuses).
-		_ = e.writeBans(ctx, now, s)
-	}
-	for i := range s.Matches {
-		if m := &s.Matches[i]; (len(m.Rule.Hooks) > 0 || m.Rule.cost.settles()) && m.Op >= 0 && m.Outcome == OutcomeAllow {
-			d.Settle = true
-		}
-	}
-	d.setVerdict(denyAction, invalid, missing)
-	if d.Verdict != Forward {
-		s.refundLeasesOnRefusal() // refused after the store call: its leases go back in the call below
-	}
-	if d.StoreErr != nil && !s.peekOnly {
-		s.qops = s.appendUncertainLeases(s.qops, false) // concurrency.go
-	}
-	if len(s.qops) > 0 {
-		// Give back the units of the requests max_delay refused: they are
-		// never held, so they must not fill the queue (queue.go), and the
-		// leases of a request refused after taking them. An error leaves
-		// them charged; they drain at the rule's rate, and leases end.
-		if cap(s.qres) < len(s.qops) {
-			s.qres = make([]Result, len(s.qops))
-		}
-		s.qres = s.qres[:len(s.qops)]
-		_ = e.take(ctx, now, s, s.qops, s.qres)
-		s.qops = s.qops[:0]
-	}
-	if d.Verdict != Forward {
-		d.Delay = 0
-		s.releaseLocal(now, 0, false, false) // never sent: no sample
-	}
-	// A known block's marker is written after a success (known.go).
-	d.Settle = d.Settle || s.Holds() || (s.knownRecords > 0 && d.Verdict == Forward)
-	return d
-}
-
 // countMatch appends m, r's match of req counting key (and member, a
 // count_distinct value or a concurrency lease), with its op of cost and,
 // for a visitor rule, its IP ceiling's op, and queues its known-visitor
@@ -720,22 +456,6 @@ func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m 
 		e.addMarker(r, req, s, len(s.Matches)-1)
 	}
 	return Present
-}
-
-// refundUncertain sends, in a call of its own, the refunds of the leases a
-// failed store call may have taken (appendUncertainLeases); its own error
-// leaves them to their lease's end.
-func (e *Engine) refundUncertain(ctx context.Context, now time.Time, s *Scratch, failed bool) {
-	s.qops = s.appendUncertainLeases(s.qops[:0], failed)
-	if len(s.qops) == 0 {
-		return
-	}
-	if cap(s.qres) < len(s.qops) {
-		s.qres = make([]Result, len(s.qops))
-	}
-	s.qres = s.qres[:len(s.qops)]
-	_ = e.take(ctx, now, s, s.qops, s.qres)
-	s.qops = s.qops[:0]
 }
 
 // overMaxDelay records the delay of m, an enforcing queue rule that

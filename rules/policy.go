@@ -90,6 +90,8 @@ type Policy struct {
 	// ownBans is true when a rule bans on its own route.
 	sensitiveBans []*Rule
 	ownBans       bool
+	// gates is true when a rule has a Gater stage (stage.go).
+	gates bool
 	// knowns are the known { } blocks, in file order (known.go).
 	knowns []*Known
 	// requestSettlers are the request hooks with a part after the
@@ -296,6 +298,11 @@ type Rule struct {
 	knownTags []byte
 	// cost is the rule's cost, max_cost and settle_from (cost.go).
 	cost ruleCost
+	// stages are the features' behaviours of the rule (Rule.AddStage),
+	// gates and judges those with a Gate or Judge phase (stage.go).
+	stages []Stage
+	gates  []Gater
+	judges []Judge
 	// banUS is ban in µs (0: none); BanScope its ban_scope.
 	banUS    int64
 	BanScope BanScope

@@ -1,0 +1,366 @@
+package rules
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"time"
+)
+
+// Check is a fixed pipeline of phases (docs/architecture.md, "The decision
+// pipeline"). Each phase is a method below, and every behaviour of a rule
+// takes part in the phases it needs, built in or a feature's Stage:
+//
+//	match   every rule's matcher, exemptions (skip), conditions, key and
+//	        op; shape: cost, calendar, lease, ip ceiling (countMatch)
+//	gate    bans, forgive's exemptions, known visitors and callers, the
+//	        stages' Gate, in at most one store call (precheck); shedding
+//	main    the request hooks, then the one main store call
+//	judge   each match's outcome from its result; max_delay, the stages'
+//	        Judge, ban trips
+//	after   at most one more store call: bans written, units and leases
+//	        given back
+//
+// and, once the origin has answered, Settle (its own call) and Release.
+// A request so makes at most one store call before the main one and one
+// after it, and Settle's (TestStoreCallsPerRequest counts them through the
+// real server).
+
+// Check decides req at now against p. It makes at most three store calls:
+// the gate's precheck (only where a ban, known_visitors, exempt_known, a
+// known { } block, a forgive or a Stage's Gate asks for one), the main
+// Store.Take when any matching rule counts, and the after call (a ban
+// written, a unit or lease given back). The matches, ops and results stay
+// in s for the caller (response headers, metrics) until s is reused.
+func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch) Decision {
+	e.begin(now, p, req, s)
+	var d Decision
+	s.exemptions(p, req, &d) // skip rules first, wherever written (skip.go)
+	dry := e.dry.Load()      // run-time toggles (dryrun.go), expiring by now
+	nodeDry := p.DryRun || e.dryRun.Load() || dry.nodeDry(now)
+	for _, r := range p.Rules {
+		if r.matches(req) && !s.exempt(r) {
+			e.matchRule(now, r, req, s, &d, !(nodeDry || r.DryRun || r.Action == ActionLog || dry.ruleDry(r.ID, now)))
+		}
+	}
+	if e.gate(ctx, now, p, req, s, &d) {
+		return d // refused before anything is counted: banned or shed
+	}
+	if !s.refusedAnyway() {
+		for _, h := range p.requestHooks {
+			h.BeforeStore(req, s)
+		}
+	}
+	if len(s.Ops) > 0 && !e.mainCall(ctx, now, s, &d) {
+		return d // the store could not decide: on_store_error answered
+	}
+	e.judge(s, &d)
+	e.after(ctx, now, s, &d)
+	return d
+}
+
+// begin prepares s for a request under p: its memo slots, its key format
+// and its client's network.
+func (e *Engine) begin(now time.Time, p *Policy, req *Request, s *Scratch) {
+	if s.begun != p {
+		s.Begin(p)
+	}
+	s.begun = nil // the next request begins afresh
+	s.reset()
+	s.pol = p
+	if s.owner != e {
+		s.mac, s.pmac, s.owner = nil, nil, e // format 1's HMACs are keyed by the engine's secrets
+	}
+	s.mode = e.mode(e.formats.Load(), now)
+	s.network = e.clientNetwork(p, req.Client) // every op's (Engine.take)
+	if s.mode.hmac() && s.mac == nil {
+		// Once per pooled Scratch and engine: crypto/hmac keeps the keyed
+		// inner and outer SHA-256 states (hmacHash).
+		s.mac = hmac.New(sha256.New, e.secret)
+	}
+}
+
+// refusedAnyway reports whether the request is refused whatever the
+// counters say: an enforcing action = "deny" matched, or an enforcing
+// rule rejects its identity (missing or invalid).
+func (s *Scratch) refusedAnyway() bool { return s.denyAction || s.missing || s.invalid }
+
+// matchRule decides what r, which matches req and no skip rule exempts it
+// from, does with it: nothing (a condition does not hold), a refusal no
+// counter changes (a deny action, a rejected identity), or ops for the
+// main call (countMatch). enforce is false when r is in dry-run for the
+// request.
+func (e *Engine) matchRule(now time.Time, r *Rule, req *Request, s *Scratch, d *Decision, enforce bool) {
+	cond := r.conditions(req, s)
+	if cond == Missing || (cond == Invalid && r.InvalidIdentity != IdentityReject) {
+		return
+	}
+	if r.Sensitive {
+		d.Sensitive = true
+	}
+	m := Match{Rule: r, Op: -1, CeilingOp: -1, Enforce: enforce}
+	switch {
+	case cond == Invalid:
+		// A condition on an identity that is present but invalid cannot
+		// be decided: the rule rejects as a key on that identity would
+		// (invalid_identity), never as its action, so garbage gets one
+		// answer whatever the condition and the rule's place, and is
+		// charged to the other rules as an attempt.
+		s.reject(&m, Invalid)
+	case r.Adaptive != nil:
+		// Node-local, no store op: admit decides it, before the store
+		// call (shed.go). Skip until then.
+		m.Outcome = OutcomeSkip
+	case r.Action == ActionDeny && enforce:
+		m.Outcome = OutcomeDeny
+		s.denyAction = true
+		if d.Refusing == nil {
+			d.Refusing = r
+		}
+	case r.Action == ActionDeny:
+		m.Outcome = OutcomeDryRunDeny
+	default:
+		key, status := e.key(r, req, s, false)
+		var member uint64
+		if status == Present && r.Distinct != nil {
+			member, status = e.member(r, req, s)
+		}
+		if r.Concurrency {
+			member = e.lease.next() // this request's lease (concurrency.go)
+		}
+		if status == Present {
+			// The ceiling's value is as required as the rule's own:
+			// without it the ceiling would be one counter for all.
+			status = e.countMatch(now, r, req, s, m, key, member, r.cost.of(req))
+		}
+		if status == Present {
+			if r.multi != nil {
+				e.countValues(now, r, req, s) // an identity with several values (values.go)
+			}
+			return // countMatch appended m
+		}
+		s.reject(&m, status)
+	}
+	s.Matches = append(s.Matches, m)
+}
+
+// reject sets the outcome of m, whose key (or condition) found status
+// (Missing, Invalid or Absent), by the rule's missing_identity and
+// invalid_identity: a rejection of the request when the rule enforces,
+// else a skip.
+func (s *Scratch) reject(m *Match, status Status) {
+	r := m.Rule
+	switch {
+	case status == Invalid && r.InvalidIdentity == IdentityReject:
+		m.Outcome = OutcomeInvalid
+		s.invalid = s.invalid || m.Enforce
+	case status == Missing && r.MissingIdentity == IdentityReject:
+		m.Outcome = OutcomeMissing
+		s.missing = s.missing || m.Enforce
+	default:
+		m.Outcome = OutcomeSkip
+	}
+}
+
+// gate is the phase before anything is counted: bans, forgive's
+// exemptions, known visitors and callers and the stages' Gate are checked
+// in one store call (precheck), then load shedding admits the request or
+// not (shed.go, no store call). It reports whether the request is refused
+// (d is then its decision).
+func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch, d *Decision) bool {
+	if !s.refusedAnyway() {
+		if len(p.sensitiveBans) > 0 || p.ownBans {
+			e.queueBans(p, req, s, d.Sensitive)
+		}
+		e.queueExemptions(now, s)
+		if len(p.knowns) > 0 {
+			e.queueKnown(p, req, s) // known callers (known.go)
+		}
+		if p.gates {
+			s.queueGates()
+		}
+		if len(s.markers) > 0 || len(s.bans) > 0 || len(s.exempts) > 0 || s.knownChecks > 0 || len(s.pre) > 0 {
+			// One more store call, only where known_visitors, exempt_known,
+			// ban, a known { } block, forgive or a Stage's Gate asks.
+			if r, left := e.precheck(ctx, now, s); r != nil {
+				banned(d, s, r, left)
+				return true
+			}
+		}
+	}
+	// Both reject with 400, charging the other rules as attempts.
+	s.missing = s.missing || s.invalid
+	if !s.denyAction && !s.missing && p.sheds() && !s.peekOnly {
+		// Load shedding, before anything is counted (shed.go): a shed
+		// request costs no store call and no unit of any rule.
+		if !e.admit(now, p, s, d) {
+			d.Verdict = Shed
+			return true
+		}
+	}
+	return false
+}
+
+// mainCall sends the request's ops in the one main store call. A request
+// refused whatever the counters say decides every rule without consuming,
+// but is still charged its attempts (a malformed request is charged to its
+// per-client rules). It reports whether the store decided: false leaves d
+// decided by each rule's on_store_error.
+func (e *Engine) mainCall(ctx context.Context, now time.Time, s *Scratch, d *Decision) bool {
+	if s.denyAction || s.missing {
+		for i := range s.Ops {
+			if s.Ops[i].Attempts || s.missing {
+				s.Ops[i].Attempts = true
+			} else {
+				s.Ops[i].Kind = OpPeek
+			}
+		}
+	}
+	if cap(s.Res) < len(s.Ops) {
+		// More ops than the Scratch was sized for (a visitor rule's
+		// ceiling, the mint budget): Ops grew by append, Res grows here,
+		// once per pooled Scratch.
+		s.Res = make([]Result, len(s.Ops))
+	}
+	s.Res = s.Res[:len(s.Ops)]
+	if s.peekOnly {
+		s.peekAll() // Explain consumes nothing (explain.go)
+	}
+	err := e.take(ctx, now, s, s.Ops, s.Res)
+	if err == nil {
+		s.takeLeases() // concurrency rules' Retry-After and leases (concurrency.go)
+		return true
+	}
+	d.StoreErr = err
+	e.storeFailed(d, s)
+	d.setVerdict(s.denyAction, s.invalid, s.missing)
+	if d.Verdict != Forward {
+		s.releaseLocal(now, 0, false, false) // never sent: no sample
+	}
+	d.Settle = s.Holds() // no lease is held: the store did not answer
+	if !s.peekOnly {
+		// The call may have run all the same (a timeout after Redis ran
+		// it): give its leases back, best effort, in the after call.
+		s.qops = s.appendUncertainLeases(s.qops[:0], true)
+		e.afterCall(ctx, now, s)
+	}
+	return false
+}
+
+// judge is the phase after the main call: each counting match's outcome
+// from its result (a visitor rule's combined with its IP ceiling's), then
+// what its rule's behaviours make of it: max_delay, the stages' Judge, and
+// the ban a refusal trips (queued for the after call).
+func (e *Engine) judge(s *Scratch, d *Decision) {
+	for i := range s.Matches {
+		m := &s.Matches[i]
+		if m.Op < 0 {
+			continue
+		}
+		if m.Known {
+			m.Outcome = OutcomeAllow // decided, but the visitor is known: never refused
+			continue
+		}
+		res := s.combined(m)
+		if res.StoreError {
+			d.StoreErr = ErrStoreFallback
+			e.storeFallback(d, m, &res)
+			continue
+		}
+		switch {
+		case res.Allowed:
+			m.Outcome = OutcomeAllow
+		case m.Enforce:
+			d.refuse(m, res.RetryAfter)
+		default:
+			m.Outcome = OutcomeDryRunDeny
+		}
+		if s.peekOnly {
+			continue // Explain writes nothing and holds nothing
+		}
+		if m.Rule.Queue.On && res.Allowed {
+			e.overMaxDelay(d, m, s)
+		}
+		for _, j := range m.Rule.judges {
+			if v := j.Judge(s, m, res); v.Refuse && m.Enforce {
+				d.refuse(m, v.RetryAfter)
+			} else {
+				d.Delay = max(d.Delay, v.Delay)
+			}
+		}
+		if m.Outcome == OutcomeDeny && m.Rule.banUS > 0 {
+			s.tripBan(m) // the ban starts now (ban.go)
+		}
+	}
+}
+
+// combined is m's result: its op's, or for a visitor rule the combination
+// of its visitor's bucket and its IP's ceiling, which allows when both do.
+func (s *Scratch) combined(m *Match) Result {
+	res := s.Res[m.Op]
+	if m.CeilingOp < 0 {
+		return res
+	}
+	c := s.Res[m.CeilingOp]
+	if res.Allowed && c.Allowed {
+		c = res
+	} else if !res.Allowed && (c.Allowed || res.RetryAfter > c.RetryAfter) {
+		c.Allowed, c.RetryAfter = false, res.RetryAfter
+	}
+	c.StoreError = c.StoreError || res.StoreError
+	return c
+}
+
+// after is the phase that ends Check: the verdict, and at most one more
+// store call for what the judge queued (bans, their guilt markers,
+// max_delay's refunds) and the leases of a refused request.
+func (e *Engine) after(ctx context.Context, now time.Time, s *Scratch, d *Decision) {
+	for i := range s.Matches {
+		if m := &s.Matches[i]; (len(m.Rule.Hooks) > 0 || m.Rule.cost.settles()) && m.Op >= 0 && m.Outcome == OutcomeAllow {
+			d.Settle = true
+		}
+	}
+	d.setVerdict(s.denyAction, s.invalid, s.missing)
+	if d.Verdict != Forward {
+		s.refundLeasesOnRefusal() // refused after the store call: its leases go back in the call below
+	}
+	if d.StoreErr != nil && !s.peekOnly {
+		s.qops = s.appendUncertainLeases(s.qops, false) // concurrency.go
+	}
+	e.afterCall(ctx, now, s)
+	if d.Verdict != Forward {
+		d.Delay = 0
+		s.releaseLocal(now, 0, false, false) // never sent: no sample
+	}
+	// A known block's marker is written after a success (known.go).
+	d.Settle = d.Settle || s.Holds() || (s.knownRecords > 0 && d.Verdict == Forward)
+}
+
+// afterCall sends the after call's ops (Scratch.AfterOp), if any. Its error
+// leaves things as they are: a ban not written leaves the refusal, whose
+// counter still refuses until it decays; a unit not given back drains at
+// its rule's rate; a lease not given back ends with its lease.
+func (e *Engine) afterCall(ctx context.Context, now time.Time, s *Scratch) {
+	if len(s.qops) == 0 {
+		return
+	}
+	if cap(s.qres) < len(s.qops) {
+		s.qres = make([]Result, len(s.qops))
+	}
+	s.qres = s.qres[:len(s.qops)]
+	_ = e.take(ctx, now, s, s.qops, s.qres)
+	s.qops = s.qops[:0]
+}
+
+// Refuse makes m, an enforcing match, refuse the request: the first rule
+// to refuse is the Decision's Refusing, and the longest wait its
+// RetryAfter.
+func (d *Decision) refuse(m *Match, retryAfter time.Duration) {
+	m.Outcome = OutcomeDeny
+	if d.Refusing == nil {
+		d.Refusing = m.Rule
+	}
+	if retryAfter > d.RetryAfter {
+		d.RetryAfter = retryAfter
+	}
+}

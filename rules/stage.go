@@ -1,0 +1,123 @@
+package rules
+
+import "time"
+
+// Stages are how a feature adds a behaviour to rules (docs/architecture.md,
+// "Extension points"): a rule attribute (RuleAttrType) compiles to a Stage
+// that the rule carries (Rule.AddStage), and Check runs, for each of the
+// rule's matches, the phase methods the stage implements (Gater, Judge),
+// in the order its stages were added. A stage's per-request state lives in
+// memo slots (Compiler.Slot, Scratch.Memo), never in Scratch fields, and
+// its store ops ride in the calls the pipeline already makes: the gate's
+// precheck (Scratch.PreOp) and the after call (Scratch.AfterOp), so a
+// behaviour never adds a store call of its own.
+
+// Stage is a rule behaviour's compiled form: one value per rule that has
+// it, implementing any of Gater and Judge.
+type Stage interface {
+	// Behaviour names the behaviour ("queue"), for diagnostics and tests.
+	Behaviour() string
+}
+
+// Gater is a Stage with a part in the gate phase, before anything is
+// counted.
+type Gater interface {
+	Stage
+	// Gate is called for each match m of the rule that counts (m.Op >= 0)
+	// of a request not refused whatever the counters say; it queues the
+	// store checks it needs with Scratch.PreOp.
+	Gate(s *Scratch, m *Match)
+	// Admit is called for the same m once the precheck call returned
+	// (Scratch.PreResult has its results) and reports whether the request
+	// is refused before anything is counted: refused by m's rule, which
+	// the request may retry after retryAfter. A store that cannot answer
+	// the precheck gates nothing: Admit is not called.
+	Admit(s *Scratch, m *Match) (refuse bool, retryAfter time.Duration)
+}
+
+// Judge is a Stage with a part in the judge phase, after the main store
+// call.
+type Judge interface {
+	Stage
+	// Judge is called for each match m of the rule that counted, once its
+	// outcome is decided from res, its result (a visitor rule's combined
+	// with its ceiling's), unless the store could not decide it, the
+	// caller is known (Match.Known), or the request is only explained
+	// (Engine.Explain). It may queue ops for the after call
+	// (Scratch.AfterOp), and returns what it makes of m.
+	Judge(s *Scratch, m *Match, res Result) Judgement
+}
+
+// Judgement is what a Judge makes of a match. The zero value changes
+// nothing.
+type Judgement struct {
+	// Refuse refuses m, an enforcing match the store allowed, as an
+	// ordinary refusal of its rule (429), retryable after RetryAfter.
+	Refuse     bool
+	RetryAfter time.Duration
+	// Delay holds the request this long before it is forwarded
+	// (Decision.Delay is the longest of them).
+	Delay time.Duration
+}
+
+// AddStage adds st to r's stages. A RuleAttrType's Compile calls it; a
+// stage that implements none of Gater and Judge is kept (Stages) but takes
+// no part in Check.
+func (r *Rule) AddStage(st Stage) {
+	r.stages = append(r.stages, st)
+	if g, ok := st.(Gater); ok {
+		r.gates = append(r.gates, g)
+	}
+	if j, ok := st.(Judge); ok {
+		r.judges = append(r.judges, j)
+	}
+}
+
+// Stages returns r's stages, in the order they were added. A feature that
+// compiles several attributes into one stage finds it here.
+func (r *Rule) Stages() []Stage { return r.stages }
+
+// PreOp adds op to the gate's precheck call and returns its index for
+// PreResult. Only a Gater's Gate may call it.
+func (s *Scratch) PreOp(op Op) int {
+	s.pre = append(s.pre, op)
+	return len(s.pre) - 1
+}
+
+// PreResult returns the result of precheck op i (PreOp's index). Only a
+// Gater's Admit may call it.
+func (s *Scratch) PreResult(i int) *Result { return &s.mres[s.preAt+i] }
+
+// AfterOp adds op to the after call, which Check makes once the judge
+// phase is done (its result is not read: an add, a refund, a reset). Only a
+// Judge may call it.
+func (s *Scratch) AfterOp(op Op) { s.qops = append(s.qops, op) }
+
+// queueGates runs the Gate of every counting match's Gaters.
+func (s *Scratch) queueGates() {
+	for i := range s.Matches {
+		if m := &s.Matches[i]; m.Op >= 0 {
+			for _, g := range m.Rule.gates {
+				g.Gate(s, m)
+			}
+		}
+	}
+}
+
+// admitGates runs the Admit of every counting match's Gaters once the
+// precheck returned, and returns the first rule that refuses and the
+// longest wait of those that do.
+func (s *Scratch) admitGates() (banned *Rule, left time.Duration) {
+	for i := range s.Matches {
+		m := &s.Matches[i]
+		if m.Op < 0 {
+			continue
+		}
+		for _, g := range m.Rule.gates {
+			if refuse, wait := g.Admit(s, m); refuse && (banned == nil || wait > left) {
+				banned, left = m.Rule, wait
+			}
+		}
+	}
+	return banned, left
+}
