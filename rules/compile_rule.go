@@ -211,7 +211,9 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	}
 	c.ruleAttrs(rb.Remain, r)
 	c.finishRefusal(r)
-	c.finishQueue(r)           // queue, max_delay (queue.go)
+	for _, done := range c.reg.ruleDone {
+		done(c, r) // Feature.RuleDone: queue's max_delay
+	}
 	c.compileAdaptive(rb, r)   // adaptive { } (compile_adaptive.go)
 	c.finishConcurrency(rb, r) // limit, lease (concurrency.go)
 	hasVisitor := r.ceilingChar >= 0

@@ -178,8 +178,8 @@ type Decision struct {
 	// RetryAfter is the longest wait among refusing rules.
 	RetryAfter time.Duration
 	// Delay is, when Verdict is Forward, how long the gateway holds the
-	// request before forwarding it: the longest QueueDelay among the
-	// enforcing queue = true rules that admitted it (queue.go), 0 without.
+	// request before forwarding it: the longest Judgement.Delay of the
+	// rules' stages (queue = true: behaviour/queue), 0 without.
 	Delay time.Duration
 	// Refusing is the first rule that refused (nil when forwarded), for
 	// logs and metrics; never shown to the client of a sensitive route.
@@ -217,7 +217,7 @@ type Scratch struct {
 	exempts    []exemptCheck // forgive's exemption markers to check (forgive.go)
 	mops       []Op
 	mres       []Result
-	qops       []Op // max_delay refunds (queue.go)
+	qops       []Op // the after call's ops (Scratch.AfterOp, pipeline.go)
 	qres       []Result
 	mbuf       []byte
 	buf        []byte // encoded key values, for the keyed hash
@@ -456,34 +456,6 @@ func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m 
 		e.addMarker(r, req, s, len(s.Matches)-1)
 	}
 	return Present
-}
-
-// overMaxDelay records the delay of m, an enforcing queue rule that
-// admitted the request, in d.Delay, or refuses the request when the delay
-// is past the rule's max_delay (true: m is decided): the delay is known at
-// arrival, so the request is refused then rather than held, and its unit is
-// queued for a refund.
-func (e *Engine) overMaxDelay(d *Decision, m *Match, s *Scratch) bool {
-	if !m.Enforce {
-		return false
-	}
-	op := &s.Ops[m.Op]
-	delay := QueueDelay(op, &s.Res[m.Op])
-	if delay <= m.Rule.Queue.MaxDelay {
-		d.Delay = max(d.Delay, delay)
-		return false
-	}
-	m.Outcome = OutcomeDeny
-	if d.Refusing == nil {
-		d.Refusing = m.Rule
-	}
-	if wait := delay - m.Rule.Queue.MaxDelay; wait > d.RetryAfter {
-		d.RetryAfter = wait
-	}
-	refund := *op
-	refund.Kind = OpRefund
-	s.qops = append(s.qops, refund)
-	return true
 }
 
 // setVerdict decides what the edge does with the request once every

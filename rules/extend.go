@@ -27,6 +27,11 @@ type Feature struct {
 	Conditions []ConditionType
 	// RuleAttrs are attributes the feature adds to rule { } blocks.
 	RuleAttrs []RuleAttrType
+	// RuleDone, when set, runs for every rule once its attributes (its own
+	// and every feature's) are compiled: it checks the feature's attributes
+	// that only make sense together, and sets their defaults (queue's
+	// max_delay). Features' run in the order Load was given them.
+	RuleDone func(c *Compiler, r *Rule)
 }
 
 // RuleAttrType is an attribute a feature adds to rule { } blocks: its
@@ -307,6 +312,7 @@ type registry struct {
 	prefixed map[string]*CharacteristicType
 	conds    map[string]*ConditionType
 	attrs    map[string]*RuleAttrType
+	ruleDone []func(*Compiler, *Rule) // Feature.RuleDone, in feature order
 	errs     []string
 }
 
@@ -332,10 +338,10 @@ func newRegistry(features []Feature) *registry {
 	for i := range shedAttrs {
 		g.attrs[shedAttrs[i].Name] = &shedAttrs[i]
 	}
-	for i := range queueAttrs {
-		g.attrs[queueAttrs[i].Name] = &queueAttrs[i]
-	}
 	for _, f := range features {
+		if f.RuleDone != nil {
+			g.ruleDone = append(g.ruleDone, f.RuleDone)
+		}
 		for i := range f.Blocks {
 			b := &f.Blocks[i]
 			if others, dup := g.blocks[b.Type]; coreBlocks[b.Type] || dup && !shareable(b, others) {

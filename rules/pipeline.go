@@ -16,8 +16,8 @@ import (
 //	gate    bans, forgive's exemptions, known visitors and callers, the
 //	        stages' Gate, in at most one store call (precheck); shedding
 //	main    the request hooks, then the one main store call
-//	judge   each match's outcome from its result; max_delay, the stages'
-//	        Judge, ban trips
+//	judge   each match's outcome from its result; the stages' Judge
+//	        (max_delay), ban trips
 //	after   at most one more store call: bans written, units and leases
 //	        given back
 //
@@ -249,8 +249,8 @@ func (e *Engine) mainCall(ctx context.Context, now time.Time, s *Scratch, d *Dec
 
 // judge is the phase after the main call: each counting match's outcome
 // from its result (a visitor rule's combined with its IP ceiling's), then
-// what its rule's behaviours make of it: max_delay, the stages' Judge, and
-// the ban a refusal trips (queued for the after call).
+// what its rule's behaviours make of it: the stages' Judge (max_delay: the
+// queue feature) and the ban a refusal trips (queued for the after call).
 func (e *Engine) judge(s *Scratch, d *Decision) {
 	for i := range s.Matches {
 		m := &s.Matches[i]
@@ -277,9 +277,6 @@ func (e *Engine) judge(s *Scratch, d *Decision) {
 		}
 		if s.peekOnly {
 			continue // Explain writes nothing and holds nothing
-		}
-		if m.Rule.Queue.On && res.Allowed {
-			e.overMaxDelay(d, m, s)
 		}
 		for _, j := range m.Rule.judges {
 			if v := j.Judge(s, m, res); v.Refuse && m.Enforce {

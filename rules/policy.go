@@ -378,8 +378,6 @@ type Rule struct {
 	// Refusal is how the rule's informative refusal is answered:
 	// retry_after_jitter, refusal_status, refusal_body (compile_refusal.go).
 	Refusal Refusal
-	// Queue is the rule's queue = true and max_delay (queue.go).
-	Queue Queue
 	// Concurrency is set for algorithm = "concurrency" (concurrency.go):
 	// Limit is then requests in flight per key, and Period the lease of
 	// each (its op is a Distinct op of lease IDs).

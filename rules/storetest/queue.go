@@ -7,7 +7,7 @@ import (
 )
 
 // queueCases fix the delay a leaky_bucket rule with queue = true holds an
-// admitted request for (rules.QueueDelay, from the store's Result): the time
+// admitted request for (queue.Delay, from the store's Result): the time
 // the level ahead of it drains, NGINX limit_req's delay. At 5 a second with
 // a burst of 20, twenty at one instant wait 0, 200ms, … 3.8s, in arrival
 // order, and the 21st is refused; 300ms later the next waits 3.7s (the 20th

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -34,8 +35,8 @@ type Step struct {
 	Ignore Fields
 	// Err means Take must return an error (Want is then not compared).
 	Err bool
-	// Delay, when not nil, holds the rules.QueueDelay each op's result
-	// must give (queue = true, queue.go), compared whatever Ignore says.
+	// Delay, when not nil, holds the queue.Delay each op's result must
+	// give (queue = true, behaviour/queue), compared whatever Ignore says.
 	Delay []time.Duration
 }
 
@@ -173,8 +174,8 @@ func replay(t *testing.T, s rules.Store, c Case, ks keyspace) {
 				t.Errorf("step %d at %v, op %d (%s): got %s, want %s", i, st.At, j, describe(&st.Ops[j]), fmtResult(got), fmtResult(want))
 			}
 			if st.Delay != nil {
-				if d := rules.QueueDelay(&ops[j], &res[j]); d != st.Delay[j] {
-					t.Errorf("step %d at %v, op %d (%s): QueueDelay %v, want %v", i, st.At, j, describe(&st.Ops[j]), d, st.Delay[j])
+				if d := queue.Delay(&ops[j], &res[j]); d != st.Delay[j] {
+					t.Errorf("step %d at %v, op %d (%s): queue.Delay %v, want %v", i, st.At, j, describe(&st.Ops[j]), d, st.Delay[j])
 				}
 			}
 		}

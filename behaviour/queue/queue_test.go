@@ -1,4 +1,4 @@
-package rules_test
+package queue_test
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -41,8 +42,9 @@ func TestQueueCompile(t *testing.T) {
 		case tt.err != "" && !strings.Contains(diags.Error(), tt.err):
 			t.Errorf("%s: got %q, want an error %q", tt.attrs, diags.Error(), tt.err)
 		case tt.err == "":
-			if q := p.Rules[0].Queue; q.MaxDelay != tt.maxDelay || q.On != (tt.maxDelay > 0) {
-				t.Errorf("%s: Queue = %+v, want max_delay %v", tt.attrs, q, tt.maxDelay)
+			q := queue.Of(p.Rules[0])
+			if (q != nil) != (tt.maxDelay > 0) || q != nil && q.MaxDelay != tt.maxDelay {
+				t.Errorf("%s: queue %+v, want max_delay %v", tt.attrs, q, tt.maxDelay)
 			}
 		}
 	}
@@ -110,7 +112,7 @@ func TestEngineQueueMaxDelay(t *testing.T) {
 	}
 }
 
-// QueueDelay's derivation from a Result is exact to the µs bounds it
+// Delay's derivation from a Result is exact to the µs bounds it
 // documents, for costs and levels that do not divide evenly.
 func TestQueueDelayDerivation(t *testing.T) {
 	for _, tc := range []struct{ limit, burst, periodUS, cost int64 }{
@@ -130,9 +132,9 @@ func TestQueueDelayDerivation(t *testing.T) {
 			// The exact delay: the level ahead, drained at now.
 			ahead := before
 			exact := exactAhead(&ahead, now, &op)
-			got := rules.QueueDelay(&op, &r).Microseconds()
+			got := queue.Delay(&op, &r).Microseconds()
 			if got < exact || got > exact+2 {
-				t.Fatalf("%+v step %d: QueueDelay %dµs, exact %dµs", tc, step, got, exact)
+				t.Fatalf("%+v step %d: queue.Delay %dµs, exact %dµs", tc, step, got, exact)
 			}
 		}
 	}
