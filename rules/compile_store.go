@@ -54,6 +54,70 @@ func readPEMFile(path string) ([]byte, error) {
 	return b, nil
 }
 
+// clientCertAttrs are a block's cert_file and key_file, the client
+// certificate the edge presents (to Redis: the store block; to the origin:
+// upstream_tls).
+type clientCertAttrs struct {
+	cert, key           *string // nil: unset
+	certRange, keyRange hcl.Range
+	// readHint follows a read error's detail; refuser, in an expired
+	// certificate's warning, is who will refuse the edge.
+	readHint, refuser string
+}
+
+// clientCert is a compiled client certificate: its files resolved against
+// the policy file's directory (both "" unless both are set), and, when
+// usable, their PEM bytes and the pair.
+type clientCert struct {
+	certFile, keyFile string
+	certPEM, keyPEM   []byte
+	pair              *tls.Certificate
+}
+
+// clientCert compiles a cert_file and key_file, which come together: both
+// are read, and the key must be the certificate's private key; an expired
+// certificate is a warning. It reports each reason the pair cannot be
+// used, which leaves cc.pair nil.
+func (c *Compiler) clientCert(a clientCertAttrs) (cc clientCert) {
+	switch {
+	case a.cert != nil && a.key == nil:
+		c.Errorf(a.certRange, "Missing key_file", "cert_file needs key_file, the private key of its certificate")
+		return cc
+	case a.key != nil && a.cert == nil:
+		c.Errorf(a.keyRange, "Missing cert_file", "key_file needs cert_file, the certificate of its key")
+		return cc
+	case a.cert == nil:
+		return cc
+	}
+	cc.certFile, cc.keyFile = c.policyRelative(*a.cert), c.policyRelative(*a.key)
+	certPEM, cerr := readPEMFile(cc.certFile)
+	if cerr != nil {
+		c.Errorf(a.certRange, "Cannot read cert_file", "%v%s", cerr, a.readHint)
+	}
+	keyPEM, kerr := readPEMFile(cc.keyFile)
+	if kerr != nil {
+		c.Errorf(a.keyRange, "Cannot read key_file", "%v%s", kerr, a.readHint)
+	}
+	if cerr != nil || kerr != nil {
+		return cc
+	}
+	leaf, err := firstCertificate(certPEM)
+	if err != nil {
+		c.Errorf(a.certRange, "Invalid cert_file", "%s: %v", cc.certFile, err)
+		return cc
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		c.Errorf(a.keyRange, "Invalid key_file", "%s does not hold the private key of %s: %v", cc.keyFile, cc.certFile, err)
+		return cc
+	}
+	if now := time.Now(); now.After(leaf.NotAfter) {
+		c.Warnf(a.certRange, "Expired cert_file", "%s expired at %s: %s will refuse the edge", cc.certFile, leaf.NotAfter.UTC().Format(time.RFC3339), a.refuser)
+	}
+	cc.certPEM, cc.keyPEM, cc.pair = certPEM, keyPEM, &pair
+	return cc
+}
+
 // storeAttr is an attribute of a store block: whether it is set, and
 // where.
 type storeAttr struct {
@@ -171,46 +235,19 @@ func (c *Compiler) redisTLS(b *storeBlock, sc *StoreConfig) {
 	c.redisClientCert(b, sc)
 }
 
-// redisClientCert compiles cert_file and key_file, which come together:
-// both are read, and the key must be the certificate's; an expired
-// certificate is a warning.
+// redisClientCert compiles cert_file and key_file (clientCert), each a
+// TLS attribute (needTLS).
 func (c *Compiler) redisClientCert(b *storeBlock, sc *StoreConfig) {
-	certSet := c.needTLS(b, storeAttr{b.CertFile != nil, "cert_file", b.CertFileRange})
-	keySet := c.needTLS(b, storeAttr{b.KeyFile != nil, "key_file", b.KeyFileRange})
-	switch {
-	case certSet && !keySet:
-		c.Errorf(b.CertFileRange, "Missing key_file", "cert_file needs key_file, the private key of its certificate")
-		return
-	case keySet && !certSet:
-		c.Errorf(b.KeyFileRange, "Missing cert_file", "key_file needs cert_file, the certificate of its key")
-		return
-	case !certSet:
-		return
+	a := clientCertAttrs{certRange: b.CertFileRange, keyRange: b.KeyFileRange,
+		readHint: " (paths are relative to the policy file's directory)", refuser: "a Redis that checks client certificates"}
+	if c.needTLS(b, storeAttr{b.CertFile != nil, "cert_file", b.CertFileRange}) {
+		a.cert = b.CertFile
 	}
-	sc.CertFile, sc.KeyFile = c.policyRelative(*b.CertFile), c.policyRelative(*b.KeyFile)
-	certPEM, cerr := readPEMFile(sc.CertFile)
-	if cerr != nil {
-		c.Errorf(b.CertFileRange, "Cannot read cert_file", "%v (paths are relative to the policy file's directory)", cerr)
+	if c.needTLS(b, storeAttr{b.KeyFile != nil, "key_file", b.KeyFileRange}) {
+		a.key = b.KeyFile
 	}
-	keyPEM, kerr := readPEMFile(sc.KeyFile)
-	if kerr != nil {
-		c.Errorf(b.KeyFileRange, "Cannot read key_file", "%v (paths are relative to the policy file's directory)", kerr)
-	}
-	if cerr != nil || kerr != nil {
-		return
-	}
-	leaf, err := firstCertificate(certPEM)
-	if err != nil {
-		c.Errorf(b.CertFileRange, "Invalid cert_file", "%s: %v", sc.CertFile, err)
-		return
-	}
-	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
-		c.Errorf(b.KeyFileRange, "Invalid key_file", "%s does not hold the private key of %s: %v", sc.KeyFile, sc.CertFile, err)
-		return
-	}
-	if now := time.Now(); now.After(leaf.NotAfter) {
-		c.Warnf(b.CertFileRange, "Expired cert_file", "%s expired at %s: a Redis that checks client certificates will refuse the edge", sc.CertFile, leaf.NotAfter.UTC().Format(time.RFC3339))
-	}
+	cc := c.clientCert(a)
+	sc.CertFile, sc.KeyFile = cc.certFile, cc.keyFile
 }
 
 // redisCredentials compiles password_env and the sentinel credentials
