@@ -129,14 +129,18 @@ func (ac *adaptiveCompiler) method() {
 	if ab.Method == nil {
 		return
 	}
-	switch *ab.Method {
-	case "gradient":
-	case "aimd":
-		ac.a.Method = AdaptiveAIMD
-	default:
-		ac.fail(ab.MethodRange, "Invalid method", "%q is not an adaptive method; want \"gradient\" or \"aimd\".%s", *ab.Method, suggest(*ab.Method, []string{"gradient", "aimd"}))
+	m, ok := adaptiveMethods.compile(ac.c, *ab.Method, ab.MethodRange)
+	if !ok {
+		ac.ok = false
+		return
 	}
+	ac.a.Method = m
 }
+
+// adaptiveMethods are the values of adaptive { method }.
+var adaptiveMethods = vocabulary[AdaptiveMethod]{attr: "method", what: "an adaptive method",
+	words:  []string{"gradient", "aimd"},
+	values: []AdaptiveMethod{AdaptiveGradient, AdaptiveAIMD}}
 
 // bounds compiles min, max and initial, requests in flight on this node:
 // max defaults to at least min, and initial to DefaultAdaptiveInitial

@@ -80,20 +80,18 @@ func (c *Compiler) ruleAction(rb *ruleBlock, r *Rule) bool {
 	if rb.Action == nil {
 		return true
 	}
-	switch *rb.Action {
-	case "limit":
-	case "deny":
-		r.Action = ActionDeny
-	case "log":
-		r.Action = ActionLog
-	case "skip":
-		r.Action = ActionSkip
-	default:
-		c.Errorf(rb.ActionRange, "Invalid action", "%q is not an action; want \"limit\", \"deny\", \"log\" or \"skip\".%s", *rb.Action, suggest(*rb.Action, []string{"limit", "deny", "log", "skip"}))
+	a, ok := actions.compile(c, *rb.Action, rb.ActionRange)
+	if !ok {
 		return false
 	}
+	r.Action = a
 	return true
 }
+
+// actions are the values of action.
+var actions = vocabulary[Action]{attr: "action", what: "an action",
+	words:  []string{"limit", "deny", "log", "skip"},
+	values: []Action{ActionLimit, ActionDeny, ActionLog, ActionSkip}}
 
 // ruleKey compiles key, the characteristics whose values make the
 // counter's key, at most one of them a ceiling (CeilingCharacteristic:
@@ -281,14 +279,9 @@ func (c *Compiler) limitsInRange(rb *ruleBlock, r *Rule) bool {
 func (c *Compiler) countMode(rb *ruleBlock, r *Rule) bool {
 	ok := true
 	if rb.Count != nil {
-		switch *rb.Count {
-		case "requests":
-		case "attempts":
-			r.Count = CountAttempts
-		case "failures":
-			r.Count = CountFailures
-		default:
-			c.Errorf(rb.CountRange, "Invalid count", "%q is not a count mode; want \"requests\", \"attempts\" or \"failures\".%s", *rb.Count, suggest(*rb.Count, []string{"requests", "attempts", "failures"}))
+		if m, mok := countModes.compile(c, *rb.Count, rb.CountRange); mok {
+			r.Count = m
+		} else {
 			ok = false
 		}
 	}
@@ -314,6 +307,11 @@ func (c *Compiler) countMode(rb *ruleBlock, r *Rule) bool {
 	}
 	return ok
 }
+
+// countModes are the values of count.
+var countModes = vocabulary[CountMode]{attr: "count", what: "a count mode",
+	words:  []string{"requests", "attempts", "failures"},
+	values: []CountMode{CountRequests, CountAttempts, CountFailures}}
 
 // behaviours compiles what a rule does beside counting, once its key,
 // numbers and count mode are compiled. The order is kept: it is the order
@@ -400,17 +398,15 @@ func (c *Compiler) onStoreError(rb *ruleBlock, r *Rule) {
 	if rb.OnStoreError == nil {
 		return
 	}
-	switch *rb.OnStoreError {
-	case "allow":
-		r.OnStoreError = FailOpen
-	case "deny":
-		r.OnStoreError = FailClosed
-	case "local":
-		r.OnStoreError = FailLocal
-	default:
-		c.Errorf(rb.OnStoreErrorRange, "Invalid on_store_error", "%q is not a failure mode; want \"deny\", \"allow\" or \"local\"", *rb.OnStoreError)
+	if m, ok := storeErrorModes[*rb.OnStoreError]; ok {
+		r.OnStoreError = m
+		return
 	}
+	c.Errorf(rb.OnStoreErrorRange, "Invalid on_store_error", "%q is not a failure mode; want \"deny\", \"allow\" or \"local\"", *rb.OnStoreError)
 }
+
+// storeErrorModes are the values of on_store_error.
+var storeErrorModes = map[string]StoreErrorMode{"allow": FailOpen, "deny": FailClosed, "local": FailLocal}
 
 // rulePrefixes compiles ipv4_prefix and ipv6_prefix, the rule's grouping
 // of ip and visitor (default the edge block's).
