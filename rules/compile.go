@@ -191,7 +191,7 @@ func (c *Compiler) KeyBudgetLike(id [8]byte, name string, other *Budget) *Budget
 	return b
 }
 
-// decodeFile splits the file into its top-level blocks by the schema of
+// content splits the file into its top-level blocks by the schema of
 // rules' blocks and the features'. Each block is decoded on its own later,
 // so a type error in one (limit = "5") does not hide the others' errors.
 func (c *Compiler) content(body hcl.Body) *hcl.BodyContent {
@@ -239,9 +239,36 @@ func sortDiags(diags hcl.Diagnostics) {
 	})
 }
 
+// compile compiles the policy's blocks in the order each needs the ones
+// before: edge and store (whose settings are final when features decode
+// their blocks), the features' blocks, known { }, the rules, then what
+// spans rules (skips, key budgets, network shares, decide_listen,
+// shedding).
 func (c *Compiler) compile(body hcl.Body) *Policy {
-	p := &Policy{
-		Filename:            c.filename,
+	p := defaultPolicy(c.filename)
+	c.p = p
+	top := c.decodeBlocks(c.content(body))
+	c.edge(top.edge)
+	c.store(top.stores, &p.Store)
+	connsNetwork(&p.Conns, &p.Store) // compile_conns.go
+	c.featureBlocks(top.feature)
+	c.knowns(top.knowns) // known { }, which rules' exempt_known name (compile_known.go)
+	c.ruleBlocks(top.rules)
+	c.resolveSkips(top.rules, p)
+	c.unusedKnowns()
+	keyBudgets(p)
+	c.networkShares(p) // network.go
+	c.decideRules(p)   // compile_decide.go
+	c.finishShed(p)    // load_shedding, priority (compile_shed.go)
+	c.dropTainted()    // decode.go
+	return p
+}
+
+// defaultPolicy is the policy of an empty file named filename: every
+// default of the policy language (docs/policy.md).
+func defaultPolicy(filename string) *Policy {
+	return &Policy{
+		Filename:            filename,
 		Listen:              DefaultListen,
 		AdminListen:         DefaultAdminListen,
 		Upstream:            DefaultUpstream,
@@ -257,13 +284,23 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 			NetworkShare: DefaultNetworkShare, NetworkIPv4Prefix: DefaultNetworkIPv4Prefix, NetworkIPv6Prefix: DefaultNetworkIPv6Prefix},
 		blocks: map[string][]any{},
 	}
-	c.p = p
-	content := c.content(body)
-	var edge *edgeBlock
-	var stores []storeBlock
-	var rules []ruleBlock
-	var knowns []knownBlock
-	var feature []*hcl.Block
+}
+
+// topBlocks are a file's top-level blocks, those of rules decoded (the
+// ones that decode without error, in file order) and the features' as
+// written.
+type topBlocks struct {
+	edge    *edgeBlock // nil: none, or only ones that did not decode
+	stores  []storeBlock
+	rules   []ruleBlock
+	knowns  []knownBlock
+	feature []*hcl.Block
+}
+
+// decodeBlocks decodes each of rules' blocks in content on its own, and
+// reports a second edge block.
+func (c *Compiler) decodeBlocks(content *hcl.BodyContent) topBlocks {
+	var top topBlocks
 	for _, b := range content.Blocks {
 		var label string
 		var labelRange hcl.Range
@@ -275,39 +312,43 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 			var x edgeBlock
 			if c.Decode(b, &x) {
 				x.DefRange = b.DefRange
-				if edge != nil {
-					c.diags = append(c.diags, duplicateBlock(b, edge.DefRange))
+				if top.edge != nil {
+					c.diags = append(c.diags, duplicateBlock(b, top.edge.DefRange))
 					continue
 				}
-				edge = &x
+				top.edge = &x
 			}
 		case "store":
 			var x storeBlock
 			if c.Decode(b, &x) {
 				x.Kind, x.KindRange, x.DefRange = label, labelRange, b.DefRange
-				stores = append(stores, x)
+				top.stores = append(top.stores, x)
 			}
 		case "rule":
 			var x ruleBlock
 			if c.Decode(b, &x) {
 				x.Name, x.NameRange, x.DefRange = label, labelRange, b.DefRange
-				rules = append(rules, x)
+				top.rules = append(top.rules, x)
 			}
 		case "known":
 			var x knownBlock
 			if c.Decode(b, &x) {
 				x.Name, x.NameRange, x.DefRange = label, labelRange, b.DefRange
-				knowns = append(knowns, x)
+				top.knowns = append(top.knowns, x)
 			}
 		default:
-			feature = append(feature, b)
+			top.feature = append(top.feature, b)
 		}
 	}
-	c.edge(edge)
-	c.store(stores, &p.Store)
-	connsNetwork(&p.Conns, &p.Store) // compile_conns.go
+	return top
+}
 
-	// Feature blocks, in file order, before any rule needs them.
+// featureBlocks decodes the features' blocks, in file order, before any
+// rule needs them: a second block of a type that allows one is an error,
+// and a block of a type several features share is split among them
+// (sharedBlock).
+func (c *Compiler) featureBlocks(feature []*hcl.Block) {
+	p := c.p
 	first := map[string]hcl.Range{}
 	for _, b := range feature {
 		owners := c.reg.blocks[b.Type]
@@ -328,12 +369,16 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 			}
 		}
 	}
+}
 
-	c.knowns(knowns) // known { }, which rules' exempt_known name (compile_known.go)
-
+// ruleBlocks compiles the rule blocks into the policy's rules, in file
+// order (a rule's Index is its position), after reporting a second rule
+// of one name.
+func (c *Compiler) ruleBlocks(rbs []ruleBlock) {
+	p := c.p
 	seen := map[string]hcl.Range{}
-	for i := range rules {
-		rb := &rules[i]
+	for i := range rbs {
+		rb := &rbs[i]
 		if prev, dup := seen[rb.Name]; dup {
 			c.Errorf(rb.NameRange, "Duplicate rule", "a rule named %q is already defined at %s", rb.Name, prev)
 			continue
@@ -350,14 +395,6 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 		}
 		p.gates = p.gates || len(r.gates) > 0
 	}
-	c.resolveSkips(rules, p)
-	c.unusedKnowns()
-	keyBudgets(p)
-	c.networkShares(p) // network.go
-	c.decideRules(p)   // compile_decide.go
-	c.finishShed(p)    // load_shedding, priority (compile_shed.go)
-	c.dropTainted()    // decode.go
-	return p
 }
 
 // ownedBlock is a shared block as one owner sees it.

@@ -64,85 +64,138 @@ func (c *Compiler) compileAdaptive(rb *ruleBlock, r *Rule) {
 	if !r.counts() {
 		return // concurrencyAttrs said why
 	}
-	ok := true
-	fail := func(rng hcl.Range, summary, format string, args ...any) {
-		c.Errorf(rng, summary, format, args...)
-		ok = false
-	}
-	if rb.Limit != nil {
-		fail(rb.LimitRange, "limit not used", "rule %q is adaptive: its limit is found from the origin's latency within adaptive { min, max }; remove limit", rb.Name)
-	}
-	if rb.Lease != nil {
-		fail(rb.LeaseRange, "lease not used", "rule %q is adaptive: each node counts its own requests in flight, nothing is leased in the store; remove lease", rb.Name)
-	}
-	if len(r.KeyNames) > 1 || len(r.KeyNames) == 1 && r.KeyNames[0] != "global" {
-		fail(rb.Key.Range(), "Invalid key", "rule %q is adaptive: its limit is the route's on this node, measured from the origin's latency, which no client changes; remove key (or write [\"global\"]). To hold each key to a number in flight, add a concurrency rule with limit", rb.Name)
-	}
-	if rb.Ban != nil {
-		fail(rb.BanRange, "ban not used", "rule %q is adaptive: a request it sheds says the origin is saturated, not that the caller misbehaved; remove ban", rb.Name)
-	}
-
-	a := &AdaptiveConfig{
+	ac := &adaptiveCompiler{c: c, rb: rb, ab: ab, ok: true}
+	ac.refuseRuleAttrs(r)
+	// Set at once: finishConcurrency leaves an adaptive rule alone (no
+	// limit, no lease), and a rule with errors is dropped anyway.
+	ac.a = &AdaptiveConfig{
 		Min: DefaultAdaptiveMin, Max: DefaultAdaptiveMax,
 		Backoff: DefaultAdaptiveBackoff, Window: DefaultAdaptiveWindow, MinSamples: DefaultAdaptiveMinSamples,
 		NoLoadWindow: DefaultAdaptiveNoLoadWindow, Smoothing: DefaultAdaptiveSmoothing,
 	}
-	// Set at once: finishConcurrency leaves an adaptive rule alone (no
-	// limit, no lease), and a rule with errors is dropped anyway.
-	r.Adaptive = a
-	if ab.Method != nil {
-		switch *ab.Method {
-		case "gradient":
-		case "aimd":
-			a.Method = AdaptiveAIMD
-		default:
-			fail(ab.MethodRange, "Invalid method", "%q is not an adaptive method; want \"gradient\" or \"aimd\".%s", *ab.Method, suggest(*ab.Method, []string{"gradient", "aimd"}))
-		}
+	r.Adaptive = ac.a
+	ac.method()
+	ac.bounds()
+	ac.backoff()
+	ac.methodOnly()
+	ac.windows()
+	ac.smoothing()
+	ac.queue()
+	if ac.ok && c.p.DecideListen != "" {
+		c.Warnf(ab.DefRange, "adaptive under decide_listen", "the decision-only listener never forwards a request, so it never measures the origin's latency: on it, rule %q stays at its initial limit %d of requests being decided (docs/policy.md, \"Adaptive concurrency\")", rb.Name, ac.a.Initial)
 	}
-	count := func(v *int64, rng hcl.Range, name string, dst *int64) {
-		if v == nil {
-			return
-		}
-		if *v < 1 || *v > MaxAdaptiveLimit {
-			fail(rng, "Invalid "+name, "%s must be between 1 and %d requests in flight, got %d", name, MaxAdaptiveLimit, *v)
-			return
-		}
-		*dst = *v
+}
+
+// adaptiveCompiler compiles one adaptive { } block, ab of rule rb, into a.
+// ok turns false after an error; the checks of its values against each
+// other (min against max, noload_window against window) run only while it
+// holds, so that one mistake is not reported twice.
+type adaptiveCompiler struct {
+	c  *Compiler
+	rb *ruleBlock
+	ab *adaptiveBlock
+	a  *AdaptiveConfig
+	ok bool
+}
+
+// fail records an error at rng, as Compiler.Errorf, and clears ok.
+func (ac *adaptiveCompiler) fail(rng hcl.Range, summary, format string, args ...any) {
+	ac.c.Errorf(rng, summary, format, args...)
+	ac.ok = false
+}
+
+// refuseRuleAttrs refuses what an adaptive rule r cannot have: a limit or
+// a lease (the block finds the limit, per node), a key other than
+// ["global"] and a ban.
+func (ac *adaptiveCompiler) refuseRuleAttrs(r *Rule) {
+	rb := ac.rb
+	if rb.Limit != nil {
+		ac.fail(rb.LimitRange, "limit not used", "rule %q is adaptive: its limit is found from the origin's latency within adaptive { min, max }; remove limit", rb.Name)
 	}
-	count(ab.Min, ab.MinRange, "min", &a.Min)
-	count(ab.Max, ab.MaxRange, "max", &a.Max)
+	if rb.Lease != nil {
+		ac.fail(rb.LeaseRange, "lease not used", "rule %q is adaptive: each node counts its own requests in flight, nothing is leased in the store; remove lease", rb.Name)
+	}
+	if len(r.KeyNames) > 1 || len(r.KeyNames) == 1 && r.KeyNames[0] != "global" {
+		ac.fail(rb.Key.Range(), "Invalid key", "rule %q is adaptive: its limit is the route's on this node, measured from the origin's latency, which no client changes; remove key (or write [\"global\"]). To hold each key to a number in flight, add a concurrency rule with limit", rb.Name)
+	}
+	if rb.Ban != nil {
+		ac.fail(rb.BanRange, "ban not used", "rule %q is adaptive: a request it sheds says the origin is saturated, not that the caller misbehaved; remove ban", rb.Name)
+	}
+}
+
+// method compiles method: "gradient" (the default) or "aimd".
+func (ac *adaptiveCompiler) method() {
+	ab := ac.ab
+	if ab.Method == nil {
+		return
+	}
+	m, ok := adaptiveMethods.compile(ac.c, *ab.Method, ab.MethodRange)
+	if !ok {
+		ac.ok = false
+		return
+	}
+	ac.a.Method = m
+}
+
+// adaptiveMethods are the values of adaptive { method }.
+var adaptiveMethods = vocabulary[AdaptiveMethod]{attr: "method", what: "an adaptive method",
+	words:  []string{"gradient", "aimd"},
+	values: []AdaptiveMethod{AdaptiveGradient, AdaptiveAIMD}}
+
+// bounds compiles min, max and initial, requests in flight on this node:
+// max defaults to at least min, and initial to DefaultAdaptiveInitial
+// within them.
+func (ac *adaptiveCompiler) bounds() {
+	ab, a := ac.ab, ac.a
+	ac.count(ab.Min, ab.MinRange, "min", &a.Min)
+	ac.count(ab.Max, ab.MaxRange, "max", &a.Max)
 	if ab.Max == nil && a.Min > a.Max {
 		a.Max = a.Min
 	}
-	if ok && a.Min > a.Max {
-		fail(ab.MinRange, "Invalid min", "min %d is above max %d", a.Min, a.Max)
+	if ac.ok && a.Min > a.Max {
+		ac.fail(ab.MinRange, "Invalid min", "min %d is above max %d", a.Min, a.Max)
 	}
 	a.Initial = min(max(DefaultAdaptiveInitial, a.Min), a.Max)
-	count(ab.Initial, ab.InitialRange, "initial", &a.Initial)
-	if ok && (a.Initial < a.Min || a.Initial > a.Max) {
-		fail(ab.InitialRange, "Invalid initial", "initial %d is outside min %d and max %d", a.Initial, a.Min, a.Max)
+	ac.count(ab.Initial, ab.InitialRange, "initial", &a.Initial)
+	if ac.ok && (a.Initial < a.Min || a.Initial > a.Max) {
+		ac.fail(ab.InitialRange, "Invalid initial", "initial %d is outside min %d and max %d", a.Initial, a.Min, a.Max)
 	}
-	if ab.Backoff != nil {
-		if b := *ab.Backoff; !(b > 0 && b < 1) {
-			fail(ab.BackoffRange, "Invalid backoff", "backoff is the share of the limit kept after a cut, between 0 and 1 exclusive (such as 0.9), got %v", b)
-		} else {
-			a.Backoff = b
-		}
+}
+
+// count compiles v, attribute name at rng, a number of requests in flight
+// (1 to MaxAdaptiveLimit), into *dst when it is set.
+func (ac *adaptiveCompiler) count(v *int64, rng hcl.Range, name string, dst *int64) {
+	if v == nil {
+		return
 	}
-	dur := func(s *string, rng hcl.Range, name string, dst *time.Duration) {
-		if s == nil {
-			return
-		}
-		d, err := ParseDuration(*s)
-		if err != nil || d <= 0 || d > maxAdaptiveWindow {
-			fail(rng, "Invalid "+name, "%q is not a positive duration of at most 24h, such as \"1s\"", *s)
-			return
-		}
-		*dst = d
+	if *v < 1 || *v > MaxAdaptiveLimit {
+		ac.fail(rng, "Invalid "+name, "%s must be between 1 and %d requests in flight, got %d", name, MaxAdaptiveLimit, *v)
+		return
 	}
+	*dst = *v
+}
+
+// backoff compiles backoff, the share of the limit kept after a cut.
+func (ac *adaptiveCompiler) backoff() {
+	ab := ac.ab
+	if ab.Backoff == nil {
+		return
+	}
+	if b := *ab.Backoff; !(b > 0 && b < 1) {
+		ac.fail(ab.BackoffRange, "Invalid backoff", "backoff is the share of the limit kept after a cut, between 0 and 1 exclusive (such as 0.9), got %v", b)
+	} else {
+		ac.a.Backoff = b
+	}
+}
+
+// methodOnly refuses each attribute of the method the block does not use:
+// window, min_samples, noload_window, smoothing and queue are gradient's,
+// latency_threshold aimd's.
+func (ac *adaptiveCompiler) methodOnly() {
+	ab := ac.ab
 	only := func(set bool, rng hcl.Range, name string, m AdaptiveMethod) {
-		if set && a.Method != m {
-			fail(rng, name+" not used", "%s is the %s method's; rule %q uses %q: remove %s", name, m, rb.Name, a.Method.String(), name)
+		if set && ac.a.Method != m {
+			ac.fail(rng, name+" not used", "%s is the %s method's; rule %q uses %q: remove %s", name, m, ac.rb.Name, ac.a.Method.String(), name)
 		}
 	}
 	only(ab.Window != nil, ab.WindowRange, "window", AdaptiveGradient)
@@ -151,38 +204,67 @@ func (c *Compiler) compileAdaptive(rb *ruleBlock, r *Rule) {
 	only(ab.Smoothing != nil, ab.SmoothingRange, "smoothing", AdaptiveGradient)
 	only(ab.Queue != nil, ab.QueueRange, "queue", AdaptiveGradient)
 	only(ab.LatencyThreshold != nil, ab.LatencyThresholdRange, "latency_threshold", AdaptiveAIMD)
+}
+
+// windows compiles what the latency is measured over: window,
+// noload_window (at least twice window), latency_threshold (each a
+// positive duration of at most maxAdaptiveWindow) and min_samples.
+func (ac *adaptiveCompiler) windows() {
+	ab, a := ac.ab, ac.a
+	dur := func(s *string, rng hcl.Range, name string, dst *time.Duration) {
+		if s == nil {
+			return
+		}
+		d, err := ParseDuration(*s)
+		if err != nil || d <= 0 || d > maxAdaptiveWindow {
+			ac.fail(rng, "Invalid "+name, "%q is not a positive duration of at most 24h, such as \"1s\"", *s)
+			return
+		}
+		*dst = d
+	}
 	dur(ab.Window, ab.WindowRange, "window", &a.Window)
 	dur(ab.NoLoadWindow, ab.NoLoadWindowRange, "noload_window", &a.NoLoadWindow)
 	dur(ab.LatencyThreshold, ab.LatencyThresholdRange, "latency_threshold", &a.LatencyThreshold)
 	if ab.MinSamples != nil {
 		if n := *ab.MinSamples; n < 1 || n > 1_000_000 {
-			fail(ab.MinSamplesRange, "Invalid min_samples", "min_samples must be between 1 and 1000000, got %d", n)
+			ac.fail(ab.MinSamplesRange, "Invalid min_samples", "min_samples must be between 1 and 1000000, got %d", n)
 		} else {
 			a.MinSamples = n
 		}
 	}
-	if ok && a.NoLoadWindow < 2*a.Window {
+	if ac.ok && a.NoLoadWindow < 2*a.Window {
 		rng := ab.NoLoadWindowRange
 		if ab.NoLoadWindow == nil {
 			rng = ab.WindowRange
 		}
-		fail(rng, "Invalid noload_window", "noload_window %v must be at least twice window %v: RTT_noload is the least window mean over it", a.NoLoadWindow, a.Window)
+		ac.fail(rng, "Invalid noload_window", "noload_window %v must be at least twice window %v: RTT_noload is the least window mean over it", a.NoLoadWindow, a.Window)
 	}
-	if ab.Smoothing != nil {
-		if s := *ab.Smoothing; !(s > 0 && s <= 1) || math.IsNaN(s) {
-			fail(ab.SmoothingRange, "Invalid smoothing", "smoothing is the share of the way to its target the limit moves each window, above 0 and at most 1, got %v", s)
-		} else {
-			a.Smoothing = s
-		}
+}
+
+// smoothing compiles smoothing, the share of the way to its target the
+// limit moves each window.
+func (ac *adaptiveCompiler) smoothing() {
+	ab := ac.ab
+	if ab.Smoothing == nil {
+		return
 	}
-	if ab.Queue != nil {
-		if q := *ab.Queue; q < 1 || q > a.Max {
-			fail(ab.QueueRange, "Invalid queue", "queue is the allowance added to limit × gradient, between 1 and max (%d), got %d; leave it out for √limit", a.Max, q)
-		} else {
-			a.Queue = q
-		}
+	if s := *ab.Smoothing; !(s > 0 && s <= 1) || math.IsNaN(s) {
+		ac.fail(ab.SmoothingRange, "Invalid smoothing", "smoothing is the share of the way to its target the limit moves each window, above 0 and at most 1, got %v", s)
+	} else {
+		ac.a.Smoothing = s
 	}
-	if ok && c.p.DecideListen != "" {
-		c.Warnf(ab.DefRange, "adaptive under decide_listen", "the decision-only listener never forwards a request, so it never measures the origin's latency: on it, rule %q stays at its initial limit %d of requests being decided (docs/policy.md, \"Adaptive concurrency\")", rb.Name, a.Initial)
+}
+
+// queue compiles queue, the allowance added to limit × gradient (1 to
+// max; unset, √limit).
+func (ac *adaptiveCompiler) queue() {
+	ab := ac.ab
+	if ab.Queue == nil {
+		return
+	}
+	if q := *ab.Queue; q < 1 || q > ac.a.Max {
+		ac.fail(ab.QueueRange, "Invalid queue", "queue is the allowance added to limit × gradient, between 1 and max (%d), got %d; leave it out for √limit", ac.a.Max, q)
+	} else {
+		ac.a.Queue = q
 	}
 }

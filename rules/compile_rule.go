@@ -15,6 +15,12 @@ import (
 
 // The rule { } block.
 
+// rule compiles one rule block, or returns nil after reporting why not.
+// Each step compiles one group of attributes and reads what the steps
+// before it set (the action says whether the rule counts, the key and the
+// algorithm what its numbers mean, the behaviours a concurrency rule's
+// limit, on which the IP ceiling is built), so their order is also the
+// order of their diagnostics.
 func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	errs := c.errorCount()
 	r := &Rule{
@@ -29,54 +35,90 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	if rb.Name == "" {
 		c.Errorf(rb.NameRange, "Invalid rule name", "a rule needs a non-empty name")
 	}
-	ok := true
-	fail := func(rng hcl.Range, summary, format string, args ...any) {
-		c.Errorf(rng, summary, format, args...)
-		ok = false
+	// ok turns false after an error that leaves the rule unusable (each
+	// step still runs, for its own diagnostics); the numbers and the IP
+	// ceiling are checked against the store's bounds only while it holds.
+	ok := c.matcher(rb.Methods, rb.Paths, rb.Hosts, r)
+	ok = c.ruleAction(rb, r) && ok
+	c.skipAttr(rb, r) // skip = [...] (skip.go)
+	inKey, keyOK := c.ruleKey(rb, r)
+	ok = keyOK && ok
+	ok = c.countDistinct(rb, r, inKey) && ok
+	c.multiValues(rb, r) // identities with several values (values.go)
+	ok = c.ruleAlgorithm(rb, r) && ok
+	ok = c.ruleNumbers(rb, r) && ok
+	if ok {
+		ok = c.limitsInRange(rb, r)
 	}
-
-	if !c.matcher(rb.Methods, rb.Paths, rb.Hosts, r) {
-		ok = false
+	c.timeZone(rb, r) // calendar.go
+	ok = c.countMode(rb, r) && ok
+	c.behaviours(rb, r)
+	ok = c.ipCeiling(rb, r) && ok
+	if ok {
+		ok = c.ceilingInRange(rb, r)
 	}
+	c.onStoreError(rb, r)
+	c.rulePrefixes(rb, r)
+	c.maxKeys(rb, r)
+	ok = c.ruleNetwork(rb, r) && ok // network.go
+	c.identityModes(rb, r)
+	if !ok || c.errorsSince(errs) {
+		return nil
+	}
+	return r
+}
 
+// ruleAction compiles sensitive, dry_run and action: how the rule treats
+// the requests it matches. It reports false after an invalid action.
+func (c *Compiler) ruleAction(rb *ruleBlock, r *Rule) bool {
 	if rb.Sensitive != nil {
 		r.Sensitive = *rb.Sensitive
 	}
 	if rb.DryRun != nil {
 		r.DryRun = *rb.DryRun
 	}
-	if rb.Action != nil {
-		switch *rb.Action {
-		case "limit":
-		case "deny":
-			r.Action = ActionDeny
-		case "log":
-			r.Action = ActionLog
-		case "skip":
-			r.Action = ActionSkip
-		default:
-			fail(rb.ActionRange, "Invalid action", "%q is not an action; want \"limit\", \"deny\", \"log\" or \"skip\".%s", *rb.Action, suggest(*rb.Action, []string{"limit", "deny", "log", "skip"}))
-		}
+	if rb.Action == nil {
+		return true
 	}
-	c.skipAttr(rb, r) // skip = [...] (skip.go)
+	a, ok := actions.compile(c, *rb.Action, rb.ActionRange)
+	if !ok {
+		return false
+	}
+	r.Action = a
+	return true
+}
 
-	// The key.
+// actions are the values of action.
+var actions = vocabulary[Action]{attr: "action", what: "an action",
+	words:  []string{"limit", "deny", "log", "skip"},
+	values: []Action{ActionLimit, ActionDeny, ActionLog, ActionSkip}}
+
+// ruleKey compiles key, the characteristics whose values make the
+// counter's key, at most one of them a ceiling (CeilingCharacteristic:
+// visitor, whose values ip_ceiling holds together per IP). A rule that
+// counts needs a key, unless it is adaptive. ruleKey returns the names it
+// accepted as characteristics, for count_distinct, and reports false
+// after an unusable element or a missing key.
+func (c *Compiler) ruleKey(rb *ruleBlock, r *Rule) (seen map[string]bool, ok bool) {
+	ok = true
 	keys, krngs := c.StringList(rb.Key, "key")
-	seenChar := map[string]bool{}
+	seen = map[string]bool{}
 	for i, k := range keys {
 		ch, tag, shared := c.characteristic(k, krngs[i], r)
 		if ch == nil {
 			ok = false
 			continue
 		}
-		if seenChar[k] {
-			fail(krngs[i], "Duplicate characteristic", "%q appears twice in key", k)
+		if seen[k] {
+			c.Errorf(krngs[i], "Duplicate characteristic", "%q appears twice in key", k)
+			ok = false
 			continue
 		}
-		seenChar[k] = true
+		seen[k] = true
 		if _, ceil := ch.(CeilingCharacteristic); ceil {
 			if r.ceilingChar >= 0 {
-				fail(krngs[i], "Two ceilings", "%q and %q both group their values under a ceiling; key a rule on one of them", r.KeyNames[r.ceilingChar], k)
+				c.Errorf(krngs[i], "Two ceilings", "%q and %q both group their values under a ceiling; key a rule on one of them", r.KeyNames[r.ceilingChar], k)
+				ok = false
 				continue
 			}
 			r.ceilingChar = len(r.Key)
@@ -87,98 +129,160 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		r.keyShared = append(r.keyShared, shared)
 	}
 	if r.counts() && len(r.Key) == 0 && (rb.Key == nil || IsNull(rb.Key)) && rb.Adaptive == nil {
-		fail(rb.DefRange, "Missing key", "rule %q needs key = [...], such as [\"ip\"] (or [\"global\"] for one counter shared by all)", rb.Name)
+		c.Errorf(rb.DefRange, "Missing key", "rule %q needs key = [...], such as [\"ip\"] (or [\"global\"] for one counter shared by all)", rb.Name)
+		ok = false
 	}
+	return seen, ok
+}
 
-	// count_distinct: distinct values of a characteristic per key.
-	if rb.CountDistinct != nil {
-		ch, tag, _ := c.characteristic(*rb.CountDistinct, rb.CountDistinctRange, r)
-		switch {
-		case ch == nil:
-			ok = false
-		case !r.counts():
-			fail(rb.CountDistinctRange, "count_distinct not used", "action = %q counts nothing; remove count_distinct", *rb.Action)
-		case seenChar[*rb.CountDistinct]:
-			fail(rb.CountDistinctRange, "Invalid count_distinct", "%q is in the key too: each key would see one value", *rb.CountDistinct)
-		default:
-			r.Distinct, r.distinctTag, r.Algorithm = ch, tag, Distinct
-		}
-		if rb.Algorithm != nil && *rb.Algorithm != ConcurrencyAlgorithm { // concurrencyAttrs refuses count_distinct there
-			fail(rb.AlgorithmRange, "Algorithm not used", "a count_distinct rule counts distinct values over a sliding period; remove algorithm")
-		}
+// countDistinct compiles count_distinct: the rule counts the distinct
+// values of a characteristic per key (the Distinct algorithm, over a
+// sliding period), one not in the key (inKey, from ruleKey), and takes no
+// algorithm. It reports false after an unusable count_distinct.
+func (c *Compiler) countDistinct(rb *ruleBlock, r *Rule, inKey map[string]bool) bool {
+	if rb.CountDistinct == nil {
+		return true
 	}
+	ok := true
+	ch, tag, _ := c.characteristic(*rb.CountDistinct, rb.CountDistinctRange, r)
+	switch {
+	case ch == nil:
+		ok = false
+	case !r.counts():
+		c.Errorf(rb.CountDistinctRange, "count_distinct not used", "action = %q counts nothing; remove count_distinct", *rb.Action)
+		ok = false
+	case inKey[*rb.CountDistinct]:
+		c.Errorf(rb.CountDistinctRange, "Invalid count_distinct", "%q is in the key too: each key would see one value", *rb.CountDistinct)
+		ok = false
+	default:
+		r.Distinct, r.distinctTag, r.Algorithm = ch, tag, Distinct
+	}
+	if rb.Algorithm != nil && *rb.Algorithm != ConcurrencyAlgorithm { // concurrencyAttrs refuses count_distinct there
+		c.Errorf(rb.AlgorithmRange, "Algorithm not used", "a count_distinct rule counts distinct values over a sliding period; remove algorithm")
+		ok = false
+	}
+	return ok
+}
 
-	c.multiValues(rb, r) // identities with several values (values.go)
-
-	// Algorithm and numbers.
-	if rb.Algorithm != nil && *rb.Algorithm == ConcurrencyAlgorithm {
-		// Requests in flight: a Distinct set of lease IDs (concurrency.go);
-		// limit and lease are compiled by finishConcurrency.
+// ruleAlgorithm compiles algorithm (default gcra; a count_distinct rule's
+// is left to countDistinct). A concurrency rule counts requests in flight:
+// a Distinct set of lease IDs (concurrency.go), whose limit and lease
+// finishConcurrency compiles. It reports false after an unknown algorithm.
+func (c *Compiler) ruleAlgorithm(rb *ruleBlock, r *Rule) bool {
+	switch {
+	case rb.Algorithm == nil:
+	case *rb.Algorithm == ConcurrencyAlgorithm:
 		r.Concurrency, r.Algorithm = true, Distinct
 		c.concurrencyAttrs(rb, r)
-	} else if rb.Algorithm != nil && rb.CountDistinct == nil {
-		a, aok := ParseAlgorithm(*rb.Algorithm)
-		if !aok {
-			fail(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(algorithmNamesList(), ", "), suggest(*rb.Algorithm, algorithmNamesList()))
+	case rb.CountDistinct == nil:
+		a, ok := ParseAlgorithm(*rb.Algorithm)
+		if !ok {
+			c.Errorf(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(algorithmNamesList(), ", "), suggest(*rb.Algorithm, algorithmNamesList()))
 		}
 		r.Algorithm = a
+		return ok
 	}
-	if r.counts() && !r.Concurrency {
-		if rb.Limit == nil {
-			fail(rb.DefRange, "Missing limit", "rule %q needs limit (requests per period)", rb.Name)
-		} else if *rb.Limit < 1 {
-			fail(rb.LimitRange, "Invalid limit", "limit must be at least 1, got %d", *rb.Limit)
-		} else {
-			r.Limit = *rb.Limit
-		}
-		if rb.Period == nil {
-			fail(rb.DefRange, "Missing period", "rule %q needs period, a duration such as \"1m\" or \"1d\"", rb.Name)
-		} else if c.calendarPeriod(rb, r) {
-			ok = ok && r.Calendar != NoCalendar // "day", "week", "month" (calendar.go)
-		} else if d, err := ParseDuration(*rb.Period); err != nil {
-			fail(rb.PeriodRange, "Invalid period", "%q is not a duration; write it like \"30s\", \"15m\", \"1h\" or \"1d\"", *rb.Period)
-		} else if d <= 0 {
-			fail(rb.PeriodRange, "Invalid period", "period must be positive, got %q", *rb.Period)
-		} else if d%time.Microsecond != 0 {
-			fail(rb.PeriodRange, "Invalid period", "%q: periods are counted in whole microseconds", *rb.Period)
-		} else {
-			r.Period = d
-		}
-		r.Burst = r.Limit
-		if rb.Burst != nil {
-			switch {
-			case *rb.Burst < 1:
-				fail(rb.BurstRange, "Invalid burst", "burst must be at least 1, got %d", *rb.Burst)
-			case r.Algorithm != GCRA && r.Algorithm != TokenBucket && r.Algorithm != LeakyBucket:
-				fail(rb.BurstRange, "Burst not used", "burst applies to gcra, token_bucket and leaky_bucket, not %s", r.Algorithm)
-			default:
-				r.Burst = *rb.Burst
-			}
-		}
-		if ok && r.Limit > 0 && r.Period > 0 {
-			if r.PeriodUS()/r.Limit < 1 {
-				fail(rb.LimitRange, "Limit too fine", "%d per %s is an emission interval under 1µs; raise the period or lower the limit", r.Limit, r.Period)
-			} else if err := ValidateLimits(r.Algorithm, r.Limit, r.Burst, r.PeriodUS()); err != nil {
-				fail(rb.LimitRange, "Limit out of range", "%v", err)
-			}
-		}
-	} else if !r.Concurrency {
+	return true
+}
+
+// ruleNumbers compiles the limit, period and burst (default limit) of a
+// rule that counts, and refuses a limit on one that counts nothing; a
+// concurrency rule's limit is finishConcurrency's. It reports false after
+// a number that is missing, invalid or not used.
+func (c *Compiler) ruleNumbers(rb *ruleBlock, r *Rule) bool {
+	switch {
+	case r.Concurrency:
+		return true
+	case !r.counts():
 		if rb.Limit != nil {
-			fail(rb.LimitRange, "Limit not used", "%s; remove limit", uncounted(r.Action))
+			c.Errorf(rb.LimitRange, "Limit not used", "%s; remove limit", uncounted(r.Action))
+			return false
+		}
+		return true
+	}
+	ok := true
+	fail := func(rng hcl.Range, summary, format string, args ...any) {
+		c.Errorf(rng, summary, format, args...)
+		ok = false
+	}
+	if rb.Limit == nil {
+		fail(rb.DefRange, "Missing limit", "rule %q needs limit (requests per period)", rb.Name)
+	} else if *rb.Limit < 1 {
+		fail(rb.LimitRange, "Invalid limit", "limit must be at least 1, got %d", *rb.Limit)
+	} else {
+		r.Limit = *rb.Limit
+	}
+	ok = c.rulePeriod(rb, r) && ok
+	r.Burst = r.Limit
+	if rb.Burst != nil {
+		switch {
+		case *rb.Burst < 1:
+			fail(rb.BurstRange, "Invalid burst", "burst must be at least 1, got %d", *rb.Burst)
+		case r.Algorithm != GCRA && r.Algorithm != TokenBucket && r.Algorithm != LeakyBucket:
+			fail(rb.BurstRange, "Burst not used", "burst applies to gcra, token_bucket and leaky_bucket, not %s", r.Algorithm)
+		default:
+			r.Burst = *rb.Burst
 		}
 	}
+	return ok
+}
 
-	c.timeZone(rb, r)
+// rulePeriod compiles the period of a rule that counts: a duration in
+// whole microseconds, or a calendar window (calendarPeriod, calendar.go).
+// It reports false after a period that is missing or invalid.
+func (c *Compiler) rulePeriod(rb *ruleBlock, r *Rule) bool {
+	if rb.Period == nil {
+		c.Errorf(rb.DefRange, "Missing period", "rule %q needs period, a duration such as \"1m\" or \"1d\"", rb.Name)
+		return false
+	}
+	if c.calendarPeriod(rb, r) {
+		return r.Calendar != NoCalendar // "day", "week", "month"
+	}
+	d, err := ParseDuration(*rb.Period)
+	switch {
+	case err != nil:
+		c.Errorf(rb.PeriodRange, "Invalid period", "%q is not a duration; write it like \"30s\", \"15m\", \"1h\" or \"1d\"", *rb.Period)
+	case d <= 0:
+		c.Errorf(rb.PeriodRange, "Invalid period", "period must be positive, got %q", *rb.Period)
+	case d%time.Microsecond != 0:
+		c.Errorf(rb.PeriodRange, "Invalid period", "%q: periods are counted in whole microseconds", *rb.Period)
+	default:
+		r.Period = d
+		return true
+	}
+	return false
+}
 
+// limitsInRange checks the sound numbers of a rule that counts against
+// what its algorithm can count (ValidateLimits), an emission interval of
+// at least 1µs first. It reports false after either diagnostic.
+func (c *Compiler) limitsInRange(rb *ruleBlock, r *Rule) bool {
+	if !r.counts() || r.Concurrency || r.Limit <= 0 || r.Period <= 0 {
+		return true
+	}
+	if r.PeriodUS()/r.Limit < 1 {
+		c.Errorf(rb.LimitRange, "Limit too fine", "%d per %s is an emission interval under 1µs; raise the period or lower the limit", r.Limit, r.Period)
+		return false
+	}
+	if err := ValidateLimits(r.Algorithm, r.Limit, r.Burst, r.PeriodUS()); err != nil {
+		c.Errorf(rb.LimitRange, "Limit out of range", "%v", err)
+		return false
+	}
+	return true
+}
+
+// countMode compiles count, failure_status (default 401, 403),
+// success_status (default 200, 201, 204) and reset_on_success, and adds
+// the hook that learns from the origin's answer: a failures rule's
+// (countFailures), or else reset_on_success's. It reports false after a
+// count that is invalid or not used.
+func (c *Compiler) countMode(rb *ruleBlock, r *Rule) bool {
+	ok := true
 	if rb.Count != nil {
-		switch *rb.Count {
-		case "requests":
-		case "attempts":
-			r.Count = CountAttempts
-		case "failures":
-			r.Count = CountFailures
-		default:
-			fail(rb.CountRange, "Invalid count", "%q is not a count mode; want \"requests\", \"attempts\" or \"failures\".%s", *rb.Count, suggest(*rb.Count, []string{"requests", "attempts", "failures"}))
+		if m, mok := countModes.compile(c, *rb.Count, rb.CountRange); mok {
+			r.Count = m
+		} else {
+			ok = false
 		}
 	}
 	r.FailureStatus = c.IntList(rb.FailureStatus, "failure_status")
@@ -194,12 +298,31 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	}
 	switch {
 	case r.Count == CountFailures && !r.counts():
-		fail(rb.CountRange, "count not used", "action = %q counts nothing; remove count", *rb.Action)
+		c.Errorf(rb.CountRange, "count not used", "action = %q counts nothing; remove count", *rb.Action)
+		ok = false
 	case r.Count == CountFailures:
 		r.Hooks = append(r.Hooks, countFailures{failure: r.FailureStatus, success: r.SuccessStatus, reset: r.ResetOnSuccess})
 	case r.ResetOnSuccess:
 		r.Hooks = append(r.Hooks, resetOnSuccess{success: r.SuccessStatus})
 	}
+	return ok
+}
+
+// countModes are the values of count.
+var countModes = vocabulary[CountMode]{attr: "count", what: "a count mode",
+	words:  []string{"requests", "attempts", "failures"},
+	values: []CountMode{CountRequests, CountAttempts, CountFailures}}
+
+// behaviours compiles what a rule does beside counting, once its key,
+// numbers and count mode are compiled. The order is kept: it is the order
+// of their diagnostics and of r.Hooks, and each step may read what the
+// ones before set. Known visitors and cost read the count mode and the
+// statuses; ban_by reads the key and the count mode; the refusal, the
+// queue and max_delay are checked once the features' attributes
+// (ruleAttrs) are compiled; adaptive { } comes before finishConcurrency,
+// which leaves an adaptive rule to it and otherwise compiles a
+// concurrency rule's limit and lease.
+func (c *Compiler) behaviours(rb *ruleBlock, r *Rule) {
 	if !r.Concurrency { // concurrencyAttrs refuses these there
 		c.knownVisitors(rb, r)
 		c.compileCost(rb, r) // cost, max_cost, settle_from (cost.go)
@@ -216,68 +339,109 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	}
 	c.compileAdaptive(rb, r)   // adaptive { } (compile_adaptive.go)
 	c.finishConcurrency(rb, r) // limit, lease (concurrency.go)
-	hasVisitor := r.ceilingChar >= 0
-	if hasVisitor && r.Limit > 0 {
-		// Every visitor rule holds all visitors of one IP to a ceiling, so
-		// stockpiled IDs cannot multiply a client's budget (default 10 ×
-		// limit, docs/policy.md).
-		r.IPCeiling = 10 * r.Limit
-		if rb.IPCeiling != nil {
-			r.IPCeiling = *rb.IPCeiling
-			if r.IPCeiling < r.Limit {
-				fail(rb.IPCeilingRange, "Invalid ip_ceiling", "ip_ceiling %d is below the rule's limit %d: one visitor alone would hit it", r.IPCeiling, r.Limit)
-			}
-		}
-		r.CeilingBurst = ceilDiv(r.IPCeiling*r.Burst, r.Limit)
-		if ok && r.Period > 0 {
-			if err := ValidateLimits(r.Algorithm, r.IPCeiling, r.CeilingBurst, r.PeriodUS()); err != nil {
-				rng := rb.IPCeilingRange
-				if rb.IPCeiling == nil {
-					rng = rb.LimitRange // the default ceiling, 10 × limit
-				}
-				fail(rng, "ip_ceiling out of range", "the IP ceiling of %d: %v", r.IPCeiling, err)
-			}
-		}
-	} else if rb.IPCeiling != nil && !hasVisitor {
-		// (A visitor rule whose limit is invalid has its own diagnostic.)
-		fail(rb.IPCeilingRange, "ip_ceiling without visitor", "ip_ceiling applies to rules keyed on \"visitor\"")
-	}
+}
 
+// ipCeiling compiles ip_ceiling. Every rule keyed on visitor (a
+// CeilingCharacteristic) with a limit holds all visitors of one IP to a
+// ceiling, so stockpiled IDs cannot multiply a client's budget (default
+// 10 × limit, docs/policy.md), with a burst in the rule's ratio of burst
+// to limit. It reports false after an ip_ceiling below the limit or on a
+// rule not keyed on visitor.
+func (c *Compiler) ipCeiling(rb *ruleBlock, r *Rule) bool {
+	if r.ceilingChar < 0 {
+		if rb.IPCeiling != nil {
+			c.Errorf(rb.IPCeilingRange, "ip_ceiling without visitor", "ip_ceiling applies to rules keyed on \"visitor\"")
+			return false
+		}
+		return true
+	}
+	if r.Limit <= 0 {
+		return true // a visitor rule whose limit is invalid has its own diagnostic
+	}
+	ok := true
+	r.IPCeiling = 10 * r.Limit
+	if rb.IPCeiling != nil {
+		r.IPCeiling = *rb.IPCeiling
+		if r.IPCeiling < r.Limit {
+			c.Errorf(rb.IPCeilingRange, "Invalid ip_ceiling", "ip_ceiling %d is below the rule's limit %d: one visitor alone would hit it", r.IPCeiling, r.Limit)
+			ok = false
+		}
+	}
+	r.CeilingBurst = ceilDiv(r.IPCeiling*r.Burst, r.Limit)
+	return ok
+}
+
+// ceilingInRange checks a sound IP ceiling against what the rule's
+// algorithm can count (ValidateLimits), reported at ip_ceiling or, for
+// the default ceiling, at limit. It reports false after the diagnostic.
+func (c *Compiler) ceilingInRange(rb *ruleBlock, r *Rule) bool {
+	if r.ceilingChar < 0 || r.Limit <= 0 || r.Period <= 0 {
+		return true
+	}
+	if err := ValidateLimits(r.Algorithm, r.IPCeiling, r.CeilingBurst, r.PeriodUS()); err != nil {
+		rng := rb.IPCeilingRange
+		if rb.IPCeiling == nil {
+			rng = rb.LimitRange // the default ceiling, 10 × limit
+		}
+		c.Errorf(rng, "ip_ceiling out of range", "the IP ceiling of %d: %v", r.IPCeiling, err)
+		return false
+	}
+	return true
+}
+
+// onStoreError compiles on_store_error, what the rule answers when its
+// store cannot: "deny" by default on a sensitive rule, else "allow"
+// (docs/policy.md, "on_store_error").
+func (c *Compiler) onStoreError(rb *ruleBlock, r *Rule) {
 	r.OnStoreError = FailOpen
 	if r.Sensitive {
 		r.OnStoreError = FailClosed
 	}
-	if rb.OnStoreError != nil {
-		switch *rb.OnStoreError {
-		case "allow":
-			r.OnStoreError = FailOpen
-		case "deny":
-			r.OnStoreError = FailClosed
-		case "local":
-			r.OnStoreError = FailLocal
-		default:
-			fail(rb.OnStoreErrorRange, "Invalid on_store_error", "%q is not a failure mode; want \"deny\", \"allow\" or \"local\"", *rb.OnStoreError)
-		}
+	if rb.OnStoreError == nil {
+		return
 	}
+	if m, ok := storeErrorModes[*rb.OnStoreError]; ok {
+		r.OnStoreError = m
+		return
+	}
+	c.Errorf(rb.OnStoreErrorRange, "Invalid on_store_error", "%q is not a failure mode; want \"deny\", \"allow\" or \"local\"", *rb.OnStoreError)
+}
+
+// storeErrorModes are the values of on_store_error.
+var storeErrorModes = map[string]StoreErrorMode{"allow": FailOpen, "deny": FailClosed, "local": FailLocal}
+
+// rulePrefixes compiles ipv4_prefix and ipv6_prefix, the rule's grouping
+// of ip and visitor (default the edge block's).
+func (c *Compiler) rulePrefixes(rb *ruleBlock, r *Rule) {
 	if rb.IPv4Prefix != nil {
 		r.IPv4Prefix = c.prefixLen(*rb.IPv4Prefix, 32, rb.IPv4PrefixRange, "ipv4_prefix")
 	}
 	if rb.IPv6Prefix != nil {
 		r.IPv6Prefix = c.prefixLen(*rb.IPv6Prefix, 128, rb.IPv6PrefixRange, "ipv6_prefix")
 	}
-	if rb.MaxKeys != nil {
-		switch {
-		case !r.counts():
-			fail(rb.MaxKeysRange, "Unused max_keys", "action = %q counts nothing, so it holds no keys; remove max_keys", *rb.Action)
-		case *rb.MaxKeys < 1 || *rb.MaxKeys > MaxKeysLimit:
-			fail(rb.MaxKeysRange, "Invalid max_keys", "max_keys must be between 1 and %d, got %d", MaxKeysLimit, *rb.MaxKeys)
-		default:
-			r.MaxKeys, r.maxKeysSet = *rb.MaxKeys, true
-		}
+}
+
+// maxKeys compiles max_keys, the rule's own key budget in the memory store
+// (without it, keyBudgets gives the rule a share of the store's).
+func (c *Compiler) maxKeys(rb *ruleBlock, r *Rule) {
+	if rb.MaxKeys == nil {
+		return
 	}
-	if !c.ruleNetwork(rb, r) { // network.go
-		ok = false
+	switch {
+	case !r.counts():
+		c.Errorf(rb.MaxKeysRange, "Unused max_keys", "action = %q counts nothing, so it holds no keys; remove max_keys", *rb.Action)
+	case *rb.MaxKeys < 1 || *rb.MaxKeys > MaxKeysLimit:
+		c.Errorf(rb.MaxKeysRange, "Invalid max_keys", "max_keys must be between 1 and %d, got %d", MaxKeysLimit, *rb.MaxKeys)
+	default:
+		r.MaxKeys, r.maxKeysSet = *rb.MaxKeys, true
 	}
+}
+
+// identityModes compiles missing_identity, what the rule does with a
+// request that lacks a key's value ("skip" by default, "reject" on a
+// sensitive rule), and invalid_identity, with one whose value is invalid
+// ("reject" by default).
+func (c *Compiler) identityModes(rb *ruleBlock, r *Rule) {
 	r.MissingIdentity = IdentitySkip
 	if r.Sensitive {
 		r.MissingIdentity = IdentityReject
@@ -289,10 +453,6 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	if rb.InvalidIdentity != nil {
 		r.InvalidIdentity = c.identityMode(*rb.InvalidIdentity, rb.InvalidIdentityRange, "invalid_identity")
 	}
-	if !ok || c.errorsSince(errs) {
-		return nil
-	}
-	return r
 }
 
 // matcher compiles what a rule (or a known block) matches: its methods,

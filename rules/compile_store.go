@@ -54,6 +54,70 @@ func readPEMFile(path string) ([]byte, error) {
 	return b, nil
 }
 
+// clientCertAttrs are a block's cert_file and key_file, the client
+// certificate the edge presents (to Redis: the store block; to the origin:
+// upstream_tls).
+type clientCertAttrs struct {
+	cert, key           *string // nil: unset
+	certRange, keyRange hcl.Range
+	// readHint follows a read error's detail; refuser, in an expired
+	// certificate's warning, is who will refuse the edge.
+	readHint, refuser string
+}
+
+// clientCert is a compiled client certificate: its files resolved against
+// the policy file's directory (both "" unless both are set), and, when
+// usable, their PEM bytes and the pair.
+type clientCert struct {
+	certFile, keyFile string
+	certPEM, keyPEM   []byte
+	pair              *tls.Certificate
+}
+
+// clientCert compiles a cert_file and key_file, which come together: both
+// are read, and the key must be the certificate's private key; an expired
+// certificate is a warning. It reports each reason the pair cannot be
+// used, which leaves cc.pair nil.
+func (c *Compiler) clientCert(a clientCertAttrs) (cc clientCert) {
+	switch {
+	case a.cert != nil && a.key == nil:
+		c.Errorf(a.certRange, "Missing key_file", "cert_file needs key_file, the private key of its certificate")
+		return cc
+	case a.key != nil && a.cert == nil:
+		c.Errorf(a.keyRange, "Missing cert_file", "key_file needs cert_file, the certificate of its key")
+		return cc
+	case a.cert == nil:
+		return cc
+	}
+	cc.certFile, cc.keyFile = c.policyRelative(*a.cert), c.policyRelative(*a.key)
+	certPEM, cerr := readPEMFile(cc.certFile)
+	if cerr != nil {
+		c.Errorf(a.certRange, "Cannot read cert_file", "%v%s", cerr, a.readHint)
+	}
+	keyPEM, kerr := readPEMFile(cc.keyFile)
+	if kerr != nil {
+		c.Errorf(a.keyRange, "Cannot read key_file", "%v%s", kerr, a.readHint)
+	}
+	if cerr != nil || kerr != nil {
+		return cc
+	}
+	leaf, err := firstCertificate(certPEM)
+	if err != nil {
+		c.Errorf(a.certRange, "Invalid cert_file", "%s: %v", cc.certFile, err)
+		return cc
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		c.Errorf(a.keyRange, "Invalid key_file", "%s does not hold the private key of %s: %v", cc.keyFile, cc.certFile, err)
+		return cc
+	}
+	if now := time.Now(); now.After(leaf.NotAfter) {
+		c.Warnf(a.certRange, "Expired cert_file", "%s expired at %s: %s will refuse the edge", cc.certFile, leaf.NotAfter.UTC().Format(time.RFC3339), a.refuser)
+	}
+	cc.certPEM, cc.keyPEM, cc.pair = certPEM, keyPEM, &pair
+	return cc
+}
+
 // storeAttr is an attribute of a store block: whether it is set, and
 // where.
 type storeAttr struct {
@@ -94,12 +158,22 @@ func (c *Compiler) memoryStoreAttrs(b *storeBlock) {
 // directory), so that a missing CA or a key that does not match its
 // certificate is a validate error, not a node that cannot reach Redis.
 func (c *Compiler) redisStoreAttrs(b *storeBlock, sc *StoreConfig) {
-	url := ""
-	if b.URL != nil {
-		url = *b.URL
+	c.redisDurations(b, sc)
+	c.redisTLS(b, sc)
+	c.redisCredentials(b, sc)
+}
+
+// storeURL is b's url, or "" when it has none.
+func storeURL(b *storeBlock) string {
+	if b.URL == nil {
+		return ""
 	}
-	useTLS := strings.HasPrefix(url, "rediss://") || strings.HasPrefix(url, "rediss+sentinel://")
-	sentinel := strings.Contains(url, "+sentinel://")
+	return *b.URL
+}
+
+// redisDurations compiles dial_timeout (at most maxDialTimeout) and
+// reset_grace (at most MaxResetGrace).
+func (c *Compiler) redisDurations(b *storeBlock, sc *StoreConfig) {
 	if b.DialTimeout != nil {
 		d, err := ParseDuration(*b.DialTimeout)
 		switch {
@@ -122,21 +196,31 @@ func (c *Compiler) redisStoreAttrs(b *storeBlock, sc *StoreConfig) {
 			sc.ResetGrace = d
 		}
 	}
-	needTLS := func(set bool, name string, rng hcl.Range) bool {
-		if set && !useTLS && url != "" {
-			c.Errorf(rng, "Unexpected "+name, "%s configures TLS; the url %q is not rediss:// or rediss+sentinel://", name, RedactURL(url))
-			return false
-		}
-		return set
+}
+
+// needTLS reports whether TLS attribute a is set, after refusing it when
+// b's url names Redis without TLS.
+func (c *Compiler) needTLS(b *storeBlock, a storeAttr) bool {
+	url := storeURL(b)
+	useTLS := strings.HasPrefix(url, "rediss://") || strings.HasPrefix(url, "rediss+sentinel://")
+	if a.set && !useTLS && url != "" {
+		c.Errorf(a.rng, "Unexpected "+a.name, "%s configures TLS; the url %q is not rediss:// or rediss+sentinel://", a.name, RedactURL(url))
+		return false
 	}
-	if needTLS(b.ServerName != nil, "server_name", b.ServerNameRange) {
+	return a.set
+}
+
+// redisTLS compiles server_name and ca_file, then the client certificate
+// (redisClientCert).
+func (c *Compiler) redisTLS(b *storeBlock, sc *StoreConfig) {
+	if c.needTLS(b, storeAttr{b.ServerName != nil, "server_name", b.ServerNameRange}) {
 		name := strings.TrimSuffix(strings.ToLower(*b.ServerName), ".")
 		if err := checkServerName(name); err != nil {
 			c.Errorf(b.ServerNameRange, "Invalid server_name", "%q %v", *b.ServerName, err)
 		}
 		sc.ServerName = name
 	}
-	if needTLS(b.CAFile != nil, "ca_file", b.CAFileRange) {
+	if c.needTLS(b, storeAttr{b.CAFile != nil, "ca_file", b.CAFileRange}) {
 		sc.CAFile = c.policyRelative(*b.CAFile)
 		if pemBytes, err := readPEMFile(sc.CAFile); err != nil {
 			c.Errorf(b.CAFileRange, "Cannot read ca_file", "%v (paths are relative to the policy file's directory)", err)
@@ -148,39 +232,30 @@ func (c *Compiler) redisStoreAttrs(b *storeBlock, sc *StoreConfig) {
 			}
 		}
 	}
-	certSet := needTLS(b.CertFile != nil, "cert_file", b.CertFileRange)
-	keySet := needTLS(b.KeyFile != nil, "key_file", b.KeyFileRange)
-	switch {
-	case certSet && !keySet:
-		c.Errorf(b.CertFileRange, "Missing key_file", "cert_file needs key_file, the private key of its certificate")
-	case keySet && !certSet:
-		c.Errorf(b.KeyFileRange, "Missing cert_file", "key_file needs cert_file, the certificate of its key")
-	case certSet:
-		sc.CertFile, sc.KeyFile = c.policyRelative(*b.CertFile), c.policyRelative(*b.KeyFile)
-		certPEM, cerr := readPEMFile(sc.CertFile)
-		if cerr != nil {
-			c.Errorf(b.CertFileRange, "Cannot read cert_file", "%v (paths are relative to the policy file's directory)", cerr)
-		}
-		keyPEM, kerr := readPEMFile(sc.KeyFile)
-		if kerr != nil {
-			c.Errorf(b.KeyFileRange, "Cannot read key_file", "%v (paths are relative to the policy file's directory)", kerr)
-		}
-		if cerr != nil || kerr != nil {
-			break
-		}
-		leaf, err := firstCertificate(certPEM)
-		if err != nil {
-			c.Errorf(b.CertFileRange, "Invalid cert_file", "%s: %v", sc.CertFile, err)
-			break
-		}
-		if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
-			c.Errorf(b.KeyFileRange, "Invalid key_file", "%s does not hold the private key of %s: %v", sc.KeyFile, sc.CertFile, err)
-			break
-		}
-		if now := time.Now(); now.After(leaf.NotAfter) {
-			c.Warnf(b.CertFileRange, "Expired cert_file", "%s expired at %s: a Redis that checks client certificates will refuse the edge", sc.CertFile, leaf.NotAfter.UTC().Format(time.RFC3339))
-		}
+	c.redisClientCert(b, sc)
+}
+
+// redisClientCert compiles cert_file and key_file (clientCert), each a
+// TLS attribute (needTLS).
+func (c *Compiler) redisClientCert(b *storeBlock, sc *StoreConfig) {
+	a := clientCertAttrs{certRange: b.CertFileRange, keyRange: b.KeyFileRange,
+		readHint: " (paths are relative to the policy file's directory)", refuser: "a Redis that checks client certificates"}
+	if c.needTLS(b, storeAttr{b.CertFile != nil, "cert_file", b.CertFileRange}) {
+		a.cert = b.CertFile
 	}
+	if c.needTLS(b, storeAttr{b.KeyFile != nil, "key_file", b.KeyFileRange}) {
+		a.key = b.KeyFile
+	}
+	cc := c.clientCert(a)
+	sc.CertFile, sc.KeyFile = cc.certFile, cc.keyFile
+}
+
+// redisCredentials compiles password_env and the sentinel credentials
+// (sentinel_username, sentinel_password_env; only with a sentinel url):
+// names of environment variables, which are read where the store is
+// opened (cmd/edge), not here.
+func (c *Compiler) redisCredentials(b *storeBlock, sc *StoreConfig) {
+	url := storeURL(b)
 	env := func(p *string, name string, rng hcl.Range) string {
 		if p == nil {
 			return ""
@@ -192,7 +267,7 @@ func (c *Compiler) redisStoreAttrs(b *storeBlock, sc *StoreConfig) {
 		return *p
 	}
 	sc.PasswordEnv = env(b.PasswordEnv, "password_env", b.PasswordEnvRange)
-	if (b.SentinelUsername != nil || b.SentinelPasswordEnv != nil) && !sentinel && url != "" {
+	if (b.SentinelUsername != nil || b.SentinelPasswordEnv != nil) && !strings.Contains(url, "+sentinel://") && url != "" {
 		rng := b.SentinelUsernameRange
 		if b.SentinelUsername == nil {
 			rng = b.SentinelPasswordEnvRange

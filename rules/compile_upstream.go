@@ -155,40 +155,13 @@ func (c *Compiler) edgeUpstream(e *edgeBlock) {
 			field("ca_file", pemBytes)
 		}
 	}
-	switch {
-	case b.CertFile != nil && b.KeyFile == nil:
-		c.Errorf(b.CertFileRange, "Missing key_file", "cert_file needs key_file, the private key of its certificate")
-	case b.KeyFile != nil && b.CertFile == nil:
-		c.Errorf(b.KeyFileRange, "Missing cert_file", "key_file needs cert_file, the certificate of its key")
-	case b.CertFile != nil:
-		t.CertFile, t.KeyFile = c.policyRelative(*b.CertFile), c.policyRelative(*b.KeyFile)
-		certPEM, cerr := readPEMFile(t.CertFile)
-		if cerr != nil {
-			c.Errorf(b.CertFileRange, "Cannot read cert_file", "%v", cerr)
-		}
-		keyPEM, kerr := readPEMFile(t.KeyFile)
-		if kerr != nil {
-			c.Errorf(b.KeyFileRange, "Cannot read key_file", "%v", kerr)
-		}
-		if cerr != nil || kerr != nil {
-			break
-		}
-		leaf, err := firstCertificate(certPEM)
-		if err != nil {
-			c.Errorf(b.CertFileRange, "Invalid cert_file", "%s: %v", t.CertFile, err)
-			break
-		}
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			c.Errorf(b.KeyFileRange, "Invalid key_file", "%s does not hold the private key of %s: %v", t.KeyFile, t.CertFile, err)
-			break
-		}
-		if now := time.Now(); now.After(leaf.NotAfter) {
-			c.Warnf(b.CertFileRange, "Expired cert_file", "%s expired at %s: an origin that verifies it will refuse the edge", t.CertFile, leaf.NotAfter.UTC().Format(time.RFC3339))
-		}
-		t.Certificate = &pair
-		field("cert_file", certPEM)
-		field("key_file", keyPEM)
+	cc := c.clientCert(clientCertAttrs{cert: b.CertFile, key: b.KeyFile, certRange: b.CertFileRange, keyRange: b.KeyFileRange,
+		refuser: "an origin that verifies it"})
+	t.CertFile, t.KeyFile = cc.certFile, cc.keyFile
+	if cc.pair != nil {
+		t.Certificate = cc.pair
+		field("cert_file", cc.certPEM)
+		field("key_file", cc.keyPEM)
 	}
 	copy(t.Digest[:], h.Sum(nil))
 	p.UpstreamTLS = t

@@ -128,6 +128,34 @@ func suggest(got string, candidates []string) string {
 	return fmt.Sprintf(" Did you mean %q?", best)
 }
 
+// vocabulary is what an attribute of a few fixed words takes: its name,
+// what one of its values is ("an action"), and its words with what each
+// compiles to, in the order a diagnostic lists them.
+type vocabulary[T any] struct {
+	attr, what string
+	words      []string
+	values     []T
+}
+
+// compile returns the value of word s of the attribute at rng, or reports
+// "Invalid ATTR": that s is not one, the words wanted and the nearest.
+func (v vocabulary[T]) compile(c *Compiler, s string, rng hcl.Range) (T, bool) {
+	for i, w := range v.words {
+		if w == s {
+			return v.values[i], true
+		}
+	}
+	quoted := make([]string, len(v.words))
+	for i, w := range v.words {
+		quoted[i] = strconv.Quote(w)
+	}
+	last := len(quoted) - 1
+	want := strings.Join(quoted[:last], ", ") + " or " + quoted[last]
+	c.Errorf(rng, "Invalid "+v.attr, "%q is not %s; want %s.%s", s, v.what, want, suggest(s, v.words))
+	var zero T
+	return zero, false
+}
+
 func algorithmNamesList() []string {
 	var out []string
 	for a := Algorithm(0); a < numAlgorithms; a++ {
