@@ -14,6 +14,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -63,7 +64,7 @@ func TestCounterKeysUnchanged(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var b strings.Builder
 	for i, r := range reqs {
-		req := rules.Request{Method: []byte(r.method), Host: []byte("example.com"), Path: rules.AppendMatchPath(nil, []byte(r.path), true), Client: r.client, Fields: r.f}
+		req := rules.Request{Method: []byte(r.method), Host: []byte("example.com"), Path: route.AppendMatchPath(nil, []byte(r.path), true), Client: r.client, Fields: r.f}
 		s.Begin(p)
 		vc.SetVisitor(s, visitorID(r.visitor), r.visitor != "")
 		d := e.Check(context.Background(), now, p, &req, s)

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -217,17 +218,17 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 		client = p.Client.Client(rs.peer, fwd)
 	}
 
-	rs.canon, ok = rules.AppendCanonicalPath(rs.canon[:0], ctx.Request.URI().PathOriginal())
+	rs.canon, ok = route.AppendCanonicalPath(rs.canon[:0], ctx.Request.URI().PathOriginal())
 	if !ok {
 		return false
 	}
-	rs.match = rules.AppendMatchPath(rs.match[:0], rs.canon, p.PathCaseInsensitive)
+	rs.match = route.AppendMatchPath(rs.match[:0], rs.canon, p.PathCaseInsensitive)
 
 	rs.method = appendUpper(rs.method[:0], ctx.Method())
 	rs.overrides = rs.overrides[:0]
 	for _, h := range methodOverrideHeaders {
 		for _, v := range ctx.Request.Header.PeekAll(h) {
-			rs.overrides = rules.AppendMethodTokens(rs.overrides, v)
+			rs.overrides = route.AppendMethodTokens(rs.overrides, v)
 		}
 	}
 	if !requestHost(ctx, st, rs) {
@@ -877,6 +878,6 @@ func requestHost(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState) (ok bo
 		rs.host = append(rs.host[:0], st.upstreamHost...)
 		return true
 	}
-	rs.authority, rs.host, ok = rules.AppendHost(rs.authority[:0], rs.host[:0], h)
+	rs.authority, rs.host, ok = route.AppendHost(rs.authority[:0], rs.host[:0], h)
 	return ok
 }

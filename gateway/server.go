@@ -19,6 +19,7 @@ import (
 	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
@@ -286,7 +287,7 @@ func (s *Server) install(p *rules.Policy) error {
 	hc := uc.hc
 	st := &policyState{policy: p, upstream: hc, origin: uc, counters: make([][numOutcomes]prometheus.Counter, len(p.Rules)), routes: s.m.routeHandles(p)}
 	var ok bool
-	if st.upstreamAuthority, st.upstreamHost, ok = rules.AppendHost(nil, nil, []byte(hc.Addr)); !ok {
+	if st.upstreamAuthority, st.upstreamHost, ok = route.AppendHost(nil, nil, []byte(hc.Addr)); !ok {
 		return fmt.Errorf("gateway: upstream address %q is not HOST:PORT", hc.Addr)
 	}
 	st.bots = botscore.ConfigOf(p)

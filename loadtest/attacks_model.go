@@ -13,6 +13,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/ipv6"
 	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -154,14 +155,14 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 		}
 		body = b
 	}
-	canon, ok := rules.AppendCanonicalPath(nil, []byte(r.path))
+	canon, ok := route.AppendCanonicalPath(nil, []byte(r.path))
 	if !ok {
 		return canonVerdict{}, fmt.Errorf("the canonical path %q does not parse", r.path)
 	}
 	req := rules.Request{
 		Method: []byte(strings.ToUpper(r.method)),
 		Host:   []byte(r.host),
-		Path:   rules.AppendMatchPath(nil, canon, m.p.PathCaseInsensitive),
+		Path:   route.AppendMatchPath(nil, canon, m.p.PathCaseInsensitive),
 		Client: r.client,
 		Fields: &modelFields{body: body},
 	}

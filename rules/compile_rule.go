@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 
 	"github.com/edge-gateway/edge/internal/httpsyntax"
+	"github.com/edge-gateway/edge/route"
 )
 
 // The rule { } block.
@@ -489,13 +490,13 @@ func (c *Compiler) matcher(methodsExpr, pathsExpr, hostsExpr hcl.Expression, r *
 			ok = false
 			continue
 		}
-		canon, cok := AppendCanonicalPath(nil, []byte(pre))
+		canon, cok := route.AppendCanonicalPath(nil, []byte(pre))
 		if !cok {
 			c.Errorf(prngs[i], "Invalid path", "%q is not a valid path", s)
 			ok = false
 			continue
 		}
-		m := string(AppendMatchPath(nil, canon, c.p.PathCaseInsensitive))
+		m := string(route.AppendMatchPath(nil, canon, c.p.PathCaseInsensitive))
 		switch {
 		case star && m == "/":
 			r.anyPath = true
@@ -513,7 +514,7 @@ func (c *Compiler) matcher(methodsExpr, pathsExpr, hostsExpr hcl.Expression, r *
 		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
 			s = "[" + s + "]" // a bare IPv6 address, which Host never spells
 		}
-		_, name, hok := AppendHost(nil, nil, []byte(s))
+		_, name, hok := route.AppendHost(nil, nil, []byte(s))
 		if !hok {
 			c.Errorf(hostRngs[i], "Invalid host", "%q is not a host name (letters, digits, '-', '_' and dots), an IPv4 address or a bracketed IPv6 address, optionally with a port; the edge refuses requests naming such a host, so the rule could never match", h)
 			continue

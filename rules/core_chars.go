@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/ipv6"
+	"github.com/edge-gateway/edge/route"
 )
 
 // The characteristics every request has, which rules provides itself: the
@@ -62,11 +63,11 @@ func (c ipChar) AppendText(buf []byte, text string, p *Policy) ([]byte, error) {
 // AppendText is a path as a request for it is matched: canonicalised,
 // then in the policy's match form.
 func (routeChar) AppendText(buf []byte, text string, p *Policy) ([]byte, error) {
-	canon, ok := AppendCanonicalPath(nil, []byte(text))
+	canon, ok := route.AppendCanonicalPath(nil, []byte(text))
 	if !ok || len(text) == 0 || text[0] != '/' {
 		return buf, errors.New("not a path a request could carry (it starts with /)")
 	}
-	return AppendValue(buf, AppendMatchPath(nil, canon, p != nil && p.PathCaseInsensitive)), nil
+	return AppendValue(buf, route.AppendMatchPath(nil, canon, p != nil && p.PathCaseInsensitive)), nil
 }
 
 // AppendText is global's one value: none, whatever the text.

@@ -18,8 +18,8 @@
 // # Deciding a request
 //
 // [Engine.Check] matches every rule against a [Request] (method, method
-// overrides, host, match path, client address; [AppendCanonicalPath],
-// [AppendMatchPath], [AppendHost] build them the way the origin reads
+// overrides, host, match path, client address; [route.AppendCanonicalPath],
+// [route.AppendMatchPath], [route.AppendHost] build them the way the origin reads
 // them), resolves each matching rule's key through its characteristics,
 // and makes one [Store.Take] call for all of them. A request passes only if
 // every enforcing rule allows it; the [Decision] says what the edge does

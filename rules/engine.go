@@ -40,15 +40,15 @@ type Request struct {
 	// Method is the request method, upper case.
 	Method []byte
 	// Overrides are the methods named by X-HTTP-Method-Override,
-	// X-HTTP-Method and X-Method-Override, as AppendMethodTokens writes
+	// X-HTTP-Method and X-Method-Override, as route.AppendMethodTokens writes
 	// them ("POST GET "); the request is matched under each as well as its
 	// own (docs/host-and-path.md).
 	Overrides []byte
 	// Host is the host the request names (the absolute-form target's, or
-	// Host) in AppendHost's name form: lower case, no port, no trailing
+	// Host) in route.AppendHost's name form: lower case, no port, no trailing
 	// dot. The origin receives this host (docs/host-and-path.md §1).
 	Host []byte
-	// Path is the match form of the canonical path (AppendMatchPath).
+	// Path is the match form of the canonical path (route.AppendMatchPath).
 	Path []byte
 	// Client is the client address as it counts (ipv6.Extractor.Client): an
 	// IPv6 address that embeds an IPv4 address is that IPv4 address

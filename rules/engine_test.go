@@ -10,6 +10,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -75,13 +76,13 @@ type req struct {
 func (r req) build() *rules.Request {
 	out := &rules.Request{
 		Method: []byte(r.method),
-		Path:   rules.AppendMatchPath(nil, []byte(r.path), true),
+		Path:   route.AppendMatchPath(nil, []byte(r.path), true),
 		Host:   []byte(r.host),
 		Client: netip.MustParseAddr(r.client),
 		Fields: r.f,
 	}
 	if r.override != "" {
-		out.Overrides = rules.AppendMethodTokens(nil, []byte(r.override))
+		out.Overrides = route.AppendMethodTokens(nil, []byte(r.override))
 	}
 	return out
 }

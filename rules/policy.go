@@ -434,7 +434,7 @@ func (r *Rule) PeriodUS() int64 { return r.Period.Microseconds() }
 // Methods returns the methods the rule matches (empty: any).
 func (r *Rule) Methods() []string { return r.methods }
 
-// matchPath reports whether a match-form path (from AppendMatchPath) is one
+// matchPath reports whether a match-form path (from route.AppendMatchPath) is one
 // of the rule's paths.
 func (r *Rule) matchPath(p []byte) bool {
 	if r.anyPath {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -51,7 +52,7 @@ func newCostEngine(t *testing.T, src string) *costEngine {
 func (k *costEngine) send(path string, f rules.Fields) rules.Decision {
 	r := &rules.Request{
 		Method: []byte("GET"),
-		Path:   rules.AppendMatchPath(nil, []byte(path), true),
+		Path:   route.AppendMatchPath(nil, []byte(path), true),
 		Client: netip.MustParseAddr("192.0.2.9"),
 		Fields: f,
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -45,7 +46,7 @@ func stateOfVersion1(t *testing.T, secret []byte, ms *memstore.Store) []byte {
 // loginAllowed decides one login from 192.0.2.7 at now.
 func loginAllowed(t *testing.T, e *rules.Engine, p *rules.Policy, now time.Time) bool {
 	t.Helper()
-	req := &rules.Request{Method: []byte("POST"), Path: rules.AppendMatchPath(nil, []byte("/login"), true), Client: netip.MustParseAddr("192.0.2.7")}
+	req := &rules.Request{Method: []byte("POST"), Path: route.AppendMatchPath(nil, []byte("/login"), true), Client: netip.MustParseAddr("192.0.2.7")}
 	d := e.Check(context.Background(), now, p, req, rules.NewScratch(len(p.Rules)))
 	if d.StoreErr != nil {
 		t.Fatalf("store: %v", d.StoreErr)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -50,7 +51,7 @@ func newUpgradeNode(t *testing.T, prefix string, f rules.KeyFormats) *upgradeNod
 // allowed decides one request from client on path at now.
 func (n *upgradeNode) allowed(t *testing.T, p *rules.Policy, now time.Time, client, path string) bool {
 	t.Helper()
-	req := &rules.Request{Method: []byte("POST"), Path: rules.AppendMatchPath(nil, []byte(path), true), Client: netip.MustParseAddr(client)}
+	req := &rules.Request{Method: []byte("POST"), Path: route.AppendMatchPath(nil, []byte(path), true), Client: netip.MustParseAddr(client)}
 	d := n.e.Check(context.Background(), now, p, req, n.s)
 	if d.StoreErr != nil {
 		t.Fatalf("store: %v", d.StoreErr)

@@ -1,6 +1,6 @@
 //go:build !race
 
-package rules
+package route
 
 import "testing"
 
