@@ -23,6 +23,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/internal/teststore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -118,17 +119,6 @@ type fakeClock struct {
 func (c *fakeClock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-// countingStore counts the Take calls that pass through it.
-type countingStore struct {
-	rules.Store
-	calls atomic.Int64
-}
-
-func (c *countingStore) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	c.calls.Add(1)
-	return c.Store.Take(ctx, now, ops, res)
-}
-
 // TestABehaviourFromOutsideRules: the cooldown behaviour, compiled from a
 // rule attribute no part of rules/ knows, refuses a client through the
 // real server for its cooldown after the rule refused it, long after the
@@ -153,7 +143,7 @@ func TestABehaviourFromOutsideRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ms.Close() })
-	store := &countingStore{Store: ms}
+	store := &teststore.Counting{Store: ms}
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	t.Cleanup(origin.Close)
 	srv, err := gateway.New(gateway.Options{Policy: p, Store: store, Clock: clk, Upstream: origin.URL})
@@ -178,13 +168,13 @@ func TestABehaviourFromOutsideRules(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/api/items", nil)
 		req.Header.Set("X-Forwarded-For", ip)
-		before := store.calls.Load()
+		before := store.Calls.Load()
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if n := store.calls.Load() - before; n > 3 {
+		if n := store.Calls.Load() - before; n > 3 {
 			t.Errorf("a request made %d store calls, want at most 3", n)
 		}
 		return resp.StatusCode
