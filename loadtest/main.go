@@ -86,8 +86,12 @@ type config struct {
 	// adaptive only; target.metrics is required
 	adaptive adaptiveParams
 
-	// plain and mixed only (issue 16): -rate, -api-keys, -attackers
+	// plain and mixed only (issue 16): -rate, -api-keys, -attackers;
+	// goodput's flood too (-rate)
 	gen genParams
+
+	// goodput only (issue 27): -users, -user-rate, -user-connections
+	goodput goodputParams
 }
 
 // scenario is one kind of traffic.
@@ -133,6 +137,8 @@ func scenarios() map[string]scenario {
 
 		"plain": {run: runPlain, duration: 10 * time.Second, requests: maxRequests, budget: genBudget},
 		"mixed": {run: runMixed, duration: 10 * time.Second, requests: maxRequests, budget: genBudget},
+
+		"goodput": {run: runGoodput, duration: 10 * time.Second, requests: maxRequests, budget: goodputBudget},
 	}
 }
 
@@ -192,6 +198,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	lp.register(fs)
 	gp := defaultGenParams
 	gp.register(fs)
+	gd := defaultGoodputParams
+	gd.register(fs)
 	var sp stormParams
 	fs.DurationVar(&sp.period, "storm-window", 4*time.Second, "retry-storm: the fixed window of the policy's /storm/* rules (loadtest/testdata/retry-storm.hcl), whole seconds")
 	qp := defaultQueueParams
@@ -276,6 +284,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := gp.check(); err != nil {
 		return usage("%v", err)
 	}
+	if err := gd.check(); err != nil {
+		return usage("%v", err)
+	}
 	at.originSet = set["origin"]
 	if !ok {
 		return usage("unknown scenario %q (have %s)", *name, strings.Join(names, ", "))
@@ -333,6 +344,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		storm:   sp,
 		queue:   qp,
 		gen:     gp,
+		goodput: gd,
 
 		adaptive: ap,
 	}
