@@ -162,6 +162,7 @@ func TestBenchPoliciesValidate(t *testing.T) {
 	for _, tt := range []struct{ file, want string }{
 		{"policy.hcl", "policy.hcl: valid, 5 rules\n"},
 		{"empty.hcl", "empty.hcl: valid, 0 rules\n"},
+		{"goodput.hcl", "goodput.hcl: valid, 1 rules\n"},
 	} {
 		cmd := exec.Command(edge, "validate", "-config", tt.file)
 		var stdout, stderr strings.Builder
@@ -227,10 +228,11 @@ func nginxBinary(t *testing.T) string {
 	return teststack.Binary(t, "nginx", "nginx-light", "/usr/sbin/nginx")
 }
 
-// renderNginx fills in nginx.conf's template as run.sh does.
-func renderNginx(t *testing.T, dir, listen, upstream string) string {
+// renderNginx fills in the template file (nginx.conf, goodput-nginx.conf)
+// as run.sh does.
+func renderNginx(t *testing.T, file, dir, listen, upstream string) string {
 	t.Helper()
-	src, err := os.ReadFile("nginx.conf")
+	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +269,7 @@ func TestNginxConfig(t *testing.T) {
 	origin, originAddr := startOrigin(t)
 	dir := t.TempDir()
 	listen := freeAddr(t)
-	conf := renderNginx(t, dir, listen, originAddr)
+	conf := renderNginx(t, "nginx.conf", dir, listen, originAddr)
 	errLog := filepath.Join(dir, "error.log")
 	if out, err := exec.Command(bin, "-t", "-p", dir, "-c", conf, "-e", errLog).CombinedOutput(); err != nil {
 		t.Fatalf("nginx -t: %v\n%s", err, out)
@@ -294,5 +296,63 @@ func TestMinproxyForwards(t *testing.T) {
 	// Loopback only.
 	if out, err := exec.Command(bin, "-listen", "0.0.0.0:0").CombinedOutput(); err == nil || !strings.Contains(string(out), "loopback") {
 		t.Errorf("minproxy -listen 0.0.0.0:0: %v %s, want a refusal", err, out)
+	}
+}
+
+// TestGoodputRulesAgree: bench/goodput.hcl on the edge and
+// bench/goodput-nginx.conf on NGINX are one rule: 12 logins back to back
+// from one address are each admitted as long as the burst and the
+// rate allow (5 at once, then 1 a second: at most 5 plus 1 for each
+// whole second the 12 took), the rest refused with a 429, on both; and
+// another address is not held by the first one's refusals.
+func TestGoodputRulesAgree(t *testing.T) {
+	edge := binary(t, "edge")
+	nginx := nginxBinary(t)
+	_, originAddr := startOrigin(t)
+	edgeAddr, admin := freeAddr(t), freeAddr(t)
+	start(t, edgeAddr, edge, "serve", "-config", "goodput.hcl", "-store", "memory", "-log-level", "warn",
+		"-listen", edgeAddr, "-admin", admin, "-upstream", "http://"+originAddr)
+	dir := t.TempDir()
+	nginxAddr := freeAddr(t)
+	conf := renderNginx(t, "goodput-nginx.conf", dir, nginxAddr, originAddr)
+	errLog := filepath.Join(dir, "error.log")
+	start(t, nginxAddr, nginx, "-p", dir, "-c", conf, "-e", errLog, "-g", "daemon off;")
+
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	login := func(addr, client string) int {
+		req, err := http.NewRequest("POST", "http://"+addr+"/login", strings.NewReader(`{"username":"user1@example.com","password":"letmein-demo"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Forwarded-For", client)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, target := range []struct{ name, addr string }{{"edge", edgeAddr}, {"nginx", nginxAddr}} {
+		start := time.Now()
+		admitted := 0
+		for i := range 12 {
+			switch code := login(target.addr, "192.0.2.7"); code {
+			case http.StatusOK:
+				admitted++
+			case http.StatusTooManyRequests:
+			default:
+				t.Fatalf("%s: login %d: status %d, want 200 or 429", target.name, i, code)
+			}
+		}
+		most := 5 + int(time.Since(start)/time.Second)
+		if admitted < 5 || admitted > most {
+			t.Errorf("%s: %d of 12 logins admitted, want the burst of 5, at most %d in the time they took", target.name, admitted, most)
+		}
+		if code := login(target.addr, "192.0.2.8"); code != http.StatusOK {
+			t.Errorf("%s: another address's login: status %d, want 200", target.name, code)
+		}
 	}
 }

@@ -32,6 +32,9 @@
 # tool's plain scenario, loadtest/README.md), or wrk when it is installed
 # (one address and one key then: the rules still match every request).
 #
+# bench/run.sh goodput [flags] runs bench/goodput.sh instead: the users'
+# goodput under a flood, the edge against NGINX (its -h says more).
+#
 # Usage: bench/run.sh [-rounds 5] [-levels 32,128] [-duration 10s]
 #                     [-warmup 1s] [-tool auto|loadtest|wrk]
 #                     [-redis] [-redis-budget 5ms]
@@ -42,6 +45,11 @@
 # Numbers from a machine that also runs other jobs compare the targets
 # under the same conditions, not what any of them does alone.
 set -euo pipefail
+
+# bench/run.sh goodput …: goodput under attack (issue 27), bench/goodput.sh.
+case "${1:-}" in
+goodput) shift; exec "$(dirname "$0")/goodput.sh" "$@" ;;
+esac
 
 rounds=5
 levels=32,128
@@ -73,15 +81,8 @@ if [ "$rounds" -lt 5 ]; then echo "run.sh: warning: $rounds rounds: a smoke run;
 
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
-tmp=$(mktemp -d /tmp/edge-bench.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	if [ "$keep" = 1 ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. bench/lib.sh
+bench_setup
 
 # ---- what it needs ----------------------------------------------------------
 echo "building edge, loadtest, minproxy into $tmp" >&2
@@ -106,16 +107,8 @@ if [ -n "$only" ]; then
 	targets=("${picked[@]}")
 fi
 want() { case " ${targets[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
-nginx=$(command -v nginx || true)
-[ -z "$nginx" ] && [ -x /usr/sbin/nginx ] && nginx=/usr/sbin/nginx
-if [ -z "$nginx" ] && want nginx; then
-	echo "nginx is missing: installing Debian's nginx-light" >&2
-	sudo=""
-	[ "$(id -u)" = 0 ] || sudo="sudo -n"
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nginx-light >/dev/null
-	nginx=/usr/sbin/nginx
-fi
+nginx=""
+want nginx && need_nginx
 wrk=$(command -v wrk || true)
 case "$tool" in
 auto) if [ -n "$wrk" ]; then tool=wrk; else tool=loadtest; fi ;;
@@ -124,36 +117,6 @@ loadtest) ;;
 *) echo "run.sh: -tool must be auto, loadtest or wrk" >&2; exit 2 ;;
 esac
 
-# freeport prints a loopback port nothing listens on now, below the
-# kernel's ephemeral range (where an outgoing connection of this or
-# another job may hold the port: bind would fail).
-ephemeral=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-[ "$ephemeral" -gt 21000 ] || ephemeral=60000
-used=" "
-freeport() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % (ephemeral - 20000)))
-		case "$used" in *" $p "*) continue ;; esac
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			used="$used$p "
-			echo "$p"
-			return
-		fi
-	done
-}
-
-# waitport waits up to 10 s for 127.0.0.1:$1 to accept, or fails naming $2.
-waitport() {
-	local i
-	for i in $(seq 200); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-		sleep 0.05
-	done
-	echo "run.sh: $2 did not listen on 127.0.0.1:$1; its log:" >&2
-	cat "$tmp/$2.log" >&2 || true
-	exit 1
-}
 
 # ---- the targets --------------------------------------------------------------
 origin=$(freeport) edge=$(freeport) edgeadmin=$(freeport) norules=$(freeport) norulesadmin=$(freeport)
@@ -171,13 +134,7 @@ pids+=($!)
 "$tmp/minproxy" -listen "127.0.0.1:$minproxy" -upstream "127.0.0.1:$origin" >"$tmp/minproxy.log" 2>&1 &
 pids+=($!)
 if want nginx; then
-	mkdir -p "$tmp/nginx"
-	user=""
-	[ "$(id -u)" = 0 ] && user="user root;"
-	sed -e "s/@USER@/$user/" -e "s/@LISTEN@/127.0.0.1:$nginxport/" -e "s/@UPSTREAM@/127.0.0.1:$origin/" bench/nginx.conf >"$tmp/nginx/nginx.conf"
-	"$nginx" -t -q -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log"
-	"$nginx" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" -g "daemon off;" >"$tmp/nginx.log" 2>&1 &
-	pids+=($!)
+	start_nginx bench/nginx.conf "$nginxport" "$origin"
 fi
 declare -A port=([edge]=$edge [nginx]=$nginxport [minproxy]=$minproxy [norules]=$norules [origin]=$origin)
 if [ "$redis" = 1 ]; then

@@ -48,7 +48,7 @@ type goodputParams struct {
 	userConns int     // -user-connections: the users' connection pool
 }
 
-var defaultGoodputParams = goodputParams{users: 50, userRate: 50, userConns: 50}
+var defaultGoodputParams = goodputParams{users: 50, userRate: 25, userConns: 50}
 
 // register defines the flags on fs, writing into p.
 func (p *goodputParams) register(fs *flag.FlagSet) {
