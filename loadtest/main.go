@@ -179,7 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"scraped as each run's warm-up ends and after its last answer to count the rule decisions its store made and its on_store_error fallbacks; "+
 		"levels with fallbacks are left out of the peak; loopback only")
 	rawCompareMetrics := fs.String("compare-metrics", "", "throughput: the same as -target-metrics, for -compare")
-	warmup := fs.Duration("warmup", time.Second, "throughput: unmeasured load per target, per level and repetition, before measuring; plain, mixed: before the window (at most "+maxWarmup.String()+")")
+	warmup := fs.Duration("warmup", time.Second, "throughput: unmeasured load per target, per level and repetition, before measuring; plain, mixed, goodput: before the window (at most "+maxWarmup.String()+")")
 	cg := defaultCgnatParams
 	fs.IntVar(&cg.visitors, "visitors", cg.visitors, fmt.Sprintf("cgnat-crowd: visitors behind the one address (at most %d)", maxVisitors))
 	fs.Float64Var(&cg.share, "visitor-share", cg.share, "cgnat-crowd: share of -limit each visitor sends in the period, (0, 1]")

@@ -79,7 +79,7 @@ func TestRunUsageErrors(t *testing.T) {
 		want    int
 		wantErr string
 	}{
-		{"help", []string{"-h"}, exitOK, "scenarios: adaptive, attacks, brute-force, cgnat-crowd, credential-stuffing, mixed, otp-guessing, otp-pumping, plain, queue, retry-storm, seed-trace, throughput"},
+		{"help", []string{"-h"}, exitOK, "scenarios: adaptive, attacks, brute-force, cgnat-crowd, credential-stuffing, goodput, mixed, otp-guessing, otp-pumping, plain, queue, retry-storm, seed-trace, throughput"},
 		{"unknown flag", []string{"-nope"}, exitError, "flag provided but not defined"},
 		{"extra argument", []string{"seed-trace"}, exitError, "unexpected arguments"},
 		{"unknown scenario", []string{"-scenario", "flood"}, exitError, `unknown scenario "flood"`},

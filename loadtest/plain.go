@@ -40,7 +40,7 @@ var defaultGenParams = genParams{apiKeys: 100, attackers: 8}
 
 // register defines the flags on fs, writing into p.
 func (p *genParams) register(fs *flag.FlagSet) {
-	fs.Float64Var(&p.rate, "rate", p.rate, fmt.Sprintf("plain, mixed: an open loop at this many requests per second over the -connections pool, latency measured from each request's due time "+
+	fs.Float64Var(&p.rate, "rate", p.rate, fmt.Sprintf("plain, mixed, goodput (the flood): an open loop at this many requests per second over the -connections pool, latency measured from each request's due time "+
 		"so a stall shows (coordinated omission); 0 for a closed loop (at most %d)", maxRate))
 	fs.IntVar(&p.apiKeys, "api-keys", p.apiKeys, fmt.Sprintf("plain, mixed: distinct X-Api-Key values the requests carry, in turn; 0 sends none (at most %d)", maxAPIKeys))
 	fs.IntVar(&p.attackers, "attackers", p.attackers, fmt.Sprintf("mixed: attacking addresses, half IPv4 (203.0.113.0/24), half IPv6 (2001:db8:ffff::/48), sending a tenth of the load (at most %d)", maxAttackers))
