@@ -163,6 +163,7 @@ func TestBenchPoliciesValidate(t *testing.T) {
 		{"policy.hcl", "policy.hcl: valid, 5 rules\n"},
 		{"empty.hcl", "empty.hcl: valid, 0 rules\n"},
 		{"goodput.hcl", "goodput.hcl: valid, 1 rules\n"},
+		{"refusal.hcl", "refusal.hcl: valid, 1 rules\n"},
 	} {
 		cmd := exec.Command(edge, "validate", "-config", tt.file)
 		var stdout, stderr strings.Builder
@@ -353,6 +354,48 @@ func TestGoodputRulesAgree(t *testing.T) {
 		}
 		if code := login(target.addr, "192.0.2.8"); code != http.StatusOK {
 			t.Errorf("%s: another address's login: status %d, want 200", target.name, code)
+		}
+	}
+}
+
+// TestRefusalRulesAgree: bench/refusal.hcl on the edge and
+// bench/refusal-nginx.conf on NGINX forward an address's first request
+// and refuse its next 20 with a 429, and the origin sees only the first:
+// the refusal path the run measures never touches the origin.
+func TestRefusalRulesAgree(t *testing.T) {
+	edge := binary(t, "edge")
+	nginx := nginxBinary(t)
+	origin, originAddr := startOrigin(t)
+	edgeAddr, admin := freeAddr(t), freeAddr(t)
+	start(t, edgeAddr, edge, "serve", "-config", "refusal.hcl", "-store", "memory", "-log-level", "warn",
+		"-listen", edgeAddr, "-admin", admin, "-upstream", "http://"+originAddr)
+	dir := t.TempDir()
+	nginxAddr := freeAddr(t)
+	conf := renderNginx(t, "refusal-nginx.conf", dir, nginxAddr, originAddr)
+	start(t, nginxAddr, nginx, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")
+
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	for i, target := range []struct{ name, addr string }{{"edge", edgeAddr}, {"nginx", nginxAddr}} {
+		client := fmt.Sprintf("198.18.0.%d", i+1)
+		for j := range 21 {
+			req, err := http.NewRequest("GET", "http://"+target.addr+"/api/bench", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Forwarded-For", client)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if want := map[bool]int{true: http.StatusOK, false: http.StatusTooManyRequests}[j == 0]; resp.StatusCode != want {
+				t.Errorf("%s: request %d: status %d, want %d", target.name, j, resp.StatusCode, want)
+			}
+		}
+		if got := origin.Hits()["/api/bench"]; got != int64(i+1) {
+			t.Errorf("after %s: the origin saw %d requests, want %d: one per address", target.name, got, i+1)
 		}
 	}
 }

@@ -77,3 +77,17 @@ start_nginx() {
 	"$nginx" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" -g "daemon off;" >"$tmp/nginx.log" 2>&1 &
 	pids+=($!)
 }
+
+# cpu_ticks PID prints the CPU time, user and system, in clock ticks
+# (getconf CLK_TCK a second), that PID and its child processes (NGINX's
+# workers) have used so far: /proc/PID/stat's utime and stime, every
+# thread included (proc(5)).
+cpu_ticks() {
+	local p total=0 f
+	for p in "$1" $(pgrep -P "$1" || true); do
+		f=$(cut -d')' -f2- "/proc/$p/stat" 2>/dev/null) || continue
+		# After "pid (comm)": state is field 1, utime field 12, stime field 13.
+		total=$((total + $(awk '{ print $12 + $13 }' <<<"$f")))
+	done
+	echo "$total"
+}

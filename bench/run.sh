@@ -33,7 +33,9 @@
 # (one address and one key then: the rules still match every request).
 #
 # bench/run.sh goodput [flags] runs bench/goodput.sh instead: the users'
-# goodput under a flood, the edge against NGINX (its -h says more).
+# goodput under a flood, the edge against NGINX; bench/run.sh refusal
+# [flags] runs bench/refusal.sh: refusals a second and CPU per refusal in
+# a flood the policy refuses, the edge against NGINX (their -h says more).
 #
 # Usage: bench/run.sh [-rounds 5] [-levels 32,128] [-duration 10s]
 #                     [-warmup 1s] [-tool auto|loadtest|wrk]
@@ -46,9 +48,10 @@
 # under the same conditions, not what any of them does alone.
 set -euo pipefail
 
-# bench/run.sh goodput …: goodput under attack (issue 27), bench/goodput.sh.
+# bench/run.sh goodput|refusal …: goodput under attack and the refusal
+# path (issue 27), bench/goodput.sh and bench/refusal.sh.
 case "${1:-}" in
-goodput) shift; exec "$(dirname "$0")/goodput.sh" "$@" ;;
+goodput | refusal) exec "$(dirname "$0")/$1.sh" "${@:2}" ;;
 esac
 
 rounds=5
