@@ -14,12 +14,13 @@ import (
 	"github.com/edge-gateway/edge/ja4"
 	"github.com/edge-gateway/edge/login"
 	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/otp"
 	"github.com/edge-gateway/edge/rules"
 )
 
 // Features returns the features of this build, a new slice each call:
-// request fields (header:, cookie:, query:, json:, form:), OTP (identity
+// the node's own configuration (edge { } and store { }), request fields (header:, cookie:, query:, json:, form:), OTP (identity
 // { }'s phone and otp_session, phone numbers, OTP challenges), login
 // (identity { }'s account), visitors (visitor { }), bot scores (botscore
 // { }, asn, country and the bot conditions), TLS fingerprints (ja4) and
@@ -27,7 +28,7 @@ import (
 // live in folders of their own (behaviour/: queue). Every block of the
 // policy language is now built.
 func Features() []rules.Feature {
-	return []rules.Feature{fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), queue.Feature(), tests()}
+	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), queue.Feature(), tests()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

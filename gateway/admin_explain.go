@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/botscore"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -154,7 +155,7 @@ func (s *Server) adminExplain(ctx *fasthttp.RequestCtx) {
 	}
 	var rc fasthttp.RequestCtx
 	rc.Init(&fasthttp.Request{}, &net.TCPAddr{IP: from.AsSlice(), Zone: from.Zone(), Port: 1}, nil)
-	if err := rc.Request.ReadLimitBody(bufio.NewReader(bytes.NewReader(wire)), st.policy.MaxBodyBytes); err != nil {
+	if err := rc.Request.ReadLimitBody(bufio.NewReader(bytes.NewReader(wire)), nodecfg.Of(st.policy).MaxBodyBytes); err != nil {
 		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 			adminJSON(ctx, fasthttp.StatusOK, explainAnswer{Verdict: "reject", Status: fasthttp.StatusRequestEntityTooLarge,
 				Reason: "body over the policy's max_body_bytes", Matches: []explainMatch{}})

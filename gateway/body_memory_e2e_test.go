@@ -5,6 +5,8 @@ import (
 	"io"
 	"runtime"
 	"testing"
+
+	nodecfg "github.com/edge-gateway/edge/node"
 )
 
 // TestHalfSentBodyMemory measures what one half-sent body holds in the
@@ -31,7 +33,7 @@ func TestHalfSentBodyMemory(t *testing.T) {
 	p := loadPolicy(t, "policies.hcl", append(append(untrustedLoopback, holdHeaders...),
 		`body_timeout              = "30s"`, `body_timeout              = "10m"`)...)
 	node := startNode(t, p, nodeOptions{})
-	maxBody := p.MaxBodyBytes
+	maxBody := nodecfg.Of(p).MaxBodyBytes
 	head := fmt.Sprintf("POST /login HTTP/1.1\r\nHost: example.com\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"username\":", maxBody)
 	// Warm the server (its pools, the upstream client) with one request.
 	if st := probeFrom(t, "127.0.0.2", node.addr, "/api/warm"); st != 200 {

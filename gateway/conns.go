@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -55,7 +56,7 @@ import (
 // max_conns, so that the connections closing (counted out by the listener
 // a moment before fasthttp's worker is free) never make fasthttp refuse
 // one itself.
-const fasthttpConcurrency = 2 * rules.MaxConnsLimit
+const fasthttpConcurrency = 2 * nodecfg.MaxConnsLimit
 
 // Reasons for refusing a connection, edge_connections_refused_total's
 // reason label: a fixed set, never an address.
@@ -186,7 +187,7 @@ func resourceShortage(err error) bool {
 // budget, 429), then the node's (503).
 func (l *connListener) admit(c net.Conn) net.Conn {
 	p := l.s.state.Load().policy
-	cs := &p.Conns
+	cs := &nodecfg.Of(p).Conns
 	lc := &limitedConn{Conn: c, cc: l.cc}
 	if l.perClient {
 		if a, ok := connPeer(c); ok && !p.Client.Trusted(a) {
@@ -199,10 +200,10 @@ func (l *connListener) admit(c net.Conn) net.Conn {
 			}
 		}
 	}
-	perIP := cmp.Or(cs.PerIP, rules.DefaultMaxConnsPerClient)
-	perPrefix := cmp.Or(cs.PerIPv6Prefix, rules.DefaultMaxConnsPerClient)
-	perNet := cmp.Or(cs.PerNetwork, rules.DefaultMaxConnsPerNetwork)
-	maxConns := int64(cmp.Or(l.max, cs.Max, rules.DefaultMaxConns))
+	perIP := cmp.Or(cs.PerIP, nodecfg.DefaultMaxConnsPerClient)
+	perPrefix := cmp.Or(cs.PerIPv6Prefix, nodecfg.DefaultMaxConnsPerClient)
+	perNet := cmp.Or(cs.PerNetwork, nodecfg.DefaultMaxConnsPerNetwork)
+	maxConns := int64(cmp.Or(l.max, cs.Max, nodecfg.DefaultMaxConns))
 
 	cc := l.cc
 	reason := -1

@@ -22,6 +22,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/testcert"
+	nodecfg "github.com/edge-gateway/edge/node"
 )
 
 // Connection budgets and read deadlines through the real server, on the
@@ -138,9 +139,9 @@ func checkNoLibraryText(t testing.TB, what, resp string) {
 func TestSlowlorisPeerIsHeldToItsConnectionCap(t *testing.T) {
 	p := loadPolicy(t, "policies.hcl", append(untrustedLoopback, holdHeaders...)...)
 	n := startNode(t, p, nodeOptions{})
-	perIP := p.Conns.PerIP
-	if perIP < 8 || perIP >= p.Conns.Max {
-		t.Fatalf("the shipped max_conns_per_ip is %d of max_conns %d: no cap to test", perIP, p.Conns.Max)
+	perIP := nodecfg.Of(p).Conns.PerIP
+	if perIP < 8 || perIP >= nodecfg.Of(p).Conns.Max {
+		t.Fatalf("the shipped max_conns_per_ip is %d of max_conns %d: no cap to test", perIP, nodecfg.Of(p).Conns.Max)
 	}
 
 	// Connections are accepted in the order they were dialled, so each one
@@ -183,7 +184,7 @@ func TestSlowlorisPeerCannotFillTheNode(t *testing.T) {
 		`max_conns                 = 10000`, fmt.Sprintf(`max_conns                 = %d`, maxConns),
 		`max_conns_per_network     = 1024`, fmt.Sprintf(`max_conns_per_network     = %d`, maxConns))...)
 	n := startNode(t, p, nodeOptions{})
-	perIP := p.Conns.PerIP
+	perIP := nodecfg.Of(p).Conns.PerIP
 	if perIP >= maxConns-13 {
 		t.Fatalf("max_conns_per_ip %d leaves no room under max_conns %d", perIP, maxConns)
 	}
@@ -258,7 +259,7 @@ func TestHalfSentRequestsAreClosedAtTheirDeadlines(t *testing.T) {
 		p := loadPolicy(t, "policies.hcl", append(untrustedLoopback,
 			`header_timeout            = "10s"`, `header_timeout            = "1s"`)...)
 		n := startNode(t, p, nodeOptions{})
-		perIP := p.Conns.PerIP
+		perIP := nodecfg.Of(p).Conns.PerIP
 		held := holdHalfSent(t, "127.0.0.1", n.addr, perIP)
 		for i, c := range held {
 			resp := readToClose(t, c)
@@ -596,7 +597,7 @@ func TestDecideListenerHoldsMaxConnsAlone(t *testing.T) {
 	src := strings.Replace(decidePolicy, `  trusted_proxies = ["127.0.0.1/32"]`+"\n",
 		fmt.Sprintf("  max_conns        = %d\n  max_conns_per_ip = 2\n  header_timeout   = \"5m\"\n", maxConns), 1)
 	p, diags := builtin.Load("decide.hcl", []byte(src))
-	if diags.HasErrors() || p.Conns.Max != maxConns || p.Client.Trusted(netip.MustParseAddr("127.0.0.1")) {
+	if diags.HasErrors() || nodecfg.Of(p).Conns.Max != maxConns || p.Client.Trusted(netip.MustParseAddr("127.0.0.1")) {
 		t.Fatalf("the test policy: %v", diags)
 	}
 	n := startNode(t, p, nodeOptions{})
@@ -647,8 +648,8 @@ func TestOneNetworkCannotFillTheNode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := loadPolicy(t, "policies.hcl", opts...)
-			if p.Conns.PerNetwork != perNet {
-				t.Fatalf("max_conns_per_network = %d, want %d", p.Conns.PerNetwork, perNet)
+			if nodecfg.Of(p).Conns.PerNetwork != perNet {
+				t.Fatalf("max_conns_per_network = %d, want %d", nodecfg.Of(p).Conns.PerNetwork, perNet)
 			}
 			n := startNode(t, p, nodeOptions{wrap: tt.wrap})
 			dial := func(from string) net.Conn {

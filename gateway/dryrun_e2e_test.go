@@ -18,6 +18,7 @@ import (
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/internal/testredis"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
@@ -270,11 +271,11 @@ func startDryRunFleetLogged(t testing.TB, p *rules.Policy, clk *fakeClock, logs 
 		if w != nil {
 			log = slog.New(slog.NewJSONHandler(w, nil))
 		}
-		rs, err := redisstore.New(redisstore.Options{URL: p.Store.URL, Timeout: p.Store.Timeout})
+		rs, err := redisstore.New(redisstore.Options{URL: nodecfg.Of(p).Store.URL, Timeout: nodecfg.Of(p).Store.Timeout})
 		if err != nil {
 			t.Fatal(err)
 		}
-		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize, FailureSpan: breakerSpanBudgets * p.Store.Timeout})
+		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: nodecfg.Of(p).Store.FleetSize, FailureSpan: breakerSpanBudgets * nodecfg.Of(p).Store.Timeout})
 		if err != nil {
 			t.Fatal(err)
 		}

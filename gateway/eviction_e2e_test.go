@@ -12,6 +12,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/nat"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -48,7 +49,7 @@ func shippedPolicy(t *testing.T, storeKeys int, ruleKeys map[string]int) *rules.
 func startShippedNode(t *testing.T, storeKeys int, ruleKeys map[string]int) *node {
 	t.Helper()
 	p := shippedPolicy(t, storeKeys, ruleKeys)
-	st, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
+	st, err := memstore.New(memstore.Options{MaxKeys: nodecfg.Of(p).Store.MaxKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestKeyFloodOnASensitiveRuleFailsClosed(t *testing.T) {
 			r.NetworkKeys = 0
 		}
 	}
-	st, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
+	st, err := memstore.New(memstore.Options{MaxKeys: nodecfg.Of(p).Store.MaxKeys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/ja4"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -42,8 +43,8 @@ type ja4Conn interface{ JA4() []byte }
 // call, and the bot score reads the fingerprint then). It allocates
 // nothing once rs is warm.
 func requestJA4(ctx *fasthttp.RequestCtx, p *rules.Policy, rs *reqState) []byte {
-	if p.JA4Header != "" && p.Client.Trusted(rs.peer) {
-		vs := ctx.Request.Header.PeekAll(p.JA4Header)
+	if h := nodecfg.Of(p).JA4Header; h != "" && p.Client.Trusted(rs.peer) {
+		vs := ctx.Request.Header.PeekAll(h)
 		switch {
 		case len(vs) > 1:
 			return invalidJA4
@@ -69,8 +70,8 @@ func requestJA4(ctx *fasthttp.RequestCtx, p *rules.Policy, rs *reqState) []byte 
 // take it for the proxy's. Its other spellings go with the headers the
 // policy reads (sanitizeHeaders, otherSpelling).
 func stripJA4Header(req *fasthttp.Request, p *rules.Policy, trusted bool) {
-	if p.JA4Header != "" && !trusted {
-		req.Header.Del(p.JA4Header)
+	if h := nodecfg.Of(p).JA4Header; h != "" && !trusted {
+		req.Header.Del(h)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/testcert"
 	"github.com/edge-gateway/edge/ja4"
+	nodecfg "github.com/edge-gateway/edge/node"
 )
 
 // The JA4 tests (docs/deploying.md, "JA4 fingerprints") run the real
@@ -86,8 +87,8 @@ func startJA4Node(t *testing.T, plain bool, replace ...string) *ja4Node {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	if p.JA4Header != "X-Ja4" || (p.TLS == nil) != plain {
-		t.Fatalf("policy: ja4_header %q, tls %v", p.JA4Header, p.TLS != nil)
+	if nodecfg.Of(p).JA4Header != "X-Ja4" || (nodecfg.Of(p).TLS == nil) != plain {
+		t.Fatalf("policy: ja4_header %q, tls %v", nodecfg.Of(p).JA4Header, nodecfg.Of(p).TLS != nil)
 	}
 	// startNode serves on a plain listener; Serve wraps it in TLS itself
 	// when the policy has a tls block (wrapTLS), as cmd/edge runs it.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/internal/teststore"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -30,7 +31,7 @@ func shippedNodeWith(t *testing.T, o nodeOptions) (*crowd, *fakeClock, *teststor
 	t.Helper()
 	p := loadPolicy(t, "policies.hcl")
 	clk := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
-	ms, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys, Clock: clk})
+	ms, err := memstore.New(memstore.Options{MaxKeys: nodecfg.Of(p).Store.MaxKeys, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

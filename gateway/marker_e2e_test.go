@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/builtin"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -55,7 +56,7 @@ func shippedWith(t *testing.T, attrs map[string]string, ruleKeys map[string]int,
 // startAt serves p on a memory store made as cmd/edge makes it, on clk.
 func startAt(t *testing.T, p *rules.Policy, clk *fakeClock) *node {
 	t.Helper()
-	st, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys, Clock: clk})
+	st, err := memstore.New(memstore.Options{MaxKeys: nodecfg.Of(p).Store.MaxKeys, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

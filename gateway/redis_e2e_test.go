@@ -18,6 +18,7 @@ import (
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/internal/testredis"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
@@ -70,11 +71,11 @@ func startFleet(t testing.TB, p *rules.Policy, n int) (*demo.Origin, string, []*
 
 	var nodes []*fleetNode
 	for range n {
-		rs, err := redisstore.New(storeOptions(p.Store))
+		rs, err := redisstore.New(storeOptions(nodecfg.Of(p).Store))
 		if err != nil {
 			t.Fatal(err)
 		}
-		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: p.Store.FleetSize, FailureSpan: breakerSpanBudgets * p.Store.Timeout})
+		fc, err := failclosed.New(rs, failclosed.Options{FleetSize: nodecfg.Of(p).Store.FleetSize, FailureSpan: breakerSpanBudgets * nodecfg.Of(p).Store.Timeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +382,7 @@ func startOutageNode(tb testing.TB, url string, tls ...testredis.TLSFiles) *outa
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = n.origin.Serve(ctx, oln) }()
 	p := redisPolicy(tb, url, tls...)
-	rs, err := redisstore.New(storeOptions(p.Store))
+	rs, err := redisstore.New(storeOptions(nodecfg.Of(p).Store))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -682,7 +683,7 @@ func TestLateRedisDecidesThroughTheServer(t *testing.T) {
 	status := make(chan int, 1)
 	go func() { status <- login(2) }()
 	waitFor(t, func() bool { return p.Got() > before }, 30*time.Second, "Redis' reply")
-	waitFor(t, func() bool { return time.Since(start) >= pol.Store.Timeout*6/5 }, 30*time.Second, "the budget to pass")
+	waitFor(t, func() bool { return time.Since(start) >= nodecfg.Of(pol).Store.Timeout*6/5 }, 30*time.Second, "the budget to pass")
 	p.Release()
 	select {
 	case st := <-status:

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/edge-gateway/edge/internal/testredis"
-	"github.com/edge-gateway/edge/rules"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
@@ -53,7 +53,7 @@ func tlsAttrs(files []testredis.TLSFiles) string {
 
 // storeOptions are the Redis store's options for a policy's store block,
 // as cmd/edge's openStore makes them (no password_env here).
-func storeOptions(sc rules.StoreConfig) redisstore.Options {
+func storeOptions(sc nodecfg.StoreConfig) redisstore.Options {
 	return redisstore.Options{
 		URL: sc.URL, Timeout: sc.Timeout, DialTimeout: sc.DialTimeout,
 		TLS: redisstore.TLS{CAFile: sc.CAFile, CertFile: sc.CertFile, KeyFile: sc.KeyFile, ServerName: sc.ServerName},

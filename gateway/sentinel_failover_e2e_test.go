@@ -13,6 +13,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/internal/testredis"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
@@ -106,11 +107,11 @@ func testFailoverUnderLoad(t *testing.T, how string, workers int, so testredis.S
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	rs, err := redisstore.New(storeOptions(p.Store))
+	rs, err := redisstore.New(storeOptions(nodecfg.Of(p).Store))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, err := failclosed.New(rs, failclosed.Options{FailureSpan: breakerSpanBudgets * p.Store.Timeout, HealthInterval: time.Second}) // as cmd/edge sets it
+	fc, err := failclosed.New(rs, failclosed.Options{FailureSpan: breakerSpanBudgets * nodecfg.Of(p).Store.Timeout, HealthInterval: time.Second}) // as cmd/edge sets it
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/nat"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/redisstore"
@@ -27,7 +28,7 @@ import (
 // Server limits (docs/architecture.md, "A request's path", step 1). Headers
 // past ReadBufferSize answer 431 and bodies past the policy's max_body_bytes
 // answer 413. The public listener's read deadlines and connection caps are
-// the policy's (rules.Conns: header_timeout, body_timeout, max_conns and
+// the policy's (node.Conns: header_timeout, body_timeout, max_conns and
 // the per-client caps; conns.go), and the TLS handshake is part of
 // header_timeout (tls.go); readTimeout is the admin listener's.
 const (
@@ -258,7 +259,7 @@ func New(opts Options) (*Server, error) {
 		s.reg.MustRegister(newBudgetCollector(s, kb))
 	}
 	s.pool.New = func() any { return newReqState() }
-	s.headerTimeout = cmp.Or(opts.Policy.Conns.HeaderTimeout, rules.DefaultHeaderTimeout)
+	s.headerTimeout = cmp.Or(nodecfg.Of(opts.Policy).Conns.HeaderTimeout, nodecfg.DefaultHeaderTimeout)
 	s.writeTimeout = writeTimeout
 	if err := s.install(opts.Policy); err != nil {
 		return nil, err
@@ -276,7 +277,7 @@ func (s *Server) Engine() *rules.Engine { return s.engine }
 func (s *Server) Reload(p *rules.Policy) error { return s.install(p) }
 
 func (s *Server) install(p *rules.Policy) error {
-	up := p.Upstream
+	up := nodecfg.Of(p).Upstream
 	if s.upOverride != "" {
 		up = s.upOverride
 	}
@@ -340,7 +341,7 @@ func (s *Server) ListenAddr() string {
 	if s.listen != "" {
 		return s.listen
 	}
-	return s.Policy().Listen
+	return nodecfg.Of(s.Policy()).Listen
 }
 
 // AdminAddr is the admin listener address in use (flag or policy).
@@ -348,7 +349,7 @@ func (s *Server) AdminAddr() string {
 	if s.adminListen != "" {
 		return s.adminListen
 	}
-	return s.Policy().AdminListen
+	return nodecfg.Of(s.Policy()).AdminListen
 }
 
 // HeaderTimeout is the public listener's header deadline: header_timeout
@@ -379,7 +380,7 @@ func (s *Server) NewHTTPServer() *fasthttp.Server {
 		WriteTimeout:                  s.writeTimeout,
 		IdleTimeout:                   idleTimeout,
 		ReadBufferSize:                readBufferSize,
-		MaxRequestBodySize:            s.Policy().MaxBodyBytes,
+		MaxRequestBodySize:            nodecfg.Of(s.Policy()).MaxBodyBytes,
 		Concurrency:                   fasthttpConcurrency,
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
@@ -410,7 +411,7 @@ func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 	if cl := h.ContentLength(); cl <= 0 && cl != -1 {
 		return fasthttp.RequestConfig{}
 	}
-	return fasthttp.RequestConfig{ReadTimeout: cmp.Or(s.state.Load().policy.Conns.BodyTimeout, rules.DefaultBodyTimeout)}
+	return fasthttp.RequestConfig{ReadTimeout: cmp.Or(nodecfg.Of(s.state.Load().policy).Conns.BodyTimeout, nodecfg.DefaultBodyTimeout)}
 }
 
 // errorHandler is the public listener's: errorHandler's answer, a 408

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -26,7 +27,7 @@ func shareBanNode(t *testing.T) (n *node, clk *fakeClock, get func(client string
 	// One shard: its recency list is the budget's, so a flood evicts the
 	// least recently used keys of the whole budget (with 64, each new
 	// key evicts its own shard's).
-	st, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys, Shards: 1, Clock: clk})
+	st, err := memstore.New(memstore.Options{MaxKeys: nodecfg.Of(p).Store.MaxKeys, Shards: 1, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -92,7 +93,7 @@ var requestShape = regexp.MustCompile(`^(peek )?((main|peek)[+a-z]* )?(write[+a-
 func TestStoreCallsPerRequest(t *testing.T) {
 	p := loadPolicy(t, "policies.hcl")
 	clk := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
-	ms, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys, Clock: clk})
+	ms, err := memstore.New(memstore.Options{MaxKeys: nodecfg.Of(p).Store.MaxKeys, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

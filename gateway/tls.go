@@ -17,11 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edge-gateway/edge/ja4"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 
 // TLS on the public listener (docs/deploying.md, "TLS on the public
-// listener"). The policy's tls block (rules.ListenerTLS) names the
+// listener"). The policy's tls block (node.ListenerTLS) names the
 // certificate; compile has loaded and checked it, and install stores it in
 // an atomic pointer that every handshake reads (tls.Config.GetCertificate),
 // so a reload swaps the certificate for the connections that start after
@@ -104,16 +105,17 @@ func (t *listenerTLS) register(reg *prometheus.Registry) {
 // every reload), and logs a certificate it did not serve before. The first
 // policy decides whether the listener is TLS.
 func (t *listenerTLS) install(p *rules.Policy, log *slog.Logger) {
-	t.once.Do(func() { t.enabled = p.TLS != nil })
-	if p.TLS == nil || p.TLS.Certificate == nil || p.TLS.Certificate.Leaf == nil {
+	lt := nodecfg.Of(p).TLS
+	t.once.Do(func() { t.enabled = lt != nil })
+	if lt == nil || lt.Certificate == nil || lt.Certificate.Leaf == nil {
 		return // compile always loads both; a hand-made policy keeps what serves
 	}
-	t.swap(p.TLS, log)
+	t.swap(lt, log)
 }
 
 // swap serves lt's certificate from the next handshake on, and logs it
 // if it is not the one that served before.
-func (t *listenerTLS) swap(lt *rules.ListenerTLS, log *slog.Logger) {
+func (t *listenerTLS) swap(lt *nodecfg.ListenerTLS, log *slog.Logger) {
 	c := lt.Certificate
 	if old := t.cert.Swap(c); old == nil || !bytes.Equal(old.Certificate[0], c.Certificate[0]) {
 		log.Info("tls certificate installed", "cert_file", lt.CertFile, "subject", c.Leaf.Subject.String(),
@@ -126,11 +128,11 @@ func (t *listenerTLS) swap(lt *rules.ListenerTLS, log *slog.Logger) {
 // certificate reload's (cmd/edge, reload.go), which follows the files on
 // disk whatever the state of the policy file. Connections already open
 // keep the certificate they shook hands with. lt comes from
-// rules.LoadListenerTLS (its Certificate and Leaf set); a node whose
+// node.LoadListenerTLS (its Certificate and Leaf set); a node whose
 // listener is plain HTTP ignores it, and so does a later reload's policy
 // replace it with its own (compiled from the same files). Safe for
 // concurrent use with handshakes and reloads.
-func (s *Server) SetCertificate(lt *rules.ListenerTLS) {
+func (s *Server) SetCertificate(lt *nodecfg.ListenerTLS) {
 	if !s.ServesTLS() || lt == nil || lt.Certificate == nil || lt.Certificate.Leaf == nil {
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/internal/testcert"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -69,7 +70,7 @@ func startTLSNode(t testing.TB, rel, cn string, hsTimeout time.Duration, plain b
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	if !plain && p.TLS == nil {
+	if !plain && nodecfg.Of(p).TLS == nil {
 		t.Fatal("the policy has no TLS")
 	}
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -40,7 +41,7 @@ type upstreamKey struct {
 }
 
 // hostClient returns the client for upstream ("http://HOST:PORT" or
-// "https://HOST:PORT", checked by rules.ParseUpstream, as the compiler
+// "https://HOST:PORT", checked by node.ParseUpstream, as the compiler
 // checks the policy's: the -upstream flag bypasses the compiler) with p's
 // upstream_tls and upstream_timeout. It is the installed client when the
 // key is unchanged, else a new one (useUpstream installs it). The -upstream
@@ -48,7 +49,7 @@ type upstreamKey struct {
 // upstream_tls, if any, else the system's CA pool; an http:// flag ignores
 // the block.
 func (s *Server) hostClient(p *rules.Policy, upstream string) (*upstreamClient, error) {
-	scheme, authority, err := rules.ParseUpstream(upstream)
+	scheme, authority, err := nodecfg.ParseUpstream(upstream)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: upstream: %w", err)
 	}
@@ -56,9 +57,9 @@ func (s *Server) hostClient(p *rules.Policy, upstream string) (*upstreamClient, 
 	if key.timeout <= 0 {
 		key.timeout = rules.DefaultUpstreamTimeout
 	}
-	var ut *rules.UpstreamTLS
+	var ut *nodecfg.UpstreamTLS
 	if scheme == "https" {
-		ut = p.UpstreamTLS
+		ut = nodecfg.Of(p).UpstreamTLS
 		if ut != nil {
 			key.tls = ut.Digest
 		}
@@ -198,7 +199,7 @@ func (s *Server) useUpstream(uc *upstreamClient) {
 // edge speaks HTTP/1.1 to the origin), SNI and verified name the URL's
 // host unless server_name says otherwise (an IP address is verified
 // against the certificate's IP SANs and sent as no SNI, RFC 6066 §3).
-func upstreamTLSConfig(authority string, ut *rules.UpstreamTLS) *tls.Config {
+func upstreamTLSConfig(authority string, ut *nodecfg.UpstreamTLS) *tls.Config {
 	cfg := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         (&url.URL{Host: authority}).Hostname(),

@@ -107,34 +107,3 @@ rule "r" {
 		t.Errorf("second request of one ip and fingerprint was not limited")
 	}
 }
-
-func TestJA4Header(t *testing.T) {
-	tests := []struct {
-		in, want, err string
-	}{
-		{`ja4_header = "x-ja4"`, "X-Ja4", ""},
-		{`ja4_header = "CloudFront-Viewer-JA4-Fingerprint"`, "Cloudfront-Viewer-Ja4-Fingerprint", ""},
-		{`ja4_header = ""`, "", "Invalid ja4_header"},
-		{`ja4_header = "X JA4"`, "", "Invalid ja4_header"},
-		{`ja4_header = "X-JA4:"`, "", "Invalid ja4_header"},
-		{`ja4_header = "X-Edge-JA4"`, "", "sets, strips or reads"},
-		{`ja4_header = "X-Forwarded-For"`, "", "sets, strips or reads"},
-		{`ja4_header = "host"`, "", "sets, strips or reads"},
-	}
-	for _, tt := range tests {
-		p, diags := rules.Load("policies.hcl", []byte("edge {\n  "+tt.in+"\n}\n"), ja4.Feature())
-		switch {
-		case tt.err != "":
-			if !diags.HasErrors() || !strings.Contains(diags.Error(), tt.err) {
-				t.Errorf("%s: got %v, want an error with %q", tt.in, diags, tt.err)
-			}
-		case diags.HasErrors():
-			t.Errorf("%s: %v", tt.in, diags)
-		case p.JA4Header != tt.want:
-			t.Errorf("%s: got %q, want %q", tt.in, p.JA4Header, tt.want)
-		}
-	}
-	if p, _ := rules.Load("policies.hcl", []byte("edge {}\n"), ja4.Feature()); p.JA4Header != "" {
-		t.Errorf("no ja4_header: got %q", p.JA4Header)
-	}
-}

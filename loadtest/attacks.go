@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/node"
 )
 
 // The attacks scenario (issue 9): every attack class the edge must hold
@@ -234,7 +235,7 @@ func runAttacks(ctx context.Context, cfg config) error {
 	}
 	origin := cfg.otp.origin
 	if !ap.originSet {
-		if origin, err = parseFlagTarget("the policy's upstream", m.p.Upstream); err != nil {
+		if origin, err = parseFlagTarget("the policy's upstream", node.Of(m.p).Upstream); err != nil {
 			return fmt.Errorf("%w (give -origin)", err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -29,7 +30,7 @@ type attemptsFill struct {
 // by the attacker's allowed verifies, which the class cannot tell from
 // the fault it looks for).
 func (a *attackRun) attemptsFillRules() (f attemptsFill, why string, ok bool) {
-	if a.m.p.Store.Kind != "memory" {
+	if node.Of(a.m.p).Store.Kind != "memory" {
 		return f, "a network's share of a key budget is the memory store's", false
 	}
 	fields := map[string]string{"phone": "+12025550100", "challenge_id": "probe", "code": "000000"}
@@ -155,7 +156,7 @@ func runRefusedAttemptsFill(a *attackRun) error {
 // login-accounts-per-ip's 1,000 keys: the CI form sets the rule's own
 // network_share, shortShareBan).
 func (a *attackRun) networkFullBanRule() (r *rules.Rule, why string, ok bool) {
-	if a.m.p.Store.Kind != "memory" {
+	if node.Of(a.m.p).Store.Kind != "memory" {
 		return nil, "a network's share of a key budget is the memory store's", false
 	}
 	v, err := a.m.decide(a.loginCanon(modelProbe, loginFields(a.account("probe"), 0)))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -22,7 +23,7 @@ import (
 // (the least allowance of the per-client rules the send meets); ok is
 // false when there is none.
 func (a *attackRun) budgetRule() (r *rules.Rule, n int, perClient int64, ok bool) {
-	if a.m.p.Store.Kind != "memory" {
+	if node.Of(a.m.p).Store.Kind != "memory" {
 		return nil, 0, 0, false
 	}
 	v, err := a.m.decide(a.otpCanon(otpSendPath, modelProbe, otpFields("+12025550100")))

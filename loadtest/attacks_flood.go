@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/node"
 )
 
 // The key-flood class (issue 9, bypass 3): a flood of new keys on one
@@ -28,10 +30,10 @@ func (a *attackRun) floodSize() int {
 	if a.p.flood > 0 {
 		return a.p.flood
 	}
-	if a.m.p.Store.Kind != "memory" || a.m.p.Store.MaxKeys <= 0 {
+	if node.Of(a.m.p).Store.Kind != "memory" || node.Of(a.m.p).Store.MaxKeys <= 0 {
 		return 0
 	}
-	return (a.m.p.Store.MaxKeys*attacksFloodTenths + 9) / 10
+	return (node.Of(a.m.p).Store.MaxKeys*attacksFloodTenths + 9) / 10
 }
 
 func keyFloodRequests(a *attackRun) int64 {

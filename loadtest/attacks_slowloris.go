@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/node"
 )
 
 // The slowloris class (issue 24, harm b): one untrusted peer opens more
@@ -90,7 +92,7 @@ func runSlowloris(a *attackRun) error {
 		return err
 	}
 	n := a.slowlorisSize()
-	perIP := max(a.m.p.Conns.PerIP, 1)
+	perIP := max(node.Of(a.m.p).Conns.PerIP, 1)
 	peers, ok := a.networkPeers(peer, (n+perIP-1)/perIP)
 	if !ok {
 		a.skip("slowloris", "one-network", fmt.Sprintf("no /24 of 127.0.0.0/8 with %d untrusted addresses to spread %d connections at %d an address", (n+perIP-1)/perIP, n, perIP))
@@ -126,7 +128,7 @@ func (a *attackRun) slowlorisTimeouts() error {
 	if err != nil {
 		return err
 	}
-	wait := a.m.p.Conns.HeaderTimeout + a.cfg.timeout
+	wait := node.Of(a.m.p).Conns.HeaderTimeout + a.cfg.timeout
 	d := net.Dialer{Timeout: a.cfg.timeout, LocalAddr: &net.TCPAddr{IP: peer.AsSlice()}}
 	head := []byte(fmt.Sprintf(slowlorisHead, a.p.host))
 	type slowConn struct {
@@ -184,7 +186,7 @@ func (a *attackRun) slowlorisTimeouts() error {
 	n := int64(len(conns))
 	r := caseResult{name: "slowloris/timeout-answers", sent: n + n/2, gain: gain,
 		bound: caseBoundResult{0, "a request whose header never ends is never forwarded"},
-		note:  fmt.Sprintf("stalled logins that reached the origin, of %d past header_timeout (%v) from %s, %d of them on kept-alive connections", n, a.m.p.Conns.HeaderTimeout, peer, n/2)}
+		note:  fmt.Sprintf("stalled logins that reached the origin, of %d past header_timeout (%v) from %s, %d of them on kept-alive connections", n, node.Of(a.m.p).Conns.HeaderTimeout, peer, n/2)}
 	r.coll.refused = unanswered + other
 	r.coll.breach = r.coll.refused > 0
 	r.coll.lines = []string{fmt.Sprintf("slow users: %d of %d timed-out requests closed with no answer, %d answered other than the edge's 408, bound 0", unanswered, n, other)}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/otp"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -224,9 +225,9 @@ func TestAttacksHostsPolicyIsTheShippedOne(t *testing.T) {
 			t.Errorf("rule %d differs:\n  policies.hcl: %s\n  %s: %s", i, ja, attacksPolicyPath, jb)
 		}
 	}
-	if !equalJSON(nat.ConfigOf(shipped), nat.ConfigOf(copyP)) || !equalJSON(shipped.Store, copyP.Store) || !equalJSON(otp.IdentityOf(shipped), otp.IdentityOf(copyP)) ||
+	if !equalJSON(nat.ConfigOf(shipped), nat.ConfigOf(copyP)) || !equalJSON(node.Of(shipped).Store, node.Of(copyP).Store) || !equalJSON(otp.IdentityOf(shipped), otp.IdentityOf(copyP)) ||
 		shipped.IPv4Prefix != copyP.IPv4Prefix || shipped.IPv6Prefix != copyP.IPv6Prefix || shipped.ForwardedHeader != copyP.ForwardedHeader ||
-		shipped.PathCaseInsensitive != copyP.PathCaseInsensitive || shipped.Listen != copyP.Listen || shipped.Upstream != copyP.Upstream {
+		shipped.PathCaseInsensitive != copyP.PathCaseInsensitive || node.Of(shipped).Listen != node.Of(copyP).Listen || node.Of(shipped).Upstream != node.Of(copyP).Upstream {
 		t.Errorf("%s's edge, store, visitor or identity settings differ from policies.hcl's (bash loadtest/testdata/make-attacks-hosts.sh writes it anew)", attacksPolicyPath)
 	}
 	// And the copy does limit its login rules to the host.

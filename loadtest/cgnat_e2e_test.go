@@ -13,6 +13,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -57,7 +58,7 @@ func startEdgeOrigin(t *testing.T, path string, replace ...string) (edgeURL, ori
 
 	// The policy's own bound, as cmd/edge opens the memory store (the
 	// attacks' key flood runs against a small one).
-	st, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
+	st, err := memstore.New(memstore.Options{MaxKeys: node.Of(p).Store.MaxKeys})
 	if err != nil {
 		t.Fatal(err)
 	}

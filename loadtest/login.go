@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -140,7 +141,7 @@ func startLoginRun(ctx context.Context, cfg config) (*loginRun, error) {
 	}
 	origin := cfg.otp.origin
 	if !cfg.attacks.originSet {
-		if origin, err = parseFlagTarget("the policy's upstream", m.p.Upstream); err != nil {
+		if origin, err = parseFlagTarget("the policy's upstream", node.Of(m.p).Upstream); err != nil {
 			return nil, fmt.Errorf("%w (give -origin)", err)
 		}
 	}

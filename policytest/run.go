@@ -20,6 +20,7 @@ import (
 
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -204,7 +205,7 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 	} else {
 		// As cmd/edge builds it, without the sweeper: it would read the
 		// wall clock, not the simulated one.
-		st, err = memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys, SweepInterval: -1})
+		st, err = memstore.New(memstore.Options{MaxKeys: node.Of(p).Store.MaxKeys, SweepInterval: -1})
 	}
 	if err != nil {
 		return hcl.Range{}, "", fmt.Errorf("creating store: %w", err)
@@ -236,7 +237,7 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 		return hcl.Range{}, "", fmt.Errorf("creating the edge: %w", err)
 	}
 
-	host := p.Listen
+	host := node.Of(p).Listen
 	visitors := map[string][]byte{} // visitor name → its cookie value
 	var raw []byte
 	var req fasthttp.Request
@@ -261,7 +262,7 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 			}
 			cur = observed{}
 			req.Reset()
-			if err := req.ReadLimitBody(bufio.NewReader(bytes.NewReader(raw)), p.MaxBodyBytes); err != nil {
+			if err := req.ReadLimitBody(bufio.NewReader(bytes.NewReader(raw)), node.Of(p).MaxBodyBytes); err != nil {
 				// The edge's server answers what it cannot read before the
 				// handler (gateway's errorHandler).
 				cur.status = fasthttp.StatusBadRequest

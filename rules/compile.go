@@ -3,33 +3,26 @@ package rules
 import (
 	"fmt"
 	"math"
-	"net/netip"
 	"os"
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
-
-	"github.com/edge-gateway/edge/ipv6"
 )
 
 // The policy compiler: policies.hcl in, a *Policy or file:line,col
 // diagnostics out (docs/policy.md is the language). This file holds the
-// driver and the Compiler features see; compile_edge.go, compile_rule.go
-// and compile_values.go the blocks rules owns and the value helpers.
+// driver and the Compiler features see; compile_rule.go, compile_known.go
+// and compile_values.go the blocks rules owns and the value helpers. The
+// node's own blocks, edge { } and store { }, are package node's.
 
-// Defaults of the policy language (docs/policy.md).
+// Defaults of the policy language (docs/policy.md) that rules reads; the
+// node's own are package node's.
 const (
-	DefaultListen       = "127.0.0.1:8080"
-	DefaultAdminListen  = "127.0.0.1:9901"
-	DefaultUpstream     = "http://127.0.0.1:9000"
-	DefaultMaxBodyBytes = 65536
-	DefaultMaxKeys      = 100000
-	DefaultStoreTimeout = 5 * time.Millisecond
-	DefaultKeySecretEnv = "EDGE_KEY_SECRET"
+	// DefaultMaxKeys is the memory store's max_keys (store { }).
+	DefaultMaxKeys = 100000
 	// MaxKeysLimit bounds a max_keys, the store's and a rule's: a key
 	// budget travels in Op.MaxKeys, an int32.
 	MaxKeysLimit = math.MaxInt32
@@ -49,8 +42,9 @@ func LoadFile(path string, features ...Feature) (*Policy, hcl.Diagnostics) {
 }
 
 // Load parses and compiles a policy, with the blocks, characteristics and
-// conditions of features besides rules' own (edge, store, rule; ip, route,
-// global). It collects every diagnostic it can (each with the file, line
+// conditions of features besides rules' own (rule, known; ip, route,
+// global). The node's edge { } and store { } are a feature's too (package
+// node, in builtin.Features). It collects every diagnostic it can (each with the file, line
 // and column of the offending value) instead of stopping at the first,
 // sorted by position; a policy comes back only when there is no error.
 // Warnings may come back with a valid policy.
@@ -128,8 +122,9 @@ func (c *Compiler) Append(d hcl.Diagnostics) bool {
 	return !d.HasErrors()
 }
 
-// Policy returns the policy being compiled: its edge and store settings
-// are final when features decode blocks and compile rules.
+// Policy returns the policy being compiled: its Node settings are final
+// once the node's blocks are decoded (BlockType.First), before any other
+// feature block and every rule.
 func (c *Compiler) Policy() *Policy { return c.p }
 
 // Block returns the compiled value of the policy's first block of type typ
@@ -195,13 +190,17 @@ func (c *Compiler) KeyBudgetLike(id [8]byte, name string, other *Budget) *Budget
 // rules' blocks and the features'. Each block is decoded on its own later,
 // so a type error in one (limit = "5") does not hide the others' errors.
 func (c *Compiler) content(body hcl.Body) *hcl.BodyContent {
-	schema := &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
-		{Type: "edge"}, {Type: "store", LabelNames: []string{"kind"}}, {Type: "rule", LabelNames: []string{"name"}},
-		{Type: "known", LabelNames: []string{"name"}},
-	}}
+	schema := &hcl.BodySchema{}
+	for _, t := range c.reg.first { // the node's blocks first, as they compile
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: t, LabelNames: c.reg.blocks[t][0].Labels})
+	}
+	schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: "rule", LabelNames: []string{"name"}},
+		hcl.BlockHeaderSchema{Type: "known", LabelNames: []string{"name"}})
 	types := make([]string, 0, len(c.reg.blocks))
-	for t := range c.reg.blocks {
-		types = append(types, t)
+	for t, owners := range c.reg.blocks {
+		if !owners[0].First {
+			types = append(types, t)
+		}
 	}
 	sort.Strings(types)
 	for _, t := range types {
@@ -240,17 +239,14 @@ func sortDiags(diags hcl.Diagnostics) {
 }
 
 // compile compiles the policy's blocks in the order each needs the ones
-// before: edge and store (whose settings are final when features decode
-// their blocks), the features' blocks, known { }, the rules, then what
-// spans rules (skips, key budgets, network shares, decide_listen,
+// before: the features' blocks (the node's edge and store first, whose
+// settings are final when the others decode theirs), known { }, the rules,
+// then what spans rules (skips, key budgets, network shares, decide_listen,
 // shedding).
 func (c *Compiler) compile(body hcl.Body) *Policy {
 	p := defaultPolicy(c.filename)
 	c.p = p
 	top := c.decodeBlocks(c.content(body))
-	c.edge(top.edge)
-	c.store(top.stores, &p.Store)
-	connsNetwork(&p.Conns, &p.Store) // compile_conns.go
 	c.featureBlocks(top.feature)
 	c.knowns(top.knowns) // known { }, which rules' exempt_known name (compile_known.go)
 	c.ruleBlocks(top.rules)
@@ -267,38 +263,19 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 // defaultPolicy is the policy of an empty file named filename: every
 // default of the policy language (docs/policy.md).
 func defaultPolicy(filename string) *Policy {
-	return &Policy{
-		Filename:            filename,
-		Listen:              DefaultListen,
-		AdminListen:         DefaultAdminListen,
-		Upstream:            DefaultUpstream,
-		UpstreamTimeout:     DefaultUpstreamTimeout,
-		ForwardedHeader:     "X-Forwarded-For",
-		IPv4Prefix:          32,
-		IPv6Prefix:          64,
-		MaxBodyBytes:        DefaultMaxBodyBytes,
-		PathCaseInsensitive: true,
-		KeySecretEnv:        DefaultKeySecretEnv,
-		Conns:               defaultConns,
-		Store: StoreConfig{Kind: "memory", MaxKeys: DefaultMaxKeys, Timeout: DefaultStoreTimeout, FleetSize: 1,
-			NetworkShare: DefaultNetworkShare, NetworkIPv4Prefix: DefaultNetworkIPv4Prefix, NetworkIPv6Prefix: DefaultNetworkIPv6Prefix},
-		blocks: map[string][]any{},
-	}
+	return &Policy{Filename: filename, Node: DefaultNode(), blocks: map[string][]any{}}
 }
 
 // topBlocks are a file's top-level blocks, those of rules decoded (the
 // ones that decode without error, in file order) and the features' as
 // written.
 type topBlocks struct {
-	edge    *edgeBlock // nil: none, or only ones that did not decode
-	stores  []storeBlock
 	rules   []ruleBlock
 	knowns  []knownBlock
 	feature []*hcl.Block
 }
 
-// decodeBlocks decodes each of rules' blocks in content on its own, and
-// reports a second edge block.
+// decodeBlocks decodes each of rules' blocks in content on its own.
 func (c *Compiler) decodeBlocks(content *hcl.BodyContent) topBlocks {
 	var top topBlocks
 	for _, b := range content.Blocks {
@@ -308,22 +285,6 @@ func (c *Compiler) decodeBlocks(content *hcl.BodyContent) topBlocks {
 			label, labelRange = b.Labels[0], b.LabelRanges[0]
 		}
 		switch b.Type {
-		case "edge":
-			var x edgeBlock
-			if c.Decode(b, &x) {
-				x.DefRange = b.DefRange
-				if top.edge != nil {
-					c.diags = append(c.diags, duplicateBlock(b, top.edge.DefRange))
-					continue
-				}
-				top.edge = &x
-			}
-		case "store":
-			var x storeBlock
-			if c.Decode(b, &x) {
-				x.Kind, x.KindRange, x.DefRange = label, labelRange, b.DefRange
-				top.stores = append(top.stores, x)
-			}
 		case "rule":
 			var x ruleBlock
 			if c.Decode(b, &x) {
@@ -343,30 +304,46 @@ func (c *Compiler) decodeBlocks(content *hcl.BodyContent) topBlocks {
 	return top
 }
 
-// featureBlocks decodes the features' blocks, in file order, before any
-// rule needs them: a second block of a type that allows one is an error,
-// and a block of a type several features share is split among them
-// (sharedBlock).
+// featureBlocks decodes the features' blocks before any rule needs them:
+// those of the First types (the node's edge and store) first, type by
+// type in the order the features list them, then the others in file
+// order. A second block of a type that allows one is an error, and a block
+// of a type several features share is split among them (sharedBlock).
 func (c *Compiler) featureBlocks(feature []*hcl.Block) {
-	p := c.p
 	first := map[string]hcl.Range{}
+	for _, t := range c.reg.first {
+		for _, b := range feature {
+			if b.Type == t {
+				c.featureBlock(b, first)
+			}
+		}
+	}
 	for _, b := range feature {
-		owners := c.reg.blocks[b.Type]
-		if prev, dup := first[b.Type]; dup && !owners[0].Multiple {
-			c.diags = append(c.diags, duplicateBlock(b, prev))
-			continue
+		if !c.reg.blocks[b.Type][0].First {
+			c.featureBlock(b, first)
 		}
-		first[b.Type] = b.DefRange
-		if len(owners[0].Attrs) == 0 {
-			if v := owners[0].Decode(c, b); v != nil {
-				p.blocks[b.Type] = append(p.blocks[b.Type], v)
-			}
-			continue
+	}
+}
+
+// featureBlock decodes one feature block; first holds where each type's
+// first block is.
+func (c *Compiler) featureBlock(b *hcl.Block, first map[string]hcl.Range) {
+	p := c.p
+	owners := c.reg.blocks[b.Type]
+	if prev, dup := first[b.Type]; dup && !owners[0].Multiple {
+		c.diags = append(c.diags, duplicateBlock(b, prev))
+		return
+	}
+	first[b.Type] = b.DefRange
+	if len(owners[0].Attrs) == 0 {
+		if v := owners[0].Decode(c, b); v != nil {
+			p.blocks[b.Type] = append(p.blocks[b.Type], v)
 		}
-		for _, o := range c.sharedBlock(b, owners) {
-			if v := o.bt.Decode(c, o.b); v != nil {
-				p.blocks[b.Type] = append(p.blocks[b.Type], v)
-			}
+		return
+	}
+	for _, o := range c.sharedBlock(b, owners) {
+		if v := o.bt.Decode(c, o.b); v != nil {
+			p.blocks[b.Type] = append(p.blocks[b.Type], v)
 		}
 	}
 }
@@ -454,70 +431,6 @@ func (c *Compiler) sharedBlock(b *hcl.Block, owners []*BlockType) []ownedBlock {
 	return out
 }
 
-// edge compiles the edge block (nil: every default).
-func (c *Compiler) edge(e *edgeBlock) {
-	p := c.p
-	var trusted, nat64 []netip.Prefix
-	kind := ipv6.XForwardedFor
-	if e != nil {
-		if e.Listen != nil {
-			p.Listen = c.hostPort(*e.Listen, e.ListenRange, "listen")
-		}
-		if e.AdminListen != nil {
-			p.AdminListen = c.hostPort(*e.AdminListen, e.AdminListenRange, "admin_listen")
-		}
-		c.edgeUpstream(e)
-		c.edgeTLS(e)
-		c.edgeJA4(e)
-		c.edgeDecide(e)
-		c.edgeShed(e)
-		c.edgeConns(e) // compile_conns.go
-		trusted = c.prefixes(e.TrustedProxies, "trusted_proxies")
-		nat64 = c.nat64Prefixes(e.NAT64Prefixes)
-		if e.ForwardedHeader != nil {
-			k, ok := ipv6.ParseHeaderKind(*e.ForwardedHeader)
-			if !ok {
-				c.Errorf(e.ForwardedHeaderRange, "Invalid forwarded_header", "%q is not \"x-forwarded-for\" or \"forwarded\"", *e.ForwardedHeader)
-			}
-			kind = k
-			if k == ipv6.Forwarded {
-				p.ForwardedHeader = "Forwarded"
-			}
-		}
-		if e.IPv4Prefix != nil {
-			p.IPv4Prefix = c.prefixLen(*e.IPv4Prefix, 32, e.IPv4PrefixRange, "ipv4_prefix")
-		}
-		if e.IPv6Prefix != nil {
-			p.IPv6Prefix = c.prefixLen(*e.IPv6Prefix, 128, e.IPv6PrefixRange, "ipv6_prefix")
-		}
-		if e.MaxBodyBytes != nil {
-			p.MaxBodyBytes = *e.MaxBodyBytes
-			if p.MaxBodyBytes < 1 || p.MaxBodyBytes > 64<<20 {
-				c.Errorf(e.MaxBodyBytesRange, "Invalid max_body_bytes", "max_body_bytes must be between 1 and %d bytes, got %d", 64<<20, p.MaxBodyBytes)
-			}
-		}
-		if e.PathCase != nil {
-			switch *e.PathCase {
-			case "insensitive":
-			case "sensitive":
-				p.PathCaseInsensitive = false
-			default:
-				c.Errorf(e.PathCaseRange, "Invalid path_case", "%q is not \"insensitive\" or \"sensitive\"", *e.PathCase)
-			}
-		}
-		if e.DryRun != nil {
-			p.DryRun = *e.DryRun
-		}
-		if e.KeySecretEnv != nil {
-			p.KeySecretEnv = *e.KeySecretEnv
-			if p.KeySecretEnv == "" {
-				c.Errorf(e.KeySecretEnvRange, "Invalid key_secret_env", "key_secret_env names an environment variable and cannot be empty")
-			}
-		}
-	}
-	p.Client = ipv6.New(ipv6.Options{Trusted: trusted, Header: kind, NAT64: nat64})
-}
-
 // keyBudgets gives every counting rule that sets no max_keys, and every
 // feature budget (Compiler.KeyBudget: the visitor mint budget), an equal
 // share of the store's max_keys: ⌈max_keys ÷ n⌉ each for n of them, so that
@@ -535,7 +448,7 @@ func keyBudgets(p *Policy) {
 			n++
 		}
 	}
-	share := max((p.Store.MaxKeys+max(n, 1)-1)/max(n, 1), 1)
+	share := max((p.Keys.MaxKeys+max(n, 1)-1)/max(n, 1), 1)
 	for _, r := range p.Rules {
 		if r.counts() && !r.maxKeysSet && r.Adaptive == nil {
 			r.MaxKeys = share

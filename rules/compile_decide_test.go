@@ -27,36 +27,6 @@ func diagSummaries(diags hcl.Diagnostics) []string {
 	return out
 }
 
-// TestDecideListenAddress: decide_listen is a HOST:PORT of its own, never
-// the public or the admin listener's, a wildcard host included.
-func TestDecideListenAddress(t *testing.T) {
-	for _, c := range []struct {
-		edge  string
-		error bool
-	}{
-		{`decide_listen = "127.0.0.1:8081"`, false},
-		{`decide_listen = "[::1]:8081"`, false},
-		{`decide_listen = "nope"`, true},
-		{`decide_listen = "127.0.0.1:99999"`, true},
-		{`listen = "127.0.0.1:8080"` + "\n" + `decide_listen = "127.0.0.1:8080"`, true},
-		{`listen = "127.0.0.1:8080"` + "\n" + `decide_listen = ":8080"`, true},
-		{`listen = "0.0.0.0:8080"` + "\n" + `decide_listen = "127.0.0.1:8080"`, true},
-		{`listen = "127.0.0.1:8080"` + "\n" + `decide_listen = "127.0.0.2:8080"`, false},
-		{`decide_listen = "` + rules.DefaultAdminListen + `"`, true},
-		{`listen = "127.0.0.1:0"` + "\n" + `decide_listen = "127.0.0.1:0"`, false}, // port 0: any free port, never the same
-	} {
-		src := "edge {\n  trusted_proxies = [\"127.0.0.1/32\"]\n  " + c.edge + "\n}\n"
-		p, diags := builtin.Load("d.hcl", []byte(src))
-		got := slices.Contains(diagSummaries(diags), "error: Invalid decide_listen")
-		if got != c.error {
-			t.Errorf("%s: Invalid decide_listen %v, want %v (%s)", c.edge, got, c.error, diags.Error())
-		}
-		if !diags.HasErrors() && p.DecideListen == "" {
-			t.Errorf("%s: DecideListen not set", c.edge)
-		}
-	}
-}
-
 // TestDecideListenRuleChecks: under decide_listen an enforcing rule that
 // reads the body is an error, one that only logs or is in dry-run a
 // warning, a rule needing the origin's answer a warning, and the same
@@ -144,20 +114,6 @@ rule "r" {
 		if got := diagSummaries(diags); !slices.Equal(got, want) {
 			t.Errorf("decide_listen %v: %q, want %q", decide, got, want)
 		}
-	}
-}
-
-// TestDecideListenWithoutTrustedProxies: the decide listener's peer is
-// the proxy, so without trusted_proxies every client shares its budget:
-// a warning.
-func TestDecideListenWithoutTrustedProxies(t *testing.T) {
-	_, diags := builtin.Load("d.hcl", []byte("edge {\n  decide_listen = \"127.0.0.1:8081\"\n}\n"))
-	if !slices.Contains(diagSummaries(diags), "warning: decide_listen without trusted_proxies") || diags.HasErrors() {
-		t.Errorf("no trusted_proxies: %q", diagSummaries(diags))
-	}
-	_, diags = builtin.Load("d.hcl", []byte("edge {\n  decide_listen = \"127.0.0.1:8081\"\n  trusted_proxies = [\"10.0.0.0/8\"]\n}\n"))
-	if len(diags) != 0 {
-		t.Errorf("with trusted_proxies: %q", diagSummaries(diags))
 	}
 }
 

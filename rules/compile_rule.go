@@ -415,10 +415,10 @@ var storeErrorModes = map[string]StoreErrorMode{"allow": FailOpen, "deny": FailC
 // of ip and visitor (default the edge block's).
 func (c *Compiler) rulePrefixes(rb *ruleBlock, r *Rule) {
 	if rb.IPv4Prefix != nil {
-		r.IPv4Prefix = c.prefixLen(*rb.IPv4Prefix, 32, rb.IPv4PrefixRange, "ipv4_prefix")
+		r.IPv4Prefix = c.PrefixLen(*rb.IPv4Prefix, 32, rb.IPv4PrefixRange, "ipv4_prefix")
 	}
 	if rb.IPv6Prefix != nil {
-		r.IPv6Prefix = c.prefixLen(*rb.IPv6Prefix, 128, rb.IPv6PrefixRange, "ipv6_prefix")
+		r.IPv6Prefix = c.PrefixLen(*rb.IPv6Prefix, 128, rb.IPv6PrefixRange, "ipv6_prefix")
 	}
 }
 

@@ -12,8 +12,9 @@ import (
 // Load shedding's policy language (docs/policy.md, "Load shedding"): the
 // edge block's load_shedding { } and the rules' priority attribute.
 
-// loadSheddingBlock is `edge { load_shedding { } }`.
-type loadSheddingBlock struct {
+// LoadSheddingBlock is `edge { load_shedding { } }`, decoded with the edge
+// block (package node) and compiled here (Compiler.LoadShedding).
+type LoadSheddingBlock struct {
 	// max_in_flight is the node's ceiling on the requests it has at the
 	// origin; optional (without it only adaptive rules shed).
 	MaxInFlight *int64 `hcl:"max_in_flight,optional"`
@@ -62,10 +63,10 @@ func compilePriority(c *Compiler, r *Rule, attr *hcl.Attribute) {
 	r.Priority = p
 }
 
-// edgeShed compiles the edge block's load_shedding { }.
-func (c *Compiler) edgeShed(e *edgeBlock) {
+// LoadShedding compiles the edge block's load_shedding { } (nil: none)
+// into Policy.Shedding. The node's edge decode calls it (package node).
+func (c *Compiler) LoadShedding(b *LoadSheddingBlock) {
 	ls := &c.p.Shedding
-	b := e.LoadShedding
 	if b == nil {
 		return
 	}

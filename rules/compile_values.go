@@ -165,3 +165,19 @@ func algorithmNamesList() []string {
 	}
 	return append(out, ConcurrencyAlgorithm)
 }
+
+// PrefixLen checks a prefix length n of a family of max bits (32 or 128)
+// written as attr at rng, a rule's or the edge block's ipv4_prefix or
+// ipv6_prefix: an error (and max) outside 0..max, a warning for one so
+// coarse that a whole organisation shares a counter.
+func (c *Compiler) PrefixLen(n, max int, rng hcl.Range, attr string) int {
+	if n < 0 || n > max {
+		c.Errorf(rng, "Invalid "+attr, "%s must be between 0 and %d, got %d", attr, max, n)
+		return max
+	}
+	// An IPv4 /16 or an IPv6 /32 is already a whole organisation's network.
+	if coarse := max / 4; max == 32 && n < 16 || max == 128 && n < coarse {
+		c.Warnf(rng, "Very coarse "+attr, "%s = %d puts at least 2^%d addresses in one counter; every client in such a network shares one budget", attr, n, max-n)
+	}
+	return n
+}

@@ -2,8 +2,11 @@ package rules
 
 import (
 	"sort"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/ipv6"
 )
 
 // This file is the engine's extension points (docs/architecture.md,
@@ -57,6 +60,13 @@ type BlockType struct {
 	// Multiple allows the block more than once (test blocks); otherwise a
 	// second one is a "Duplicate block" error.
 	Multiple bool
+	// First marks a block of the node's own configuration (package node's
+	// edge { } and store { }): the blocks of First types are decoded
+	// before every other block, type by type in the order the features
+	// list them (edge before store, wherever the file has them), so that
+	// what they set (Compiler.SetNode) is final when the others and the
+	// rules compile.
+	First bool
 	// Attrs, when set, are the only attributes of the block this feature
 	// decodes, and several features may then share the block type, each
 	// with attributes of its own (the identity block: otp's phone and
@@ -305,9 +315,86 @@ type Memo struct {
 	State any
 }
 
+// Node is what rules reads of the node's own configuration, the edge { }
+// and store { } blocks. A feature decodes them (package node, whose Config
+// holds the rest: listeners, TLS, the origin, connections, the store's
+// address) and hands this part to Compiler.SetNode before any other block
+// is decoded (BlockType.First); Policy embeds it. A policy without those
+// blocks, or loaded without that feature, has DefaultNode's values.
+type Node struct {
+	// Client finds the client address from the peer and the forwarding
+	// header the policy names (trusted_proxies, forwarded_header,
+	// nat64_prefixes).
+	Client *ipv6.Extractor
+	// ForwardedHeader is the canonical name of the one header read from
+	// trusted proxies ("X-Forwarded-For" or "Forwarded").
+	ForwardedHeader string
+	// IPv4Prefix and IPv6Prefix group client addresses (defaults 32, 64),
+	// for every rule that sets no prefix of its own.
+	IPv4Prefix, IPv6Prefix int
+	// PathCaseInsensitive is path_case = "insensitive" (the default).
+	PathCaseInsensitive bool
+	// DryRun puts every rule in dry-run.
+	DryRun bool
+	// UpstreamTimeout is the origin's budget for one request: sending it
+	// (and the TLS handshake) and reading the whole answer (default
+	// DefaultUpstreamTimeout, 10s). A concurrency rule's lease must
+	// outlast it (concurrency.go).
+	UpstreamTimeout time.Duration
+	// DecideListen is the decision-only listener's HOST:PORT; empty: none.
+	// With one, the rules are checked for what a described request
+	// carries (compile_decide.go).
+	DecideListen string
+	// Keys are the memory store's key budgets, from store { }.
+	Keys StoreKeys
+}
+
+// StoreKeys are the memory store's key budgets, as the store block sets
+// them (package node's StoreConfig embeds them).
+type StoreKeys struct {
+	// MaxKeys is the memory store's max_keys (default 100000): the keys of
+	// the rules that set no max_keys of their own and of the features'
+	// budgets, split evenly among them (Rule.MaxKeys, Budget.MaxKeys;
+	// docs/memory-store.md).
+	MaxKeys int
+	// NetworkShare is the memory store's network_share in parts per
+	// million (default 50000, 5%): the most of a rule's key budget one
+	// client network holds, for the sensitive rules that set none
+	// (Rule.NetworkKeys; an ordinary rule has a share only by its own);
+	// NetworkIPv4Prefix and NetworkIPv6Prefix are a network's prefix
+	// lengths (default 24 and 48). All zero with a Redis store, which has
+	// no key budgets (network.go).
+	NetworkShare                         int
+	NetworkIPv4Prefix, NetworkIPv6Prefix int
+}
+
+// DefaultUpstreamTimeout is upstream_timeout's default (docs/policy.md).
+const DefaultUpstreamTimeout = 10 * time.Second
+
+// DefaultNode is the Node of a policy without edge { } and store { }.
+func DefaultNode() Node {
+	return Node{
+		Client:              ipv6.New(ipv6.Options{Header: ipv6.XForwardedFor}),
+		ForwardedHeader:     "X-Forwarded-For",
+		IPv4Prefix:          32,
+		IPv6Prefix:          64,
+		PathCaseInsensitive: true,
+		UpstreamTimeout:     DefaultUpstreamTimeout,
+		Keys: StoreKeys{MaxKeys: DefaultMaxKeys, NetworkShare: DefaultNetworkShare,
+			NetworkIPv4Prefix: DefaultNetworkIPv4Prefix, NetworkIPv6Prefix: DefaultNetworkIPv6Prefix},
+	}
+}
+
+// SetNode sets what rules reads of the node's configuration. The feature
+// that decodes edge { } and store { } (package node) calls it from their
+// Decode, which runs before any other block's (BlockType.First); it
+// starts from Policy().Node, the defaults or what an earlier block set.
+func (c *Compiler) SetNode(n Node) { c.p.Node = n }
+
 // registry is the features a Load knows, indexed.
 type registry struct {
 	blocks   map[string][]*BlockType // a shared type has several owners (BlockType.Attrs)
+	first    []string                // the BlockType.First types, in feature order
 	plain    map[string]*CharacteristicType
 	prefixed map[string]*CharacteristicType
 	conds    map[string]*ConditionType
@@ -347,6 +434,9 @@ func newRegistry(features []Feature) *registry {
 			if others, dup := g.blocks[b.Type]; coreBlocks[b.Type] || dup && !shareable(b, others) {
 				g.errs = append(g.errs, "block "+b.Type+" registered twice (feature "+f.Name+")")
 				continue
+			}
+			if b.First && g.blocks[b.Type] == nil {
+				g.first = append(g.first, b.Type)
 			}
 			g.blocks[b.Type] = append(g.blocks[b.Type], b)
 		}
@@ -439,4 +529,4 @@ func shareable(b *BlockType, owners []*BlockType) bool {
 }
 
 // coreBlocks are the blocks rules decodes itself.
-var coreBlocks = map[string]bool{"edge": true, "store": true, "rule": true, "known": true}
+var coreBlocks = map[string]bool{"rule": true, "known": true}

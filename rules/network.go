@@ -42,9 +42,10 @@ const (
 	sharePPM = 1_000_000
 )
 
-// networkShare parses a network_share, a percentage above 0% and at most
-// 100% ("5%", "0.5%"), into parts per million.
-func (c *Compiler) networkShare(s string, rng hcl.Range) (int, bool) {
+// NetworkShare parses a network_share (a rule's, or the store block's:
+// package node), a percentage above 0% and at most 100% ("5%", "0.5%"),
+// into parts per million; false after an error at rng.
+func (c *Compiler) NetworkShare(s string, rng hcl.Range) (int, bool) {
 	num, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
 	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
 	ppm := math.Round(f * sharePPM / 100)
@@ -53,52 +54,6 @@ func (c *Compiler) networkShare(s string, rng hcl.Range) (int, bool) {
 		return 0, false
 	}
 	return int(ppm), true
-}
-
-// storeNetwork compiles the store block's network_share,
-// network_ipv4_prefix and network_ipv6_prefix into sc: the memory store's
-// only. A Redis store has no key budgets: they are errors there, and sc
-// has no shares.
-func (c *Compiler) storeNetwork(b *storeBlock, sc *StoreConfig) {
-	if b.Kind == "redis" {
-		c.refuseAttrs([]storeAttr{
-			{b.NetworkShare != nil, "network_share", b.NetworkShareRange},
-			{b.NetworkIPv4Prefix != nil, "network_ipv4_prefix", b.NetworkIPv4PrefixRange},
-			{b.NetworkIPv6Prefix != nil, "network_ipv6_prefix", b.NetworkIPv6PrefixRange},
-		}, "%s bounds what one network holds of the memory store's key budgets; Redis has no key budgets")
-		sc.NetworkShare, sc.NetworkIPv4Prefix, sc.NetworkIPv6Prefix = 0, 0, 0
-		return
-	}
-	if b.NetworkShare != nil {
-		if ppm, ok := c.networkShare(*b.NetworkShare, b.NetworkShareRange); ok {
-			sc.NetworkShare = ppm
-		}
-	}
-	if b.NetworkIPv4Prefix != nil {
-		sc.NetworkIPv4Prefix = c.networkPrefix(*b.NetworkIPv4Prefix, 32, c.p.IPv4Prefix, DefaultNetworkIPv4Prefix, b.NetworkIPv4PrefixRange, "network_ipv4_prefix", "ipv4_prefix")
-	}
-	if b.NetworkIPv6Prefix != nil {
-		sc.NetworkIPv6Prefix = c.networkPrefix(*b.NetworkIPv6Prefix, 128, c.p.IPv6Prefix, DefaultNetworkIPv6Prefix, b.NetworkIPv6PrefixRange, "network_ipv6_prefix", "ipv6_prefix")
-	}
-}
-
-// networkPrefix checks a network prefix length n of a family of max bits
-// (returning def when it is out of range), warning of one so coarse that
-// whole organisations share a share, and of one finer than the client key
-// (client bits: the edge block's ipv4_prefix or ipv6_prefix), which makes
-// every client a network: a client rotating its addresses, as an IPv6 host
-// does inside its /48, then gets a share per address.
-func (c *Compiler) networkPrefix(n, max, client, def int, rng hcl.Range, attr, clientAttr string) int {
-	switch {
-	case n < 0 || n > max:
-		c.Errorf(rng, "Invalid "+attr, "%s must be between 0 and %d, got %d", attr, max, n)
-		return def
-	case max == 32 && n < 16 || max == 128 && n < 32:
-		c.Warnf(rng, "Very coarse "+attr, "%s = %d makes every 2^%d addresses one network: all their clients together hold one network's share of each key budget", attr, n, max-n)
-	case n > client:
-		c.Warnf(rng, "Network finer than a client", "%s = %d is finer than the client key (%s = %d): every client is a network of its own, and one that rotates its addresses gets a share for each", attr, n, clientAttr, client)
-	}
-	return n
 }
 
 // ruleNetwork compiles a rule's network_share: a rule that counts
@@ -111,7 +66,7 @@ func (c *Compiler) ruleNetwork(rb *ruleBlock, r *Rule) bool {
 		c.Errorf(rb.NetworkShareRange, "Unused network_share", "action = %q counts nothing, so it holds no keys; remove network_share", *rb.Action)
 		return false
 	}
-	ppm, ok := c.networkShare(*rb.NetworkShare, rb.NetworkShareRange)
+	ppm, ok := c.NetworkShare(*rb.NetworkShare, rb.NetworkShareRange)
 	r.networkShare, r.networkShareRange = ppm, rb.NetworkShareRange.Ptr()
 	return ok
 }
@@ -133,15 +88,15 @@ func (c *Compiler) networkShares(p *Policy) {
 	for _, r := range p.Rules {
 		share := 0
 		if r.Sensitive {
-			share = p.Store.NetworkShare
+			share = p.Keys.NetworkShare
 		}
 		if r.networkShare > 0 {
 			share = r.networkShare
-			if p.Store.NetworkShare == 0 {
+			if p.Keys.NetworkShare == 0 {
 				c.Warnf(*r.networkShareRange, "Unused network_share", "rule %q: network_share bounds what one network holds of the memory store's key budgets; the Redis store has none", r.Name)
 			}
 		}
-		if p.Store.NetworkShare == 0 || share == 0 || !r.counts() || r.Adaptive != nil || share >= sharePPM {
+		if p.Keys.NetworkShare == 0 || share == 0 || !r.counts() || r.Adaptive != nil || share >= sharePPM {
 			continue
 		}
 		perRequest := int64(1)
@@ -158,7 +113,7 @@ func (c *Compiler) networkShares(p *Policy) {
 	// caller could become known (docs/attacks.md, "Known callers").
 	for _, k := range p.knowns {
 		k.networkKeys = 0
-		if share := p.Store.NetworkShare; share > 0 && share < sharePPM {
+		if share := p.Keys.NetworkShare; share > 0 && share < sharePPM {
 			if n := max(int64(k.budget.MaxKeys)*int64(share)/sharePPM, 1); n < int64(k.budget.MaxKeys) {
 				k.networkKeys = int32(n)
 			}
@@ -188,12 +143,12 @@ func (e *Engine) clientNetwork(p *Policy, a netip.Addr) uint32 {
 	b[0] = 'n'
 	a = a.Unmap()
 	if a.Is4() {
-		bits := p.Store.NetworkIPv4Prefix
+		bits := p.Keys.NetworkIPv4Prefix
 		b[1], b[2] = 4, byte(bits)
 		v := a.As4()
 		binary.BigEndian.PutUint32(b[3:], binary.BigEndian.Uint32(v[:])&^(math.MaxUint32>>bits))
 	} else {
-		bits := p.Store.NetworkIPv6Prefix
+		bits := p.Keys.NetworkIPv6Prefix
 		b[1], b[2] = 6, byte(bits)
 		v := a.As16()
 		hi, lo := binary.BigEndian.Uint64(v[:8]), binary.BigEndian.Uint64(v[8:])

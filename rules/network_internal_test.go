@@ -22,7 +22,7 @@ func TestClientNetworkIsThePrefixs(t *testing.T) {
 	pairs = append(pairs, [2]string{"0.0.0.0", "::"}, [2]string{"1.2.3.4", "::102:304"})
 	for bits4 := 0; bits4 <= 32; bits4++ {
 		bits6 := bits4 * 4
-		p.Store.NetworkIPv4Prefix, p.Store.NetworkIPv6Prefix = bits4, bits6
+		p.Keys.NetworkIPv4Prefix, p.Keys.NetworkIPv6Prefix = bits4, bits6
 		for _, pr := range pairs {
 			a, b := netip.MustParseAddr(pr[0]).Unmap(), netip.MustParseAddr(pr[1]).Unmap()
 			bits := bits6
@@ -47,7 +47,7 @@ func BenchmarkClientNetwork(b *testing.B) {
 		b.Fatal(err)
 	}
 	p := &Policy{networkShares: true}
-	p.Store.NetworkIPv4Prefix, p.Store.NetworkIPv6Prefix = DefaultNetworkIPv4Prefix, DefaultNetworkIPv6Prefix
+	p.Keys.NetworkIPv4Prefix, p.Keys.NetworkIPv6Prefix = DefaultNetworkIPv4Prefix, DefaultNetworkIPv6Prefix
 	a4, a6 := netip.MustParseAddr("203.0.113.9"), netip.MustParseAddr("2001:db8:1:2::9")
 	var sum uint32
 	b.ReportAllocs()

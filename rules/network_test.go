@@ -107,8 +107,8 @@ rule "shared-budget" {
 			t.Errorf("rule %q: NetworkKeys %d, want %d", name, got, want)
 		}
 	}
-	if p.Store.NetworkShare != rules.DefaultNetworkShare || p.Store.NetworkIPv4Prefix != 24 || p.Store.NetworkIPv6Prefix != 48 {
-		t.Errorf("store: got share %d ppm, /%d, /%d; want the defaults 50000, /24, /48", p.Store.NetworkShare, p.Store.NetworkIPv4Prefix, p.Store.NetworkIPv6Prefix)
+	if p.Keys.NetworkShare != rules.DefaultNetworkShare || p.Keys.NetworkIPv4Prefix != 24 || p.Keys.NetworkIPv6Prefix != 48 {
+		t.Errorf("store: got share %d ppm, /%d, /%d; want the defaults 50000, /24, /48", p.Keys.NetworkShare, p.Keys.NetworkIPv4Prefix, p.Keys.NetworkIPv6Prefix)
 	}
 	r := load(t, `
 store "redis" {

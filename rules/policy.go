@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-
-	"github.com/edge-gateway/edge/ipv6"
 )
 
 // Policy is a compiled, validated policies.hcl. It is immutable once Load
@@ -18,51 +16,12 @@ type Policy struct {
 	// Filename is the file the policy was loaded from, as given to Load.
 	Filename string
 
-	// Listen, AdminListen and Upstream come from the edge block
-	// (defaults "127.0.0.1:8080", "127.0.0.1:9901", "http://127.0.0.1:9000").
-	Listen      string
-	AdminListen string
-	Upstream    string
+	// Node is what rules reads of the node's own configuration (edge { }
+	// and store { }, which package node decodes; extend.go).
+	Node
 
-	// Client finds the client address from the peer and the forwarding
-	// header the policy names.
-	Client *ipv6.Extractor
-	// ForwardedHeader is the canonical name of the one header read from
-	// trusted proxies ("X-Forwarded-For" or "Forwarded").
-	ForwardedHeader string
-	// IPv4Prefix and IPv6Prefix group client addresses (defaults 32, 64).
-	IPv4Prefix, IPv6Prefix int
-	// MaxBodyBytes caps request bodies, in bytes (default 65536).
-	MaxBodyBytes int
-	// PathCaseInsensitive is path_case = "insensitive" (the default).
-	PathCaseInsensitive bool
-	// DryRun puts every rule in dry-run.
-	DryRun bool
-	// KeySecretEnv names the environment variable of the key secret.
-	KeySecretEnv string
-	// TLS, when set, serves the public listener over TLS (compile_tls.go).
-	TLS *ListenerTLS
-	// JA4Header is the canonical name of the header a trusted proxy sets
-	// to the connection's JA4 fingerprint; empty: none (compile_ja4.go).
-	JA4Header string
-	// UpstreamTLS configures TLS to an https:// upstream; nil for http://
-	// (compile_upstream.go).
-	UpstreamTLS *UpstreamTLS
-	// UpstreamTimeout is the origin's budget for one request: sending it
-	// (and the TLS handshake) and reading the whole answer (default
-	// DefaultUpstreamTimeout, 10s).
-	UpstreamTimeout time.Duration
-	// DecideListen is the decision-only listener's HOST:PORT; empty: none
-	// (compile_decide.go).
-	DecideListen string
 	// Shedding is the edge block's load_shedding { } (shed.go).
 	Shedding LoadShedding
-	// Conns is the public listener's connection budgets and read
-	// deadlines (compile_conns.go).
-	Conns Conns
-
-	// Store is the counter store the policy asks for.
-	Store StoreConfig
 
 	// Rules in file order; Rule.Index is the position here.
 	Rules []*Rule
@@ -145,56 +104,6 @@ func (p *Policy) Budgets() []*Budget { return p.budgets }
 // compiled; the caller must not modify it. The edge forwards a header the
 // policy read only under the spelling it read (docs/host-and-path.md §3).
 func (p *Policy) HeaderNames() []string { return p.headerNames }
-
-// StoreConfig is the policy's `store` block.
-type StoreConfig struct {
-	// Kind is "memory" (the default) or "redis".
-	Kind string
-	// MaxKeys is the memory store's max_keys (default 100000): the keys of
-	// the rules that set no max_keys of their own and of the features'
-	// budgets, split evenly among them (Rule.MaxKeys, Budget.MaxKeys;
-	// docs/memory-store.md).
-	MaxKeys int
-	// URL is the Redis address for Kind "redis".
-	URL string
-	// Timeout is the per-call budget of a remote store (default 5ms).
-	Timeout time.Duration
-	// FleetSize divides limits for the "local" fallback (default 1).
-	FleetSize int
-	// NetworkShare is the memory store's network_share in parts per
-	// million (default 50000, 5%): the most of a rule's key budget one
-	// client network holds, for the sensitive rules that set none
-	// (Rule.NetworkKeys; an ordinary rule has a share only by its own);
-	// NetworkIPv4Prefix and NetworkIPv6Prefix are a network's prefix
-	// lengths (default 24 and 48). All zero with a Redis store, which has
-	// no key budgets (rules/network.go).
-	NetworkShare                         int
-	NetworkIPv4Prefix, NetworkIPv6Prefix int
-	// DialTimeout bounds establishing one Redis connection (0: the
-	// store's default, 1s).
-	DialTimeout time.Duration
-	// CAFile, CertFile, KeyFile (absolute paths, resolved against the
-	// policy file's directory) and ServerName configure TLS to a
-	// rediss:// or rediss+sentinel:// URL; empty: the system's CA pool,
-	// no client certificate, the URL's host.
-	CAFile, CertFile, KeyFile, ServerName string
-	// PasswordEnv names the environment variable whose value replaces the
-	// URL's password; SentinelUsername and SentinelPasswordEnv
-	// authenticate to a sentinel URL's sentinels. Read at start, never
-	// stored in the Policy.
-	PasswordEnv, SentinelUsername, SentinelPasswordEnv string
-	// ResetGrace is how long, once the node finds that Redis came back
-	// without its data (its epoch gone: rules/redisstore's CheckEpoch),
-	// the sensitive rules that do not fail open answer by their
-	// on_store_error instead of counting from zero (0: not at all). At
-	// most MaxResetGrace.
-	ResetGrace time.Duration
-}
-
-// MaxResetGrace bounds a store's reset_grace: long enough to cover the
-// windows a login or OTP rule counts over, short enough that a mistyped
-// value does not refuse every login for a day.
-const MaxResetGrace = time.Hour
 
 // CountMode is a rule's `count`.
 type CountMode uint8

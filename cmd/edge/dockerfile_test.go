@@ -28,6 +28,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
+	"github.com/edge-gateway/edge/node"
 )
 
 // No container daemon runs here, so these tests take ./Dockerfile apart and
@@ -608,7 +609,7 @@ func TestImageEntrypoint(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatalf("the image's policy %s: %s", argv[ci], diags.Error())
 	}
-	up, err := url.Parse(p.Upstream)
+	up, err := url.Parse(node.Of(p).Upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -647,8 +648,8 @@ func TestImageEntrypoint(t *testing.T) {
 		}
 		r.Upstream, r.Public = freeAddr(t), freeAddr(t)
 		olds := map[string]string{
-			strconv.Quote(p.AdminListen): strconv.Quote(freeAddr(t)),
-			strconv.Quote(p.Upstream):    strconv.Quote("http://" + r.Upstream),
+			strconv.Quote(node.Of(p).AdminListen): strconv.Quote(freeAddr(t)),
+			strconv.Quote(node.Of(p).Upstream):    strconv.Quote("http://" + r.Upstream),
 		}
 		moved := string(src)
 		for old, new := range olds {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -95,7 +96,7 @@ func TestRedisEvictionPolicyChecked(t *testing.T) {
 // max_keys applies at once (the rules' key budgets travel in their ops),
 // and says so rather than asking for a restart.
 func TestReloadAppliesMaxKeys(t *testing.T) {
-	r := &runningStore{cfg: rules.StoreConfig{Kind: "memory", MaxKeys: 100000, FleetSize: 1, Timeout: rules.DefaultStoreTimeout}}
+	r := &runningStore{cfg: node.StoreConfig{Kind: "memory", StoreKeys: rules.StoreKeys{MaxKeys: 100000}, FleetSize: 1, Timeout: node.DefaultStoreTimeout}}
 	np, diags := builtin.Load("p.hcl", []byte("store \"memory\" {\n  max_keys = 5000\n}\n"))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())

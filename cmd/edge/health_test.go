@@ -12,6 +12,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -36,7 +37,7 @@ func startHealthNode(t *testing.T, redisDown bool) string {
 		}
 		st, health = s, fc
 	} else {
-		ms, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
+		ms, err := memstore.New(memstore.Options{MaxKeys: node.Of(p).Store.MaxKeys})
 		if err != nil {
 			t.Fatal(err)
 		}

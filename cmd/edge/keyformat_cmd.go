@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
@@ -56,29 +57,30 @@ func keyFormatRun(args []string, stdout, stderr io.Writer, now func() time.Time)
 		fmt.Fprintf(stderr, "edge key-format: %s has errors\n", *config)
 		return 1
 	}
+	nc := node.Of(p)
 	minWindow := p.LongestKeyLifetime() + migrationMargin
 	if verb == "migrate" && *window != 0 && *window < minWindow {
 		fmt.Fprintf(stderr, "edge key-format: -window %v is shorter than the policy's longest key lifetime plus %v (%v): a node on format 2 alone would miss a counter, ban or lockout a format 1 key still holds\n", *window, migrationMargin, minWindow)
 		return 2
 	}
-	secret := []byte(os.Getenv(p.KeySecretEnv))
-	url := p.Store.URL
+	secret := []byte(os.Getenv(nc.KeySecretEnv))
+	url := nc.Store.URL
 	if *storeURL != "" {
-		if err := rules.ValidateStoreURL(*storeURL); err != nil {
+		if err := node.ValidateStoreURL(*storeURL); err != nil {
 			fmt.Fprintln(stderr, "edge key-format: -store:", err)
 			return 2
 		}
 		url = *storeURL
 	}
-	if p.Store.Kind != "redis" && *storeURL == "" {
+	if nc.Store.Kind != "redis" && *storeURL == "" {
 		fmt.Fprintln(stderr, "edge key-format: the policy's store is not redis: a memory store is node-local and always on format 2")
 		return 1
 	}
 	if len(secret) == 0 {
-		fmt.Fprintf(stderr, "edge key-format: the fleet's key secret is not in $%s\n", p.KeySecretEnv)
+		fmt.Fprintf(stderr, "edge key-format: the fleet's key secret is not in $%s\n", nc.KeySecretEnv)
 		return 1
 	}
-	opts, err := redisOptions(p.Store, url)
+	opts, err := redisOptions(nc.Store, url)
 	if err != nil {
 		fmt.Fprintln(stderr, "edge key-format:", err)
 		return 1
@@ -101,7 +103,7 @@ func keyFormatRun(args []string, stdout, stderr io.Writer, now func() time.Time)
 		fmt.Fprintln(stderr, "edge key-format:", err)
 		return 1
 	case held.Fingerprint != fp:
-		fmt.Fprintf(stderr, "edge key-format: the key secret in $%s is not the fleet's (fingerprint %s, redis holds %s)\n", p.KeySecretEnv, fp[:16], held.Fingerprint[:min(16, len(held.Fingerprint))])
+		fmt.Fprintf(stderr, "edge key-format: the key secret in $%s is not the fleet's (fingerprint %s, redis holds %s)\n", nc.KeySecretEnv, fp[:16], held.Fingerprint[:min(16, len(held.Fingerprint))])
 		return 1
 	}
 	t := now()

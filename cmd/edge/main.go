@@ -37,6 +37,7 @@ import (
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
@@ -131,11 +132,11 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	diags = append(diags, td...)
 	sortDiags(diags)
 	var secret string // a warning about the environment, not the file
-	if !diags.HasErrors() && p.Store.Kind == "redis" {
+	if !diags.HasErrors() && node.Of(p).Store.Kind == "redis" {
 		// The secret belongs to the deployment, not the file: validate
 		// warns about a short one in its environment, and serve refuses it.
-		if n := len(os.Getenv(p.KeySecretEnv)); n > 0 && n < minRedisKeySecret {
-			secret = shortSecretError(p.KeySecretEnv, n).Error()
+		if n := len(os.Getenv(node.Of(p).KeySecretEnv)); n > 0 && n < minRedisKeySecret {
+			secret = shortSecretError(node.Of(p).KeySecretEnv, n).Error()
 		}
 	}
 	if *asJSON {
@@ -242,10 +243,11 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "edge: %s has errors; not starting\n", *config)
 		return 1
 	}
-	secret := []byte(os.Getenv(p.KeySecretEnv))
-	prevSecret := []byte(os.Getenv(previousSecretEnv(p.KeySecretEnv)))
+	nc := node.Of(p)
+	secret := []byte(os.Getenv(nc.KeySecretEnv))
+	prevSecret := []byte(os.Getenv(previousSecretEnv(nc.KeySecretEnv)))
 	if len(prevSecret) > 0 && (len(secret) == 0 || string(prevSecret) == string(secret)) {
-		fmt.Fprintf(stderr, "edge: $%s is set: a key secret rotation needs the new secret in $%s, other than the previous one (docs/operations.md, \"Rotating the key secret\")\n", previousSecretEnv(p.KeySecretEnv), p.KeySecretEnv)
+		fmt.Fprintf(stderr, "edge: $%s is set: a key secret rotation needs the new secret in $%s, other than the previous one (docs/operations.md, \"Rotating the key secret\")\n", previousSecretEnv(nc.KeySecretEnv), nc.KeySecretEnv)
 		return 1
 	}
 	st, fc, rs, err := openStore(p, *store, len(secret), log)
@@ -253,11 +255,11 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "edge:", err)
 		return 1
 	}
-	stored := &runningStore{flag: *store, cfg: p.Store, fc: fc}
+	stored := &runningStore{flag: *store, cfg: nc.Store, fc: fc}
 	defer st.Close()
 	var keyFormats rules.KeyFormats // the memory store's: format 2
 	if rs != nil {
-		kf, err := checkKeySecrets(rs, secret, prevSecret, p.KeySecretEnv, *rotateKey, p.LongestKeyLifetime(), time.Now(), log)
+		kf, err := checkKeySecrets(rs, secret, prevSecret, nc.KeySecretEnv, *rotateKey, p.LongestKeyLifetime(), time.Now(), log)
 		if err != nil {
 			fmt.Fprintln(stderr, "edge:", err)
 			return 1
@@ -277,20 +279,20 @@ func serve(args []string, stderr io.Writer) int {
 		if until.After(keyFormats.RotateUntil) {
 			keyFormats.RotateUntil = until
 		}
-		log.Warn("key secret rotation: counters are read under the previous secret too until the window ends (the policy's longest key lifetime and a minute); drop $"+previousSecretEnv(p.KeySecretEnv)+" after it", "until", keyFormats.RotateUntil.UTC().Format(time.RFC3339), "longest_key_lifetime", p.LongestKeyLifetime().String())
+		log.Warn("key secret rotation: counters are read under the previous secret too until the window ends (the policy's longest key lifetime and a minute); drop $"+previousSecretEnv(nc.KeySecretEnv)+" after it", "until", keyFormats.RotateUntil.UTC().Format(time.RFC3339), "longest_key_lifetime", p.LongestKeyLifetime().String())
 	}
 	switch {
 	case len(secret) == 0 && inh.handedKeySecret() != nil:
 		secret = inh.handedKeySecret()
-		log.Warn("key secret not set: using the random one the previous process handed over on the binary upgrade; counter keys and visitor hashes change at the next restart", "env", p.KeySecretEnv)
+		log.Warn("key secret not set: using the random one the previous process handed over on the binary upgrade; counter keys and visitor hashes change at the next restart", "env", nc.KeySecretEnv)
 	case len(secret) == 0:
 		secret = make([]byte, 32)
 		_, _ = rand.Read(secret)
-		log.Warn("key secret not set: using a random one; counter keys and visitor hashes change at every restart (set it for a fleet: a Redis-backed node refuses to start without it)", "env", p.KeySecretEnv)
+		log.Warn("key secret not set: using a random one; counter keys and visitor hashes change at every restart (set it for a fleet: a Redis-backed node refuses to start without it)", "env", nc.KeySecretEnv)
 	case len(secret) < minRedisKeySecret:
 		// The memory store keeps its keys in this process; a Redis store
 		// refuses such a secret (openStore).
-		log.Warn("key secret shorter than 32 bytes: key hashes in the logs can be reversed by trying secrets, and a Redis-backed node refuses it", "env", p.KeySecretEnv, "bytes", len(secret))
+		log.Warn("key secret shorter than 32 bytes: key hashes in the logs can be reversed by trying secrets, and a Redis-backed node refuses it", "env", nc.KeySecretEnv, "bytes", len(secret))
 	}
 	var health gateway.Health
 	var stats gateway.StoreStats
@@ -339,12 +341,12 @@ func serve(args []string, stderr io.Writer) int {
 		go watchKeyFormat(ctx, rs, srv.Engine(), keyFingerprint(secret), time.Now, tick.C, log)
 		epochTick := time.NewTicker(gateway.EpochPoll)
 		defer epochTick.Stop()
-		ew := gateway.EpochWatch{Redis: rs, Store: fc, Grace: func() time.Duration { return srv.Policy().Store.ResetGrace }, Now: time.Now, Log: log}
+		ew := gateway.EpochWatch{Redis: rs, Store: fc, Grace: func() time.Duration { return node.Of(srv.Policy()).Store.ResetGrace }, Now: time.Now, Log: log}
 		go ew.Watch(ctx, epochTick.C)
 	}
 	rl = newReloader(ctx, srv, *config, startSettings{
 		listen: srv.ListenAddr(), adminListen: srv.AdminAddr(), listenFlag: *listen != "", adminFlag: *admin != "",
-		upstreamFlag: *upstream, maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv, decideListen: p.DecideListen,
+		upstreamFlag: *upstream, maxBodyBytes: nc.MaxBodyBytes, keySecretEnv: nc.KeySecretEnv, decideListen: p.DecideListen,
 	}, stored, log, stderr)
 	rl.sd = sd
 	upg := newUpgrader(log, sd, append([]string{"serve"}, args...), handedState{keySecret: secret, visitorSecret: visitorSecret, formats: srv.Engine().KeyFormats}, memoryStore(st))
@@ -355,7 +357,7 @@ func serve(args []string, stderr io.Writer) int {
 	running := 0
 
 	if *withDemo {
-		up := p.Upstream
+		up := nc.Upstream
 		if *upstream != "" {
 			up = *upstream
 		}
@@ -413,7 +415,7 @@ func serve(args []string, stderr io.Writer) int {
 		log.Info("decision-only listener", "addr", dln.Addr().String())
 	}
 	log.Info("edge listening", "addr", ln.Addr().String(), "admin", aln.Addr().String(),
-		"policy", *config, "rules", len(p.Rules), "dry_run", *dryRun || p.DryRun, "store", storeName(p, *store), "pid", os.Getpid(), "tls", srv.ServesTLS())
+		"policy", *config, "rules", len(p.Rules), "dry_run", *dryRun || p.DryRun, "store", storeName(nc.Store, *store), "pid", os.Getpid(), "tls", srv.ServesTLS())
 	if names := listeners.unclaimed(); len(names) > 0 {
 		log.Warn("inherited sockets no listener uses were closed", "sockets", names)
 	}
@@ -494,12 +496,13 @@ const breakerSpanBudgets = 20
 // the Redis store inside it, both nil for memory; closing st closes
 // everything.
 func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logger) (st rules.Store, fc *failclosed.Store, rs *redisstore.Store, err error) {
-	kind, url := p.Store.Kind, p.Store.URL
+	sc := node.Of(p).Store
+	kind, url := sc.Kind, sc.URL
 	switch {
 	case flagStore == "memory":
 		kind, url = "memory", ""
 	case flagStore != "":
-		if err := rules.ValidateStoreURL(flagStore); err != nil {
+		if err := node.ValidateStoreURL(flagStore); err != nil {
 			return nil, nil, nil, fmt.Errorf("-store: %w", err)
 		}
 		kind, url = "redis", flagStore
@@ -507,22 +510,22 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 	if kind == "memory" {
 		// The rules' key budgets (their max_keys, or shares of the store's)
 		// travel in their ops; MaxKeys bounds ops without one.
-		ms, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
+		ms, err := memstore.New(memstore.Options{MaxKeys: sc.MaxKeys})
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("creating memory store: %w", err)
 		}
 		return ms, nil, nil, nil
 	}
 	if secretLen == 0 {
-		return nil, nil, nil, fmt.Errorf("the redis store needs the key secret in $%s: a fleet must share one key space, so a random secret cannot do", p.KeySecretEnv)
+		return nil, nil, nil, fmt.Errorf("the redis store needs the key secret in $%s: a fleet must share one key space, so a random secret cannot do", node.Of(p).KeySecretEnv)
 	}
 	if secretLen < minRedisKeySecret {
-		return nil, nil, nil, shortSecretError(p.KeySecretEnv, secretLen)
+		return nil, nil, nil, shortSecretError(node.Of(p).KeySecretEnv, secretLen)
 	}
 	if log != nil {
 		redisstore.SetLogger(log)
 	}
-	opts, err := redisOptions(p.Store, url)
+	opts, err := redisOptions(sc, url)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -539,12 +542,12 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 	// saturates the node must not be able to open it (docs/attacks.md,
 	// "Saturation fail-open"). An idle node pings Redis every second, so
 	// that /readyz knows.
-	budget := p.Store.Timeout
+	budget := sc.Timeout
 	if budget == 0 {
 		budget = redisstore.DefaultTimeout
 	}
 	fc, err = failclosed.New(rs, failclosed.Options{
-		FleetSize: p.Store.FleetSize, FailureSpan: breakerSpanBudgets * budget, HealthInterval: time.Second, Logger: log,
+		FleetSize: sc.FleetSize, FailureSpan: breakerSpanBudgets * budget, HealthInterval: time.Second, Logger: log,
 		// A refusal (WRONGPASS, NOAUTH, NOPERM) is a configuration error:
 		// the node is not ready while it lasts (gateway.Health.Refused).
 		Refusal: redisstore.IsAuthError,
@@ -569,7 +572,7 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 		if redisstore.IsAuthError(err) {
 			level, msg = slog.LevelError, "redis refused the edge's credentials at start (check the url's user, password_env and the ACL): not ready, and rules that fail closed answer 503, until it accepts them"
 		}
-		log.Log(pctx, level, msg, "store", rules.RedactURL(url), "error", err.Error())
+		log.Log(pctx, level, msg, "store", node.RedactURL(url), "error", err.Error())
 	} else if log != nil {
 		checkEviction(pctx, rs, log)
 		checkFailoverLoss(pctx, rs, log)
@@ -584,7 +587,7 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 // the passwords from the variables password_env and sentinel_password_env
 // name, which must then be set (docs/deploying.md, "Redis over TLS, ACLs
 // and Sentinel").
-func redisOptions(sc rules.StoreConfig, url string) (redisstore.Options, error) {
+func redisOptions(sc node.StoreConfig, url string) (redisstore.Options, error) {
 	opts := redisstore.Options{URL: url, Timeout: sc.Timeout, DialTimeout: sc.DialTimeout, SentinelUsername: sc.SentinelUsername}
 	tlsURL := func(u string) bool {
 		return strings.HasPrefix(u, "rediss://") || strings.HasPrefix(u, "rediss+sentinel://")
@@ -593,7 +596,7 @@ func redisOptions(sc rules.StoreConfig, url string) (redisstore.Options, error) 
 		// A -store override must not turn the block's TLS off: the
 		// password and every keyed hash would cross the network in the
 		// clear, with nothing said.
-		return opts, fmt.Errorf("-store %s is not TLS, but the policy's store block is (url %s, its TLS files): the store's password and keys would go in the clear; give a rediss:// or rediss+sentinel:// URL", rules.RedactURL(url), rules.RedactURL(sc.URL))
+		return opts, fmt.Errorf("-store %s is not TLS, but the policy's store block is (url %s, its TLS files): the store's password and keys would go in the clear; give a rediss:// or rediss+sentinel:// URL", node.RedactURL(url), node.RedactURL(sc.URL))
 	}
 	if tlsURL(url) {
 		opts.TLS = redisstore.TLS{CAFile: sc.CAFile, CertFile: sc.CertFile, KeyFile: sc.KeyFile, ServerName: sc.ServerName}
@@ -666,17 +669,18 @@ func checkFailoverLoss(ctx context.Context, rs *redisstore.Store, log *slog.Logg
 	}
 }
 
-// storeName names the store the node runs on, credentials redacted.
-func storeName(p *rules.Policy, flagStore string) string {
+// storeName names the store the node runs on, the policy's sc unless
+// the -store flag names another, credentials redacted.
+func storeName(sc node.StoreConfig, flagStore string) string {
 	switch {
 	case flagStore == "memory":
 		return "memory"
 	case flagStore != "":
-		return rules.RedactURL(flagStore)
-	case p.Store.Kind == "memory":
+		return node.RedactURL(flagStore)
+	case sc.Kind == "memory":
 		return "memory"
 	}
-	return rules.RedactURL(p.Store.URL)
+	return node.RedactURL(sc.URL)
 }
 
 func demoOrigin(args []string, stderr io.Writer) int {

@@ -16,6 +16,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -259,7 +260,7 @@ func TestReloadAppliesFleetSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fc.Close()
-	r := &runningStore{cfg: rules.StoreConfig{Kind: "redis", URL: "redis://127.0.0.1:1/0", Timeout: 5 * time.Millisecond, FleetSize: 1}, fc: fc}
+	r := &runningStore{cfg: node.StoreConfig{Kind: "redis", URL: "redis://127.0.0.1:1/0", Timeout: 5 * time.Millisecond, FleetSize: 1}, fc: fc}
 	np, diags := builtin.Load("p.hcl", []byte(`
 store "redis" {
   url        = "redis://:s3cret@127.0.0.1:2/0"
@@ -270,7 +271,7 @@ store "redis" {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	r.cfg.MaxKeys = np.Store.MaxKeys // the policy's default: unchanged
+	r.cfg.MaxKeys = node.Of(np).Store.MaxKeys // the policy's default: unchanged
 	var logs bytes.Buffer
 	r.apply(np, slog.New(slog.NewJSONHandler(&logs, nil)))
 	// limit 10 over 5 nodes: the local bucket allows 2.

@@ -15,6 +15,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
@@ -280,11 +281,11 @@ func TestDeployingStoreExample(t *testing.T) {
 		{"rediss+sentinel://edge@mymaster@10.0.0.1:26379", "rediss+sentinel://edge@mymaster@10.0.0.1:26379", true},
 	}
 	for _, tt := range tests {
-		url := p.Store.URL
+		url := node.Of(p).Store.URL
 		if tt.flag != "" {
 			url = tt.flag
 		}
-		o, err := redisOptions(p.Store, url)
+		o, err := redisOptions(node.Of(p).Store, url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +306,7 @@ func TestDeployingStoreExample(t *testing.T) {
 	// A plain -store over the TLS block would send the password in the
 	// clear: refused, saying why.
 	for _, flag := range []string{"redis://edge@10.0.0.1:6379/0", "redis+sentinel://mymaster@10.0.0.1:26379"} {
-		if _, err := redisOptions(p.Store, flag); err == nil || !strings.Contains(err.Error(), "is not TLS, but the policy's store block is") {
+		if _, err := redisOptions(node.Of(p).Store, flag); err == nil || !strings.Contains(err.Error(), "is not TLS, but the policy's store block is") {
 			t.Errorf("-store %q over a TLS store block: err %v, want it refused", flag, err)
 		}
 	}

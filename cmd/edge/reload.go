@@ -21,6 +21,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/policytest"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -104,7 +105,7 @@ func newReloader(ctx context.Context, srv *gateway.Server, path string, start st
 	if src, err := os.ReadFile(path); err == nil {
 		r.seen = sha256.Sum256(src)
 	}
-	if t := srv.Policy().TLS; t != nil {
+	if t := node.Of(srv.Policy()).TLS; t != nil {
 		r.certSeen = t.Digest // the bytes compile read, which the node serves
 	}
 	return r
@@ -118,7 +119,7 @@ func (r *reloader) reload(trigger string) gateway.ReloadResult {
 	_ = r.sd.reloading()
 	defer func() { _ = r.sd.reloaded() }()
 	res, err := r.load()
-	if t := r.srv.Policy().TLS; res.OK && t != nil {
+	if t := node.Of(r.srv.Policy()).TLS; res.OK && t != nil {
 		r.certSeen = t.Digest
 	}
 	select { // the watch follows the certificate files of the policy in force
@@ -235,25 +236,26 @@ func (u unapplied) String() string { return u.setting + ": " + u.detail }
 func (r *reloader) notApplied(np *rules.Policy) []unapplied {
 	var out []unapplied
 	s := r.start
-	if !s.listenFlag && np.Listen != s.listen {
-		out = append(out, unapplied{"listen", fmt.Sprintf("the node keeps listening on %s (a reload cannot move a bound listener); %s takes effect at the next restart", s.listen, np.Listen)})
+	nc := node.Of(np)
+	if !s.listenFlag && nc.Listen != s.listen {
+		out = append(out, unapplied{"listen", fmt.Sprintf("the node keeps listening on %s (a reload cannot move a bound listener); %s takes effect at the next restart", s.listen, nc.Listen)})
 	}
-	if !s.adminFlag && np.AdminListen != s.adminListen {
-		out = append(out, unapplied{"admin_listen", fmt.Sprintf("the admin listener stays on %s (a reload cannot move a bound listener); %s takes effect at the next restart", s.adminListen, np.AdminListen)})
+	if !s.adminFlag && nc.AdminListen != s.adminListen {
+		out = append(out, unapplied{"admin_listen", fmt.Sprintf("the admin listener stays on %s (a reload cannot move a bound listener); %s takes effect at the next restart", s.adminListen, nc.AdminListen)})
 	}
-	if np.MaxBodyBytes != s.maxBodyBytes {
-		out = append(out, unapplied{"max_body_bytes", fmt.Sprintf("the public server's body cap is fixed when it starts: bodies over %d bytes still answer 413 and bodies up to it are read; %d takes effect at the next restart", s.maxBodyBytes, np.MaxBodyBytes)})
+	if nc.MaxBodyBytes != s.maxBodyBytes {
+		out = append(out, unapplied{"max_body_bytes", fmt.Sprintf("the public server's body cap is fixed when it starts: bodies over %d bytes still answer 413 and bodies up to it are read; %d takes effect at the next restart", s.maxBodyBytes, nc.MaxBodyBytes)})
 	}
-	if np.Conns.HeaderTimeout != s.headerTimeout {
-		out = append(out, unapplied{"header_timeout", fmt.Sprintf("the public server's header deadline is fixed when it starts: headers still have %v; %v takes effect at the next restart", s.headerTimeout, np.Conns.HeaderTimeout)})
+	if nc.Conns.HeaderTimeout != s.headerTimeout {
+		out = append(out, unapplied{"header_timeout", fmt.Sprintf("the public server's header deadline is fixed when it starts: headers still have %v; %v takes effect at the next restart", s.headerTimeout, nc.Conns.HeaderTimeout)})
 	}
-	if np.KeySecretEnv != s.keySecretEnv {
-		out = append(out, unapplied{"key_secret_env", fmt.Sprintf("the node keeps the key secret it read from $%s at start; $%s is read at the next restart, and if it holds another secret every counter starts over then", s.keySecretEnv, np.KeySecretEnv)})
+	if nc.KeySecretEnv != s.keySecretEnv {
+		out = append(out, unapplied{"key_secret_env", fmt.Sprintf("the node keeps the key secret it read from $%s at start; $%s is read at the next restart, and if it holds another secret every counter starts over then", s.keySecretEnv, nc.KeySecretEnv)})
 	}
-	if np.TLS != nil && !s.tls {
+	if nc.TLS != nil && !s.tls {
 		out = append(out, unapplied{"tls", "the public listener stays plain HTTP (a reload cannot turn a bound listener into TLS); the tls block takes effect at the next restart"})
 	}
-	if np.TLS == nil && s.tls {
+	if nc.TLS == nil && s.tls {
 		out = append(out, unapplied{"tls", "the public listener stays TLS, serving the last certificate it loaded (a reload cannot turn a bound listener into plain HTTP); plain HTTP takes effect at the next restart"})
 	}
 	switch {
@@ -265,7 +267,7 @@ func (r *reloader) notApplied(np *rules.Policy) []unapplied {
 	default:
 		out = append(out, unapplied{"decide_listen", fmt.Sprintf("the decision-only listener stays on %s (a reload cannot move a bound listener); %s takes effect at the next restart", s.decideListen, np.DecideListen)})
 	}
-	if s.upstreamFlag != "" && np.Upstream != r.srv.Policy().Upstream {
+	if s.upstreamFlag != "" && nc.Upstream != node.Of(r.srv.Policy()).Upstream {
 		out = append(out, unapplied{"upstream", fmt.Sprintf("-upstream %s overrides the policy's upstream", s.upstreamFlag)})
 	}
 	return out
@@ -299,7 +301,7 @@ func (r *reloader) watch(ctx context.Context) (done <-chan struct{}, err error) 
 		return nil, fmt.Errorf("watching the policy file's directory %s: %w", dir, err)
 	}
 	cw := &certWatch{w: w, base: dir, dirs: map[string]bool{}, log: r.log}
-	cw.follow(r.srv.Policy().TLS)
+	cw.follow(node.Of(r.srv.Policy()).TLS)
 	c := make(chan struct{})
 	go func() {
 		defer close(c)
@@ -330,7 +332,7 @@ func (r *reloader) watchLoop(ctx context.Context, w *fsnotify.Watcher, cw *certW
 			r.log.Warn("watching the policy file", "policy", r.path, "error", err.Error())
 			debounce.Reset(fileDebounce)
 		case <-r.rewatch:
-			cw.follow(r.srv.Policy().TLS)
+			cw.follow(node.Of(r.srv.Policy()).TLS)
 		case <-debounce.C:
 			r.filesChanged()
 		}
@@ -351,13 +353,13 @@ func (r *reloader) filesChanged() {
 
 // reloadCert is the certificate reload, under r.mu: if the content of the
 // certificate or key file of the policy in force differs from certSeen, it
-// loads the pair alone (rules.LoadListenerTLS, the checks compile makes)
+// loads the pair alone (node.LoadListenerTLS, the checks compile makes)
 // and serves it from the next handshake (gateway.Server.SetCertificate),
 // without the policy file. A pair that does not load is logged as an
 // error and the running certificate keeps serving. It returns a line for
 // a reload's warnings when it served a new certificate, "" otherwise.
 func (r *reloader) reloadCert(trigger string) string {
-	t := r.srv.Policy().TLS
+	t := node.Of(r.srv.Policy()).TLS
 	if t == nil || !r.start.tls {
 		return ""
 	}
@@ -369,7 +371,7 @@ func (r *reloader) reloadCert(trigger string) string {
 	}
 	r.certSeen = before
 	log := r.log.With("trigger", trigger, "cert_file", t.CertFile, "key_file", t.KeyFile)
-	nt, err := rules.LoadListenerTLS(t.CertFile, t.KeyFile, time.Now())
+	nt, err := node.LoadListenerTLS(t.CertFile, t.KeyFile, time.Now())
 	if err != nil {
 		log.Error("certificate reload refused: keeping the running certificate", "error", err.Error())
 		return ""
@@ -410,10 +412,10 @@ func (r *reloader) fileChanged() bool {
 }
 
 // tlsDigest is the SHA-256 of t's certificate and key files as they are
-// now, computed as rules.ListenerTLS.Digest is (a file that cannot be read
+// now, computed as node.ListenerTLS.Digest is (a file that cannot be read
 // hashes its error instead, so that its going and coming back are
 // changes); zero without t.
-func tlsDigest(t *rules.ListenerTLS) (d [sha256.Size]byte) {
+func tlsDigest(t *node.ListenerTLS) (d [sha256.Size]byte) {
 	if t == nil {
 		return d
 	}
@@ -441,7 +443,7 @@ type certWatch struct {
 
 // follow watches the directories of t's files (as written and as their
 // symlinks resolve) and stops watching those it no longer needs.
-func (cw *certWatch) follow(t *rules.ListenerTLS) {
+func (cw *certWatch) follow(t *node.ListenerTLS) {
 	want := map[string]bool{}
 	if t != nil {
 		for _, f := range []string{t.CertFile, t.KeyFile} {
@@ -474,7 +476,7 @@ func (cw *certWatch) follow(t *rules.ListenerTLS) {
 // a new policy's store settings apply and which wait for a restart.
 type runningStore struct {
 	flag string            // the -store flag: it overrides the policy's kind and url
-	cfg  rules.StoreConfig // the settings in force
+	cfg  node.StoreConfig  // the settings in force
 	fc   *failclosed.Store // nil for the memory store
 }
 
@@ -487,33 +489,34 @@ func (r *runningStore) apply(np *rules.Policy, log *slog.Logger) []unapplied {
 	if r == nil {
 		return nil
 	}
-	if np.Store.FleetSize != r.cfg.FleetSize {
+	sc := node.Of(np).Store
+	if sc.FleetSize != r.cfg.FleetSize {
 		if r.fc != nil {
-			r.fc.SetFleetSize(np.Store.FleetSize)
+			r.fc.SetFleetSize(sc.FleetSize)
 		}
-		log.Info("store fleet_size changed", "from", r.cfg.FleetSize, "to", np.Store.FleetSize)
-		r.cfg.FleetSize = np.Store.FleetSize
+		log.Info("store fleet_size changed", "from", r.cfg.FleetSize, "to", sc.FleetSize)
+		r.cfg.FleetSize = sc.FleetSize
 	}
-	running := storeName(&rules.Policy{Store: r.cfg}, r.flag)
+	running := storeName(r.cfg, r.flag)
 	var restart []string
 	var out []unapplied
-	if r.flag == "" && np.Store.Kind != r.cfg.Kind {
+	if r.flag == "" && sc.Kind != r.cfg.Kind {
 		restart = append(restart, "kind")
-		out = append(out, unapplied{"store kind", fmt.Sprintf("the node keeps its %s store (a reload cannot move counters to another store); %q takes effect at the next restart", r.cfg.Kind, np.Store.Kind)})
+		out = append(out, unapplied{"store kind", fmt.Sprintf("the node keeps its %s store (a reload cannot move counters to another store); %q takes effect at the next restart", r.cfg.Kind, sc.Kind)})
 	}
-	if r.flag == "" && np.Store.URL != r.cfg.URL {
+	if r.flag == "" && sc.URL != r.cfg.URL {
 		restart = append(restart, "url")
-		out = append(out, unapplied{"store url", fmt.Sprintf("the node keeps its store at %s; %s takes effect at the next restart", running, rules.RedactURL(np.Store.URL))})
+		out = append(out, unapplied{"store url", fmt.Sprintf("the node keeps its store at %s; %s takes effect at the next restart", running, node.RedactURL(sc.URL))})
 	}
-	if np.Store.Timeout != r.cfg.Timeout && r.fc != nil { // timeout is the Redis store's budget
+	if sc.Timeout != r.cfg.Timeout && r.fc != nil { // timeout is the Redis store's budget
 		restart = append(restart, "timeout")
-		out = append(out, unapplied{"store timeout", fmt.Sprintf("the Redis client's timeouts are fixed when it is made: the node keeps %s; %s takes effect at the next restart", r.cfg.Timeout, np.Store.Timeout)})
+		out = append(out, unapplied{"store timeout", fmt.Sprintf("the Redis client's timeouts are fixed when it is made: the node keeps %s; %s takes effect at the next restart", r.cfg.Timeout, sc.Timeout)})
 	}
-	if np.Store.MaxKeys != r.cfg.MaxKeys && r.fc == nil { // max_keys bounds the memory store only
+	if sc.MaxKeys != r.cfg.MaxKeys && r.fc == nil { // max_keys bounds the memory store only
 		// Its rules' shares travel in their ops (rules.Op.MaxKeys): each
 		// budget follows from its next new key (docs/memory-store.md).
-		log.Info("store max_keys changed: the rules' key budgets follow it from their next new key", "from", r.cfg.MaxKeys, "to", np.Store.MaxKeys)
-		r.cfg.MaxKeys = np.Store.MaxKeys
+		log.Info("store max_keys changed: the rules' key budgets follow it from their next new key", "from", r.cfg.MaxKeys, "to", sc.MaxKeys)
+		r.cfg.MaxKeys = sc.MaxKeys
 	}
 	if len(restart) > 0 {
 		log.Warn("store settings changed in the policy apply at the next restart; the node keeps its running store",
@@ -528,7 +531,7 @@ func (r *runningStore) apply(np *rules.Policy, log *slog.Logger) []unapplied {
 func reload(srv *gateway.Server, path string, log *slog.Logger, stderr io.Writer, running *runningStore) error {
 	p := srv.Policy()
 	r := newReloader(context.Background(), srv, path, startSettings{
-		listen: p.Listen, adminListen: p.AdminListen, maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv, decideListen: p.DecideListen,
+		listen: node.Of(p).Listen, adminListen: node.Of(p).AdminListen, maxBodyBytes: node.Of(p).MaxBodyBytes, keySecretEnv: node.Of(p).KeySecretEnv, decideListen: p.DecideListen,
 	}, running, log, stderr)
 	if res := r.reload("signal"); !res.OK {
 		return errors.New(strings.Join(res.Diagnostics, "\n"))

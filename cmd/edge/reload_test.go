@@ -20,6 +20,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
@@ -97,7 +98,7 @@ func startReloadNode(t *testing.T, src string, store ...rules.Store) *reloadNode
 	if len(store) > 0 {
 		st = store[0]
 	} else {
-		ms, err := memstore.New(memstore.Options{MaxKeys: p.Store.MaxKeys})
+		ms, err := memstore.New(memstore.Options{MaxKeys: node.Of(p).Store.MaxKeys})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,8 +132,8 @@ func startReloadNode(t *testing.T, src string, store ...rules.Store) *reloadNode
 		t.Fatal(err)
 	}
 	n.rl = newReloader(ctx, n.srv, path, startSettings{
-		listen: n.srv.ListenAddr(), adminListen: n.srv.AdminAddr(), maxBodyBytes: p.MaxBodyBytes, keySecretEnv: p.KeySecretEnv, decideListen: p.DecideListen,
-	}, &runningStore{cfg: p.Store}, log, io.Discard)
+		listen: n.srv.ListenAddr(), adminListen: n.srv.AdminAddr(), maxBodyBytes: node.Of(p).MaxBodyBytes, keySecretEnv: node.Of(p).KeySecretEnv, decideListen: p.DecideListen,
+	}, &runningStore{cfg: node.Of(p).Store}, log, io.Discard)
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = n.srv.Serve(ctx, ln) }()
 	go func() { defer wg.Done(); _ = n.srv.ServeAdmin(ctx, aln) }()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/node"
 )
 
 // Redis Sentinel. A "redis+sentinel://" URL names the master by the name
@@ -58,7 +58,7 @@ func parseSentinelURL(rest string) (*redis.FailoverOptions, error) {
 			return nil, errors.New("redisstore: parsing sentinel URL credentials: malformed percent-encoding") // never echo them
 		}
 	}
-	if !rules.ValidSentinelMaster(master) {
+	if !node.ValidSentinelMaster(master) {
 		return nil, errors.New("redisstore: a sentinel master name is letters, digits, '.', '_' and '-' (redis+sentinel://[user:password@]MASTER@HOST:PORT,…)")
 	}
 	o.MasterName = master

@@ -1,20 +1,118 @@
-package rules
+package node
 
 import (
-	"crypto/tls"
-	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/rules"
 )
 
-// The store block's Redis connection attributes: TLS files, credentials
+// The store block: its kind, its key budgets (network.go for the network
+// shares) and its Redis connection attributes: TLS files, credentials
 // from the environment, the dial budget (docs/policy.md, "store";
 // docs/deploying.md, "Redis over TLS, ACLs and Sentinel").
+
+// StoreConfig is the policy's `store` block.
+type StoreConfig struct {
+	// Kind is "memory" (the default) or "redis".
+	Kind string
+	// StoreKeys are the memory store's key budgets: max_keys,
+	// network_share, network_ipv4_prefix and network_ipv6_prefix (the
+	// rules read them too: rules.Node.Keys).
+	rules.StoreKeys
+	// URL is the Redis address for Kind "redis".
+	URL string
+	// Timeout is the per-call budget of a remote store (default 5ms).
+	Timeout time.Duration
+	// FleetSize divides limits for the "local" fallback (default 1).
+	FleetSize int
+	// DialTimeout bounds establishing one Redis connection (0: the
+	// store's default, 1s).
+	DialTimeout time.Duration
+	// CAFile, CertFile, KeyFile (absolute paths, resolved against the
+	// policy file's directory) and ServerName configure TLS to a
+	// rediss:// or rediss+sentinel:// URL; empty: the system's CA pool,
+	// no client certificate, the URL's host.
+	CAFile, CertFile, KeyFile, ServerName string
+	// PasswordEnv names the environment variable whose value replaces the
+	// URL's password; SentinelUsername and SentinelPasswordEnv
+	// authenticate to a sentinel URL's sentinels. Read at start, never
+	// stored in the Policy.
+	PasswordEnv, SentinelUsername, SentinelPasswordEnv string
+	// ResetGrace is how long, once the node finds that Redis came back
+	// without its data (its epoch gone: rules/redisstore's CheckEpoch),
+	// the sensitive rules that do not fail open answer by their
+	// on_store_error instead of counting from zero (0: not at all). At
+	// most MaxResetGrace.
+	ResetGrace time.Duration
+}
+
+// MaxResetGrace bounds a store's reset_grace: long enough to cover the
+// windows a login or OTP rule counts over, short enough that a mistyped
+// value does not refuse every login for a day.
+const MaxResetGrace = time.Hour
+
+// store compiles the store block b into c.cfg.Store, then what follows
+// from it: the connections' networks, the rules' key budgets.
+func (c *compiler) store(b *storeBlock) {
+	sc := &c.cfg.Store
+	switch b.Kind {
+	case "memory":
+		if b.URL != nil {
+			c.Errorf(b.URLRange, "Unexpected url", "the memory store takes no url")
+		}
+		c.memoryStoreAttrs(b)
+	case "redis":
+		if b.URL == nil {
+			c.Errorf(b.DefRange, "Missing url", "store \"redis\" needs url, such as \"redis://127.0.0.1:6379/0\", \"rediss://redis.internal:6380/0\", \"redis+cluster://10.0.0.1:7000,10.0.0.2:7000\" or \"redis+sentinel://mymaster@10.0.0.1:26379,10.0.0.2:26379\"")
+		} else if err := ValidateStoreURL(*b.URL); err != nil {
+			c.Errorf(b.URLRange, "Invalid url", "%v", err)
+		}
+		if b.MaxKeys != nil {
+			c.Errorf(b.MaxKeysRange, "Unexpected max_keys", "max_keys bounds the memory store; Redis is bounded by its own maxmemory")
+		}
+		c.redisStoreAttrs(b, sc)
+	default:
+		c.Errorf(b.KindRange, "Unknown store", "%q is not a store; want \"memory\" or \"redis\"", b.Kind)
+	}
+	sc.Kind = b.Kind
+	c.storeNetwork(b, sc) // network.go
+	c.storeValues(b, sc)
+	connsNetwork(&c.cfg.Conns, sc) // conns.go
+	c.n.Keys = sc.StoreKeys
+}
+
+// storeValues compiles max_keys, url, timeout and fleet_size.
+func (c *compiler) storeValues(b *storeBlock, sc *StoreConfig) {
+	if b.MaxKeys != nil {
+		sc.MaxKeys = *b.MaxKeys
+		if sc.MaxKeys < 1 || sc.MaxKeys > rules.MaxKeysLimit {
+			c.Errorf(b.MaxKeysRange, "Invalid max_keys", "max_keys must be between 1 and %d, got %d", rules.MaxKeysLimit, sc.MaxKeys)
+			sc.MaxKeys = rules.DefaultMaxKeys
+		}
+	}
+	if b.URL != nil {
+		sc.URL = *b.URL
+	}
+	if b.Timeout != nil {
+		d, err := rules.ParseDuration(*b.Timeout)
+		if err != nil || d <= 0 {
+			c.Errorf(b.TimeoutRange, "Invalid timeout", "%q is not a positive duration such as \"5ms\"", *b.Timeout)
+		} else if d > time.Second {
+			c.Errorf(b.TimeoutRange, "Timeout too long", "%q: a store call's budget sits on every request's path; keep it to a few milliseconds (at most 1s)", *b.Timeout)
+		}
+		sc.Timeout = d
+	}
+	if b.FleetSize != nil {
+		sc.FleetSize = *b.FleetSize
+		if sc.FleetSize < 1 {
+			c.Errorf(b.FleetSizeRange, "Invalid fleet_size", "fleet_size must be at least 1, got %d", sc.FleetSize)
+		}
+	}
+}
 
 // maxDialTimeout bounds dial_timeout: establishing a connection happens
 // at start and after an outage, off the steady request path, but a
@@ -23,100 +121,6 @@ const maxDialTimeout = 30 * time.Second
 
 // envName is a POSIX environment variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// maxPEMFile bounds a PEM file a policy names (the tls, upstream_tls and
-// store blocks): a CA bundle of a few hundred certificates is well under it.
-const maxPEMFile = 1 << 20
-
-// readPEMFile reads a regular file of at most maxPEMFile bytes, so that a
-// path such as /dev/zero or a FIFO is an error, not a compile that never
-// ends.
-func readPEMFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxPEMFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes: not a PEM file", path, maxPEMFile)
-	}
-	return b, nil
-}
-
-// clientCertAttrs are a block's cert_file and key_file, the client
-// certificate the edge presents (to Redis: the store block; to the origin:
-// upstream_tls).
-type clientCertAttrs struct {
-	cert, key           *string // nil: unset
-	certRange, keyRange hcl.Range
-	// readHint follows a read error's detail; refuser, in an expired
-	// certificate's warning, is who will refuse the edge.
-	readHint, refuser string
-}
-
-// clientCert is a compiled client certificate: its files resolved against
-// the policy file's directory (both "" unless both are set), and, when
-// usable, their PEM bytes and the pair.
-type clientCert struct {
-	certFile, keyFile string
-	certPEM, keyPEM   []byte
-	pair              *tls.Certificate
-}
-
-// clientCert compiles a cert_file and key_file, which come together: both
-// are read, and the key must be the certificate's private key; an expired
-// certificate is a warning. It reports each reason the pair cannot be
-// used, which leaves cc.pair nil.
-func (c *Compiler) clientCert(a clientCertAttrs) (cc clientCert) {
-	switch {
-	case a.cert != nil && a.key == nil:
-		c.Errorf(a.certRange, "Missing key_file", "cert_file needs key_file, the private key of its certificate")
-		return cc
-	case a.key != nil && a.cert == nil:
-		c.Errorf(a.keyRange, "Missing cert_file", "key_file needs cert_file, the certificate of its key")
-		return cc
-	case a.cert == nil:
-		return cc
-	}
-	cc.certFile, cc.keyFile = c.policyRelative(*a.cert), c.policyRelative(*a.key)
-	certPEM, cerr := readPEMFile(cc.certFile)
-	if cerr != nil {
-		c.Errorf(a.certRange, "Cannot read cert_file", "%v%s", cerr, a.readHint)
-	}
-	keyPEM, kerr := readPEMFile(cc.keyFile)
-	if kerr != nil {
-		c.Errorf(a.keyRange, "Cannot read key_file", "%v%s", kerr, a.readHint)
-	}
-	if cerr != nil || kerr != nil {
-		return cc
-	}
-	leaf, err := firstCertificate(certPEM)
-	if err != nil {
-		c.Errorf(a.certRange, "Invalid cert_file", "%s: %v", cc.certFile, err)
-		return cc
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		c.Errorf(a.keyRange, "Invalid key_file", "%s does not hold the private key of %s: %v", cc.keyFile, cc.certFile, err)
-		return cc
-	}
-	if now := time.Now(); now.After(leaf.NotAfter) {
-		c.Warnf(a.certRange, "Expired cert_file", "%s expired at %s: %s will refuse the edge", cc.certFile, leaf.NotAfter.UTC().Format(time.RFC3339), a.refuser)
-	}
-	cc.certPEM, cc.keyPEM, cc.pair = certPEM, keyPEM, &pair
-	return cc
-}
 
 // storeAttr is an attribute of a store block: whether it is set, and
 // where.
@@ -128,7 +132,7 @@ type storeAttr struct {
 
 // refuseAttrs refuses each of attrs that is set, "Unexpected NAME", with
 // why (a format of the name) as the detail.
-func (c *Compiler) refuseAttrs(attrs []storeAttr, why string) {
+func (c *compiler) refuseAttrs(attrs []storeAttr, why string) {
 	for _, a := range attrs {
 		if a.set {
 			c.Errorf(a.rng, "Unexpected "+a.name, why, a.name)
@@ -137,7 +141,7 @@ func (c *Compiler) refuseAttrs(attrs []storeAttr, why string) {
 }
 
 // memoryStoreAttrs refuses the Redis-only attributes on a memory store.
-func (c *Compiler) memoryStoreAttrs(b *storeBlock) {
+func (c *compiler) memoryStoreAttrs(b *storeBlock) {
 	c.refuseAttrs([]storeAttr{
 		{b.DialTimeout != nil, "dial_timeout", b.DialTimeoutRange},
 		{b.CAFile != nil, "ca_file", b.CAFileRange},
@@ -157,7 +161,7 @@ func (c *Compiler) memoryStoreAttrs(b *storeBlock) {
 // are read and checked now (resolved against the policy file's
 // directory), so that a missing CA or a key that does not match its
 // certificate is a validate error, not a node that cannot reach Redis.
-func (c *Compiler) redisStoreAttrs(b *storeBlock, sc *StoreConfig) {
+func (c *compiler) redisStoreAttrs(b *storeBlock, sc *StoreConfig) {
 	c.redisDurations(b, sc)
 	c.redisTLS(b, sc)
 	c.redisCredentials(b, sc)
@@ -173,9 +177,9 @@ func storeURL(b *storeBlock) string {
 
 // redisDurations compiles dial_timeout (at most maxDialTimeout) and
 // reset_grace (at most MaxResetGrace).
-func (c *Compiler) redisDurations(b *storeBlock, sc *StoreConfig) {
+func (c *compiler) redisDurations(b *storeBlock, sc *StoreConfig) {
 	if b.DialTimeout != nil {
-		d, err := ParseDuration(*b.DialTimeout)
+		d, err := rules.ParseDuration(*b.DialTimeout)
 		switch {
 		case err != nil || d <= 0:
 			c.Errorf(b.DialTimeoutRange, "Invalid dial_timeout", "%q is not a positive duration such as \"1s\"", *b.DialTimeout)
@@ -186,7 +190,7 @@ func (c *Compiler) redisDurations(b *storeBlock, sc *StoreConfig) {
 		}
 	}
 	if b.ResetGrace != nil {
-		d, err := ParseDuration(*b.ResetGrace)
+		d, err := rules.ParseDuration(*b.ResetGrace)
 		switch {
 		case err != nil || d < 0:
 			c.Errorf(b.ResetGraceRange, "Invalid reset_grace", "%q is not a duration such as \"5m\" (\"0s\": none)", *b.ResetGrace)
@@ -200,7 +204,7 @@ func (c *Compiler) redisDurations(b *storeBlock, sc *StoreConfig) {
 
 // needTLS reports whether TLS attribute a is set, after refusing it when
 // b's url names Redis without TLS.
-func (c *Compiler) needTLS(b *storeBlock, a storeAttr) bool {
+func (c *compiler) needTLS(b *storeBlock, a storeAttr) bool {
 	url := storeURL(b)
 	useTLS := strings.HasPrefix(url, "rediss://") || strings.HasPrefix(url, "rediss+sentinel://")
 	if a.set && !useTLS && url != "" {
@@ -212,7 +216,7 @@ func (c *Compiler) needTLS(b *storeBlock, a storeAttr) bool {
 
 // redisTLS compiles server_name and ca_file, then the client certificate
 // (redisClientCert).
-func (c *Compiler) redisTLS(b *storeBlock, sc *StoreConfig) {
+func (c *compiler) redisTLS(b *storeBlock, sc *StoreConfig) {
 	if c.needTLS(b, storeAttr{b.ServerName != nil, "server_name", b.ServerNameRange}) {
 		name := strings.TrimSuffix(strings.ToLower(*b.ServerName), ".")
 		if err := checkServerName(name); err != nil {
@@ -237,7 +241,7 @@ func (c *Compiler) redisTLS(b *storeBlock, sc *StoreConfig) {
 
 // redisClientCert compiles cert_file and key_file (clientCert), each a
 // TLS attribute (needTLS).
-func (c *Compiler) redisClientCert(b *storeBlock, sc *StoreConfig) {
+func (c *compiler) redisClientCert(b *storeBlock, sc *StoreConfig) {
 	a := clientCertAttrs{certRange: b.CertFileRange, keyRange: b.KeyFileRange,
 		readHint: " (paths are relative to the policy file's directory)", refuser: "a Redis that checks client certificates"}
 	if c.needTLS(b, storeAttr{b.CertFile != nil, "cert_file", b.CertFileRange}) {
@@ -254,7 +258,7 @@ func (c *Compiler) redisClientCert(b *storeBlock, sc *StoreConfig) {
 // (sentinel_username, sentinel_password_env; only with a sentinel url):
 // names of environment variables, which are read where the store is
 // opened (cmd/edge), not here.
-func (c *Compiler) redisCredentials(b *storeBlock, sc *StoreConfig) {
+func (c *compiler) redisCredentials(b *storeBlock, sc *StoreConfig) {
 	url := storeURL(b)
 	env := func(p *string, name string, rng hcl.Range) string {
 		if p == nil {

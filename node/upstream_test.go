@@ -1,4 +1,4 @@
-package rules
+package node_test
 
 import (
 	"os"
@@ -9,7 +9,10 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/testcert"
+	. "github.com/edge-gateway/edge/node"
+	"github.com/edge-gateway/edge/rules"
 )
 
 // upClient is a client certificate ca issued, valid from notBefore to
@@ -21,7 +24,7 @@ func upClient(t *testing.T, ca *testcert.CA, cn string, notBefore, notAfter time
 
 // upLoad writes files into a new directory and compiles the policy src
 // there, as policies.hcl.
-func upLoad(t *testing.T, src string, files map[string][]byte) (*Policy, hcl.Diagnostics, string) {
+func upLoad(t *testing.T, src string, files map[string][]byte) (*rules.Policy, hcl.Diagnostics, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, b := range files {
@@ -30,7 +33,7 @@ func upLoad(t *testing.T, src string, files map[string][]byte) (*Policy, hcl.Dia
 		}
 	}
 	path := filepath.Join(dir, "policies.hcl")
-	p, diags := Load(path, []byte(src))
+	p, diags := builtin.Load(path, []byte(src))
 	return p, diags, path
 }
 
@@ -78,11 +81,11 @@ func TestUpstreamTLSCompiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, diags := Load(filepath.Join(dir, "policies.hcl"), []byte(src))
+	p, diags := builtin.Load(filepath.Join(dir, "policies.hcl"), []byte(src))
 	if diags.HasErrors() || len(diags) > 0 {
 		t.Fatalf("diagnostics: %s", diags.Error())
 	}
-	ut := p.UpstreamTLS
+	ut := Of(p).UpstreamTLS
 	if ut == nil || ut.RootCAs == nil || ut.Certificate == nil {
 		t.Fatalf("UpstreamTLS = %+v, want a pool and a certificate", ut)
 	}
@@ -98,19 +101,19 @@ func TestUpstreamTLSCompiles(t *testing.T) {
 
 	// The digest follows the files' contents: the same block over other
 	// bytes is another client; over the same bytes, the same.
-	again, _ := Load(filepath.Join(dir, "policies.hcl"), []byte(src))
-	if again.UpstreamTLS.Digest != ut.Digest {
+	again, _ := builtin.Load(filepath.Join(dir, "policies.hcl"), []byte(src))
+	if Of(again).UpstreamTLS.Digest != ut.Digest {
 		t.Error("the same files gave another digest")
 	}
 	ca2 := testcert.NewCASpec(t, testcert.Spec{CN: "other CA"}).PEM
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), ca2, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	changed, diags := Load(filepath.Join(dir, "policies.hcl"), []byte(src))
+	changed, diags := builtin.Load(filepath.Join(dir, "policies.hcl"), []byte(src))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	if changed.UpstreamTLS.Digest == ut.Digest {
+	if Of(changed).UpstreamTLS.Digest == ut.Digest {
 		t.Error("a rewritten ca_file kept the digest: a reload would keep the old CA")
 	}
 }
@@ -120,11 +123,11 @@ func TestUpstreamDefaults(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	if p.UpstreamTLS != nil || p.UpstreamTimeout != DefaultUpstreamTimeout || p.Upstream != "https://origin.example" {
-		t.Errorf("got UpstreamTLS %v, timeout %v, upstream %q", p.UpstreamTLS, p.UpstreamTimeout, p.Upstream)
+	if Of(p).UpstreamTLS != nil || p.UpstreamTimeout != rules.DefaultUpstreamTimeout || Of(p).Upstream != "https://origin.example" {
+		t.Errorf("got UpstreamTLS %v, timeout %v, upstream %q", Of(p).UpstreamTLS, p.UpstreamTimeout, Of(p).Upstream)
 	}
 	p, diags, _ = upLoad(t, ``, nil)
-	if diags.HasErrors() || p.UpstreamTimeout != DefaultUpstreamTimeout {
+	if diags.HasErrors() || p.UpstreamTimeout != rules.DefaultUpstreamTimeout {
 		t.Errorf("no edge block: timeout %v, %s", p.UpstreamTimeout, diags.Error())
 	}
 }

@@ -1,4 +1,4 @@
-package rules_test
+package node_test
 
 import (
 	"os"
@@ -9,8 +9,9 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/testcert"
-	. "github.com/edge-gateway/edge/rules"
+	. "github.com/edge-gateway/edge/node"
 )
 
 // tlsPolicy is a policy whose edge block has a tls block with the two
@@ -21,13 +22,17 @@ func tlsPolicy(cert, key string) string {
 }
 
 // loadTLS writes src as dir/policies.hcl and loads it.
-func loadTLS(t *testing.T, dir, src string) (*Policy, hcl.Diagnostics) {
+func loadTLS(t *testing.T, dir, src string) (*Config, hcl.Diagnostics) {
 	t.Helper()
 	path := filepath.Join(dir, "policies.hcl")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return LoadFile(path)
+	p, diags := builtin.LoadFile(path)
+	if p == nil {
+		return nil, diags
+	}
+	return Of(p), diags
 }
 
 // TestTLSBlockLoadsThePair: paths are relative to the policy file's

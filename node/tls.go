@@ -1,4 +1,4 @@
-package rules
+package node
 
 import (
 	"crypto/sha256"
@@ -58,12 +58,12 @@ type ListenerTLS struct {
 // that is wrong) refusing keeps the certificate that works. The price: a
 // node whose certificate on disk has expired takes no rule change either
 // until the certificate is renewed, which is the outage to fix first.
-func (c *Compiler) edgeTLS(e *edgeBlock) {
+func (c *compiler) edgeTLS(e *edgeBlock) {
 	b := e.TLS
 	if b == nil {
 		return
 	}
-	dir := filepath.Dir(c.filename)
+	dir := filepath.Dir(c.Policy().Filename)
 	certPath, keyPath := resolvePath(dir, b.CertFile), resolvePath(dir, b.KeyFile)
 	certPEM, certOK := c.readTLSFile(certPath, b.CertFile, b.CertFileRange, "cert_file")
 	keyPEM, keyOK := c.readTLSFile(keyPath, b.KeyFile, b.KeyFileRange, "key_file")
@@ -84,7 +84,7 @@ func (c *Compiler) edgeTLS(e *edgeBlock) {
 		c.Errorf(rng, bad.summary, "%s", bad.detail)
 		return
 	}
-	c.p.TLS = newListenerTLS(certPath, keyPath, certPEM, keyPEM, cert)
+	c.cfg.TLS = newListenerTLS(certPath, keyPath, certPEM, keyPEM, cert)
 }
 
 // newListenerTLS is the ListenerTLS of a loaded pair, with the digest of
@@ -179,7 +179,7 @@ func resolvePath(dir, p string) string {
 
 // readTLSFile reads one file of the pair, with an error at rng if it
 // cannot.
-func (c *Compiler) readTLSFile(path, written string, rng hcl.Range, attr string) ([]byte, bool) {
+func (c *compiler) readTLSFile(path, written string, rng hcl.Range, attr string) ([]byte, bool) {
 	if written == "" {
 		c.Errorf(rng, "Invalid "+attr, "%s is empty: it names a PEM file, relative to the policy file's directory", attr)
 		return nil, false

@@ -1,4 +1,4 @@
-package rules_test
+package node_test
 
 import (
 	"fmt"
@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/testredis"
-	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/node"
 )
 
 // TestStoreTLSFiles: a rediss store's ca_file, cert_file and key_file are
@@ -47,12 +48,12 @@ func TestStoreTLSFiles(t *testing.T) {
 `, keyFile)
 	}
 	file := filepath.Join(dir, "policies.hcl")
-	p, diags := rules.Load(file, []byte(policy("tls/client.key")))
+	p, diags := builtin.Load(file, []byte(policy("tls/client.key")))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	got := p.Store
-	want := rules.StoreConfig{
+	got := node.Of(p).Store
+	want := node.StoreConfig{
 		Kind: "redis", URL: "rediss+sentinel://edge@mymaster@10.0.0.1:26379,10.0.0.2:26379/0",
 		CAFile: filepath.Join(dir, "tls/ca.pem"), CertFile: filepath.Join(dir, "tls/client.pem"), KeyFile: filepath.Join(dir, "tls/client.key"),
 		ServerName: "redis.internal", PasswordEnv: "EDGE_REDIS_PASSWORD", SentinelUsername: "sentinel-user", SentinelPasswordEnv: "EDGE_SENTINEL_PASSWORD",
@@ -63,7 +64,7 @@ func TestStoreTLSFiles(t *testing.T) {
 		t.Errorf("StoreConfig:\n got %+v\nwant %+v", got, want)
 	}
 
-	_, diags = rules.Load(file, []byte(policy("tls/other.key")))
+	_, diags = builtin.Load(file, []byte(policy("tls/other.key")))
 	if !diags.HasErrors() || !strings.Contains(diags.Error(), "Invalid key_file") {
 		t.Errorf("a key of another certificate: got %v, want Invalid key_file", diags)
 	}
@@ -74,7 +75,7 @@ func TestStoreTLSFiles(t *testing.T) {
 func TestStoreFileNotRegular(t *testing.T) {
 	for _, path := range []string{"/dev/zero", t.TempDir()} {
 		src := fmt.Sprintf("store \"redis\" {\n  url     = \"rediss://127.0.0.1:6380/0\"\n  ca_file = %q\n}\n", path)
-		_, diags := rules.Load("p.hcl", []byte(src))
+		_, diags := builtin.Load("p.hcl", []byte(src))
 		if !diags.HasErrors() || !strings.Contains(diags.Error(), "Cannot read ca_file") {
 			t.Errorf("ca_file = %q: got %v, want Cannot read ca_file", path, diags)
 		}
@@ -91,7 +92,7 @@ func TestPolicyFilesNotRegular(t *testing.T) {
 		"edge {\n  upstream = \"https://127.0.0.1:9443\"\n  upstream_tls {\n    ca_file = \"/dev/zero\"\n  }\n}\n",
 		"edge {\n  upstream = \"https://127.0.0.1:9443\"\n  upstream_tls {\n    cert_file = \"/dev/zero\"\n    key_file  = \"/dev/zero\"\n  }\n}\n",
 	} {
-		_, diags := rules.Load("p.hcl", []byte(src))
+		_, diags := builtin.Load("p.hcl", []byte(src))
 		if !diags.HasErrors() || !strings.Contains(diags.Error(), "not a regular file") {
 			t.Errorf("%s: diagnostics %v, want a not-a-regular-file error", src, diags)
 		}

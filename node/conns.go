@@ -1,9 +1,11 @@
-package rules
+package node
 
 import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/rules"
 )
 
 // The public listener's connection budgets and read deadlines
@@ -105,14 +107,17 @@ var defaultConns = Conns{
 	PerIP:         DefaultMaxConnsPerClient,
 	PerIPv6Prefix: DefaultMaxConnsPerClient,
 	PerNetwork:    DefaultMaxConnsPerNetwork,
-	// Network prefixes: set from the store block (connsNetwork).
-	HeaderTimeout: DefaultHeaderTimeout,
-	BodyTimeout:   DefaultBodyTimeout,
+	// The network prefixes: the default store's, or the store block's
+	// (connsNetwork).
+	NetworkIPv4Prefix: rules.DefaultNetworkIPv4Prefix,
+	NetworkIPv6Prefix: rules.DefaultNetworkIPv6Prefix,
+	HeaderTimeout:     DefaultHeaderTimeout,
+	BodyTimeout:       DefaultBodyTimeout,
 }
 
 // edgeConns compiles the edge block's connection attributes.
-func (c *Compiler) edgeConns(e *edgeBlock) {
-	cs := &c.p.Conns
+func (c *compiler) edgeConns(e *edgeBlock) {
+	cs := &c.cfg.Conns
 	if e.MaxConns != nil {
 		if n := *e.MaxConns; n < 1 || n > MaxConnsLimit {
 			c.Errorf(e.MaxConnsRange, "Invalid max_conns", "max_conns is the node's open connections on the public listener, from 1 to %d, got %d", MaxConnsLimit, n)
@@ -130,7 +135,7 @@ func (c *Compiler) edgeConns(e *edgeBlock) {
 // connsPerClient compiles a per-client cap: from 1 to max, the node's cap
 // (a cap over it could never refuse). Unset, it is the default, or max
 // when max is lower.
-func (c *Compiler) connsPerClient(v *int, rng hcl.Range, attr string, max int) int {
+func (c *compiler) connsPerClient(v *int, rng hcl.Range, attr string, max int) int {
 	if v == nil {
 		return min(DefaultMaxConnsPerClient, max)
 	}
@@ -148,7 +153,7 @@ func (c *Compiler) connsPerClient(v *int, rng hcl.Range, attr string, max int) i
 // connsPerNetwork compiles max_conns_per_network: from 1 to max, the
 // node's cap. Unset, it is DefaultMaxConnsPerNetwork, or max when max is
 // lower. Under lowConnsPerNetwork it is legal but warned about.
-func (c *Compiler) connsPerNetwork(v *int, rng hcl.Range, max int) int {
+func (c *compiler) connsPerNetwork(v *int, rng hcl.Range, max int) int {
 	if v == nil {
 		return min(DefaultMaxConnsPerNetwork, max)
 	}
@@ -167,7 +172,7 @@ func (c *Compiler) connsPerNetwork(v *int, rng hcl.Range, max int) int {
 // store's network prefixes (network.go), or their defaults with a store
 // that has none (Redis).
 func connsNetwork(cs *Conns, sc *StoreConfig) {
-	cs.NetworkIPv4Prefix, cs.NetworkIPv6Prefix = DefaultNetworkIPv4Prefix, DefaultNetworkIPv6Prefix
+	cs.NetworkIPv4Prefix, cs.NetworkIPv6Prefix = rules.DefaultNetworkIPv4Prefix, rules.DefaultNetworkIPv6Prefix
 	if sc.Kind == "memory" {
 		cs.NetworkIPv4Prefix, cs.NetworkIPv6Prefix = sc.NetworkIPv4Prefix, sc.NetworkIPv6Prefix
 	}
@@ -175,11 +180,11 @@ func connsNetwork(cs *Conns, sc *StoreConfig) {
 
 // readTimeout compiles header_timeout or body_timeout: a duration from
 // minReadTimeout to max.
-func (c *Compiler) readTimeout(v *string, rng hcl.Range, attr string, def, max time.Duration) time.Duration {
+func (c *compiler) readTimeout(v *string, rng hcl.Range, attr string, def, max time.Duration) time.Duration {
 	if v == nil {
 		return def
 	}
-	d, err := ParseDuration(*v)
+	d, err := rules.ParseDuration(*v)
 	if err != nil || d < minReadTimeout || d > max {
 		c.Errorf(rng, "Invalid "+attr, "%s %q must be a duration from %v to %v, such as \"%v\"", attr, *v, minReadTimeout, max, def)
 		return def

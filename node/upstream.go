@@ -1,31 +1,28 @@
-package rules
+package node
 
 import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/rules"
 )
 
 // The origin: upstream, upstream_timeout and upstream_tls in the edge block
 // (docs/policy.md, "edge { }"; docs/deploying.md, "The origin over HTTPS,
 // and its health").
 
-// Upstream timeouts (docs/policy.md): the default, and the bounds a
-// policy's upstream_timeout must keep to.
+// The bounds a policy's upstream_timeout must keep to (docs/policy.md;
+// rules.DefaultUpstreamTimeout is its default, in rules.Node).
 const (
-	DefaultUpstreamTimeout = 10 * time.Second
-	minUpstreamTimeout     = 10 * time.Millisecond
-	maxUpstreamTimeout     = 5 * time.Minute
+	minUpstreamTimeout = 10 * time.Millisecond
+	maxUpstreamTimeout = 5 * time.Minute
 )
 
 // upstreamTLSBlock is `edge { upstream_tls { } }`: how the edge speaks TLS
@@ -96,8 +93,8 @@ func ParseUpstream(s string) (scheme, authority string, err error) {
 }
 
 // edgeUpstream compiles upstream, upstream_timeout and upstream_tls.
-func (c *Compiler) edgeUpstream(e *edgeBlock) {
-	p := c.p
+func (c *compiler) edgeUpstream(e *edgeBlock) {
+	p := c.cfg
 	scheme := "http"
 	if e.Upstream != nil {
 		p.Upstream = *e.Upstream
@@ -108,14 +105,14 @@ func (c *Compiler) edgeUpstream(e *edgeBlock) {
 		scheme = s
 	}
 	if e.UpstreamTimeout != nil {
-		d, err := ParseDuration(*e.UpstreamTimeout)
+		d, err := rules.ParseDuration(*e.UpstreamTimeout)
 		switch {
 		case err != nil || d <= 0:
 			c.Errorf(e.UpstreamTimeoutRange, "Invalid upstream_timeout", "%q is not a positive duration such as \"10s\"", *e.UpstreamTimeout)
 		case d < minUpstreamTimeout || d > maxUpstreamTimeout:
 			c.Errorf(e.UpstreamTimeoutRange, "Invalid upstream_timeout", "%q: the origin's budget is between %v and %v", *e.UpstreamTimeout, minUpstreamTimeout, maxUpstreamTimeout)
 		default:
-			p.UpstreamTimeout = d
+			c.n.UpstreamTimeout = d // rules checks leases against it
 		}
 	}
 	b := e.UpstreamTLS
@@ -165,86 +162,4 @@ func (c *Compiler) edgeUpstream(e *edgeBlock) {
 	}
 	copy(t.Digest[:], h.Sum(nil))
 	p.UpstreamTLS = t
-}
-
-// policyRelative resolves a path of the policy against the policy file's
-// directory; an absolute path stays as it is.
-func (c *Compiler) policyRelative(path string) string {
-	if filepath.IsAbs(path) || path == "" {
-		return path
-	}
-	return filepath.Join(filepath.Dir(c.filename), path)
-}
-
-// caPool parses a PEM file of CA certificates: every block must be a
-// CERTIFICATE that parses, and there must be one at least (x509's
-// AppendCertsFromPEM skips what it cannot read, so a key pasted into the
-// file or a truncated block would pass unseen). expired describes the
-// certificates past their NotAfter at now (a warning: a bundle may carry
-// an old root beside the current one).
-func caPool(pemBytes []byte, now time.Time) (pool *x509.CertPool, expired []string, err error) {
-	pool = x509.NewCertPool()
-	n := 0
-	for rest := pemBytes; ; {
-		var blk *pem.Block
-		blk, rest = pem.Decode(rest)
-		if blk == nil {
-			if strings.TrimSpace(string(rest)) != "" {
-				return nil, nil, errors.New("text that is not a PEM block")
-			}
-			break
-		}
-		if blk.Type != "CERTIFICATE" {
-			return nil, nil, fmt.Errorf("a %s block; want only CERTIFICATE blocks", blk.Type)
-		}
-		cert, err := x509.ParseCertificate(blk.Bytes)
-		if err != nil {
-			return nil, nil, fmt.Errorf("certificate %d: %v", n+1, err)
-		}
-		if now.After(cert.NotAfter) {
-			expired = append(expired, fmt.Sprintf("certificate %d (%s) expired at %s", n+1, cert.Subject, cert.NotAfter.UTC().Format(time.RFC3339)))
-		}
-		pool.AddCert(cert)
-		n++
-	}
-	if n == 0 {
-		return nil, nil, errors.New("no PEM certificate")
-	}
-	return pool, expired, nil
-}
-
-// firstCertificate parses the first CERTIFICATE block of a cert_file.
-func firstCertificate(pemBytes []byte) (*x509.Certificate, error) {
-	for rest := pemBytes; ; {
-		var blk *pem.Block
-		if blk, rest = pem.Decode(rest); blk == nil {
-			return nil, errors.New("no PEM certificate")
-		}
-		if blk.Type == "CERTIFICATE" {
-			return x509.ParseCertificate(blk.Bytes)
-		}
-	}
-}
-
-// checkServerName accepts an IP address or a DNS name (letters, digits,
-// hyphens and dots, labels of 1 to 63 bytes, at most 253 in all).
-func checkServerName(name string) error {
-	if net.ParseIP(name) != nil {
-		return nil
-	}
-	if name == "" || len(name) > 253 {
-		return errors.New("is not a host name")
-	}
-	for label := range strings.SplitSeq(name, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return errors.New("is not a host name (no port, scheme or path)")
-		}
-		for i := 0; i < len(label); i++ {
-			ch := label[i]
-			if !('a' <= ch && ch <= 'z' || '0' <= ch && ch <= '9' || ch == '-') {
-				return errors.New("is not a host name (no port, scheme or path)")
-			}
-		}
-	}
-	return nil
 }

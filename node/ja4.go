@@ -1,47 +1,35 @@
-package rules
+package node
 
 import (
 	"net/textproto"
 	"strings"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // edgeJA4 compiles ja4_header (docs/policy.md, docs/deploying.md "JA4
 // fingerprints"): the request header in which a trusted proxy that
 // terminates TLS forwards the client's JA4 fingerprint. Its name must be
 // an HTTP field name (RFC 9110 §5.1, a token), in canonical form in
-// Policy.JA4Header; the X-Edge-* namespace, Host, the client-address
+// Config.JA4Header; the X-Edge-* namespace, Host, the client-address
 // headers and the hop-by-hop headers are refused, since the edge sets,
 // strips or reads them as something else. The policy reads the header, so
 // another spelling of it never reaches the origin (ReadsHeader).
-func (c *Compiler) edgeJA4(e *edgeBlock) {
+func (c *compiler) edgeJA4(e *edgeBlock) {
 	if e.JA4Header == nil {
 		return
 	}
 	name := *e.JA4Header
 	switch {
-	case name == "" || len(name) > 128 || !isToken(name):
+	case name == "" || len(name) > 128 || !httpsyntax.IsToken(name):
 		c.Errorf(e.JA4HeaderRange, "Invalid ja4_header", "%q is not a header name (1 to 128 letters, digits and !#$%%&'*+-.^_`|~), such as \"X-JA4\"", name)
 		return
 	case reservedJA4Header(name):
 		c.Errorf(e.JA4HeaderRange, "Invalid ja4_header", "%q is a header the edge sets, strips or reads as something else; name another, such as \"X-JA4\"", name)
 		return
 	}
-	c.p.JA4Header = textproto.CanonicalMIMEHeaderKey(name)
-	c.ReadsHeader(c.p.JA4Header)
-}
-
-// isToken reports whether s is an RFC 9110 §5.6.2 token.
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
+	c.cfg.JA4Header = textproto.CanonicalMIMEHeaderKey(name)
+	c.ReadsHeader(c.cfg.JA4Header)
 }
 
 // reservedJA4Header reports whether name is one ja4_header cannot be.
