@@ -334,9 +334,8 @@ func (c *Compiler) behaviours(rb *ruleBlock, r *Rule) {
 		c.when(w, r)
 	}
 	c.ruleAttrs(rb.Remain, r)
-	c.finishRefusal(r)
 	for _, done := range c.reg.ruleDone {
-		done(c, r) // Feature.RuleDone: queue's max_delay
+		done(c, r) // Feature.RuleDone: refusal's content type, queue's max_delay
 	}
 	c.compileAdaptive(rb, r)   // adaptive { } (compile_adaptive.go)
 	c.finishConcurrency(rb, r) // limit, lease (concurrency.go)

@@ -332,9 +332,6 @@ func newRegistry(features []Feature) *registry {
 	for _, cd := range coreConditions {
 		g.conds[cd.Name] = cd
 	}
-	for i := range refusalAttrs {
-		g.attrs[refusalAttrs[i].Name] = &refusalAttrs[i]
-	}
 	for i := range shedAttrs {
 		g.attrs[shedAttrs[i].Name] = &shedAttrs[i]
 	}

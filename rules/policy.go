@@ -375,9 +375,6 @@ type Rule struct {
 	// 0 when it sets none; networkShareRange is where.
 	networkShare      int
 	networkShareRange *hcl.Range
-	// Refusal is how the rule's informative refusal is answered:
-	// retry_after_jitter, refusal_status, refusal_body (compile_refusal.go).
-	Refusal Refusal
 	// Concurrency is set for algorithm = "concurrency" (concurrency.go):
 	// Limit is then requests in flight per key, and Period the lease of
 	// each (its op is a Distinct op of lease IDs).
