@@ -3,6 +3,7 @@ package gateway
 import (
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/calendar"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -10,11 +11,11 @@ import (
 // seconds: draft-ietf-httpapi-ratelimit-headers §3.1 makes w "the time
 // window" of the quota in seconds. For a rule whose period is a duration
 // it is that duration; for a calendar period (period = "day", "week" or
-// "month", rules/calendar.go) it is the current window's own length, the
+// "month", behaviour/calendar) it is the current window's own length, the
 // op's PeriodUS: 82800 for a 23-hour day across a DST change, 2678400 for
 // 31 days (docs/headers.md). RateLimit's t counts to the same window's end.
 func policyWindow(rs *reqState, m *rules.Match) time.Duration {
-	if m.Rule.Calendar != rules.NoCalendar && m.Op >= 0 && m.Op < len(rs.sc.Ops) {
+	if calendar.Of(m.Rule) != nil && m.Op >= 0 && m.Op < len(rs.sc.Ops) {
 		return rules.DurationUS(rs.sc.Ops[m.Op].PeriodUS)
 	}
 	return m.Rule.Period
@@ -23,8 +24,8 @@ func policyWindow(rs *reqState, m *rules.Match) time.Duration {
 // periodText is a rule's period as GET /admin/rules shows it: a duration
 // ("1m0s"), or a calendar period with its zone ("month Europe/Paris").
 func periodText(r *rules.Rule) string {
-	if r.Calendar != rules.NoCalendar {
-		return r.Calendar.String() + " " + r.Zone.String()
+	if c := calendar.Of(r); c != nil {
+		return c.Period.String() + " " + c.Zone.String()
 	}
 	return r.Period.String()
 }

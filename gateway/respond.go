@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/behaviour/refusal"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -85,13 +86,15 @@ const quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exc
 func (s *Server) informative429(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision) {
 	u := s.jitterDraw()
 	status := fasthttp.StatusTooManyRequests
-	var custom *rules.Refusal
+	var custom *refusal.Refusal
 	if r := refusalRule(rs); r != nil {
-		if r.Refusal.Status != 0 {
-			status = r.Refusal.Status
-		}
-		if r.Refusal.Body != nil {
-			custom = &r.Refusal
+		if rf := refusal.Of(r); rf != nil {
+			if rf.Status != 0 {
+				status = rf.Status
+			}
+			if rf.Body != nil {
+				custom = rf
+			}
 		}
 	}
 	ctx.Response.Reset()
@@ -208,7 +211,7 @@ func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refuse
 		b = strconv.AppendInt(b, r, 10)
 		b = append(b, ";t="...)
 		if refused && r == 0 && t > 0 {
-			b = strconv.AppendInt(b, jitteredSeconds(t, m.Rule.Refusal.Jitter, u), 10)
+			b = strconv.AppendInt(b, jitteredSeconds(t, refusal.Jitter(m.Rule), u), 10)
 		} else {
 			b = strconv.AppendInt(b, ceilSecondsOrZero(t), 10)
 		}

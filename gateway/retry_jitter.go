@@ -5,6 +5,7 @@ import (
 	randv2 "math/rand/v2"
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/refusal"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -52,8 +53,8 @@ func refusalWait(rs *reqState, d *rules.Decision, u uint64) int64 {
 	maxJitter := 0.0
 	for i := range rs.sc.Matches {
 		m := &rs.sc.Matches[i]
-		if m.Outcome == rules.OutcomeDeny && m.Rule.Refusal.Jitter > maxJitter {
-			maxJitter = m.Rule.Refusal.Jitter
+		if j := refusal.Jitter(m.Rule); m.Outcome == rules.OutcomeDeny && j > maxJitter {
+			maxJitter = j
 		}
 	}
 	wait := jitteredSeconds(d.RetryAfter, maxJitter, u)
@@ -63,7 +64,7 @@ func refusalWait(rs *reqState, d *rules.Decision, u uint64) int64 {
 			continue
 		}
 		if r, t, ok := serviceLimit(rs, m); ok && r == 0 && t > 0 {
-			wait = max(wait, jitteredSeconds(t, m.Rule.Refusal.Jitter, u))
+			wait = max(wait, jitteredSeconds(t, refusal.Jitter(m.Rule), u))
 		}
 	}
 	return wait

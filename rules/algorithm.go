@@ -816,7 +816,7 @@ func fixedAt(st *State, nowUS int64, op *Op) (start, n int64) {
 // before nowUS: its bounds come from the caller's clock, its now may be
 // another's (the Redis store's server-time mode), and then the window the
 // caller chose is full or not for one µs more, never for a negative time
-// (rules/calendar.go).
+// (behaviour/calendar).
 func fixedLeft(start, nowUS int64, op *Op) int64 {
 	return max(start+op.PeriodUS-nowUS, 1)
 }

@@ -371,6 +371,7 @@ func (c *Compiler) ruleBlocks(rbs []ruleBlock) {
 			p.Sensitive = true
 		}
 		p.gates = p.gates || len(r.gates) > 0
+		p.shapes = p.shapes || len(r.shapers) > 0
 	}
 }
 

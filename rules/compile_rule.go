@@ -51,7 +51,6 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	if ok {
 		ok = c.limitsInRange(rb, r)
 	}
-	c.timeZone(rb, r) // calendar.go
 	ok = c.countMode(rb, r) && ok
 	c.behaviours(rb, r)
 	ok = c.ipCeiling(rb, r) && ok
@@ -229,15 +228,17 @@ func (c *Compiler) ruleNumbers(rb *ruleBlock, r *Rule) bool {
 }
 
 // rulePeriod compiles the period of a rule that counts: a duration in
-// whole microseconds, or a calendar window (calendarPeriod, calendar.go).
-// It reports false after a period that is missing or invalid.
+// whole microseconds, or a word a feature names (PeriodType: calendar's
+// "day", "week", "month"). It reports false after a period that is
+// missing or invalid.
 func (c *Compiler) rulePeriod(rb *ruleBlock, r *Rule) bool {
 	if rb.Period == nil {
 		c.Errorf(rb.DefRange, "Missing period", "rule %q needs period, a duration such as \"1m\" or \"1d\"", rb.Name)
 		return false
 	}
-	if c.calendarPeriod(rb, r) {
-		return r.Calendar != NoCalendar // "day", "week", "month"
+	if pt, ok := c.reg.periods[*rb.Period]; ok {
+		r.Period = pt.Compile(c, r, rb.PeriodRange)
+		return r.Period > 0
 	}
 	d, err := ParseDuration(*rb.Period)
 	switch {
@@ -334,9 +335,8 @@ func (c *Compiler) behaviours(rb *ruleBlock, r *Rule) {
 		c.when(w, r)
 	}
 	c.ruleAttrs(rb.Remain, r)
-	c.finishRefusal(r)
 	for _, done := range c.reg.ruleDone {
-		done(c, r) // Feature.RuleDone: queue's max_delay
+		done(c, r) // Feature.RuleDone: refusal's content type, queue's max_delay
 	}
 	c.compileAdaptive(rb, r)   // adaptive { } (compile_adaptive.go)
 	c.finishConcurrency(rb, r) // limit, lease (concurrency.go)

@@ -46,7 +46,7 @@ var shedAttrs = []RuleAttrType{
 // compilePriority compiles priority = "low" | "normal" | "high" |
 // "critical".
 func compilePriority(c *Compiler, r *Rule, attr *hcl.Attribute) {
-	s, ok := attrString(c, attr, `"high"`)
+	s, ok := c.AttrString(attr, `"high"`)
 	if !ok {
 		return
 	}

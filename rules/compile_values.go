@@ -38,6 +38,17 @@ func (c *Compiler) StringList(expr hcl.Expression, attr string) ([]string, []hcl
 	return out, rngs
 }
 
+// AttrString evaluates attr as a string, or reports "Invalid NAME: NAME
+// must be a string, such as EXAMPLE" at its value and returns false.
+func (c *Compiler) AttrString(attr *hcl.Attribute, example string) (string, bool) {
+	v, d := attr.Expr.Value(nil)
+	if d.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		c.Errorf(attr.Expr.Range(), "Invalid "+attr.Name, "%s must be a string, such as %s", attr.Name, example)
+		return "", false
+	}
+	return v.AsString(), true
+}
+
 // IntList decodes an optional list-of-numbers attribute.
 func (c *Compiler) IntList(expr hcl.Expression, attr string) []int {
 	if expr == nil || IsNull(expr) {

@@ -226,6 +226,25 @@ func (c *Compiler) concurrencyAttrs(rb *ruleBlock, r *Rule) {
 	}
 }
 
+// retrySpreader is a Stage that spreads its rule's Retry-After: a refused
+// client waits the true wait plus up to RetryJitter (a fraction, 0 to 1)
+// of it more (retry_after_jitter, behaviour/refusal).
+type retrySpreader interface {
+	Stage
+	RetryJitter() float64
+}
+
+// retryJitter is the fraction r's stages spread its Retry-After by, 0 when
+// none does.
+func retryJitter(r *Rule) float64 {
+	for _, st := range r.stages {
+		if sp, ok := st.(retrySpreader); ok {
+			return sp.RetryJitter()
+		}
+	}
+	return 0
+}
+
 // finishConcurrency compiles a concurrency rule's limit and lease once its
 // other attributes are (before its ip_ceiling, which scales the limit),
 // and refuses lease on any other rule. An adaptive rule (adaptive { })
@@ -251,7 +270,7 @@ func (c *Compiler) finishConcurrency(rb *ruleBlock, r *Rule) {
 	if !r.counts() {
 		return // concurrencyAttrs said why
 	}
-	if j := r.Refusal.Jitter; j > 0 && int64(j*ConcurrencyRetryAfter.Seconds()) == 0 {
+	if j := retryJitter(r); j > 0 && int64(j*ConcurrencyRetryAfter.Seconds()) == 0 {
 		c.Warnf(r.DefRange, "retry_after_jitter spreads nothing",
 			"rule %q: a concurrency refusal's Retry-After is %v, and Retry-After is whole seconds, so %v%% of it adds nothing to any answer; write \"100%%\" to spread clients over 1 and 2 seconds", rb.Name, ConcurrencyRetryAfter, j*100)
 	}

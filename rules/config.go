@@ -26,9 +26,6 @@ type ruleBlock struct {
 	// lease is a concurrency rule's slot lifetime when nobody gives it
 	// back (default 30s; concurrency.go).
 	Lease *string `hcl:"lease,optional"`
-	// time_zone is a calendar period's IANA zone (default "UTC";
-	// calendar.go).
-	TimeZone *string `hcl:"time_zone,optional"`
 	// count is "requests" (default), "attempts" or "failures".
 	Count          *string        `hcl:"count,optional"`
 	FailureStatus  hcl.Expression `hcl:"failure_status,optional"`
@@ -93,7 +90,6 @@ type ruleBlock struct {
 	AlgorithmRange       hcl.Range `hcl:"algorithm,attr_value_range"`
 	LimitRange           hcl.Range `hcl:"limit,attr_value_range"`
 	PeriodRange          hcl.Range `hcl:"period,attr_value_range"`
-	TimeZoneRange        hcl.Range `hcl:"time_zone,attr_value_range"`
 	BurstRange           hcl.Range `hcl:"burst,attr_value_range"`
 	LeaseRange           hcl.Range `hcl:"lease,attr_value_range"`
 	CountRange           hcl.Range `hcl:"count,attr_value_range"`

@@ -235,6 +235,7 @@ type Scratch struct {
 	skips      skipState  // the skip rules' exemptions of this request (skip.go)
 	combo      valueCombo // the combination of values being keyed (values.go)
 	peekOnly   bool       // Explain: every op a peek, no ban written (explain.go)
+	now        time.Time  // the instant Check decides the request at (Scratch.Now)
 
 	// denyAction: an enforcing action = "deny" matched; missing, invalid:
 	// an enforcing rule rejects the request's identity (after the gate,
@@ -431,9 +432,6 @@ func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m 
 		// What one network may make of the budget (network.go).
 		NetworkKeys: int32(r.NetworkKeys),
 	})
-	if r.Calendar != NoCalendar {
-		r.calendarOp(now, &s.Ops[m.Op]) // its ceiling's op copies it
-	}
 	if r.IPCeiling > 0 {
 		// All visitors of one IP share a ceiling (key: the IP instead
 		// of the visitor), in the same call, so stockpiled visitor IDs

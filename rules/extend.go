@@ -30,6 +30,8 @@ type Feature struct {
 	Conditions []ConditionType
 	// RuleAttrs are attributes the feature adds to rule { } blocks.
 	RuleAttrs []RuleAttrType
+	// Periods are words a rule's period may be instead of a duration.
+	Periods []PeriodType
 	// RuleDone, when set, runs for every rule once its attributes (its own
 	// and every feature's) are compiled: it checks the feature's attributes
 	// that only make sense together, and sets their defaults (queue's
@@ -47,6 +49,19 @@ type RuleAttrType struct {
 	// through c. It runs after the rule's own attributes, its key and its
 	// conditions are compiled.
 	Compile func(c *Compiler, r *Rule, attr *hcl.Attribute)
+}
+
+// PeriodType is a word a rule's period may be instead of a duration
+// (period = "month"): a window the feature's WindowShaper sets on each of
+// the rule's ops.
+type PeriodType struct {
+	// Name is the word.
+	Name string
+	// Compile compiles period = Name for rule r, once its algorithm and
+	// limit are compiled; rng is the value's range. It returns r's
+	// nominal period (Rule.Period, which the limit's checks and a ban's
+	// guilt read), or 0 after reporting why not through c.
+	Compile func(c *Compiler, r *Rule, rng hcl.Range) time.Duration
 }
 
 // BlockType is a top-level block a feature decodes, such as visitor { }.
@@ -399,6 +414,7 @@ type registry struct {
 	prefixed map[string]*CharacteristicType
 	conds    map[string]*ConditionType
 	attrs    map[string]*RuleAttrType
+	periods  map[string]*PeriodType
 	ruleDone []func(*Compiler, *Rule) // Feature.RuleDone, in feature order
 	errs     []string
 }
@@ -410,6 +426,7 @@ func newRegistry(features []Feature) *registry {
 		prefixed: map[string]*CharacteristicType{},
 		conds:    map[string]*ConditionType{},
 		attrs:    map[string]*RuleAttrType{},
+		periods:  map[string]*PeriodType{},
 	}
 	tags := map[byte]string{}
 	for _, ct := range coreCharacteristics {
@@ -418,9 +435,6 @@ func newRegistry(features []Feature) *registry {
 	}
 	for _, cd := range coreConditions {
 		g.conds[cd.Name] = cd
-	}
-	for i := range refusalAttrs {
-		g.attrs[refusalAttrs[i].Name] = &refusalAttrs[i]
 	}
 	for i := range shedAttrs {
 		g.attrs[shedAttrs[i].Name] = &shedAttrs[i]
@@ -458,23 +472,28 @@ func newRegistry(features []Feature) *registry {
 			m[ct.Name] = ct
 		}
 		for i := range f.Conditions {
-			cd := &f.Conditions[i]
-			if _, dup := g.conds[cd.Name]; dup {
-				g.errs = append(g.errs, "condition "+cd.Name+" registered twice (feature "+f.Name+")")
-				continue
-			}
-			g.conds[cd.Name] = cd
+			register(g, g.conds, "condition", f.Conditions[i].Name, f.Name, false, &f.Conditions[i])
 		}
 		for i := range f.RuleAttrs {
 			ra := &f.RuleAttrs[i]
-			if _, dup := g.attrs[ra.Name]; dup || ruleAttrNames[ra.Name] {
-				g.errs = append(g.errs, "rule attribute "+ra.Name+" registered twice (feature "+f.Name+")")
-				continue
-			}
-			g.attrs[ra.Name] = ra
+			register(g, g.attrs, "rule attribute", ra.Name, f.Name, ruleAttrNames[ra.Name], ra)
+		}
+		for i := range f.Periods {
+			register(g, g.periods, "period", f.Periods[i].Name, f.Name, false, &f.Periods[i])
 		}
 	}
 	return g
+}
+
+// register adds v to m under name, a kind of part of feature, unless m
+// has the name already or the core keeps it (reserved): that is a
+// conflict, noted in g.errs.
+func register[T any](g *registry, m map[string]*T, kind, name, feature string, reserved bool, v *T) {
+	if _, dup := m[name]; dup || reserved {
+		g.errs = append(g.errs, kind+" "+name+" registered twice (feature "+feature+")")
+		return
+	}
+	m[name] = v
 }
 
 // charNames lists the characteristics the registry knows, prefixed ones

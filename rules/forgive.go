@@ -181,9 +181,7 @@ func (e *Engine) Forgive(ctx context.Context, now time.Time, p *Policy, r *Rule,
 		PeriodUS: r.PeriodUS(), Cost: 1, Enforce: true, OnError: r.OnStoreError,
 		Sensitive: r.Sensitive, MaxKeys: int32(r.MaxKeys),
 	}}
-	if r.Calendar != NoCalendar {
-		r.calendarOp(now, &ops[0])
-	}
+	r.shapeWindow(now, &ops[0]) // a calendar period's window (stage.go)
 	if r.banUS > 0 {
 		ops = append(ops, banOp(OpReset, r, banKey(k)))
 	}

@@ -359,8 +359,8 @@ func combine(a, b Result) Result {
 // LongestKeyLifetime bounds how long any key p's rules write lives, for
 // a migration window from format 1 to 2 (docs/deploying.md) and a
 // key-secret rotation's window (docs/operations.md): each rule's period
-// (a calendar window's longest: 25 hours, a week and an hour, 31 days and
-// an hour, for the DST days; twice the period for a sliding_window, whose
+// (or a WindowShaper's longest window: a calendar day's 25 hours, a week
+// and an hour, 31 days and an hour, for the DST days; twice the period for a sliding_window, whose
 // count weighs in the estimate until the end of the window after its own,
 // rules.Settle's reset), for a bucket times one plus its burst over its
 // limit (a GCRA or bucket state holding a burst outlives one period), its
@@ -370,15 +370,7 @@ func combine(a, b Result) Result {
 func (p *Policy) LongestKeyLifetime() time.Duration {
 	var longest time.Duration
 	for _, r := range p.Rules {
-		d := r.Period
-		switch r.Calendar {
-		case CalendarDay:
-			d = 25 * time.Hour
-		case CalendarWeek:
-			d = 7*24*time.Hour + time.Hour
-		case CalendarMonth:
-			d = 31*24*time.Hour + time.Hour
-		}
+		d, _ := r.longestWindow()
 		ratio := 0.0
 		switch r.Algorithm {
 		case SlidingWindow:

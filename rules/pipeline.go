@@ -12,9 +12,10 @@ import (
 // takes part in the phases it needs, built in or a feature's Stage:
 //
 //	match   every rule's matcher, exemptions (skip), conditions, key and
-//	        op; shape: cost, calendar, lease, ip ceiling (countMatch)
+//	        op: cost, lease, ip ceiling (countMatch)
 //	gate    bans, forgive's exemptions, known visitors and callers, the
 //	        stages' Gate, in at most one store call (precheck); shedding
+//	shape   the stages' Shape: each op's calendar window
 //	main    the request hooks, then the one main store call
 //	judge   each match's outcome from its result; the stages' Judge
 //	        (max_delay), ban trips
@@ -46,6 +47,9 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	if e.gate(ctx, now, p, req, s, &d) {
 		return d // refused before anything is counted: banned or shed
 	}
+	if p.shapes {
+		s.shape() // the stages' Shape: calendar windows (stage.go)
+	}
 	if !s.refusedAnyway() {
 		for _, h := range p.requestHooks {
 			h.BeforeStore(req, s)
@@ -67,7 +71,7 @@ func (e *Engine) begin(now time.Time, p *Policy, req *Request, s *Scratch) {
 	}
 	s.begun = nil // the next request begins afresh
 	s.reset()
-	s.pol = p
+	s.pol, s.now = p, now
 	if s.owner != e {
 		s.mac, s.pmac, s.owner = nil, nil, e // format 1's HMACs are keyed by the engine's secrets
 	}

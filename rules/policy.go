@@ -49,8 +49,9 @@ type Policy struct {
 	// ownBans is true when a rule bans on its own route.
 	sensitiveBans []*Rule
 	ownBans       bool
-	// gates is true when a rule has a Gater stage (stage.go).
-	gates bool
+	// gates is true when a rule has a Gater stage, shapes when one has a
+	// Shaper (stage.go).
+	gates, shapes bool
 	// knowns are the known { } blocks, in file order (known.go).
 	knowns []*Known
 	// requestSettlers are the request hooks with a part after the
@@ -208,10 +209,12 @@ type Rule struct {
 	// cost is the rule's cost, max_cost and settle_from (cost.go).
 	cost ruleCost
 	// stages are the features' behaviours of the rule (Rule.AddStage),
-	// gates and judges those with a Gate or Judge phase (stage.go).
-	stages []Stage
-	gates  []Gater
-	judges []Judge
+	// gates, shapers and judges those with a Gate, Shape or Judge phase
+	// (stage.go).
+	stages  []Stage
+	gates   []Gater
+	shapers []Shaper
+	judges  []Judge
 	// banUS is ban in µs (0: none); BanScope its ban_scope.
 	banUS    int64
 	BanScope BanScope
@@ -231,13 +234,6 @@ type Rule struct {
 	// Limit units per Period; Burst is the bucket size (bucket algorithms).
 	Limit, Burst int64
 	Period       time.Duration
-	// Calendar is the rule's calendar period (period = "day", "week" or
-	// "month" on a fixed_window rule; calendar.go), NoCalendar for a
-	// duration. Then Period is its nominal length (24h, 7×24h, 31×24h)
-	// and each op's PeriodUS the current window's own; Zone is its
-	// time_zone (UTC by default, for every rule).
-	Calendar CalendarPeriod
-	Zone     *time.Location
 	// Count is the count mode.
 	Count CountMode
 	// Action is limit, deny or log.
@@ -284,9 +280,6 @@ type Rule struct {
 	// 0 when it sets none; networkShareRange is where.
 	networkShare      int
 	networkShareRange *hcl.Range
-	// Refusal is how the rule's informative refusal is answered:
-	// retry_after_jitter, refusal_status, refusal_body (compile_refusal.go).
-	Refusal Refusal
 	// Concurrency is set for algorithm = "concurrency" (concurrency.go):
 	// Limit is then requests in flight per key, and Period the lease of
 	// each (its op is a Distinct op of lease IDs).
@@ -300,15 +293,16 @@ type Rule struct {
 	// quoted is Name as a structured-field string (RFC 8941 §3.3.3), and
 	// policyItem the rule's RateLimit-Policy item, `"name";q=limit;w=period
 	// in whole seconds` (docs/headers.md), written once per policy rather
-	// than per answer; nil for a calendar period, whose w is the current
-	// window's (setPolicyItem).
+	// than per answer; nil for a rule whose ops' window a WindowShaper
+	// sets (a calendar period), whose w is the current window's
+	// (setPolicyItem).
 	quoted, policyItem []byte
 }
 
 // setPolicyItem writes quoted and policyItem, once the rule is compiled.
 func (r *Rule) setPolicyItem() {
 	r.quoted = strconv.AppendQuote(nil, r.Name)
-	if r.Calendar != NoCalendar {
+	if _, shaped := r.longestWindow(); shaped {
 		return
 	}
 	b := append([]byte(nil), r.quoted...)
@@ -333,7 +327,8 @@ func (r *Rule) AppendQuotedName(b []byte) []byte {
 
 // PolicyItem returns the rule's RateLimit-Policy item, `"name";q=L;w=W`
 // (draft-ietf-httpapi-ratelimit-headers-11 §3.1, docs/headers.md), computed
-// once per policy; nil for a calendar period or a Rule not from Load.
+// once per policy; nil for a rule whose window a WindowShaper sets (a
+// calendar period) or a Rule not from Load.
 // The caller must not modify it.
 func (r *Rule) PolicyItem() []byte { return r.policyItem }
 

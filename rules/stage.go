@@ -5,15 +5,16 @@ import "time"
 // Stages are how a feature adds a behaviour to rules (docs/architecture.md,
 // "Extension points"): a rule attribute (RuleAttrType) compiles to a Stage
 // that the rule carries (Rule.AddStage), and Check runs, for each of the
-// rule's matches, the phase methods the stage implements (Gater, Judge),
-// in the order its stages were added. A stage's per-request state lives in
-// memo slots (Compiler.Slot, Scratch.Memo), never in Scratch fields, and
-// its store ops ride in the calls the pipeline already makes: the gate's
-// precheck (Scratch.PreOp) and the after call (Scratch.AfterOp), so a
-// behaviour never adds a store call of its own.
+// rule's matches, the phase methods the stage implements (Gater, Shaper,
+// Judge), in the order its stages were added. A stage's per-request state
+// lives in memo slots (Compiler.Slot, Scratch.Memo), never in Scratch
+// fields, and its store ops ride in the calls the pipeline already makes:
+// the gate's precheck (Scratch.PreOp), the main call (Shape adjusts the
+// match's op) and the after call (Scratch.AfterOp), so a behaviour never
+// adds a store call of its own.
 
 // Stage is a rule behaviour's compiled form: one value per rule that has
-// it, implementing any of Gater and Judge.
+// it, implementing any of Gater, Shaper and Judge.
 type Stage interface {
 	// Behaviour names the behaviour ("queue"), for diagnostics and tests.
 	Behaviour() string
@@ -33,6 +34,37 @@ type Gater interface {
 	// the request may retry after retryAfter. A store that cannot answer
 	// the precheck gates nothing: Admit is not called.
 	Admit(s *Scratch, m *Match) (refuse bool, retryAfter time.Duration)
+}
+
+// Shaper is a Stage with a part in the shape phase, between the gate and
+// the main call: it sets what its rule's ops count beyond what the rule's
+// numbers say (a calendar period's window, behaviour/calendar).
+type Shaper interface {
+	Stage
+	// Shape is called for each match m of the rule that counts (m.Op >= 0)
+	// of a request the gate let through, refused whatever the counters say
+	// or not (its ops still go to the main call, as peeks or attempts), and
+	// may adjust m's op, s.Ops[m.Op], in place. A visitor rule's match
+	// also has its IP ceiling's op, s.Ops[m.CeilingOp] when m.CeilingOp >=
+	// 0, a copy of m's with the ceiling's key, limit and burst: a Shaper
+	// that changes what m counts changes both alike (the gate, before,
+	// saw the op as the match phase built it). s.Now is the instant the
+	// request is decided at.
+	Shape(s *Scratch, m *Match)
+}
+
+// WindowShaper is a Shaper that sets each op's window itself
+// (Op.WindowStartUS and PeriodUS, Op.Calendar), so that the rule's Period
+// is only its nominal length: such a rule has no fixed RateLimit-Policy
+// item (Rule.PolicyItem is nil: its w is the op's window), Engine.Forgive
+// shapes the reset it sends as a request's op, with no request behind it,
+// and a counter of the rule may live for LongestWindow
+// (Policy.LongestKeyLifetime).
+type WindowShaper interface {
+	Shaper
+	// LongestWindow is the longest window Shape sets (a calendar day
+	// across a DST change: 25 hours).
+	LongestWindow() time.Duration
 }
 
 // Judge is a Stage with a part in the judge phase, after the main store
@@ -61,12 +93,15 @@ type Judgement struct {
 }
 
 // AddStage adds st to r's stages. A RuleAttrType's Compile calls it; a
-// stage that implements none of Gater and Judge is kept (Stages) but takes
-// no part in Check.
+// stage that implements none of Gater, Shaper and Judge is kept (Stages)
+// but takes no part in Check.
 func (r *Rule) AddStage(st Stage) {
 	r.stages = append(r.stages, st)
 	if g, ok := st.(Gater); ok {
 		r.gates = append(r.gates, g)
+	}
+	if sh, ok := st.(Shaper); ok {
+		r.shapers = append(r.shapers, sh)
 	}
 	if j, ok := st.(Judge); ok {
 		r.judges = append(r.judges, j)
@@ -76,6 +111,9 @@ func (r *Rule) AddStage(st Stage) {
 // Stages returns r's stages, in the order they were added. A feature that
 // compiles several attributes into one stage finds it here.
 func (r *Rule) Stages() []Stage { return r.stages }
+
+// Now returns the instant the request is decided at (Check's now).
+func (s *Scratch) Now() time.Time { return s.now }
 
 // PreOp adds op to the gate's precheck call and returns its index for
 // PreResult. Only a Gater's Gate may call it.
@@ -120,4 +158,46 @@ func (s *Scratch) admitGates() (banned *Rule, left time.Duration) {
 		}
 	}
 	return banned, left
+}
+
+// shape runs the Shape of every counting match's Shapers.
+func (s *Scratch) shape() {
+	for i := range s.Matches {
+		if m := &s.Matches[i]; m.Op >= 0 {
+			for _, sh := range m.Rule.shapers {
+				sh.Shape(s, m)
+			}
+		}
+	}
+}
+
+// shapeWindow gives op, one of r's sent outside a request (Forgive's
+// reset), the window r's WindowShapers set on a request's op at now.
+func (r *Rule) shapeWindow(now time.Time, op *Op) {
+	var s *Scratch
+	m := Match{Rule: r, Op: 0, CeilingOp: -1, Enforce: op.Enforce}
+	for _, sh := range r.shapers {
+		if w, ok := sh.(WindowShaper); ok {
+			if s == nil {
+				s = &Scratch{now: now, Ops: []Op{*op}}
+			}
+			w.Shape(s, &m)
+		}
+	}
+	if s != nil {
+		*op = s.Ops[0]
+	}
+}
+
+// longestWindow is the longest window an op of r counts: its Period, or a
+// WindowShaper's LongestWindow when longer; shaped reports whether a
+// WindowShaper sets r's windows.
+func (r *Rule) longestWindow() (d time.Duration, shaped bool) {
+	d = r.Period
+	for _, sh := range r.shapers {
+		if w, ok := sh.(WindowShaper); ok {
+			d, shaped = max(d, w.LongestWindow()), true
+		}
+	}
+	return d, shaped
 }

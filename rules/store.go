@@ -157,7 +157,7 @@ type Op struct {
 	// in Op's padding: an Op is 96 bytes with them as without.
 	MaxKeys int32
 	// Calendar marks a fixed_window op of a calendar period (period =
-	// "day", "week" or "month", rules/calendar.go): its window is
+	// "day", "week" or "month", behaviour/calendar): its window is
 	// [WindowStartUS, WindowStartUS + PeriodUS), computed by the caller
 	// in the rule's time_zone from its clock, instead of the multiple of
 	// PeriodUS since the epoch that holds now. PeriodUS is then that

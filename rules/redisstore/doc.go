@@ -29,7 +29,7 @@
 // tests only, passes the caller's now instead, so that the conformance
 // tables run against a real Redis without sleeping.
 //
-// Calendar quotas (rules/calendar.go) are the exception that needs no
+// Calendar quotas (behaviour/calendar) are the exception that needs no
 // zone data here: the node computes the window from its own clock, in the
 // rule's time zone, and sends its start and length with the op (the
 // start in the burst's slot, take.lua's header); the script counts in

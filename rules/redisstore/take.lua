@@ -85,7 +85,7 @@
 -- mode, each distinct op's Member follows the ops' fields, a string of 16
 -- hex digits, in the ops' order (an undo needs none: its payloads name
 -- the members). A calendar op (rules.Op.Calendar: a fixed_window of a
--- day, week or month in a time zone, rules/calendar.go) carries its
+-- day, week or month in a time zone, behaviour/calendar) carries its
 -- window's start (us) in the burst's place, which a window ignores, and
 -- its period is that window's length; only the port runs it (wire.go's
 -- needsPort), so the fast path never sees the flag.

@@ -5,10 +5,11 @@ import (
 	"time"
 	_ "time/tzdata" // the tables' zones, whatever the host has installed
 
+	"github.com/edge-gateway/edge/behaviour/calendar"
 	"github.com/edge-gateway/edge/rules"
 )
 
-// Calendar windows (rules/calendar.go): a fixed_window op whose window the
+// Calendar windows (behaviour/calendar): a fixed_window op whose window the
 // caller computed in a time zone (rules.Op.Calendar, WindowStartUS, a
 // PeriodUS of that window's length), as the Engine builds it from its
 // clock. The tables fix, on every store, that a calendar window is a count
@@ -16,7 +17,7 @@ import (
 // next, that a full window refuses until exactly that boundary, and that a
 // day across a DST change is 23 or 25 hours long. Each step's expected
 // window end is written out as an instant, not derived from
-// rules.CalendarWindow, so the tables check that too.
+// calendar.Window, so the tables check that too.
 
 // calStep is one take of a calendar table: at (RFC 3339, with the zone's
 // offset at that instant), the result, and end, the window's end the
@@ -49,8 +50,8 @@ func mustZone(name string) *time.Location {
 
 // CalendarOp returns the take the Engine makes at now for a fixed_window
 // rule of limit per calendar period p in loc.
-func CalendarOp(key rules.Key, loc *time.Location, p rules.CalendarPeriod, limit int64, now time.Time) rules.Op {
-	start, end := rules.CalendarWindow(now, loc, p)
+func CalendarOp(key rules.Key, loc *time.Location, p calendar.Period, limit int64, now time.Time) rules.Op {
+	start, end := calendar.Window(now, loc, p)
 	return rules.Op{
 		Kind: rules.OpTake, Algorithm: rules.FixedWindow, Key: key, Limit: limit, Burst: limit,
 		PeriodUS: end.UnixMicro() - start.UnixMicro(), Cost: 1, Enforce: true,
@@ -58,7 +59,7 @@ func CalendarOp(key rules.Key, loc *time.Location, p rules.CalendarPeriod, limit
 	}
 }
 
-func calendarCase(name, zone string, p rules.CalendarPeriod, limit int64, ss []calStep) Case {
+func calendarCase(name, zone string, p calendar.Period, limit int64, ss []calStep) Case {
 	loc := mustZone(zone)
 	c := Case{Name: "calendar/" + name}
 	for _, s := range ss {
@@ -78,7 +79,7 @@ func calendarCase(name, zone string, p rules.CalendarPeriod, limit int64, ss []c
 }
 
 func calendarCases() []Case {
-	day, week, month := rules.CalendarDay, rules.CalendarWeek, rules.CalendarMonth
+	day, week, month := calendar.Day, calendar.Week, calendar.Month
 	cs := []Case{
 		// The 31st's last second, then February's first: a new count, to
 		// the 1st of March (29 days: 2024 is a leap year).

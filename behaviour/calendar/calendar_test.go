@@ -1,4 +1,4 @@
-package rules_test
+package calendar_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 	_ "time/tzdata" // the zones below, whatever the host has installed
 
+	"github.com/edge-gateway/edge/behaviour/calendar"
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -26,37 +27,37 @@ func mustParse(t *testing.T, s string) time.Time {
 func TestCalendarWindow(t *testing.T) {
 	for _, c := range []struct {
 		zone       string
-		p          rules.CalendarPeriod
+		p          calendar.Period
 		now        string
 		start, end string
 	}{
-		{"UTC", rules.CalendarDay, "2024-01-31T23:59:59.999999Z", "2024-01-31T00:00:00Z", "2024-02-01T00:00:00Z"},
-		{"UTC", rules.CalendarDay, "2024-02-01T00:00:00Z", "2024-02-01T00:00:00Z", "2024-02-02T00:00:00Z"},
-		{"UTC", rules.CalendarMonth, "2024-01-31T23:59:59Z", "2024-01-01T00:00:00Z", "2024-02-01T00:00:00Z"},
-		{"UTC", rules.CalendarMonth, "2024-02-29T12:00:00Z", "2024-02-01T00:00:00Z", "2024-03-01T00:00:00Z"},
-		{"UTC", rules.CalendarMonth, "2023-02-28T23:59:59Z", "2023-02-01T00:00:00Z", "2023-03-01T00:00:00Z"},
-		{"UTC", rules.CalendarMonth, "2024-12-31T23:59:59Z", "2024-12-01T00:00:00Z", "2025-01-01T00:00:00Z"},
-		{"UTC", rules.CalendarWeek, "2024-01-07T23:59:59Z", "2024-01-01T00:00:00Z", "2024-01-08T00:00:00Z"}, // a Sunday
-		{"UTC", rules.CalendarWeek, "2024-01-08T00:00:00Z", "2024-01-08T00:00:00Z", "2024-01-15T00:00:00Z"}, // a Monday
-		{"UTC", rules.CalendarWeek, "2025-01-01T10:00:00Z", "2024-12-30T00:00:00Z", "2025-01-06T00:00:00Z"}, // across a year
+		{"UTC", calendar.Day, "2024-01-31T23:59:59.999999Z", "2024-01-31T00:00:00Z", "2024-02-01T00:00:00Z"},
+		{"UTC", calendar.Day, "2024-02-01T00:00:00Z", "2024-02-01T00:00:00Z", "2024-02-02T00:00:00Z"},
+		{"UTC", calendar.Month, "2024-01-31T23:59:59Z", "2024-01-01T00:00:00Z", "2024-02-01T00:00:00Z"},
+		{"UTC", calendar.Month, "2024-02-29T12:00:00Z", "2024-02-01T00:00:00Z", "2024-03-01T00:00:00Z"},
+		{"UTC", calendar.Month, "2023-02-28T23:59:59Z", "2023-02-01T00:00:00Z", "2023-03-01T00:00:00Z"},
+		{"UTC", calendar.Month, "2024-12-31T23:59:59Z", "2024-12-01T00:00:00Z", "2025-01-01T00:00:00Z"},
+		{"UTC", calendar.Week, "2024-01-07T23:59:59Z", "2024-01-01T00:00:00Z", "2024-01-08T00:00:00Z"}, // a Sunday
+		{"UTC", calendar.Week, "2024-01-08T00:00:00Z", "2024-01-08T00:00:00Z", "2024-01-15T00:00:00Z"}, // a Monday
+		{"UTC", calendar.Week, "2025-01-01T10:00:00Z", "2024-12-30T00:00:00Z", "2025-01-06T00:00:00Z"}, // across a year
 		// Paris: midnight is 23:00 UTC in winter, 22:00 in summer.
-		{"Europe/Paris", rules.CalendarDay, "2024-01-31T23:30:00Z", "2024-01-31T23:00:00Z", "2024-02-01T23:00:00Z"},
-		{"Europe/Paris", rules.CalendarMonth, "2024-01-31T23:30:00Z", "2024-01-31T23:00:00Z", "2024-02-29T23:00:00Z"},
-		{"Europe/Paris", rules.CalendarDay, "2024-03-31T12:00:00Z", "2024-03-30T23:00:00Z", "2024-03-31T22:00:00Z"}, // 23h
-		{"Europe/Paris", rules.CalendarDay, "2024-10-27T12:00:00Z", "2024-10-26T22:00:00Z", "2024-10-27T23:00:00Z"}, // 25h
-		{"Europe/Paris", rules.CalendarMonth, "2024-03-15T00:00:00Z", "2024-02-29T23:00:00Z", "2024-03-31T22:00:00Z"},
+		{"Europe/Paris", calendar.Day, "2024-01-31T23:30:00Z", "2024-01-31T23:00:00Z", "2024-02-01T23:00:00Z"},
+		{"Europe/Paris", calendar.Month, "2024-01-31T23:30:00Z", "2024-01-31T23:00:00Z", "2024-02-29T23:00:00Z"},
+		{"Europe/Paris", calendar.Day, "2024-03-31T12:00:00Z", "2024-03-30T23:00:00Z", "2024-03-31T22:00:00Z"}, // 23h
+		{"Europe/Paris", calendar.Day, "2024-10-27T12:00:00Z", "2024-10-26T22:00:00Z", "2024-10-27T23:00:00Z"}, // 25h
+		{"Europe/Paris", calendar.Month, "2024-03-15T00:00:00Z", "2024-02-29T23:00:00Z", "2024-03-31T22:00:00Z"},
 		// New York: 2024-03-10 and 2024-11-03.
-		{"America/New_York", rules.CalendarDay, "2024-03-10T12:00:00Z", "2024-03-10T05:00:00Z", "2024-03-11T04:00:00Z"},
-		{"America/New_York", rules.CalendarDay, "2024-11-03T12:00:00Z", "2024-11-03T04:00:00Z", "2024-11-04T05:00:00Z"},
-		{"America/New_York", rules.CalendarWeek, "2024-11-03T12:00:00Z", "2024-10-28T04:00:00Z", "2024-11-04T05:00:00Z"},
+		{"America/New_York", calendar.Day, "2024-03-10T12:00:00Z", "2024-03-10T05:00:00Z", "2024-03-11T04:00:00Z"},
+		{"America/New_York", calendar.Day, "2024-11-03T12:00:00Z", "2024-11-03T04:00:00Z", "2024-11-04T05:00:00Z"},
+		{"America/New_York", calendar.Week, "2024-11-03T12:00:00Z", "2024-10-28T04:00:00Z", "2024-11-04T05:00:00Z"},
 		// Sunday evening in New York is Monday in UTC: still last week there.
-		{"America/New_York", rules.CalendarWeek, "2024-01-08T03:00:00Z", "2024-01-01T05:00:00Z", "2024-01-08T05:00:00Z"},
+		{"America/New_York", calendar.Week, "2024-01-08T03:00:00Z", "2024-01-01T05:00:00Z", "2024-01-08T05:00:00Z"},
 	} {
 		loc, err := time.LoadLocation(c.zone)
 		if err != nil {
 			t.Fatal(err)
 		}
-		start, end := rules.CalendarWindow(mustParse(t, c.now), loc, c.p)
+		start, end := calendar.Window(mustParse(t, c.now), loc, c.p)
 		if !start.Equal(mustParse(t, c.start)) || !end.Equal(mustParse(t, c.end)) {
 			t.Errorf("%s %s at %s: got [%s, %s), want [%s, %s)", c.zone, c.p, c.now,
 				start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), c.start, c.end)
@@ -64,15 +65,15 @@ func TestCalendarWindow(t *testing.T) {
 	}
 }
 
-// TestCalendarWindowAllocs: the Engine computes a window per op.
+// TestCalendarWindowAllocs: the shape phase computes a window per op.
 func TestCalendarWindowAllocs(t *testing.T) {
 	loc, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_800_000_000, 0)
-	if n := testing.AllocsPerRun(100, func() { rules.CalendarWindow(now, loc, rules.CalendarMonth) }); n != 0 {
-		t.Errorf("CalendarWindow allocates %v times, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { calendar.Window(now, loc, calendar.Month) }); n != 0 {
+		t.Errorf("Window allocates %v times, want 0", n)
 	}
 }
 
@@ -126,11 +127,10 @@ rule "api-monthly" {
   time_zone = "Europe/Paris"
 }
 `)
-	e := newEngine(t, nil)
+	e := newEngine(t)
 	s := rules.NewScratch(4)
-	r := req{method: "GET", path: "/api/items", client: "192.0.2.7"}
 	at := func(now time.Time) rules.Decision {
-		return e.Check(context.Background(), now, p, r.build(), s)
+		return e.Check(context.Background(), now, p, get("/api/items", "192.0.2.7"), s)
 	}
 	monthly := func() rules.Result {
 		for _, m := range s.Matches {
@@ -186,5 +186,76 @@ rule "api-monthly" {
 	at(now)
 	if d := at(now); d.Verdict != rules.RefuseLimit || d.Refusing.Name != "api-burst" {
 		t.Errorf("burst in February: verdict %d by %v", d.Verdict, d.Refusing)
+	}
+}
+
+// recording is a store that keeps the ops of its last call.
+type recording struct {
+	rules.Store
+	ops []rules.Op
+}
+
+func (r *recording) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
+	r.ops = append(r.ops[:0], ops...)
+	return r.Store.Take(ctx, now, ops, res)
+}
+
+// TestCalendarShapesEveryOp: every op of a calendar rule counts the
+// window holding now, whether the request is counted or refused whatever
+// the counters say (its op a peek), and so does Forgive's reset; the
+// rule's counters live for its longest window and it has no fixed
+// RateLimit-Policy item.
+func TestCalendarShapesEveryOp(t *testing.T) {
+	p := load(t, `
+rule "blocked" {
+  paths  = ["/api/blocked"]
+  action = "deny"
+}
+rule "api-monthly" {
+  paths     = ["/api/*"]
+  key       = ["ip"]
+  algorithm = "fixed_window"
+  limit     = 5
+  period    = "month"
+  time_zone = "Europe/Paris"
+}
+`)
+	rec := &recording{Store: newStore(t)}
+	e, err := rules.NewEngine(rules.EngineOptions{Store: rec, Secret: []byte("test secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := mustParse(t, "2024-02-10T12:00:00Z")
+	start, end := mustParse(t, "2024-01-31T23:00:00Z"), mustParse(t, "2024-02-29T23:00:00Z")
+	windowed := func(what string, op rules.Op) {
+		t.Helper()
+		if !op.Calendar || op.WindowStartUS != start.UnixMicro() || op.PeriodUS != end.Sub(start).Microseconds() {
+			t.Errorf("%s: calendar %v, window %d + %dµs, want February in Paris: %d + %dµs", what, op.Calendar, op.WindowStartUS, op.PeriodUS, start.UnixMicro(), end.Sub(start).Microseconds())
+		}
+	}
+	s := rules.NewScratch(4)
+	for _, path := range []string{"/api/items", "/api/blocked"} {
+		e.Check(context.Background(), now, p, get(path, "192.0.2.7"), s)
+		if len(rec.ops) != 1 {
+			t.Fatalf("%s: %d ops in the main call, want 1", path, len(rec.ops))
+		}
+		windowed(path, rec.ops[0])
+	}
+	r := p.Rules[1]
+	if _, err := e.Forgive(context.Background(), now, p, r, map[string]string{"ip": "192.0.2.7"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.ops) != 1 || rec.ops[0].Kind != rules.OpReset {
+		t.Fatalf("forgive sent %+v, want one reset", rec.ops)
+	}
+	windowed("forgive", rec.ops[0])
+	if c := calendar.Of(r); c == nil || c.Period != calendar.Month || c.Zone.String() != "Europe/Paris" || r.Period != 31*24*time.Hour {
+		t.Errorf("stage %+v, period %v: want a month in Europe/Paris, nominally 31 days", c, r.Period)
+	}
+	if got, want := p.LongestKeyLifetime(), 31*24*time.Hour+time.Hour; got != want {
+		t.Errorf("LongestKeyLifetime %v, want %v (31 days and an hour)", got, want)
+	}
+	if item := r.PolicyItem(); item != nil {
+		t.Errorf("PolicyItem %q, want none: w is the current window's", item)
 	}
 }

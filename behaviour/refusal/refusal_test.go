@@ -1,9 +1,10 @@
-package rules_test
+package refusal_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/edge-gateway/edge/behaviour/refusal"
 	"github.com/edge-gateway/edge/builtin"
 )
 
@@ -30,20 +31,20 @@ func TestRefusalAttrsCompile(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diagLines(diags))
 	}
-	rf := p.Rules[0].Refusal
-	if rf.Jitter != 0.125 || rf.Status != 503 || string(rf.Body) != "<p>Busy</p>\n" || rf.ContentType != "text/html; charset=utf-8" {
+	rf := refusal.Of(p.Rules[0])
+	if rf == nil || rf.Jitter != 0.125 || rf.Status != 503 || string(rf.Body) != "<p>Busy</p>\n" || rf.ContentType != "text/html; charset=utf-8" {
 		t.Fatalf("refusal = %+v", rf)
 	}
 	p, diags = builtin.Load("p.hcl", refusalPolicy(false, `refusal_body = "slow down"`))
 	if diags.HasErrors() {
 		t.Fatal(diagLines(diags))
 	}
-	if rf := p.Rules[0].Refusal; rf.ContentType != "text/plain; charset=utf-8" || rf.Status != 0 || rf.Jitter != 0 {
+	if rf := refusal.Of(p.Rules[0]); rf == nil || rf.ContentType != "text/plain; charset=utf-8" || rf.Status != 0 || rf.Jitter != 0 {
 		t.Fatalf("defaults: refusal = %+v", rf)
 	}
 	p, diags = builtin.Load("p.hcl", refusalPolicy(false))
-	if diags.HasErrors() || p.Rules[0].Refusal.Body != nil || p.Rules[0].Refusal.Status != 0 {
-		t.Fatalf("no attributes: %+v %s", p.Rules[0].Refusal, diagLines(diags))
+	if rf := refusal.Of(p.Rules[0]); diags.HasErrors() || rf != nil && (rf.Body != nil || rf.Status != 0) {
+		t.Fatalf("no attributes: %+v %s", rf, diagLines(diags))
 	}
 }
 
