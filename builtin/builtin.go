@@ -22,13 +22,14 @@ import (
 )
 
 // Features returns the features of this build, a new slice each call:
-// the node's own configuration (edge { } and store { }), request fields (header:, cookie:, query:, json:, form:), OTP (identity
-// { }'s phone and otp_session, phone numbers, OTP challenges), login
-// (identity { }'s account), visitors (visitor { }), bot scores (botscore
-// { }, asn, country and the bot conditions), TLS fingerprints (ja4) and
-// the test blocks `edge test` runs; and the behaviours of rule { } that
-// live in folders of their own (behaviour/: calendar, refusal, queue). Every block of the
-// policy language is now built.
+// the node's own configuration (edge { } and store { }), request fields
+// (header:, cookie:, query:, json:, form:), OTP (identity { }'s phone and
+// otp_session, phone numbers, OTP challenges), login (identity { }'s
+// account), visitors (visitor { }), bot scores (botscore { }, asn,
+// country and the bot conditions), TLS fingerprints (ja4) and the test
+// blocks `edge test` runs; and the behaviours of rule { } that live in
+// folders of their own (behaviour/: calendar, refusal, queue). Every
+// block of the policy language is now built.
 func Features() []rules.Feature {
 	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), tests()}
 }
