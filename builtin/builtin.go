@@ -11,6 +11,7 @@ import (
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/fields"
+	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/ja4"
 	"github.com/edge-gateway/edge/login"
 	"github.com/edge-gateway/edge/nat"
@@ -28,6 +29,15 @@ import (
 // policy language is now built.
 func Features() []rules.Feature {
 	return []rules.Feature{fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), queue.Feature(), tests()}
+}
+
+// Extensions returns the gateway extensions of this build (package
+// gateway/ext), the HTTP halves of Features': ja4 (fingerprints of the TLS
+// listener's connections, ja4_header, X-Edge-JA4). New values each call:
+// give each gateway.Server a list of its own (Options.Extensions), since
+// an extension may keep state across the server's reloads.
+func Extensions() []ext.Extension {
+	return []ext.Extension{ja4.Extension()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

@@ -99,7 +99,7 @@ func benchServer(tb testing.TB, name, src string, clk *fakeClock, opts ...func(*
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { store.Close() })
-	o := Options{Policy: p, Store: store, Clock: clk}
+	o := Options{Extensions: builtin.Extensions(), Policy: p, Store: store, Clock: clk}
 	for _, f := range opts {
 		f(&o)
 	}

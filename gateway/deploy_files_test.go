@@ -187,7 +187,7 @@ func exposedFamilies(t *testing.T) map[string]bool {
 		t.Fatal(diags.Error())
 	}
 	srv, err := New(Options{
-		Policy: p, Store: ms, Registry: prometheus.NewRegistry(), Upstream: "http://127.0.0.1:1",
+		Policy: p, Store: ms, Registry: prometheus.NewRegistry(), Upstream: "http://127.0.0.1:1", Extensions: builtin.Extensions(),
 		Health: fc, StoreStats: fc, RedisStats: func() redisstore.Stats { return redisstore.Stats{} },
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
@@ -43,8 +44,8 @@ type reqState struct {
 	edgeHdrs  []byte // names of client-sent X-Edge-* headers, NUL separated
 	peer      netip.Addr
 	now       time.Time
-	cookie    []byte // a newly minted visitor cookie value
-	ja4       []byte // a trusted proxy's ja4_header value (ja4.go)
+	cookie    []byte      // a newly minted visitor cookie value
+	x         ext.Request // the request as the extensions' hooks see it (extensions.go)
 	d         rules.Decision
 	explain   bool // decide peeks only (POST /admin/explain, admin_explain.go)
 	// forwarding: decide also renders xff, the X-Forwarded-For forward
@@ -192,6 +193,7 @@ func (s *Server) refuse(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decisio
 func (s *Server) release(rs *reqState) {
 	rs.fields.r = nil
 	rs.req = rules.Request{}
+	rs.x.Reset(0)
 	rs.forwarding = false
 	s.pool.Put(rs)
 }
@@ -249,7 +251,13 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 		Path:      rs.match,
 		Client:    client,
 		Fields:    &rs.fields,
-		JA4:       requestJA4(ctx, p, rs),
+	}
+	x := &rs.x
+	x.Reset(st.hooks.buffers)
+	x.Ctx, x.Policy, x.Peer, x.Now = ctx, p, rs.peer, now
+	x.Rules, x.Scratch, x.Decision = &rs.req, rs.sc, &rs.d
+	for _, h := range st.hooks.deciders {
+		h.BeforeDecide(x) // the fingerprint (ja4), …
 	}
 	if rs.explain {
 		rs.d = s.engine.Explain(ctx, now, p, &rs.req, rs.sc) // consumes nothing
@@ -343,8 +351,6 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	// not the pool to the origin.
 	clientClose := req.Header.ConnectionClose()
 	s.sanitizeHeaders(rs, req, trusted && p.ForwardedHeader == "Forwarded", p.HeaderNames())
-	stripJA4Header(req, p, trusted)
-	setJA4Header(req, rs)
 	req.Header.ResetConnectionClose()
 	// decide rendered rs.xff from the read that found the rules' client.
 	req.Header.SetCanonical(hdrXForwardedFor, rs.xff)
@@ -364,6 +370,9 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		req.URI().SetScheme("https")
 	} else {
 		req.URI().SetScheme("http")
+	}
+	for _, h := range st.hooks.forwarders {
+		h.OnForward(&rs.x, req) // X-Edge-JA4 (ja4), …
 	}
 	mint := s.visitorHeader(st, rs, req, d)
 	if st.bots != nil {

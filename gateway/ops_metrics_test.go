@@ -344,7 +344,7 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	defer fc.Close()
 	reg := prometheus.NewRegistry()
 	if _, err := New(Options{
-		Policy: loadOpsPolicy(t), Store: ms, Registry: reg, Upstream: "http://127.0.0.1:1",
+		Policy: loadOpsPolicy(t), Store: ms, Registry: reg, Upstream: "http://127.0.0.1:1", Extensions: builtin.Extensions(),
 		Health: fc, StoreStats: fc, RedisStats: func() redisstore.Stats { return redisstore.Stats{} },
 	}); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/failclosed"
+	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
@@ -108,6 +109,13 @@ type Options struct {
 	// to the process that replaces it on a binary upgrade, so that the
 	// cookies it signed keep verifying (docs/deploying.md).
 	VisitorSecret []byte
+	// Extensions are the HTTP halves of the policy's features (package
+	// gateway/ext: builtin.Extensions lists this build's), opened for
+	// every policy the server installs. One list per Server: an extension
+	// may keep state across reloads. A feature without its extension here
+	// serves as if its block were absent from the request path (no
+	// visitor cookie read, no fingerprint).
+	Extensions []ext.Extension
 }
 
 // StoreStats is what the metrics read from a failure-handling store.
@@ -161,6 +169,8 @@ type Server struct {
 	listen, adminListen string
 	adminToken          []byte // SHA-256 of Options.AdminToken; nil without one
 
+	ext extensions // Options.Extensions (extensions.go)
+
 	visitorOnce   sync.Once
 	visitorSecret []byte
 
@@ -195,6 +205,7 @@ type policyState struct {
 	signer   *nat.Signer                       // visitor IDs; nil without a visitor block
 	visitor  *nat.Config                       // the visitor block; nil without one
 	bots     *botscore.Config                  // the botscore block; nil without one
+	hooks    policyHooks                       // its extensions' instances (extensions.go)
 	// upstreamHost and upstreamAuthority are the upstream's address in
 	// rules.AppendHost's forms: the host of an HTTP/1.0 request without
 	// one (requestHost).
@@ -205,6 +216,9 @@ type policyState struct {
 func New(opts Options) (*Server, error) {
 	if opts.Policy == nil {
 		return nil, errors.New("gateway: no policy")
+	}
+	if err := checkExtensions(opts.Extensions); err != nil {
+		return nil, err
 	}
 	var timed *timedStore // the Engine's store, timed (edge_store_call_duration_seconds)
 	if opts.Store != nil {
@@ -244,6 +258,7 @@ func New(opts Options) (*Server, error) {
 		s.reg = prometheus.NewRegistry()
 	}
 	s.m = newMetrics(s.reg, s)
+	s.ext = newExtensions(opts.Extensions, s.reg)
 	registerConns(s.reg, s)
 	if timed != nil {
 		s.reg.MustRegister(timed.vec)
@@ -289,6 +304,9 @@ func (s *Server) install(p *rules.Policy) error {
 	var ok bool
 	if st.upstreamAuthority, st.upstreamHost, ok = route.AppendHost(nil, nil, []byte(hc.Addr)); !ok {
 		return fmt.Errorf("gateway: upstream address %q is not HOST:PORT", hc.Addr)
+	}
+	if st.hooks, err = s.openExtensions(p); err != nil {
+		return err
 	}
 	st.bots = botscore.ConfigOf(p)
 	if v := nat.ConfigOf(p); v != nil {

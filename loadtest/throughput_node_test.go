@@ -65,7 +65,7 @@ func startMetricsEdge(t *testing.T, st rules.Store, stats gateway.StoreStats) (b
 	oln, ln, aln := listenLoopback(t), listenLoopback(t), listenLoopback(t)
 	origin := demo.New()
 	wg.Go(func() { _ = origin.Serve(ctx, oln) })
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, StoreStats: stats, Upstream: "http://" + oln.Addr().String()})
+	srv, err := gateway.New(gateway.Options{Extensions: builtin.Extensions(), Policy: p, Store: st, StoreStats: stats, Upstream: "http://" + oln.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
@@ -214,7 +215,7 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 	clock := &simClock{now: epoch}
 	var cur observed
 	srv, err := gateway.New(gateway.Options{
-		Policy: p, Store: st, KeySecret: keySecret, Clock: clock,
+		Policy: p, Store: st, KeySecret: keySecret, Clock: clock, Extensions: builtin.Extensions(),
 		Upstream: "http://" + o.ln.Addr().String(),
 		// A queue = true rule's hold ends at once: the simulated clock
 		// moves only between requests, so a test block sees the

@@ -322,7 +322,7 @@ func serve(args []string, stderr io.Writer) int {
 	var rl *reloader // SIGHUP, the file's changes and POST /admin/reload all reload through it
 	visitorSecret := visitorSecretFor(inh)
 	srv, err := gateway.New(gateway.Options{
-		Policy: p, Store: st, KeySecret: secret, PreviousKeySecret: prevSecret, DryRun: *dryRun,
+		Policy: p, Store: st, KeySecret: secret, PreviousKeySecret: prevSecret, DryRun: *dryRun, Extensions: builtin.Extensions(),
 		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
 		Health: health, StoreStats: stats, RedisStats: redisStats, Redis: rs, VisitorSecret: visitorSecret,
 		AdminToken: os.Getenv("EDGE_ADMIN_TOKEN"),
