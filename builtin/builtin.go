@@ -33,11 +33,12 @@ func Features() []rules.Feature {
 
 // Extensions returns the gateway extensions of this build (package
 // gateway/ext), the HTTP halves of Features': ja4 (fingerprints of the TLS
-// listener's connections, ja4_header, X-Edge-JA4). New values each call:
+// listener's connections, ja4_header, X-Edge-JA4) and botscore (the score
+// the origin and explain are told). New values each call:
 // give each gateway.Server a list of its own (Options.Extensions), since
 // an extension may keep state across the server's reloads.
 func Extensions() []ext.Extension {
-	return []ext.Extension{ja4.Extension()}
+	return []ext.Extension{ja4.Extension(), botscore.Extension()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

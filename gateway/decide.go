@@ -137,12 +137,8 @@ func (s *Server) DecideHandler(ctx *fasthttp.RequestCtx) {
 			resp.SetBytesV("X-Edge-Visitor", rs.hdr)
 		}
 	}
-	if st.bots != nil {
-		res := st.bots.Result(&rs.req, rs.sc)
-		rs.hdr = res.AppendScore(rs.hdr[:0])
-		resp.SetBytesV("X-Edge-Bot-Score", rs.hdr)
-		rs.hdr = res.Reasons.AppendNames(rs.hdr[:0])
-		resp.SetBytesV("X-Edge-Bot-Reasons", rs.hdr)
+	for _, h := range st.hooks.answerers {
+		h.OnDecideAllow(&rs.x, resp) // X-Edge-Bot-Score (botscore), …
 	}
 	if !d.Sensitive {
 		s.setRateLimitHeaders(ctx, rs)

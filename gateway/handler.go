@@ -371,18 +371,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	} else {
 		req.URI().SetScheme("http")
 	}
-	for _, h := range st.hooks.forwarders {
-		h.OnForward(&rs.x, req) // X-Edge-JA4 (ja4), …
-	}
 	mint := s.visitorHeader(st, rs, req, d)
-	if st.bots != nil {
-		// The origin learns the request's bot score and why (issue 12):
-		// the client's copies of these headers were stripped above.
-		res := st.bots.Result(&rs.req, rs.sc)
-		rs.hdr = res.AppendScore(rs.hdr[:0])
-		req.Header.SetCanonical(hdrXEdgeBotScore, rs.hdr)
-		rs.hdr = res.Reasons.AppendNames(rs.hdr[:0])
-		req.Header.SetCanonical(hdrXEdgeBotReasons, rs.hdr)
+	for _, h := range st.hooks.forwarders {
+		// X-Edge-JA4 (ja4), X-Edge-Bot-Score (botscore), …: the client's
+		// X-Edge-* were stripped above.
+		h.OnForward(&rs.x, req)
 	}
 	defer func() {
 		if clientClose {
@@ -506,8 +499,6 @@ var (
 	hdrXForwardedFor   = []byte("X-Forwarded-For")
 	hdrXForwardedProto = []byte("X-Forwarded-Proto")
 	hdrXEdgeVisitor    = []byte("X-Edge-Visitor")
-	hdrXEdgeBotScore   = []byte("X-Edge-Bot-Score")
-	hdrXEdgeBotReasons = []byte("X-Edge-Bot-Reasons")
 )
 
 var (

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/nat"
@@ -204,7 +203,6 @@ type policyState struct {
 	routes   routeCounters                     // edge_http_responses_total, per route and status class
 	signer   *nat.Signer                       // visitor IDs; nil without a visitor block
 	visitor  *nat.Config                       // the visitor block; nil without one
-	bots     *botscore.Config                  // the botscore block; nil without one
 	hooks    policyHooks                       // its extensions' instances (extensions.go)
 	// upstreamHost and upstreamAuthority are the upstream's address in
 	// rules.AppendHost's forms: the host of an HTTP/1.0 request without
@@ -308,7 +306,6 @@ func (s *Server) install(p *rules.Policy) error {
 	if st.hooks, err = s.openExtensions(p); err != nil {
 		return err
 	}
-	st.bots = botscore.ConfigOf(p)
 	if v := nat.ConfigOf(p); v != nil {
 		st.visitor = v
 		if st.signer, err = s.visitorSigner(v); err != nil {
