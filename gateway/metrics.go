@@ -67,10 +67,9 @@ type metrics struct {
 
 	// responses counts answers by route and status class (routeHandles
 	// resolves its handles at install); reloads by result, refused ([0])
-	// and ok ([1]); minted counts visitor IDs minted (ops_metrics.go).
+	// and ok ([1]) (ops_metrics.go).
 	responses *prometheus.CounterVec
 	reloads   [2]prometheus.Counter
-	minted    prometheus.Counter
 
 	queueDropped, queueFull prometheus.Counter // queue.go
 

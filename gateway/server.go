@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway/ext"
-	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/redisstore"
@@ -103,11 +101,6 @@ type Options struct {
 	// are the request's pooled memory, not to be kept past the call. For
 	// `edge test` (policytest); nil in production.
 	Observe func(d *rules.Decision, matches []rules.Match)
-	// VisitorSecret signs visitor cookies when the visitor block's
-	// secret_env is unset (random when nil): cmd/edge hands its random one
-	// to the process that replaces it on a binary upgrade, so that the
-	// cookies it signed keep verifying (docs/deploying.md).
-	VisitorSecret []byte
 	// Extensions are the HTTP halves of the policy's features (package
 	// gateway/ext: builtin.Extensions lists this build's), opened for
 	// every policy the server installs. One list per Server: an extension
@@ -170,9 +163,6 @@ type Server struct {
 
 	ext extensions // Options.Extensions (extensions.go)
 
-	visitorOnce   sync.Once
-	visitorSecret []byte
-
 	metricsOnce sync.Once
 	metricsH    fasthttp.RequestHandler
 
@@ -201,8 +191,6 @@ type policyState struct {
 	origin   *upstreamClient                   // the client and its health (upstream.go)
 	counters [][numOutcomes]prometheus.Counter // per rule, per outcome
 	routes   routeCounters                     // edge_http_responses_total, per route and status class
-	signer   *nat.Signer                       // visitor IDs; nil without a visitor block
-	visitor  *nat.Config                       // the visitor block; nil without one
 	hooks    policyHooks                       // its extensions' instances (extensions.go)
 	// upstreamHost and upstreamAuthority are the upstream's address in
 	// rules.AppendHost's forms: the host of an HTTP/1.0 request without
@@ -244,7 +232,6 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.queueMaxHeld = int64(cmp.Or(opts.QueueMaxHeld, DefaultQueueMaxHeld))
-	s.visitorSecret = opts.VisitorSecret // nil: visitorSigner makes one
 	if opts.Redis != nil {
 		s.fleet = &fleetDryRuns{rs: opts.Redis}
 	}
@@ -306,12 +293,6 @@ func (s *Server) install(p *rules.Policy) error {
 	if st.hooks, err = s.openExtensions(p); err != nil {
 		return err
 	}
-	if v := nat.ConfigOf(p); v != nil {
-		st.visitor = v
-		if st.signer, err = s.visitorSigner(v); err != nil {
-			return err
-		}
-	}
 	for i, r := range p.Rules {
 		for o := range numOutcomes {
 			name := metricOutcome(rules.Outcome(o))
@@ -325,29 +306,6 @@ func (s *Server) install(p *rules.Policy) error {
 	s.state.Store(st)
 	s.useUpstream(uc)
 	return nil
-}
-
-// visitorSigner signs and verifies visitor cookies with the secrets of the
-// visitor block's secret_env: comma-separated, the first signs, all verify.
-// Unset, the node makes a random secret once (kept across reloads) and
-// warns: its cookies verify only on this node, until it restarts.
-func (s *Server) visitorSigner(v *nat.Config) (*nat.Signer, error) {
-	var secrets [][]byte
-	if env := os.Getenv(v.SecretEnv); env != "" {
-		var err error
-		if secrets, err = nat.ParseSecrets(env); err != nil {
-			return nil, fmt.Errorf("visitor secrets in $%s: %w", v.SecretEnv, err)
-		}
-	} else {
-		s.visitorOnce.Do(func() {
-			if s.visitorSecret == nil {
-				s.visitorSecret = nat.RandomSecret()
-			}
-			s.log.Warn("visitor secret not set: using a random one; visitor cookies will not verify on other nodes or after a restart, and a fleet needs a shared secret", "env", v.SecretEnv)
-		})
-		secrets = [][]byte{s.visitorSecret}
-	}
-	return nat.NewSigner(nat.Options{Secrets: secrets, MaxAge: v.MaxAge, Cookie: v.Cookie, Insecure: !v.Secure})
 }
 
 // ListenAddr is the public listener address in use (flag or policy).

@@ -98,7 +98,7 @@ func run(ctx context.Context, p *rules.Policy, tests []Test, out io.Writer, opts
 	if v := nat.ConfigOf(p); v != nil {
 		if os.Getenv(v.SecretEnv) == "" {
 			// The edge reads its visitor secrets from the environment
-			// (gateway's visitorSigner); the test run signs with the same.
+			// (nat.Extension's signer); the test run signs with the same.
 			if err := os.Setenv(v.SecretEnv, visitorSecret); err != nil {
 				return nil, fmt.Errorf("setting $%s: %w", v.SecretEnv, err)
 			}

@@ -322,9 +322,10 @@ func serve(args []string, stderr io.Writer) int {
 	var rl *reloader // SIGHUP, the file's changes and POST /admin/reload all reload through it
 	visitorSecret := visitorSecretFor(inh)
 	srv, err := gateway.New(gateway.Options{
-		Policy: p, Store: st, KeySecret: secret, PreviousKeySecret: prevSecret, DryRun: *dryRun, Extensions: builtin.Extensions(),
+		Policy: p, Store: st, KeySecret: secret, PreviousKeySecret: prevSecret, DryRun: *dryRun,
 		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
-		Health: health, StoreStats: stats, RedisStats: redisStats, Redis: rs, VisitorSecret: visitorSecret,
+		Health: health, StoreStats: stats, RedisStats: redisStats, Redis: rs,
+		Extensions: builtin.ExtensionsWith(builtin.ExtensionOptions{VisitorSecret: visitorSecret}),
 		AdminToken: os.Getenv("EDGE_ADMIN_TOKEN"),
 		Reload:     func() gateway.ReloadResult { return rl.reload("admin") },
 	})
