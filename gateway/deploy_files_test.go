@@ -17,6 +17,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/failclosed"
+	"github.com/edge-gateway/edge/nodestore"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
@@ -188,7 +189,7 @@ func exposedFamilies(t *testing.T) map[string]bool {
 	}
 	srv, err := New(Options{
 		Policy: p, Store: ms, Registry: prometheus.NewRegistry(), Upstream: "http://127.0.0.1:1", Extensions: builtin.Extensions(),
-		Health: fc, StoreStats: fc, RedisStats: func() redisstore.Stats { return redisstore.Stats{} },
+		Health: fc, Collectors: append(nodestore.StoreMetrics(fc), nodestore.RedisMetrics(func() redisstore.Stats { return redisstore.Stats{} })...),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -283,7 +283,7 @@ func startDryRunFleetLogged(t testing.TB, p *rules.Policy, clk *fakeClock, logs 
 		srv, err := New(Options{
 			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret, 32+ bytes long"), Extensions: builtin.Extensions(),
 			Upstream: "http://" + oln.Addr().String(), Registry: prometheus.NewRegistry(), Health: fc,
-			Redis: rs, AdminToken: dryToken, Clock: clk, Logger: log,
+			Fleet: rs, AdminToken: dryToken, Clock: clk, Logger: log,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/internal/testredis"
+	"github.com/edge-gateway/edge/nodestore"
 )
 
 // TestRedisResetIsFoundAndHeld: a real redis-server restarted without its
@@ -26,7 +27,7 @@ func TestRedisResetIsFoundAndHeld(t *testing.T) {
 	origin, _, nodes := startFleet(t, pol, 1)
 	n := nodes[0]
 	var logs bytes.Buffer
-	w := EpochWatch{Redis: n.rs, Store: n.fc, Grace: func() time.Duration { return n.srv.Policy().Store.ResetGrace }, Now: time.Now, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	w := nodestore.EpochWatch{Redis: n.rs, Store: n.fc, Grace: func() time.Duration { return n.srv.Policy().Store.ResetGrace }, Now: time.Now, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
 	ctx := t.Context()
 	w.Check(ctx) // the node's first check, at start: adopts the epoch
 

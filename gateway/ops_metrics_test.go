@@ -21,6 +21,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway/ext"
+	"github.com/edge-gateway/edge/nodestore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
@@ -363,7 +364,7 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	if _, err := New(Options{
 		Policy: loadOpsPolicy(t), Store: ms, Registry: reg, Upstream: "http://127.0.0.1:1", Extensions: builtin.Extensions(),
-		Health: fc, StoreStats: fc, RedisStats: func() redisstore.Stats { return redisstore.Stats{} },
+		Health: fc, Collectors: append(nodestore.StoreMetrics(fc), nodestore.RedisMetrics(func() redisstore.Stats { return redisstore.Stats{} })...),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
-	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // Server limits (docs/architecture.md, "A request's path", step 1). Headers
@@ -64,15 +62,15 @@ type Options struct {
 	// Health, when set, tells /readyz whether the store is degraded (a
 	// failclosed.Store does).
 	Health Health
-	// StoreStats, when set, exports the failure-handling store's counters
-	// and breaker state as metrics (a failclosed.Store does).
-	StoreStats StoreStats
-	// RedisStats, when set, exports a Redis store's client counters as
-	// metrics (redisstore.Store.Stats).
-	RedisStats func() redisstore.Stats
-	// Redis, when set, is the Redis store under Store: the admin API's
-	// dry-run toggles are then fleet-wide (admin_dryrun.go).
-	Redis *redisstore.Store
+	// Collectors are more metrics the node exports with its own: its
+	// store's (a failure-handling store's counters and breaker,
+	// nodestore.StoreMetrics; a Redis store's client counters,
+	// nodestore.RedisMetrics).
+	Collectors []prometheus.Collector
+	// Fleet, when set, is the store under Store that the fleet's nodes
+	// share (a Redis store): the admin API's dry-run toggles and forgive's
+	// exemptions are then fleet-wide (admin_dryrun.go).
+	Fleet Fleet
 	// AdminToken is the admin API's bearer token ($EDGE_ADMIN_TOKEN);
 	// empty turns its mutating endpoints off (docs/operations.md).
 	AdminToken string
@@ -110,10 +108,12 @@ type Options struct {
 	Extensions []ext.Extension
 }
 
-// StoreStats is what the metrics read from a failure-handling store.
-type StoreStats interface {
-	Stats() failclosed.Stats
-	State() failclosed.BreakerState
+// Fleet is a store through which the nodes of a fleet share small hashes
+// (rules/redisstore's SharedGetAll and SharedSet, under the store's
+// prefix): name's fields and their values.
+type Fleet interface {
+	SharedGetAll(ctx context.Context, name string) (map[string]string, error)
+	SharedSet(ctx context.Context, name, field, value string) error
 }
 
 // Health reports the store's state to /readyz (a failclosed.Store
@@ -232,8 +232,8 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.queueMaxHeld = int64(cmp.Or(opts.QueueMaxHeld, DefaultQueueMaxHeld))
-	if opts.Redis != nil {
-		s.fleet = &fleetDryRuns{rs: opts.Redis}
+	if opts.Fleet != nil {
+		s.fleet = &fleetDryRuns{rs: opts.Fleet}
 	}
 	if opts.AdminToken != "" {
 		sum := sha256.Sum256([]byte(opts.AdminToken))
@@ -248,12 +248,7 @@ func New(opts Options) (*Server, error) {
 	if timed != nil {
 		s.reg.MustRegister(timed.vec)
 	}
-	if opts.StoreStats != nil {
-		registerStoreMetrics(s.reg, opts.StoreStats)
-	}
-	if opts.RedisStats != nil {
-		registerRedisMetrics(s.reg, opts.RedisStats)
-	}
+	s.reg.MustRegister(opts.Collectors...)
 	if kb, ok := opts.Store.(KeyBudgets); ok {
 		s.reg.MustRegister(newBudgetCollector(s, kb))
 	}

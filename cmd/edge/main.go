@@ -32,11 +32,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/nodestore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
@@ -292,14 +294,18 @@ func serve(args []string, stderr io.Writer) int {
 		// refuses such a secret (openStore).
 		log.Warn("key secret shorter than 32 bytes: key hashes in the logs can be reversed by trying secrets, and a Redis-backed node refuses it", "env", p.KeySecretEnv, "bytes", len(secret))
 	}
+	// The store's own metrics, and, with Redis, the fleet's shared hashes
+	// (no typed nil in an interface: set only with a store).
 	var health gateway.Health
-	var stats gateway.StoreStats
-	var redisStats func() redisstore.Stats
+	var fleet gateway.Fleet
+	var collectors []prometheus.Collector
 	if fc != nil {
-		health, stats = fc, fc
+		health = fc
+		collectors = nodestore.StoreMetrics(fc)
 	}
 	if rs != nil {
-		redisStats = rs.Stats
+		fleet = rs
+		collectors = append(collectors, nodestore.RedisMetrics(rs.Stats)...)
 	}
 
 	// SIGTERM and SIGINT stop the node: the listeners stop accepting, the
@@ -324,7 +330,7 @@ func serve(args []string, stderr io.Writer) int {
 	srv, err := gateway.New(gateway.Options{
 		Policy: p, Store: st, KeySecret: secret, PreviousKeySecret: prevSecret, DryRun: *dryRun,
 		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
-		Health: health, StoreStats: stats, RedisStats: redisStats, Redis: rs,
+		Health: health, Collectors: collectors, Fleet: fleet,
 		Extensions: builtin.ExtensionsWith(builtin.ExtensionOptions{VisitorSecret: visitorSecret}),
 		AdminToken: os.Getenv("EDGE_ADMIN_TOKEN"),
 		Reload:     func() gateway.ReloadResult { return rl.reload("admin") },
@@ -338,9 +344,9 @@ func serve(args []string, stderr io.Writer) int {
 		tick := time.NewTicker(keyFormatPoll)
 		defer tick.Stop()
 		go watchKeyFormat(ctx, rs, srv.Engine(), keyFingerprint(secret), time.Now, tick.C, log)
-		epochTick := time.NewTicker(gateway.EpochPoll)
+		epochTick := time.NewTicker(nodestore.EpochPoll)
 		defer epochTick.Stop()
-		ew := gateway.EpochWatch{Redis: rs, Store: fc, Grace: func() time.Duration { return srv.Policy().Store.ResetGrace }, Now: time.Now, Log: log}
+		ew := nodestore.EpochWatch{Redis: rs, Store: fc, Grace: func() time.Duration { return srv.Policy().Store.ResetGrace }, Now: time.Now, Log: log}
 		go ew.Watch(ctx, epochTick.C)
 	}
 	rl = newReloader(ctx, srv, *config, startSettings{
