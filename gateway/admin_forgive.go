@@ -184,35 +184,9 @@ func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, e
 	st := s.state.Load()
 	p := st.policy
 	now := s.requestTime(ctx)
-	given := make(map[string]string, len(req.Identity))
-	var names []string
-	aux := s.forgiveAux()
-	for k, v := range req.Identity {
-		if aux[k] != "" {
-			continue // visitor_ip: it qualifies a visitor cookie
-		}
-		if strings.TrimSpace(v) == "" {
-			adminError(ctx, fasthttp.StatusBadRequest, "identity "+quote(k)+" is empty")
-			return
-		}
-		given[k] = v
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	if msg := s.forgiveTexts(st, given, req.Identity, now); msg != "" {
+	given, names, msg := s.identityGiven(st, req.Identity, now)
+	if msg != "" {
 		adminError(ctx, fasthttp.StatusBadRequest, msg)
-		return
-	}
-	for k := range req.Identity {
-		if name := aux[k]; name != "" {
-			if _, ok := given[name]; !ok {
-				adminError(ctx, fasthttp.StatusBadRequest, quote(k)+" goes with "+quote(name)+" only")
-				return
-			}
-		}
-	}
-	if len(given) == 0 {
-		adminError(ctx, fasthttp.StatusBadRequest, `"identity" names no identity: give "account", "visitor", "ip", "phone" or another characteristic of a rule's key`)
 		return
 	}
 	type plan struct {
@@ -288,6 +262,40 @@ func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, e
 	ans.ExemptUntil = rfc3339(until)
 	audit()
 	adminJSON(ctx, fasthttp.StatusOK, ans)
+}
+
+// identityGiven reads forgive's identity: the values to forgive by
+// characteristic name (a visitor cookie turned into its text,
+// forgiveTexts; visitor_ip, which only qualifies it, left out) and their
+// names, sorted. msg is the operator's error, "" when done.
+func (s *Server) identityGiven(st *policyState, identity map[string]string, now time.Time) (given map[string]string, names []string, msg string) {
+	given = make(map[string]string, len(identity))
+	aux := s.forgiveAux()
+	for k, v := range identity {
+		if aux[k] != "" {
+			continue // visitor_ip: it qualifies a visitor cookie
+		}
+		if strings.TrimSpace(v) == "" {
+			return nil, nil, "identity " + quote(k) + " is empty"
+		}
+		given[k] = v
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	if msg := s.forgiveTexts(st, given, identity, now); msg != "" {
+		return nil, nil, msg
+	}
+	for k := range identity {
+		if name := aux[k]; name != "" {
+			if _, ok := given[name]; !ok {
+				return nil, nil, quote(k) + " goes with " + quote(name) + " only"
+			}
+		}
+	}
+	if len(given) == 0 {
+		return nil, nil, `"identity" names no identity: give "account", "visitor", "ip", "phone" or another characteristic of a rule's key`
+	}
+	return given, names, ""
 }
 
 // forgiveTexts rewrites, in values, each identity an extension reads in a

@@ -402,6 +402,13 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	}
 	s.m.observeUpstream(took, true, 0)
 	s.upstreamAnswered(st.origin, resp.StatusCode())
+	s.relay(ctx, st, rs, d, resp)
+}
+
+// relay makes the origin's answer the client's: hop-by-hop and settle
+// headers gone, Settle's call where a rule or an extension needs it, the
+// extensions' additions and the RateLimit headers of an ordinary route.
+func (s *Server) relay(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState, d *rules.Decision, resp *fasthttp.Response) {
 	stripHopByHopResponse(&resp.Header)
 	// A shared cache would serve this client's state to others
 	// (docs/headers.md): neither its RateLimit values nor its new visitor
@@ -425,7 +432,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		s.countSettleInvalid(rs)
 	}
 	resp.Header.Del("X-Edge-Outcome")
-	stripSettleHeaders(p, &resp.Header)
+	stripSettleHeaders(st.policy, &resp.Header)
 	for _, h := range st.hooks.responders {
 		h.OnResponse(&rs.x, resp) // a new visitor's Set-Cookie (nat), …
 	}

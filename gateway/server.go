@@ -99,12 +99,13 @@ type Options struct {
 	// are the request's pooled memory, not to be kept past the call. For
 	// `edge test` (policytest); nil in production.
 	Observe func(d *rules.Decision, matches []rules.Match)
-	// Extensions are the HTTP halves of the policy's features (package
-	// gateway/ext: builtin.Extensions lists this build's), opened for
-	// every policy the server installs. One list per Server: an extension
-	// may keep state across reloads. A feature without its extension here
-	// serves as if its block were absent from the request path (no
-	// visitor cookie read, no fingerprint).
+	// Extensions are the HTTP halves of the features (package gateway/ext:
+	// builtin.Extensions lists this build's), opened for every policy the
+	// server installs, their hooks run in this order. One list per Server:
+	// an extension may keep state across reloads. Without a feature's
+	// extension, the gateway does nothing for it: a visitor block's cookie
+	// is neither read nor minted (every client is cookieless), no
+	// fingerprint is taken, no bot score reaches the origin.
 	Extensions []ext.Extension
 }
 

@@ -294,19 +294,7 @@ func serve(args []string, stderr io.Writer) int {
 		// refuses such a secret (openStore).
 		log.Warn("key secret shorter than 32 bytes: key hashes in the logs can be reversed by trying secrets, and a Redis-backed node refuses it", "env", p.KeySecretEnv, "bytes", len(secret))
 	}
-	// The store's own metrics, and, with Redis, the fleet's shared hashes
-	// (no typed nil in an interface: set only with a store).
-	var health gateway.Health
-	var fleet gateway.Fleet
-	var collectors []prometheus.Collector
-	if fc != nil {
-		health = fc
-		collectors = nodestore.StoreMetrics(fc)
-	}
-	if rs != nil {
-		fleet = rs
-		collectors = append(collectors, nodestore.RedisMetrics(rs.Stats)...)
-	}
+	health, fleet, collectors := storeSeams(fc, rs)
 
 	// SIGTERM and SIGINT stop the node: the listeners stop accepting, the
 	// requests in flight finish (gateway/drain.go), then it exits. The log
@@ -491,6 +479,23 @@ func serve(args []string, stderr io.Writer) int {
 // on_store_error within its budget; the span only delays failing fast, by
 // 100ms at the default 5ms budget, when Redis is really gone.
 const breakerSpanBudgets = 20
+
+// storeSeams is what the gateway reads of the store beside rules.Store:
+// the failure-handling store's health and metrics (fc: nil with none) and,
+// with Redis (rs: nil without), its client's metrics and the fleet's
+// shared hashes. An interface is set only with a store under it, never to
+// a typed nil.
+func storeSeams(fc *failclosed.Store, rs *redisstore.Store) (health gateway.Health, fleet gateway.Fleet, collectors []prometheus.Collector) {
+	if fc != nil {
+		health = fc
+		collectors = nodestore.StoreMetrics(fc)
+	}
+	if rs != nil {
+		fleet = rs
+		collectors = append(collectors, nodestore.RedisMetrics(rs.Stats)...)
+	}
+	return health, fleet, collectors
+}
 
 // openStore opens the counter store the policy (or the -store flag) names.
 // A Redis store is wrapped in failclosed (time budget, breaker, each rule's
