@@ -146,7 +146,7 @@ func TestABehaviourFromOutsideRules(t *testing.T) {
 	store := &teststore.Counting{Store: ms}
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	t.Cleanup(origin.Close)
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: store, Clock: clk, Upstream: origin.URL})
+	srv, err := gateway.New(gateway.Options{Extensions: builtin.Extensions(), Policy: p, Store: store, Clock: clk, Upstream: origin.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/edge-gateway/edge/behaviour/refusal"
 	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/fields"
+	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/ja4"
 	"github.com/edge-gateway/edge/login"
 	"github.com/edge-gateway/edge/nat"
@@ -32,6 +33,31 @@ import (
 // block of the policy language is now built.
 func Features() []rules.Feature {
 	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), tests()}
+}
+
+// Extensions returns the gateway extensions of this build (package
+// gateway/ext), the HTTP halves of Features', in the order the gateway
+// runs their hooks: ja4 (fingerprints of the TLS listener's connections,
+// ja4_header, X-Edge-JA4), nat (visitor cookies verified and minted,
+// X-Edge-Visitor) and botscore (the score the origin and explain are
+// told). New values each call: give each gateway.Server a list of its own
+// (gateway.Options.Extensions), since an extension keeps state across the
+// server's reloads (the visitor block's random secret).
+func Extensions() []ext.Extension { return ExtensionsWith(ExtensionOptions{}) }
+
+// ExtensionOptions configures the extensions ExtensionsWith returns.
+type ExtensionOptions struct {
+	// VisitorSecret signs visitor cookies when the visitor block's
+	// secret_env is unset (nil: a random one, made once per list):
+	// cmd/edge hands its random one to the process that replaces it on a
+	// binary upgrade, so that the cookies it signed keep verifying
+	// (nat.Extension).
+	VisitorSecret []byte
+}
+
+// ExtensionsWith is Extensions configured by o.
+func ExtensionsWith(o ExtensionOptions) []ext.Extension {
+	return []ext.Extension{ja4.Extension(), nat.Extension(o.VisitorSecret), botscore.Extension()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

@@ -45,7 +45,7 @@
 //     without a round trip, so a refused flood does not hammer Redis.
 //   - The degraded-state signal: Degraded for /readyz, State for the
 //     breaker gauge, Stats for the counters. The package imports no metrics
-//     library; the gateway exports these.
+//     library; nodestore's StoreMetrics exports these.
 //
 // # Time budget
 //

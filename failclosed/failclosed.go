@@ -124,8 +124,9 @@ type Liveness interface {
 	Replies() uint64
 }
 
-// Stats are a Store's counters since New, node-wide, for the gateway to
-// export (this package imports no metrics library). Per-rule decisions
+// Stats are a Store's counters since New, node-wide, for
+// nodestore.StoreMetrics to export (this package imports no metrics
+// library). Per-rule decisions
 // (edge_decisions_total{decision="store_error_allow"|"store_error_deny"})
 // come from the Engine's outcomes, which read Result.StoreError. Fields
 // named for ops count ops; the others count Take calls.

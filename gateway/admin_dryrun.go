@@ -14,7 +14,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/rules"
-	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // POST /admin/dry-run (docs/operations.md): a time-boxed dry-run toggle of
@@ -77,7 +76,7 @@ var offUntil = time.Unix(1, 0).UTC()
 
 // fleetDryRuns shares dry-run toggles through Redis; nil without Redis.
 type fleetDryRuns struct {
-	rs *redisstore.Store
+	rs Fleet
 	// mu orders this node's writes with its polls, so a poll read before a
 	// write never overwrites the write's local copy.
 	mu   sync.Mutex

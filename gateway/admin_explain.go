@@ -15,8 +15,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/edge-gateway/edge/botscore"
 	nodecfg "github.com/edge-gateway/edge/node"
+	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -132,8 +132,28 @@ type explainAnswer struct {
 	Sensitive  bool           `json:"sensitive,omitempty"`
 	StoreError string         `json:"store_error,omitempty"`
 	Matches    []explainMatch `json:"matches"`
-	BotScore   *int           `json:"bot_score,omitempty"`
-	BotReasons []string       `json:"bot_reasons,omitempty"`
+	// Extra are the extensions' fields (ext.Explainer: bot_score and
+	// bot_reasons with a botscore block), after the others.
+	Extra []ext.Field `json:"-"`
+}
+
+// MarshalJSON encodes a's fields, then its Extra ones in order.
+func (a explainAnswer) MarshalJSON() ([]byte, error) {
+	type plain explainAnswer // without this method
+	b, err := json.Marshal(plain(a))
+	if err != nil || len(a.Extra) == 0 {
+		return b, err
+	}
+	b = b[:len(b)-1] // "}": the object has verdict, so it is never empty
+	for _, f := range a.Extra {
+		k, _ := json.Marshal(f.Name) // a string encodes
+		v, err := json.Marshal(f.Value)
+		if err != nil {
+			return nil, fmt.Errorf("explain field %s: %w", f.Name, err)
+		}
+		b = append(append(append(append(b, ','), k...), ':'), v...)
+	}
+	return append(b, '}'), nil
 }
 
 // adminExplain answers POST /admin/explain.
@@ -221,16 +241,8 @@ func (s *Server) explain(rc *fasthttp.RequestCtx, st *policyState) explainAnswer
 		}
 		a.Matches = append(a.Matches, em)
 	}
-	if cfg := botscore.ConfigOf(st.policy); cfg != nil {
-		res := cfg.Result(&rs.req, sc)
-		score := int(res.Score)
-		a.BotScore = &score
-		a.BotReasons = []string{}
-		for _, r := range botscore.AllReasons() {
-			if res.Reasons.Has(r) {
-				a.BotReasons = append(a.BotReasons, r.Name())
-			}
-		}
+	for _, h := range st.hooks.explainers {
+		a.Extra = h.Explain(&rs.x, a.Extra) // bot_score (botscore), …
 	}
 	return a
 }

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -69,10 +71,6 @@ type skippedRule struct {
 	Missing []string `json:"missing"`
 }
 
-// visitorIP is the identity's name for a visitor's address that is not
-// itself an identity to forgive.
-const visitorIP = "visitor_ip"
-
 // exemptHash names the fleet's record of exemptions, a Redis hash under
 // the store's prefix: field the rule's name, value fleetExempt as JSON.
 // The markers are in the shared store already; the record tells every
@@ -122,26 +120,20 @@ func (s *Server) adminForgive(ctx *fasthttp.RequestCtx) {
 		adminError(ctx, fasthttp.StatusBadRequest, `"rule" and "key", or "identity", is required`)
 		return
 	}
-	p := s.state.Load().policy
+	st := s.state.Load()
+	p := st.policy
 	r := p.Rule(req.Rule)
 	if r == nil {
 		adminError(ctx, fasthttp.StatusBadRequest, "no rule named "+req.Rule+" in the running policy")
 		return
 	}
 	now := s.requestTime(ctx)
-	if _, ok := req.Key["visitor"]; ok { // a cookie, at visitor_ip
-		key := make(map[string]string, len(req.Key))
-		for k, v := range req.Key {
-			if k != visitorIP {
-				key[k] = v
-			}
-		}
-		if msg := s.visitorText(s.state.Load(), key, req.Key, now); msg != "" {
-			adminError(ctx, fasthttp.StatusBadRequest, msg)
-			return
-		}
-		req.Key = key
+	key := maps.Clone(req.Key) // a visitor cookie, at visitor_ip: its text (forgiveTexts)
+	if msg := s.forgiveTexts(st, key, req.Key, now); msg != "" {
+		adminError(ctx, fasthttp.StatusBadRequest, msg)
+		return
 	}
+	req.Key = key
 	f, err := s.engine.Forgive(ctx, now, p, r, req.Key, exempt)
 	switch {
 	case errors.Is(err, rules.ErrNotForgivable):
@@ -192,31 +184,9 @@ func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, e
 	st := s.state.Load()
 	p := st.policy
 	now := s.requestTime(ctx)
-	given := make(map[string]string, len(req.Identity))
-	var names []string
-	for k, v := range req.Identity {
-		if k == visitorIP {
-			continue
-		}
-		if strings.TrimSpace(v) == "" {
-			adminError(ctx, fasthttp.StatusBadRequest, "identity "+quote(k)+" is empty")
-			return
-		}
-		given[k] = v
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	if _, ok := given["visitor"]; ok {
-		if msg := s.visitorText(st, given, req.Identity, now); msg != "" {
-			adminError(ctx, fasthttp.StatusBadRequest, msg)
-			return
-		}
-	} else if _, ok := req.Identity[visitorIP]; ok {
-		adminError(ctx, fasthttp.StatusBadRequest, `"visitor_ip" goes with "visitor" only`)
-		return
-	}
-	if len(given) == 0 {
-		adminError(ctx, fasthttp.StatusBadRequest, `"identity" names no identity: give "account", "visitor", "ip", "phone" or another characteristic of a rule's key`)
+	given, names, msg := s.identityGiven(st, req.Identity, now)
+	if msg != "" {
+		adminError(ctx, fasthttp.StatusBadRequest, msg)
 		return
 	}
 	type plan struct {
@@ -294,28 +264,81 @@ func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, e
 	adminJSON(ctx, fasthttp.StatusOK, ans)
 }
 
-// visitorText turns the visitor cookie of values into the visitor
-// characteristic's text form (nat visitorChar.AppendText: "ID@ADDRESS"),
-// in values, verifying the cookie as a request's is; the address is
-// from["visitor_ip"], or else from["ip"]. It returns the operator's error,
-// "" when done.
-func (s *Server) visitorText(st *policyState, values, from map[string]string, now time.Time) string {
-	addr := from[visitorIP]
-	if addr == "" {
-		addr = from["ip"]
+// identityGiven reads forgive's identity: the values to forgive by
+// characteristic name (a visitor cookie turned into its text,
+// forgiveTexts; visitor_ip, which only qualifies it, left out) and their
+// names, sorted. msg is the operator's error, "" when done.
+func (s *Server) identityGiven(st *policyState, identity map[string]string, now time.Time) (given map[string]string, names []string, msg string) {
+	given = make(map[string]string, len(identity))
+	aux := s.forgiveAux()
+	for k, v := range identity {
+		if aux[k] != "" {
+			continue // visitor_ip: it qualifies a visitor cookie
+		}
+		if strings.TrimSpace(v) == "" {
+			return nil, nil, "identity " + quote(k) + " is empty"
+		}
+		given[k] = v
+		names = append(names, k)
 	}
-	switch {
-	case st.signer == nil:
-		return "the running policy has no visitor block: there are no visitors to forgive"
-	case addr == "":
-		return `a visitor counts at its address: give "visitor_ip" (or "ip", which forgives the address's rules too)`
+	sort.Strings(names)
+	if msg := s.forgiveTexts(st, given, identity, now); msg != "" {
+		return nil, nil, msg
 	}
-	id, valid := st.signer.Verify([]byte(strings.TrimSpace(values["visitor"])), now)
-	if !valid {
-		return "the visitor cookie does not verify (tampered, expired, or signed by a secret this node does not hold)"
+	for k := range identity {
+		if name := aux[k]; name != "" {
+			if _, ok := given[name]; !ok {
+				return nil, nil, quote(k) + " goes with " + quote(name) + " only"
+			}
+		}
 	}
-	values["visitor"] = hex.EncodeToString(id[:]) + "@" + strings.TrimSpace(addr)
+	if len(given) == 0 {
+		return nil, nil, `"identity" names no identity: give "account", "visitor", "ip", "phone" or another characteristic of a rule's key`
+	}
+	return given, names, ""
+}
+
+// forgiveTexts rewrites, in values, each identity an extension reads in a
+// form of its own (ext.Forgiver: a visitor cookie) into its
+// characteristic's text form, as a request's value would be read, taking
+// the values that qualify it (visitor_ip) from given and out of values. It
+// returns the operator's error, "" when done.
+func (s *Server) forgiveTexts(st *policyState, values, given map[string]string, now time.Time) string {
+	for i, e := range s.ext.list {
+		f, ok := e.(ext.Forgiver)
+		if !ok {
+			continue
+		}
+		name, aux := f.ForgiveNames()
+		v, ok := values[name]
+		if !ok {
+			continue
+		}
+		for _, a := range aux {
+			delete(values, a)
+		}
+		text, err := f.ForgiveText(st.hooks.insts[i], v, given, now)
+		if err != nil {
+			return err.Error()
+		}
+		values[name] = text
+	}
 	return ""
+}
+
+// forgiveAux maps the names of the values that only qualify an identity
+// (ext.Forgiver: "visitor_ip") to the identity's ("visitor").
+func (s *Server) forgiveAux() map[string]string {
+	m := map[string]string{}
+	for _, e := range s.ext.list {
+		if f, ok := e.(ext.Forgiver); ok {
+			name, aux := f.ForgiveNames()
+			for _, a := range aux {
+				m[a] = name
+			}
+		}
+	}
+	return m
 }
 
 // shareExemption records rule name's exemption until until in the fleet's

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -28,7 +29,7 @@ func TestAdminReloadAnswers(t *testing.T) {
 	next := ReloadResult{OK: true, Rules: 7, Warnings: []string{"listen: the node keeps listening"}}
 	calls := 0
 	var logs bytes.Buffer
-	srv, err := New(Options{Policy: p, Store: st, AdminToken: "tok", Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+	srv, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: st, AdminToken: "tok", Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		Reload: func() ReloadResult { mu.Lock(); defer mu.Unlock(); calls++; return next }})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestAdminReloadAnswers(t *testing.T) {
 		t.Errorf("%d reloads, want 2 (a refused call reloads nothing)", calls)
 	}
 
-	bare, err := New(Options{Policy: p, Store: st, AdminToken: "tok"})
+	bare, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: st, AdminToken: "tok"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,11 @@
 
 package gateway
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/edge-gateway/edge/nat"
+)
 
 // TestDecisionPathAllocatesNothing guards the zero-allocation decision path
 // (docs/architecture.md, "Extension points"): client key, route match,
@@ -23,7 +27,7 @@ func TestDecisionPathAllocatesNothing(t *testing.T) {
 // the visitor rule's two ops add no allocation.
 func TestVisitorDecisionPathAllocatesNothing(t *testing.T) {
 	bs := newBenchSetupWith(t, benchVisitorPolicy, "10.1.2.3", "203.0.113.9, 10.0.0.2", validCookie)
-	if _, ok := bs.st.visitor.Visitor(bs.rs.sc); !ok {
+	if _, ok := nat.ConfigOf(bs.st.policy).Visitor(bs.rs.sc); !ok {
 		t.Fatal("cookie not valid")
 	}
 	if n := testing.AllocsPerRun(200, func() { bs.s.decide(bs.ctx, bs.st, bs.rs) }); n != 0 {

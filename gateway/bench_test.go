@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -99,7 +101,7 @@ func benchServer(tb testing.TB, name, src string, clk *fakeClock, opts ...func(*
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { store.Close() })
-	o := Options{Policy: p, Store: store, Clock: clk}
+	o := Options{Extensions: builtin.ExtensionsWith(builtin.ExtensionOptions{VisitorSecret: benchVisitorSecret}), Policy: p, Store: store, Clock: clk}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -151,9 +153,32 @@ func BenchmarkDecisionPath(b *testing.B) {
 	}
 }
 
-// validCookie mints a cookie with the server's own signer.
+// benchVisitorSecret signs the bench servers' visitor cookies: their
+// visitor block's secret_env is unset (benchServer).
+var benchVisitorSecret = []byte("the bench servers' visitor secret, 32+ bytes")
+
+// benchSigner is a signer of s's visitor cookies: the visitor block's, with
+// the secret nat's extension signs with (secret_env's, else
+// benchVisitorSecret).
+func benchSigner(s *Server) *nat.Signer {
+	c := nat.ConfigOf(s.Policy())
+	secrets := [][]byte{benchVisitorSecret}
+	if env := os.Getenv(c.SecretEnv); env != "" {
+		var err error
+		if secrets, err = nat.ParseSecrets(env); err != nil {
+			panic(err)
+		}
+	}
+	sg, err := nat.NewSigner(nat.Options{Secrets: secrets, MaxAge: c.MaxAge, Cookie: c.Cookie, Insecure: !c.Secure})
+	if err != nil {
+		panic(err)
+	}
+	return sg
+}
+
+// validCookie mints a cookie as the server's own signer would.
 func validCookie(s *Server, now time.Time) []byte {
-	v, _ := s.state.Load().signer.Mint(nil, now)
+	v, _ := benchSigner(s).Mint(nil, now)
 	return v
 }
 
@@ -162,7 +187,7 @@ func validCookie(s *Server, now time.Time) []byte {
 // IP-ceiling op.
 func BenchmarkDecisionPathVisitor(b *testing.B) {
 	bs := newBenchSetupWith(b, benchVisitorPolicy, "10.1.2.3", "203.0.113.9, 10.0.0.2", validCookie)
-	if _, ok := bs.st.visitor.Visitor(bs.rs.sc); !ok {
+	if _, ok := nat.ConfigOf(bs.st.policy).Visitor(bs.rs.sc); !ok {
 		b.Fatal("cookie not valid")
 	}
 	b.ReportAllocs()

@@ -3,14 +3,14 @@ package gateway
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/edge-gateway/edge/rules/memstore"
+	"github.com/edge-gateway/edge/rules"
 )
 
-// KeyBudgets is implemented by a store that bounds each rule's keys
-// (memstore.Store): New exports its budgets as metrics when Options.Store
+// KeyBudgets is implemented by a store that bounds each rule's keys (the
+// memory store): New exports its budgets as metrics when Options.Store
 // has it.
 type KeyBudgets interface {
-	Budgets() []memstore.Budget
+	Budgets() []rules.KeyBudgetUse
 }
 
 // budgetCollector exports a memory store's per-rule key budgets

@@ -125,7 +125,7 @@ func startConcNodesClock(t *testing.T, src string, stores []rules.Store, upstrea
 	t.Cleanup(func() { n.origin.StopHolding(); cancel(); wg.Wait() })
 	t.Cleanup(concClient.CloseIdleConnections)
 	for _, st := range stores {
-		srv, err := New(Options{Policy: p, Store: st, KeySecret: []byte("one fleet, one secret, 32+ bytes long"), Upstream: "http://" + upstream, Clock: clk})
+		srv, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: st, KeySecret: []byte("one fleet, one secret, 32+ bytes long"), Upstream: "http://" + upstream, Clock: clk})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -524,7 +524,7 @@ rule "login-dry" {
 	}
 	t.Cleanup(func() { ms.Close() })
 	reg := prometheus.NewRegistry()
-	srv, err := New(Options{Policy: p, Store: ms, Upstream: "http://127.0.0.1:1", Registry: reg})
+	srv, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: ms, Upstream: "http://127.0.0.1:1", Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkConnAdmit(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ms.Close()
-	s, err := New(Options{Policy: loadPolicy(b, "policies.hcl"), Store: ms})
+	s, err := New(Options{Extensions: builtin.Extensions(), Policy: loadPolicy(b, "policies.hcl"), Store: ms})
 	if err != nil {
 		b.Fatal(err)
 	}

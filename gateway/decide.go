@@ -7,8 +7,6 @@ import (
 	"net"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/edge-gateway/edge/nat"
 )
 
 // The decision-only listener (issue 14, item 7; docs/deploying.md,
@@ -121,28 +119,10 @@ func (s *Server) DecideHandler(ctx *fasthttp.RequestCtx) {
 	ctx.Response.SetStatusCode(fasthttp.StatusOK)
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
 	resp := &ctx.Response.Header
-	if st.signer != nil {
-		id, ok := st.visitor.Visitor(rs.sc)
-		// No call follows the origin's answer here, where the reserve is
-		// taken: the bulk budget only (nat/mint.go).
-		if !ok && st.visitor.MintFrom(rs.sc, d) == nat.MintBulk {
-			rs.cookie, id = st.signer.Mint(rs.cookie[:0], rs.now)
-			s.m.minted.Inc()
-			rs.hdr = st.signer.AppendSetCookie(rs.hdr[:0], rs.cookie)
-			resp.AddBytesV(fasthttp.HeaderSetCookie, rs.hdr)
-			ok = true
-		}
-		if ok {
-			rs.hdr = st.signer.AppendVisitorHash(rs.hdr[:0], id)
-			resp.SetBytesV("X-Edge-Visitor", rs.hdr)
-		}
-	}
-	if st.bots != nil {
-		res := st.bots.Result(&rs.req, rs.sc)
-		rs.hdr = res.AppendScore(rs.hdr[:0])
-		resp.SetBytesV("X-Edge-Bot-Score", rs.hdr)
-		rs.hdr = res.Reasons.AppendNames(rs.hdr[:0])
-		resp.SetBytesV("X-Edge-Bot-Reasons", rs.hdr)
+	for _, h := range st.hooks.answerers {
+		// X-Edge-Visitor and a new visitor's Set-Cookie (nat),
+		// X-Edge-Bot-Score (botscore), …
+		h.OnDecideAllow(&rs.x, resp)
 	}
 	if !d.Sensitive {
 		s.setRateLimitHeaders(ctx, rs)

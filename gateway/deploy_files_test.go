@@ -17,6 +17,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/failclosed"
+	"github.com/edge-gateway/edge/nodestore"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
@@ -187,8 +188,8 @@ func exposedFamilies(t *testing.T) map[string]bool {
 		t.Fatal(diags.Error())
 	}
 	srv, err := New(Options{
-		Policy: p, Store: ms, Registry: prometheus.NewRegistry(), Upstream: "http://127.0.0.1:1",
-		Health: fc, StoreStats: fc, RedisStats: func() redisstore.Stats { return redisstore.Stats{} },
+		Policy: p, Store: ms, Registry: prometheus.NewRegistry(), Upstream: "http://127.0.0.1:1", Extensions: builtin.Extensions(),
+		Health: fc, Collectors: append(nodestore.StoreMetrics(fc), nodestore.RedisMetrics(func() redisstore.Stats { return redisstore.Stats{} })...),
 	})
 	if err != nil {
 		t.Fatal(err)

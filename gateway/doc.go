@@ -33,18 +33,26 @@
 //     over HTTPS, and its health"). Hop-by-hop headers, every
 //     client-sent X-Edge-* and client-IP header, and other spellings of
 //     headers the policy reads are removed; the edge sets its own
-//     X-Forwarded-For and X-Edge-Visitor, and the Host the origin receives is
-//     the one the rules matched. Routes whose rules need it settle after the
-//     origin answers (reset_on_success) in one more store call.
+//     X-Forwarded-For, and the Host the origin receives is the one the
+//     rules matched. Routes whose rules need it settle after the origin
+//     answers (reset_on_success) in one more store call.
+//
+// The features' HTTP halves (the visitor cookie and X-Edge-Visitor, the
+// bot score's headers, JA4 fingerprints) are extensions (package
+// gateway/ext, Options.Extensions; extensions.go): the gateway opens them
+// for every policy it installs and runs their hooks at each phase of a
+// request, and imports no feature and no concrete store
+// (imports_test.go).
 //
 // The admin listener (ServeAdmin, AdminHandler) serves /healthz, /readyz (200
 // with the store degraded unless ?strict=1, so a fleet on one sick Redis is
 // not pulled from its load balancer at once; the origin's health reported,
 // never failing it) and /metrics, the Prometheus
 // registry of Options.Registry: decisions per rule and outcome, requests per
-// verdict, the failure-handling store's breaker and counters, the Redis
-// client's and, for the memory store, each rule's key budget
-// (docs/memory-store.md); the Go runtime's and the process's collectors,
+// verdict, the store's own (Options.Collectors: the failure-handling
+// store's breaker and counters, the Redis client's, from package
+// nodestore), for a store with key budgets (the memory store) each rule's
+// (docs/memory-store.md), the extensions' counters; the Go runtime's and the process's collectors,
 // edge_build_info, and the request and origin latency histograms
 // (latency_metrics.go). deploy/prometheus and deploy/grafana query them
 // (deploy_files_test.go).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/internal/testredis"
@@ -281,9 +282,9 @@ func startDryRunFleetLogged(t testing.TB, p *rules.Policy, clk *fakeClock, logs 
 		}
 		t.Cleanup(func() { fc.Close() })
 		srv, err := New(Options{
-			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret, 32+ bytes long"),
+			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret, 32+ bytes long"), Extensions: builtin.Extensions(),
 			Upstream: "http://" + oln.Addr().String(), Registry: prometheus.NewRegistry(), Health: fc,
-			Redis: rs, AdminToken: dryToken, Clock: clk, Logger: log,
+			Fleet: rs, AdminToken: dryToken, Clock: clk, Logger: log,
 		})
 		if err != nil {
 			t.Fatal(err)

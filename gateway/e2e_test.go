@@ -145,7 +145,7 @@ func startNode(t testing.TB, p *rules.Policy, o nodeOptions) *node {
 		st = ms
 	}
 	var err error
-	opts := Options{Policy: p, Store: st, Upstream: "http://" + n.oaddr, Registry: n.reg, DryRun: o.dryRun}
+	opts := Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Upstream: "http://" + n.oaddr, Registry: n.reg, DryRun: o.dryRun}
 	if o.clock != nil {
 		opts.Clock = o.clock
 	}
@@ -731,7 +731,7 @@ func TestOriginDownAnswers502(t *testing.T) {
 	ln.Close()
 	st, _ := memstore.New(memstore.Options{})
 	defer st.Close()
-	srv, err := New(Options{Policy: p, Store: st, Upstream: "http://" + dead})
+	srv, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Upstream: "http://" + dead})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -843,7 +843,7 @@ func TestShutdownWithSilentConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv, err := New(Options{Policy: p, Store: st, Upstream: "http://127.0.0.1:1"})
+	srv, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Upstream: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}

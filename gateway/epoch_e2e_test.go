@@ -10,6 +10,7 @@ import (
 
 	"github.com/edge-gateway/edge/internal/testredis"
 	nodecfg "github.com/edge-gateway/edge/node"
+	"github.com/edge-gateway/edge/nodestore"
 )
 
 // TestRedisResetIsFoundAndHeld: a real redis-server restarted without its
@@ -27,7 +28,7 @@ func TestRedisResetIsFoundAndHeld(t *testing.T) {
 	origin, _, nodes := startFleet(t, pol, 1)
 	n := nodes[0]
 	var logs bytes.Buffer
-	w := EpochWatch{Redis: n.rs, Store: n.fc, Grace: func() time.Duration { return nodecfg.Of(n.srv.Policy()).Store.ResetGrace }, Now: time.Now, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	w := nodestore.EpochWatch{Redis: n.rs, Store: n.fc, Grace: func() time.Duration { return nodecfg.Of(n.srv.Policy()).Store.ResetGrace }, Now: time.Now, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
 	ctx := t.Context()
 	w.Check(ctx) // the node's first check, at start: adopts the epoch
 

@@ -70,15 +70,23 @@ func explainNode(t *testing.T, clk *fakeClock) *node {
 	return startNode(t, p, nodeOptions{clock: clk, store: ms, adminToken: explainToken})
 }
 
+// explained is an explain answer as a client decodes it: the gateway's
+// fields and the extensions' (botscore's bot_score and bot_reasons).
+type explained struct {
+	explainAnswer
+	BotScore   *int     `json:"bot_score"`
+	BotReasons []string `json:"bot_reasons"`
+}
+
 // explain posts body to n's /admin/explain and returns the answer, decoded
 // and as sent.
-func explain(t *testing.T, n *node, body string) (explainAnswer, string) {
+func explain(t *testing.T, n *node, body string) (explained, string) {
 	t.Helper()
 	r := do(t, "POST", "http://"+n.admin+"/admin/explain", body, "Authorization", "Bearer "+explainToken)
 	if r.status != http.StatusOK {
 		t.Fatalf("explain %s: got %d %s", body, r.status, r.body)
 	}
-	var a explainAnswer
+	var a explained
 	if err := json.Unmarshal([]byte(r.body), &a); err != nil {
 		t.Fatalf("explain answer %q: %v", r.body, err)
 	}

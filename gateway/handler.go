@@ -11,7 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -43,8 +43,7 @@ type reqState struct {
 	edgeHdrs  []byte // names of client-sent X-Edge-* headers, NUL separated
 	peer      netip.Addr
 	now       time.Time
-	cookie    []byte // a newly minted visitor cookie value
-	ja4       []byte // a trusted proxy's ja4_header value (ja4.go)
+	x         ext.Request // the request as the extensions' hooks see it (extensions.go)
 	d         rules.Decision
 	explain   bool // decide peeks only (POST /admin/explain, admin_explain.go)
 	// forwarding: decide also renders xff, the X-Forwarded-For forward
@@ -192,6 +191,7 @@ func (s *Server) refuse(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decisio
 func (s *Server) release(rs *reqState) {
 	rs.fields.r = nil
 	rs.req = rules.Request{}
+	rs.x.Reset(0)
 	rs.forwarding = false
 	s.pool.Put(rs)
 }
@@ -237,10 +237,6 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 
 	rs.fields.r = &ctx.Request
 	rs.sc.Begin(p)
-	if st.signer != nil {
-		id, valid := st.signer.Verify(ctx.Request.Header.Cookie(st.visitor.Cookie), now)
-		st.visitor.SetVisitor(rs.sc, id, valid)
-	}
 	rs.now = now
 	rs.req = rules.Request{
 		Method:    rs.method,
@@ -249,7 +245,13 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 		Path:      rs.match,
 		Client:    client,
 		Fields:    &rs.fields,
-		JA4:       requestJA4(ctx, p, rs),
+	}
+	x := &rs.x
+	x.Reset(st.hooks.buffers)
+	x.Ctx, x.Policy, x.Peer, x.Now = ctx, p, rs.peer, now
+	x.Rules, x.Scratch, x.Decision = &rs.req, rs.sc, &rs.d
+	for _, h := range st.hooks.deciders {
+		h.BeforeDecide(x) // the fingerprint (ja4), the visitor cookie (nat), …
 	}
 	if rs.explain {
 		rs.d = s.engine.Explain(ctx, now, p, &rs.req, rs.sc) // consumes nothing
@@ -343,8 +345,6 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	// not the pool to the origin.
 	clientClose := req.Header.ConnectionClose()
 	s.sanitizeHeaders(rs, req, trusted && p.ForwardedHeader == "Forwarded", p.HeaderNames())
-	stripJA4Header(req, p, trusted)
-	setJA4Header(req, rs)
 	req.Header.ResetConnectionClose()
 	// decide rendered rs.xff from the read that found the rules' client.
 	req.Header.SetCanonical(hdrXForwardedFor, rs.xff)
@@ -365,15 +365,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	} else {
 		req.URI().SetScheme("http")
 	}
-	mint := s.visitorHeader(st, rs, req, d)
-	if st.bots != nil {
-		// The origin learns the request's bot score and why (issue 12):
-		// the client's copies of these headers were stripped above.
-		res := st.bots.Result(&rs.req, rs.sc)
-		rs.hdr = res.AppendScore(rs.hdr[:0])
-		req.Header.SetCanonical(hdrXEdgeBotScore, rs.hdr)
-		rs.hdr = res.Reasons.AppendNames(rs.hdr[:0])
-		req.Header.SetCanonical(hdrXEdgeBotReasons, rs.hdr)
+	for _, h := range st.hooks.forwarders {
+		// X-Edge-JA4 (ja4), X-Edge-Visitor (nat), X-Edge-Bot-Score
+		// (botscore), …: the client's X-Edge-* were stripped above.
+		h.OnForward(&rs.x, req)
 	}
 	defer func() {
 		if clientClose {
@@ -407,17 +402,26 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 	}
 	s.m.observeUpstream(took, true, 0)
 	s.upstreamAnswered(st.origin, resp.StatusCode())
+	s.relay(ctx, st, rs, d, resp)
+}
+
+// relay makes the origin's answer the client's: hop-by-hop and settle
+// headers gone, Settle's call where a rule or an extension needs it, the
+// extensions' additions and the RateLimit headers of an ordinary route.
+func (s *Server) relay(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState, d *rules.Decision, resp *fasthttp.Response) {
 	stripHopByHopResponse(&resp.Header)
 	// A shared cache would serve this client's state to others
 	// (docs/headers.md): neither its RateLimit values nor its new visitor
 	// cookie go on such an answer. The client stays in its IP's cookieless
 	// bucket and is offered a cookie on its next uncacheable answer.
-	storable := sharedStorable(&resp.Header)
-	// A cookie from the mint reserve is a take of the reserve in the
-	// settle call, and set only when that take allows it (nat/mint.go):
-	// the one store call more such a request makes.
-	reserve := mint == nat.MintReserve && !storable && st.visitor.DrawReserve(rs.sc)
-	if d.Settle || reserve {
+	rs.x.Storable = sharedStorable(&resp.Header)
+	settle := d.Settle
+	for _, h := range st.hooks.settlers {
+		// A cookie from the visitor mint reserve is a take of the reserve
+		// in the settle call (nat), …
+		settle = h.OnOrigin(&rs.x, resp) || settle
+	}
+	if settle {
 		// reset_on_success, settle_from, in-flight releases, known
 		// callers' markers: one more store call, only on routes whose
 		// rules need it. The origin's X-Edge-Outcome overrides its status.
@@ -428,22 +432,15 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState
 		s.countSettleInvalid(rs)
 	}
 	resp.Header.Del("X-Edge-Outcome")
-	stripSettleHeaders(p, &resp.Header)
-	issued := mint == nat.MintBulk
-	if reserve && st.visitor.ReserveDrawn(rs.sc) {
-		rs.cookie, _ = st.signer.Mint(rs.cookie[:0], rs.now) // the reserve's ID, issued now
-		s.m.minted.Inc()
-		issued = true
-	}
-	if issued && !storable {
-		rs.hdr = st.signer.AppendSetCookie(rs.hdr[:0], rs.cookie)
-		resp.Header.AddBytesV(fasthttp.HeaderSetCookie, rs.hdr)
+	stripSettleHeaders(st.policy, &resp.Header)
+	for _, h := range st.hooks.responders {
+		h.OnResponse(&rs.x, resp) // a new visitor's Set-Cookie (nat), …
 	}
 	if d.Sensitive {
 		stripRateLimitHeaders(rs, &resp.Header)
 		return
 	}
-	if storable {
+	if rs.x.Storable {
 		return
 	}
 	s.setRateLimitHeaders(ctx, rs)
@@ -496,9 +493,6 @@ var (
 	hdrConnection      = []byte("Connection")
 	hdrXForwardedFor   = []byte("X-Forwarded-For")
 	hdrXForwardedProto = []byte("X-Forwarded-Proto")
-	hdrXEdgeVisitor    = []byte("X-Edge-Visitor")
-	hdrXEdgeBotScore   = []byte("X-Edge-Bot-Score")
-	hdrXEdgeBotReasons = []byte("X-Edge-Bot-Reasons")
 )
 
 var (
@@ -538,34 +532,6 @@ func forwardedProto(ctx *fasthttp.RequestCtx, req *fasthttp.Request, trusted boo
 		return schemeHTTP
 	}
 	return proto
-}
-
-// visitorHeader tells the origin who the visitor is, X-Edge-Visitor: the
-// visitor ID's keyed hash, never the cookie. It returns where a request
-// without a valid cookie may get a new ID from (nat.Config.MintFrom). From
-// the bulk budget, the ID is the request's now: rs.cookie holds its cookie
-// value, due on the answer, and the origin learns it. From the reserve,
-// the ID exists only once the reserve's take after the origin's answer
-// allows it (nat/mint.go): the origin learns it from the client's next
-// request.
-func (s *Server) visitorHeader(st *policyState, rs *reqState, req *fasthttp.Request, d *rules.Decision) (mint nat.MintSource) {
-	if st.signer == nil {
-		return nat.NoMint
-	}
-	id, ok := st.visitor.Visitor(rs.sc)
-	if !ok {
-		mint = st.visitor.MintFrom(rs.sc, d)
-	}
-	if mint == nat.MintBulk {
-		rs.cookie, id = st.signer.Mint(rs.cookie[:0], rs.now)
-		s.m.minted.Inc()
-		ok = true
-	}
-	if ok {
-		rs.hdr = st.signer.AppendVisitorHash(rs.hdr[:0], id)
-		req.Header.SetCanonical(hdrXEdgeVisitor, rs.hdr)
-	}
-	return mint
 }
 
 // sanitizeHeaders removes the hop-by-hop headers (stripHopByHop) and, in

@@ -191,7 +191,7 @@ func startHeaderNode(t *testing.T, src string, store rules.Store, upstream strin
 		upstream = "http://" + oln.Addr().String()
 	}
 	clk := &fakeClock{t: headerBase}
-	srv, err := New(Options{Policy: p, Store: store, Upstream: upstream, Clock: clk, KeySecret: []byte("headers test secret, 32 bytes or more")})
+	srv, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: store, Upstream: upstream, Clock: clk, KeySecret: []byte("headers test secret, 32 bytes or more")})
 	if err != nil {
 		t.Fatal(err)
 	}

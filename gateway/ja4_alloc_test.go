@@ -10,8 +10,8 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-// fakeJA4Conn is a connection of the TLS listener as the handler sees it:
-// its JA4 method (tlsConn).
+// fakeJA4Conn is a connection of the TLS listener as the ja4 extension
+// sees it: one that knows its fingerprint (a ja4.Conn under TLS).
 type fakeJA4Conn struct {
 	net.Conn
 	addr net.Addr
@@ -20,7 +20,7 @@ type fakeJA4Conn struct {
 
 func (c *fakeJA4Conn) RemoteAddr() net.Addr { return c.addr }
 func (c *fakeJA4Conn) LocalAddr() net.Addr  { return c.addr }
-func (c *fakeJA4Conn) JA4() []byte          { return c.fp }
+func (c *fakeJA4Conn) Fingerprint() []byte  { return c.fp }
 
 // TestJA4DecisionPathAllocatesNothing: reading the fingerprint, from a
 // trusted proxy's ja4_header or from the connection, and a rule keyed on

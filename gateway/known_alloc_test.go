@@ -86,7 +86,7 @@ func TestKnownCallerDecisionPathAllocatesNothing(t *testing.T) {
 	cookieless.ctx.Request.Header.Set("User-Agent", "Mozilla/5.0 (bench)")
 	cookieless.ctx.Request.Header.Set("Accept-Language", "en-GB,en;q=0.9")
 	cookieless.s.decide(cookieless.ctx, cookieless.st, cookieless.rs)
-	if src := cookieless.st.visitor.MintFrom(cookieless.rs.sc, &cookieless.rs.d); src != nat.MintBulk {
+	if src := nat.ConfigOf(cookieless.st.policy).MintFrom(cookieless.rs.sc, &cookieless.rs.d); src != nat.MintBulk {
 		t.Fatalf("the cookieless request mints from %d, want the bulk budget", src)
 	}
 	if n := testing.AllocsPerRun(200, func() { cookieless.s.decide(cookieless.ctx, cookieless.st, cookieless.rs) }); n != 0 {
@@ -101,7 +101,8 @@ func TestKnownCallerDecisionPathAllocatesNothing(t *testing.T) {
 func TestMintReserveDrawAllocatesNothing(t *testing.T) {
 	src := strings.Replace(benchVisitorPolicy, "visitor {\n", "visitor {\n  mint_limit = 1\n", 1)
 	bs := newBenchSetupWith(t, src, "10.1.2.3", "203.0.113.9, 10.0.0.2", nil)
-	v, sc := bs.st.visitor, bs.rs.sc
+	v, sc, signer := nat.ConfigOf(bs.st.policy), bs.rs.sc, benchSigner(bs.s)
+	var cookie []byte
 	if from := v.MintFrom(sc, &bs.rs.d); from != nat.MintBulk {
 		t.Fatalf("the first request mints from %d, want the bulk budget", from)
 	}
@@ -120,7 +121,7 @@ func TestMintReserveDrawAllocatesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		if v.ReserveDrawn(sc) {
-			bs.rs.cookie, _ = bs.st.signer.Mint(bs.rs.cookie[:0], bs.rs.now)
+			cookie, _ = signer.Mint(cookie[:0], bs.rs.now)
 			draws++
 		}
 	}

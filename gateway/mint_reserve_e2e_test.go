@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/edge-gateway/edge/nat"
 )
 
 // mintDraw is one cookieless request's answer: its status and the visitor
@@ -84,7 +86,7 @@ func (w *crowd) drainedUntil(clk *fakeClock, period time.Duration, late *caller)
 func TestConcurrentDrawsStayWithinTheMintReserve(t *testing.T) {
 	w, clk, _ := shippedNode(t)
 	n := w.n
-	v := n.srv.state.Load().visitor
+	v := nat.ConfigOf(n.srv.Policy())
 	bound := int(v.MintLimit + v.MintReserve)
 	if bound != 20 {
 		t.Fatalf("the shipped policy's mint_limit + mint_reserve is %d, want 20 (this test's numbers)", bound)

@@ -52,15 +52,11 @@ func (m *metrics) registerOps(reg *prometheus.Registry, s *Server) {
 	}, []string{"result"})
 	m.reloads[0] = reloads.WithLabelValues("refused")
 	m.reloads[1] = reloads.WithLabelValues("ok")
-	m.minted = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "edge_visitor_ids_minted_total",
-		Help: "Visitor IDs minted for requests without a valid visitor cookie, within their IP's mint budget.",
-	})
 	// The (none) route exists from the start, so rate() sees its first answers.
 	for _, c := range statusClasses {
 		m.responses.WithLabelValues(noRoute, c)
 	}
-	reg.MustRegister(m.responses, reloads, m.minted)
+	reg.MustRegister(m.responses, reloads)
 	s.listenerTLS.register(reg) // edge_tls_handshake_errors_total, edge_tls_certificate_expiry_timestamp_seconds (tls.go)
 	if h := s.health; h != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -20,6 +20,8 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/failclosed"
+	"github.com/edge-gateway/edge/gateway/ext"
+	"github.com/edge-gateway/edge/nodestore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
@@ -209,6 +211,23 @@ func TestResponsesByRouteAndStatus(t *testing.T) {
 	}
 }
 
+// extCounter is s's counter named name, one of an extension's
+// (ext.Counted: nat's edge_visitor_ids_minted_total).
+func extCounter(t *testing.T, s *Server, name string) prometheus.Counter {
+	t.Helper()
+	for i, e := range s.ext.list {
+		if c, ok := e.(ext.Counted); ok {
+			for j, m := range c.Counters() {
+				if m.Name == name {
+					return s.ext.counters[i][j].(prometheus.Counter)
+				}
+			}
+		}
+	}
+	t.Fatalf("no extension counts %s", name)
+	return nil
+}
+
 // TestReloadsVisitorsAndStoreLatencyAreCounted: CountReload by result,
 // each visitor ID minted (as many as Set-Cookies the clients got), and one
 // store-latency observation per request that reached the store, as
@@ -230,7 +249,7 @@ func TestReloadsVisitorsAndStoreLatencyAreCounted(t *testing.T) {
 		}
 		cookies += len(r.header.Values("Set-Cookie"))
 	}
-	if got := int(testutil.ToFloat64(n.srv.m.minted)); cookies != 3 || got != cookies {
+	if got := int(testutil.ToFloat64(extCounter(t, n.srv, "edge_visitor_ids_minted_total"))); cookies != 3 || got != cookies {
 		t.Errorf("edge_visitor_ids_minted_total: got %d, want %d (the Set-Cookies, 3)", got, cookies)
 	}
 	h := histogramCounts(t, n)
@@ -344,8 +363,8 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	defer fc.Close()
 	reg := prometheus.NewRegistry()
 	if _, err := New(Options{
-		Policy: loadOpsPolicy(t), Store: ms, Registry: reg, Upstream: "http://127.0.0.1:1",
-		Health: fc, StoreStats: fc, RedisStats: func() redisstore.Stats { return redisstore.Stats{} },
+		Policy: loadOpsPolicy(t), Store: ms, Registry: reg, Upstream: "http://127.0.0.1:1", Extensions: builtin.Extensions(),
+		Health: fc, Collectors: append(nodestore.StoreMetrics(fc), nodestore.RedisMetrics(func() redisstore.Stats { return redisstore.Stats{} })...),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,7 @@ func startQueueNodeWith(t *testing.T, src string, store rules.Store, maxHeld int
 		after = nil
 	}
 	var err error
-	q.srv, err = New(Options{Policy: p, Store: store, Upstream: "http://" + oln.Addr().String(), Registry: prometheus.NewRegistry(),
+	q.srv, err = New(Options{Extensions: builtin.Extensions(), Policy: p, Store: store, Upstream: "http://" + oln.Addr().String(), Registry: prometheus.NewRegistry(),
 		Clock: clk, QueueAfter: after, QueueMaxHeld: maxHeld})
 	if err != nil {
 		t.Fatal(err)

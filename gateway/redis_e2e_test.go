@@ -15,10 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/internal/testredis"
 	nodecfg "github.com/edge-gateway/edge/node"
+	"github.com/edge-gateway/edge/nodestore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
@@ -82,9 +84,9 @@ func startFleet(t testing.TB, p *rules.Policy, n int) (*demo.Origin, string, []*
 		t.Cleanup(func() { fc.Close() })
 		fn := &fleetNode{fc: fc, rs: rs, reg: prometheus.NewRegistry()}
 		fn.srv, err = New(Options{
-			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret, 32+ bytes long"), // as cmd/edge requires with Redis
-			Upstream: "http://" + oln.Addr().String(), Registry: fn.reg, Health: fc, StoreStats: fc,
-			RedisStats: rs.Stats,
+			Policy: p, Store: fc, KeySecret: []byte("one fleet, one secret, 32+ bytes long"), Extensions: builtin.Extensions(), // as cmd/edge requires with Redis
+			Upstream: "http://" + oln.Addr().String(), Registry: fn.reg, Health: fc,
+			Collectors: append(nodestore.StoreMetrics(fc), nodestore.RedisMetrics(rs.Stats)...),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -390,7 +392,7 @@ func startOutageNode(tb testing.TB, url string, tls ...testredis.TLSFiles) *outa
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := New(Options{Policy: p, Store: fc, KeySecret: []byte("a Redis-backed node needs 32 bytes"), Upstream: "http://" + oln.Addr().String(), Health: fc, StoreStats: fc})
+	srv, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: fc, KeySecret: []byte("a Redis-backed node needs 32 bytes"), Upstream: "http://" + oln.Addr().String(), Health: fc, Collectors: nodestore.StoreMetrics(fc)})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func startRefusalNode(t *testing.T, draws func() uint64) (addr string, clk *fake
 	go func() { _ = origin.Serve(oln) }()
 	t.Cleanup(func() { origin.Close() })
 	clk = &fakeClock{t: refusalBase}
-	srv, err := New(Options{Policy: p, Store: store, Upstream: "http://" + oln.Addr().String(), Clock: clk, RetryJitterRand: draws})
+	srv, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: store, Upstream: "http://" + oln.Addr().String(), Clock: clk, RetryJitterRand: draws})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,13 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"github.com/edge-gateway/edge/botscore"
-	"github.com/edge-gateway/edge/failclosed"
-	"github.com/edge-gateway/edge/nat"
 	nodecfg "github.com/edge-gateway/edge/node"
+	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
-	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
 // Server limits (docs/architecture.md, "A request's path", step 1). Headers
@@ -67,15 +63,15 @@ type Options struct {
 	// Health, when set, tells /readyz whether the store is degraded (a
 	// failclosed.Store does).
 	Health Health
-	// StoreStats, when set, exports the failure-handling store's counters
-	// and breaker state as metrics (a failclosed.Store does).
-	StoreStats StoreStats
-	// RedisStats, when set, exports a Redis store's client counters as
-	// metrics (redisstore.Store.Stats).
-	RedisStats func() redisstore.Stats
-	// Redis, when set, is the Redis store under Store: the admin API's
-	// dry-run toggles are then fleet-wide (admin_dryrun.go).
-	Redis *redisstore.Store
+	// Collectors are more metrics the node exports with its own: its
+	// store's (a failure-handling store's counters and breaker,
+	// nodestore.StoreMetrics; a Redis store's client counters,
+	// nodestore.RedisMetrics).
+	Collectors []prometheus.Collector
+	// Fleet, when set, is the store under Store that the fleet's nodes
+	// share (a Redis store): the admin API's dry-run toggles and forgive's
+	// exemptions are then fleet-wide (admin_dryrun.go).
+	Fleet Fleet
 	// AdminToken is the admin API's bearer token ($EDGE_ADMIN_TOKEN);
 	// empty turns its mutating endpoints off (docs/operations.md).
 	AdminToken string
@@ -104,17 +100,22 @@ type Options struct {
 	// are the request's pooled memory, not to be kept past the call. For
 	// `edge test` (policytest); nil in production.
 	Observe func(d *rules.Decision, matches []rules.Match)
-	// VisitorSecret signs visitor cookies when the visitor block's
-	// secret_env is unset (random when nil): cmd/edge hands its random one
-	// to the process that replaces it on a binary upgrade, so that the
-	// cookies it signed keep verifying (docs/deploying.md).
-	VisitorSecret []byte
+	// Extensions are the HTTP halves of the features (package gateway/ext:
+	// builtin.Extensions lists this build's), opened for every policy the
+	// server installs, their hooks run in this order. One list per Server:
+	// an extension may keep state across reloads. Without a feature's
+	// extension, the gateway does nothing for it: a visitor block's cookie
+	// is neither read nor minted (every client is cookieless), no
+	// fingerprint is taken, no bot score reaches the origin.
+	Extensions []ext.Extension
 }
 
-// StoreStats is what the metrics read from a failure-handling store.
-type StoreStats interface {
-	Stats() failclosed.Stats
-	State() failclosed.BreakerState
+// Fleet is a store through which the nodes of a fleet share small hashes
+// (rules/redisstore's SharedGetAll and SharedSet, under the store's
+// prefix): name's fields and their values.
+type Fleet interface {
+	SharedGetAll(ctx context.Context, name string) (map[string]string, error)
+	SharedSet(ctx context.Context, name, field, value string) error
 }
 
 // Health reports the store's state to /readyz (a failclosed.Store
@@ -162,8 +163,7 @@ type Server struct {
 	listen, adminListen string
 	adminToken          []byte // SHA-256 of Options.AdminToken; nil without one
 
-	visitorOnce   sync.Once
-	visitorSecret []byte
+	ext extensions // Options.Extensions (extensions.go)
 
 	metricsOnce sync.Once
 	metricsH    fasthttp.RequestHandler
@@ -193,9 +193,7 @@ type policyState struct {
 	origin   *upstreamClient                   // the client and its health (upstream.go)
 	counters [][numOutcomes]prometheus.Counter // per rule, per outcome
 	routes   routeCounters                     // edge_http_responses_total, per route and status class
-	signer   *nat.Signer                       // visitor IDs; nil without a visitor block
-	visitor  *nat.Config                       // the visitor block; nil without one
-	bots     *botscore.Config                  // the botscore block; nil without one
+	hooks    policyHooks                       // its extensions' instances (extensions.go)
 	// upstreamHost and upstreamAuthority are the upstream's address in
 	// rules.AppendHost's forms: the host of an HTTP/1.0 request without
 	// one (requestHost).
@@ -206,6 +204,9 @@ type policyState struct {
 func New(opts Options) (*Server, error) {
 	if opts.Policy == nil {
 		return nil, errors.New("gateway: no policy")
+	}
+	if err := checkExtensions(opts.Extensions); err != nil {
+		return nil, err
 	}
 	var timed *timedStore // the Engine's store, timed (edge_store_call_duration_seconds)
 	if opts.Store != nil {
@@ -233,9 +234,8 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.queueMaxHeld = int64(cmp.Or(opts.QueueMaxHeld, DefaultQueueMaxHeld))
-	s.visitorSecret = opts.VisitorSecret // nil: visitorSigner makes one
-	if opts.Redis != nil {
-		s.fleet = &fleetDryRuns{rs: opts.Redis}
+	if opts.Fleet != nil {
+		s.fleet = &fleetDryRuns{rs: opts.Fleet}
 	}
 	if opts.AdminToken != "" {
 		sum := sha256.Sum256([]byte(opts.AdminToken))
@@ -245,16 +245,12 @@ func New(opts Options) (*Server, error) {
 		s.reg = prometheus.NewRegistry()
 	}
 	s.m = newMetrics(s.reg, s)
+	s.ext = newExtensions(opts.Extensions, s.reg)
 	registerConns(s.reg, s)
 	if timed != nil {
 		s.reg.MustRegister(timed.vec)
 	}
-	if opts.StoreStats != nil {
-		registerStoreMetrics(s.reg, opts.StoreStats)
-	}
-	if opts.RedisStats != nil {
-		registerRedisMetrics(s.reg, opts.RedisStats)
-	}
+	s.reg.MustRegister(opts.Collectors...)
 	if kb, ok := opts.Store.(KeyBudgets); ok {
 		s.reg.MustRegister(newBudgetCollector(s, kb))
 	}
@@ -291,12 +287,8 @@ func (s *Server) install(p *rules.Policy) error {
 	if st.upstreamAuthority, st.upstreamHost, ok = route.AppendHost(nil, nil, []byte(hc.Addr)); !ok {
 		return fmt.Errorf("gateway: upstream address %q is not HOST:PORT", hc.Addr)
 	}
-	st.bots = botscore.ConfigOf(p)
-	if v := nat.ConfigOf(p); v != nil {
-		st.visitor = v
-		if st.signer, err = s.visitorSigner(v); err != nil {
-			return err
-		}
+	if st.hooks, err = s.openExtensions(p); err != nil {
+		return err
 	}
 	for i, r := range p.Rules {
 		for o := range numOutcomes {
@@ -311,29 +303,6 @@ func (s *Server) install(p *rules.Policy) error {
 	s.state.Store(st)
 	s.useUpstream(uc)
 	return nil
-}
-
-// visitorSigner signs and verifies visitor cookies with the secrets of the
-// visitor block's secret_env: comma-separated, the first signs, all verify.
-// Unset, the node makes a random secret once (kept across reloads) and
-// warns: its cookies verify only on this node, until it restarts.
-func (s *Server) visitorSigner(v *nat.Config) (*nat.Signer, error) {
-	var secrets [][]byte
-	if env := os.Getenv(v.SecretEnv); env != "" {
-		var err error
-		if secrets, err = nat.ParseSecrets(env); err != nil {
-			return nil, fmt.Errorf("visitor secrets in $%s: %w", v.SecretEnv, err)
-		}
-	} else {
-		s.visitorOnce.Do(func() {
-			if s.visitorSecret == nil {
-				s.visitorSecret = nat.RandomSecret()
-			}
-			s.log.Warn("visitor secret not set: using a random one; visitor cookies will not verify on other nodes or after a restart, and a fleet needs a shared secret", "env", v.SecretEnv)
-		})
-		secrets = [][]byte{s.visitorSecret}
-	}
-	return nat.NewSigner(nat.Options{Secrets: secrets, MaxAge: v.MaxAge, Cookie: v.Cookie, Insecure: !v.Secure})
 }
 
 // ListenAddr is the public listener address in use (flag or policy).

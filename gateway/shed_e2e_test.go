@@ -95,7 +95,7 @@ func startShedNodeWith(t *testing.T, src string, opts func(*Options)) *shedNode 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ms.Close() })
-	o := Options{Policy: p, Store: ms, Upstream: "http://" + oln.Addr().String(), Registry: n.reg}
+	o := Options{Extensions: builtin.Extensions(), Policy: p, Store: ms, Upstream: "http://" + oln.Addr().String(), Registry: n.reg}
 	if opts != nil {
 		opts(&o)
 	}

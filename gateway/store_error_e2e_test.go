@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/rules"
@@ -41,7 +42,7 @@ func startNodeOn(t *testing.T, p *rules.Policy, st rules.Store) *node {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = n.origin.Serve(ctx, oln) }()
 	var err error
-	n.srv, err = New(Options{Policy: p, Store: st, Upstream: "http://" + n.oaddr, Registry: n.reg})
+	n.srv, err = New(Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Upstream: "http://" + n.oaddr, Registry: n.reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/edge-gateway/edge/ja4"
 	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -200,27 +199,26 @@ func (l *tlsListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The JA4 recorder sits under TLS and sees the ClientHello as the
-	// handshake reads it (package ja4).
-	rec := ja4.NewConn(raw)
-	return &tlsConn{Conn: tls.Server(rec, l.cfg), rec: rec, l: l}, nil
+	// The extensions' wrappers sit under TLS and see the ClientHello as
+	// the handshake reads it (ja4 records it): tls.Conn's NetConn is the
+	// outermost.
+	c := raw
+	for _, w := range l.s.ext.conns {
+		c = w.WrapConn(c)
+	}
+	return &tlsConn{Conn: tls.Server(c, l.cfg), l: l}, nil
 }
 
 // tlsConn is a connection of the public TLS listener. It embeds *tls.Conn,
-// so fasthttp's RequestCtx.IsTLS and TLSConnectionState see it, and its
-// JA4 method gives the fingerprint of its ClientHello.
+// so fasthttp's RequestCtx.IsTLS and TLSConnectionState see it, and so do
+// the extensions (its NetConn is their wrapper, ext.ConnWrapper).
 type tlsConn struct {
 	*tls.Conn
-	rec *ja4.Conn
-	l   *tlsListener
+	l *tlsListener
 
 	once  sync.Once
 	hsErr error
 }
-
-// JA4 is the JA4 fingerprint of the connection's ClientHello, nil if it
-// could not be computed (package ja4).
-func (c *tlsConn) JA4() []byte { return c.rec.Fingerprint() }
 
 // Handshake does nothing: the handshake runs at the connection's first
 // read or write (see handshake). fasthttp calls Handshake first thing on a

@@ -89,7 +89,7 @@ func startTLSNode(t testing.TB, rel, cn string, hsTimeout time.Duration, plain b
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = origin.Serve(ctx, oln) }()
 	n.srv, err = New(Options{
-		Policy: p, Store: ms, Upstream: "http://" + oln.Addr().String(), Registry: prometheus.NewRegistry(),
+		Policy: p, Store: ms, Upstream: "http://" + oln.Addr().String(), Registry: prometheus.NewRegistry(), Extensions: builtin.Extensions(),
 		Clock:  &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 		Logger: slog.New(slog.NewJSONHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})

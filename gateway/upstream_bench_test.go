@@ -52,7 +52,7 @@ func BenchmarkProxyOrigin(b *testing.B) {
 			}
 			st, _ := memstore.New(memstore.Options{MaxKeys: 1000})
 			defer st.Close()
-			srv, err := New(Options{Policy: p, Store: st, Registry: prometheus.NewRegistry()})
+			srv, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Registry: prometheus.NewRegistry()})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -172,7 +172,7 @@ func startUpNode(t *testing.T, path, flag string) *upNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := New(Options{Policy: upLoadPolicy(t, path), Store: st, Upstream: flag, Registry: prometheus.NewRegistry()})
+	srv, err := New(Options{Extensions: builtin.Extensions(), Policy: upLoadPolicy(t, path), Store: st, Upstream: flag, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +513,7 @@ func TestUpstreamFlag(t *testing.T) {
 	st, _ := memstore.New(memstore.Options{})
 	defer st.Close()
 	for _, bad := range []string{"ftp://localhost:21", "https://localhost/app", "localhost:80"} {
-		if _, err := New(Options{Policy: upLoadPolicy(t, path), Store: st, Upstream: bad}); err == nil {
+		if _, err := New(Options{Extensions: builtin.Extensions(), Policy: upLoadPolicy(t, path), Store: st, Upstream: bad}); err == nil {
 			t.Errorf("-upstream %q accepted", bad)
 		}
 	}

@@ -22,7 +22,10 @@
 // second one a client sends after a HelloRetryRequest (RFC 8446 §4.1.4)
 // is not recorded. Valid checks a fingerprint's shape, for
 // one a trusted proxy forwards in a header. Feature is the ja4
-// characteristic (docs/policy.md).
+// characteristic (docs/policy.md); Extension, the gateway's part (package
+// gateway/ext): a Conn under each connection of the TLS listener, the
+// request's fingerprint from it or a trusted proxy's ja4_header, and
+// X-Edge-JA4 to the origin.
 //
 // Concurrency: Append, Records and Valid are pure and safe for concurrent
 // use. A Conn's Read is called by one goroutine (crypto/tls); Fingerprint

@@ -422,7 +422,7 @@ func startAttacksNode(t *testing.T, path string, st rules.Store) (edgeURL, origi
 	t.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
 	oln, ln := listenLoopback(t), listenLoopback(t)
 	wg.Go(func() { _ = demo.New().Serve(ctx, oln) })
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Upstream: "http://" + oln.Addr().String()})
+	srv, err := gateway.New(gateway.Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Upstream: "http://" + oln.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}

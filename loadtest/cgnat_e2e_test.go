@@ -63,7 +63,7 @@ func startEdgeOrigin(t *testing.T, path string, replace ...string) (edgeURL, ori
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Upstream: "http://" + oln.Addr().String()})
+	srv, err := gateway.New(gateway.Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Upstream: "http://" + oln.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}

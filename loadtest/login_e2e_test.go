@@ -275,7 +275,7 @@ func startLoginNode(t *testing.T, st rules.Store) (string, *demo.Origin) {
 	oln, ln := listenLoopback(t), listenLoopback(t)
 	origin := demo.New()
 	wg.Go(func() { _ = origin.Serve(ctx, oln) })
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Upstream: "http://" + oln.Addr().String(),
+	srv, err := gateway.New(gateway.Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Upstream: "http://" + oln.Addr().String(),
 		KeySecret: []byte("login-e2e-key-secret, 32 bytes or more")})
 	if err != nil {
 		t.Fatal(err)

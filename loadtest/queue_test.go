@@ -47,7 +47,7 @@ func startFileEdge(t *testing.T, path, originAddr string, clk rules.Clock) targe
 	}
 	t.Cleanup(func() { st.Close() })
 	srv, err := gateway.New(gateway.Options{
-		Policy: p, Store: st, Upstream: "http://" + originAddr, Clock: clk, Registry: prometheus.NewRegistry(),
+		Policy: p, Store: st, Upstream: "http://" + originAddr, Clock: clk, Registry: prometheus.NewRegistry(), Extensions: builtin.Extensions(),
 	})
 	if err != nil {
 		t.Fatal(err)

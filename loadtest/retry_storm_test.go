@@ -54,7 +54,7 @@ func startStormEdge(t *testing.T, clk *stormFakeClock) target {
 	var mu sync.Mutex
 	draws := rand.New(rand.NewPCG(1, 2))
 	srv, err := gateway.New(gateway.Options{
-		Policy: p, Store: st, Upstream: "http://" + oln.Addr().String(), Clock: clk,
+		Policy: p, Store: st, Upstream: "http://" + oln.Addr().String(), Clock: clk, Extensions: builtin.Extensions(),
 		RetryJitterRand: func() uint64 { mu.Lock(); defer mu.Unlock(); return draws.Uint64() },
 	})
 	if err != nil {

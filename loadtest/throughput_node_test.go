@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
+	"github.com/edge-gateway/edge/nodestore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -53,7 +56,7 @@ var _ rules.Store = downStore{}
 // startMetricsEdge runs a real edge node on metricsPolicy and st, with the
 // demo origin behind it and its admin listener, and returns the node's
 // base URL and its metrics URL.
-func startMetricsEdge(t *testing.T, st rules.Store, stats gateway.StoreStats) (base, metrics string) {
+func startMetricsEdge(t *testing.T, st rules.Store, collectors []prometheus.Collector) (base, metrics string) {
 	t.Helper()
 	p, diags := builtin.Load("metrics.hcl", []byte(metricsPolicy))
 	if diags.HasErrors() {
@@ -65,7 +68,7 @@ func startMetricsEdge(t *testing.T, st rules.Store, stats gateway.StoreStats) (b
 	oln, ln, aln := listenLoopback(t), listenLoopback(t), listenLoopback(t)
 	origin := demo.New()
 	wg.Go(func() { _ = origin.Serve(ctx, oln) })
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, StoreStats: stats, Upstream: "http://" + oln.Addr().String()})
+	srv, err := gateway.New(gateway.Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Collectors: collectors, Upstream: "http://" + oln.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +91,7 @@ func TestThroughputMetricsRealNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fc.Close() })
-	down, downMetrics := startMetricsEdge(t, fc, fc)
+	down, downMetrics := startMetricsEdge(t, fc, nodestore.StoreMetrics(fc))
 	ms, err := memstore.New(memstore.Options{MaxKeys: 10_000})
 	if err != nil {
 		t.Fatal(err)

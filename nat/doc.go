@@ -7,7 +7,10 @@
 // support" does. A [Signer] mints the cookie value ([Signer.Mint]), writes
 // the Set-Cookie header ([Signer.AppendSetCookie]), checks a returned cookie
 // ([Signer.Verify]), and derives the keyed hash the origin receives in
-// X-Edge-Visitor ([Signer.AppendVisitorHash]).
+// X-Edge-Visitor ([Signer.AppendVisitorHash]). [Feature] is the visitor
+// block, characteristic and condition; [Extension], the gateway's part
+// (package gateway/ext): it verifies the request's cookie before the
+// decision, mints within the mint budget and sets the cookie on the answer.
 //
 // # Secrets and rotation
 //

@@ -86,6 +86,12 @@ type visitorState struct {
 	id    ID
 	valid bool
 	mint  mintState
+	// cookie is the value of the cookie minted for the request; forward
+	// where its new ID comes from (NoMint: none), reserve whether the
+	// reserve's take is in Settle's call (extension.go).
+	cookie  []byte
+	forward MintSource
+	reserve bool
 }
 
 // SetVisitor records the request's visitor ID, which the caller verified

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/node"
@@ -98,7 +99,7 @@ func run(ctx context.Context, p *rules.Policy, tests []Test, out io.Writer, opts
 	if v := nat.ConfigOf(p); v != nil {
 		if os.Getenv(v.SecretEnv) == "" {
 			// The edge reads its visitor secrets from the environment
-			// (gateway's visitorSigner); the test run signs with the same.
+			// (nat.Extension's signer); the test run signs with the same.
 			if err := os.Setenv(v.SecretEnv, visitorSecret); err != nil {
 				return nil, fmt.Errorf("setting $%s: %w", v.SecretEnv, err)
 			}
@@ -215,7 +216,7 @@ func runTest(ctx context.Context, p *rules.Policy, t *Test, o *origin, signer *n
 	clock := &simClock{now: epoch}
 	var cur observed
 	srv, err := gateway.New(gateway.Options{
-		Policy: p, Store: st, KeySecret: keySecret, Clock: clock,
+		Policy: p, Store: st, KeySecret: keySecret, Clock: clock, Extensions: builtin.Extensions(),
 		Upstream: "http://" + o.ln.Addr().String(),
 		// A queue = true rule's hold ends at once: the simulated clock
 		// moves only between requests, so a test block sees the

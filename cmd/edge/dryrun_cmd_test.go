@@ -29,7 +29,7 @@ func startDryRunNode(t *testing.T, logs *bytes.Buffer, mu *sync.Mutex) (*gateway
 	}
 	t.Cleanup(func() { st.Close() }) // after serveAdmin's
 	srv, err := gateway.New(gateway.Options{
-		Policy: p, Store: st, AdminToken: dryRunToken,
+		Policy: p, Store: st, AdminToken: dryRunToken, Extensions: builtin.Extensions(),
 		Logger: slog.New(slog.NewJSONHandler(lockedWriter{logs, mu}, nil)),
 	})
 	if err != nil {

@@ -41,7 +41,7 @@ func startExplainNode(t *testing.T, token string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() }) // after serveAdmin's
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Upstream: "http://127.0.0.1:1", AdminToken: token})
+	srv, err := gateway.New(gateway.Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Upstream: "http://127.0.0.1:1", AdminToken: token})
 	if err != nil {
 		t.Fatal(err)
 	}

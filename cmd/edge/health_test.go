@@ -44,7 +44,7 @@ func startHealthNode(t *testing.T, redisDown bool) string {
 		st = ms
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Health: health, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	srv, err := gateway.New(gateway.Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Health: health, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,12 +32,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/gateway"
 	"github.com/edge-gateway/edge/node"
+	"github.com/edge-gateway/edge/nodestore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
@@ -294,15 +296,7 @@ func serve(args []string, stderr io.Writer) int {
 		// refuses such a secret (openStore).
 		log.Warn("key secret shorter than 32 bytes: key hashes in the logs can be reversed by trying secrets, and a Redis-backed node refuses it", "env", nc.KeySecretEnv, "bytes", len(secret))
 	}
-	var health gateway.Health
-	var stats gateway.StoreStats
-	var redisStats func() redisstore.Stats
-	if fc != nil {
-		health, stats = fc, fc
-	}
-	if rs != nil {
-		redisStats = rs.Stats
-	}
+	health, fleet, collectors := storeSeams(fc, rs)
 
 	// SIGTERM and SIGINT stop the node: the listeners stop accepting, the
 	// requests in flight finish (gateway/drain.go), then it exits. The log
@@ -326,7 +320,8 @@ func serve(args []string, stderr io.Writer) int {
 	srv, err := gateway.New(gateway.Options{
 		Policy: p, Store: st, KeySecret: secret, PreviousKeySecret: prevSecret, DryRun: *dryRun,
 		Listen: *listen, AdminListen: *admin, Upstream: *upstream, Logger: log,
-		Health: health, StoreStats: stats, RedisStats: redisStats, Redis: rs, VisitorSecret: visitorSecret,
+		Health: health, Collectors: collectors, Fleet: fleet,
+		Extensions: builtin.ExtensionsWith(builtin.ExtensionOptions{VisitorSecret: visitorSecret}),
 		AdminToken: os.Getenv("EDGE_ADMIN_TOKEN"),
 		Reload:     func() gateway.ReloadResult { return rl.reload("admin") },
 	})
@@ -339,9 +334,9 @@ func serve(args []string, stderr io.Writer) int {
 		tick := time.NewTicker(keyFormatPoll)
 		defer tick.Stop()
 		go watchKeyFormat(ctx, rs, srv.Engine(), keyFingerprint(secret), time.Now, tick.C, log)
-		epochTick := time.NewTicker(gateway.EpochPoll)
+		epochTick := time.NewTicker(nodestore.EpochPoll)
 		defer epochTick.Stop()
-		ew := gateway.EpochWatch{Redis: rs, Store: fc, Grace: func() time.Duration { return node.Of(srv.Policy()).Store.ResetGrace }, Now: time.Now, Log: log}
+		ew := nodestore.EpochWatch{Redis: rs, Store: fc, Grace: func() time.Duration { return node.Of(srv.Policy()).Store.ResetGrace }, Now: time.Now, Log: log}
 		go ew.Watch(ctx, epochTick.C)
 	}
 	rl = newReloader(ctx, srv, *config, startSettings{
@@ -486,6 +481,23 @@ func serve(args []string, stderr io.Writer) int {
 // on_store_error within its budget; the span only delays failing fast, by
 // 100ms at the default 5ms budget, when Redis is really gone.
 const breakerSpanBudgets = 20
+
+// storeSeams is what the gateway reads of the store beside rules.Store:
+// the failure-handling store's health and metrics (fc: nil with none) and,
+// with Redis (rs: nil without), its client's metrics and the fleet's
+// shared hashes. An interface is set only with a store under it, never to
+// a typed nil.
+func storeSeams(fc *failclosed.Store, rs *redisstore.Store) (health gateway.Health, fleet gateway.Fleet, collectors []prometheus.Collector) {
+	if fc != nil {
+		health = fc
+		collectors = nodestore.StoreMetrics(fc)
+	}
+	if rs != nil {
+		fleet = rs
+		collectors = append(collectors, nodestore.RedisMetrics(rs.Stats)...)
+	}
+	return health, fleet, collectors
+}
 
 // openStore opens the counter store the policy (or the -store flag) names.
 // A Redis store is wrapped in failclosed (time budget, breaker, each rule's

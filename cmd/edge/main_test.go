@@ -136,7 +136,7 @@ func TestReloadKeepsRunningPolicyOnErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st})
+	srv, err := gateway.New(gateway.Options{Extensions: builtin.Extensions(), Policy: p, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

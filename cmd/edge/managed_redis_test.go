@@ -83,7 +83,7 @@ func startManagedNode(t *testing.T, path string, logs io.Writer) (string, error)
 		return "", err
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := gateway.New(gateway.Options{Policy: p, Store: st, Health: fc, KeySecret: []byte("a Redis-backed node needs 32 bytes"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	srv, err := gateway.New(gateway.Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Health: fc, KeySecret: []byte("a Redis-backed node needs 32 bytes"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

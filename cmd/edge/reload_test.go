@@ -124,7 +124,7 @@ func startReloadNode(t *testing.T, src string, store ...rules.Store) *reloadNode
 	log := slog.New(slog.NewJSONHandler(n.logs, nil))
 	var err error
 	n.srv, err = gateway.New(gateway.Options{
-		Policy: p, Store: st, Upstream: "http://" + oln.Addr().String(), Logger: log,
+		Policy: p, Store: st, Upstream: "http://" + oln.Addr().String(), Logger: log, Extensions: builtin.Extensions(),
 		AdminToken: reloadToken,
 		Reload:     func() gateway.ReloadResult { return n.rl.reload("admin") },
 	})

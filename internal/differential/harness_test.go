@@ -457,7 +457,7 @@ func startEdge(t *testing.T, upstream string) string {
 		t.Fatal(err)
 	}
 	srv, err := gateway.New(gateway.Options{
-		Policy:    p,
+		Policy: p, Extensions: builtin.Extensions(),
 		Store:     st,
 		Upstream:  "http://" + upstream,
 		KeySecret: []byte("differential-harness-key-secret-0123456789"),

@@ -1536,32 +1536,10 @@ func (s *Store) Len() int {
 	return n
 }
 
-// Budget is one key budget's counters, for metrics.
-type Budget struct {
-	// ID is the rule ID its keys start with (rules.Rule.ID); zero for the
-	// shared budget.
-	ID [8]byte
-	// Shared marks the shared budget: ops with MaxKeys 0
-	// (Options.MaxKeys).
-	Shared bool
-	// Markers marks a rule's marker budget (rules.Op.Marker): its bans,
-	// known visitors and exemptions, beside the rule's counters (the
-	// budget with the same ID and Markers false). It never evicts; Full
-	// counts the markers it could not take.
-	Markers bool
-	// Keys is the number of keys held, expired ones not yet swept or
-	// reclaimed included; MaxKeys the bound (the newest op's MaxKeys).
-	Keys, MaxKeys int64
-	// Evictions counts live keys evicted to make room for a new key of a
-	// non-sensitive op, since New.
-	Evictions uint64
-	// Full counts new keys of sensitive or marker ops answered by their
-	// OnError because the budget was full of live state, since New.
-	Full uint64
-	// NetworkFull counts new keys refused because their network held its
-	// share of the budget (rules.Op.NetworkKeys), since New.
-	NetworkFull uint64
-}
+// Budget is one key budget's counters, for metrics (the gateway exports
+// them): Shared marks the shared budget, of ops with MaxKeys 0
+// (Options.MaxKeys); the counts are since New.
+type Budget = rules.KeyBudgetUse
 
 // budgetList returns every budget the store has seen, the shared one
 // first.
