@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,6 +92,9 @@ func (s *Server) openExtensions(p *rules.Policy) (policyHooks, error) {
 
 // checkExtensions refuses a list with a nil or a repeated extension.
 func checkExtensions(list []ext.Extension) error {
+	if list == nil {
+		return errors.New("gateway: Options.Extensions is nil: pass builtin.Extensions(), or an empty list for a gateway without the features' HTTP halves")
+	}
 	seen := make(map[string]bool, len(list))
 	for i, e := range list {
 		if e == nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
@@ -50,5 +52,31 @@ func TestGatewayImportsNoFeatureOrStore(t *testing.T) {
 				t.Errorf("gateway/ext depends on gateway: the features that import it would import the gateway")
 			}
 		}
+	}
+}
+
+// TestNewRefusesNilExtensions: a gateway built without saying which
+// extensions it has would serve a visitor block with no cookie, a ja4 key
+// with no fingerprint and a botscore block with no score, silently, so New
+// refuses a nil list and names the fix; an empty list is a gateway that
+// means to have none.
+func TestNewRefusesNilExtensions(t *testing.T) {
+	p, diags := builtin.Load("p.hcl", []byte(`rule "r" {
+  key   = ["ip"]
+  limit = 1
+  period = "1s"
+}`))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	st, err := memstore.New(memstore.Options{MaxKeys: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Options{Policy: p, Store: st}); err == nil || !strings.Contains(err.Error(), "Options.Extensions is nil: pass builtin.Extensions()") {
+		t.Errorf("New without Extensions: %v, want it refused, naming builtin.Extensions", err)
+	}
+	if _, err := New(Options{Policy: p, Store: st, Extensions: []ext.Extension{}}); err != nil {
+		t.Errorf("New with an empty list: %v", err)
 	}
 }

@@ -106,7 +106,9 @@ type Options struct {
 	// an extension may keep state across reloads. Without a feature's
 	// extension, the gateway does nothing for it: a visitor block's cookie
 	// is neither read nor minted (every client is cookieless), no
-	// fingerprint is taken, no bot score reaches the origin.
+	// fingerprint is taken, no bot score reaches the origin. So the list
+	// is required: New refuses a nil one, and a gateway meant to have none
+	// says so with an empty, non-nil list.
 	Extensions []ext.Extension
 }
 
