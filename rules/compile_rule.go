@@ -324,9 +324,8 @@ var countModes = vocabulary[CountMode]{attr: "count", what: "a count mode",
 // which leaves an adaptive rule to it and otherwise compiles a
 // concurrency rule's limit and lease.
 func (c *Compiler) behaviours(rb *ruleBlock, r *Rule) {
-	if !r.Concurrency { // concurrencyAttrs refuses these there
+	if !r.Concurrency { // concurrencyAttrs refuses it there
 		c.knownVisitors(rb, r)
-		c.compileCost(rb, r) // cost, max_cost, settle_from (cost.go)
 	}
 	c.ban(rb, r)
 	c.exemptKnown(rb, r) // exempt_known (compile_known.go)

@@ -12,7 +12,8 @@ import (
 // takes part in the phases it needs, built in or a feature's Stage:
 //
 //	match   every rule's matcher, exemptions (skip), conditions, key and
-//	        op; shape: cost, calendar, lease, ip ceiling (countMatch)
+//	        op; shape: calendar, lease, the stages' Shape (cost), ip
+//	        ceiling (countMatch)
 //	gate    bans, forgive's exemptions, known visitors and callers, the
 //	        stages' Gate, in at most one store call (precheck); shedding
 //	main    the request hooks, then the one main store call
@@ -131,7 +132,7 @@ func (e *Engine) matchRule(now time.Time, r *Rule, req *Request, s *Scratch, d *
 		if status == Present {
 			// The ceiling's value is as required as the rule's own:
 			// without it the ceiling would be one counter for all.
-			status = e.countMatch(now, r, req, s, m, key, member, r.cost.of(req))
+			status = e.countMatch(now, r, req, s, m, key, member, 1)
 		}
 		if status == Present {
 			if r.multi != nil {
@@ -313,7 +314,7 @@ func (s *Scratch) combined(m *Match) Result {
 // max_delay's refunds) and the leases of a refused request.
 func (e *Engine) after(ctx context.Context, now time.Time, s *Scratch, d *Decision) {
 	for i := range s.Matches {
-		if m := &s.Matches[i]; (len(m.Rule.Hooks) > 0 || m.Rule.cost.settles()) && m.Op >= 0 && m.Outcome == OutcomeAllow {
+		if m := &s.Matches[i]; (len(m.Rule.Hooks) > 0 || len(m.Rule.settlers) > 0) && m.Op >= 0 && m.Outcome == OutcomeAllow {
 			d.Settle = true
 		}
 	}

@@ -72,7 +72,8 @@ type Policy struct {
 
 	// headerNames are the request headers the policy reads (HeaderNames).
 	headerNames []string
-	// settleHeaders are the rules' settle_from headers (SettleHeaders).
+	// settleHeaders are the response headers the Settlers read
+	// (SettleHeaders, stage.go).
 	settleHeaders [][]byte
 	// blocks are the feature blocks' compiled values, by block type, in
 	// file order (Block, Blocks).
@@ -296,13 +297,14 @@ type Rule struct {
 	knownUS   int64
 	knownBy   []Characteristic
 	knownTags []byte
-	// cost is the rule's cost, max_cost and settle_from (cost.go).
-	cost ruleCost
-	// stages are the features' behaviours of the rule (Rule.AddStage),
-	// gates and judges those with a Gate or Judge phase (stage.go).
-	stages []Stage
-	gates  []Gater
-	judges []Judge
+	// stages are the features' behaviours of the rule (Rule.AddStage);
+	// shapers, gates, judges and settlers those with a Shape, Gate, Judge
+	// or Settle phase (stage.go).
+	stages   []Stage
+	shapers  []Shaper
+	gates    []Gater
+	judges   []Judge
+	settlers []Settler
 	// banUS is ban in µs (0: none); BanScope its ban_scope.
 	banUS    int64
 	BanScope BanScope

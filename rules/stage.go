@@ -1,22 +1,41 @@
 package rules
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Stages are how a feature adds a behaviour to rules (docs/architecture.md,
 // "Extension points"): a rule attribute (RuleAttrType) compiles to a Stage
 // that the rule carries (Rule.AddStage), and Check runs, for each of the
-// rule's matches, the phase methods the stage implements (Gater, Judge),
-// in the order its stages were added. A stage's per-request state lives in
-// memo slots (Compiler.Slot, Scratch.Memo), never in Scratch fields, and
-// its store ops ride in the calls the pipeline already makes: the gate's
-// precheck (Scratch.PreOp) and the after call (Scratch.AfterOp), so a
-// behaviour never adds a store call of its own.
+// rule's matches, the phase methods the stage implements (Shaper, Gater,
+// Judge), in the order its stages were added; Engine.Settle runs the
+// Settlers once the origin has answered. A stage's per-request state lives
+// in memo slots (Compiler.Slot, Scratch.Memo), never in Scratch fields,
+// and its store ops ride in the calls the pipeline already makes: the
+// main call (the op Shape shapes), the gate's precheck (Scratch.PreOp),
+// the after call (Scratch.AfterOp) and Settle's, so a behaviour never adds
+// a store call of its own.
 
 // Stage is a rule behaviour's compiled form: one value per rule that has
-// it, implementing any of Gater and Judge.
+// it, implementing any of Shaper, Gater, Judge and Settler.
 type Stage interface {
 	// Behaviour names the behaviour ("queue"), for diagnostics and tests.
 	Behaviour() string
+}
+
+// Shaper is a Stage with a part in the match phase: it shapes the op of
+// each of the rule's counting matches (a weighted cost: behaviour/cost)
+// before anything is sent.
+type Shaper interface {
+	Stage
+	// Shape is called for each match m of the rule that counts, at now,
+	// the request's instant, once m's op (s.Ops[m.Op]) is made from the
+	// rule's numbers and key; it may change that op (its Cost, its
+	// Limit...). It runs before the op of m's IP ceiling is made
+	// (m.CeilingOp is not set yet), which copies what Shape set but its
+	// key, limit and burst. It must not allocate.
+	Shape(now time.Time, req *Request, s *Scratch, m *Match)
 }
 
 // Gater is a Stage with a part in the gate phase, before anything is
@@ -60,16 +79,36 @@ type Judgement struct {
 	Delay time.Duration
 }
 
-// AddStage adds st to r's stages. A RuleAttrType's Compile calls it; a
-// stage that implements none of Gater and Judge is kept (Stages) but takes
-// no part in Check.
+// Settler is a Stage with a part in Engine.Settle, once the origin has
+// answered a request the rule counted and allowed (settle_from:
+// behaviour/cost). A rule with one sets Decision.Settle for such a request.
+type Settler interface {
+	Stage
+	// Settle is called for each match m of the rule that counted and was
+	// allowed, after the rule's Hooks, with the origin's status and its
+	// X-Edge-Outcome (nil, "success" or "failure"); Scratch.Response has
+	// its headers. It appends the ops to run for m to settle (m's op is
+	// s.Ops[m.Op], its ceiling's s.Ops[m.CeilingOp] when m.CeilingOp >= 0)
+	// and returns settle: they go to the store in Settle's one call.
+	Settle(s *Scratch, m *Match, status int, outcome []byte, settle []Op) []Op
+}
+
+// AddStage adds st to r's stages. A RuleAttrType's Compile (or a
+// Feature's RuleDone) calls it; a stage that implements none of Shaper,
+// Gater, Judge and Settler is kept (Stages) but takes no part in Check.
 func (r *Rule) AddStage(st Stage) {
 	r.stages = append(r.stages, st)
+	if sh, ok := st.(Shaper); ok {
+		r.shapers = append(r.shapers, sh)
+	}
 	if g, ok := st.(Gater); ok {
 		r.gates = append(r.gates, g)
 	}
 	if j, ok := st.(Judge); ok {
 		r.judges = append(r.judges, j)
+	}
+	if st, ok := st.(Settler); ok {
+		r.settlers = append(r.settlers, st)
 	}
 }
 
@@ -87,6 +126,40 @@ func (s *Scratch) PreOp(op Op) int {
 // PreResult returns the result of precheck op i (PreOp's index). Only a
 // Gater's Admit may call it.
 func (s *Scratch) PreResult(i int) *Result { return &s.mres[s.preAt+i] }
+
+// SetResponse gives Engine.Settle the origin's response headers, for the
+// Settlers (settle_from); the gateway calls it before Settle. The Scratch
+// holds h until the next request begins.
+func (s *Scratch) SetResponse(h ResponseHeaders) { s.resp = h }
+
+// Response returns the origin's response headers SetResponse gave for the
+// request, nil when none. Only a Settler's Settle may call it.
+func (s *Scratch) Response() ResponseHeaders { return s.resp }
+
+// ResponseHeaders reads the origin's response headers for the Settlers
+// (*fasthttp.ResponseHeader implements it): the first value of name, nil
+// when absent.
+type ResponseHeaders interface {
+	PeekBytes(name []byte) []byte
+}
+
+// ReadsResponseHeader records that a Settler reads response header name
+// from the origin's answer (Scratch.Response): the origin's word to the
+// edge, which the gateway strips from what it relays (Policy.SettleHeaders).
+func (c *Compiler) ReadsResponseHeader(name []byte) {
+	for _, have := range c.p.settleHeaders {
+		if strings.EqualFold(string(have), string(name)) {
+			return
+		}
+	}
+	c.p.settleHeaders = append(c.p.settleHeaders, name)
+}
+
+// SettleHeaders returns the response headers the policy's Settlers read
+// (settle_from; Compiler.ReadsResponseHeader), one per name compared
+// case-insensitively; the gateway strips them from the origin's answer.
+// The caller must not modify them.
+func (p *Policy) SettleHeaders() [][]byte { return p.settleHeaders }
 
 // AfterOp adds op to the after call, which Check makes once the judge
 // phase is done (its result is not read: an add, a refund, a reset). Only a
