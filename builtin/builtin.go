@@ -8,6 +8,7 @@ package builtin
 import (
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/behaviour/adaptive"
 	"github.com/edge-gateway/edge/behaviour/cost"
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/botscore"
@@ -25,10 +26,10 @@ import (
 // (identity { }'s account), visitors (visitor { }), bot scores (botscore
 // { }, asn, country and the bot conditions), TLS fingerprints (ja4) and
 // the test blocks `edge test` runs; and the behaviours of rule { } that
-// live in folders of their own (behaviour/: cost, queue). Every block of the
+// live in folders of their own (behaviour/: cost, queue, adaptive). Every block of the
 // policy language is now built.
 func Features() []rules.Feature {
-	return []rules.Feature{fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), cost.Feature(), queue.Feature(), tests()}
+	return []rules.Feature{fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), cost.Feature(), queue.Feature(), adaptive.Feature(), tests()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

@@ -51,7 +51,7 @@ func (r *Rule) AlgorithmName() string {
 
 // Lease returns a concurrency rule's lease (0 for another rule).
 func (r *Rule) Lease() time.Duration {
-	if r.Concurrency && r.Adaptive == nil {
+	if r.Concurrency && r.local == nil {
 		return r.Period
 	}
 	return 0
@@ -219,8 +219,9 @@ func (c *Compiler) concurrencyAttrs(rb *ruleBlock, r *Rule) {
 
 // finishConcurrency compiles a concurrency rule's limit and lease once its
 // other attributes are (before its ip_ceiling, which scales the limit),
-// and refuses lease on any other rule. An adaptive rule (adaptive { })
-// finds its limit itself and has no lease: adaptive.go compiles it.
+// and refuses lease on any other rule. A node-local limit (LocalLimit:
+// adaptive { }) finds its limit itself and has no lease: its feature
+// compiles it.
 //
 // The lease must be longer than the policy's upstream_timeout: a lease
 // that ends while the origin still works on the request would free its
@@ -236,7 +237,7 @@ func (c *Compiler) finishConcurrency(rb *ruleBlock, r *Rule) {
 		}
 		return
 	}
-	if r.Adaptive != nil {
+	if r.local != nil {
 		return
 	}
 	if !r.counts() {

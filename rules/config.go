@@ -222,11 +222,9 @@ type ruleBlock struct {
 	// exempt_known lists the known { } blocks whose callers the rule does
 	// not hold to what they share with others (known.go).
 	ExemptKnown hcl.Expression `hcl:"exempt_known,optional"`
-	// adaptive { } finds a concurrency rule's limit from the origin's
-	// latency (compile_adaptive.go).
-	Adaptive *adaptiveBlock `hcl:"adaptive,block"`
-
-	// Remain holds the features' attributes (RuleAttrType).
+	// Body is the whole block, for Compiler.RuleAttr; Remain holds the
+	// features' attributes and blocks (RuleAttrType, RuleBlockType).
+	Body   hcl.Body `hcl:",body"`
 	Remain hcl.Body `hcl:",remain"`
 
 	DefRange             hcl.Range `hcl:",def_range"`

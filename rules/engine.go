@@ -353,8 +353,9 @@ type Engine struct {
 	lease leaseIDs
 	// shed is load shedding's node in-flight count and counters (shed.go).
 	shed shedState
-	// adaptive holds the adaptive rules' limiters by rule ID (adaptive.go).
-	adaptive adaptiveState
+	// local holds the node-local limits' Slots by rule ID (LocalLimit:
+	// adaptive { }; shed.go).
+	local localLimits
 	// formats is the key format (keyformat.go); sip0 and sip1 are format
 	// 2's subkey, derived from secret.
 	formats    atomic.Pointer[KeyFormats]

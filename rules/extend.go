@@ -27,6 +27,8 @@ type Feature struct {
 	Conditions []ConditionType
 	// RuleAttrs are attributes the feature adds to rule { } blocks.
 	RuleAttrs []RuleAttrType
+	// RuleBlocks are blocks the feature adds inside rule { } blocks.
+	RuleBlocks []RuleBlockType
 	// RuleDone, when set, runs for every rule once its attributes (its own
 	// and every feature's) are compiled: it checks the feature's attributes
 	// that only make sense together, and sets their defaults (queue's
@@ -44,6 +46,25 @@ type RuleAttrType struct {
 	// through c. It runs after the rule's own attributes, its key and its
 	// conditions are compiled.
 	Compile func(c *Compiler, r *Rule, attr *hcl.Attribute)
+}
+
+// RuleBlockType is a block a feature adds inside rule { } blocks, such as
+// adaptive { }. Its blocks are compiled with the features' attributes, in
+// the order written.
+type RuleBlockType struct {
+	// Type is the block's type name ("adaptive"). It takes no labels.
+	Type string
+	// Multiple allows the block more than once in a rule; otherwise a
+	// second one is a "Duplicate block" error (the first is compiled).
+	Multiple bool
+	// Keyless marks a block that makes its rule need no key: a rule with
+	// it is not held to key = [...] (adaptive { }: the limit is the
+	// route's own on this node, no client's).
+	Keyless bool
+	// Compile compiles the block for rule r, reporting problems through c.
+	// It runs after the rule's own attributes, its key and its conditions
+	// are compiled.
+	Compile func(c *Compiler, r *Rule, b *hcl.Block)
 }
 
 // BlockType is a top-level block a feature decodes, such as visitor { }.
@@ -312,7 +333,8 @@ type registry struct {
 	prefixed map[string]*CharacteristicType
 	conds    map[string]*ConditionType
 	attrs    map[string]*RuleAttrType
-	ruleDone []func(*Compiler, *Rule) // Feature.RuleDone, in feature order
+	rblocks  map[string]*RuleBlockType // Feature.RuleBlocks
+	ruleDone []func(*Compiler, *Rule)  // Feature.RuleDone, in feature order
 	errs     []string
 }
 
@@ -323,6 +345,7 @@ func newRegistry(features []Feature) *registry {
 		prefixed: map[string]*CharacteristicType{},
 		conds:    map[string]*ConditionType{},
 		attrs:    map[string]*RuleAttrType{},
+		rblocks:  map[string]*RuleBlockType{},
 	}
 	tags := map[byte]string{}
 	for _, ct := range coreCharacteristics {
@@ -382,6 +405,14 @@ func newRegistry(features []Feature) *registry {
 				continue
 			}
 			g.attrs[ra.Name] = ra
+		}
+		for i := range f.RuleBlocks {
+			rb := &f.RuleBlocks[i]
+			if _, dup := g.rblocks[rb.Type]; dup || ruleBlockNames[rb.Type] {
+				g.errs = append(g.errs, "rule block "+rb.Type+" registered twice (feature "+f.Name+")")
+				continue
+			}
+			g.rblocks[rb.Type] = rb
 		}
 	}
 	return g

@@ -108,9 +108,9 @@ func (e *Engine) matchRule(now time.Time, r *Rule, req *Request, s *Scratch, d *
 		// answer whatever the condition and the rule's place, and is
 		// charged to the other rules as an attempt.
 		s.reject(&m, Invalid)
-	case r.Adaptive != nil:
+	case r.local != nil:
 		// Node-local, no store op: admit decides it, before the store
-		// call (shed.go). Skip until then.
+		// call (shed.go; LocalLimit: adaptive { }). Skip until then.
 		m.Outcome = OutcomeSkip
 	case r.Action == ActionDeny && enforce:
 		m.Outcome = OutcomeDeny

@@ -305,6 +305,9 @@ type Rule struct {
 	gates    []Gater
 	judges   []Judge
 	settlers []Settler
+	// local is the stage that makes the rule a node-local limit
+	// (LocalLimit: adaptive { }), nil without.
+	local LocalLimit
 	// banUS is ban in µs (0: none); BanScope its ban_scope.
 	banUS    int64
 	BanScope BanScope
@@ -384,8 +387,6 @@ type Rule struct {
 	// Limit is then requests in flight per key, and Period the lease of
 	// each (its op is a Distinct op of lease IDs).
 	Concurrency bool
-	// Adaptive is the rule's adaptive { } block (adaptive.go), nil without.
-	Adaptive *AdaptiveConfig
 	// Priority is the rule's priority for load shedding (shed.go);
 	// PriorityUnset when it sets none.
 	Priority Priority

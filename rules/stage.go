@@ -10,15 +10,16 @@ import (
 // that the rule carries (Rule.AddStage), and Check runs, for each of the
 // rule's matches, the phase methods the stage implements (Shaper, Gater,
 // Judge), in the order its stages were added; Engine.Settle runs the
-// Settlers once the origin has answered. A stage's per-request state lives
-// in memo slots (Compiler.Slot, Scratch.Memo), never in Scratch fields,
-// and its store ops ride in the calls the pipeline already makes: the
-// main call (the op Shape shapes), the gate's precheck (Scratch.PreOp),
-// the after call (Scratch.AfterOp) and Settle's, so a behaviour never adds
-// a store call of its own.
+// Settlers once the origin has answered, and load shedding's admission
+// takes the LocalLimit's Slots. A stage's per-request state lives in memo
+// slots (Compiler.Slot, Scratch.Memo), never in Scratch fields, and its
+// store ops ride in the calls the pipeline already makes: the main call
+// (the op Shape shapes), the gate's precheck (Scratch.PreOp), the after
+// call (Scratch.AfterOp) and Settle's, so a behaviour never adds a store
+// call of its own.
 
 // Stage is a rule behaviour's compiled form: one value per rule that has
-// it, implementing any of Shaper, Gater, Judge and Settler.
+// it, implementing any of Shaper, Gater, Judge, Settler and LocalLimit.
 type Stage interface {
 	// Behaviour names the behaviour ("queue"), for diagnostics and tests.
 	Behaviour() string
@@ -93,9 +94,47 @@ type Settler interface {
 	Settle(s *Scratch, m *Match, status int, outcome []byte, settle []Op) []Op
 }
 
+// LocalLimit is a Stage that makes its rule a node-local limit on the
+// requests in flight (adaptive { }: behaviour/adaptive) rather than a
+// counter in the store: the rule needs no key (RuleBlockType.Keyless) and
+// holds no key budget, its matches have no op (Match.Op < 0, OutcomeSkip)
+// until load shedding's admission, at the end of the gate phase, takes one
+// of its Slots for the request or sheds it (Verdict Shed, 503; a dry-run
+// rule's would-shed is OutcomeDryRunDeny). A rule has at most one.
+type LocalLimit interface {
+	Stage
+	// Slots returns the limiter the rule's requests are admitted by, given
+	// prev, the one the Engine keeps for the rule's ID (nil the first
+	// time): prev itself, rebound to this stage's settings when they
+	// changed (a reload keeps what it learnt), or a new one. The Engine
+	// calls it for every admission: it must not allocate when it returns
+	// prev.
+	Slots(prev Slots) Slots
+}
+
+// Slots is a node-local limiter of requests in flight (LocalLimit), safe
+// for concurrent use, whose state outlives policies: the Engine keeps it
+// by rule ID.
+type Slots interface {
+	// TryAcquire takes one slot when fewer than the limit × sharePerMille
+	// ÷ 1000 (at least 1) are in flight, and reports whether it did;
+	// sharePerMille is the request's priority's share (shed_at).
+	TryAcquire(sharePerMille int64) bool
+	// Admits reports whether TryAcquire would take a slot now, and takes
+	// none (Engine.Explain).
+	Admits(sharePerMille int64) bool
+	// Release gives back one slot TryAcquire took, once, as a local slot
+	// of the request's in-flight lifecycle (inflight.go).
+	Release(now time.Time, rtt time.Duration, answered, dropped bool)
+}
+
+// LocalLimit returns r's LocalLimit stage, nil when r has none.
+func (r *Rule) LocalLimit() LocalLimit { return r.local }
+
 // AddStage adds st to r's stages. A RuleAttrType's Compile (or a
 // Feature's RuleDone) calls it; a stage that implements none of Shaper,
-// Gater, Judge and Settler is kept (Stages) but takes no part in Check.
+// Gater, Judge, Settler and LocalLimit is kept (Stages) but takes no part
+// in Check.
 func (r *Rule) AddStage(st Stage) {
 	r.stages = append(r.stages, st)
 	if sh, ok := st.(Shaper); ok {
@@ -109,6 +148,9 @@ func (r *Rule) AddStage(st Stage) {
 	}
 	if st, ok := st.(Settler); ok {
 		r.settlers = append(r.settlers, st)
+	}
+	if l, ok := st.(LocalLimit); ok {
+		r.local = l
 	}
 }
 
