@@ -9,7 +9,8 @@ import (
 // This file is the engine's extension points (docs/architecture.md,
 // "Extension points"). A Feature adds to the policy language without rules
 // knowing it by name: top-level blocks (visitor { }, identity { }),
-// characteristics (key = ["phone"]), when { } conditions, and per-request
+// characteristics (key = ["phone"]), when { } conditions, the attributes
+// and blocks of rule { } (cost, adaptive { }: stage.go) and per-request
 // hooks. rules itself provides only what every request has: ip, route and
 // global, the matchers, the algorithms and the store call.
 

@@ -85,3 +85,8 @@ func SettleInvalid(s *rules.Scratch) int {
 	}
 	return 0
 }
+
+var (
+	_ rules.Shaper  = (*Stage)(nil)
+	_ rules.Settler = settler{}
+)
