@@ -8,7 +8,9 @@ package builtin
 import (
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/behaviour/adaptive"
 	"github.com/edge-gateway/edge/behaviour/calendar"
+	"github.com/edge-gateway/edge/behaviour/cost"
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/behaviour/refusal"
 	"github.com/edge-gateway/edge/botscore"
@@ -29,10 +31,10 @@ import (
 // account), visitors (visitor { }), bot scores (botscore { }, asn,
 // country and the bot conditions), TLS fingerprints (ja4) and the test
 // blocks `edge test` runs; and the behaviours of rule { } that live in
-// folders of their own (behaviour/: calendar, refusal, queue). Every
+// folders of their own (behaviour/: calendar, refusal, cost, queue, adaptive). Every
 // block of the policy language is now built.
 func Features() []rules.Feature {
-	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), tests()}
+	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), queue.Feature(), adaptive.Feature(), tests()}
 }
 
 // Extensions returns the gateway extensions of this build (package

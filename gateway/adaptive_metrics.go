@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edge-gateway/edge/behaviour/adaptive"
 )
 
 // adaptiveCollector exports each adaptive rule's limiter on this node
@@ -35,7 +37,7 @@ func (c *adaptiveCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *adaptiveCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range c.s.Policy().Rules {
-		l := c.s.engine.AdaptiveLimiter(r)
+		l := adaptive.LimiterOf(c.s.engine, r)
 		if l == nil {
 			continue
 		}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/gateway/ext"
+	nodecfg "github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 

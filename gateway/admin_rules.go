@@ -6,6 +6,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/behaviour/adaptive"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -68,9 +69,10 @@ func (s *Server) adminRules(ctx *fasthttp.RequestCtx) {
 			DryRun:    r.Action != rules.ActionSkip && !s.engine.RuleEnforces(p, r, now),
 			Decisions: map[string]int64{},
 		}
-		if l := s.engine.AdaptiveLimiter(r); l != nil {
+		if l := adaptive.LimiterOf(s.engine, r); l != nil {
+			a := adaptive.Of(r)
 			ar.Limit, ar.Period = l.Limit(), ""
-			ar.Adaptive = fmt.Sprintf("%s, min %d, max %d", r.Adaptive.Method, r.Adaptive.Min, r.Adaptive.Max)
+			ar.Adaptive = fmt.Sprintf("%s, min %d, max %d", a.Method, a.Min, a.Max)
 		}
 		if t, ok := s.engine.RuleDryRun(r, now); ok {
 			ar.DryRunUntil, ar.DryRunReason = rfc3339(t.Until), t.Reason

@@ -4,19 +4,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/behaviour/cost"
 	"github.com/edge-gateway/edge/rules"
 )
 
-// Weighted costs at the gateway (docs/policy.md, "cost"): a cost header's
-// every line reaches the engine (rules.MultiHeader), the origin's
-// settle_from headers are read by Engine.Settle and never relayed to the
-// client, and the values it had to clamp are counted.
+// Weighted costs at the gateway (docs/policy.md, "cost"; behaviour/cost):
+// a cost header's every line reaches the engine (cost.MultiHeader), the
+// origin's settle_from headers are read by Engine.Settle and never relayed
+// to the client, and the values it had to clamp are counted.
 
-// HeaderAll returns every line of request header name (rules.MultiHeader):
+// HeaderAll returns every line of request header name (cost.MultiHeader):
 // fasthttp's PeekAll, valid until the next PeekAll.
 func (f *fields) HeaderAll(name string) [][]byte { return f.r.Header.PeekAll(name) }
 
-var _ rules.MultiHeader = (*fields)(nil)
+var _ cost.MultiHeader = (*fields)(nil)
 
 // stripSettleHeaders deletes the policy's settle_from headers from the
 // origin's answer: like X-Edge-Outcome, they are the origin's word to the
@@ -27,10 +28,10 @@ func stripSettleHeaders(p *rules.Policy, h *fasthttp.ResponseHeader) {
 	}
 }
 
-// countSettleInvalid counts the settle_from values the last Settle clamped
-// or ignored (edge_settle_invalid_total).
+// countSettleInvalid counts the settle_from values the request's Settle
+// clamped or ignored (edge_settle_invalid_total).
 func (s *Server) countSettleInvalid(rs *reqState) {
-	if n := rs.sc.SettleInvalid(); n > 0 {
+	if n := cost.SettleInvalid(rs.sc); n > 0 {
 		s.m.settleInvalid.Add(float64(n))
 	}
 }

@@ -91,6 +91,8 @@ type Compiler struct {
 	// decoded the diagnostics gohcl gave while decoding (decode.go).
 	taints  []taint
 	decoded map[*hcl.Diagnostic]bool
+	// cur is the rule block being compiled (RuleAttr), nil between rules.
+	cur *ruleBlock
 }
 
 // Warnf records a warning at rng.
@@ -126,6 +128,22 @@ func (c *Compiler) Append(d hcl.Diagnostics) bool {
 // once the node's blocks are decoded (BlockType.First), before any other
 // feature block and every rule.
 func (c *Compiler) Policy() *Policy { return c.p }
+
+// RuleAttr returns the attribute name of the rule block being compiled
+// (one of rules' own: limit, lease, key, ban...) as written, nil when it
+// is not written or its value did not decode. A feature's Compile or
+// RuleDone reads it to refuse an attribute its behaviour gives no meaning,
+// at the attribute's value (Expr.Range).
+func (c *Compiler) RuleAttr(name string) *hcl.Attribute {
+	if c.cur == nil || c.cur.Body == nil {
+		return nil
+	}
+	content, _, _ := c.cur.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: name}}})
+	if content == nil {
+		return nil
+	}
+	return content.Attributes[name]
+}
 
 // Block returns the compiled value of the policy's first block of type typ
 // (feature blocks are decoded before rules), or nil.
@@ -371,7 +389,6 @@ func (c *Compiler) ruleBlocks(rbs []ruleBlock) {
 			p.Sensitive = true
 		}
 		p.gates = p.gates || len(r.gates) > 0
-		p.shapes = p.shapes || len(r.shapers) > 0
 	}
 }
 
@@ -445,13 +462,13 @@ func keyBudgets(p *Policy) {
 		}
 	}
 	for _, r := range p.Rules {
-		if r.counts() && !r.maxKeysSet && r.Adaptive == nil { // an adaptive rule holds no key
+		if r.counts() && !r.maxKeysSet && r.local == nil { // a node-local limit holds no key
 			n++
 		}
 	}
 	share := max((p.Keys.MaxKeys+max(n, 1)-1)/max(n, 1), 1)
 	for _, r := range p.Rules {
-		if r.counts() && !r.maxKeysSet && r.Adaptive == nil {
+		if r.counts() && !r.maxKeysSet && r.local == nil {
 			r.MaxKeys = share
 		}
 	}

@@ -23,7 +23,8 @@ import "net/netip"
 //   - A rule with count = "failures", reset_on_success or known_visitors
 //     needs the origin's answer, which the decide listener never sees:
 //     there every request it counts stays counted (it is stricter, never
-//     looser). A warning; so is settle_from (its estimate stands).
+//     looser). A warning; so is settle_from, which behaviour/cost warns
+//     of (its estimate stands).
 func (c *Compiler) decideRules(p *Policy) {
 	if p.DecideListen == "" {
 		return
@@ -41,10 +42,6 @@ func (c *Compiler) decideRules(p *Policy) {
 		if len(r.Hooks) > 0 {
 			c.Warnf(r.DefRange, "Rule needs the origin's answer under decide_listen",
 				"rule %q has count = \"failures\", reset_on_success or known_visitors, which need the origin's answer; the decision-only listener never sees it, so every request it counts there stays counted (no refund, no reset, no known-visitor marker) (docs/deploying.md, \"Decision-only mode\")", r.Name)
-		}
-		if r.cost.settles() {
-			c.Warnf(r.DefRange, "Rule needs the origin's answer under decide_listen",
-				"rule %q has settle_from, which needs the origin's answer; the decision-only listener never sees it, so a request it counts there is charged its cost (the estimate) and never settled (docs/policy.md, \"Weighted costs\")", r.Name)
 		}
 	}
 	for _, k := range p.knowns {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/edge-gateway/edge/internal/httpsyntax"
 	"github.com/edge-gateway/edge/route"
@@ -36,13 +37,16 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	if rb.Name == "" {
 		c.Errorf(rb.NameRange, "Invalid rule name", "a rule needs a non-empty name")
 	}
+	c.cur = rb // Compiler.RuleAttr
+	defer func() { c.cur = nil }()
+	x := c.ruleExtras(rb.Remain) // the features' attributes and blocks
 	// ok turns false after an error that leaves the rule unusable (each
 	// step still runs, for its own diagnostics); the numbers and the IP
 	// ceiling are checked against the store's bounds only while it holds.
 	ok := c.matcher(rb.Methods, rb.Paths, rb.Hosts, r)
 	ok = c.ruleAction(rb, r) && ok
 	c.skipAttr(rb, r) // skip = [...] (skip.go)
-	inKey, keyOK := c.ruleKey(rb, r)
+	inKey, keyOK := c.ruleKey(rb, r, c.keyless(x))
 	ok = keyOK && ok
 	ok = c.countDistinct(rb, r, inKey) && ok
 	c.multiValues(rb, r) // identities with several values (values.go)
@@ -52,7 +56,7 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		ok = c.limitsInRange(rb, r)
 	}
 	ok = c.countMode(rb, r) && ok
-	c.behaviours(rb, r)
+	c.behaviours(rb, r, x)
 	ok = c.ipCeiling(rb, r) && ok
 	if ok {
 		ok = c.ceilingInRange(rb, r)
@@ -96,10 +100,11 @@ var actions = vocabulary[Action]{attr: "action", what: "an action",
 // ruleKey compiles key, the characteristics whose values make the
 // counter's key, at most one of them a ceiling (CeilingCharacteristic:
 // visitor, whose values ip_ceiling holds together per IP). A rule that
-// counts needs a key, unless it is adaptive. ruleKey returns the names it
-// accepted as characteristics, for count_distinct, and reports false
-// after an unusable element or a missing key.
-func (c *Compiler) ruleKey(rb *ruleBlock, r *Rule) (seen map[string]bool, ok bool) {
+// counts needs a key, unless keyless (a feature's block says it needs
+// none: RuleBlockType.Keyless). ruleKey returns the names it accepted as
+// characteristics, for count_distinct, and reports false after an
+// unusable element or a missing key.
+func (c *Compiler) ruleKey(rb *ruleBlock, r *Rule, keyless bool) (seen map[string]bool, ok bool) {
 	ok = true
 	keys, krngs := c.StringList(rb.Key, "key")
 	seen = map[string]bool{}
@@ -128,7 +133,7 @@ func (c *Compiler) ruleKey(rb *ruleBlock, r *Rule) (seen map[string]bool, ok boo
 		r.keyTags = append(r.keyTags, tag)
 		r.keyShared = append(r.keyShared, shared)
 	}
-	if r.counts() && len(r.Key) == 0 && (rb.Key == nil || IsNull(rb.Key)) && rb.Adaptive == nil {
+	if r.counts() && len(r.Key) == 0 && (rb.Key == nil || IsNull(rb.Key)) && !keyless {
 		c.Errorf(rb.DefRange, "Missing key", "rule %q needs key = [...], such as [\"ip\"] (or [\"global\"] for one counter shared by all)", rb.Name)
 		ok = false
 	}
@@ -318,27 +323,25 @@ var countModes = vocabulary[CountMode]{attr: "count", what: "a count mode",
 // behaviours compiles what a rule does beside counting, once its key,
 // numbers and count mode are compiled. The order is kept: it is the order
 // of their diagnostics and of r.Hooks, and each step may read what the
-// ones before set. Known visitors and cost read the count mode and the
-// statuses; ban_by reads the key and the count mode; the refusal, the
-// queue and max_delay are checked once the features' attributes
-// (ruleAttrs) are compiled; adaptive { } comes before finishConcurrency,
-// which leaves an adaptive rule to it and otherwise compiles a
-// concurrency rule's limit and lease.
-func (c *Compiler) behaviours(rb *ruleBlock, r *Rule) {
-	if !r.Concurrency { // concurrencyAttrs refuses these there
+// ones before set. Known visitors read the count mode and the statuses;
+// ban_by reads the key and the count mode; the features' attributes and
+// blocks (x: ruleAttrs) come next, then what checks them together (the
+// refusal, Feature.RuleDone: cost, the queue); finishConcurrency comes
+// last, which leaves a rule with a LocalLimit (adaptive { }) to it and
+// otherwise compiles a concurrency rule's limit and lease.
+func (c *Compiler) behaviours(rb *ruleBlock, r *Rule, x *hcl.BodyContent) {
+	if !r.Concurrency { // concurrencyAttrs refuses it there
 		c.knownVisitors(rb, r)
-		c.compileCost(rb, r) // cost, max_cost, settle_from (cost.go)
 	}
 	c.ban(rb, r)
 	c.exemptKnown(rb, r) // exempt_known (compile_known.go)
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}
-	c.ruleAttrs(rb.Remain, r)
+	c.ruleAttrs(x, r)
 	for _, done := range c.reg.ruleDone {
-		done(c, r) // Feature.RuleDone: refusal's content type, queue's max_delay
+		done(c, r) // Feature.RuleDone: refusal's content type, cost, queue's max_delay
 	}
-	c.compileAdaptive(rb, r)   // adaptive { } (compile_adaptive.go)
 	c.finishConcurrency(rb, r) // limit, lease (concurrency.go)
 }
 
@@ -713,24 +716,36 @@ func (c *Compiler) knownVisitors(rb *ruleBlock, r *Rule) {
 	r.Hooks = append(r.Hooks, knownVisitors{success: r.SuccessStatus, us: r.knownUS})
 }
 
-// ruleAttrs compiles the attributes of a rule block that are not rules'
-// own: each must be a feature's (RuleAttrType), or it is an error as
-// HCL reports any attribute a schema does not expect.
-func (c *Compiler) ruleAttrs(body hcl.Body, r *Rule) {
+// ruleExtras decodes the attributes and blocks of a rule block that are
+// not rules' own: each must be a feature's (RuleAttrType, RuleBlockType),
+// or it is an error as HCL reports any item a schema does not expect. It
+// returns nil for a body that has none.
+func (c *Compiler) ruleExtras(body hcl.Body) *hcl.BodyContent {
 	if body == nil {
-		return
+		return nil
 	}
 	schema := &hcl.BodySchema{}
 	for _, n := range c.ruleAttrNames() {
 		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: n})
 	}
+	blocks := []string{"when"} // a rule's own, outside body
+	for n := range c.reg.rblocks {
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: n})
+		blocks = append(blocks, n)
+	}
+	sort.Strings(blocks)
 	content, diags := body.Content(schema)
-	for _, d := range diags {
+	for i, d := range diags {
+		if c.leftOut(body, d) {
+			c.appendDecoded(diags[i : i+1])
+			continue
+		}
+		c.diags = append(c.diags, d)
 		// HCL suggests among the schema's names, the features' alone:
 		// suggest among every attribute and block a rule takes.
 		if name, ok := strings.CutPrefix(d.Detail, "Blocks of type \""); ok && d.Summary == "Unsupported block type" {
 			name, _, _ = strings.Cut(name, "\"")
-			d.Detail = "Blocks of type \"" + name + "\" are not expected here." + suggest(name, []string{"when", "adaptive"})
+			d.Detail = "Blocks of type \"" + name + "\" are not expected here." + suggest(name, blocks)
 			continue
 		}
 		if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {
@@ -747,14 +762,71 @@ func (c *Compiler) ruleAttrs(body hcl.Body, r *Rule) {
 			d.Detail = "An argument named \"" + name + "\" is not expected here." + suggest(name, all)
 		}
 	}
-	c.diags = append(c.diags, diags...)
-	list := make([]*hcl.Attribute, 0, len(content.Attributes))
-	for _, a := range content.Attributes {
-		list = append(list, a)
+	return content
+}
+
+// leftOut reports whether d, an error of a rule block's body, is at a
+// block of a feature's type (adaptive "x" { }: labels it does not take),
+// which is then left out as Decode leaves out a rule's own item in error.
+func (c *Compiler) leftOut(body hcl.Body, d *hcl.Diagnostic) bool {
+	sb, ok := body.(*hclsyntax.Body)
+	if d.Severity != hcl.DiagError || d.Subject == nil || !ok {
+		return false
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
-	for _, a := range list {
-		c.reg.attrs[a.Name].Compile(c, r, a)
+	name, header := itemAt(sb, d.Subject.Start.Byte)
+	if header == nil || c.reg.rblocks[name] == nil {
+		return false
+	}
+	c.leaveOut(name, *d.Subject)
+	return true
+}
+
+// keyless reports whether x holds a feature's block that makes its rule
+// need no key (RuleBlockType.Keyless).
+func (c *Compiler) keyless(x *hcl.BodyContent) bool {
+	if x == nil {
+		return false
+	}
+	for _, b := range x.Blocks {
+		if c.reg.rblocks[b.Type].Keyless {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleAttrs compiles x, the features' attributes and blocks of rule r
+// (ruleExtras), in the order written. A second block of a type that is not
+// Multiple is an error, as gohcl reports one, and is not compiled.
+func (c *Compiler) ruleAttrs(x *hcl.BodyContent, r *Rule) {
+	if x == nil {
+		return
+	}
+	type item struct {
+		at    hcl.Pos
+		attr  *hcl.Attribute
+		block *hcl.Block
+	}
+	list := make([]item, 0, len(x.Attributes)+len(x.Blocks))
+	for _, a := range x.Attributes {
+		list = append(list, item{at: a.Range.Start, attr: a})
+	}
+	first := map[string]*hcl.Block{}
+	for _, b := range x.Blocks {
+		if prev := first[b.Type]; prev != nil && !c.reg.rblocks[b.Type].Multiple {
+			c.Errorf(b.DefRange, "Duplicate "+b.Type+" block", "Only one %s block is allowed. Another was defined at %s.", b.Type, prev.DefRange.String())
+			continue
+		}
+		first[b.Type] = b
+		list = append(list, item{at: b.DefRange.Start, block: b})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].at.Byte < list[j].at.Byte })
+	for _, it := range list {
+		if it.attr != nil {
+			c.reg.attrs[it.attr.Name].Compile(c, r, it.attr)
+		} else {
+			c.reg.rblocks[it.block.Type].Compile(c, r, it.block)
+		}
 	}
 }
 
@@ -767,6 +839,10 @@ func (c *Compiler) ruleAttrNames() []string {
 	sort.Strings(out)
 	return out
 }
+
+// ruleBlockNames are the blocks inside rule blocks rules decodes itself,
+// which no feature may register.
+var ruleBlockNames = map[string]bool{"when": true}
 
 // ruleAttrNames are the attributes of rule blocks rules decodes itself,
 // which no feature may register.

@@ -191,7 +191,7 @@ func (c *Compiler) finishShed(p *Policy) {
 		}
 		return
 	}
-	if ls.MaxInFlight == 0 && !ls.adaptive {
+	if ls.MaxInFlight == 0 && !ls.local {
 		c.Warnf(ls.rng, "load_shedding sheds nothing", "load_shedding has no max_in_flight and no rule is adaptive: no request is ever shed (docs/policy.md, \"Load shedding\")")
 	}
 	if p.DecideListen != "" && p.sheds() {

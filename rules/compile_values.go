@@ -167,6 +167,23 @@ func (v vocabulary[T]) compile(c *Compiler, s string, rng hcl.Range) (T, bool) {
 	return zero, false
 }
 
+// Word compiles s, the value of attribute attr at rng, which must be one of
+// words, into its index in words. Otherwise it reports "Invalid ATTR" as
+// rules' own attributes of a few fixed words do (s is not what, one of
+// them such as "an adaptive method"; the words wanted, in order; the
+// nearest) and returns -1.
+func (c *Compiler) Word(s string, rng hcl.Range, attr, what string, words ...string) int {
+	idx := make([]int, len(words))
+	for i := range idx {
+		idx[i] = i
+	}
+	i, ok := vocabulary[int]{attr: attr, what: what, words: words, values: idx}.compile(c, s, rng)
+	if !ok {
+		return -1
+	}
+	return i
+}
+
 func algorithmNamesList() []string {
 	var out []string
 	for a := Algorithm(0); a < numAlgorithms; a++ {

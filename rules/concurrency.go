@@ -51,7 +51,7 @@ func (r *Rule) AlgorithmName() string {
 
 // Lease returns a concurrency rule's lease (0 for another rule).
 func (r *Rule) Lease() time.Duration {
-	if r.Concurrency && r.Adaptive == nil {
+	if r.Concurrency && r.local == nil {
 		return r.Period
 	}
 	return 0
@@ -185,8 +185,8 @@ func (s *Scratch) appendUncertainLeases(ops []Op, failed bool) []Op {
 // concurrencyAttrs reports, for a concurrency rule, each attribute that
 // means nothing for requests in flight, at the attribute: a concurrency
 // rule has no period (a request holds its slot until the origin answers),
-// no burst, no cost (a request is one request in flight), no count mode
-// and nothing settled from the origin's answer but the slot itself.
+// no burst, no count mode and nothing settled from the origin's answer but
+// the slot itself (nor a cost: behaviour/cost refuses it there).
 func (c *Compiler) concurrencyAttrs(rb *ruleBlock, r *Rule) {
 	if !r.Concurrency {
 		return
@@ -202,15 +202,6 @@ func (c *Compiler) concurrencyAttrs(rb *ruleBlock, r *Rule) {
 	}
 	if rb.Burst != nil {
 		refuse(rb.BurstRange, "burst", "limit is the most requests in flight per key at once; there is no bucket")
-	}
-	if rb.Cost != nil && !IsNull(rb.Cost) {
-		refuse(rb.Cost.Range(), "cost", "every request is one request in flight")
-	}
-	if rb.MaxCost != nil {
-		refuse(rb.MaxCostRange, "max_cost", "every request is one request in flight")
-	}
-	if rb.SettleFrom != nil {
-		refuse(rb.SettleFromRange, "settle_from", "what the origin answers gives the slot back, whatever it costs")
 	}
 	if rb.Count != nil {
 		refuse(rb.CountRange, "count", "it counts the requests in flight now, and gives each slot back when the origin answers")
@@ -247,8 +238,9 @@ func retryJitter(r *Rule) float64 {
 
 // finishConcurrency compiles a concurrency rule's limit and lease once its
 // other attributes are (before its ip_ceiling, which scales the limit),
-// and refuses lease on any other rule. An adaptive rule (adaptive { })
-// finds its limit itself and has no lease: adaptive.go compiles it.
+// and refuses lease on any other rule. A node-local limit (LocalLimit:
+// adaptive { }) finds its limit itself and has no lease: its feature
+// compiles it.
 //
 // The lease must be longer than the policy's upstream_timeout: a lease
 // that ends while the origin still works on the request would free its
@@ -264,7 +256,7 @@ func (c *Compiler) finishConcurrency(rb *ruleBlock, r *Rule) {
 		}
 		return
 	}
-	if r.Adaptive != nil {
+	if r.local != nil {
 		return
 	}
 	if !r.counts() {

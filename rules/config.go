@@ -32,12 +32,6 @@ type ruleBlock struct {
 	SuccessStatus  hcl.Expression `hcl:"success_status,optional"`
 	ResetOnSuccess *bool          `hcl:"reset_on_success,optional"`
 	CountDistinct  *string        `hcl:"count_distinct,optional"`
-	// cost is the units a request takes: a number, or "header:NAME" (a
-	// request header, clamped to 1..max_cost); settle_from a response
-	// header naming the real cost (cost.go).
-	Cost       hcl.Expression `hcl:"cost,optional"`
-	MaxCost    *int64         `hcl:"max_cost,optional"`
-	SettleFrom *string        `hcl:"settle_from,optional"`
 
 	// skip, on an action = "skip" rule, lists the rules the requests it
 	// matches are exempt from, or ["*"] for every other rule (skip.go).
@@ -78,11 +72,9 @@ type ruleBlock struct {
 	// exempt_known lists the known { } blocks whose callers the rule does
 	// not hold to what they share with others (known.go).
 	ExemptKnown hcl.Expression `hcl:"exempt_known,optional"`
-	// adaptive { } finds a concurrency rule's limit from the origin's
-	// latency (compile_adaptive.go).
-	Adaptive *adaptiveBlock `hcl:"adaptive,block"`
-
-	// Remain holds the features' attributes (RuleAttrType).
+	// Body is the whole block, for Compiler.RuleAttr; Remain holds the
+	// features' attributes and blocks (RuleAttrType, RuleBlockType).
+	Body   hcl.Body `hcl:",body"`
 	Remain hcl.Body `hcl:",remain"`
 
 	DefRange             hcl.Range `hcl:",def_range"`
@@ -95,8 +87,6 @@ type ruleBlock struct {
 	CountRange           hcl.Range `hcl:"count,attr_value_range"`
 	ResetOnSuccessRange  hcl.Range `hcl:"reset_on_success,attr_value_range"`
 	CountDistinctRange   hcl.Range `hcl:"count_distinct,attr_value_range"`
-	MaxCostRange         hcl.Range `hcl:"max_cost,attr_value_range"`
-	SettleFromRange      hcl.Range `hcl:"settle_from,attr_value_range"`
 	ActionRange          hcl.Range `hcl:"action,attr_value_range"`
 	OnStoreErrorRange    hcl.Range `hcl:"on_store_error,attr_value_range"`
 	IPv4PrefixRange      hcl.Range `hcl:"ipv4_prefix,attr_value_range"`

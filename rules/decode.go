@@ -98,6 +98,58 @@ func (c *Compiler) Decode(b *hcl.Block, v any) bool {
 	return true
 }
 
+// DecodeInRule decodes b, a feature's block inside the rule block being
+// compiled (RuleBlockType), into v, a pointer to a gohcl block struct, and
+// reports whether v holds it. With errors it records them and leaves the
+// block out as Decode leaves out a rule's own item that does not decode:
+// the caller compiles nothing of it, and what the rule's compile then says
+// only because the block is missing is dropped.
+func (c *Compiler) DecodeInRule(b *hcl.Block, v any) bool {
+	diags := gohcl.DecodeBody(b.Body, nil, v)
+	c.appendDecoded(diags)
+	if !diags.HasErrors() {
+		return true
+	}
+	c.leaveOut(b.Type, b.DefRange)
+	return false
+}
+
+// leaveOut records that the item of the rule block being compiled named
+// name (a feature's, RuleBlockType) that starts where at does is left out
+// of the compile, as Decode leaves out an item that does not decode: the
+// rule block's taint (a new one, or Decode's) names it and no longer keeps
+// it.
+func (c *Compiler) leaveOut(name string, at hcl.Range) {
+	if c.cur == nil {
+		return
+	}
+	body, ok := c.cur.Body.(*hclsyntax.Body)
+	if !ok {
+		return
+	}
+	whole := hcl.RangeBetween(c.cur.DefRange, body.SrcRange)
+	in := func(r hcl.Range) bool { return r.ContainsOffset(at.Start.Byte) }
+	for i := range c.taints {
+		if t := &c.taints[i]; t.block == whole {
+			t.names = append(t.names, name)
+			t.kept = slices.DeleteFunc(t.kept, in)
+			return
+		}
+	}
+	t := taint{block: whole, names: []string{name}, kept: []hcl.Range{c.cur.NameRange}}
+	for _, a := range body.Attributes {
+		if !in(a.SrcRange) {
+			t.kept = append(t.kept, a.SrcRange)
+		}
+	}
+	for _, nb := range body.Blocks {
+		if !in(nb.Range()) {
+			t.kept = append(t.kept, nb.Range())
+		}
+	}
+	c.taints = append(c.taints, t)
+}
+
 // itemAt returns the name of the attribute, or the type of the nested
 // block, of body that holds the byte offset, with the block's header
 // schema for a block; "" when none does.

@@ -187,7 +187,8 @@ type Decision struct {
 	// StoreErr is the store's error when it could not decide.
 	StoreErr error
 	// Settle is true when a rule that counted the request needs the
-	// origin's answer (a Hook: reset_on_success), or the request holds
+	// origin's answer (a Hook: reset_on_success; a Settler: settle_from,
+	// behaviour/cost), or the request holds
 	// in-flight leases or slots (inflight.go): call Engine.Settle after the
 	// origin answers, and Engine.Release on every path where it does not.
 	Settle bool
@@ -254,10 +255,9 @@ type Scratch struct {
 	knownRecords int
 	pol          *Policy // the policy of the request Check decided
 
-	// resp is the origin's answer, for settle_from; settleInvalid counts
-	// the settle_from values the last Settle clamped (cost.go).
-	resp          ResponseHeaders
-	settleInvalid int
+	// resp is the origin's answer, for the Settlers (SetResponse,
+	// stage.go).
+	resp ResponseHeaders
 
 	// fl is what the request holds while in flight (inflight.go).
 	fl inflight
@@ -354,8 +354,9 @@ type Engine struct {
 	lease leaseIDs
 	// shed is load shedding's node in-flight count and counters (shed.go).
 	shed shedState
-	// adaptive holds the adaptive rules' limiters by rule ID (adaptive.go).
-	adaptive adaptiveState
+	// local holds the node-local limits' Slots by rule ID (LocalLimit:
+	// adaptive { }; shed.go).
+	local localLimits
 	// formats is the key format (keyformat.go); sip0 and sip1 are format
 	// 2's subkey, derived from secret.
 	formats    atomic.Pointer[KeyFormats]
@@ -409,11 +410,22 @@ func (e *Engine) DryRun() bool { return e.dryRun.Load() }
 func (e *Engine) Store() Store { return e.store }
 
 // countMatch appends m, r's match of req counting key (and member, a
-// count_distinct value or a concurrency lease), with its op of cost and,
-// for a visitor rule, its IP ceiling's op, and queues its known-visitor
-// marker. It returns the status of the ceiling's value: unless Present,
-// nothing is added.
+// count_distinct value or a concurrency lease), with its op of cost as the
+// rule's stages shape it (Shaper: a weighted cost) and, for a visitor rule,
+// its IP ceiling's op, and queues its known-visitor marker. It returns the
+// status of the ceiling's value: unless Present, nothing is added.
 func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m Match, key Key, member uint64, cost int64) Status {
+	var ceiling Key
+	if r.IPCeiling > 0 {
+		// All visitors of one IP share a ceiling (key: the IP instead
+		// of the visitor), in the same call, so stockpiled visitor IDs
+		// cannot multiply a client's budget.
+		ck, cst := e.key(r, req, s, true)
+		if cst != Present {
+			return cst
+		}
+		ceiling = ck
+	}
 	m.Op = len(s.Ops)
 	s.Ops = append(s.Ops, Op{
 		Kind:      OpTake,
@@ -422,7 +434,7 @@ func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m 
 		Limit:     r.Limit,
 		Burst:     r.Burst,
 		PeriodUS:  r.PeriodUS(),
-		Cost:      cost, // 1 unless cost is set (cost.go)
+		Cost:      cost, // 1, or a count_distinct's further values (values.go); a Shaper may change it
 		Member:    member,
 		Enforce:   m.Enforce,
 		Attempts:  r.Count == CountAttempts,
@@ -432,24 +444,20 @@ func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m 
 		// What one network may make of the budget (network.go).
 		NetworkKeys: int32(r.NetworkKeys),
 	})
-	if r.IPCeiling > 0 {
-		// All visitors of one IP share a ceiling (key: the IP instead
-		// of the visitor), in the same call, so stockpiled visitor IDs
-		// cannot multiply a client's budget.
-		ck, cst := e.key(r, req, s, true)
-		if cst != Present {
-			s.Ops = s.Ops[:m.Op]
-			return cst
-		}
-		m.CeilingOp = len(s.Ops)
-		op := s.Ops[m.Op]
-		op.Key, op.Limit, op.Burst = ck, r.IPCeiling, r.CeilingBurst
-		s.Ops = append(s.Ops, op)
-	}
 	if r.ResetOnSuccess {
 		m.Folded = r.folds(req, s)
 	}
 	s.Matches = append(s.Matches, m)
+	mp := &s.Matches[len(s.Matches)-1]
+	for _, sh := range r.shapers {
+		sh.Shape(req, s, mp) // its ceiling's op copies it
+	}
+	if r.IPCeiling > 0 {
+		mp.CeilingOp = len(s.Ops)
+		op := s.Ops[mp.Op]
+		op.Key, op.Limit, op.Burst = ceiling, r.IPCeiling, r.CeilingBurst
+		s.Ops = append(s.Ops, op)
+	}
 	if r.knownUS > 0 {
 		e.addMarker(r, req, s, len(s.Matches)-1)
 	}
@@ -657,15 +665,15 @@ func (r *Rule) conditions(req *Request, s *Scratch) Status {
 // call and only when a matching rule needs it: each counted and allowed
 // rule's Hooks (reset_on_success clears the rule's counter for the key when
 // the answer is a success; the origin's X-Edge-Outcome, "success" or
-// "failure", overrides the status), the markers of the known blocks the
-// request matched when the answer is a success (known.go), the request
-// hooks' own (RequestSettler: the mint reserve's draw), and the in-flight
-// leases' refunds (inflight.go); it also gives back the request's local
-// slots, with its round-trip time since Scratch.Forwarding. It reports
-// whether it called the store.
+// "failure", overrides the status) and its stages' Settle (Settler:
+// settle_from adds or refunds the real cost), the markers of the known
+// blocks the request matched when the answer is a success (known.go), the
+// request hooks' own (RequestSettler: the mint reserve's draw), and the
+// in-flight leases' refunds (inflight.go); it also gives back the
+// request's local slots, with its round-trip time since
+// Scratch.Forwarding. It reports whether it called the store.
 func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status int, outcome []byte) (bool, error) {
 	s.settle = s.settle[:0]
-	s.settleInvalid = 0
 	s.settled = false
 	if !s.fl.released {
 		// The in-flight lifecycle (inflight.go): the local slots get the
@@ -688,8 +696,8 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 		for _, h := range m.Rule.Hooks {
 			s.settle = h.AfterOrigin(m, s.Ops, status, outcome, s.settle)
 		}
-		if m.Rule.cost.settles() {
-			s.settle = settleCost(m, s.Ops, s.resp, s.settle, &s.settleInvalid) // settle_from (cost.go)
+		for _, st := range m.Rule.settlers {
+			s.settle = st.Settle(s, m, status, outcome, s.settle) // settle_from (behaviour/cost)
 		}
 	}
 	s.settle = s.appendKnownRecords(status, outcome, s.settle) // known { } (known.go)

@@ -23,8 +23,9 @@ func (e *Engine) Explain(ctx context.Context, now time.Time, p *Policy, req *Req
 	s.peekOnly = true
 	d := e.Check(ctx, now, p, req, s)
 	s.peekOnly = false
-	// Adaptive rules as admission would decide them (adaptive.go).
-	e.explainAdaptive(p, s, &d)
+	// Node-local limits (adaptive { }) as admission would decide them
+	// (shed.go).
+	e.explainLocal(p, s, &d)
 	d.Settle = false // nothing was counted: nothing to settle
 	return d
 }

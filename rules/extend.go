@@ -12,7 +12,8 @@ import (
 // This file is the engine's extension points (docs/architecture.md,
 // "Extension points"). A Feature adds to the policy language without rules
 // knowing it by name: top-level blocks (visitor { }, identity { }),
-// characteristics (key = ["phone"]), when { } conditions, and per-request
+// characteristics (key = ["phone"]), when { } conditions, the attributes
+// and blocks of rule { } (cost, adaptive { }: stage.go) and per-request
 // hooks. rules itself provides only what every request has: ip, route and
 // global, the matchers, the algorithms and the store call.
 
@@ -32,6 +33,8 @@ type Feature struct {
 	RuleAttrs []RuleAttrType
 	// Periods are words a rule's period may be instead of a duration.
 	Periods []PeriodType
+	// RuleBlocks are blocks the feature adds inside rule { } blocks.
+	RuleBlocks []RuleBlockType
 	// RuleDone, when set, runs for every rule once its attributes (its own
 	// and every feature's) are compiled: it checks the feature's attributes
 	// that only make sense together, and sets their defaults (queue's
@@ -62,6 +65,25 @@ type PeriodType struct {
 	// nominal period (Rule.Period, which the limit's checks and a ban's
 	// guilt read), or 0 after reporting why not through c.
 	Compile func(c *Compiler, r *Rule, rng hcl.Range) time.Duration
+}
+
+// RuleBlockType is a block a feature adds inside rule { } blocks, such as
+// adaptive { }. Its blocks are compiled with the features' attributes, in
+// the order written.
+type RuleBlockType struct {
+	// Type is the block's type name ("adaptive"). It takes no labels.
+	Type string
+	// Multiple allows the block more than once in a rule; otherwise a
+	// second one is a "Duplicate block" error (the first is compiled).
+	Multiple bool
+	// Keyless marks a block that makes its rule need no key: a rule with
+	// it is not held to key = [...] (adaptive { }: the limit is the
+	// route's own on this node, no client's).
+	Keyless bool
+	// Compile compiles the block for rule r, reporting problems through c.
+	// It runs after the rule's own attributes, its key and its conditions
+	// are compiled.
+	Compile func(c *Compiler, r *Rule, b *hcl.Block)
 }
 
 // BlockType is a top-level block a feature decodes, such as visitor { }.
@@ -415,7 +437,8 @@ type registry struct {
 	conds    map[string]*ConditionType
 	attrs    map[string]*RuleAttrType
 	periods  map[string]*PeriodType
-	ruleDone []func(*Compiler, *Rule) // Feature.RuleDone, in feature order
+	rblocks  map[string]*RuleBlockType // Feature.RuleBlocks
+	ruleDone []func(*Compiler, *Rule)  // Feature.RuleDone, in feature order
 	errs     []string
 }
 
@@ -427,6 +450,7 @@ func newRegistry(features []Feature) *registry {
 		conds:    map[string]*ConditionType{},
 		attrs:    map[string]*RuleAttrType{},
 		periods:  map[string]*PeriodType{},
+		rblocks:  map[string]*RuleBlockType{},
 	}
 	tags := map[byte]string{}
 	for _, ct := range coreCharacteristics {
@@ -480,6 +504,10 @@ func newRegistry(features []Feature) *registry {
 		}
 		for i := range f.Periods {
 			register(g, g.periods, "period", f.Periods[i].Name, f.Name, false, &f.Periods[i])
+		}
+		for i := range f.RuleBlocks {
+			rb := &f.RuleBlocks[i]
+			register(g, g.rblocks, "rule block", rb.Type, f.Name, ruleBlockNames[rb.Type], rb)
 		}
 	}
 	return g

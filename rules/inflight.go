@@ -15,8 +15,9 @@ import (
 //     the rule's lease, so a lease a node never gives back (it died) expires
 //     by itself in every store (concurrency.go);
 //   - local slots: the node's in-flight ceiling (load_shedding
-//     max_in_flight) and the adaptive limiters of adaptive { } rules,
-//     counted in this process (shed.go, adaptive.go).
+//     max_in_flight) and the node-local limits' Slots (LocalLimit: the
+//     adaptive limiters of adaptive { } rules, behaviour/adaptive),
+//     counted in this process (shed.go).
 //
 // Check acquires them (the leases in its one store call); the gateway
 // marks the moment it sends the request (Scratch.Forwarding), then calls
@@ -90,12 +91,12 @@ type inflight struct {
 	relRes []Result
 }
 
-// localSlot is one local slot a request holds: release gives it back, with
-// the request's round-trip time to the origin when it was answered (ok),
-// or dropped when it was sent but not answered (an upstream error or
+// localSlot is one local slot a request holds: Release gives it back, with
+// the request's round-trip time to the origin when it was answered, or
+// dropped when it was sent but not answered (an upstream error or
 // timeout); neither when it was never sent.
 type localSlot interface {
-	release(now time.Time, rtt time.Duration, answered, dropped bool)
+	Release(now time.Time, rtt time.Duration, answered, dropped bool)
 }
 
 // Holds reports whether the request holds anything Settle or Release must
@@ -148,7 +149,7 @@ func (e *Engine) Release(ctx context.Context, now time.Time, s *Scratch) error {
 // releaseLocal releases the local slots held, once.
 func (s *Scratch) releaseLocal(now time.Time, rtt time.Duration, answered, dropped bool) {
 	for i, l := range s.fl.local {
-		l.release(now, rtt, answered, dropped)
+		l.Release(now, rtt, answered, dropped)
 		s.fl.local[i] = nil
 	}
 	s.fl.local = s.fl.local[:0]

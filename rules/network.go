@@ -96,7 +96,7 @@ func (c *Compiler) networkShares(p *Policy) {
 				c.Warnf(*r.networkShareRange, "Unused network_share", "rule %q: network_share bounds what one network holds of the memory store's key budgets; the Redis store has none", r.Name)
 			}
 		}
-		if p.Keys.NetworkShare == 0 || share == 0 || !r.counts() || r.Adaptive != nil || share >= sharePPM {
+		if p.Keys.NetworkShare == 0 || share == 0 || !r.counts() || r.local != nil || share >= sharePPM {
 			continue
 		}
 		perRequest := int64(1)

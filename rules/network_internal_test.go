@@ -1,9 +1,24 @@
 package rules
 
 import (
+	"context"
 	"net/netip"
 	"testing"
+	"time"
 )
+
+// nopStore is a store that allows every op and counts its calls (the
+// internal tests' and benchmarks' engine).
+type nopStore struct{ calls int }
+
+func (s *nopStore) Take(_ context.Context, _ time.Time, ops []Op, res []Result) error {
+	s.calls++
+	for i := range res {
+		res[i] = Result{Allowed: true}
+	}
+	return nil
+}
+func (s *nopStore) Close() error { return nil }
 
 // TestClientNetworkIsThePrefixs: two addresses get one network exactly
 // when they share the network prefix (ipv6.Prefix's reading of it), at

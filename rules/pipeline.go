@@ -12,10 +12,10 @@ import (
 // takes part in the phases it needs, built in or a feature's Stage:
 //
 //	match   every rule's matcher, exemptions (skip), conditions, key and
-//	        op: cost, lease, ip ceiling (countMatch)
+//	        op; shape: lease, the stages' Shape (cost, calendar), ip
+//	        ceiling (countMatch)
 //	gate    bans, forgive's exemptions, known visitors and callers, the
 //	        stages' Gate, in at most one store call (precheck); shedding
-//	shape   the stages' Shape: each op's calendar window
 //	main    the request hooks, then the one main store call
 //	judge   each match's outcome from its result; the stages' Judge
 //	        (max_delay), ban trips
@@ -46,9 +46,6 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	}
 	if e.gate(ctx, now, p, req, s, &d) {
 		return d // refused before anything is counted: banned or shed
-	}
-	if p.shapes {
-		s.shape() // the stages' Shape: calendar windows (stage.go)
 	}
 	if !s.refusedAnyway() {
 		for _, h := range p.requestHooks {
@@ -111,9 +108,9 @@ func (e *Engine) matchRule(now time.Time, r *Rule, req *Request, s *Scratch, d *
 		// answer whatever the condition and the rule's place, and is
 		// charged to the other rules as an attempt.
 		s.reject(&m, Invalid)
-	case r.Adaptive != nil:
+	case r.local != nil:
 		// Node-local, no store op: admit decides it, before the store
-		// call (shed.go). Skip until then.
+		// call (shed.go; LocalLimit: adaptive { }). Skip until then.
 		m.Outcome = OutcomeSkip
 	case r.Action == ActionDeny && enforce:
 		m.Outcome = OutcomeDeny
@@ -135,7 +132,7 @@ func (e *Engine) matchRule(now time.Time, r *Rule, req *Request, s *Scratch, d *
 		if status == Present {
 			// The ceiling's value is as required as the rule's own:
 			// without it the ceiling would be one counter for all.
-			status = e.countMatch(now, r, req, s, m, key, member, r.cost.of(req))
+			status = e.countMatch(now, r, req, s, m, key, member, 1)
 		}
 		if status == Present {
 			if r.multi != nil {
@@ -317,7 +314,7 @@ func (s *Scratch) combined(m *Match) Result {
 // max_delay's refunds) and the leases of a refused request.
 func (e *Engine) after(ctx context.Context, now time.Time, s *Scratch, d *Decision) {
 	for i := range s.Matches {
-		if m := &s.Matches[i]; (len(m.Rule.Hooks) > 0 || m.Rule.cost.settles()) && m.Op >= 0 && m.Outcome == OutcomeAllow {
+		if m := &s.Matches[i]; (len(m.Rule.Hooks) > 0 || len(m.Rule.settlers) > 0) && m.Op >= 0 && m.Outcome == OutcomeAllow {
 			d.Settle = true
 		}
 	}

@@ -31,7 +31,8 @@ type Policy struct {
 
 	// headerNames are the request headers the policy reads (HeaderNames).
 	headerNames []string
-	// settleHeaders are the rules' settle_from headers (SettleHeaders).
+	// settleHeaders are the response headers the Settlers read
+	// (SettleHeaders, stage.go).
 	settleHeaders [][]byte
 	// blocks are the feature blocks' compiled values, by block type, in
 	// file order (Block, Blocks).
@@ -49,9 +50,8 @@ type Policy struct {
 	// ownBans is true when a rule bans on its own route.
 	sensitiveBans []*Rule
 	ownBans       bool
-	// gates is true when a rule has a Gater stage, shapes when one has a
-	// Shaper (stage.go).
-	gates, shapes bool
+	// gates is true when a rule has a Gater stage (stage.go).
+	gates bool
 	// knowns are the known { } blocks, in file order (known.go).
 	knowns []*Known
 	// requestSettlers are the request hooks with a part after the
@@ -206,15 +206,17 @@ type Rule struct {
 	knownUS   int64
 	knownBy   []Characteristic
 	knownTags []byte
-	// cost is the rule's cost, max_cost and settle_from (cost.go).
-	cost ruleCost
-	// stages are the features' behaviours of the rule (Rule.AddStage),
-	// gates, shapers and judges those with a Gate, Shape or Judge phase
-	// (stage.go).
-	stages  []Stage
-	gates   []Gater
-	shapers []Shaper
-	judges  []Judge
+	// stages are the features' behaviours of the rule (Rule.AddStage);
+	// shapers, gates, judges and settlers those with a Shape, Gate, Judge
+	// or Settle phase (stage.go).
+	stages   []Stage
+	shapers  []Shaper
+	gates    []Gater
+	judges   []Judge
+	settlers []Settler
+	// local is the stage that makes the rule a node-local limit
+	// (LocalLimit: adaptive { }), nil without.
+	local LocalLimit
 	// banUS is ban in µs (0: none); BanScope its ban_scope.
 	banUS    int64
 	BanScope BanScope
@@ -284,8 +286,6 @@ type Rule struct {
 	// Limit is then requests in flight per key, and Period the lease of
 	// each (its op is a Distinct op of lease IDs).
 	Concurrency bool
-	// Adaptive is the rule's adaptive { } block (adaptive.go), nil without.
-	Adaptive *AdaptiveConfig
 	// Priority is the rule's priority for load shedding (shed.go);
 	// PriorityUnset when it sets none.
 	Priority Priority

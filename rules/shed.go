@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,11 +13,12 @@ import (
 // lower priorities first so that the routes that matter keep working. The
 // signal is what is in flight, never what arrives: the node's own count of
 // requests at the origin (load_shedding max_in_flight) and each matching
-// adaptive rule's limiter (adaptive.go). A request of priority p is
-// admitted while each count is under its capacity × p's share (shed_at);
-// critical's share is always 100%. Shedding happens before the store call,
-// so a shed request is counted by no rule; see inflight.go for how the
-// slots taken here are given back.
+// node-local limit's Slots (LocalLimit: an adaptive rule's limiter,
+// behaviour/adaptive). A request of priority p is admitted while each
+// count is under its capacity × p's share (shed_at); critical's share is
+// always 100%. Shedding happens before the store call, so a shed request
+// is counted by no rule; see inflight.go for how the slots taken here are
+// given back.
 
 // DefaultShedRetryAfter is load_shedding's default retry_after: the
 // Retry-After of a request shed on an ordinary route.
@@ -57,8 +59,9 @@ type LoadShedding struct {
 
 	// ceiling is MaxInFlight × Share[p] ÷ 1000, at least 1, by priority.
 	ceiling [NumPriorities]int64
-	// adaptive is set when a rule has adaptive { }.
-	adaptive bool
+	// local is set when a rule is a node-local limit (LocalLimit:
+	// adaptive { }).
+	local bool
 	// rng is where the block is written, for diagnostics.
 	rng hcl.Range
 }
@@ -82,17 +85,17 @@ func (ls *LoadShedding) finish(p *Policy) {
 	for i := range ls.ceiling {
 		ls.ceiling[i] = max(ls.MaxInFlight*ls.Share[i]/perMille, 1)
 	}
-	ls.adaptive = false
+	ls.local = false
 	for _, r := range p.Rules {
-		if r.Adaptive != nil {
-			ls.adaptive = true
+		if r.local != nil {
+			ls.local = true
 		}
 	}
 }
 
 // sheds reports whether Check must run admission (admit) for p: it has a
-// node in-flight ceiling or an adaptive rule.
-func (p *Policy) sheds() bool { return p.Shedding.MaxInFlight > 0 || p.Shedding.adaptive }
+// node in-flight ceiling or a node-local limit (an adaptive rule).
+func (p *Policy) sheds() bool { return p.Shedding.MaxInFlight > 0 || p.Shedding.local }
 
 // RequestPriority returns the priority of a request whose matching rules
 // are matches: the highest any of them sets, PriorityNormal when none sets
@@ -110,10 +113,10 @@ func RequestPriority(matches []Match) Priority {
 
 // admit decides whether the request may go to the origin now, given its
 // priority (the highest of its matching rules') and the node's and the
-// matching adaptive rules' in-flight counts; when it may, the local slots
-// it takes are recorded in s (released by Settle or Release). false: shed
-// it (Verdict Shed, d.RetryAfter set for an ordinary route); nothing is
-// held then.
+// matching node-local limits' (adaptive rules') in-flight counts; when it
+// may, the local slots it takes are recorded in s (released by Settle or
+// Release). false: shed it (Verdict Shed, d.RetryAfter set for an
+// ordinary route); nothing is held then.
 //
 // A dry-run adaptive rule (and, under node-wide dry-run, the node's
 // ceiling) is decided as if it enforced but never sheds: its would-shed is
@@ -142,14 +145,14 @@ func (e *Engine) admit(now time.Time, p *Policy, s *Scratch, d *Decision) bool {
 		if shed {
 			break
 		}
-		if m.Rule.Adaptive == nil || m.Op >= 0 || m.Outcome != OutcomeSkip {
+		if m.Rule.local == nil || m.Op >= 0 || m.Outcome != OutcomeSkip {
 			continue
 		}
-		l := e.adaptiveLimiter(m.Rule)
+		l := e.localSlots(m.Rule)
 		switch {
 		case l == nil:
 			m.Outcome = OutcomeAllow // no limiter in this build yet
-		case l.tryAcquire(share):
+		case l.TryAcquire(share):
 			m.Outcome = OutcomeAllow
 			s.fl.local = append(s.fl.local, l)
 		case m.Enforce:
@@ -206,7 +209,8 @@ func (c *nodeInFlight) tryAcquire(ceiling int64) bool {
 	}
 }
 
-func (c *nodeInFlight) release(time.Time, time.Duration, bool, bool) { c.n.Add(-1) }
+// Release gives a slot back.
+func (c *nodeInFlight) Release(time.Time, time.Duration, bool, bool) { c.n.Add(-1) }
 
 var _ localSlot = (*nodeInFlight)(nil)
 
@@ -224,4 +228,97 @@ func (e *Engine) ShedStats() (shed, dryRun [NumPriorities]uint64) {
 		shed[i], dryRun[i] = e.shed.shed[i].Load(), e.shed.dry[i].Load()
 	}
 	return shed, dryRun
+}
+
+// localLimits holds an Engine's node-local limits' Slots (LocalLimit) by
+// rule ID: a map replaced whole on each insertion (copy on write), so a
+// lookup is one atomic load and a map read. The Slots of rules a reload
+// removed are kept (a few hundred bytes each) so that a rule put back
+// resumes where it was.
+type localLimits struct {
+	m  atomic.Pointer[map[[8]byte]Slots]
+	mu sync.Mutex
+}
+
+// localSlots returns r's Slots, creating them on first use and rebinding
+// them when r's LocalLimit is not the one they run (a reload: the stage's
+// Slots); nil when r is no node-local limit.
+func (e *Engine) localSlots(r *Rule) Slots {
+	if r.local == nil {
+		return nil
+	}
+	if m := e.local.m.Load(); m != nil {
+		if l := (*m)[r.ID]; l != nil {
+			if got := r.local.Slots(l); got == l {
+				return l
+			}
+		}
+	}
+	return e.local.add(r)
+}
+
+// add stores r's Slots, new or replaced, unless another request just did.
+func (a *localLimits) add(r *Rule) Slots {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.m.Load()
+	var prev Slots
+	if old != nil {
+		prev = (*old)[r.ID]
+	}
+	l := r.local.Slots(prev)
+	if prev != nil && l == prev {
+		return l
+	}
+	m := make(map[[8]byte]Slots, 1)
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[r.ID] = l
+	a.m.Store(&m)
+	return l
+}
+
+// LocalSlots returns the Slots of r, a node-local limit (an adaptive
+// rule's limiter: behaviour/adaptive), creating them at their initial
+// limit when no request has used them yet (metrics read them); nil when r
+// has no LocalLimit.
+func (e *Engine) LocalSlots(r *Rule) Slots { return e.localSlots(r) }
+
+// explainLocal decides, for Explain (which runs no admission and takes no
+// slot), each matching node-local limit as admit would now: a request of
+// d's priority would be shed while the rule has its limit × the priority's
+// share in flight (Slots.Admits). A shed wins over what the store said, as
+// it comes before the store call in Check; a request a deny rule or an
+// identity rejected never reaches admission, and is left as it is.
+func (e *Engine) explainLocal(p *Policy, s *Scratch, d *Decision) {
+	if !p.Shedding.local {
+		return
+	}
+	switch d.Verdict {
+	case Forward, RefuseLimit, Unavailable:
+	default:
+		return
+	}
+	prio := RequestPriority(s.Matches)
+	share := p.Shedding.shareOf(prio)
+	for i := range s.Matches {
+		m := &s.Matches[i]
+		if m.Rule.local == nil || m.Op >= 0 || m.Outcome != OutcomeSkip {
+			continue
+		}
+		switch l := e.localSlots(m.Rule); {
+		case l == nil || l.Admits(share):
+			m.Outcome = OutcomeAllow
+		case m.Enforce:
+			m.Outcome = OutcomeDeny
+			if d.Verdict != Shed {
+				d.Verdict, d.Refusing, d.RetryAfter, d.Priority = Shed, m.Rule, p.Shedding.RetryAfter, prio
+			}
+		default:
+			m.Outcome = OutcomeDryRunDeny
+		}
+	}
 }

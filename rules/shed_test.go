@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/adaptive"
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/teststore"
 	"github.com/edge-gateway/edge/rules"
@@ -490,7 +491,7 @@ func TestShedAtTheAdaptiveLimitByPriority(t *testing.T) {
 			t.Errorf("the adaptive rule's outcome %v on the request it shed, want deny", m.Outcome)
 		}
 	}
-	if l := e.AdaptiveLimiter(p.Rules[0]); l.InFlight() != 10 || l.Limit() != 10 {
+	if l := adaptive.LimiterOf(e, p.Rules[0]); l.InFlight() != 10 || l.Limit() != 10 {
 		t.Errorf("limiter: %d in flight, limit %d; want 10 and 10", l.InFlight(), l.Limit())
 	}
 	wantInFlight(t, e, 10)
@@ -500,7 +501,7 @@ func TestShedAtTheAdaptiveLimitByPriority(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if l := e.AdaptiveLimiter(p.Rules[0]); l.InFlight() != 0 {
+	if l := adaptive.LimiterOf(e, p.Rules[0]); l.InFlight() != 0 {
 		t.Errorf("limiter: %d in flight after every Settle, want 0", l.InFlight())
 	}
 	wantInFlight(t, e, 0)
@@ -525,7 +526,7 @@ func TestShedAdaptiveDryRun(t *testing.T) {
 			t.Errorf("the dry-run adaptive rule's outcome %v, want dry_run_deny", m.Outcome)
 		}
 	}
-	if l := e.AdaptiveLimiter(p.Rules[0]); l.InFlight() != 5 {
+	if l := adaptive.LimiterOf(e, p.Rules[0]); l.InFlight() != 5 {
 		t.Errorf("limiter: %d in flight, want 5 (a would-be shed takes no slot)", l.InFlight())
 	}
 	if _, dry := e.ShedStats(); dry[rules.PriorityLow] != 1 {

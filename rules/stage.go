@@ -1,20 +1,25 @@
 package rules
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Stages are how a feature adds a behaviour to rules (docs/architecture.md,
 // "Extension points"): a rule attribute (RuleAttrType) compiles to a Stage
 // that the rule carries (Rule.AddStage), and Check runs, for each of the
 // rule's matches, the phase methods the stage implements (Gater, Shaper,
-// Judge), in the order its stages were added. A stage's per-request state
-// lives in memo slots (Compiler.Slot, Scratch.Memo), never in Scratch
-// fields, and its store ops ride in the calls the pipeline already makes:
-// the gate's precheck (Scratch.PreOp), the main call (Shape adjusts the
-// match's op) and the after call (Scratch.AfterOp), so a behaviour never
-// adds a store call of its own.
+// Judge), in the order its stages were added; Engine.Settle runs the
+// Settlers once the origin has answered, and load shedding's admission
+// takes the LocalLimit's Slots. A stage's per-request state lives in memo
+// slots (Compiler.Slot, Scratch.Memo), never in Scratch fields, and its
+// store ops ride in the calls the pipeline already makes: the gate's
+// precheck (Scratch.PreOp), the main call (the op Shape shapes), the after
+// call (Scratch.AfterOp) and Settle's, so a behaviour never adds a store
+// call of its own.
 
 // Stage is a rule behaviour's compiled form: one value per rule that has
-// it, implementing any of Gater, Shaper and Judge.
+// it, implementing any of Gater, Shaper, Judge, Settler and LocalLimit.
 type Stage interface {
 	// Behaviour names the behaviour ("queue"), for diagnostics and tests.
 	Behaviour() string
@@ -36,21 +41,23 @@ type Gater interface {
 	Admit(s *Scratch, m *Match) (refuse bool, retryAfter time.Duration)
 }
 
-// Shaper is a Stage with a part in the shape phase, between the gate and
-// the main call: it sets what its rule's ops count beyond what the rule's
-// numbers say (a calendar period's window, behaviour/calendar).
+// Shaper is a Stage that shapes the op of each of its rule's counting
+// matches: what the op counts beyond what the rule's numbers say (a
+// weighted cost, behaviour/cost; a calendar period's window,
+// behaviour/calendar). It runs as the op is made (countMatch), before
+// the gate, so that every reader of the op agrees on it.
 type Shaper interface {
 	Stage
-	// Shape is called for each match m of the rule that counts (m.Op >= 0)
-	// of a request the gate let through, refused whatever the counters say
-	// or not (its ops still go to the main call, as peeks or attempts), and
-	// may adjust m's op, s.Ops[m.Op], in place. A visitor rule's match
-	// also has its IP ceiling's op, s.Ops[m.CeilingOp] when m.CeilingOp >=
-	// 0, a copy of m's with the ceiling's key, limit and burst: a Shaper
-	// that changes what m counts changes both alike (the gate, before,
-	// saw the op as the match phase built it). s.Now is the instant the
-	// request is decided at.
-	Shape(s *Scratch, m *Match)
+	// Shape is called for each match m of the rule that counts, once m's
+	// op (s.Ops[m.Op]) is made from the rule's numbers and key, for a
+	// request refused whatever the counters say too (its ops still go to
+	// the main call, as peeks or attempts); it may change that op in
+	// place. It runs before the op of m's IP ceiling is made (m.CeilingOp
+	// is -1), which copies what Shape set but its key, limit and burst.
+	// s.Now is the instant the request is decided at; req is nil when
+	// Engine.Forgive shapes a reset it sends with no request behind it
+	// (WindowShaper). It must not allocate.
+	Shape(req *Request, s *Scratch, m *Match)
 }
 
 // WindowShaper is a Shaper that sets each op's window itself
@@ -92,19 +99,77 @@ type Judgement struct {
 	Delay time.Duration
 }
 
-// AddStage adds st to r's stages. A RuleAttrType's Compile calls it; a
-// stage that implements none of Gater, Shaper and Judge is kept (Stages)
-// but takes no part in Check.
+// Settler is a Stage with a part in Engine.Settle, once the origin has
+// answered a request the rule counted and allowed (settle_from:
+// behaviour/cost). A rule with one sets Decision.Settle for such a request.
+type Settler interface {
+	Stage
+	// Settle is called for each match m of the rule that counted and was
+	// allowed, after the rule's Hooks, with the origin's status and its
+	// X-Edge-Outcome (nil, "success" or "failure"); Scratch.Response has
+	// its headers. It appends the ops to run for m to settle (m's op is
+	// s.Ops[m.Op], its ceiling's s.Ops[m.CeilingOp] when m.CeilingOp >= 0)
+	// and returns settle: they go to the store in Settle's one call.
+	Settle(s *Scratch, m *Match, status int, outcome []byte, settle []Op) []Op
+}
+
+// LocalLimit is a Stage that makes its rule a node-local limit on the
+// requests in flight (adaptive { }: behaviour/adaptive) rather than a
+// counter in the store: the rule needs no key (RuleBlockType.Keyless) and
+// holds no key budget, its matches have no op (Match.Op < 0, OutcomeSkip)
+// until load shedding's admission, at the end of the gate phase, takes one
+// of its Slots for the request or sheds it (Verdict Shed, 503; a dry-run
+// rule's would-shed is OutcomeDryRunDeny). A rule has at most one.
+type LocalLimit interface {
+	Stage
+	// Slots returns the limiter the rule's requests are admitted by, given
+	// prev, the one the Engine keeps for the rule's ID (nil the first
+	// time): prev itself, rebound to this stage's settings when they
+	// changed (a reload keeps what it learnt), or a new one. The Engine
+	// calls it for every admission: it must not allocate when it returns
+	// prev.
+	Slots(prev Slots) Slots
+}
+
+// Slots is a node-local limiter of requests in flight (LocalLimit), safe
+// for concurrent use, whose state outlives policies: the Engine keeps it
+// by rule ID.
+type Slots interface {
+	// TryAcquire takes one slot when fewer than the limit × sharePerMille
+	// ÷ 1000 (at least 1) are in flight, and reports whether it did;
+	// sharePerMille is the request's priority's share (shed_at).
+	TryAcquire(sharePerMille int64) bool
+	// Admits reports whether TryAcquire would take a slot now, and takes
+	// none (Engine.Explain).
+	Admits(sharePerMille int64) bool
+	// Release gives back one slot TryAcquire took, once, as a local slot
+	// of the request's in-flight lifecycle (inflight.go).
+	Release(now time.Time, rtt time.Duration, answered, dropped bool)
+}
+
+// LocalLimit returns r's LocalLimit stage, nil when r has none.
+func (r *Rule) LocalLimit() LocalLimit { return r.local }
+
+// AddStage adds st to r's stages. A RuleAttrType's Compile (or a
+// Feature's RuleDone) calls it; a stage that implements none of Shaper,
+// Gater, Judge, Settler and LocalLimit is kept (Stages) but takes no part
+// in Check.
 func (r *Rule) AddStage(st Stage) {
 	r.stages = append(r.stages, st)
-	if g, ok := st.(Gater); ok {
-		r.gates = append(r.gates, g)
-	}
 	if sh, ok := st.(Shaper); ok {
 		r.shapers = append(r.shapers, sh)
 	}
+	if g, ok := st.(Gater); ok {
+		r.gates = append(r.gates, g)
+	}
 	if j, ok := st.(Judge); ok {
 		r.judges = append(r.judges, j)
+	}
+	if st, ok := st.(Settler); ok {
+		r.settlers = append(r.settlers, st)
+	}
+	if l, ok := st.(LocalLimit); ok {
+		r.local = l
 	}
 }
 
@@ -125,6 +190,40 @@ func (s *Scratch) PreOp(op Op) int {
 // PreResult returns the result of precheck op i (PreOp's index). Only a
 // Gater's Admit may call it.
 func (s *Scratch) PreResult(i int) *Result { return &s.mres[s.preAt+i] }
+
+// SetResponse gives Engine.Settle the origin's response headers, for the
+// Settlers (settle_from); the gateway calls it before Settle. The Scratch
+// holds h until the next request begins.
+func (s *Scratch) SetResponse(h ResponseHeaders) { s.resp = h }
+
+// Response returns the origin's response headers SetResponse gave for the
+// request, nil when none. Only a Settler's Settle may call it.
+func (s *Scratch) Response() ResponseHeaders { return s.resp }
+
+// ResponseHeaders reads the origin's response headers for the Settlers
+// (*fasthttp.ResponseHeader implements it): the first value of name, nil
+// when absent.
+type ResponseHeaders interface {
+	PeekBytes(name []byte) []byte
+}
+
+// ReadsResponseHeader records that a Settler reads response header name
+// from the origin's answer (Scratch.Response): the origin's word to the
+// edge, which the gateway strips from what it relays (Policy.SettleHeaders).
+func (c *Compiler) ReadsResponseHeader(name []byte) {
+	for _, have := range c.p.settleHeaders {
+		if strings.EqualFold(string(have), string(name)) {
+			return
+		}
+	}
+	c.p.settleHeaders = append(c.p.settleHeaders, name)
+}
+
+// SettleHeaders returns the response headers the policy's Settlers read
+// (settle_from; Compiler.ReadsResponseHeader), one per name compared
+// case-insensitively; the gateway strips them from the origin's answer.
+// The caller must not modify them.
+func (p *Policy) SettleHeaders() [][]byte { return p.settleHeaders }
 
 // AfterOp adds op to the after call, which Check makes once the judge
 // phase is done (its result is not read: an add, a refund, a reset). Only a
@@ -160,17 +259,6 @@ func (s *Scratch) admitGates() (banned *Rule, left time.Duration) {
 	return banned, left
 }
 
-// shape runs the Shape of every counting match's Shapers.
-func (s *Scratch) shape() {
-	for i := range s.Matches {
-		if m := &s.Matches[i]; m.Op >= 0 {
-			for _, sh := range m.Rule.shapers {
-				sh.Shape(s, m)
-			}
-		}
-	}
-}
-
 // shapeWindow gives op, one of r's sent outside a request (Forgive's
 // reset), the window r's WindowShapers set on a request's op at now.
 func (r *Rule) shapeWindow(now time.Time, op *Op) {
@@ -181,7 +269,7 @@ func (r *Rule) shapeWindow(now time.Time, op *Op) {
 			if s == nil {
 				s = &Scratch{now: now, Ops: []Op{*op}}
 			}
-			w.Shape(s, &m)
+			w.Shape(nil, s, &m)
 		}
 	}
 	if s != nil {

@@ -308,9 +308,7 @@ func (e *Engine) countValues(now time.Time, r *Rule, req *Request, s *Scratch) {
 		if dup {
 			continue
 		}
-		if r.Distinct == nil {
-			cost = r.cost.of(req)
-		}
+		// A rule's own cost is its stages' (Shaper: behaviour/cost).
 		m.Value = uint8(min(len(s.Matches)-first, 255))
 		e.countMatch(now, r, req, s, m, key, member, cost)
 	}

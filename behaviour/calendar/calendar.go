@@ -112,19 +112,15 @@ func Of(r *rules.Rule) *Stage {
 	return nil
 }
 
-// Shape sets m's op, and its IP ceiling's, to the window of the stage's
-// period that holds the request's now (Op.Calendar, WindowStartUS, and
-// PeriodUS the window's own length).
-func (c *Stage) Shape(s *rules.Scratch, m *rules.Match) {
+// Shape sets m's op to the window of the stage's period that holds the
+// request's now (Op.Calendar, WindowStartUS, and PeriodUS the window's
+// own length); its IP ceiling's op copies it.
+func (c *Stage) Shape(_ *rules.Request, s *rules.Scratch, m *rules.Match) {
 	start, end := Window(s.Now(), c.Zone, c.Period)
-	for _, i := range [2]int{m.Op, m.CeilingOp} {
-		if i >= 0 {
-			op := &s.Ops[i]
-			op.Calendar = true
-			op.WindowStartUS = start.UnixMicro()
-			op.PeriodUS = end.UnixMicro() - op.WindowStartUS
-		}
-	}
+	op := &s.Ops[m.Op]
+	op.Calendar = true
+	op.WindowStartUS = start.UnixMicro()
+	op.PeriodUS = end.UnixMicro() - op.WindowStartUS
 }
 
 // LongestWindow is the longest window of the period, DST days included:

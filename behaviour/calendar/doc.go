@@ -13,7 +13,7 @@
 //
 // It is a rules.Feature (builtin.Features lists it): the three words are
 // its rules.PeriodType values and time_zone its rule attribute, and they
-// compile to one Stage per rule, a rules.WindowShaper. In the shape phase
+// compile to one Stage per rule, a rules.WindowShaper. As each op is made
 // it computes the window holding the Engine's now for every op and hands
 // it to the store in the op: Op.Calendar, Op.WindowStartUS and Op.PeriodUS
 // (the window's own length). The stores need no time-zone data: the

@@ -1,4 +1,4 @@
-package rules_test
+package cost_test
 
 import (
 	"context"
@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
-
-	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/behaviour/cost"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -23,9 +21,9 @@ func TestRequestCost(t *testing.T) {
 		{"0", 1}, {"-5", 1}, {"-0", 1}, // never 0 or negative
 		{"50", 50}, {"51", 50}, {"1000000000000000000", 50}, {"99999999999999999999999999999", 50},
 		{"abc", 50}, {"1e18", 50}, {"+5", 50}, {"2, 3", 50}, {"5abc", 50}, {"-", 50}, {"0x10", 50},
-		{strings.Repeat("1", rules.MaxCostHeaderBytes+1), 50},
+		{strings.Repeat("1", cost.MaxCostHeaderBytes+1), 50},
 	} {
-		if got := rules.RequestCost([]byte(tt.v), 50); got != tt.want {
+		if got := cost.RequestCost([]byte(tt.v), 50); got != tt.want {
 			t.Errorf("RequestCost(%q, 50) = %d, want %d", tt.v, got, tt.want)
 		}
 	}
@@ -42,7 +40,7 @@ func TestSettleCost(t *testing.T) {
 		{"-3", 0, true, true}, {"51", 50, true, true}, {"1000000000000000000000", 50, true, true},
 		{"abc", 0, false, true}, {"1.5", 0, false, true}, {strings.Repeat("9", 40), 0, false, true},
 	} {
-		got, ok, clamped := rules.SettleCost([]byte(tt.v), 50)
+		got, ok, clamped := cost.SettleCost([]byte(tt.v), 50)
 		if got != tt.want || ok != tt.ok || clamped != tt.clamped {
 			t.Errorf("SettleCost(%q, 50) = %d, %v, %v; want %d, %v, %v", tt.v, got, ok, clamped, tt.want, tt.ok, tt.clamped)
 		}
@@ -117,7 +115,7 @@ func TestCostCompile(t *testing.T) {
 	p := load(t, fmt.Sprintf(base, `cost = "header:X-Cost"
   max_cost = 10
   settle_from = "X-Actual-Cost"`))
-	r := p.Rules[0]
+	r := cost.Of(p.Rules[0])
 	if r.Cost() != 0 || r.CostHeader() != "X-Cost" || r.MaxCost() != 10 || r.SettleFrom() != "X-Actual-Cost" {
 		t.Errorf("compiled: cost %d header %q max %d settle %q", r.Cost(), r.CostHeader(), r.MaxCost(), r.SettleFrom())
 	}
@@ -128,7 +126,7 @@ type respHeaders map[string]string
 
 func (h respHeaders) PeekBytes(n []byte) []byte { return bytesOf(h, n) }
 
-// multiFields adds every value of a header (rules.MultiHeader).
+// multiFields adds every value of a header (cost.MultiHeader).
 type multiFields struct {
 	fields
 	all map[string][]string
@@ -259,7 +257,7 @@ func TestEngineSettleFrom(t *testing.T) {
 			// full (the settle never refuses), the balance goes below
 			// empty (not for sliding_log, which holds at most limit).
 			k.answer(respHeaders{"X-Actual-Cost": "20"})
-			if k.s.SettleInvalid() != 0 {
+			if cost.SettleInvalid(k.s) != 0 {
 				t.Errorf("a valid value counted as invalid")
 			}
 			d = k.send("/api/export", nil)
@@ -297,8 +295,8 @@ func TestEngineSettleFrom(t *testing.T) {
 			}
 			k.send("/api/export", nil)
 			k.answer(respHeaders{"X-Actual-Cost": "-4"})
-			if k.s.SettleInvalid() != 1 {
-				t.Errorf("-4: invalid %d, want 1", k.s.SettleInvalid())
+			if cost.SettleInvalid(k.s) != 1 {
+				t.Errorf("-4: invalid %d, want 1", cost.SettleInvalid(k.s))
 			}
 		})
 	}
@@ -375,10 +373,6 @@ rule "export" {
 	if r, c := k.s.Res[k.s.Matches[0].Op], k.s.Res[k.s.Matches[0].CeilingOp]; r.Remaining != 2 || c.Remaining != 2 {
 		t.Errorf("after 7: remaining %d, ceiling %d, want 2 and 2", r.Remaining, c.Remaining)
 	}
-}
-
-func loadDiags(src string) (*rules.Policy, hcl.Diagnostics) {
-	return builtin.Load("test.hcl", []byte(src))
 }
 
 // Under decide_listen the edge never sees the origin's answer: settle_from

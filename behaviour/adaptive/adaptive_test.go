@@ -1,4 +1,4 @@
-package rules
+package adaptive
 
 import (
 	"context"
@@ -7,6 +7,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/rules"
 )
 
 // The adaptive limiter on an injected clock with synthetic latencies: no
@@ -14,16 +18,16 @@ import (
 
 // gradientConfig: the compiled defaults of a gradient block with min 5, max
 // 200, initial 100.
-func gradientConfig() *AdaptiveConfig {
-	return &AdaptiveConfig{
-		Method: AdaptiveGradient, Min: 5, Max: 200, Initial: 100,
-		Backoff: DefaultAdaptiveBackoff, Window: time.Second, MinSamples: 10,
-		NoLoadWindow: time.Minute, Smoothing: DefaultAdaptiveSmoothing,
+func gradientConfig() *Config {
+	return &Config{
+		Method: Gradient, Min: 5, Max: 200, Initial: 100,
+		Backoff: DefaultBackoff, Window: time.Second, MinSamples: 10,
+		NoLoadWindow: time.Minute, Smoothing: DefaultSmoothing,
 	}
 }
 
-func aimdConfig() *AdaptiveConfig {
-	return &AdaptiveConfig{Method: AdaptiveAIMD, Min: 2, Max: 50, Initial: 10, Backoff: 0.5, LatencyThreshold: 100 * time.Millisecond}
+func aimdConfig() *Config {
+	return &Config{Method: AIMD, Min: 2, Max: 50, Initial: 10, Backoff: 0.5, LatencyThreshold: 100 * time.Millisecond}
 }
 
 // driver runs a synthetic load on one limiter: every tick (100 ms) it sends
@@ -32,13 +36,13 @@ func aimdConfig() *AdaptiveConfig {
 // them at the end of the tick after rtt.
 type driver struct {
 	t   *testing.T
-	l   *AdaptiveLimiter
+	l   *Limiter
 	now time.Time
-	cfg *AdaptiveConfig
+	cfg *Config
 }
 
-func newDriver(t *testing.T, cfg *AdaptiveConfig) *driver {
-	return &driver{t: t, l: newAdaptiveLimiter(cfg), now: time.Unix(1_700_000_000, 0), cfg: cfg}
+func newDriver(t *testing.T, cfg *Config) *driver {
+	return &driver{t: t, l: newLimiter(cfg), now: time.Unix(1_700_000_000, 0), cfg: cfg}
 }
 
 // run drives the limiter for d at latency rtt and returns the limit after
@@ -49,7 +53,7 @@ func (dr *driver) run(d, rtt time.Duration, demand int64) []int64 {
 	var perSecond []int64
 	for i := 1; time.Duration(i)*tick <= d; i++ {
 		sent := int64(0)
-		for (demand == 0 || sent < demand) && dr.l.tryAcquire(perMille) {
+		for (demand == 0 || sent < demand) && dr.l.TryAcquire(perMille) {
 			sent++
 		}
 		if lim := dr.l.Limit(); sent > lim {
@@ -57,7 +61,7 @@ func (dr *driver) run(d, rtt time.Duration, demand int64) []int64 {
 		}
 		dr.now = dr.now.Add(tick)
 		for range sent {
-			dr.l.release(dr.now, rtt, true, false)
+			dr.l.Release(dr.now, rtt, true, false)
 		}
 		if got := dr.l.InFlight(); got != 0 {
 			dr.t.Fatalf("in flight %d after every answer", got)
@@ -159,24 +163,24 @@ func TestAdaptiveGradientForgetsAnOldNoLoad(t *testing.T) {
 // oneWindow sends n requests and has them answered after rtt within one
 // gradient window that closes on the last answer (dropLast: the last one is
 // dropped instead); *c is the window's start and becomes its end.
-func oneWindow(t *testing.T, l *AdaptiveLimiter, c *time.Time, n int, rtt time.Duration, dropLast bool) {
+func oneWindow(t *testing.T, l *Limiter, c *time.Time, n int, rtt time.Duration, dropLast bool) {
 	t.Helper()
 	for range n {
-		if !l.tryAcquire(perMille) {
+		if !l.TryAcquire(perMille) {
 			t.Fatalf("refused at %d in flight under %d", l.InFlight(), l.Limit())
 		}
 	}
 	for i := 1; i < n; i++ {
-		l.release(c.Add(time.Duration(i)*time.Microsecond), rtt, true, false)
+		l.Release(c.Add(time.Duration(i)*time.Microsecond), rtt, true, false)
 	}
 	*c = c.Add(l.c.Window + time.Duration(n)*time.Microsecond)
-	l.release(*c, rtt, !dropLast, dropLast)
+	l.Release(*c, rtt, !dropLast, dropLast)
 }
 
 func TestAdaptiveGradientQueueAllowance(t *testing.T) {
 	cfg := gradientConfig()
 	cfg.Smoothing, cfg.Initial = 1, 100
-	l := newAdaptiveLimiter(cfg)
+	l := newLimiter(cfg)
 	c := time.Unix(0, 0)
 	// 10 in flight of 100 is not in use: no growth.
 	oneWindow(t, l, &c, 10, 50*time.Millisecond, false)
@@ -210,7 +214,7 @@ func TestAdaptiveGradientQueueAllowance(t *testing.T) {
 
 func TestAdaptiveGradientSmoothing(t *testing.T) {
 	cfg := gradientConfig() // smoothing ½
-	l := newAdaptiveLimiter(cfg)
+	l := newLimiter(cfg)
 	c := time.Unix(0, 0)
 	oneWindow(t, l, &c, 60, 50*time.Millisecond, false)
 	if got := l.Limit(); got != 105 {
@@ -219,7 +223,7 @@ func TestAdaptiveGradientSmoothing(t *testing.T) {
 }
 
 func TestAdaptiveGradientDropCutsByBackoff(t *testing.T) {
-	l := newAdaptiveLimiter(gradientConfig())
+	l := newLimiter(gradientConfig())
 	c := time.Unix(0, 0)
 	oneWindow(t, l, &c, 60, 20*time.Millisecond, true) // the last an upstream timeout
 	if got := l.Limit(); got != 90 {
@@ -228,19 +232,19 @@ func TestAdaptiveGradientDropCutsByBackoff(t *testing.T) {
 }
 
 func TestAdaptiveNeverSentIsNoSample(t *testing.T) {
-	for _, cfg := range []*AdaptiveConfig{gradientConfig(), aimdConfig()} {
-		l := newAdaptiveLimiter(cfg)
+	for _, cfg := range []*Config{gradientConfig(), aimdConfig()} {
+		l := newLimiter(cfg)
 		now := time.Unix(0, 0)
 		for range 500 {
-			if !l.tryAcquire(perMille) {
+			if !l.TryAcquire(perMille) {
 				break
 			}
 			now = now.Add(time.Second)
-			l.release(now, 0, false, false) // refused after acquiring: never sent
-			if !l.tryAcquire(perMille) {
+			l.Release(now, 0, false, false) // refused after acquiring: never sent
+			if !l.TryAcquire(perMille) {
 				t.Fatal("refused with nothing in flight")
 			}
-			l.release(now, 0, true, false) // answered with no RTT (Forwarding not called)
+			l.Release(now, 0, true, false) // answered with no RTT (Forwarding not called)
 		}
 		if got := l.Limit(); got != cfg.Initial {
 			t.Fatalf("%s: limit %d after no sample, want %d", cfg.Method, got, cfg.Initial)
@@ -252,11 +256,11 @@ func TestAdaptiveNeverSentIsNoSample(t *testing.T) {
 }
 
 func TestAdaptiveAIMD(t *testing.T) {
-	l := newAdaptiveLimiter(aimdConfig()) // min 2, max 50, initial 10, backoff 0.5, threshold 100ms
+	l := newLimiter(aimdConfig()) // min 2, max 50, initial 10, backoff 0.5, threshold 100ms
 	now := time.Unix(0, 0)
 	fill := func(n int) {
 		for range n {
-			if !l.tryAcquire(perMille) {
+			if !l.TryAcquire(perMille) {
 				t.Fatalf("refused at %d in flight under %d", l.InFlight(), l.Limit())
 			}
 		}
@@ -264,36 +268,36 @@ func TestAdaptiveAIMD(t *testing.T) {
 	// A success with the limit in use (5 of 10 in flight) adds one.
 	fill(5)
 	now = now.Add(time.Second)
-	l.release(now, 10*time.Millisecond, true, false)
+	l.Release(now, 10*time.Millisecond, true, false)
 	if got := l.Limit(); got != 11 {
 		t.Fatalf("limit %d after a success in use, want 11", got)
 	}
 	// Not in use (4 of 11): no growth.
-	l.release(now, 10*time.Millisecond, true, false)
+	l.Release(now, 10*time.Millisecond, true, false)
 	if got := l.Limit(); got != 11 {
 		t.Fatalf("limit %d after a success not in use, want 11", got)
 	}
 	// A drop halves it (backoff 0.5), once per smoothed RTT.
 	now = now.Add(time.Second)
-	l.release(now, 0, false, true)
+	l.Release(now, 0, false, true)
 	if got := l.Limit(); got != 5 {
 		t.Fatalf("limit %d after a drop, want ⌊11 × 0.5⌋ = 5", got)
 	}
-	l.release(now.Add(5*time.Millisecond), 0, false, true) // the same round trip
+	l.Release(now.Add(5*time.Millisecond), 0, false, true) // the same round trip
 	if got := l.Limit(); got != 5 {
 		t.Fatalf("limit %d after a second drop within one RTT, want 5", got)
 	}
 	// An answer slower than latency_threshold cuts too, once the RTT passed.
 	fill(1)
 	now = now.Add(time.Second)
-	l.release(now, 150*time.Millisecond, true, false)
+	l.Release(now, 150*time.Millisecond, true, false)
 	if got := l.Limit(); got != 2 {
 		t.Fatalf("limit %d after a slow answer, want ⌊5 × 0.5⌋ = 2", got)
 	}
 	// Never below min.
 	fill(1)
 	now = now.Add(time.Second)
-	l.release(now, 0, false, true)
+	l.Release(now, 0, false, true)
 	if got := l.Limit(); got != 2 {
 		t.Fatalf("limit %d, want min 2", got)
 	}
@@ -303,7 +307,7 @@ func TestAdaptiveAIMD(t *testing.T) {
 		now = now.Add(time.Second)
 		n := l.InFlight()
 		for range n {
-			l.release(now, 10*time.Millisecond, true, false)
+			l.Release(now, 10*time.Millisecond, true, false)
 		}
 	}
 	if got := l.Limit(); got != 50 {
@@ -314,10 +318,10 @@ func TestAdaptiveAIMD(t *testing.T) {
 func TestAdaptiveTryAcquireShare(t *testing.T) {
 	cfg := gradientConfig()
 	cfg.Initial = 20
-	l := newAdaptiveLimiter(cfg)
+	l := newLimiter(cfg)
 	take := func(share int64) int {
 		n := 0
-		for l.tryAcquire(share) {
+		for l.TryAcquire(share) {
 			n++
 		}
 		return n
@@ -329,7 +333,7 @@ func TestAdaptiveTryAcquireShare(t *testing.T) {
 		t.Fatalf("took %d more at 100%% of 20, want 10", got)
 	}
 	for range 20 {
-		l.release(time.Time{}, 0, false, false)
+		l.Release(time.Time{}, 0, false, false)
 	}
 	if got := take(1); got != 1 {
 		t.Fatalf("took %d at 0.1%% of 20, want at least 1", got)
@@ -339,7 +343,7 @@ func TestAdaptiveTryAcquireShare(t *testing.T) {
 func TestAdaptiveConcurrentNeverOverLimit(t *testing.T) {
 	cfg := aimdConfig()
 	cfg.Min, cfg.Max, cfg.Initial, cfg.LatencyThreshold = 8, 8, 8, 0
-	l := newAdaptiveLimiter(cfg)
+	l := newLimiter(cfg)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	peak := int64(0)
@@ -348,14 +352,14 @@ func TestAdaptiveConcurrentNeverOverLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 2000 {
-				if !l.tryAcquire(perMille) {
+				if !l.TryAcquire(perMille) {
 					continue
 				}
 				n := l.InFlight()
 				mu.Lock()
 				peak = max(peak, n)
 				mu.Unlock()
-				l.release(time.Unix(1, 0), time.Millisecond, true, false)
+				l.Release(time.Unix(1, 0), time.Millisecond, true, false)
 			}
 		}()
 	}
@@ -365,13 +369,19 @@ func TestAdaptiveConcurrentNeverOverLimit(t *testing.T) {
 	}
 }
 
+// load compiles a policy with this feature alone (builtin imports this
+// package: an internal test cannot import it).
+func load(filename string, src []byte) (*rules.Policy, hcl.Diagnostics) {
+	return rules.Load(filename, src, Feature())
+}
+
 // nopStore is a store no adaptive rule calls.
 type nopStore struct{ calls int }
 
-func (s *nopStore) Take(_ context.Context, _ time.Time, ops []Op, res []Result) error {
+func (s *nopStore) Take(_ context.Context, _ time.Time, ops []rules.Op, res []rules.Result) error {
 	s.calls++
 	for i := range res {
-		res[i] = Result{Allowed: true}
+		res[i] = rules.Result{Allowed: true}
 	}
 	return nil
 }
@@ -391,9 +401,9 @@ rule "login-adaptive" {
 }
 `
 
-func loadAdaptive(t *testing.T, src string) *Policy {
+func loadAdaptive(t *testing.T, src string) *rules.Policy {
 	t.Helper()
-	p, diags := Load("test.hcl", []byte(src))
+	p, diags := load("test.hcl", []byte(src))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -405,26 +415,26 @@ func loadAdaptive(t *testing.T, src string) *Policy {
 func TestAdaptiveThroughEngine(t *testing.T) {
 	p := loadAdaptive(t, adaptivePolicy)
 	r := p.Rules[0]
-	if !r.Concurrency || r.Adaptive == nil || r.Adaptive.Method != AdaptiveAIMD || r.Limit != 0 || r.Lease() != 0 {
-		t.Fatalf("compiled %+v (adaptive %+v)", r, r.Adaptive)
+	if !r.Concurrency || Of(r) == nil || Of(r).Method != AIMD || r.Limit != 0 || r.Lease() != 0 {
+		t.Fatalf("compiled %+v (adaptive %+v)", r, Of(r))
 	}
 	st := &nopStore{}
-	e, err := NewEngine(EngineOptions{Store: st})
+	e, err := rules.NewEngine(rules.EngineOptions{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_700_000_000, 0)
-	req := &Request{Method: []byte("POST"), Path: []byte("/login"), Client: netip.MustParseAddr("192.0.2.1"), Fields: noFields{}}
-	l := e.AdaptiveLimiter(r)
+	req := &rules.Request{Method: []byte("POST"), Path: []byte("/login"), Client: netip.MustParseAddr("192.0.2.1"), Fields: noFields{}}
+	l := LimiterOf(e, r)
 	if l == nil || l.Limit() != 1 {
 		t.Fatalf("limiter %v", l)
 	}
-	s1, s2 := NewScratch(1), NewScratch(1)
+	s1, s2 := rules.NewScratch(1), rules.NewScratch(1)
 	d := e.Check(context.Background(), now, p, req, s1)
-	if d.Verdict != Forward || !d.Settle || !s1.Holds() || l.InFlight() != 1 {
+	if d.Verdict != rules.Forward || !d.Settle || !s1.Holds() || l.InFlight() != 1 {
 		t.Fatalf("first: verdict %v settle %v holds %v in flight %d", d.Verdict, d.Settle, s1.Holds(), l.InFlight())
 	}
-	if d := e.Check(context.Background(), now, p, req, s2); d.Verdict != Shed || s2.Holds() {
+	if d := e.Check(context.Background(), now, p, req, s2); d.Verdict != rules.Shed || s2.Holds() {
 		t.Fatalf("second over the limit of 1: verdict %v, holds %v", d.Verdict, s2.Holds())
 	}
 	s1.Forwarding(now)
@@ -440,14 +450,14 @@ func TestAdaptiveThroughEngine(t *testing.T) {
 		t.Fatalf("release after settle: %v, in flight %d", err, l.InFlight())
 	}
 	// Two in flight, both dropped: one cut.
-	for _, s := range []*Scratch{s1, s2} {
-		if d := e.Check(context.Background(), now, p, req, s); d.Verdict != Forward {
+	for _, s := range []*rules.Scratch{s1, s2} {
+		if d := e.Check(context.Background(), now, p, req, s); d.Verdict != rules.Forward {
 			t.Fatalf("verdict %v under a limit of 2", d.Verdict)
 		}
 		s.Forwarding(now)
 	}
 	now = now.Add(time.Second)
-	for _, s := range []*Scratch{s1, s2} {
+	for _, s := range []*rules.Scratch{s1, s2} {
 		if err := e.Release(context.Background(), now, s); err != nil {
 			t.Fatal(err)
 		}
@@ -461,19 +471,19 @@ func TestAdaptiveThroughEngine(t *testing.T) {
 }
 
 func TestAdaptiveLimiterKeptAcrossReload(t *testing.T) {
-	e, err := NewEngine(EngineOptions{Store: &nopStore{}})
+	e, err := rules.NewEngine(rules.EngineOptions{Store: &nopStore{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p1 := loadAdaptive(t, adaptivePolicy)
-	l := e.AdaptiveLimiter(p1.Rules[0])
+	l := LimiterOf(e, p1.Rules[0])
 	now := time.Unix(0, 0)
 	for range 3 { // learn a limit of 4
-		for l.tryAcquire(perMille) {
+		for l.TryAcquire(perMille) {
 		}
 		now = now.Add(time.Second)
 		for l.InFlight() > 0 {
-			l.release(now, time.Millisecond, true, false)
+			l.Release(now, time.Millisecond, true, false)
 		}
 	}
 	if l.Limit() != 4 {
@@ -481,12 +491,12 @@ func TestAdaptiveLimiterKeptAcrossReload(t *testing.T) {
 	}
 	// The same policy reloaded: the same limiter, what it learnt kept.
 	p2 := loadAdaptive(t, adaptivePolicy)
-	if got := e.AdaptiveLimiter(p2.Rules[0]); got != l || got.Limit() != 4 {
+	if got := LimiterOf(e, p2.Rules[0]); got != l || got.Limit() != 4 {
 		t.Fatalf("after a reload: limiter %p (was %p), limit %d", got, l, got.Limit())
 	}
 	// A lower max re-bounds it.
 	p3 := loadAdaptive(t, strings.Replace(adaptivePolicy, "max               = 4", "max = 3", 1))
-	if got := e.AdaptiveLimiter(p3.Rules[0]); got != l || got.Limit() != 3 {
+	if got := LimiterOf(e, p3.Rules[0]); got != l || got.Limit() != 3 {
 		t.Fatalf("after max = 3: limit %d", got.Limit())
 	}
 	// Another rule has a limiter of its own; a rule without adaptive none.
@@ -497,16 +507,16 @@ rule "plain" {
   limit  = 5
   period = "1m"
 }`)
-	if got := e.AdaptiveLimiter(p4.Rules[0]); got == l || got.Limit() != 1 {
+	if got := LimiterOf(e, p4.Rules[0]); got == l || got.Limit() != 1 {
 		t.Fatalf("another rule's limiter %p, limit %d", got, got.Limit())
 	}
-	if got := e.AdaptiveLimiter(p4.Rules[1]); got != nil {
+	if got := LimiterOf(e, p4.Rules[1]); got != nil {
 		t.Fatalf("a plain rule's limiter %p", got)
 	}
 }
 
 func TestAdaptiveAllocs(t *testing.T) {
-	e, err := NewEngine(EngineOptions{Store: &nopStore{}})
+	e, err := rules.NewEngine(rules.EngineOptions{Store: &nopStore{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,13 +526,13 @@ rule "a" {
   adaptive {}
 }`)
 	r := p.Rules[0]
-	e.AdaptiveLimiter(r) // created on first use
+	LimiterOf(e, r) // created on first use
 	now := time.Unix(0, 0)
 	allocs := testing.AllocsPerRun(1000, func() {
-		l := e.adaptiveLimiter(r)
-		if l.tryAcquire(perMille) {
+		l := LimiterOf(e, r)
+		if l.TryAcquire(perMille) {
 			now = now.Add(time.Millisecond)
-			l.release(now, 5*time.Millisecond, true, false)
+			l.Release(now, 5*time.Millisecond, true, false)
 		}
 	})
 	if allocs != 0 {
@@ -541,8 +551,8 @@ rule "a" {
     max = 200
   }
 }`)
-	a := p.Rules[0].Adaptive
-	want := AdaptiveConfig{Method: AdaptiveGradient, Min: 5, Max: 200, Initial: 20, Backoff: 0.9, Window: time.Second, MinSamples: 10, NoLoadWindow: time.Minute, Smoothing: 0.5}
+	a := Of(p.Rules[0])
+	want := Config{Method: Gradient, Min: 5, Max: 200, Initial: 20, Backoff: 0.9, Window: time.Second, MinSamples: 10, NoLoadWindow: time.Minute, Smoothing: 0.5}
 	if a == nil || *a != want {
 		t.Fatalf("compiled %+v, want %+v", a, want)
 	}
@@ -604,7 +614,7 @@ rule "a" {
   adaptive { maximum = 10 }`), `"maximum"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := Load("test.hcl", []byte(tc.src))
+			_, diags := load("test.hcl", []byte(tc.src))
 			if !diags.HasErrors() {
 				t.Fatalf("no error; want %q", tc.want)
 			}
@@ -628,23 +638,23 @@ func (noFields) Cookies() []byte               { return nil }
 // Explain decides an adaptive rule as admission would, and takes no slot.
 func TestAdaptiveExplain(t *testing.T) {
 	p := loadAdaptive(t, adaptivePolicy) // limit 1
-	e, err := NewEngine(EngineOptions{Store: &nopStore{}})
+	e, err := rules.NewEngine(rules.EngineOptions{Store: &nopStore{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_700_000_000, 0)
-	req := &Request{Method: []byte("POST"), Path: []byte("/login"), Client: netip.MustParseAddr("192.0.2.1"), Fields: noFields{}}
-	l := e.AdaptiveLimiter(p.Rules[0])
-	s := NewScratch(1)
-	if d := e.Explain(context.Background(), now, p, req, s); d.Verdict != Forward || s.Matches[0].Outcome != OutcomeAllow || l.InFlight() != 0 {
+	req := &rules.Request{Method: []byte("POST"), Path: []byte("/login"), Client: netip.MustParseAddr("192.0.2.1"), Fields: noFields{}}
+	l := LimiterOf(e, p.Rules[0])
+	s := rules.NewScratch(1)
+	if d := e.Explain(context.Background(), now, p, req, s); d.Verdict != rules.Forward || s.Matches[0].Outcome != rules.OutcomeAllow || l.InFlight() != 0 {
 		t.Fatalf("under the limit: verdict %v, outcome %v, in flight %d", d.Verdict, s.Matches[0].Outcome, l.InFlight())
 	}
-	held := NewScratch(1)
-	if d := e.Check(context.Background(), now, p, req, held); d.Verdict != Forward {
+	held := rules.NewScratch(1)
+	if d := e.Check(context.Background(), now, p, req, held); d.Verdict != rules.Forward {
 		t.Fatalf("check: %v", d.Verdict)
 	}
 	d := e.Explain(context.Background(), now, p, req, s)
-	if d.Verdict != Shed || d.Refusing != p.Rules[0] || s.Matches[0].Outcome != OutcomeDeny || d.RetryAfter != time.Second || l.InFlight() != 1 {
+	if d.Verdict != rules.Shed || d.Refusing != p.Rules[0] || s.Matches[0].Outcome != rules.OutcomeDeny || d.RetryAfter != time.Second || l.InFlight() != 1 {
 		t.Fatalf("at the limit: verdict %v, refusing %v, outcome %v, retry after %v, in flight %d", d.Verdict, d.Refusing, s.Matches[0].Outcome, d.RetryAfter, l.InFlight())
 	}
 	_ = e.Release(context.Background(), now, held)
@@ -657,7 +667,7 @@ func TestAdaptiveExplain(t *testing.T) {
 // adaptive rule (the gradient's defaults): the slot taken and given back
 // with its round trip.
 func adaptiveRequestCycle(tb testing.TB) func() {
-	p, diags := Load("test.hcl", []byte(`
+	p, diags := load("test.hcl", []byte(`
 rule "a" {
   paths     = ["/login"]
   algorithm = "concurrency"
@@ -666,17 +676,17 @@ rule "a" {
 	if diags.HasErrors() {
 		tb.Fatal(diags.Error())
 	}
-	e, err := NewEngine(EngineOptions{Store: &nopStore{}})
+	e, err := rules.NewEngine(rules.EngineOptions{Store: &nopStore{}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req := &Request{Method: []byte("POST"), Path: []byte("/login"), Client: netip.MustParseAddr("192.0.2.1"), Fields: noFields{}}
-	s := NewScratch(1)
+	req := &rules.Request{Method: []byte("POST"), Path: []byte("/login"), Client: netip.MustParseAddr("192.0.2.1"), Fields: noFields{}}
+	s := rules.NewScratch(1)
 	now := time.Unix(1_700_000_000, 0)
 	ctx := context.Background()
 	return func() {
 		d := e.Check(ctx, now, p, req, s)
-		if d.Verdict != Forward {
+		if d.Verdict != rules.Forward {
 			tb.Fatalf("verdict %v", d.Verdict)
 		}
 		s.Forwarding(now)
