@@ -321,6 +321,8 @@ type Memo struct {
 // address) and hands this part to Compiler.SetNode before any other block
 // is decoded (BlockType.First); Policy embeds it. A policy without those
 // blocks, or loaded without that feature, has DefaultNode's values.
+// edge { }'s load_shedding is rules' own, compiled when the node's decode
+// hands it over (Compiler.LoadShedding).
 type Node struct {
 	// Client finds the client address from the peer and the forwarding
 	// header the policy names (trusted_proxies, forwarded_header,
