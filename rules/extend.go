@@ -349,6 +349,10 @@ type Node struct {
 	DecideListen string
 	// Keys are the memory store's key budgets, from store { }.
 	Keys StoreKeys
+	// Config is the rest of the node's configuration (package node's
+	// *Config), which rules keeps for its owner and never reads: node.Of
+	// is then a type assertion, cheap enough for every request.
+	Config any
 }
 
 // StoreKeys are the memory store's key budgets, as the store block sets
