@@ -72,13 +72,12 @@ type Config struct {
 
 // Of returns p's node configuration: its edge { } and store { } blocks
 // as compiled, or the defaults for a policy without them (or loaded
-// without Feature). It is shared: the caller must not modify it.
+// without Feature). It allocates nothing (a type assertion: the policy
+// keeps it in rules.Node.Config), and it is shared: the caller must not
+// modify it.
 func Of(p *rules.Policy) *Config {
-	if c, _ := p.Block("edge").(*Config); c != nil {
+	if c, _ := p.Node.Config.(*Config); c != nil {
 		return c
-	}
-	if c, _ := p.Block("store").(*Config); c != nil {
-		return c // a store block, no edge block
 	}
 	return &defaults
 }
@@ -117,43 +116,42 @@ func decodeEdge(rc *rules.Compiler, b *hcl.Block) any {
 		return nil
 	}
 	e.DefRange = b.DefRange
-	if prev, _ := rc.Block("edge").(*Config); prev != nil {
-		rc.Errorf(b.DefRange, "Duplicate edge block", "only one edge block is allowed; the first is at %s", *prev.edgeAt)
+	cfg, _ := rc.Policy().Node.Config.(*Config)
+	if cfg != nil && cfg.edgeAt != nil {
+		rc.Errorf(b.DefRange, "Duplicate edge block", "only one edge block is allowed; the first is at %s", *cfg.edgeAt)
 		return nil
 	}
-	cfg := defaultConfig()
-	cfg.edgeAt = &e.DefRange
-	c := &compiler{Compiler: rc, cfg: &cfg, n: rc.Policy().Node}
+	d := defaultConfig() // edge { } is decoded before store { }
+	d.edgeAt = &e.DefRange
+	c := &compiler{Compiler: rc, cfg: &d, n: rc.Policy().Node}
 	c.edge(&e)
+	c.n.Config = c.cfg
 	rc.SetNode(c.n)
-	return c.cfg
+	return nil // the policy keeps it in rules.Node.Config (Of)
 }
 
-// decodeStore compiles the store block into the edge block's Config, or,
-// without an edge block, into a Config of its own (which Of finds). A
-// second store block is an error once it decoded, and is not compiled.
+// decodeStore compiles the store block into the policy's Config (the
+// edge block's, or the defaults without one). A second store block is an
+// error once it decoded, and is not compiled.
 func decodeStore(rc *rules.Compiler, b *hcl.Block) any {
 	var s storeBlock
 	if !rc.Decode(b, &s) || len(b.Labels) != 1 {
 		return nil
 	}
 	s.Kind, s.KindRange, s.DefRange = b.Labels[0], b.LabelRanges[0], b.DefRange
-	cfg, _ := rc.Block("edge").(*Config)
-	if cfg == nil {
-		cfg, _ = rc.Block("store").(*Config)
-	}
+	cfg, _ := rc.Policy().Node.Config.(*Config)
 	if cfg != nil && cfg.storeAt != nil {
 		rc.Errorf(s.DefRange, "Duplicate store", "only one store block is allowed; the first is at %s", *cfg.storeAt)
 		return nil
 	}
-	var own any // nil: the edge block's Config holds the store
 	if cfg == nil {
 		d := defaultConfig()
-		cfg, own = &d, &d
+		cfg = &d
 	}
 	cfg.storeAt = &s.DefRange
 	c := &compiler{Compiler: rc, cfg: cfg, n: rc.Policy().Node}
 	c.store(&s)
+	c.n.Config = c.cfg
 	rc.SetNode(c.n)
-	return own
+	return nil
 }

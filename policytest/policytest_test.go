@@ -6,16 +6,15 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/valyala/fasthttp"
-	"golang.org/x/tools/txtar"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/golden"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -324,53 +323,12 @@ test "visitors" {
 // Parse and Check, one Diagnostic.Error() line each. go test -run Golden
 // -update rewrites the want sections.
 func TestDiagnosticsGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txtar")
-	if len(files) == 0 {
-		t.Fatal("no testdata/*.txtar")
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			ar, err := txtar.ParseFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var src []byte
-			wantAt := -1
-			for i, f := range ar.Files {
-				switch f.Name {
-				case "policies.hcl":
-					src = f.Data
-				case "want":
-					wantAt = i
-				}
-			}
-			if src == nil || wantAt < 0 {
-				t.Fatal("want -- policies.hcl -- and -- want --")
-			}
-			p, diags := builtin.Load("policies.hcl", src)
-			if diags.HasErrors() {
-				t.Fatalf("policy: %v", diags)
-			}
-			tests, diags := Parse("policies.hcl", src)
-			diags = append(diags, Check(p, tests)...)
-			var got strings.Builder
-			for _, d := range diags {
-				got.WriteString(diagLine(d))
-			}
-			if *update {
-				ar.Files[wantAt].Data = []byte(got.String())
-				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if want := string(ar.Files[wantAt].Data); got.String() != want {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s", got.String(), want)
-			}
-		})
-	}
-}
-
-func diagLine(d *hcl.Diagnostic) string {
-	return d.Error() + "\n"
+	golden.Run(t, "testdata/*.txtar", *update, func(t *testing.T, filename string, src []byte) hcl.Diagnostics {
+		p, diags := builtin.Load(filename, src)
+		if diags.HasErrors() {
+			t.Fatalf("policy: %v", diags)
+		}
+		tests, diags := Parse(filename, src)
+		return append(diags, Check(p, tests)...)
+	})
 }

@@ -43,11 +43,11 @@ func LoadFile(path string, features ...Feature) (*Policy, hcl.Diagnostics) {
 
 // Load parses and compiles a policy, with the blocks, characteristics and
 // conditions of features besides rules' own (rule, known; ip, route,
-// global). The node's edge { } and store { } are a feature's too (package
-// node, in builtin.Features). It collects every diagnostic it can (each with the file, line
-// and column of the offending value) instead of stopping at the first,
-// sorted by position; a policy comes back only when there is no error.
-// Warnings may come back with a valid policy.
+// global); the node's edge { } and store { } are a feature's too (package
+// node, in builtin.Features). It collects every diagnostic it can (each
+// with the file, line and column of the offending value) instead of
+// stopping at the first, sorted by position; a policy comes back only when
+// there is no error. Warnings may come back with a valid policy.
 func Load(filename string, src []byte, features ...Feature) (*Policy, hcl.Diagnostics) {
 	g := newRegistry(features)
 	if len(g.errs) > 0 {

@@ -7,10 +7,12 @@
 //
 // [Load] parses policies.hcl and compiles it into an immutable [*Policy],
 // or returns every problem it found as hcl.Diagnostics with file:line,col,
-// sorted by position and stable from run to run. rules decodes the edge,
-// store and rule blocks itself (compile*.go); everything else comes from
-// the [Feature] values the caller passes: their blocks, characteristics,
-// when { } conditions, rule attributes and hooks. rules knows no feature
+// sorted by position and stable from run to run. rules decodes the rule
+// and known blocks itself (compile*.go); everything else comes from the
+// [Feature] values the caller passes: their blocks, characteristics,
+// when { } conditions, rule attributes and hooks. The node's own blocks,
+// edge { } and store { }, are a feature's too (package node), which hands
+// what the rules read of them to the policy ([Node], [Compiler.SetNode]). rules knows no feature
 // by name and imports none; builtin.Features lists this build's. A reload
 // compiles a new Policy and swaps a pointer, and counters follow a rule by
 // the hash of its name ([Rule.ID]), so they survive the reload.

@@ -358,6 +358,8 @@ type Memo struct {
 // address) and hands this part to Compiler.SetNode before any other block
 // is decoded (BlockType.First); Policy embeds it. A policy without those
 // blocks, or loaded without that feature, has DefaultNode's values.
+// edge { }'s load_shedding is rules' own, compiled when the node's decode
+// hands it over (Compiler.LoadShedding).
 type Node struct {
 	// Client finds the client address from the peer and the forwarding
 	// header the policy names (trusted_proxies, forwarded_header,
@@ -384,6 +386,10 @@ type Node struct {
 	DecideListen string
 	// Keys are the memory store's key budgets, from store { }.
 	Keys StoreKeys
+	// Config is the rest of the node's configuration (package node's
+	// *Config), which rules keeps for its owner and never reads: node.Of
+	// is then a type assertion, cheap enough for every request.
+	Config any
 }
 
 // StoreKeys are the memory store's key budgets, as the store block sets

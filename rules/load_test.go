@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"golang.org/x/tools/txtar"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/golden"
 	"github.com/edge-gateway/edge/node"
 	. "github.com/edge-gateway/edge/rules"
 )
@@ -39,14 +39,7 @@ func repoRoot(t testing.TB) string {
 	}
 }
 
-func diagLines(diags hcl.Diagnostics) string {
-	var b strings.Builder
-	for _, d := range diags {
-		b.WriteString(d.Error())
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
+func diagLines(diags hcl.Diagnostics) string { return golden.Lines(diags) }
 
 func TestLoadShippedAndFixturePolicies(t *testing.T) {
 	root := repoRoot(t)
@@ -173,45 +166,13 @@ func TestBrokenFixtures(t *testing.T) {
 
 // TestDiagnosticsGolden runs rules/testdata/*.txtar: each holds a
 // policies.hcl and the diagnostics it must produce, one Diagnostic.Error()
-// line each. go test -run Golden -update rewrites the want sections.
+// line each (the node's blocks' are node/testdata's). go test -run Golden
+// -update rewrites the want sections.
 func TestDiagnosticsGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txtar")
-	if len(files) == 0 {
-		t.Fatal("no golden files")
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			ar, err := txtar.ParseFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var src []byte
-			wantIdx := -1
-			for i, f := range ar.Files {
-				switch f.Name {
-				case "policies.hcl":
-					src = f.Data
-				case "want":
-					wantIdx = i
-				}
-			}
-			if src == nil || wantIdx < 0 {
-				t.Fatal("want sections policies.hcl and want")
-			}
-			_, diags := builtin.Load("policies.hcl", src)
-			got := diagLines(diags)
-			if *update {
-				ar.Files[wantIdx].Data = []byte(got)
-				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if want := string(ar.Files[wantIdx].Data); got != want {
-				t.Errorf("got diagnostics:\n%s\nwant:\n%s", got, want)
-			}
-		})
-	}
+	golden.Run(t, "testdata/*.txtar", *update, func(_ *testing.T, filename string, src []byte) hcl.Diagnostics {
+		_, diags := builtin.Load(filename, src)
+		return diags
+	})
 }
 
 func TestParseDuration(t *testing.T) {

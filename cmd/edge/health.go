@@ -19,7 +19,7 @@ import (
 )
 
 // defaultAdminListen is the policy language's default admin_listen
-// (rules.Policy.AdminListen), which `edge health` probes when neither
+// (node.DefaultAdminListen, node.Config.AdminListen), which `edge health` probes when neither
 // -admin nor -config names another.
 const defaultAdminListen = "127.0.0.1:9901"
 
