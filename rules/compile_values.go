@@ -156,12 +156,3 @@ func (v vocabulary[T]) compile(c *Compiler, s string, rng hcl.Range) (T, bool) {
 	return zero, false
 }
 
-func algorithmNamesList() []string {
-	var out []string
-	for a := Algorithm(0); a < numAlgorithms; a++ {
-		if a != Distinct {
-			out = append(out, a.String())
-		}
-	}
-	return append(out, ConcurrencyAlgorithm)
-}

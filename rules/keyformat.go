@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/dchest/siphash"
+
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 // Key formats (docs/deploying.md, "Key format and rolling upgrades"). A
@@ -31,15 +33,16 @@ import (
 // migration window (KeyFormats.DualUntil) in which every op is applied to
 // both keys.
 
-// KeyFormat is the format of a counter key's keyed hash (Key[9:24]).
-type KeyFormat uint8
+// KeyFormat is the format of a counter key's keyed hash (Key[9:24]),
+// counter.KeyFormat.
+type KeyFormat = counter.KeyFormat
 
 const (
 	// KeyFormat1 is HMAC-SHA256(secret, values)[:15].
-	KeyFormat1 KeyFormat = 1
+	KeyFormat1 = counter.KeyFormat1
 	// KeyFormat2 is SipHash-2-4-128(subkey, values)[:15], the 128-bit
 	// output as its two 64-bit halves little-endian, low half first.
-	KeyFormat2 KeyFormat = 2
+	KeyFormat2 = counter.KeyFormat2
 )
 
 // keyFormat2Label is what format 2's subkey is the HMAC of.

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 const (
@@ -166,8 +167,8 @@ const (
 	touchedBit = 0x80
 )
 
-// The algorithms fit in algMask.
-var _ [algMask + 1 - int(rules.Distinct) - 1]struct{}
+// The algorithms' ids fit in algMask.
+var _ [algMask + 1 - int(counter.NumAlgorithms)]struct{}
 
 func (e *entry) alg() rules.Algorithm { return rules.Algorithm(e.bits & algMask) }
 
@@ -483,7 +484,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			continue
 		}
 		if e == nil {
-			res[i] = rules.Check(&fresh, nowUS, op)
+			res[i] = counter.Check(&fresh, nowUS, op)
 			if j := rider(ops, i); j >= 0 {
 				// A distinct key may come twice in one call (the values of
 				// one request on one count_distinct key, rules/values.go):
@@ -519,7 +520,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			p = sh.partAt(e)
 		}
 		st := e.load()
-		res[i] = rules.Check(&st, nowUS, op)
+		res[i] = counter.Check(&st, nowUS, op)
 		if renewed && stores(op) {
 			if ok, wait := s.renew(sh, x, p, e, op, nowUS, &set); !ok {
 				res[i] = netFullAnswer(op, wait) // dropped in pass 2
@@ -528,7 +529,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 	}
 
 	// Pass 2: consume per the contract and report the state after.
-	refused := rules.Refused(ops, res)
+	refused := counter.Refused(ops, res)
 	for i := range ops {
 		op := &ops[i]
 		x := s.shardIndex(i, &idx, op)
@@ -570,7 +571,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 				continue
 			}
 			st := e.load()
-			ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
+			ttl := counter.Settle(&st, nowUS, op, refused, &res[i])
 			e.store(&st)
 			if ttl > 0 {
 				sh.setExpiry(e, nowUS+ttl)
@@ -597,7 +598,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		if spare != nil {
 			st = spare.load() // cleared, with its arrays, for Settle to fill
 		}
-		ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
+		ttl := counter.Settle(&st, nowUS, op, refused, &res[i])
 		if isRider {
 			// It holds no room nor claim of its own (pass 1): the op it
 			// rode on stored nothing, so it takes them now to store, and
@@ -651,16 +652,17 @@ func settleFresh(nowUS int64, op *rules.Op, res *rules.Result) {
 	o := *op
 	o.Attempts = false
 	var st rules.State
-	rules.Settle(&st, nowUS, &o, true, res)
+	counter.Settle(&st, nowUS, &o, true, res)
 }
 
 // twinAnswer is the result of a twin op whose key holds no state
 // (rules.Op.Twin): it changes nothing in the Engine's combination.
 var twinAnswer = rules.Result{Allowed: true, Remaining: math.MaxInt64}
 
-// carry moves, for each twin op of ops (rules.Op.Twin) but a Distinct
-// one, the live state of its key to the key of the op before it when that
-// holds none (or only decayed state), so that a counter, a ban or a
+// carry moves, for each twin op of ops (rules.Op.Twin) but one counting
+// members (a Distinct one, counter.Spec.Members), the live state of its
+// key to the key of the op before it when that holds none (or only
+// decayed state), so that a counter, a ban or a
 // lockout written under the previous key secret goes on under the
 // secret, whole and exactly, and the twin's key is gone: in one store of
 // one node, nothing else reads it. The entry itself moves (its state, its
@@ -669,7 +671,7 @@ var twinAnswer = rules.Result{Allowed: true, Remaining: math.MaxInt64}
 func (s *Store) carry(ops []rules.Op, nowUS int64) {
 	for i := 1; i < len(ops); i++ {
 		t := &ops[i]
-		if !t.Twin || t.Algorithm == rules.Distinct {
+		if !t.Twin || t.Algorithm.Spec().Members {
 			continue
 		}
 		from := &s.shards[s.shardOf(&t.Key)]
@@ -715,11 +717,12 @@ func (s *Store) move(from, to *shard, e *entry, op *rules.Op) {
 	b.lower(e.heapAt)
 }
 
-// rider returns, for a Distinct op i on a key missing from the store, the
+// rider returns, for an op i counting members (a Distinct one:
+// counter.Spec.Members) on a key missing from the store, the
 // index of an earlier op of the call on the same key, which holds the
 // key's room and network claim for both (pass 1), or -1.
 func rider(ops []rules.Op, i int) int {
-	if i == 0 || ops[i].Algorithm != rules.Distinct {
+	if i == 0 || !ops[i].Algorithm.Spec().Members {
 		return -1
 	}
 	return keyBefore(ops, i)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 // Base is every case's t=0: 2023-11-14T00:00:00Z, a multiple of one day
@@ -268,17 +269,17 @@ func reference(t *testing.T, s rules.Store, ks keyspace) {
 	// Distinct's values: a few, so that sets fill and values recur, with
 	// the hex encoding's corners (0, the top bit, all ones).
 	members := []uint64{0, 1, 2, 3, 0xdeadbeef, 1 << 63, math.MaxUint64}
-	type counter struct {
+	type tracked struct {
 		op        rules.Op
 		st        rules.State
 		stored    bool
 		expiresAt int64
 	}
-	var counters []*counter
+	var counters []*tracked
 	for i, alg := range algs {
 		for j := range 3 {
 			limit := rng.Int64N(5) + 1
-			counters = append(counters, &counter{op: rules.Op{
+			counters = append(counters, &tracked{op: rules.Op{
 				Algorithm: alg,
 				Key:       ks.key(Key(fmt.Sprintf("ref%d-%d", i, j))),
 				Limit:     limit,
@@ -290,7 +291,7 @@ func reference(t *testing.T, s rules.Store, ks keyspace) {
 	kinds := []rules.OpKind{rules.OpTake, rules.OpTake, rules.OpTake, rules.OpTake, rules.OpPeek, rules.OpAdd, rules.OpRefund, rules.OpReset}
 	now := int64(0)
 	ops := make([]rules.Op, 0, 4)
-	var picked []*counter
+	var picked []*tracked
 	for call := range 3000 {
 		switch r := rng.IntN(100); {
 		case r < 3:
@@ -330,15 +331,15 @@ func reference(t *testing.T, s rules.Store, ks keyspace) {
 			if !c.stored || nowUS >= c.expiresAt {
 				c.st, c.stored = rules.State{}, false
 			}
-			want[i] = rules.Check(&c.st, nowUS, &ops[i])
+			want[i] = counter.Check(&c.st, nowUS, &ops[i])
 		}
-		refused := rules.Refused(ops, want)
+		refused := counter.Refused(ops, want)
 		for i, c := range picked {
 			op := ops[i]
 			if refused && !c.stored && op.Kind == rules.OpTake && op.Attempts {
 				op.Attempts = false // an attempt in a refused call makes no new key
 			}
-			ttl := rules.Settle(&c.st, nowUS, &op, refused, &want[i])
+			ttl := counter.Settle(&c.st, nowUS, &op, refused, &want[i])
 			c.stored, c.expiresAt = ttl > 0, nowUS+ttl
 		}
 		for i := range ops {
@@ -378,7 +379,7 @@ func concurrent(t *testing.T, s rules.Store, ks keyspace, opts Options) {
 				}
 				admitted := res[1].Allowed
 				if opts.PerShard {
-					admitted = !rules.Refused(ops, res)
+					admitted = !counter.Refused(ops, res)
 				}
 				if admitted {
 					mu.Lock()
