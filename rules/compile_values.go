@@ -155,4 +155,3 @@ func (v vocabulary[T]) compile(c *Compiler, s string, rng hcl.Range) (T, bool) {
 	var zero T
 	return zero, false
 }
-
