@@ -263,7 +263,7 @@ func (e *Engine) take(ctx context.Context, now time.Time, s *Scratch, ops []Op, 
 		}
 		copy(op.Key[9:], h2[:])
 		op.KeyFormat = KeyFormat2
-		if op.Algorithm == Distinct {
+		if op.Algorithm.Spec().Members {
 			op.Member = s.twinMember(op.Member)
 		}
 		s.dops = append(s.dops, op)
@@ -321,7 +321,7 @@ func (e *Engine) takeRotating(ctx context.Context, now time.Time, s *Scratch, op
 		op := ops[i]
 		copy(op.Key[9:], h2[:])
 		op.Twin = true
-		if op.Algorithm == Distinct {
+		if op.Algorithm.Spec().Members {
 			op.Member = s.twinMember(op.Member)
 		}
 		s.dops = append(s.dops, op)
@@ -363,10 +363,12 @@ func combine(a, b Result) Result {
 // a migration window from format 1 to 2 (docs/deploying.md) and a
 // key-secret rotation's window (docs/operations.md): each rule's period
 // (a calendar window's longest: 25 hours, a week and an hour, 31 days and
-// an hour, for the DST days; twice the period for a sliding_window, whose
-// count weighs in the estimate until the end of the window after its own,
-// rules.Settle's reset), for a bucket times one plus its burst over its
-// limit (a GCRA or bucket state holding a burst outlives one period), its
+// an hour, for the DST days), times its algorithm's counter.Spec.Periods
+// (twice the period for a sliding_window, whose count weighs in the
+// estimate until the end of the window after its own, counter.Settle's
+// reset), for an algorithm of a burst (Spec.Burst) times one plus its burst
+// over its limit (a GCRA or bucket state holding a burst outlives one
+// period), its
 // IP ceiling's alike, its ban, its known-visitor marker and its lease.
 // Exemption markers (forgive, at most MaxExempt) are not counted: one
 // written in format 1 alone ends early, which only makes a limit stricter.
@@ -383,10 +385,9 @@ func (p *Policy) LongestKeyLifetime() time.Duration {
 			d = 31*24*time.Hour + time.Hour
 		}
 		ratio := 0.0
-		switch r.Algorithm {
-		case SlidingWindow:
-			d *= 2
-		case GCRA, TokenBucket, LeakyBucket: // the window algorithms ignore burst
+		spec := r.Algorithm.Spec()
+		d *= time.Duration(max(spec.Periods, 1)) // sliding_window's 2
+		if spec.Burst { // the window algorithms ignore burst
 			if r.Limit > 0 {
 				ratio = float64(r.Burst) / float64(r.Limit)
 			}
