@@ -386,8 +386,10 @@ func (p *Policy) LongestKeyLifetime() time.Duration {
 		}
 		ratio := 0.0
 		spec := r.Algorithm.Spec()
-		d *= time.Duration(max(spec.Periods, 1)) // sliding_window's 2
-		if spec.Burst { // the window algorithms ignore burst
+		// sliding_window's state lasts 2 periods; the window algorithms
+		// ignore burst.
+		d *= time.Duration(max(spec.Periods, 1))
+		if spec.Burst {
 			if r.Limit > 0 {
 				ratio = float64(r.Burst) / float64(r.Limit)
 			}
