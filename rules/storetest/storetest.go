@@ -98,6 +98,7 @@ type Options struct {
 func RunWith(t *testing.T, newStore func(t *testing.T) rules.Store, opts Options) {
 	run := rand.Uint64()
 	cases := append(Cases(), SeedTraceCases(t)...)
+	checkCovered(t, cases) // every algorithm of counter's table runs on the store
 	seen := make(map[string]bool, len(cases))
 	for i, c := range cases {
 		if seen[c.Name] {
@@ -255,17 +256,18 @@ func slidingLogProperty(t *testing.T, s rules.Store, ks keyspace) {
 	}
 }
 
-// reference replays generated multi-op calls (every algorithm, kind and
-// flag, key budgets with room among them, a few keys, the clock mostly
-// forward with steps back and long idle gaps) against s and against rules.Check and rules.Settle: the results
-// must be identical. The model keeps keys as the package doc says every
-// store must: not at all when Settle's TTL is 0, and as fresh from their
-// expiry on; an attempts take in a refused call charges a key it holds and
-// makes none it does not (rules.Store).
+// reference replays generated multi-op calls (every algorithm of counter's
+// table, every kind and flag, key budgets with room among them, a few keys,
+// the clock mostly forward with steps back and long idle gaps) against s
+// and against counter.Check and counter.Settle: the results must be
+// identical. The model keeps keys as the package doc says every store
+// must: not at all when Settle's TTL is 0, and as fresh from their expiry
+// on; an attempts take in a refused call charges a key it holds and makes
+// none it does not (rules.Store).
 func reference(t *testing.T, s rules.Store, ks keyspace) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(9, 10))
-	algs := []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket, rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog, rules.Distinct}
+	algs := counter.Algorithms() // every one of counter's table
 	// Distinct's values: a few, so that sets fill and values recur, with
 	// the hex encoding's corners (0, the top bit, all ones).
 	members := []uint64{0, 1, 2, 3, 0xdeadbeef, 1 << 63, math.MaxUint64}
