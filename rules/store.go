@@ -129,6 +129,17 @@ const (
 	MaxDistinctLimit = counter.MaxDistinctLimit
 )
 
+// Check decides op against st at nowUS without changing st, the first pass
+// of a Store's call (counter.Check).
+func Check(st *State, nowUS int64, op *Op) Result { return counter.Check(st, nowUS, op) }
+
+// Settle finishes op once every op of the call is decided, the second pass
+// (counter.Settle): it consumes per the contract, fills r from the state
+// after the call and returns the TTL in µs to store st with (0: empty).
+func Settle(st *State, nowUS int64, op *Op, refused bool, r *Result) (ttlUS int64) {
+	return counter.Settle(st, nowUS, op, refused, r)
+}
+
 // Refused reports whether a request whose ops were decided into res is
 // refused: some OpTake with Enforce set is not Allowed (counter.Refused).
 func Refused(ops []Op, res []Result) bool { return counter.Refused(ops, res) }

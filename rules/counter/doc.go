@@ -56,11 +56,10 @@
 // next number: the id is on the wire and in stored state, so ids never
 // change), its line in the table there and its case in each of the four
 // switches of steps.go (TestEveryAlgorithmIsDispatched fails without
-// them). The stores read the entry:
-// redisstore's take.lua needs the algorithm's port (its Lua name and id in
-// the port table, TestTakeLuaMatchesTable holding the two alike, and its
-// cases of check, consume and report), and rules/storetest its conformance
-// cases (storetest's expectations table, which TestEveryAlgorithmHasCases
-// checks names every entry). docs/architecture.md, "Adding an algorithm",
-// lists the files.
+// them). The stores read the entry, and need nothing more but the
+// algorithm's port in redisstore's take.lua (its Lua name and id in the
+// port table, which TestTakeLuaMatchesTable holds to the table, and its
+// cases of check, consume and report) and its conformance cases in
+// rules/storetest (TestEveryAlgorithmHasCases names what is missing).
+// docs/architecture.md, "Adding an algorithm", lists the files.
 package counter

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/rules"
-	"github.com/edge-gateway/edge/rules/counter"
 	"github.com/edge-gateway/edge/rules/storetest"
 )
 
@@ -121,7 +120,7 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			}
 			m.clock++
 			e.touched, e.used = true, m.clock
-			want[i] = counter.Check(&e.st, nowUS, op)
+			want[i] = rules.Check(&e.st, nowUS, op)
 			if renewed && stores(op) {
 				if e.net != 0 {
 					m.nets[e.budget][e.net]--
@@ -138,7 +137,7 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			renewedOp[i] = renewed
 			continue
 		}
-		want[i] = counter.Check(&fresh, nowUS, op)
+		want[i] = rules.Check(&fresh, nowUS, op)
 		if claims(op) {
 			if ok, wait := m.claim(b, op, nowUS); !ok {
 				want[i] = netFullAnswer(op, wait)
@@ -164,7 +163,7 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			}
 		}
 	}
-	refused := counter.Refused(ops, want)
+	refused := rules.Refused(ops, want)
 	for i := range ops {
 		op := &ops[i]
 		b := budgetIndex(op)
@@ -178,7 +177,7 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 				settleFresh(nowUS, op, &want[i])
 				continue
 			}
-			if ttl := counter.Settle(&e.st, nowUS, op, refused, &want[i]); ttl > 0 {
+			if ttl := rules.Settle(&e.st, nowUS, op, refused, &want[i]); ttl > 0 {
 				e.expiresAt = nowUS + ttl
 			} else {
 				m.remove(op.Key)
@@ -199,7 +198,7 @@ func (m *budgetModel) take(nowUS int64, ops []rules.Op) []rules.Result {
 			continue
 		}
 		var st rules.State
-		ttl := counter.Settle(&st, nowUS, op, refused, &want[i])
+		ttl := rules.Settle(&st, nowUS, op, refused, &want[i])
 		if ttl == 0 {
 			if reserved[i] {
 				m.count[b]--

@@ -135,7 +135,7 @@ type shard struct {
 // rules.State in place): with its map slot and heap slot, about 190 B a
 // tracked GCRA key at a million keys (docs/memory-store.md, "What a key
 // costs"). TestEntryFitsItsSizeClass holds it there. load and store
-// convert to and from rules.State around rules.Check and rules.Settle.
+// convert to and from rules.State around counter.Check and counter.Settle.
 type entry struct {
 	at, n, before int64   // rules.State's At, N and Prev
 	arr           *arrays // rules.State's Log and Seen; nil until a key has one
@@ -415,7 +415,7 @@ func (s *Store) unlock(ss *shardSet) {
 
 // Take applies ops at now atomically, as rules.Store specifies. It returns
 // an error, having changed nothing, when len(res) != len(ops) or an op fails
-// rules.ValidateOp. ctx is not consulted: nothing here blocks but the shard
+// counter.ValidateOp. ctx is not consulted: nothing here blocks but the shard
 // locks.
 //
 // A new key of a Sensitive take or add whose budget is full of live state
@@ -484,7 +484,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			continue
 		}
 		if e == nil {
-			res[i] = counter.Check(&fresh, nowUS, op)
+			res[i] = rules.Check(&fresh, nowUS, op)
 			if j := rider(ops, i); j >= 0 {
 				// A distinct key may come twice in one call (the values of
 				// one request on one count_distinct key, rules/values.go):
@@ -520,7 +520,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			p = sh.partAt(e)
 		}
 		st := e.load()
-		res[i] = counter.Check(&st, nowUS, op)
+		res[i] = rules.Check(&st, nowUS, op)
 		if renewed && stores(op) {
 			if ok, wait := s.renew(sh, x, p, e, op, nowUS, &set); !ok {
 				res[i] = netFullAnswer(op, wait) // dropped in pass 2
@@ -529,7 +529,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 	}
 
 	// Pass 2: consume per the contract and report the state after.
-	refused := counter.Refused(ops, res)
+	refused := rules.Refused(ops, res)
 	for i := range ops {
 		op := &ops[i]
 		x := s.shardIndex(i, &idx, op)
@@ -571,7 +571,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 				continue
 			}
 			st := e.load()
-			ttl := counter.Settle(&st, nowUS, op, refused, &res[i])
+			ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
 			e.store(&st)
 			if ttl > 0 {
 				sh.setExpiry(e, nowUS+ttl)
@@ -598,7 +598,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 		if spare != nil {
 			st = spare.load() // cleared, with its arrays, for Settle to fill
 		}
-		ttl := counter.Settle(&st, nowUS, op, refused, &res[i])
+		ttl := rules.Settle(&st, nowUS, op, refused, &res[i])
 		if isRider {
 			// It holds no room nor claim of its own (pass 1): the op it
 			// rode on stored nothing, so it takes them now to store, and
@@ -645,14 +645,14 @@ func (s *Store) unreserve(sh *shard, op *rules.Op) {
 // it, for nothing (a tester's finding F1 on issue 24).
 func attemptsOnly(op *rules.Op) bool { return op.Kind == rules.OpTake && op.Attempts }
 
-// settleFresh fills res, op's result, as rules.Settle reports a key left
+// settleFresh fills res, op's result, as counter.Settle reports a key left
 // fresh (nothing consumed: the op is settled as a take that does not
 // count attempts, in a refused call). It stores nothing.
 func settleFresh(nowUS int64, op *rules.Op, res *rules.Result) {
 	o := *op
 	o.Attempts = false
 	var st rules.State
-	counter.Settle(&st, nowUS, &o, true, res)
+	rules.Settle(&st, nowUS, &o, true, res)
 }
 
 // twinAnswer is the result of a twin op whose key holds no state

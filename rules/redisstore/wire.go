@@ -558,7 +558,7 @@ func (u *call) decodeUndo(res []rules.Result) error {
 		}
 	}
 	for j, i := range u.idx {
-		if res[i].Allowed { // a refused op shows none left (rules.Settle): an attempt's over its limit
+		if res[i].Allowed { // a refused op shows none left (counter.Settle): an attempt's over its limit
 			res[i].Remaining = arr[undoFields*j].(int64)
 		}
 		res[i].ResetAfter = rules.DurationUS(arr[undoFields*j+1].(int64))
