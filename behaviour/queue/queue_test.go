@@ -8,7 +8,6 @@ import (
 
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/rules"
-	"github.com/edge-gateway/edge/rules/counter"
 )
 
 func TestQueueCompile(t *testing.T) {
@@ -125,8 +124,8 @@ func TestQueueDelayDerivation(t *testing.T) {
 		for step := range 200 {
 			now += int64(step*7919) % (tc.periodUS / tc.limit * 2)
 			before := st
-			r := counter.Check(&st, now, &op)
-			counter.Settle(&st, now, &op, !r.Allowed, &r)
+			r := rules.Check(&st, now, &op)
+			rules.Settle(&st, now, &op, !r.Allowed, &r)
 			if !r.Allowed {
 				continue
 			}
@@ -146,6 +145,6 @@ func TestQueueDelayDerivation(t *testing.T) {
 func exactAhead(st *rules.State, now int64, op *rules.Op) int64 {
 	full := *op
 	full.Cost = op.Burst
-	r := counter.Check(st, now, &full)
+	r := rules.Check(st, now, &full)
 	return r.RetryAfter.Microseconds()
 }

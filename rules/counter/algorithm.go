@@ -38,8 +38,9 @@ const (
 	NumAlgorithms
 )
 
-// table is every algorithm's entry, by id: with the id above and the
-// algorithm's own file, the one place an algorithm is registered.
+// table is every algorithm's entry, by id: what the stores read of it.
+// With the id above, the algorithm's own file and its case in each of
+// steps.go's switches, it is all there is to registering an algorithm.
 var table = [NumAlgorithms]algorithm{
 	GCRA:          gcra,
 	TokenBucket:   tokenBucket,
