@@ -35,7 +35,7 @@ func TestDenyCache(t *testing.T) {
 	calls := f.calls.Load()
 	for _, at := range []time.Duration{0, 100 * time.Millisecond, 499 * time.Millisecond} {
 		res := take(t, s, t0.Add(at), o, other)
-		// t is the wait on a refusal (rules.Settle), here as the store left it.
+		// t is the wait on a refusal (counter.Settle), here as the store left it.
 		want := rules.Result{RetryAfter: 500*time.Millisecond - at, ResetAfter: 500*time.Millisecond - at}
 		if res[0] != want || !res[1].Allowed || res[1].StoreError {
 			t.Errorf("at %v: got %+v, want %+v and the other op allowed", at, res, want)

@@ -68,7 +68,7 @@
 // Take answers every call it can decide and then returns nil, whatever the
 // inner store said: an inner error is counted, fed to the breaker and turned
 // into on_store_error answers. Take returns an error, having called nothing,
-// only for a caller's bug: len(res) != len(ops), or an op rules.ValidateOp
+// only for a caller's bug: len(res) != len(ops), or an op counter.ValidateOp
 // refuses. Such calls never count as store failures, so a bad op cannot
 // open the breaker. An inner error while the caller's ctx is cancelled
 // (context.Canceled: the client or the server went away) is answered the

@@ -14,6 +14,7 @@ import (
 	"github.com/edge-gateway/edge/internal/httpsyntax"
 	"github.com/edge-gateway/edge/ipv6"
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 // Feature returns the visitor feature: the visitor { } block, the visitor
@@ -198,11 +199,11 @@ func decodeVisitor(c *rules.Compiler, blk *hcl.Block) any {
 		}
 	}
 	if v.MintLimit > 0 && v.MintPeriod > 0 {
-		if err := rules.ValidateLimits(rules.GCRA, v.MintLimit, v.MintLimit, v.MintPeriod.Microseconds()); err != nil {
+		if err := counter.ValidateLimits(counter.GCRA, v.MintLimit, v.MintLimit, v.MintPeriod.Microseconds()); err != nil {
 			c.Errorf(b.MintLimitRange, "mint_limit out of range", "%v", err)
 		}
 		if v.MintReserve > 0 {
-			if err := rules.ValidateLimits(rules.GCRA, v.MintReserve, v.MintReserve, v.MintPeriod.Microseconds()); err != nil {
+			if err := counter.ValidateLimits(counter.GCRA, v.MintReserve, v.MintReserve, v.MintPeriod.Microseconds()); err != nil {
 				c.Errorf(b.MintReserveRange, "mint_reserve out of range", "%v", err)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edge-gateway/edge/internal/httpsyntax"
 	"github.com/edge-gateway/edge/route"
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 // The rule { } block.
@@ -180,9 +181,10 @@ func (c *Compiler) ruleAlgorithm(rb *ruleBlock, r *Rule) bool {
 		r.Concurrency, r.Algorithm = true, Distinct
 		c.concurrencyAttrs(rb, r)
 	case rb.CountDistinct == nil:
-		a, ok := ParseAlgorithm(*rb.Algorithm)
+		a, ok := counter.Parse(*rb.Algorithm)
 		if !ok {
-			c.Errorf(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(algorithmNamesList(), ", "), suggest(*rb.Algorithm, algorithmNamesList()))
+			names := append(counter.PolicyNames(), ConcurrencyAlgorithm)
+			c.Errorf(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(names, ", "), suggest(*rb.Algorithm, names))
 		}
 		r.Algorithm = a
 		return ok
@@ -223,8 +225,8 @@ func (c *Compiler) ruleNumbers(rb *ruleBlock, r *Rule) bool {
 		switch {
 		case *rb.Burst < 1:
 			fail(rb.BurstRange, "Invalid burst", "burst must be at least 1, got %d", *rb.Burst)
-		case r.Algorithm != GCRA && r.Algorithm != TokenBucket && r.Algorithm != LeakyBucket:
-			fail(rb.BurstRange, "Burst not used", "burst applies to gcra, token_bucket and leaky_bucket, not %s", r.Algorithm)
+		case !r.Algorithm.Spec().Burst:
+			fail(rb.BurstRange, "Burst not used", "burst applies to %s, not %s", burstAlgorithms(), r.Algorithm)
 		default:
 			r.Burst = *rb.Burst
 		}
@@ -271,7 +273,7 @@ func (c *Compiler) limitsInRange(rb *ruleBlock, r *Rule) bool {
 		c.Errorf(rb.LimitRange, "Limit too fine", "%d per %s is an emission interval under 1µs; raise the period or lower the limit", r.Limit, r.Period)
 		return false
 	}
-	if err := ValidateLimits(r.Algorithm, r.Limit, r.Burst, r.PeriodUS()); err != nil {
+	if err := counter.ValidateLimits(r.Algorithm, r.Limit, r.Burst, r.PeriodUS()); err != nil {
 		c.Errorf(rb.LimitRange, "Limit out of range", "%v", err)
 		return false
 	}
@@ -375,6 +377,30 @@ func (c *Compiler) ipCeiling(rb *ruleBlock, r *Rule) bool {
 	return ok
 }
 
+// ceilDiv returns ⌈a/b⌉ for b > 0, and 0 for a ≤ 0.
+func ceilDiv(a, b int64) int64 {
+	if a <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
+}
+
+// burstAlgorithms names the policy algorithms that read burst (their
+// counter.Spec's Burst), as a sentence says them: "gcra, token_bucket and
+// leaky_bucket".
+func burstAlgorithms() string {
+	var names []string
+	for _, a := range counter.Algorithms() {
+		if s := a.Spec(); s.Policy && s.Burst {
+			names = append(names, s.Name)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
 // ceilingInRange checks a sound IP ceiling against what the rule's
 // algorithm can count (ValidateLimits), reported at ip_ceiling or, for
 // the default ceiling, at limit. It reports false after the diagnostic.
@@ -382,7 +408,7 @@ func (c *Compiler) ceilingInRange(rb *ruleBlock, r *Rule) bool {
 	if r.ceilingChar < 0 || r.Limit <= 0 || r.Period <= 0 {
 		return true
 	}
-	if err := ValidateLimits(r.Algorithm, r.IPCeiling, r.CeilingBurst, r.PeriodUS()); err != nil {
+	if err := counter.ValidateLimits(r.Algorithm, r.IPCeiling, r.CeilingBurst, r.PeriodUS()); err != nil {
 		rng := rb.IPCeilingRange
 		if rb.IPCeiling == nil {
 			rng = rb.LimitRange // the default ceiling, 10 × limit

@@ -184,16 +184,6 @@ func (c *Compiler) Word(s string, rng hcl.Range, attr, what string, words ...str
 	return i
 }
 
-func algorithmNamesList() []string {
-	var out []string
-	for a := Algorithm(0); a < numAlgorithms; a++ {
-		if a != Distinct {
-			out = append(out, a.String())
-		}
-	}
-	return append(out, ConcurrencyAlgorithm)
-}
-
 // PrefixLen checks a prefix length n of a family of max bits (32 or 128)
 // written as attr at rng, a rule's or the edge block's ipv4_prefix or
 // ipv6_prefix: an error (and max) outside 0..max, a warning for one so

@@ -1,6 +1,7 @@
 // Package rules is the core of the edge's decision: the policy language's
 // own blocks, the Engine that decides a request against a compiled Policy,
-// the Store contract every counter store meets, and the limit algorithms.
+// and the Store contract every counter store meets (the limit algorithms
+// are rules/counter's).
 // docs/architecture.md is the map; docs/policy.md the language.
 //
 // # Compiling a policy
@@ -36,7 +37,9 @@
 // the key secret) of the characteristic values: no raw phone number,
 // account or address reaches a store. The algorithms ([GCRA],
 // [TokenBucket], [LeakyBucket], [FixedWindow], [SlidingWindow],
-// [SlidingLog]) are written once in algorithm.go, as the lesson gives
-// them; the memory store runs them directly and the Redis store's script
-// mirrors them, and rules/storetest holds both to the same tables.
+// [SlidingLog], and count_distinct's [Distinct]) are written once in
+// rules/counter, as the lesson gives them, one table entry each
+// (counter.Spec) that the stores read; the memory store runs them directly
+// and the Redis store's script mirrors them, and rules/storetest holds both
+// to the same tables. [Op], [Result] and [Key] are counter's types.
 package rules

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/dchest/siphash"
+
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 // Key formats (docs/deploying.md, "Key format and rolling upgrades"). A
@@ -31,15 +33,16 @@ import (
 // migration window (KeyFormats.DualUntil) in which every op is applied to
 // both keys.
 
-// KeyFormat is the format of a counter key's keyed hash (Key[9:24]).
-type KeyFormat uint8
+// KeyFormat is the format of a counter key's keyed hash (Key[9:24]),
+// counter.KeyFormat.
+type KeyFormat = counter.KeyFormat
 
 const (
 	// KeyFormat1 is HMAC-SHA256(secret, values)[:15].
-	KeyFormat1 KeyFormat = 1
+	KeyFormat1 = counter.KeyFormat1
 	// KeyFormat2 is SipHash-2-4-128(subkey, values)[:15], the 128-bit
 	// output as its two 64-bit halves little-endian, low half first.
-	KeyFormat2 KeyFormat = 2
+	KeyFormat2 = counter.KeyFormat2
 )
 
 // keyFormat2Label is what format 2's subkey is the HMAC of.
@@ -260,7 +263,7 @@ func (e *Engine) take(ctx context.Context, now time.Time, s *Scratch, ops []Op, 
 		}
 		copy(op.Key[9:], h2[:])
 		op.KeyFormat = KeyFormat2
-		if op.Algorithm == Distinct {
+		if op.Algorithm.Spec().Members {
 			op.Member = s.twinMember(op.Member)
 		}
 		s.dops = append(s.dops, op)
@@ -318,7 +321,7 @@ func (e *Engine) takeRotating(ctx context.Context, now time.Time, s *Scratch, op
 		op := ops[i]
 		copy(op.Key[9:], h2[:])
 		op.Twin = true
-		if op.Algorithm == Distinct {
+		if op.Algorithm.Spec().Members {
 			op.Member = s.twinMember(op.Member)
 		}
 		s.dops = append(s.dops, op)
@@ -360,10 +363,12 @@ func combine(a, b Result) Result {
 // a migration window from format 1 to 2 (docs/deploying.md) and a
 // key-secret rotation's window (docs/operations.md): each rule's period
 // (or a WindowShaper's longest window: a calendar day's 25 hours, a week
-// and an hour, 31 days and an hour, for the DST days; twice the period for a sliding_window, whose
-// count weighs in the estimate until the end of the window after its own,
-// rules.Settle's reset), for a bucket times one plus its burst over its
-// limit (a GCRA or bucket state holding a burst outlives one period), its
+// and an hour, 31 days and an hour, for the DST days), times its
+// algorithm's counter.Spec.Periods (twice the period for a
+// sliding_window, whose count weighs in the estimate until the end of the
+// window after its own, counter.Settle's reset), for an algorithm of a
+// burst (Spec.Burst) times one plus its burst over its limit (a GCRA or
+// bucket state holding a burst outlives one period), its
 // IP ceiling's alike, its ban, its known-visitor marker and its lease.
 // Exemption markers (forgive, at most MaxExempt) are not counted: one
 // written in format 1 alone ends early, which only makes a limit stricter.
@@ -372,10 +377,11 @@ func (p *Policy) LongestKeyLifetime() time.Duration {
 	for _, r := range p.Rules {
 		d, _ := r.longestWindow()
 		ratio := 0.0
-		switch r.Algorithm {
-		case SlidingWindow:
-			d *= 2
-		case GCRA, TokenBucket, LeakyBucket: // the window algorithms ignore burst
+		spec := r.Algorithm.Spec()
+		// sliding_window's state lasts 2 periods; the window algorithms
+		// ignore burst.
+		d *= time.Duration(max(spec.Periods, 1))
+		if spec.Burst {
 			if r.Limit > 0 {
 				ratio = float64(r.Burst) / float64(r.Limit)
 			}

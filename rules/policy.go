@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 // Policy is a compiled, validated policies.hcl. It is immutable once Load
@@ -134,16 +136,17 @@ const (
 	ActionSkip
 )
 
-// StoreErrorMode is a rule's `on_store_error`.
-type StoreErrorMode uint8
+// StoreErrorMode is a rule's `on_store_error` (counter.StoreErrorMode,
+// each op's OnError).
+type StoreErrorMode = counter.StoreErrorMode
 
 const (
 	// FailOpen allows the request when the store cannot decide.
-	FailOpen StoreErrorMode = iota
+	FailOpen = counter.FailOpen
 	// FailClosed refuses it with 503.
-	FailClosed
+	FailClosed = counter.FailClosed
 	// FailLocal decides from a local bucket at limit ÷ fleet_size.
-	FailLocal
+	FailLocal = counter.FailLocal
 )
 
 // IdentityMode is a rule's invalid_identity or missing_identity.

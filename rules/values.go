@@ -276,7 +276,7 @@ func (s *Scratch) setCombination(r *Rule, j int) {
 // store judges every op against the state before the call, so a request
 // bringing two new values to a set one short of its limit is refused
 // rather than let in with one of them uncounted (a Distinct op's Cost,
-// Check in algorithm.go).
+// counter.Check).
 func (e *Engine) countValues(now time.Time, r *Rule, req *Request, s *Scratch) {
 	total := s.combinations(r, req)
 	first := len(s.Matches) - 1

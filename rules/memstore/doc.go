@@ -1,7 +1,7 @@
 // Package memstore is the in-memory rules.Store: the default for a single
 // node, and the reference the Redis store is compared with.
 //
-// The algorithms are rules.Check and rules.Settle, so memstore decides bit
+// The algorithms are counter.Check and counter.Settle, so memstore decides bit
 // for bit as every other store. Keys live in shards, each a map behind its
 // own mutex, picked by a seeded maphash of the Key, so that concurrent
 // requests on different keys rarely contend and an attacker cannot aim
@@ -21,7 +21,7 @@
 // sends them). Within a budget, when a new key finds it full:
 //
 //   - Decayed state goes first. An entry past its expiry (the TTL
-//     rules.Settle gave it: its state has decayed to empty, and
+//     counter.Settle gave it: its state has decayed to empty, and
 //     rules.TestTTLMeansFresh proves such a state decides as a missing key)
 //     costs nothing to forget. Each shard's part of a budget keeps an expiry
 //     heap, so a decayed entry is found without a scan; the other shards'
@@ -95,7 +95,7 @@
 //
 // # Expiry
 //
-// Every entry carries the TTL rules.Settle returns. An entry read after its
+// Every entry carries the TTL counter.Settle returns. An entry read after its
 // expiry is fresh, and a background sweeper, stopped by Close, drops
 // expired entries, walking the expiry heaps, so that idle keys give their
 // memory back even when no new key needs the room.

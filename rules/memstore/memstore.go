@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 const (
@@ -134,7 +135,7 @@ type shard struct {
 // rules.State in place): with its map slot and heap slot, about 190 B a
 // tracked GCRA key at a million keys (docs/memory-store.md, "What a key
 // costs"). TestEntryFitsItsSizeClass holds it there. load and store
-// convert to and from rules.State around rules.Check and rules.Settle.
+// convert to and from rules.State around counter.Check and counter.Settle.
 type entry struct {
 	at, n, before int64   // rules.State's At, N and Prev
 	arr           *arrays // rules.State's Log and Seen; nil until a key has one
@@ -166,8 +167,8 @@ const (
 	touchedBit = 0x80
 )
 
-// The algorithms fit in algMask.
-var _ [algMask + 1 - int(rules.Distinct) - 1]struct{}
+// The algorithms' ids fit in algMask.
+var _ [algMask + 1 - int(counter.NumAlgorithms)]struct{}
 
 func (e *entry) alg() rules.Algorithm { return rules.Algorithm(e.bits & algMask) }
 
@@ -414,7 +415,7 @@ func (s *Store) unlock(ss *shardSet) {
 
 // Take applies ops at now atomically, as rules.Store specifies. It returns
 // an error, having changed nothing, when len(res) != len(ops) or an op fails
-// rules.ValidateOp. ctx is not consulted: nothing here blocks but the shard
+// counter.ValidateOp. ctx is not consulted: nothing here blocks but the shard
 // locks.
 //
 // A new key of a Sensitive take or add whose budget is full of live state
@@ -644,7 +645,7 @@ func (s *Store) unreserve(sh *shard, op *rules.Op) {
 // it, for nothing (a tester's finding F1 on issue 24).
 func attemptsOnly(op *rules.Op) bool { return op.Kind == rules.OpTake && op.Attempts }
 
-// settleFresh fills res, op's result, as rules.Settle reports a key left
+// settleFresh fills res, op's result, as counter.Settle reports a key left
 // fresh (nothing consumed: the op is settled as a take that does not
 // count attempts, in a refused call). It stores nothing.
 func settleFresh(nowUS int64, op *rules.Op, res *rules.Result) {
@@ -658,9 +659,10 @@ func settleFresh(nowUS int64, op *rules.Op, res *rules.Result) {
 // (rules.Op.Twin): it changes nothing in the Engine's combination.
 var twinAnswer = rules.Result{Allowed: true, Remaining: math.MaxInt64}
 
-// carry moves, for each twin op of ops (rules.Op.Twin) but a Distinct
-// one, the live state of its key to the key of the op before it when that
-// holds none (or only decayed state), so that a counter, a ban or a
+// carry moves, for each twin op of ops (rules.Op.Twin) but one counting
+// members (a Distinct one, counter.Spec.Members), the live state of its
+// key to the key of the op before it when that holds none (or only
+// decayed state), so that a counter, a ban or a
 // lockout written under the previous key secret goes on under the
 // secret, whole and exactly, and the twin's key is gone: in one store of
 // one node, nothing else reads it. The entry itself moves (its state, its
@@ -669,7 +671,7 @@ var twinAnswer = rules.Result{Allowed: true, Remaining: math.MaxInt64}
 func (s *Store) carry(ops []rules.Op, nowUS int64) {
 	for i := 1; i < len(ops); i++ {
 		t := &ops[i]
-		if !t.Twin || t.Algorithm == rules.Distinct {
+		if !t.Twin || t.Algorithm.Spec().Members {
 			continue
 		}
 		from := &s.shards[s.shardOf(&t.Key)]
@@ -715,11 +717,12 @@ func (s *Store) move(from, to *shard, e *entry, op *rules.Op) {
 	b.lower(e.heapAt)
 }
 
-// rider returns, for a Distinct op i on a key missing from the store, the
+// rider returns, for an op i counting members (a Distinct one:
+// counter.Spec.Members) on a key missing from the store, the
 // index of an earlier op of the call on the same key, which holds the
 // key's room and network claim for both (pass 1), or -1.
 func rider(ops []rules.Op, i int) int {
-	if i == 0 || ops[i].Algorithm != rules.Distinct {
+	if i == 0 || !ops[i].Algorithm.Spec().Members {
 		return -1
 	}
 	return keyBefore(ops, i)

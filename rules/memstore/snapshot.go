@@ -11,6 +11,7 @@ import (
 	"math"
 
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 // Snapshots carry a store's counters to the process that replaces it on a
@@ -214,8 +215,8 @@ func (c *crcWriter) write(p []byte) {
 // budget is as full as it was.
 //
 // The whole snapshot is read and checked (every record within bounds:
-// MaxSnapshotKeys keys, rules.MaxLogLimit timestamps and
-// rules.MaxDistinctLimit members a key; the checksum) before anything is
+// MaxSnapshotKeys keys, counter.MaxLogLimit timestamps and
+// counter.MaxDistinctLimit members a key; the checksum) before anything is
 // stored: a snapshot that fails leaves s empty, with an error wrapping
 // ErrBadSnapshot (or the reader's error). It never panics on its input.
 func (s *Store) Restore(r io.Reader) (keys int, err error) {
@@ -545,7 +546,7 @@ func (d *snapDecoder) entry(bs []snapBudget, version byte) (snapEntry, error) {
 	if err != nil {
 		return se, err
 	}
-	if rules.Algorithm(alg) > rules.Distinct {
+	if alg >= byte(counter.NumAlgorithms) {
 		return se, fmt.Errorf("%w: algorithm %d", ErrBadSnapshot, alg)
 	}
 	st := rules.State{Alg: rules.Algorithm(alg)}
@@ -554,7 +555,7 @@ func (d *snapDecoder) entry(bs []snapBudget, version byte) (snapEntry, error) {
 			return se, err
 		}
 	}
-	nl, err := d.uvarint("a log's length", rules.MaxLogLimit)
+	nl, err := d.uvarint("a log's length", counter.MaxLogLimit)
 	if err != nil {
 		return se, err
 	}
@@ -573,7 +574,7 @@ func (d *snapDecoder) entry(bs []snapBudget, version byte) (snapEntry, error) {
 			st.Log[i] = prev
 		}
 	}
-	ns, err := d.uvarint("a distinct set's size", rules.MaxDistinctLimit)
+	ns, err := d.uvarint("a distinct set's size", counter.MaxDistinctLimit)
 	if err != nil {
 		return se, err
 	}

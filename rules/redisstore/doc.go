@@ -2,18 +2,19 @@
 // sharing one Redis (or one Redis Cluster), and the only package that
 // imports go-redis.
 //
-// It owns one Lua script, take.lua (embedded), which ports the six
-// algorithms of rules/algorithm.go line by line and runs one Store call on
+// It owns one Lua script, take.lua (embedded), which ports the seven
+// algorithms of rules/counter line by line (its port table is counter's
+// table, TestTakeLuaMatchesTable checks) and runs one Store call on
 // the server, atomically: pass 1 decides every op against the state before
-// the call (rules.Check), pass 2 applies the all-or-nothing contract and
-// stores each key's new state with its TTL (rules.Settle). Every request
+// the call (counter.Check), pass 2 applies the all-or-nothing contract and
+// stores each key's new state with its TTL (counter.Settle). Every request
 // is one EVALSHA carrying all its keys, so one round trip (shared with
 // other requests' when coalescing, below). The script works
-// in integer microseconds; rules.ValidateLimits keeps every intermediate
+// in integer microseconds; counter.ValidateLimits keeps every intermediate
 // value under 2^53, where Lua's doubles are exact, and the script divides
 // without rounding (math.fmod), so it decides bit for bit as memstore
 // does: rules/storetest runs the same tables, the seed trace and a
-// differential run against rules.Check and rules.Settle on both.
+// differential run against counter.Check and counter.Settle on both.
 //
 // The script's cost is Redis' CPU per request, which a fleet shares, so
 // it runs a take without a sliding_log (the common call) as straight code

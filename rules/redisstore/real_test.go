@@ -280,7 +280,7 @@ func testServerTimeSmoke(t *testing.T, url string) {
 	if got.RetryAfter <= interval-elapsed-time.Millisecond || got.RetryAfter > interval {
 		t.Errorf("RetryAfter: got %v, want in (%v, %v] (%v elapsed)", got.RetryAfter, interval-elapsed, interval, elapsed)
 	}
-	// Refused: t (ResetAfter) is the wait itself (rules.Settle).
+	// Refused: t (ResetAfter) is the wait itself (counter.Settle).
 	if got.ResetAfter != got.RetryAfter {
 		t.Errorf("ResetAfter: got %v, want RetryAfter (%v)", got.ResetAfter, got.RetryAfter)
 	}

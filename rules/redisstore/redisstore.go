@@ -37,7 +37,7 @@ const (
 	CallerClockSlack = time.Minute
 
 	// maxClockUS bounds a caller's clock: the algorithms are exact in Lua
-	// for clocks under 2^52µs since the epoch (rules.MaxExact).
+	// for clocks under 2^52µs since the epoch (counter.MaxExact).
 	maxClockUS = 1 << 52
 )
 
@@ -561,7 +561,7 @@ func (s *Store) putWaiter(w *waiter) {
 // Redis (one round trip), or one per hash slot on a cluster (package doc).
 // With the server's clock (the default) now is not used: the script reads
 // TIME. It returns an error, having sent nothing, when len(res) != len(ops)
-// or an op fails rules.ValidateOp.
+// or an op fails counter.ValidateOp.
 func (s *Store) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
 	if err := rules.CheckTake(ops, res); err != nil {
 		return err

@@ -1,12 +1,12 @@
 -- take.lua is redisstore's only script: the seven algorithms of
--- rules/algorithm.go (the six of the policy and count_distinct's),
+-- rules/counter (the six of the policy and count_distinct's),
 -- ported function by function, and one rules.Store call
 -- over the keys of one hash slot, atomically (Redis runs a script alone).
 --
 -- Mode 0 (take) is Store.Take: pass 1 checks every op against the state
--- before the call (rules.Check), the call is refused when an enforcing take
+-- before the call (counter.Check), the call is refused when an enforcing take
 -- is not allowed (rules.Refused), and pass 2 settles every op
--- (rules.Settle: consume per the contract, report the state after, store it
+-- (counter.Settle: consume per the contract, report the state after, store it
 -- with its TTL). In a refused call an attempt (count = "attempts") charges
 -- a key that exists but makes no new one: a state read as fresh (missing,
 -- expired, another algorithm's) is left so, as the memory store leaves
@@ -15,7 +15,7 @@
 --
 -- Two paths, measured. The fast path (below) is the five algorithms that
 -- need only their string key, written out as straight code; the port is
--- rules/algorithm.go function by function and runs every other call. Each
+-- rules/counter function by function and runs every other call. Each
 -- EVALSHA runs the whole chunk, so the port makes and collects its two
 -- dozen closures and its tables on every call (Cost, below). Against this
 -- script with its fast path cut out, on the same calls side by side, the
@@ -26,21 +26,22 @@
 -- a batch mode (coalescing's shared call). So both stay, and the fast path
 -- never grows: it is those five algorithms and nothing else.
 --
--- A new count mode goes in the port only, once. count_distinct (distinct
--- accounts per IP) is rules.Distinct, numbered after SlidingLog, so
--- wire.go's needsPort sends its calls here. It is a case of check,
--- consume (consumeSet) and report, and of restore and refundOwn for a
--- cluster's undo; its set is the key slot after its string, as a
--- sliding_log's sorted set is (use(i) here, hasSet in wire.go), and its
--- Member an ARGV string after the ops' fields, as an undo's payloads are,
--- so the layout the fast path reads stays as it is. In Go it is the same
--- cases of rules/algorithm.go's Check, Consume and reportState, which
+-- A new count mode goes in the port only, once: its entry in rules/counter's
+-- table is not FastPath, so wire.go's needsPort sends its calls here, and
+-- its Lua name and id join the port table below. count_distinct (distinct
+-- accounts per IP) is counter.Distinct, numbered after SlidingLog. It is a
+-- case of check, consume (consumeSet) and report, and of restore and
+-- refundOwn for a cluster's undo; its set is the key slot after its
+-- string, as a sliding_log's sorted set is (use(i) here, hasSet in
+-- wire.go: its entry's Set), and its Member an ARGV string after the ops'
+-- fields, as an undo's payloads are, so the layout the fast path reads
+-- stays as it is. In Go it is a file of rules/counter (its steps), which
 -- memstore runs; rules/storetest holds the two to one answer. Two
 -- implementations, one per store.
 --
 -- Numbers. Lua numbers are doubles, exact for integers up to 2^53;
--- rules.ValidateLimits keeps every intermediate value of every algorithm
--- within that (rules.MaxExact) for clocks under 2^52us, so this script and
+-- counter.ValidateLimits keeps every intermediate value of every algorithm
+-- within that (counter.MaxExact) for clocks under 2^52us, so this script and
 -- Go compute the same integers. Integer division truncates toward zero as
 -- Go's does: idiv derives it from math.fmod, which is exact, rather than
 -- from math.floor(a / b), whose rounded quotient can be one off. The fast
@@ -101,7 +102,7 @@
 --
 -- A take returns {now, then per op: allowed (0/1), remaining,
 -- reset_after_us, retry_after_us (-1: never)}, the last two as
--- rules.Settle fills ResetAfter and RetryAfter from the state after the
+-- counter.Settle fills ResetAfter and RetryAfter from the state after the
 -- call (reset_after_us: the effective window, RateLimit's t, not the TTL;
 -- retry_after_us: the wait from that state), then with the flag one
 -- payload per op: 0, or the strings an undo needs (what the key holds when
@@ -111,6 +112,10 @@
 -- reset_after_us (the effective window)} per op. A batch (ARGV[1] negative: several takes of the
 -- fast path in one script call, below) returns one take's reply per call.
 
+-- The port table: each algorithm's id (an op code's 8*algorithm) under its
+-- entry's Lua name in rules/counter's table, and the op kinds' ids
+-- (TestTakeLuaMatchesTable holds both, and the sorted-set and member
+-- tests below, to the table).
 local GCRA, TOKEN, LEAKY, FIXED, SLIDING, LOG, DISTINCT = 0, 1, 2, 3, 4, 5, 6
 local TAKE, PEEK, ADD, REFUND, RESET = 0, 1, 2, 3, 4
 
@@ -191,7 +196,7 @@ end
 -- helper of the port below is most of a one-op call's time) and, for one
 -- op, no table but the reply. It decides exactly as the port does
 -- (rules/storetest and the port's own tables check both): it reads each
--- state once, as rules' ...At helpers do (the view: gcra's TAT, a
+-- state once, as counter's ...At helpers do (the view: gcra's TAT, a
 -- bucket's tokens or level and its stamp, a window's start and counts),
 -- and Consume and reportState work on that view, updated in place: a
 -- consumed state's stamp is at least now, so it reads back as written.
@@ -230,7 +235,7 @@ if mode == 0 and not port then
 		end
 
 		-- Pass 1: decide every op against the state before the call
-		-- (rules.Check).
+		-- (counter.Check).
 		for i = 1, nops do
 			local f = base + 5 * i - 4
 			code, limit, burst, period = num[ARGV[f]], num[ARGV[f + 1]], num[ARGV[f + 2]], num[ARGV[f + 3]]
@@ -363,7 +368,7 @@ if mode == 0 and not port then
 		end
 
 		-- Pass 2: consume per the contract, report the state after, store it
-		-- with its TTL (rules.Settle).
+		-- with its TTL (counter.Settle).
 		local out, pays = nil, nil
 		if nops > 1 or flag or replies then
 			out = { t }
@@ -556,7 +561,7 @@ if mode == 0 and not port then
 					end
 				end
 			end
-			-- What the reply shows as reset_after (rules.Settle): allowed
+			-- What the reply shows as reset_after (counter.Settle): allowed
 			-- (or never), the effective window, rules' windowUS: the units
 			-- left spent now, the us until one more fits; refused, the wait
 			-- from the state the call leaves, which only a refused op that
@@ -600,7 +605,7 @@ if mode == 0 and not port then
 					end
 				end
 			elseif consumes then
-				-- rules.Check's wait again, on the view after the call.
+				-- counter.Check's wait again, on the view after the call.
 				wait = 0
 				if a == GCRA then
 					wait = max(max(v1, t) + cost * T - t - burst * T, 0)
@@ -698,7 +703,7 @@ end
 -- The port --------------------------------------------------------------------
 
 -- Every other call (one with a sliding_log op, an undo) runs the port of
--- rules/algorithm.go, function by function.
+-- rules/counter, function by function.
 
 local width = 5 + mode -- an undo's ops carry their payload count too
 
@@ -720,7 +725,7 @@ local function idiv(a, b)
 	return (a - fmod(a, b)) / b
 end
 
--- ceildiv is rules' ceilDiv: ceil(a/b) for b > 0, and 0 for a <= 0.
+-- ceildiv is counter's ceilDiv: ceil(a/b) for b > 0, and 0 for a <= 0.
 local function ceildiv(a, b)
 	if a <= 0 then
 		return 0
@@ -799,7 +804,7 @@ local function load(t)
 	return raw, 0, 0, 0, 0
 end
 
--- The ...At helpers of rules/algorithm.go: a state read as of t for the
+-- The ...At helpers of rules/counter: a state read as of t for the
 -- op's algorithm; a state of another algorithm reads as fresh.
 
 local function stamp(sa, at)
@@ -923,7 +928,7 @@ local function slidingWait(start, pr, cur, t, c)
 	return start + 2 * p - idiv((limit - c) * p, cur) - t
 end
 
--- check is rules.Check: whether a take of the op's cost fits, the us until
+-- check is counter.Check: whether a take of the op's cost fits, the us until
 -- it does (0 now, -1 never), and for a sliding_log the timestamps in the
 -- window (for report).
 local function check(sa, at, n, prev, t)
@@ -1053,7 +1058,7 @@ local function window(sa, at, n, prev, t)
 end
 
 -- shownAfter is what a reply shows as reset_after_us and retry_after_us for the
--- op (rules.Settle) from its state after the call: allowed (ok), the
+-- op (counter.Settle) from its state after the call: allowed (ok), the
 -- effective window and 0; refused, the wait from that state twice (an
 -- attempt or an add that consumed while refused has moved it); never
 -- (wait -1), the window and -1.
@@ -1063,7 +1068,7 @@ local function shownAfter(ok, wait, sa, at, n, prev, t)
 	end
 	local _, w = check(sa, at, n, prev, t)
 	if w == 0 then
-		w = 1 -- a Distinct op of several places an attempt counted, now known (rules.Settle)
+		w = 1 -- a Distinct op of several places an attempt counted, now known (counter.Settle)
 	end
 	return w, w
 end
@@ -1230,7 +1235,7 @@ if hasSet then
 	end
 end
 
--- consume is rules.Consume on the state sa, at, n, prev: it returns the
+-- consume is counter.Consume on the state sa, at, n, prev: it returns the
 -- state after, and for a sliding_log the timestamps left and the newest.
 local function consume(sa, at, n, prev, t, u)
 	if kind == RESET then
@@ -1406,7 +1411,7 @@ end
 
 -- Modes ---------------------------------------------------------------------
 
--- settle is rules.Settle for the op in use, checked by pass 1 (ok and
+-- settle is counter.Settle for the op in use, checked by pass 1 (ok and
 -- wait, and count for a sliding_log) against its state (raw: what its key
 -- held). It returns remaining, reset_after_us, retry_after_us (shownAfter)
 -- and, with the flag, the op's undo payload (0 when none).

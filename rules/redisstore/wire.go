@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 // Script modes and the sizes of the script's replies (take.lua's header).
@@ -29,8 +30,8 @@ const (
 	format2Mark = "v2"
 
 	// maxReplyValue bounds every number a reply may carry: the script's
-	// values are exact integers under 2^53 (rules.MaxExact).
-	maxReplyValue = rules.MaxExact
+	// values are exact integers under 2^53 (counter.MaxExact).
+	maxReplyValue = counter.MaxExact
 
 	// cmdHead is the number of a script call's arguments before its keys:
 	// EVALSHA, the SHA and the number of keys.
@@ -260,24 +261,30 @@ func header(mode int64, flag, clock, port bool, ops int) int64 {
 }
 
 // needsPort reports whether op needs the script's port: the fast path runs
-// the algorithms without a sorted set. Every algorithm after SlidingLog
-// (a distinct count, take.lua's header) runs in the port only, and so does
-// a calendar window (Op.Calendar), a fixed_window whose start the caller
-// gives.
-func needsPort(op *rules.Op) bool { return op.Algorithm >= rules.SlidingLog || op.Calendar }
+// the algorithms of counter.Spec.FastPath only (those without a sorted set,
+// take.lua's header), and not a calendar window (Op.Calendar), a
+// fixed_window whose start the caller gives.
+func needsPort(op *rules.Op) bool { return !op.Algorithm.Spec().FastPath || op.Calendar }
 
 // hasSet reports whether op keeps a sorted set beside its string key, in
-// the key slot after it: its name plus logSuffix, in the same hash slot. A
-// sliding_log's holds its timestamps, a distinct count's its members; the
-// string's algorithm says whose a set is, so one of another algorithm
-// reads as empty.
-func hasSet(op *rules.Op) bool {
-	return op.Algorithm == rules.SlidingLog || op.Algorithm == rules.Distinct
-}
+// the key slot after it: its name plus logSuffix, in the same hash slot
+// (counter.Spec.Set). A sliding_log's holds its timestamps, a distinct
+// count's its members; the string's algorithm says whose a set is, so one
+// of another algorithm reads as empty.
+func hasSet(op *rules.Op) bool { return op.Algorithm.Spec().Set }
 
-// opCode is an op's first field: kind + 8×algorithm + 64×enforce +
-// 128×attempts + 256×calendar (one number: each costs the script a
-// conversion).
+// sendsMember reports whether op's Member goes to the script, as a string
+// after the ops' fields: an algorithm that counts members
+// (counter.Spec.Members), in a take.
+func sendsMember(op *rules.Op) bool { return op.Algorithm.Spec().Members }
+
+// An op code holds the algorithm's id in 3 bits (opCode): 8 algorithms at
+// most, and take.lua reads it so.
+var _ [8 - counter.NumAlgorithms]struct{}
+
+// opCode is an op's first field: kind + 8×algorithm (its id, the table's
+// and take.lua's) + 64×enforce + 128×attempts + 256×calendar (one number:
+// each costs the script a conversion).
 func opCode(op *rules.Op) int64 {
 	code := int64(op.Kind) + 8*int64(op.Algorithm)
 	if op.Enforce {
@@ -308,7 +315,7 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 		if hasSet(op) {
 			nk++
 		}
-		if op.Algorithm == rules.Distinct {
+		if sendsMember(op) {
 			nm++
 		}
 		port = port || needsPort(op)
@@ -356,7 +363,7 @@ func (s *Store) prepare(c *call, ops []rules.Op, idx []int, nowUS int64, undo bo
 	}
 	mi := 0
 	for j := range n {
-		if op := &ops[c.op(j)]; op.Algorithm == rules.Distinct {
+		if op := &ops[c.op(j)]; sendsMember(op) {
 			c.args = append(c.args, c.memberArg(mi, op.Member))
 			mi++
 		}
@@ -551,7 +558,7 @@ func (u *call) decodeUndo(res []rules.Result) error {
 		}
 	}
 	for j, i := range u.idx {
-		if res[i].Allowed { // a refused op shows none left (rules.Settle): an attempt's over its limit
+		if res[i].Allowed { // a refused op shows none left (counter.Settle): an attempt's over its limit
 			res[i].Remaining = arr[undoFields*j].(int64)
 		}
 		res[i].ResetAfter = rules.DurationUS(arr[undoFields*j+1].(int64))

@@ -7,12 +7,6 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-// Algorithms lists the six policy algorithms, in the lesson's names.
-var algorithms = []rules.Algorithm{
-	rules.GCRA, rules.TokenBucket, rules.LeakyBucket,
-	rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog,
-}
-
 const second = 1_000_000 // µs
 
 // op is an op at the lesson's Figure 1 setting: 5 per second, burst 5.
@@ -46,18 +40,11 @@ var (
 func allowedLeft(n int64) rules.Result { return rules.Result{Allowed: true, Remaining: n} }
 
 // fresh is a full counter's result at Base+at at the lesson's setting: all
-// five units left, and its effective window (rules.Settle, RateLimit's t):
-// the five spent, one more fits after an emission interval (200ms) for the
-// buckets, when the window ends for fixed_window, a period later for
-// sliding_log, and for sliding_window once 5×(1−e) + 0 + 1 ≤ 5 in the next
-// window, at e = 200ms.
+// five units left, and its effective window (counter.Settle, RateLimit's
+// t), the algorithm's expectation.window.
 func fresh(alg rules.Algorithm, at time.Duration) rules.Result {
 	e := (at%time.Second + time.Second) % time.Second // Base is a multiple of 1s
-	w := map[rules.Algorithm]time.Duration{
-		rules.GCRA: ms(200), rules.TokenBucket: ms(200), rules.LeakyBucket: ms(200),
-		rules.FixedWindow: time.Second - e, rules.SlidingWindow: ms(1200) - e, rules.SlidingLog: time.Second,
-	}[alg]
-	return rules.Result{Allowed: true, Remaining: 5, ResetAfter: w}
+	return rules.Result{Allowed: true, Remaining: 5, ResetAfter: expectOf(alg).window(e)}
 }
 
 // single is a one-op step of a values table: full results compared.
@@ -342,14 +329,7 @@ func kinds(alg rules.Algorithm) Case {
 func expiry(alg rules.Algorithm) Case {
 	// reset is the time back to full (the key's TTL); window the effective
 	// window, the wait for one more unit (t), which can be shorter.
-	reset := map[rules.Algorithm]float64{
-		rules.GCRA: 1000, rules.TokenBucket: 1000, rules.LeakyBucket: 1000,
-		rules.FixedWindow: 900, rules.SlidingWindow: 1900, rules.SlidingLog: 1000,
-	}[alg]
-	window := map[rules.Algorithm]float64{
-		rules.GCRA: 200, rules.TokenBucket: 200, rules.LeakyBucket: 200,
-		rules.FixedWindow: 900, rules.SlidingWindow: 1100, rules.SlidingLog: 1000,
-	}[alg]
+	reset, window := expectOf(alg).reset, expectOf(alg).spent
 	return Case{Name: alg.String() + "/expiry", Steps: []Step{
 		{At: ms(100), Ops: ops(take("x", alg, 5)), Want: want(rules.Result{Allowed: true, ResetAfter: ms(window)})},
 		{At: ms(100 + reset - 0.001), Ops: ops(peek("x", alg, 5)), Want: want(refused), Ignore: IgnoreValues},
@@ -366,10 +346,7 @@ func expiry(alg rules.Algorithm) Case {
 // 5×(1−e) + 1 ≤ 5 in the next window (e = 200ms) for sliding_window, and
 // until the five leave for sliding_log.
 func retryAdmitted(alg rules.Algorithm) Case {
-	wait := map[rules.Algorithm]float64{
-		rules.GCRA: 200, rules.TokenBucket: 200, rules.LeakyBucket: 200,
-		rules.FixedWindow: 900, rules.SlidingWindow: 1100, rules.SlidingLog: 1000,
-	}[alg]
+	wait := expectOf(alg).spent
 	return Case{Name: alg.String() + "/retry_after_admits", Steps: []Step{
 		{At: ms(100), Ops: ops(take("r", alg, 5)), Want: want(allowedLeft(0)), Ignore: IgnoreResetAfter},
 		{At: ms(100), Ops: ops(take("r", alg, 1)), Want: want(rules.Result{ResetAfter: ms(wait), RetryAfter: ms(wait)})},

@@ -17,12 +17,8 @@ import "github.com/edge-gateway/edge/rules"
 // debt, for one period (1000ms).
 func costCases() []Case {
 	var cs []Case
-	recover := map[rules.Algorithm]float64{
-		rules.GCRA: 600, rules.TokenBucket: 600, rules.LeakyBucket: 600,
-		rules.FixedWindow: 900, rules.SlidingWindow: 1328.572, rules.SlidingLog: 1000,
-	}
 	for _, alg := range algorithms {
-		w := recover[alg]
+		w := expectOf(alg).recover
 		cs = append(cs, Case{Name: alg.String() + "/cost_settle_debt", Steps: []Step{
 			{At: ms(100), Ops: ops(take("c", alg, 3)), Want: want(allowedLeft(2)), Ignore: IgnoreResetAfter},
 			// The settle: 4 more, more than is left, charged all the same.

@@ -7,7 +7,7 @@
 // second, a minute or an hour starts on it.
 //
 // The tables fix Store's contract (rules/store.go) and the algorithms'
-// numbers (rules/algorithm.go): the lesson's Figure 1 trace
+// numbers (rules/counter): the lesson's Figure 1 trace
 // (testdata/fixtures/seed_trace.json at the module root) for all six
 // algorithms, the lesson's GCRA worked numbers, all-or-nothing, dry-run and
 // attempts ops, peek/add/refund/reset, Remaining/ResetAfter/RetryAfter
@@ -29,11 +29,11 @@
 // of the store's.
 // Generated checks add a sliding_log exactness property (no
 // rolling period ever holds more than Limit), a concurrency check of one
-// call's atomicity, and a differential run against rules.Check and
-// rules.Settle, which every store must match bit for bit (distinct
+// call's atomicity, and a differential run against counter.Check and
+// counter.Settle, which every store must match bit for bit (distinct
 // included, with values covering its encodings).
 //
-// Keys and TTLs, as every store keeps them: a key whose rules.Settle TTL is
+// Keys and TTLs, as every store keeps them: a key whose counter.Settle TTL is
 // 0 is not stored (its state is empty), and a key must live until a call's
 // now reaches the expiry its last write set (that call's now plus the TTL).
 // Dropping it then, or keeping it longer, is invisible: rules' tests prove a

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 // Base is every case's t=0: 2023-11-14T00:00:00Z, a multiple of one day
@@ -97,6 +98,7 @@ type Options struct {
 func RunWith(t *testing.T, newStore func(t *testing.T) rules.Store, opts Options) {
 	run := rand.Uint64()
 	cases := append(Cases(), SeedTraceCases(t)...)
+	checkCovered(t, cases) // every algorithm of counter's table runs on the store
 	seen := make(map[string]bool, len(cases))
 	for i, c := range cases {
 		if seen[c.Name] {
@@ -254,31 +256,32 @@ func slidingLogProperty(t *testing.T, s rules.Store, ks keyspace) {
 	}
 }
 
-// reference replays generated multi-op calls (every algorithm, kind and
-// flag, key budgets with room among them, a few keys, the clock mostly
-// forward with steps back and long idle gaps) against s and against rules.Check and rules.Settle: the results
-// must be identical. The model keeps keys as the package doc says every
-// store must: not at all when Settle's TTL is 0, and as fresh from their
-// expiry on; an attempts take in a refused call charges a key it holds and
-// makes none it does not (rules.Store).
+// reference replays generated multi-op calls (every algorithm of counter's
+// table, every kind and flag, key budgets with room among them, a few keys,
+// the clock mostly forward with steps back and long idle gaps) against s
+// and against counter.Check and counter.Settle: the results must be
+// identical. The model keeps keys as the package doc says every store
+// must: not at all when Settle's TTL is 0, and as fresh from their expiry
+// on; an attempts take in a refused call charges a key it holds and makes
+// none it does not (rules.Store).
 func reference(t *testing.T, s rules.Store, ks keyspace) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(9, 10))
-	algs := []rules.Algorithm{rules.GCRA, rules.TokenBucket, rules.LeakyBucket, rules.FixedWindow, rules.SlidingWindow, rules.SlidingLog, rules.Distinct}
+	algs := counter.Algorithms() // every one of counter's table
 	// Distinct's values: a few, so that sets fill and values recur, with
 	// the hex encoding's corners (0, the top bit, all ones).
 	members := []uint64{0, 1, 2, 3, 0xdeadbeef, 1 << 63, math.MaxUint64}
-	type counter struct {
+	type tracked struct {
 		op        rules.Op
 		st        rules.State
 		stored    bool
 		expiresAt int64
 	}
-	var counters []*counter
+	var counters []*tracked
 	for i, alg := range algs {
 		for j := range 3 {
 			limit := rng.Int64N(5) + 1
-			counters = append(counters, &counter{op: rules.Op{
+			counters = append(counters, &tracked{op: rules.Op{
 				Algorithm: alg,
 				Key:       ks.key(Key(fmt.Sprintf("ref%d-%d", i, j))),
 				Limit:     limit,
@@ -290,7 +293,7 @@ func reference(t *testing.T, s rules.Store, ks keyspace) {
 	kinds := []rules.OpKind{rules.OpTake, rules.OpTake, rules.OpTake, rules.OpTake, rules.OpPeek, rules.OpAdd, rules.OpRefund, rules.OpReset}
 	now := int64(0)
 	ops := make([]rules.Op, 0, 4)
-	var picked []*counter
+	var picked []*tracked
 	for call := range 3000 {
 		switch r := rng.IntN(100); {
 		case r < 3:
@@ -330,15 +333,15 @@ func reference(t *testing.T, s rules.Store, ks keyspace) {
 			if !c.stored || nowUS >= c.expiresAt {
 				c.st, c.stored = rules.State{}, false
 			}
-			want[i] = rules.Check(&c.st, nowUS, &ops[i])
+			want[i] = counter.Check(&c.st, nowUS, &ops[i])
 		}
-		refused := rules.Refused(ops, want)
+		refused := counter.Refused(ops, want)
 		for i, c := range picked {
 			op := ops[i]
 			if refused && !c.stored && op.Kind == rules.OpTake && op.Attempts {
 				op.Attempts = false // an attempt in a refused call makes no new key
 			}
-			ttl := rules.Settle(&c.st, nowUS, &op, refused, &want[i])
+			ttl := counter.Settle(&c.st, nowUS, &op, refused, &want[i])
 			c.stored, c.expiresAt = ttl > 0, nowUS+ttl
 		}
 		for i := range ops {
@@ -378,7 +381,7 @@ func concurrent(t *testing.T, s rules.Store, ks keyspace, opts Options) {
 				}
 				admitted := res[1].Allowed
 				if opts.PerShard {
-					admitted = !rules.Refused(ops, res)
+					admitted = !counter.Refused(ops, res)
 				}
 				if admitted {
 					mu.Lock()

@@ -1,4 +1,4 @@
-package rules
+package counter
 
 import (
 	"encoding/json"
@@ -539,7 +539,7 @@ func TestValidateLimits(t *testing.T) {
 		{"distinct at the bound", Distinct, MaxDistinctLimit, 0, day, nil},
 		{"distinct over", Distinct, MaxDistinctLimit + 1, 0, day, ErrInvalidLimits},
 		{"distinct zero limit", Distinct, 0, 0, day, ErrInvalidLimits},
-		{"unknown", numAlgorithms, 5, 5, day, ErrUnsupported},
+		{"unknown", NumAlgorithms, 5, 5, day, ErrUnsupported},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
