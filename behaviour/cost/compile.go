@@ -184,10 +184,10 @@ func (c *Stage) value(cc *rules.Compiler, expr hcl.Expression) bool {
 }
 
 // capacity is the most units one take of r can ever fit, and what it is:
-// its burst for gcra and the buckets, its limit for the windows.
+// its burst for an algorithm of a burst (counter.Spec.Burst: gcra and the
+// buckets), its limit for the windows.
 func capacity(r *rules.Rule) (int64, string) {
-	switch r.Algorithm {
-	case rules.GCRA, rules.TokenBucket, rules.LeakyBucket:
+	if r.Algorithm.Spec().Burst {
 		return r.Burst, "burst"
 	}
 	return r.Limit, "limit"
