@@ -20,5 +20,5 @@ func (s *Server) adminRefused(ctx *fasthttp.RequestCtx) {
 		}
 		minutes = n
 	}
-	adminJSON(ctx, fasthttp.StatusOK, map[string]any{"rules": s.refused.top(s.requestTime(ctx), minutes)})
+	adminJSON(ctx, fasthttp.StatusOK, map[string]any{"rules": s.refused.top(s.requestTime(ctx), minutes, s.engine.HashClient)})
 }

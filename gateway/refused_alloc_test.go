@@ -13,7 +13,8 @@ import (
 func TestRefusalTrackingAllocatesNothing(t *testing.T) {
 	var tr refusedTracker
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var key, client [15]byte
+	var key [15]byte
+	var client [16]byte
 	tr.add("per-ip", key, client, now)
 	i := 0
 	if n := testing.AllocsPerRun(1000, func() {
@@ -29,7 +30,8 @@ func BenchmarkRefusalTracking(b *testing.B) {
 	b.ReportAllocs()
 	var tr refusedTracker
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var key, client [15]byte
+	var key [15]byte
+	var client [16]byte
 	i := 0
 	for b.Loop() {
 		i++
