@@ -11,6 +11,7 @@ import (
 	"github.com/edge-gateway/edge/behaviour/calendar"
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/behaviour/refusal"
+	"github.com/edge-gateway/edge/behaviour/skip"
 	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/fields"
 	"github.com/edge-gateway/edge/ja4"
@@ -27,10 +28,10 @@ import (
 // (identity { }'s account), visitors (visitor { }), bot scores (botscore
 // { }, asn, country and the bot conditions), TLS fingerprints (ja4) and
 // the test blocks `edge test` runs; and the behaviours of rule { } that
-// live in folders of their own (behaviour/: calendar, refusal, queue). Every block of the
+// live in folders of their own (behaviour/: calendar, refusal, queue, skip). Every block of the
 // policy language is now built.
 func Features() []rules.Feature {
-	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), tests()}
+	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), skip.Feature(), tests()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

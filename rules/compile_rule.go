@@ -33,6 +33,10 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		IPv4Prefix:  p.IPv4Prefix,
 		IPv6Prefix:  p.IPv6Prefix,
 	}
+	if c.bodies == nil {
+		c.bodies = map[*Rule]hcl.Body{}
+	}
+	c.bodies[r] = rb.body
 	if rb.Name == "" {
 		c.Errorf(rb.NameRange, "Invalid rule name", "a rule needs a non-empty name")
 	}
@@ -41,7 +45,6 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	// ceiling are checked against the store's bounds only while it holds.
 	ok := c.matcher(rb.Methods, rb.Paths, rb.Hosts, r)
 	ok = c.ruleAction(rb, r) && ok
-	c.skipAttr(rb, r) // skip = [...] (skip.go)
 	inKey, keyOK := c.ruleKey(rb, r)
 	ok = keyOK && ok
 	ok = c.countDistinct(rb, r, inKey) && ok
@@ -792,3 +795,7 @@ func (c *Compiler) errorCount() int {
 }
 
 func (c *Compiler) errorsSince(n int) bool { return c.errorCount() > n }
+
+// ErrorCount returns the number of errors reported so far: a feature that
+// compares it before and after a step knows whether the step failed.
+func (c *Compiler) ErrorCount() int { return c.errorCount() }

@@ -39,11 +39,8 @@ type ruleBlock struct {
 	MaxCost    *int64         `hcl:"max_cost,optional"`
 	SettleFrom *string        `hcl:"settle_from,optional"`
 
-	// skip, on an action = "skip" rule, lists the rules the requests it
-	// matches are exempt from, or ["*"] for every other rule (skip.go).
-	Skip hcl.Expression `hcl:"skip,optional"`
-
-	// action is "limit" (default), "deny", "log" or "skip".
+	// action is "limit" (default), "deny", "log" or "skip" (whose skip
+	// list is behaviour/skip's).
 	Action          *string    `hcl:"action,optional"`
 	When            *whenBlock `hcl:"when,block"`
 	Sensitive       *bool      `hcl:"sensitive,optional"`
@@ -84,6 +81,8 @@ type ruleBlock struct {
 
 	// Remain holds the features' attributes (RuleAttrType).
 	Remain hcl.Body `hcl:",remain"`
+	// body is the block's body as written (Compiler.RuleAttr).
+	body hcl.Body
 
 	DefRange             hcl.Range `hcl:",def_range"`
 	NameRange            hcl.Range `hcl:"name,label_range"`
@@ -106,7 +105,6 @@ type ruleBlock struct {
 	MissingIdentityRange hcl.Range `hcl:"missing_identity,attr_value_range"`
 	MaxKeysRange         hcl.Range `hcl:"max_keys,attr_value_range"`
 	NetworkShareRange    hcl.Range `hcl:"network_share,attr_value_range"`
-	SkipRange            hcl.Range `hcl:"skip,attr_range"`
 	DryRunRange          hcl.Range `hcl:"dry_run,attr_value_range"`
 	KnownVisitorsRange   hcl.Range `hcl:"known_visitors,attr_value_range"`
 	BanRange             hcl.Range `hcl:"ban,attr_value_range"`

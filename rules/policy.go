@@ -43,8 +43,9 @@ type Policy struct {
 	slots int
 	// requestHooks run in every request (Compiler.AddRequestHook).
 	requestHooks []RequestHook
-	// skipRules are the action = "skip" rules, decided first (skip.go).
-	skipRules []*Rule
+	// exempters are the skip rules with an Exempter stage, in file order,
+	// decided before the others (stage.go).
+	exempters []*Rule
 	// sensitiveBans are the rules whose ban covers every sensitive route;
 	// ownBans is true when a rule bans on its own route.
 	sensitiveBans []*Rule
@@ -129,10 +130,24 @@ const (
 	ActionDeny
 	// ActionLog counts and logs, never refuses.
 	ActionLog
-	// ActionSkip counts nothing; the rules it lists do not apply to the
-	// requests it matches (skip.go).
+	// ActionSkip counts nothing and refuses nothing: the rule is decided
+	// before every other, and the rules its Exempter stages name do not
+	// apply to the requests it matches (stage.go; behaviour/skip compiles
+	// its skip list).
 	ActionSkip
 )
+
+// counts reports whether the rule counts requests: not action = "deny"
+// (which refuses every match) nor "skip" (which exempts from other rules).
+func (r *Rule) counts() bool { return r.Action != ActionDeny && r.Action != ActionSkip }
+
+// uncounted says why a rule that counts nothing takes no limit.
+func uncounted(a Action) string {
+	if a == ActionSkip {
+		return `action = "skip" counts nothing`
+	}
+	return `action = "deny" refuses every match`
+}
 
 // StoreErrorMode is a rule's `on_store_error`.
 type StoreErrorMode uint8
@@ -199,8 +214,6 @@ type Rule struct {
 	multi         []multiPart
 	multiOf       []int8
 	distinctMulti int8
-	// skip is an action = "skip" rule's skip list (skip.go), else nil.
-	skip *skipSpec
 	// knownUS is known_visitors in µs (0: none); knownBy the
 	// characteristics that recognise a visitor, knownTags their tags.
 	knownUS   int64
@@ -209,12 +222,13 @@ type Rule struct {
 	// cost is the rule's cost, max_cost and settle_from (cost.go).
 	cost ruleCost
 	// stages are the features' behaviours of the rule (Rule.AddStage),
-	// gates, shapers and judges those with a Gate, Shape or Judge phase
-	// (stage.go).
-	stages  []Stage
-	gates   []Gater
-	shapers []Shaper
-	judges  []Judge
+	// exempters, gates, shapers and judges those with an Exempt, Gate,
+	// Shape or Judge phase (stage.go).
+	stages    []Stage
+	exempters []Exempter
+	gates     []Gater
+	shapers   []Shaper
+	judges    []Judge
 	// banUS is ban in µs (0: none); BanScope its ban_scope.
 	banUS    int64
 	BanScope BanScope
