@@ -13,6 +13,7 @@ import (
 	"github.com/edge-gateway/edge/behaviour/cost"
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/behaviour/refusal"
+	"github.com/edge-gateway/edge/behaviour/skip"
 	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/fields"
 	"github.com/edge-gateway/edge/gateway/ext"
@@ -31,10 +32,10 @@ import (
 // account), visitors (visitor { }), bot scores (botscore { }, asn,
 // country and the bot conditions), TLS fingerprints (ja4) and the test
 // blocks `edge test` runs; and the behaviours of rule { } that live in
-// folders of their own (behaviour/: calendar, refusal, cost, queue, adaptive). Every
-// block of the policy language is now built.
+// folders of their own (behaviour/: calendar, refusal, cost, queue, adaptive,
+// skip). Every block of the policy language is now built.
 func Features() []rules.Feature {
-	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), queue.Feature(), adaptive.Feature(), tests()}
+	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), tests()}
 }
 
 // Extensions returns the gateway extensions of this build (package

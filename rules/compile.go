@@ -87,11 +87,15 @@ type Compiler struct {
 	// knownNames are the known blocks declared, compiled or not, by name
 	// (compile_known.go).
 	knownNames map[string]hcl.Range
+	// bodies are the rule blocks' bodies as written, by rule (RuleAttr);
+	// states the features' own compile state (State).
+	bodies map[*Rule]hcl.Body
+	states map[string]any
 	// taints are the blocks decoded without some of their items, and
 	// decoded the diagnostics gohcl gave while decoding (decode.go).
 	taints  []taint
 	decoded map[*hcl.Diagnostic]bool
-	// cur is the rule block being compiled (RuleAttr), nil between rules.
+	// cur is the rule block being compiled (DecodeInRule), nil between rules.
 	cur *ruleBlock
 }
 
@@ -129,22 +133,6 @@ func (c *Compiler) Append(d hcl.Diagnostics) bool {
 // feature block and every rule.
 func (c *Compiler) Policy() *Policy { return c.p }
 
-// RuleAttr returns the attribute name of the rule block being compiled
-// (one of rules' own: limit, lease, key, ban...) as written, nil when it
-// is not written or its value did not decode. A feature's Compile or
-// RuleDone reads it to refuse an attribute its behaviour gives no meaning,
-// at the attribute's value (Expr.Range).
-func (c *Compiler) RuleAttr(name string) *hcl.Attribute {
-	if c.cur == nil || c.cur.Body == nil {
-		return nil
-	}
-	content, _, _ := c.cur.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: name}}})
-	if content == nil {
-		return nil
-	}
-	return content.Attributes[name]
-}
-
 // Block returns the compiled value of the policy's first block of type typ
 // (feature blocks are decoded before rules), or nil.
 func (c *Compiler) Block(typ string) any { return c.p.Block(typ) }
@@ -161,6 +149,40 @@ func (c *Compiler) Slot(name string) int {
 	c.slots[name] = i
 	c.p.slots = i + 1
 	return i
+}
+
+// State returns the value named name for this compile, made by init the
+// first time it is asked for: a feature's own bookkeeping across its
+// blocks and rules (the names its attributes refer to, checked once every
+// rule is compiled: Feature.PolicyDone). Names are the feature's own,
+// prefixed by its name ("skip.rules"), as Slot's.
+func (c *Compiler) State(name string, init func() any) any {
+	if v, ok := c.states[name]; ok {
+		return v
+	}
+	if c.states == nil {
+		c.states = map[string]any{}
+	}
+	v := init()
+	c.states[name] = v
+	return v
+}
+
+// RuleAttr returns attribute name of r's rule block as written, rules' own
+// or a feature's, or nil when the block does not write it (or r is not a
+// rule of this compile): a feature's diagnostic may point at an attribute
+// it does not own (a skip rule's dry_run). Its value may be one the
+// compile refused: what it means is r's (Rule.Action, Rule.DryRun).
+func (c *Compiler) RuleAttr(r *Rule, name string) *hcl.Attribute {
+	body := c.bodies[r]
+	if body == nil {
+		return nil
+	}
+	content, _, _ := body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: name}}})
+	if content == nil {
+		return nil
+	}
+	return content.Attributes[name]
 }
 
 // ReadsHeader records that the policy reads request header name (a key's
@@ -259,8 +281,8 @@ func sortDiags(diags hcl.Diagnostics) {
 // compile compiles the policy's blocks in the order each needs the ones
 // before: the features' blocks (the node's edge and store first, whose
 // settings are final when the others decode theirs), known { }, the rules,
-// then what spans rules (skips, key budgets, network shares, decide_listen,
-// shedding).
+// then what spans rules (the features' PolicyDone: skip lists; key
+// budgets, network shares, decide_listen, shedding).
 func (c *Compiler) compile(body hcl.Body) *Policy {
 	p := defaultPolicy(c.filename)
 	c.p = p
@@ -268,7 +290,9 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	c.featureBlocks(top.feature)
 	c.knowns(top.knowns) // known { }, which rules' exempt_known name (compile_known.go)
 	c.ruleBlocks(top.rules)
-	c.resolveSkips(top.rules, p)
+	for _, done := range c.reg.policyDone {
+		done(c) // Feature.PolicyDone: skip lists' names
+	}
 	c.unusedKnowns()
 	keyBudgets(p)
 	c.networkShares(p) // network.go
@@ -306,7 +330,7 @@ func (c *Compiler) decodeBlocks(content *hcl.BodyContent) topBlocks {
 		case "rule":
 			var x ruleBlock
 			if c.Decode(b, &x) {
-				x.Name, x.NameRange, x.DefRange = label, labelRange, b.DefRange
+				x.Name, x.NameRange, x.DefRange, x.body = label, labelRange, b.DefRange, b.Body
 				top.rules = append(top.rules, x)
 			}
 		case "known":
@@ -387,6 +411,9 @@ func (c *Compiler) ruleBlocks(rbs []ruleBlock) {
 		p.Rules = append(p.Rules, r)
 		if r.Sensitive {
 			p.Sensitive = true
+		}
+		if r.Action == ActionSkip && len(r.exempters) > 0 {
+			p.exempters = append(p.exempters, r)
 		}
 		p.gates = p.gates || len(r.gates) > 0
 	}

@@ -35,10 +35,14 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		IPv4Prefix:  p.IPv4Prefix,
 		IPv6Prefix:  p.IPv6Prefix,
 	}
+	if c.bodies == nil {
+		c.bodies = map[*Rule]hcl.Body{}
+	}
+	c.bodies[r] = rb.body
 	if rb.Name == "" {
 		c.Errorf(rb.NameRange, "Invalid rule name", "a rule needs a non-empty name")
 	}
-	c.cur = rb // Compiler.RuleAttr
+	c.cur = rb // Compiler.DecodeInRule
 	defer func() { c.cur = nil }()
 	x := c.ruleExtras(rb.Remain) // the features' attributes and blocks
 	// ok turns false after an error that leaves the rule unusable (each
@@ -46,7 +50,6 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	// ceiling are checked against the store's bounds only while it holds.
 	ok := c.matcher(rb.Methods, rb.Paths, rb.Hosts, r)
 	ok = c.ruleAction(rb, r) && ok
-	c.skipAttr(rb, r) // skip = [...] (skip.go)
 	inKey, keyOK := c.ruleKey(rb, r, c.keyless(x))
 	ok = keyOK && ok
 	ok = c.countDistinct(rb, r, inKey) && ok
@@ -894,3 +897,7 @@ func (c *Compiler) errorCount() int {
 }
 
 func (c *Compiler) errorsSince(n int) bool { return c.errorCount() > n }
+
+// ErrorCount returns the number of errors reported so far: a feature that
+// compares it before and after a step knows whether the step failed.
+func (c *Compiler) ErrorCount() int { return c.errorCount() }

@@ -123,7 +123,12 @@ var knownMethods = func() map[string]bool {
 	return m
 }()
 
-// suggest returns ` Did you mean "x"?` for the closest candidate, or "".
+// Suggest returns ` Did you mean "x"?` for the candidate closest to got,
+// when close enough to be a typo (at most a third of the word differs,
+// case aside), or "": the end of a diagnostic that names what it wanted.
+func Suggest(got string, candidates []string) string { return suggest(got, candidates) }
+
+// suggest is Suggest.
 func suggest(got string, candidates []string) string {
 	// Close enough to be a typo: at most a third of the word differs.
 	best, bestD := "", min(4, len(got)/3+1)

@@ -33,11 +33,8 @@ type ruleBlock struct {
 	ResetOnSuccess *bool          `hcl:"reset_on_success,optional"`
 	CountDistinct  *string        `hcl:"count_distinct,optional"`
 
-	// skip, on an action = "skip" rule, lists the rules the requests it
-	// matches are exempt from, or ["*"] for every other rule (skip.go).
-	Skip hcl.Expression `hcl:"skip,optional"`
-
-	// action is "limit" (default), "deny", "log" or "skip".
+	// action is "limit" (default), "deny", "log" or "skip" (whose skip
+	// list is behaviour/skip's).
 	Action          *string    `hcl:"action,optional"`
 	When            *whenBlock `hcl:"when,block"`
 	Sensitive       *bool      `hcl:"sensitive,optional"`
@@ -72,10 +69,11 @@ type ruleBlock struct {
 	// exempt_known lists the known { } blocks whose callers the rule does
 	// not hold to what they share with others (known.go).
 	ExemptKnown hcl.Expression `hcl:"exempt_known,optional"`
-	// Body is the whole block, for Compiler.RuleAttr; Remain holds the
-	// features' attributes and blocks (RuleAttrType, RuleBlockType).
-	Body   hcl.Body `hcl:",body"`
+	// Remain holds the features' attributes and blocks (RuleAttrType,
+	// RuleBlockType).
 	Remain hcl.Body `hcl:",remain"`
+	// body is the block's body as written (Compiler.RuleAttr, DecodeInRule).
+	body hcl.Body
 
 	DefRange             hcl.Range `hcl:",def_range"`
 	NameRange            hcl.Range `hcl:"name,label_range"`
@@ -96,7 +94,6 @@ type ruleBlock struct {
 	MissingIdentityRange hcl.Range `hcl:"missing_identity,attr_value_range"`
 	MaxKeysRange         hcl.Range `hcl:"max_keys,attr_value_range"`
 	NetworkShareRange    hcl.Range `hcl:"network_share,attr_value_range"`
-	SkipRange            hcl.Range `hcl:"skip,attr_range"`
 	DryRunRange          hcl.Range `hcl:"dry_run,attr_value_range"`
 	KnownVisitorsRange   hcl.Range `hcl:"known_visitors,attr_value_range"`
 	BanRange             hcl.Range `hcl:"ban,attr_value_range"`

@@ -123,7 +123,7 @@ func (c *Compiler) leaveOut(name string, at hcl.Range) {
 	if c.cur == nil {
 		return
 	}
-	body, ok := c.cur.Body.(*hclsyntax.Body)
+	body, ok := c.cur.body.(*hclsyntax.Body)
 	if !ok {
 		return
 	}

@@ -232,8 +232,9 @@ type Scratch struct {
 	dops       []Op       // modeDual, a rotation: a store call's ops and their twins (Engine.take)
 	dres       []Result
 	owner      *Engine
-	network    uint32     // the request's Op.Network (network.go)
-	skips      skipState  // the skip rules' exemptions of this request (skip.go)
+	network    uint32 // the request's Op.Network (network.go)
+	exempted   []bool // exempted[i]: the request is exempt from Policy.Rules[i] (stage.go), when exempting
+	exempting  bool
 	combo      valueCombo // the combination of values being keyed (values.go)
 	peekOnly   bool       // Explain: every op a peek, no ban written (explain.go)
 	now        time.Time  // the instant Check decides the request at (Scratch.Now)

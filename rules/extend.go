@@ -40,6 +40,12 @@ type Feature struct {
 	// that only make sense together, and sets their defaults (queue's
 	// max_delay). Features' run in the order Load was given them.
 	RuleDone func(c *Compiler, r *Rule)
+	// PolicyDone, when set, runs once every rule block is compiled (those
+	// with errors too, which are not in Policy.Rules), before the key
+	// budgets are shared out: it checks what the feature's attributes say
+	// across rules (a skip list's rule names, behaviour/skip). Features'
+	// run in the order Load was given them.
+	PolicyDone func(c *Compiler)
 }
 
 // RuleAttrType is an attribute a feature adds to rule { } blocks: its
@@ -445,7 +451,9 @@ type registry struct {
 	periods  map[string]*PeriodType
 	rblocks  map[string]*RuleBlockType // Feature.RuleBlocks
 	ruleDone []func(*Compiler, *Rule)  // Feature.RuleDone, in feature order
-	errs     []string
+	// policyDone are the features' PolicyDone, in feature order.
+	policyDone []func(*Compiler)
+	errs       []string
 }
 
 func newRegistry(features []Feature) *registry {
@@ -472,6 +480,9 @@ func newRegistry(features []Feature) *registry {
 	for _, f := range features {
 		if f.RuleDone != nil {
 			g.ruleDone = append(g.ruleDone, f.RuleDone)
+		}
+		if f.PolicyDone != nil {
+			g.policyDone = append(g.policyDone, f.PolicyDone)
 		}
 		for i := range f.Blocks {
 			b := &f.Blocks[i]

@@ -93,7 +93,7 @@ func (e *Engine) keyFromText(p *Policy, r *Rule, values map[string]string, m key
 
 func (e *Engine) keyText(p *Policy, r *Rule, values map[string]string, s *Scratch) (Key, error) {
 	var k Key
-	if r.Action == ActionDeny || r.skip != nil || len(r.Key) == 0 {
+	if !r.counts() || len(r.Key) == 0 {
 		return k, ErrNotForgivable
 	}
 	for name := range values {
@@ -377,7 +377,7 @@ func (e *Engine) HashClient(a netip.Addr) (h [15]byte) {
 // the address too: its counters are per pair, and the store cannot list
 // an account's pairs).
 func (r *Rule) IdentityValues(given map[string]string) (values map[string]string, missing []string) {
-	if r.Action == ActionDeny || r.skip != nil || len(r.Key) == 0 {
+	if !r.counts() || len(r.Key) == 0 {
 		return nil, nil
 	}
 	for i, name := range r.KeyNames {

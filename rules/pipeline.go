@@ -11,8 +11,9 @@ import (
 // pipeline"). Each phase is a method below, and every behaviour of a rule
 // takes part in the phases it needs, built in or a feature's Stage:
 //
-//	match   every rule's matcher, exemptions (skip), conditions, key and
-//	        op; shape: lease, the stages' Shape (cost, calendar), ip
+//	match   the skip rules' stages' Exempt first (exemptions), then every
+//	        rule's matcher, conditions, key and op; shape: lease, the
+//	        stages' Shape (cost, calendar), ip
 //	        ceiling (countMatch)
 //	gate    bans, forgive's exemptions, known visitors and callers, the
 //	        stages' Gate, in at most one store call (precheck); shedding
@@ -36,7 +37,7 @@ import (
 func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch) Decision {
 	e.begin(now, p, req, s)
 	var d Decision
-	s.exemptions(p, req, &d) // skip rules first, wherever written (skip.go)
+	s.exemptions(p, req, &d) // skip rules first, wherever written (stage.go)
 	dry := e.dry.Load()      // run-time toggles (dryrun.go), expiring by now
 	nodeDry := p.DryRun || e.dryRun.Load() || dry.nodeDry(now)
 	for _, r := range p.Rules {

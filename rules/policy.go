@@ -46,8 +46,9 @@ type Policy struct {
 	slots int
 	// requestHooks run in every request (Compiler.AddRequestHook).
 	requestHooks []RequestHook
-	// skipRules are the action = "skip" rules, decided first (skip.go).
-	skipRules []*Rule
+	// exempters are the skip rules with an Exempter stage, in file order,
+	// decided before the others (stage.go).
+	exempters []*Rule
 	// sensitiveBans are the rules whose ban covers every sensitive route;
 	// ownBans is true when a rule bans on its own route.
 	sensitiveBans []*Rule
@@ -131,10 +132,24 @@ const (
 	ActionDeny
 	// ActionLog counts and logs, never refuses.
 	ActionLog
-	// ActionSkip counts nothing; the rules it lists do not apply to the
-	// requests it matches (skip.go).
+	// ActionSkip counts nothing and refuses nothing: the rule is decided
+	// before every other, and the rules its Exempter stages name do not
+	// apply to the requests it matches (stage.go; behaviour/skip compiles
+	// its skip list).
 	ActionSkip
 )
+
+// counts reports whether the rule counts requests: not action = "deny"
+// (which refuses every match) nor "skip" (which exempts from other rules).
+func (r *Rule) counts() bool { return r.Action != ActionDeny && r.Action != ActionSkip }
+
+// uncounted says why a rule that counts nothing takes no limit.
+func uncounted(a Action) string {
+	if a == ActionSkip {
+		return `action = "skip" counts nothing`
+	}
+	return `action = "deny" refuses every match`
+}
 
 // StoreErrorMode is a rule's `on_store_error` (counter.StoreErrorMode,
 // each op's OnError).
@@ -202,21 +217,20 @@ type Rule struct {
 	multi         []multiPart
 	multiOf       []int8
 	distinctMulti int8
-	// skip is an action = "skip" rule's skip list (skip.go), else nil.
-	skip *skipSpec
 	// knownUS is known_visitors in µs (0: none); knownBy the
 	// characteristics that recognise a visitor, knownTags their tags.
 	knownUS   int64
 	knownBy   []Characteristic
 	knownTags []byte
 	// stages are the features' behaviours of the rule (Rule.AddStage);
-	// shapers, gates, judges and settlers those with a Shape, Gate, Judge
-	// or Settle phase (stage.go).
-	stages   []Stage
-	shapers  []Shaper
-	gates    []Gater
-	judges   []Judge
-	settlers []Settler
+	// exempters, shapers, gates, judges and settlers those with an Exempt,
+	// Shape, Gate, Judge or Settle phase (stage.go).
+	stages    []Stage
+	exempters []Exempter
+	shapers   []Shaper
+	gates     []Gater
+	judges    []Judge
+	settlers  []Settler
 	// local is the stage that makes the rule a node-local limit
 	// (LocalLimit: adaptive { }), nil without.
 	local LocalLimit

@@ -9,20 +9,40 @@ import (
 // "Extension points"): a rule attribute (RuleAttrType) compiles to a Stage
 // that the rule carries (Rule.AddStage), and Check runs, for each of the
 // rule's matches, the phase methods the stage implements (Gater, Shaper,
-// Judge), in the order its stages were added; Engine.Settle runs the
-// Settlers once the origin has answered, and load shedding's admission
-// takes the LocalLimit's Slots. A stage's per-request state lives in memo
-// slots (Compiler.Slot, Scratch.Memo), never in Scratch fields, and its
-// store ops ride in the calls the pipeline already makes: the gate's
-// precheck (Scratch.PreOp), the main call (the op Shape shapes), the after
-// call (Scratch.AfterOp) and Settle's, so a behaviour never adds a store
-// call of its own.
+// Judge; an Exempter, a skip rule's, before any rule is matched), in the
+// order its stages were added; Engine.Settle runs the Settlers once the
+// origin has answered, and load shedding's admission takes the
+// LocalLimit's Slots. A stage's per-request state lives in memo slots
+// (Compiler.Slot, Scratch.Memo), never in Scratch fields, and its store
+// ops ride in the calls the pipeline already makes: the gate's precheck
+// (Scratch.PreOp), the main call (the op Shape shapes), the after call
+// (Scratch.AfterOp) and Settle's, so a behaviour never adds a store call
+// of its own.
 
 // Stage is a rule behaviour's compiled form: one value per rule that has
-// it, implementing any of Gater, Shaper, Judge, Settler and LocalLimit.
+// it, implementing any of Exempter, Gater, Shaper, Judge, Settler and
+// LocalLimit.
 type Stage interface {
 	// Behaviour names the behaviour ("queue"), for diagnostics and tests.
 	Behaviour() string
+}
+
+// Exempter is a Stage with a part at the start of the match phase, on a
+// rule whose action is "skip" (behaviour/skip): such a rule counts nothing
+// and refuses nothing, and is decided before every other rule, wherever it
+// is written. When it matches a request, the rules its Exempters name do
+// not apply to that request at all, as if they had not matched: each is
+// recorded as OutcomeExempt, with no op, no count and no refusal, its
+// conditions and key not evaluated. A skip rule is never exempt itself,
+// so no order or cycle among them can matter.
+type Exempter interface {
+	Stage
+	// Exempt is called for a request the stage's rule matches (its
+	// methods, paths and hosts, and every when { } condition for every
+	// value of an identity: one that cannot be decided exempts nobody),
+	// before any other rule is matched; it names the rules the request is
+	// exempt from with Scratch.Exempt or Scratch.ExemptAll.
+	Exempt(s *Scratch)
 }
 
 // Gater is a Stage with a part in the gate phase, before anything is
@@ -151,11 +171,14 @@ type Slots interface {
 func (r *Rule) LocalLimit() LocalLimit { return r.local }
 
 // AddStage adds st to r's stages. A RuleAttrType's Compile (or a
-// Feature's RuleDone) calls it; a stage that implements none of Shaper,
-// Gater, Judge, Settler and LocalLimit is kept (Stages) but takes no part
-// in Check.
+// Feature's RuleDone) calls it; a stage that implements none of
+// Exempter, Shaper, Gater, Judge, Settler and LocalLimit is kept (Stages)
+// but takes no part in Check.
 func (r *Rule) AddStage(st Stage) {
 	r.stages = append(r.stages, st)
+	if x, ok := st.(Exempter); ok {
+		r.exempters = append(r.exempters, x)
+	}
 	if sh, ok := st.(Shaper); ok {
 		r.shapers = append(r.shapers, sh)
 	}
@@ -176,6 +199,68 @@ func (r *Rule) AddStage(st Stage) {
 // Stages returns r's stages, in the order they were added. A feature that
 // compiles several attributes into one stage finds it here.
 func (r *Rule) Stages() []Stage { return r.stages }
+
+// Exempt exempts the request from r, a rule of its policy that is not a
+// skip rule (those are never exempt). Only an Exempter's Exempt may call it.
+func (s *Scratch) Exempt(r *Rule) {
+	s.exempted[r.Index] = true
+	s.exempting = true
+}
+
+// ExemptAll exempts the request from every rule that is not a skip rule.
+// Only an Exempter's Exempt may call it.
+func (s *Scratch) ExemptAll() {
+	for i := range s.exempted {
+		s.exempted[i] = true
+	}
+	s.exempting = true
+}
+
+// exemptions is the match phase's first step: p's skip rules, decided for
+// req before any other rule, so that one applies wherever it is written. A
+// skip rule that matches (its matcher, and every condition Present: one
+// that cannot be decided exempts nobody) is recorded as an allowing match,
+// makes the answer bare when it is sensitive, and its Exempters name the
+// rules the request is exempt from. It does not allocate once s has been
+// sized for p.
+func (s *Scratch) exemptions(p *Policy, req *Request, d *Decision) {
+	s.exempting = false
+	if len(p.exempters) == 0 {
+		return
+	}
+	if cap(s.exempted) < len(p.Rules) {
+		s.exempted = make([]bool, len(p.Rules)) // once per pooled Scratch and policy size
+	}
+	s.exempted = s.exempted[:len(p.Rules)]
+	clear(s.exempted)
+	for _, r := range p.exempters {
+		if !r.matches(req) || r.conditionsEvery(req, s) != Present {
+			continue
+		}
+		if r.Sensitive {
+			d.Sensitive = true
+		}
+		s.Matches = append(s.Matches, Match{Rule: r, Op: -1, CeilingOp: -1, Outcome: OutcomeAllow, Enforce: true})
+		for _, x := range r.exempters {
+			x.Exempt(s)
+		}
+	}
+}
+
+// exempt reports whether Check passes over r, a rule that matched req: a
+// skip rule (exemptions decided it), or a rule a matching skip rule exempts
+// the request from, which is recorded as OutcomeExempt (no op, no count,
+// no refusal) without evaluating its conditions or its key.
+func (s *Scratch) exempt(r *Rule) bool {
+	if r.Action == ActionSkip {
+		return true
+	}
+	if !s.exempting || !s.exempted[r.Index] {
+		return false
+	}
+	s.Matches = append(s.Matches, Match{Rule: r, Op: -1, CeilingOp: -1, Outcome: OutcomeExempt})
+	return true
+}
 
 // Now returns the instant the request is decided at (Check's now).
 func (s *Scratch) Now() time.Time { return s.now }

@@ -123,7 +123,7 @@ func (ac *compiler) fail(rng hcl.Range, summary, format string, args ...any) {
 func (ac *compiler) refuseRuleAttrs() {
 	r := ac.r
 	written := func(name string) (hcl.Range, bool) {
-		if a := ac.c.RuleAttr(name); a != nil && !rules.IsNull(a.Expr) {
+		if a := ac.c.RuleAttr(r, name); a != nil && !rules.IsNull(a.Expr) {
 			return a.Expr.Range(), true
 		}
 		return r.DefRange, false

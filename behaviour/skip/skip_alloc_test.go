@@ -1,6 +1,6 @@
 //go:build !race
 
-package rules_test
+package skip_test
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 
 func TestSkipAllocatesNothing(t *testing.T) {
 	p := load(t, exemptPolicy)
-	e := newEngine(t, nil)
+	e := newEngine(t)
 	s := rules.NewScratch(len(p.Rules))
 	office := req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}.build()
 	ops := req{method: "POST", path: "/login", host: "example.com", client: "192.0.2.5", f: fields{header: map[string]string{"X-Ops": "1"}}}.build()

@@ -1,4 +1,4 @@
-package rules_test
+package skip_test
 
 import (
 	"testing"
@@ -55,7 +55,7 @@ func outcomes(s *rules.Scratch) map[string]rules.Outcome {
 
 func TestSkipExemptsFromTheListedRulesOnly(t *testing.T) {
 	p := load(t, exemptPolicy)
-	e := newEngine(t, nil)
+	e := newEngine(t)
 	s := rules.NewScratch(len(p.Rules))
 	login := req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}
 	for i := range 3 {
@@ -94,7 +94,7 @@ func TestSkipExemptsFromTheListedRulesOnly(t *testing.T) {
 // login budget.
 func TestSkippedRuleCountsNothing(t *testing.T) {
 	p := load(t, exemptPolicy)
-	e := newEngine(t, nil)
+	e := newEngine(t)
 	s := rules.NewScratch(len(p.Rules))
 	login := req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}
 	for range 2 {
@@ -120,7 +120,7 @@ rule "login-per-ip" {
 // but only for requests its conditions all hold for.
 func TestSkipAllExemptsFromEveryRule(t *testing.T) {
 	p := load(t, exemptPolicy)
-	e := newEngine(t, nil)
+	e := newEngine(t)
 	s := rules.NewScratch(len(p.Rules))
 	ops := fields{header: map[string]string{"X-Ops": "1"}}
 	for i := range 10 {
@@ -162,7 +162,7 @@ rule "domestic" {
   when { phone_country_in = ["US"] }
 }
 `)
-	e := newEngine(t, nil)
+	e := newEngine(t)
 	s := rules.NewScratch(len(p.Rules))
 	body := func(phone string) fields {
 		return fields{contentType: "application/json", body: `{"phone":"` + phone + `"}`}
