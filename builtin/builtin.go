@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/behaviour/calendar"
+	"github.com/edge-gateway/edge/behaviour/known"
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/behaviour/refusal"
 	"github.com/edge-gateway/edge/behaviour/skip"
@@ -28,10 +29,11 @@ import (
 // (identity { }'s account), visitors (visitor { }), bot scores (botscore
 // { }, asn, country and the bot conditions), TLS fingerprints (ja4) and
 // the test blocks `edge test` runs; and the behaviours of rule { } that
-// live in folders of their own (behaviour/: calendar, refusal, queue, skip). Every block of the
+// live in folders of their own (behaviour/: calendar, refusal, queue, skip,
+// known: known { } blocks and known_visitors). Every block of the
 // policy language is now built.
 func Features() []rules.Feature {
-	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), skip.Feature(), tests()}
+	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), skip.Feature(), known.Feature(), tests()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

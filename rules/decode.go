@@ -98,6 +98,40 @@ func (c *Compiler) Decode(b *hcl.Block, v any) bool {
 	return true
 }
 
+// DecodeRuleAttr decodes attr, a feature's attribute of r's rule block
+// (RuleAttrType.Compile's), into v, a pointer as for
+// gohcl.DecodeExpression, records gohcl's diagnostics, and reports whether
+// it decoded. An attribute that does not decode is left out of r's block
+// as Decode leaves out one of rules' own: the diagnostics the compile then
+// records inside the block, outside the items decoded or naming attr, are
+// dropped (a missing limit beside a known_visitors of the wrong type).
+func (c *Compiler) DecodeRuleAttr(r *Rule, attr *hcl.Attribute, v any) bool {
+	diags := gohcl.DecodeExpression(attr.Expr, nil, v)
+	c.appendDecoded(diags)
+	if !diags.HasErrors() {
+		return true
+	}
+	rb := c.blocks[r]
+	if rb == nil {
+		return false
+	}
+	body, ok := rb.body.(*hclsyntax.Body)
+	if !ok {
+		return false
+	}
+	t := taint{block: hcl.RangeBetween(rb.DefRange, body.SrcRange), kept: []hcl.Range{rb.NameRange}, names: []string{attr.Name}}
+	for name, a := range body.Attributes {
+		if name != attr.Name {
+			t.kept = append(t.kept, a.SrcRange)
+		}
+	}
+	for _, nb := range body.Blocks {
+		t.kept = append(t.kept, nb.Range())
+	}
+	c.taints = append(c.taints, t)
+	return false
+}
+
 // itemAt returns the name of the attribute, or the type of the nested
 // block, of body that holds the byte offset, with the block's header
 // schema for a block; "" when none does.
