@@ -11,6 +11,7 @@ import (
 	"github.com/edge-gateway/edge/behaviour/adaptive"
 	"github.com/edge-gateway/edge/behaviour/calendar"
 	"github.com/edge-gateway/edge/behaviour/cost"
+	"github.com/edge-gateway/edge/behaviour/known"
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/behaviour/refusal"
 	"github.com/edge-gateway/edge/behaviour/skip"
@@ -33,9 +34,10 @@ import (
 // country and the bot conditions), TLS fingerprints (ja4) and the test
 // blocks `edge test` runs; and the behaviours of rule { } that live in
 // folders of their own (behaviour/: calendar, refusal, cost, queue, adaptive,
-// skip). Every block of the policy language is now built.
+// skip, known: known { } blocks and known_visitors). Every block of the
+// policy language is now built.
 func Features() []rules.Feature {
-	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), tests()}
+	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), known.Feature(), tests()}
 }
 
 // Extensions returns the gateway extensions of this build (package

@@ -142,7 +142,7 @@ func (s *Scratch) counted(r *Rule) *Match {
 // names no one: the ban refuses the request whenever it is live.
 //
 // Guilt names the caller by its counted values, not exactly as the markers
-// that exempt do (known.go, exactNames): a guilt marker accuses, and its
+// that exempt do (callers.go, exactNames): a guilt marker accuses, and its
 // absence is what spares, so the broad name is the strict one (every
 // spelling of an account that shares the counter is guilty with it), and
 // its key format, unchanged, forgets no guilt across an upgrade.
@@ -208,26 +208,22 @@ func (h banGuilt) AfterOrigin(m *Match, _ []Op, status int, outcome []byte, sett
 }
 
 // precheck makes the one store call before the main one when the request
-// has known-visitor markers, known callers' markers (exempt_known), ban
-// checks (with their ban_by guilt markers), forgive's exemptions or the
-// stages' Gate checks (Scratch.PreOp): it settles which visitors and
-// callers are known (markKnown, markKnownCallers) and returns the ban, or
-// the Gater, that refuses the request, if any, with the time left. A store
-// that cannot answer bans nothing, knows no one and gates nothing: the
-// rules apply as they are.
+// has ban checks (with their ban_by guilt markers), forgive's exemptions
+// or the stages' and request hooks' Gate checks (Scratch.PreOp: known
+// callers' markers, behaviour/known): it settles which matches are taken
+// out of their rule (forgive's markExempt, then the Admits: a known caller)
+// and returns the ban, or the Gater, that refuses the request, if any,
+// with the time left. A store that cannot answer bans nothing, knows no
+// one and gates nothing: the rules apply as they are.
 func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banned *Rule, left time.Duration) {
 	s.mops = s.mops[:0]
-	for _, mk := range s.markers {
-		s.mops = append(s.mops, knownOp(OpPeek, s.Matches[mk.match].Rule, mk.key))
-	}
 	for _, b := range s.bans {
 		s.mops = append(s.mops, banOp(OpPeek, b.rule, b.key))
 	}
 	s.mops = e.appendExemptOps(s, s.mops)
-	s.mops = s.appendKnownOps(s.mops)
 	s.mops = s.appendGuiltOps(s.mops)
 	s.preAt = len(s.mops)
-	s.mops = append(s.mops, s.pre...) // the stages' Gate (stage.go)
+	s.mops = append(s.mops, s.pre...) // the stages' and request hooks' Gate (stage.go)
 	if cap(s.mres) < len(s.mops) {
 		s.mres = make([]Result, len(s.mops))
 	}
@@ -235,12 +231,15 @@ func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banne
 	if err := e.take(ctx, now, s, s.mops, s.mres); err != nil {
 		return nil, 0
 	}
-	e.markKnown(s, s.mres[:len(s.markers)])
-	e.markExempt(s, s.mres[len(s.markers)+len(s.bans):])
-	s.markKnownCallers(s.mres)
+	e.markExempt(s, s.mres[len(s.bans):])
+	var gated *Rule
+	var wait time.Duration
+	if len(s.pre) > 0 {
+		gated, wait = s.admitGates() // known callers are taken out before bans refuse
+	}
 	for i := range s.bans {
 		b := &s.bans[i]
-		res := &s.mres[len(s.markers)+i]
+		res := &s.mres[i]
 		if res.Allowed || res.StoreError || s.knownMatch(b.rule) || !s.guilty(b) {
 			continue
 		}
@@ -248,10 +247,8 @@ func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (banne
 			banned, left = b.rule, res.RetryAfter
 		}
 	}
-	if len(s.pre) > 0 {
-		if r, wait := s.admitGates(); r != nil && (banned == nil || wait > left) {
-			banned, left = r, wait
-		}
+	if gated != nil && (banned == nil || wait > left) {
+		banned, left = gated, wait
 	}
 	return banned, left
 }

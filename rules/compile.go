@@ -14,9 +14,10 @@ import (
 
 // The policy compiler: policies.hcl in, a *Policy or file:line,col
 // diagnostics out (docs/policy.md is the language). This file holds the
-// driver and the Compiler features see; compile_rule.go, compile_known.go
-// and compile_values.go the blocks rules owns and the value helpers. The
-// node's own blocks, edge { } and store { }, are package node's.
+// driver and the Compiler features see; compile_rule.go and
+// compile_values.go the rule block and the value helpers. The node's own
+// blocks, edge { } and store { }, are package node's; known { } is
+// behaviour/known's.
 
 // Defaults of the policy language (docs/policy.md) that rules reads; the
 // node's own are package node's.
@@ -42,7 +43,7 @@ func LoadFile(path string, features ...Feature) (*Policy, hcl.Diagnostics) {
 }
 
 // Load parses and compiles a policy, with the blocks, characteristics and
-// conditions of features besides rules' own (rule, known; ip, route,
+// conditions of features besides rules' own (rule; ip, route,
 // global); the node's edge { } and store { } are a feature's too (package
 // node, in builtin.Features). It collects every diagnostic it can (each
 // with the file, line and column of the offending value) instead of
@@ -84,12 +85,9 @@ type Compiler struct {
 	reg      *registry
 	p        *Policy
 	slots    map[string]int
-	// knownNames are the known blocks declared, compiled or not, by name
-	// (compile_known.go).
-	knownNames map[string]hcl.Range
-	// bodies are the rule blocks' bodies as written, by rule (RuleAttr);
-	// states the features' own compile state (State).
-	bodies map[*Rule]hcl.Body
+	// blocks are the rule blocks as decoded, by rule (RuleAttr,
+	// DecodeRuleAttr); states the features' own compile state (State).
+	blocks map[*Rule]*ruleBlock
 	states map[string]any
 	// taints are the blocks decoded without some of their items, and
 	// decoded the diagnostics gohcl gave while decoding (decode.go).
@@ -174,11 +172,11 @@ func (c *Compiler) State(name string, init func() any) any {
 // it does not own (a skip rule's dry_run). Its value may be one the
 // compile refused: what it means is r's (Rule.Action, Rule.DryRun).
 func (c *Compiler) RuleAttr(r *Rule, name string) *hcl.Attribute {
-	body := c.bodies[r]
-	if body == nil {
+	rb := c.blocks[r]
+	if rb == nil || rb.body == nil {
 		return nil
 	}
-	content, _, _ := body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: name}}})
+	content, _, _ := rb.body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: name}}})
 	if content == nil {
 		return nil
 	}
@@ -198,9 +196,13 @@ func (c *Compiler) ReadsHeader(name string) {
 }
 
 // AddRequestHook adds h to every request of the policy (RequestHook).
-// A RequestSettler's AfterOrigin runs in Engine.Settle too.
+// A RequestGater's GateRequest and AdmitRequest run in the gate phase, a
+// RequestSettler's AfterOrigin in Engine.Settle.
 func (c *Compiler) AddRequestHook(h RequestHook) {
 	c.p.requestHooks = append(c.p.requestHooks, h)
+	if rg, ok := h.(RequestGater); ok {
+		c.p.requestGaters = append(c.p.requestGaters, rg)
+	}
 	if rs, ok := h.(RequestSettler); ok {
 		c.p.requestSettlers = append(c.p.requestSettlers, rs)
 	}
@@ -215,6 +217,23 @@ func (c *Compiler) KeyBudget(id [8]byte, name string) *Budget {
 	c.p.budgets = append(c.p.budgets, b)
 	return b
 }
+
+// FixedKeyBudget gives a feature's counters (keys starting with id, from
+// BudgetID) a budget of maxKeys keys (1 to MaxKeysLimit) in the memory
+// store, its owner's size (a known block's max_keys), not a share of the
+// store's max_keys. name labels its metrics.
+func (c *Compiler) FixedKeyBudget(id [8]byte, name string, maxKeys int) *Budget {
+	b := &Budget{ID: id, Name: name, MaxKeys: maxKeys, fixed: true}
+	c.p.budgets = append(c.p.budgets, b)
+	return b
+}
+
+// PerNetwork bounds what one client network may make of b in the memory
+// store: the store's network_share of b's MaxKeys (Budget.NetworkKeys),
+// so that one network cannot fill a budget every client needs (a known
+// block's markers: an attacker logging in from many visitors of one
+// network would leave no one else knowable).
+func (c *Compiler) PerNetwork(b *Budget) { b.perNetwork = true }
 
 // KeyBudgetLike gives a feature's counters (keys starting with id) a key
 // budget of their own as large as other's, and not a share more of the
@@ -234,8 +253,7 @@ func (c *Compiler) content(body hcl.Body) *hcl.BodyContent {
 	for _, t := range c.reg.first { // the node's blocks first, as they compile
 		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: t, LabelNames: c.reg.blocks[t][0].Labels})
 	}
-	schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: "rule", LabelNames: []string{"name"}},
-		hcl.BlockHeaderSchema{Type: "known", LabelNames: []string{"name"}})
+	schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: "rule", LabelNames: []string{"name"}})
 	types := make([]string, 0, len(c.reg.blocks))
 	for t, owners := range c.reg.blocks {
 		if !owners[0].First {
@@ -280,20 +298,19 @@ func sortDiags(diags hcl.Diagnostics) {
 
 // compile compiles the policy's blocks in the order each needs the ones
 // before: the features' blocks (the node's edge and store first, whose
-// settings are final when the others decode theirs), known { }, the rules,
-// then what spans rules (the features' PolicyDone: skip lists; key
-// budgets, network shares, decide_listen, shedding).
+// settings are final when the others decode theirs; known { } last, whose
+// characteristics read the others), the rules, then what spans rules (the
+// features' PolicyDone: skip lists, known blocks' requires; key budgets,
+// network shares, decide_listen, shedding).
 func (c *Compiler) compile(body hcl.Body) *Policy {
 	p := defaultPolicy(c.filename)
 	c.p = p
 	top := c.decodeBlocks(c.content(body))
 	c.featureBlocks(top.feature)
-	c.knowns(top.knowns) // known { }, which rules' exempt_known name (compile_known.go)
 	c.ruleBlocks(top.rules)
 	for _, done := range c.reg.policyDone {
-		done(c) // Feature.PolicyDone: skip lists' names
+		done(c) // Feature.PolicyDone: skip lists' names, known blocks' requires
 	}
-	c.unusedKnowns()
 	keyBudgets(p)
 	c.networkShares(p) // network.go
 	c.decideRules(p)   // compile_decide.go
@@ -313,7 +330,6 @@ func defaultPolicy(filename string) *Policy {
 // written.
 type topBlocks struct {
 	rules   []ruleBlock
-	knowns  []knownBlock
 	feature []*hcl.Block
 }
 
@@ -333,12 +349,6 @@ func (c *Compiler) decodeBlocks(content *hcl.BodyContent) topBlocks {
 				x.Name, x.NameRange, x.DefRange, x.body = label, labelRange, b.DefRange, b.Body
 				top.rules = append(top.rules, x)
 			}
-		case "known":
-			var x knownBlock
-			if c.Decode(b, &x) {
-				x.Name, x.NameRange, x.DefRange = label, labelRange, b.DefRange
-				top.knowns = append(top.knowns, x)
-			}
 		default:
 			top.feature = append(top.feature, b)
 		}
@@ -349,8 +359,9 @@ func (c *Compiler) decodeBlocks(content *hcl.BodyContent) topBlocks {
 // featureBlocks decodes the features' blocks before any rule needs them:
 // those of the First types (the node's edge and store) first, type by
 // type in the order the features list them, then the others in file
-// order. A second block of a type that allows one is an error, and a block
-// of a type several features share is split among them (sharedBlock).
+// order, those of the Last types (known) after them. A second block of a
+// type that allows one is an error, and a block of a type several
+// features share is split among them (sharedBlock).
 func (c *Compiler) featureBlocks(feature []*hcl.Block) {
 	first := map[string]hcl.Range{}
 	for _, t := range c.reg.first {
@@ -360,9 +371,11 @@ func (c *Compiler) featureBlocks(feature []*hcl.Block) {
 			}
 		}
 	}
-	for _, b := range feature {
-		if !c.reg.blocks[b.Type][0].First {
-			c.featureBlock(b, first)
+	for _, last := range []bool{false, true} {
+		for _, b := range feature {
+			if bt := c.reg.blocks[b.Type][0]; !bt.First && bt.Last == last {
+				c.featureBlock(b, first)
+			}
 		}
 	}
 }

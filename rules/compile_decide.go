@@ -13,8 +13,9 @@ import "net/netip"
 // (docs/deploying.md, "Decision-only mode"), once every rule is compiled;
 // nothing without decide_listen.
 //
-//   - A rule whose key, count_distinct, known-visitor key or when { }
-//     condition reads the body (json:, form:, an identity { } source in the
+//   - A rule whose key, count_distinct, stages' characteristics (a
+//     known_visitors' known_by: Resolver) or when { } condition reads the
+//     body (json:, form:, an identity { } source in the
 //     body) cannot be decided there: NGINX's auth_request sends no body.
 //     Its identity would be missing on every described request, so its
 //     missing_identity would either let a flood through (skip) or refuse
@@ -44,14 +45,10 @@ func (c *Compiler) decideRules(p *Policy) {
 				"rule %q has count = \"failures\", reset_on_success or known_visitors, which need the origin's answer; the decision-only listener never sees it, so every request it counts there stays counted (no refund, no reset, no known-visitor marker) (docs/deploying.md, \"Decision-only mode\")", r.Name)
 		}
 	}
-	for _, k := range p.knowns {
-		c.Warnf(k.DefRange, "Known block needs the origin's answer under decide_listen",
-			"known %q records a caller after the origin's success, which the decision-only listener never sees: a request decided there makes no one known (the markers a proxy listener records are checked there all the same) (docs/policy.md, \"known\")", k.Name)
-	}
 }
 
 // ReadsBody reports whether rule r reads the request body to decide: its
-// key, count_distinct, known-visitor characteristics or when { }
+// key, count_distinct, its stages' characteristics (Resolver) or when { }
 // conditions, resolved for an empty request (no header, cookie, query or
 // body, so that every identity source in a list is tried), ask
 // Fields.Body for it or mark the body parsed. Features are opaque to
@@ -86,8 +83,12 @@ func ReadsBody(p *Policy, r *Rule) (reads bool) {
 		probe(ch)
 	}
 	probe(r.Distinct)
-	for _, ch := range r.knownBy {
-		probe(ch)
+	for _, st := range r.stages {
+		if rs, ok := st.(Resolver); ok {
+			for _, ch := range rs.Resolves() {
+				probe(ch)
+			}
+		}
 	}
 	for _, cond := range r.Conditions {
 		sc.Begin(p)

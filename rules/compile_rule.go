@@ -35,10 +35,10 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 		IPv4Prefix:  p.IPv4Prefix,
 		IPv6Prefix:  p.IPv6Prefix,
 	}
-	if c.bodies == nil {
-		c.bodies = map[*Rule]hcl.Body{}
+	if c.blocks == nil {
+		c.blocks = map[*Rule]*ruleBlock{}
 	}
-	c.bodies[r] = rb.body
+	c.blocks[r] = rb
 	if rb.Name == "" {
 		c.Errorf(rb.NameRange, "Invalid rule name", "a rule needs a non-empty name")
 	}
@@ -328,24 +328,22 @@ var countModes = vocabulary[CountMode]{attr: "count", what: "a count mode",
 // behaviours compiles what a rule does beside counting, once its key,
 // numbers and count mode are compiled. The order is kept: it is the order
 // of their diagnostics and of r.Hooks, and each step may read what the
-// ones before set. Known visitors read the count mode and the statuses;
-// ban_by reads the key and the count mode; the features' attributes and
-// blocks (x: ruleAttrs) come next, then what checks them together (the
-// refusal, Feature.RuleDone: cost, the queue); finishConcurrency comes
-// last, which leaves a rule with a LocalLimit (adaptive { }) to it and
-// otherwise compiles a concurrency rule's limit and lease.
+// ones before set. Ban_by reads the key and the count mode; the features'
+// attributes and blocks (x: ruleAttrs) come next, then what checks them
+// together (Feature.RuleDone: the refusal, cost, the queue and max_delay,
+// known_visitors and known_by); finishConcurrency comes last, which
+// leaves a rule with a LocalLimit (adaptive { }) to it and otherwise
+// compiles a concurrency rule's limit and lease.
 func (c *Compiler) behaviours(rb *ruleBlock, r *Rule, x *hcl.BodyContent) {
 	if !r.Concurrency { // concurrencyAttrs refuses it there
-		c.knownVisitors(rb, r)
 	}
 	c.ban(rb, r)
-	c.exemptKnown(rb, r) // exempt_known (compile_known.go)
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}
 	c.ruleAttrs(x, r)
 	for _, done := range c.reg.ruleDone {
-		done(c, r) // Feature.RuleDone: refusal's content type, cost, queue's max_delay
+		done(c, r) // Feature.RuleDone: refusal's content type, cost, queue's max_delay, known_visitors
 	}
 	c.finishConcurrency(rb, r) // limit, lease (concurrency.go)
 }
@@ -488,7 +486,24 @@ func (c *Compiler) identityModes(rb *ruleBlock, r *Rule) {
 	}
 }
 
-// matcher compiles what a rule (or a known block) matches: its methods,
+// BlockRule returns a Rule that is not one of the policy's, for a
+// feature's block that matches requests as a rule does (known { }): name,
+// id and def are its Name, ID and DefRange, methods, paths and hosts are
+// compiled as a rule's (their errors reported alike), and it groups
+// addresses by the policy's default prefixes, for the characteristics
+// compiled for it (Compiler.Characteristic). Rule.Matches reports whether
+// it applies to a request.
+func (c *Compiler) BlockRule(name string, id [8]byte, def hcl.Range, methods, paths, hosts hcl.Expression) *Rule {
+	r := &Rule{Name: name, ID: id, DefRange: def, ceilingChar: -1, IPv4Prefix: c.p.IPv4Prefix, IPv6Prefix: c.p.IPv6Prefix}
+	c.matcher(methods, paths, hosts, r)
+	return r
+}
+
+// Matches reports whether r applies to req by its methods, paths and
+// hosts (not its when { } conditions).
+func (r *Rule) Matches(req *Request) bool { return r.matches(req) }
+
+// matcher compiles what a rule (or a feature's block, BlockRule) matches: its methods,
 // paths and hosts (docs/policy.md, "Matching"). It reports false after an
 // error that makes the matcher unusable.
 func (c *Compiler) matcher(methodsExpr, pathsExpr, hostsExpr hcl.Expression, r *Rule) (ok bool) {
@@ -565,6 +580,16 @@ func (c *Compiler) identityMode(s string, rng hcl.Range, attr string) IdentityMo
 	}
 	c.Errorf(rng, "Invalid "+attr, "%q is not \"reject\" or \"skip\"", s)
 	return IdentityReject
+}
+
+// Characteristic compiles name, written at rng, as a characteristic of r
+// (a rule's, or a feature block's: BlockRule) beside its key, such as
+// known_by's: a plain name ("phone") or a prefixed one
+// ("json:user.phone"), by the feature that registered it. It returns the
+// characteristic, its tag (CharacteristicType.Tag) and whether it is the
+// same for every request (Shared: global), or nil after reporting why not.
+func (c *Compiler) Characteristic(name string, rng hcl.Range, r *Rule) (ch Characteristic, tag byte, shared bool) {
+	return c.characteristic(name, rng, r)
 }
 
 // characteristic compiles one key element: a plain name ("phone") or a
@@ -706,45 +731,6 @@ func (c *Compiler) banBy(rb *ruleBlock, r *Rule) {
 	}
 }
 
-// MaxKnownVisitors bounds known_visitors: a marker outlives no year.
-const MaxKnownVisitors = 366 * 24 * time.Hour
-
-// knownVisitors compiles known_visitors and known_by (known.go).
-func (c *Compiler) knownVisitors(rb *ruleBlock, r *Rule) {
-	if rb.KnownVisitors == nil {
-		if !IsNull(rb.KnownBy) {
-			c.Errorf(rb.KnownBy.Range(), "known_by without known_visitors", "known_by names what recognises a known visitor; set known_visitors, such as \"30d\", too")
-		}
-		return
-	}
-	d, err := ParseDuration(*rb.KnownVisitors)
-	switch {
-	case err != nil || d <= 0 || d%time.Microsecond != 0:
-		c.Errorf(rb.KnownVisitorsRange, "Invalid known_visitors", "%q is not a positive duration such as \"30d\"", *rb.KnownVisitors)
-		return
-	case d > MaxKnownVisitors:
-		c.Errorf(rb.KnownVisitorsRange, "known_visitors too long", "%q: a visitor is known for at most %s after its last success", *rb.KnownVisitors, "366d")
-		return
-	case r.Count != CountFailures:
-		c.Errorf(rb.KnownVisitorsRange, "known_visitors needs count = \"failures\"", "a visitor becomes known by logging in successfully, which only a rule counting failures learns from the origin's answer")
-		return
-	}
-	names, rngs := c.StringList(rb.KnownBy, "known_by")
-	if len(names) == 0 {
-		c.Errorf(rb.KnownVisitorsRange, "Missing known_by", "known_visitors needs known_by, the characteristics that recognise a visitor, such as [\"visitor\"] (its signed visitor ID, or its IP without one) or [\"ip\"]")
-		return
-	}
-	for i, n := range names {
-		ch, tag, _ := c.characteristic(n, rngs[i], r)
-		if ch == nil {
-			return
-		}
-		r.knownBy, r.knownTags = append(r.knownBy, ch), append(r.knownTags, tag)
-	}
-	r.knownUS = d.Microseconds()
-	r.Hooks = append(r.Hooks, knownVisitors{success: r.SuccessStatus, us: r.knownUS})
-}
-
 // ruleExtras decodes the attributes and blocks of a rule block that are
 // not rules' own: each must be a feature's (RuleAttrType, RuleBlockType),
 // or it is an error as HCL reports any item a schema does not expect. It
@@ -806,7 +792,7 @@ func (c *Compiler) leftOut(body hcl.Body, d *hcl.Diagnostic) bool {
 	if header == nil || c.reg.rblocks[name] == nil {
 		return false
 	}
-	c.leaveOut(name, *d.Subject)
+	c.leaveOut(c.cur, name, *d.Subject)
 	return true
 }
 

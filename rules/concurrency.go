@@ -212,9 +212,6 @@ func (c *Compiler) concurrencyAttrs(rb *ruleBlock, r *Rule) {
 	if rb.ResetOnSuccess != nil {
 		refuse(rb.ResetOnSuccessRange, "reset_on_success", "each slot is given back when the origin answers, success or not")
 	}
-	if rb.KnownVisitors != nil {
-		refuse(rb.KnownVisitorsRange, "known_visitors", "a known visitor's requests are at the origin all the same")
-	}
 }
 
 // retrySpreader is a Stage that spreads its rule's Retry-After: a refused

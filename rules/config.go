@@ -2,8 +2,8 @@ package rules
 
 import "github.com/hashicorp/hcl/v2"
 
-// The types in this file are the HCL schema of the blocks rules owns
-// (rule, known), decoded with gohcl; docs/policy.md is the language. Pointers mark optional attributes whose
+// The types in this file are the HCL schema of the block rules owns
+// (rule), decoded with gohcl; docs/policy.md is the language. Pointers mark optional attributes whose
 // absence matters (a default applies). Each *Range field records where an
 // attribute's value sits, so compile diagnostics point at it.
 
@@ -53,10 +53,6 @@ type ruleBlock struct {
 	// sensitive rule, none on an ordinary one; "100%": no bound;
 	// rules/network.go).
 	NetworkShare *string `hcl:"network_share,optional"`
-	// known_visitors is how long a visitor that logged in successfully is
-	// not held to the rule; known_by the characteristics that recognise it.
-	KnownVisitors *string        `hcl:"known_visitors,optional"`
-	KnownBy       hcl.Expression `hcl:"known_by,optional"`
 	// ban is how long a key that trips the rule is refused on ban_scope
 	// ("rule", the default, or "sensitive").
 	Ban      *string `hcl:"ban,optional"`
@@ -66,9 +62,6 @@ type ruleBlock struct {
 	// and the visitors that failed or tripped the rule, not every visitor
 	// behind it; [] bans the whole key (ban.go).
 	BanBy hcl.Expression `hcl:"ban_by,optional"`
-	// exempt_known lists the known { } blocks whose callers the rule does
-	// not hold to what they share with others (known.go).
-	ExemptKnown hcl.Expression `hcl:"exempt_known,optional"`
 	// Remain holds the features' attributes and blocks (RuleAttrType,
 	// RuleBlockType).
 	Remain hcl.Body `hcl:",remain"`
@@ -95,41 +88,8 @@ type ruleBlock struct {
 	MaxKeysRange         hcl.Range `hcl:"max_keys,attr_value_range"`
 	NetworkShareRange    hcl.Range `hcl:"network_share,attr_value_range"`
 	DryRunRange          hcl.Range `hcl:"dry_run,attr_value_range"`
-	KnownVisitorsRange   hcl.Range `hcl:"known_visitors,attr_value_range"`
 	BanRange             hcl.Range `hcl:"ban,attr_value_range"`
 	BanScopeRange        hcl.Range `hcl:"ban_scope,attr_value_range"`
-}
-
-// knownBlock is `known "NAME" { }`: the requests whose success makes
-// their caller known, what recognises it and for how long (known.go).
-type knownBlock struct {
-	Name string `hcl:"name,label"`
-	// methods, paths and hosts select the requests whose success records
-	// the marker, as a rule's select what it counts.
-	Methods hcl.Expression `hcl:"methods,optional"`
-	Paths   hcl.Expression `hcl:"paths,optional"`
-	Hosts   hcl.Expression `hcl:"hosts,optional"`
-	// by lists the characteristics that together recognise a caller
-	// (["visitor", "account"], ["phone"]).
-	By hcl.Expression `hcl:"by,optional"`
-	// for is how long after its last success a caller is known ("30d").
-	For *string `hcl:"for,optional"`
-	// success_status are the origin's statuses that are successes
-	// (default [200, 201, 204]); X-Edge-Outcome overrides them.
-	SuccessStatus hcl.Expression `hcl:"success_status,optional"`
-	// max_keys is the markers' key budget in the memory store (default:
-	// a share of the store's max_keys, as a rule without one gets).
-	MaxKeys *int `hcl:"max_keys,optional"`
-	// requires names known blocks whose marker for the request's own
-	// values must be live for a success to record this block's
-	// (["code-sent"]: a phone is known only by verifying a code sent to
-	// it).
-	Requires hcl.Expression `hcl:"requires,optional"`
-
-	DefRange     hcl.Range `hcl:",def_range"`
-	NameRange    hcl.Range `hcl:"name,label_range"`
-	ForRange     hcl.Range `hcl:"for,attr_value_range"`
-	MaxKeysRange hcl.Range `hcl:"max_keys,attr_value_range"`
 }
 
 // whenBlock is a rule's `when { }`: conditions that must all hold. Its

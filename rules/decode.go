@@ -110,24 +110,41 @@ func (c *Compiler) DecodeInRule(b *hcl.Block, v any) bool {
 	if !diags.HasErrors() {
 		return true
 	}
-	c.leaveOut(b.Type, b.DefRange)
+	c.leaveOut(c.cur, b.Type, b.DefRange)
 	return false
 }
 
-// leaveOut records that the item of the rule block being compiled named
-// name (a feature's, RuleBlockType) that starts where at does is left out
-// of the compile, as Decode leaves out an item that does not decode: the
+// DecodeRuleAttr decodes attr, a feature's attribute of r's rule block
+// (RuleAttrType.Compile's), into v, a pointer as for
+// gohcl.DecodeExpression, records gohcl's diagnostics, and reports whether
+// it decoded. An attribute that does not decode is left out of r's block
+// as Decode leaves out one of rules' own: the diagnostics the compile then
+// records inside the block, outside the items decoded or naming attr, are
+// dropped (a missing limit beside a known_visitors of the wrong type).
+func (c *Compiler) DecodeRuleAttr(r *Rule, attr *hcl.Attribute, v any) bool {
+	diags := gohcl.DecodeExpression(attr.Expr, nil, v)
+	c.appendDecoded(diags)
+	if !diags.HasErrors() {
+		return true
+	}
+	c.leaveOut(c.blocks[r], attr.Name, attr.Range)
+	return false
+}
+
+// leaveOut records that the item of rule block rb named name (a
+// feature's attribute or block) that starts where at does is left out of
+// the compile, as Decode leaves out an item that does not decode: the
 // rule block's taint (a new one, or Decode's) names it and no longer keeps
-// it.
-func (c *Compiler) leaveOut(name string, at hcl.Range) {
-	if c.cur == nil {
+// it. A nil rb records nothing.
+func (c *Compiler) leaveOut(rb *ruleBlock, name string, at hcl.Range) {
+	if rb == nil {
 		return
 	}
-	body, ok := c.cur.body.(*hclsyntax.Body)
+	body, ok := rb.body.(*hclsyntax.Body)
 	if !ok {
 		return
 	}
-	whole := hcl.RangeBetween(c.cur.DefRange, body.SrcRange)
+	whole := hcl.RangeBetween(rb.DefRange, body.SrcRange)
 	in := func(r hcl.Range) bool { return r.ContainsOffset(at.Start.Byte) }
 	for i := range c.taints {
 		if t := &c.taints[i]; t.block == whole {
@@ -136,7 +153,7 @@ func (c *Compiler) leaveOut(name string, at hcl.Range) {
 			return
 		}
 	}
-	t := taint{block: whole, names: []string{name}, kept: []hcl.Range{c.cur.NameRange}}
+	t := taint{block: whole, names: []string{name}, kept: []hcl.Range{rb.NameRange}}
 	for _, a := range body.Attributes {
 		if !in(a.SrcRange) {
 			t.kept = append(t.kept, a.SrcRange)

@@ -26,11 +26,6 @@ func (r *Rule) Hosts() []string { return r.hosts }
 // policy (the attack suite's bounds); the hot path reads the compiled form.
 func (r *Rule) Ban() time.Duration { return time.Duration(r.banUS) * time.Microsecond }
 
-// KnownVisitors returns the rule's known_visitors (docs/policy.md,
-// "known_visitors"): how long a visitor that succeeded is not held to the
-// rule, 0 for none. For tools that read a policy, as Ban.
-func (r *Rule) KnownVisitors() time.Duration { return time.Duration(r.knownUS) * time.Microsecond }
-
 var actionNames = [...]string{ActionLimit: "limit", ActionDeny: "deny", ActionLog: "log", ActionSkip: "skip"}
 
 // String returns the action as policies.hcl spells it.

@@ -139,12 +139,11 @@ type Match struct {
 	Outcome   Outcome
 	// Enforce is false when the rule was in dry-run for this request.
 	Enforce bool
-	// Known is true when the rule's known_visitors recognised the visitor:
-	// the rule was decided but neither refused nor charged it.
+	// Known is true when the match was taken out of its rule
+	// (Scratch.TakeOut): a known caller (behaviour/known: known_visitors,
+	// exempt_known) or a forgiven key. The rule decided it but neither
+	// refused nor charged it.
 	Known bool
-	// Marker is the match's known-visitor marker key, when HasMarker.
-	Marker    Key
-	HasMarker bool
 	// Forgiven is true when a forgive's exemption covered the key
 	// (forgive.go); Known is then true as well.
 	Forgiven bool
@@ -159,7 +158,7 @@ type Match struct {
 	Value uint8
 	// Several is true on every match of a rule whose identity gave the
 	// request several values: a success then makes no known visitor
-	// (known.go) and clears no counter (reset_on_success).
+	// (behaviour/known) and clears no counter (reset_on_success).
 	Several bool
 	// Folded is true on a match of a reset_on_success rule whose key
 	// folds what the request sent into a form other callers share
@@ -213,7 +212,6 @@ type Scratch struct {
 	settle     []Op    // post-response ops (Hooks)
 	settleRes  []Result
 	settled    bool          // Settle's store call decided settleRes (SettleResult)
-	markers    []marker      // known-visitor markers to check (known.go)
 	bans       []banCheck    // ban markers to check (ban.go)
 	exempts    []exemptCheck // forgive's exemption markers to check (forgive.go)
 	mops       []Op
@@ -248,13 +246,10 @@ type Scratch struct {
 	pre   []Op
 	preAt int
 
-	// knowns is the request's state of each known block of pol (known.go):
-	// knownChecks of them are checked in precheck, knownRecords written
-	// after a success.
-	knowns       []knownState
-	knownChecks  int
-	knownRecords int
-	pol          *Policy // the policy of the request Check decided
+	// wantSettle: a hook asked for Settle's call (Scratch.WantSettle).
+	wantSettle bool
+	pol        *Policy  // the policy of the request Check decided
+	req        *Request // the request Check decides (Scratch.Request)
 
 	// resp is the origin's answer, for the Settlers (SetResponse,
 	// stage.go).
@@ -307,10 +302,9 @@ func (s *Scratch) reset() {
 	s.settled = false
 	s.denyAction, s.missing, s.invalid = false, false, false
 	s.pre = s.pre[:0]
-	s.markers = s.markers[:0]
 	s.bans = s.bans[:0]
 	s.exempts = s.exempts[:0]
-	s.knowns, s.knownChecks, s.knownRecords = s.knowns[:0], 0, 0
+	s.wantSettle = false
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
@@ -412,9 +406,9 @@ func (e *Engine) Store() Store { return e.store }
 
 // countMatch appends m, r's match of req counting key (and member, a
 // count_distinct value or a concurrency lease), with its op of cost as the
-// rule's stages shape it (Shaper: a weighted cost) and, for a visitor rule,
-// its IP ceiling's op, and queues its known-visitor marker. It returns the
-// status of the ceiling's value: unless Present, nothing is added.
+// rule's stages shape it (Shaper: a weighted cost, a calendar window) and,
+// for a visitor rule, its IP ceiling's op. It returns the status of the
+// ceiling's value: unless Present, nothing is added.
 func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m Match, key Key, member uint64, cost int64) Status {
 	var ceiling Key
 	if r.IPCeiling > 0 {
@@ -458,9 +452,6 @@ func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m 
 		op := s.Ops[mp.Op]
 		op.Key, op.Limit, op.Burst = ceiling, r.IPCeiling, r.CeilingBurst
 		s.Ops = append(s.Ops, op)
-	}
-	if r.knownUS > 0 {
-		e.addMarker(r, req, s, len(s.Matches)-1)
 	}
 	return Present
 }
@@ -667,12 +658,12 @@ func (r *Rule) conditions(req *Request, s *Scratch) Status {
 // rule's Hooks (reset_on_success clears the rule's counter for the key when
 // the answer is a success; the origin's X-Edge-Outcome, "success" or
 // "failure", overrides the status) and its stages' Settle (Settler:
-// settle_from adds or refunds the real cost), the markers of the known
-// blocks the request matched when the answer is a success (known.go), the
-// request hooks' own (RequestSettler: the mint reserve's draw), and the
-// in-flight leases' refunds (inflight.go); it also gives back the
-// request's local slots, with its round-trip time since
-// Scratch.Forwarding. It reports whether it called the store.
+// settle_from adds or refunds the real cost), the request hooks' own
+// (RequestSettler: known callers' markers after a success, behaviour/known;
+// the mint reserve's draw), and the in-flight leases' refunds
+// (inflight.go); it also gives back the request's local slots, with its
+// round-trip time since Scratch.Forwarding. It reports whether it called
+// the store.
 func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status int, outcome []byte) (bool, error) {
 	s.settle = s.settle[:0]
 	s.settled = false
@@ -701,7 +692,6 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 			s.settle = st.Settle(s, m, status, outcome, s.settle) // settle_from (behaviour/cost)
 		}
 	}
-	s.settle = s.appendKnownRecords(status, outcome, s.settle) // known { } (known.go)
 	if s.pol != nil {
 		for _, h := range s.pol.requestSettlers {
 			s.settle = h.AfterOrigin(s, status, outcome, s.settle)

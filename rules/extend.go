@@ -110,6 +110,11 @@ type BlockType struct {
 	// what they set (Compiler.SetNode) is final when the others and the
 	// rules compile.
 	First bool
+	// Last marks a block that compiles characteristics (known { }'s by):
+	// the blocks of Last types are decoded after every other block, in
+	// file order, so that what those characteristics read (identity { },
+	// visitor { }) is decoded, wherever the file has it.
+	Last bool
 	// Attrs, when set, are the only attributes of the block this feature
 	// decodes, and several features may then share the block type, each
 	// with attributes of its own (the identity block: otp's phone and
@@ -238,7 +243,7 @@ type CeilingCharacteristic interface {
 // bucket, every client of an address without a valid cookie. A known { }
 // block never recognises such a value (nobody is known by it), and a ban
 // by it (ban_by) refuses it whenever the key is banned: its clients cannot
-// be told apart from the attacker (known.go, ban.go).
+// be told apart from the attacker (behaviour/known, ban.go).
 type BucketCharacteristic interface {
 	Characteristic
 	// SharedBucket reports whether the request's value is the shared
@@ -247,13 +252,14 @@ type BucketCharacteristic interface {
 }
 
 // CallerCharacteristic is a characteristic whose counted value is not the
-// caller a marker that exempts must name (known.go): an account counted in
-// its normal form, where "rené" and "rene" share one counter, but which an
-// origin that keeps them apart logs in as two accounts; a visitor counted
-// per address, which is one browser wherever it comes from. Markers that
-// exempt a caller (known_visitors, known { }) name it by AppendCaller, so
-// a success on one account makes its visitor known for that account as it
-// was sent and for no other spelling; counters keep AppendValue.
+// caller a marker that exempts must name (behaviour/known): an account
+// counted in its normal form, where "rené" and "rene" share one counter,
+// but which an origin that keeps them apart logs in as two accounts; a
+// visitor counted per address, which is one browser wherever it comes
+// from. Markers that exempt a caller (known_visitors, known { }) name it
+// by AppendCaller, so a success on one account makes its visitor known for
+// that account as it was sent and for no other spelling; counters keep
+// AppendValue.
 type CallerCharacteristic interface {
 	Characteristic
 	// AppendCaller appends the value that names the request's caller
@@ -313,6 +319,21 @@ type RequestHook interface {
 	// (a deny action, a rejected identity). It may add ops to that call
 	// with Scratch.AddOp and read their results after Check returns.
 	BeforeStore(req *Request, s *Scratch)
+}
+
+// RequestGater is a RequestHook with a part in the gate phase of every
+// request the gate sees (not one refused whatever the counters say): its
+// checks ride in the precheck call, before anything is counted, with the
+// rules' stages' (Gater). It refuses nothing itself.
+type RequestGater interface {
+	RequestHook
+	// GateRequest is called after the stages' Gate and may queue precheck
+	// ops (Scratch.PreOp), and ask for Settle's call (Scratch.WantSettle).
+	GateRequest(req *Request, s *Scratch)
+	// AdmitRequest is called once the precheck returned, before the
+	// stages' Admit, to read its results (Scratch.PreResult). A store
+	// that cannot answer the precheck gates nothing: it is not called.
+	AdmitRequest(s *Scratch)
 }
 
 // RequestSettler is a RequestHook with a part after the origin's answer:
@@ -593,4 +614,4 @@ func shareable(b *BlockType, owners []*BlockType) bool {
 }
 
 // coreBlocks are the blocks rules decodes itself.
-var coreBlocks = map[string]bool{"rule": true, "known": true}
+var coreBlocks = map[string]bool{"rule": true}

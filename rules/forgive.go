@@ -25,10 +25,11 @@ import (
 // Forgive clears the key's counter (one OpReset, and its ban marker's
 // when the rule has a ban) and, given a duration, writes an exemption
 // marker that is present for exactly that long (exemptOp), as a ban's is
-// (ban.go). While it is present the rule does not hold the key to its limit: the key's op is
-// decided without refusing or charging, as a known visitor's is
-// (known.go), and the rule's ban does not refuse it. The marker expires
-// by itself; nothing has to remember to end it.
+// (ban.go). While it is present the rule does not hold the key to its
+// limit: the key's op is decided without refusing or charging, as a known
+// visitor's is (Scratch.TakeOut, behaviour/known), and the rule's ban does
+// not refuse it. The marker expires by itself; nothing has to remember to
+// end it.
 //
 // The marker is checked in the same store call as bans and known-visitor
 // markers (precheck), and only for rules that have a live exemption, so a
@@ -318,7 +319,7 @@ func (e *Engine) appendExemptOps(s *Scratch, ops []Op) []Op {
 }
 
 // markExempt takes the matches whose exemption marker is present (res, in
-// the order of s.exempts) out of their rule as markKnown does: decided,
+// the order of s.exempts) out of their rule (Scratch.TakeOut): decided,
 // never refusing, never charged; Match.Forgiven is set. A fallback's guess
 // (StoreError) exempts no one.
 func (e *Engine) markExempt(s *Scratch, res []Result) {
@@ -327,12 +328,8 @@ func (e *Engine) markExempt(s *Scratch, res []Result) {
 			continue
 		}
 		m := &s.Matches[x.match]
-		m.Known, m.Forgiven = true, true
-		for _, j := range [2]int{m.Op, m.CeilingOp} {
-			if j >= 0 {
-				s.Ops[j].Kind, s.Ops[j].Enforce, s.Ops[j].Attempts = OpPeek, false, false
-			}
-		}
+		s.TakeOut(m)
+		m.Forgiven = true
 	}
 }
 

@@ -108,14 +108,15 @@ func (c *Compiler) networkShares(p *Policy) {
 			r.NetworkKeys = int(n)
 		}
 	}
-	// A known block's markers are one budget too: an attacker that logs
-	// in from many visitors of one network must not fill it, or no other
-	// caller could become known (docs/attacks.md, "Known callers").
-	for _, k := range p.knowns {
-		k.networkKeys = 0
-		if share := p.Keys.NetworkShare; share > 0 && share < sharePPM {
-			if n := max(int64(k.budget.MaxKeys)*int64(share)/sharePPM, 1); n < int64(k.budget.MaxKeys) {
-				k.networkKeys = int32(n)
+	// A budget under Compiler.PerNetwork is one too: an attacker that
+	// logs in from many visitors of one network must not fill a known
+	// block's markers, or no other caller could become known
+	// (docs/attacks.md, "Known callers").
+	for _, b := range p.budgets {
+		b.networkKeys = 0
+		if share := p.Keys.NetworkShare; b.perNetwork && share > 0 && share < sharePPM {
+			if n := max(int64(b.MaxKeys)*int64(share)/sharePPM, 1); n < int64(b.MaxKeys) {
+				b.networkKeys = int32(n)
 			}
 		}
 	}
@@ -123,8 +124,8 @@ func (c *Compiler) networkShares(p *Policy) {
 	for _, r := range p.Rules {
 		p.networkShares = p.networkShares || r.NetworkKeys > 0
 	}
-	for _, k := range p.knowns {
-		p.networkShares = p.networkShares || k.networkKeys > 0
+	for _, b := range p.budgets {
+		p.networkShares = p.networkShares || b.networkKeys > 0
 	}
 }
 

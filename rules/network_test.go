@@ -120,45 +120,6 @@ store "redis" {
 	}
 }
 
-// TestKnownBlockNetworkKeys: a known block's markers are held to the
-// store's network share of the block's budget, so that one network
-// logging in from many visitors cannot fill it and leave every other
-// caller unknowable; a share of 100% or a Redis store bounds nothing.
-func TestKnownBlockNetworkKeys(t *testing.T) {
-	const known = `
-visitor {}
-identity {
-  account = ["json:username"]
-}
-known "logged-in" {
-  paths    = ["/login"]
-  by       = ["visitor", "account"]
-  for      = "30d"
-  max_keys = 2000
-}
-rule "per-network" {
-  paths        = ["/login"]
-  key          = ["ip"]
-  limit        = 3
-  period       = "1h"
-  exempt_known = ["logged-in"]
-}
-`
-	for _, tt := range []struct {
-		name, store string
-		want        int
-	}{
-		{"default share", "", 100},
-		{"no share", "store \"memory\" {\n  network_share = \"100%\"\n}\n", 0},
-		{"redis", "store \"redis\" {\n  url = \"redis://127.0.0.1:6379/0\"\n}\n", 0},
-	} {
-		p := load(t, tt.store+known)
-		if got := p.Knowns()[0].NetworkKeys(); got != tt.want {
-			t.Errorf("%s: NetworkKeys %d, want %d", tt.name, got, tt.want)
-		}
-	}
-}
-
 // TestOpsCarryTheClientsNetwork: every op of a request carries one
 // network, the client's: the same for every address of one IPv6 /48 or
 // IPv4 /24 (the default prefixes), another for another network, an IPv4

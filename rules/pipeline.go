@@ -15,8 +15,9 @@ import (
 //	        rule's matcher, conditions, key and op; shape: lease, the
 //	        stages' Shape (cost, calendar), ip
 //	        ceiling (countMatch)
-//	gate    bans, forgive's exemptions, known visitors and callers, the
-//	        stages' Gate, in at most one store call (precheck); shedding
+//	gate    bans, forgive's exemptions, the stages' and request hooks'
+//	        Gate (known callers), in at most one store call (precheck);
+//	        shedding
 //	main    the request hooks, then the one main store call
 //	judge   each match's outcome from its result; the stages' Judge
 //	        (max_delay), ban trips
@@ -29,8 +30,8 @@ import (
 // real server).
 
 // Check decides req at now against p. It makes at most three store calls:
-// the gate's precheck (only where a ban, known_visitors, exempt_known, a
-// known { } block, a forgive or a Stage's Gate asks for one), the main
+// the gate's precheck (only where a ban, a forgive, a Stage's or a request
+// hook's Gate asks for one: known callers), the main
 // Store.Take when any matching rule counts, and the after call (a ban
 // written, a unit or lease given back). The matches, ops and results stay
 // in s for the caller (response headers, metrics) until s is reused.
@@ -69,7 +70,7 @@ func (e *Engine) begin(now time.Time, p *Policy, req *Request, s *Scratch) {
 	}
 	s.begun = nil // the next request begins afresh
 	s.reset()
-	s.pol, s.now = p, now
+	s.pol, s.now, s.req = p, now, req
 	if s.owner != e {
 		s.mac, s.pmac, s.owner = nil, nil, e // format 1's HMACs are keyed by the engine's secrets
 	}
@@ -165,25 +166,25 @@ func (s *Scratch) reject(m *Match, status Status) {
 }
 
 // gate is the phase before anything is counted: bans, forgive's
-// exemptions, known visitors and callers and the stages' Gate are checked
-// in one store call (precheck), then load shedding admits the request or
-// not (shed.go, no store call). It reports whether the request is refused
-// (d is then its decision).
+// exemptions and the stages' and request hooks' Gate (known callers) are
+// checked in one store call (precheck), then load shedding admits the
+// request or not (shed.go, no store call). It reports whether the request
+// is refused (d is then its decision).
 func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch, d *Decision) bool {
 	if !s.refusedAnyway() {
 		if len(p.sensitiveBans) > 0 || p.ownBans {
 			e.queueBans(p, req, s, d.Sensitive)
 		}
 		e.queueExemptions(now, s)
-		if len(p.knowns) > 0 {
-			e.queueKnown(p, req, s) // known callers (known.go)
-		}
 		if p.gates {
 			s.queueGates()
 		}
-		if len(s.markers) > 0 || len(s.bans) > 0 || len(s.exempts) > 0 || s.knownChecks > 0 || len(s.pre) > 0 {
-			// One more store call, only where known_visitors, exempt_known,
-			// ban, a known { } block, forgive or a Stage's Gate asks.
+		for _, g := range p.requestGaters {
+			g.GateRequest(req, s) // known { } blocks (behaviour/known)
+		}
+		if len(s.bans) > 0 || len(s.exempts) > 0 || len(s.pre) > 0 {
+			// One more store call, only where a ban, a forgive, a Stage's
+			// or a request hook's Gate asks.
 			if r, left := e.precheck(ctx, now, s); r != nil {
 				banned(d, s, r, left)
 				return true
@@ -331,8 +332,9 @@ func (e *Engine) after(ctx context.Context, now time.Time, s *Scratch, d *Decisi
 		d.Delay = 0
 		s.releaseLocal(now, 0, false, false) // never sent: no sample
 	}
-	// A known block's marker is written after a success (known.go).
-	d.Settle = d.Settle || s.Holds() || (s.knownRecords > 0 && d.Verdict == Forward)
+	// A hook writes after a success (Scratch.WantSettle: a known block's
+	// marker).
+	d.Settle = d.Settle || s.Holds() || (s.wantSettle && d.Verdict == Forward)
 }
 
 // afterCall sends the after call's ops (Scratch.AfterOp), if any. Its error

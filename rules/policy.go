@@ -55,10 +55,10 @@ type Policy struct {
 	ownBans       bool
 	// gates is true when a rule has a Gater stage (stage.go).
 	gates bool
-	// knowns are the known { } blocks, in file order (known.go).
-	knowns []*Known
-	// requestSettlers are the request hooks with a part after the
-	// origin's answer (RequestSettler).
+	// requestGaters and requestSettlers are the request hooks with a part
+	// in the gate phase (RequestGater) and after the origin's answer
+	// (RequestSettler).
+	requestGaters   []RequestGater
 	requestSettlers []RequestSettler
 	// networkShares is true when a rule has a network share
 	// (Rule.NetworkKeys): requests then compute their network (network.go).
@@ -92,10 +92,19 @@ type Budget struct {
 	// its owner gave it.
 	MaxKeys int
 
-	fixed   bool    // MaxKeys is its owner's (a known block's max_keys), not a share
+	fixed   bool    // MaxKeys is its owner's (FixedKeyBudget), not a share
 	follows *Rule   // MaxKeys is this rule's (its ban_by markers, ban.go)
 	alike   *Budget // MaxKeys is this budget's (KeyBudgetLike)
+	// perNetwork: one client network may make networkKeys of it at most
+	// (Compiler.PerNetwork; 0: no bound), set once MaxKeys is (network.go).
+	perNetwork  bool
+	networkKeys int32
 }
+
+// NetworkKeys returns the most keys of b one client network may make in
+// the memory store (the store's network_share of MaxKeys, rounded down, at
+// least 1, for a budget under Compiler.PerNetwork), or 0 for no bound.
+func (b *Budget) NetworkKeys() int { return int(b.networkKeys) }
 
 // Budgets returns the key budgets of the policy's counters that are not a
 // rule's. The caller must not modify them.
@@ -143,7 +152,18 @@ const (
 // (which refuses every match) nor "skip" (which exempts from other rules).
 func (r *Rule) counts() bool { return r.Action != ActionDeny && r.Action != ActionSkip }
 
-// uncounted says why a rule that counts nothing takes no limit.
+// Counts reports whether the rule counts requests: its action is neither
+// "deny" (which refuses every match) nor "skip" (which exempts from other
+// rules). A feature refuses an attribute that needs counting where it does
+// not (Uncounted says why).
+func (r *Rule) Counts() bool { return r.counts() }
+
+// Uncounted says why a rule of action a, which counts nothing, takes no
+// attribute about counting: `action = "deny" refuses every match` or
+// `action = "skip" counts nothing`.
+func Uncounted(a Action) string { return uncounted(a) }
+
+// uncounted is Uncounted.
 func uncounted(a Action) string {
 	if a == ActionSkip {
 		return `action = "skip" counts nothing`
@@ -217,11 +237,6 @@ type Rule struct {
 	multi         []multiPart
 	multiOf       []int8
 	distinctMulti int8
-	// knownUS is known_visitors in µs (0: none); knownBy the
-	// characteristics that recognise a visitor, knownTags their tags.
-	knownUS   int64
-	knownBy   []Characteristic
-	knownTags []byte
 	// stages are the features' behaviours of the rule (Rule.AddStage);
 	// exempters, shapers, gates, judges and settlers those with an Exempt,
 	// Shape, Gate, Judge or Settle phase (stage.go).
@@ -245,9 +260,6 @@ type Rule struct {
 	banByTags []byte
 	guiltUS   int64
 	guilt     *Budget
-	// exemptKnown are the known blocks whose callers the rule does not
-	// hold to what they share with others (exempt_known, known.go).
-	exemptKnown []*Known
 
 	Algorithm Algorithm
 	// Limit units per Period; Burst is the bucket size (bucket algorithms).

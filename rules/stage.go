@@ -56,9 +56,47 @@ type Gater interface {
 	// Admit is called for the same m once the precheck call returned
 	// (Scratch.PreResult has its results) and reports whether the request
 	// is refused before anything is counted: refused by m's rule, which
-	// the request may retry after retryAfter. A store that cannot answer
-	// the precheck gates nothing: Admit is not called.
+	// the request may retry after retryAfter. It may instead take m out of
+	// its rule (Scratch.TakeOut: a known caller), or lift m's IP ceiling;
+	// the Admits run before bans refuse, and a rule's ban does not refuse
+	// a match taken out. A store that cannot answer the precheck gates
+	// nothing: Admit is not called (nor when no stage and no request hook
+	// queued a precheck op).
 	Admit(s *Scratch, m *Match) (refuse bool, retryAfter time.Duration)
+}
+
+// TakeOut takes m, a counting match, out of its rule, as a known caller's
+// is (behaviour/known) and a forgiven key's (Engine.Forgive): m is decided
+// but its ops (its IP ceiling's too) become dry-run peeks, never refusing
+// and never consuming, and m.Known is set, which the judge (m's outcome is
+// an allow), the rule's ban, its hooks and its cost's settlement honour.
+// Only a Gater's Admit may call it.
+func (s *Scratch) TakeOut(m *Match) {
+	m.Known = true
+	for _, j := range [2]int{m.Op, m.CeilingOp} {
+		if j >= 0 {
+			peekOnly(&s.Ops[j])
+		}
+	}
+}
+
+// KeyKeeper is a Stage that writes keys of its own, markers that may
+// outlive its rule's counters (known_visitors'): a key format's migration
+// window and a key secret's rotation window last as long as the longest
+// of them (Policy.LongestKeyLifetime).
+type KeyKeeper interface {
+	Stage
+	// KeyLifetime is the longest a key the stage writes lives.
+	KeyLifetime() time.Duration
+}
+
+// Resolver is a Stage that resolves characteristics of its own for a
+// request, beside its rule's key and count_distinct (known_by): a rule
+// whose stage resolves one from the body reads the body (ReadsBody).
+type Resolver interface {
+	Stage
+	// Resolves returns those characteristics.
+	Resolves() []Characteristic
 }
 
 // Shaper is a Stage that shapes the op of each of its rule's counting
@@ -265,15 +303,21 @@ func (s *Scratch) exempt(r *Rule) bool {
 // Now returns the instant the request is decided at (Check's now).
 func (s *Scratch) Now() time.Time { return s.now }
 
+// Request returns the request Check is deciding, for a stage whose phase
+// resolves characteristics of its own (a Gater's Gate: known_visitors'
+// marker). Only a stage's phase may call it.
+func (s *Scratch) Request() *Request { return s.req }
+
 // PreOp adds op to the gate's precheck call and returns its index for
-// PreResult. Only a Gater's Gate may call it.
+// PreResult. Only a Gater's Gate or a RequestGater's GateRequest may call
+// it.
 func (s *Scratch) PreOp(op Op) int {
 	s.pre = append(s.pre, op)
 	return len(s.pre) - 1
 }
 
 // PreResult returns the result of precheck op i (PreOp's index). Only a
-// Gater's Admit may call it.
+// Gater's Admit or a RequestGater's AdmitRequest may call it.
 func (s *Scratch) PreResult(i int) *Result { return &s.mres[s.preAt+i] }
 
 // SetResponse gives Engine.Settle the origin's response headers, for the
@@ -310,6 +354,12 @@ func (c *Compiler) ReadsResponseHeader(name []byte) {
 // The caller must not modify them.
 func (p *Policy) SettleHeaders() [][]byte { return p.settleHeaders }
 
+// WantSettle asks for Engine.Settle's call once the origin answers the
+// request, if it is forwarded (Decision.Settle): a request hook has ops
+// to send then (a known block's marker, after a success). Only a Gater's
+// Gate or a RequestGater's GateRequest may call it.
+func (s *Scratch) WantSettle() { s.wantSettle = true }
+
 // AfterOp adds op to the after call, which Check makes once the judge
 // phase is done (its result is not read: an add, a refund, a reset). Only a
 // Judge may call it.
@@ -326,10 +376,14 @@ func (s *Scratch) queueGates() {
 	}
 }
 
-// admitGates runs the Admit of every counting match's Gaters once the
-// precheck returned, and returns the first rule that refuses and the
-// longest wait of those that do.
+// admitGates runs, once the precheck returned, the request hooks'
+// AdmitRequest and then the Admit of every counting match's Gaters, and
+// returns the first rule that refuses and the longest wait of those that
+// do.
 func (s *Scratch) admitGates() (banned *Rule, left time.Duration) {
+	for _, g := range s.pol.requestGaters {
+		g.AdmitRequest(s)
+	}
 	for i := range s.Matches {
 		m := &s.Matches[i]
 		if m.Op < 0 {

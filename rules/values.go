@@ -282,7 +282,7 @@ func (e *Engine) countValues(now time.Time, r *Rule, req *Request, s *Scratch) {
 	first := len(s.Matches) - 1
 	m := s.Matches[first]
 	lease := s.Ops[m.Op].Member // a concurrency rule's, the same for every value
-	m.Op, m.CeilingOp, m.Marker, m.HasMarker = -1, -1, Key{}, false
+	m.Op, m.CeilingOp = -1, -1
 	for j := 1; j < total; j++ {
 		s.setCombination(r, j)
 		key, st := e.key(r, req, s, false)

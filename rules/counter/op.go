@@ -135,7 +135,7 @@ type Op struct {
 	// engine hashed, is named as format 1 is.
 	KeyFormat KeyFormat
 	// Marker marks an op on a marker: a ban (ban.go), a known visitor
-	// (known.go) or a forgive's exemption (forgive.go), a key whose
+	// (behaviour/known) or a forgive's exemption (forgive.go), a key whose
 	// presence is the point and that must last its whole time. The memory
 	// store keeps its rule's markers in a budget of their own (MaxKeys
 	// more keys beside the rule's counters; Options.MaxKeys when MaxKeys

@@ -1,4 +1,4 @@
-package rules_test
+package known_test
 
 import (
 	"context"
@@ -7,20 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/known"
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
-
-// accountVisitors is a policy's account identity (a JSON body's
-// username) and its visitor block.
-const accountVisitors = `
-identity {
-  account = ["json:username"]
-}
-visitor {
-}
-`
 
 const knownPolicy = accountVisitors + `
 rule "login-failures-account" {
@@ -37,44 +28,6 @@ rule "login-failures-account" {
 }
 `
 
-// knownRun drives one engine and store through login attempts, settling
-// each forwarded one with the origin's answer, on a scripted clock.
-type knownRun struct {
-	t   *testing.T
-	e   *rules.Engine
-	p   *rules.Policy
-	vc  *nat.Config
-	now time.Time
-	s   *rules.Scratch
-}
-
-// login sends POST /login for username from client with visitor (""
-// none), and, if forwarded, settles it with status; it returns the
-// verdict.
-func (k *knownRun) login(username, client, visitor string, status int) rules.Verdict {
-	k.t.Helper()
-	return k.do("POST", "/login", username, client, visitor, status)
-}
-
-// do sends method path with a JSON body naming username from client with
-// visitor ("" none), settling it with status if forwarded.
-func (k *knownRun) do(method, path, username, client, visitor string, status int) rules.Verdict {
-	k.t.Helper()
-	k.s.Begin(k.p)
-	var id nat.ID
-	copy(id[:], visitor)
-	k.vc.SetVisitor(k.s, id, visitor != "")
-	r := req{method: method, path: path, client: client,
-		f: fields{contentType: "application/json", body: fmt.Sprintf(`{"username":%q}`, username)}}
-	d := k.e.Check(context.Background(), k.now, k.p, r.build(), k.s)
-	if d.Verdict == rules.Forward && d.Settle {
-		if _, err := k.e.Settle(context.Background(), k.now, k.s, status, nil); err != nil {
-			k.t.Fatal(err)
-		}
-	}
-	return d.Verdict
-}
-
 // TestKnownVisitorsDefeatTheLockoutWeapon: a distributed brute force on
 // one account from 200 addresses is held to the account-wide rule's 20
 // failures, and that rule locks out everyone else, but not the real
@@ -86,7 +39,7 @@ func TestKnownVisitorsDefeatTheLockoutWeapon(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	k := &knownRun{t: t, e: newEngine(t, nil), p: p, vc: nat.ConfigOf(p), now: t0, s: rules.NewScratch(4)}
+	k := &knownRun{t: t, e: newEngine(t), p: p, vc: nat.ConfigOf(p), now: t0, s: rules.NewScratch(4)}
 
 	// The real user logs in from its browser: it becomes known.
 	if v := k.login("alice", "203.0.113.7", "alice-browser", 200); v != rules.Forward {
@@ -186,10 +139,10 @@ rule "per-network" {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	if ks := p.Knowns(); len(ks) != 1 || ks[0].Name != "verified" || ks[0].For() != 24*time.Hour {
+	if ks := known.Blocks(p); len(ks) != 1 || ks[0].Name != "verified" || ks[0].For() != 24*time.Hour {
 		t.Fatalf("known blocks %v, want one, verified, for 24h", ks)
 	}
-	e, s, vc := newEngine(t, nil), rules.NewScratch(2), nat.ConfigOf(p)
+	e, s, vc := newEngine(t), rules.NewScratch(2), nat.ConfigOf(p)
 	now := t0
 	run := func(path, user, visitor string, status int, outcome string) rules.Verdict {
 		t.Helper()
@@ -245,5 +198,44 @@ rule "per-network" {
 	run("/send", "x", "filler", 200, "")
 	if v := run("/send", "u4", "v4", 200, ""); v != rules.RefuseLimit {
 		t.Errorf("25 hours after its success (for = 1d): verdict %d, want RefuseLimit", v)
+	}
+}
+
+// TestKnownBlockNetworkKeys: a known block's markers are held to the
+// store's network share of the block's budget, so that one network
+// logging in from many visitors cannot fill it and leave every other
+// caller unknowable; a share of 100% or a Redis store bounds nothing.
+func TestKnownBlockNetworkKeys(t *testing.T) {
+	const src = `
+visitor {}
+identity {
+  account = ["json:username"]
+}
+known "logged-in" {
+  paths    = ["/login"]
+  by       = ["visitor", "account"]
+  for      = "30d"
+  max_keys = 2000
+}
+rule "per-network" {
+  paths        = ["/login"]
+  key          = ["ip"]
+  limit        = 3
+  period       = "1h"
+  exempt_known = ["logged-in"]
+}
+`
+	for _, tt := range []struct {
+		name, store string
+		want        int
+	}{
+		{"default share", "", 100},
+		{"no share", "store \"memory\" {\n  network_share = \"100%\"\n}\n", 0},
+		{"redis", "store \"redis\" {\n  url = \"redis://127.0.0.1:6379/0\"\n}\n", 0},
+	} {
+		p := load(t, tt.store+src)
+		if got := known.Blocks(p)[0].NetworkKeys(); got != tt.want {
+			t.Errorf("%s: NetworkKeys %d, want %d", tt.name, got, tt.want)
+		}
 	}
 }
