@@ -125,19 +125,25 @@ esac
 origin=$(freeport) edge=$(freeport) edgeadmin=$(freeport) norules=$(freeport) norulesadmin=$(freeport)
 minproxy=$(freeport) nginxport=$(freeport)
 
+declare -A pid=() # each target's process (NGINX: its master), for its CPU time
 "$tmp/edge" demo-origin -listen "127.0.0.1:$origin" >"$tmp/origin.log" 2>&1 &
 pids+=($!)
+pid[origin]=$!
 waitport "$origin" origin
 "$tmp/edge" serve -config bench/policy.hcl -store memory -log-level warn \
 	-listen "127.0.0.1:$edge" -admin "127.0.0.1:$edgeadmin" -upstream "http://127.0.0.1:$origin" >"$tmp/edge.log" 2>&1 &
 pids+=($!)
+pid[edge]=$!
 "$tmp/edge" serve -config bench/empty.hcl -store memory -log-level warn \
 	-listen "127.0.0.1:$norules" -admin "127.0.0.1:$norulesadmin" -upstream "http://127.0.0.1:$origin" >"$tmp/norules.log" 2>&1 &
 pids+=($!)
+pid[norules]=$!
 "$tmp/minproxy" -listen "127.0.0.1:$minproxy" -upstream "127.0.0.1:$origin" >"$tmp/minproxy.log" 2>&1 &
 pids+=($!)
+pid[minproxy]=$!
 if want nginx; then
 	start_nginx bench/nginx.conf "$nginxport" "$origin"
+	pid[nginx]=${pids[-1]}
 fi
 declare -A port=([edge]=$edge [nginx]=$nginxport [minproxy]=$minproxy [norules]=$norules [origin]=$origin)
 if [ "$redis" = 1 ]; then
@@ -148,6 +154,7 @@ if [ "$redis" = 1 ]; then
 	"$redisserver" --port "$redisport" --bind 127.0.0.1 --save '' --appendonly no \
 		--dir "$tmp" --logfile "$tmp/redis.log" --daemonize no >/dev/null 2>&1 &
 	pids+=($!)
+	redispid=$!
 	waitport "$redisport" redis
 	# bench/policy.hcl's rules with a Redis store block (its budget).
 	awk -v url="redis://127.0.0.1:$redisport/0" -v budget="$redisbudget" '
@@ -158,8 +165,10 @@ if [ "$redis" = 1 ]; then
 		-log-level warn \
 		-listen "127.0.0.1:$edgeredis" -admin "127.0.0.1:$edgeredisadmin" -upstream "http://127.0.0.1:$origin" >"$tmp/edge-redis.log" 2>&1 &
 	pids+=($!)
+	pid[edge-redis]=$!
 	"$tmp/redisrate" -listen "127.0.0.1:$redisrate" -upstream "127.0.0.1:$origin" -redis "127.0.0.1:$redisport" >"$tmp/redisrate.log" 2>&1 &
 	pids+=($!)
+	pid[redisrate]=$!
 	waitport "$edgeredis" edge-redis
 	waitport "$redisrate" redisrate
 	port[edge-redis]=$edgeredis
@@ -206,14 +215,27 @@ load0=$(cat /proc/loadavg)
 echo "bench: $tool, GET /api/bench, levels $levels, $rounds rounds, $duration measured after a $warmup warm-up per run; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 results="$tmp/results"
 : >"$results"
+hz=$(getconf CLK_TCK)
+# gosecs D prints Go duration D (ms, s or m) in seconds.
+gosecs() { awk -v d="$1" 'BEGIN { if (d ~ /ms$/) print d / 1000; else if (d ~ /m$/) print d * 60; else print d + 0 }'; }
+runsecs=$(awk -v a="$(gosecs "$warmup")" -v b="$(gosecs "$duration")" 'BEGIN { print a + b }')
 for round in $(seq "$rounds"); do
 	for c in ${levels//,/ }; do
 		for t in "${targets[@]}"; do
+			# The target's CPU time over the run (its warm-up too), and
+			# Redis's for the two on Redis.
+			before=$(cpu_ticks "${pid[$t]}") rbefore=$([ -n "${redispid:-}" ] && cpu_ticks "$redispid" || echo 0)
 			line=$(load "$t" "$c")
+			after=$(cpu_ticks "${pid[$t]}") rafter=$([ -n "${redispid:-}" ] && cpu_ticks "$redispid" || echo 0)
 			read -r rps p99 non err <<<"$line"
 			if [ -z "$err" ]; then echo "run.sh: the load on $t at $c connections gave no result" >&2; exit 1; fi
-			printf "round %d  %4d conns  %-10s  %8.0f req/s  p99 %7.3fms  non-2xx %s  errors %s\n" "$round" "$c" "$t" "$rps" "$p99" "$non" "$err" >&2
-			echo "$round $c $t $rps $p99 $non $err" >>"$results"
+			# CPU µs a request: the run's CPU over its requests at the
+			# measured rate through warm-up and window alike.
+			read -r cpu rcpu <<<"$(awk -v r="$rps" -v s="$runsecs" -v hz="$hz" -v a="$((after - before))" -v b="$((rafter - rbefore))" \
+				'BEGIN { n = r * s; printf "%.1f %.1f\n", (n > 0 ? 1e6 * a / hz / n : 0), (n > 0 ? 1e6 * b / hz / n : 0) }')"
+			case "$t" in edge-redis | redisrate) ;; *) rcpu=- ;; esac
+			printf "round %d  %4d conns  %-10s  %8.0f req/s  p99 %7.3fms  %6.1f µs CPU a request%s  non-2xx %s  errors %s\n" "$round" "$c" "$t" "$rps" "$p99" "$cpu" "$([ "$rcpu" = - ] || echo " (Redis $rcpu µs)")" "$non" "$err" >&2
+			echo "$round $c $t $rps $p99 $non $err $cpu $rcpu" >>"$results"
 		done
 	done
 done
@@ -233,19 +255,24 @@ awk -v targets="${targets[*]}" -v levels="${levels//,/ }" '
 		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
-	{ rps[$2, $3, $1] = $4; p99[$2, $3, $1] = $5; non[$2, $3] += $6; err[$2, $3] += $7; if ($1 > rounds) rounds = $1 }
+	{ rps[$2, $3, $1] = $4; p99[$2, $3, $1] = $5; non[$2, $3] += $6; err[$2, $3] += $7; cpu[$2, $3, $1] = $8; rcpu[$2, $3, $1] = $9; if ($1 > rounds) rounds = $1 }
 	END {
 		nt = split(targets, T, " "); nl = split(levels, L, " ")
 		for (t = 1; t <= nt; t++) ran[T[t]] = 1
 		for (l = 1; l <= nl; l++) {
 			c = L[l]
-			printf "\n%d connections        median req/s   median p99 ms   non-2xx   errors\n", c
+			printf "\n%d connections        median req/s (min-max)   median p99 ms   CPU µs a request (Redis)   non-2xx   errors\n", c
 			for (t = 1; t <= nt; t++) {
-				for (r = 1; r <= rounds; r++) { a[r] = rps[c, T[t], r] }
+				lo = hi = rps[c, T[t], 1]
+				for (r = 1; r <= rounds; r++) { a[r] = rps[c, T[t], r]; if (a[r] < lo) lo = a[r]; if (a[r] > hi) hi = a[r] }
 				mr = median(a, rounds)
 				for (r = 1; r <= rounds; r++) { a[r] = p99[c, T[t], r] }
 				mp = median(a, rounds)
-				printf "  %-18s %12.0f   %13.3f   %7d   %6d\n", T[t], mr, mp, non[c, T[t]], err[c, T[t]]
+				for (r = 1; r <= rounds; r++) { a[r] = cpu[c, T[t], r] }
+				mc = median(a, rounds)
+				rc = ""
+				if (rcpu[c, T[t], 1] != "-") { for (r = 1; r <= rounds; r++) { a[r] = rcpu[c, T[t], r] }; rc = sprintf(" (%.1f)", median(a, rounds)) }
+				printf "  %-18s %8.0f (%.0f-%.0f)   %13.3f   %8.1f%-10s   %7d   %6d\n", T[t], mr, lo, hi, mp, mc, rc, non[c, T[t]], err[c, T[t]]
 			}
 			printf "  median of the rounds'"'"' ratios:\n"
 			np = split("edge/nginx edge/minproxy edge/norules edge-redis/redisrate edge-redis/edge", P, " ")
