@@ -8,6 +8,7 @@ package builtin
 import (
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/behaviour/ban"
 	"github.com/edge-gateway/edge/behaviour/calendar"
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/behaviour/refusal"
@@ -27,10 +28,12 @@ import (
 // (identity { }'s account), visitors (visitor { }), bot scores (botscore
 // { }, asn, country and the bot conditions), TLS fingerprints (ja4) and
 // the test blocks `edge test` runs; and the behaviours of rule { } that
-// live in folders of their own (behaviour/: calendar, refusal, queue). Every block of the
-// policy language is now built.
+// live in folders of their own (behaviour/: calendar, refusal, queue,
+// ban; ban's RuleDone adds its stage, whose Judge trips on what the
+// others' judged, after every attribute's). Every block of the policy
+// language is now built.
 func Features() []rules.Feature {
-	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), tests()}
+	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), ban.Feature(), tests()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

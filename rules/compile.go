@@ -166,6 +166,13 @@ func (c *Compiler) AddRequestHook(h RequestHook) {
 	}
 }
 
+// AddRequestGater adds g to the gate of every request of the policy
+// (RequestGater).
+func (c *Compiler) AddRequestGater(g RequestGater) {
+	c.p.requestGaters = append(c.p.requestGaters, g)
+	c.p.gates = true
+}
+
 // KeyBudget gives a feature's counters (keys starting with id, from
 // BudgetID) a share of the memory store's max_keys, as a rule without
 // max_keys gets; the returned Budget's MaxKeys is set once the policy is
@@ -182,6 +189,17 @@ func (c *Compiler) KeyBudget(id [8]byte, name string) *Budget {
 // fingerprints) without crowding them out. name labels its metrics.
 func (c *Compiler) KeyBudgetLike(id [8]byte, name string, other *Budget) *Budget {
 	b := &Budget{ID: id, Name: name, alike: other}
+	c.p.budgets = append(c.p.budgets, b)
+	return b
+}
+
+// RuleKeyBudget gives a feature's keys of rule r (keys starting with id)
+// a key budget of their own as large as r's (Rule.MaxKeys, once the policy
+// is compiled), and not a share more of the store's max_keys: keys that
+// come with r's counters (ban_by's guilt markers) without crowding them
+// out. name labels its metrics.
+func (c *Compiler) RuleKeyBudget(id [8]byte, name string, r *Rule) *Budget {
+	b := &Budget{ID: id, Name: name, follows: r}
 	c.p.budgets = append(c.p.budgets, b)
 	return b
 }
@@ -458,7 +476,7 @@ func keyBudgets(p *Policy) {
 	for _, b := range p.budgets {
 		switch {
 		case b.follows != nil:
-			b.MaxKeys = b.follows.MaxKeys // a rule's ban_by markers (ban.go)
+			b.MaxKeys = b.follows.MaxKeys // RuleKeyBudget: a rule's ban_by markers (behaviour/ban)
 		case b.alike == nil && !b.fixed:
 			b.MaxKeys = share
 		}

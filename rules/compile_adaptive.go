@@ -105,8 +105,9 @@ func (ac *adaptiveCompiler) fail(rng hcl.Range, summary, format string, args ...
 }
 
 // refuseRuleAttrs refuses what an adaptive rule r cannot have: a limit or
-// a lease (the block finds the limit, per node), a key other than
-// ["global"] and a ban.
+// a lease (the block finds the limit, per node) and a key other than
+// ["global"]. A feature's attribute that cannot apply refuses it itself,
+// from Rule.Adaptive (behaviour/ban's ban).
 func (ac *adaptiveCompiler) refuseRuleAttrs(r *Rule) {
 	rb := ac.rb
 	if rb.Limit != nil {
@@ -117,9 +118,6 @@ func (ac *adaptiveCompiler) refuseRuleAttrs(r *Rule) {
 	}
 	if len(r.KeyNames) > 1 || len(r.KeyNames) == 1 && r.KeyNames[0] != "global" {
 		ac.fail(rb.Key.Range(), "Invalid key", "rule %q is adaptive: its limit is the route's on this node, measured from the origin's latency, which no client changes; remove key (or write [\"global\"]). To hold each key to a number in flight, add a concurrency rule with limit", rb.Name)
-	}
-	if rb.Ban != nil {
-		ac.fail(rb.BanRange, "ban not used", "rule %q is adaptive: a request it sheds says the origin is saturated, not that the caller misbehaved; remove ban", rb.Name)
 	}
 }
 

@@ -66,15 +66,6 @@ type ruleBlock struct {
 	// not held to the rule; known_by the characteristics that recognise it.
 	KnownVisitors *string        `hcl:"known_visitors,optional"`
 	KnownBy       hcl.Expression `hcl:"known_by,optional"`
-	// ban is how long a key that trips the rule is refused on ban_scope
-	// ("rule", the default, or "sensitive").
-	Ban      *string `hcl:"ban,optional"`
-	BanScope *string `hcl:"ban_scope,optional"`
-	// ban_by names what the ban falls on beside the key: ["visitor"] (the
-	// default with a visitor { } block) bans the key's cookieless clients
-	// and the visitors that failed or tripped the rule, not every visitor
-	// behind it; [] bans the whole key (ban.go).
-	BanBy hcl.Expression `hcl:"ban_by,optional"`
 	// exempt_known lists the known { } blocks whose callers the rule does
 	// not hold to what they share with others (known.go).
 	ExemptKnown hcl.Expression `hcl:"exempt_known,optional"`
@@ -109,8 +100,6 @@ type ruleBlock struct {
 	SkipRange            hcl.Range `hcl:"skip,attr_range"`
 	DryRunRange          hcl.Range `hcl:"dry_run,attr_value_range"`
 	KnownVisitorsRange   hcl.Range `hcl:"known_visitors,attr_value_range"`
-	BanRange             hcl.Range `hcl:"ban,attr_value_range"`
-	BanScopeRange        hcl.Range `hcl:"ban_scope,attr_value_range"`
 }
 
 // knownBlock is `known "NAME" { }`: the requests whose success makes

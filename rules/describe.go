@@ -21,14 +21,10 @@ func (r *Rule) Paths() []string {
 // means any host.
 func (r *Rule) Hosts() []string { return r.hosts }
 
-// Ban returns the rule's ban (docs/policy.md, "ban"): how long a key that
-// tripped the rule stays refused, 0 for none. For tools that read a
-// policy (the attack suite's bounds); the hot path reads the compiled form.
-func (r *Rule) Ban() time.Duration { return time.Duration(r.banUS) * time.Microsecond }
-
 // KnownVisitors returns the rule's known_visitors (docs/policy.md,
 // "known_visitors"): how long a visitor that succeeded is not held to the
-// rule, 0 for none. For tools that read a policy, as Ban.
+// rule, 0 for none. For tools that read a policy (the attack suite's
+// bounds); the hot path reads the compiled form.
 func (r *Rule) KnownVisitors() time.Duration { return time.Duration(r.knownUS) * time.Microsecond }
 
 var actionNames = [...]string{ActionLimit: "limit", ActionDeny: "deny", ActionLog: "log", ActionSkip: "skip"}

@@ -148,10 +148,6 @@ type Match struct {
 	// Forgiven is true when a forgive's exemption covered the key
 	// (forgive.go); Known is then true as well.
 	Forgiven bool
-	// Guilt is the guilt marker of the request's visitor under the
-	// rule's ban_by, when HasGuilt (ban.go).
-	Guilt    Key
-	HasGuilt bool
 	// Value is 0 for a rule's first match of the request; a rule keyed on
 	// an identity whose sources gave several values has a match for each
 	// further combination of them right after it, with Value 1, 2, ...
@@ -213,7 +209,6 @@ type Scratch struct {
 	settleRes  []Result
 	settled    bool          // Settle's store call decided settleRes (SettleResult)
 	markers    []marker      // known-visitor markers to check (known.go)
-	bans       []banCheck    // ban markers to check (ban.go)
 	exempts    []exemptCheck // forgive's exemption markers to check (forgive.go)
 	mops       []Op
 	mres       []Result
@@ -307,7 +302,6 @@ func (s *Scratch) reset() {
 	s.denyAction, s.missing, s.invalid = false, false, false
 	s.pre = s.pre[:0]
 	s.markers = s.markers[:0]
-	s.bans = s.bans[:0]
 	s.exempts = s.exempts[:0]
 	s.knowns, s.knownChecks, s.knownRecords = s.knowns[:0], 0, 0
 	s.Matches = s.Matches[:0]
@@ -687,6 +681,9 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 		}
 		for _, h := range m.Rule.Hooks {
 			s.settle = h.AfterOrigin(m, s.Ops, status, outcome, s.settle)
+		}
+		for _, st := range m.Rule.settlers {
+			s.settle = st.Settle(s, m, status, outcome, s.settle) // ban_by's guilt (behaviour/ban)
 		}
 		if m.Rule.cost.settles() {
 			s.settle = settleCost(m, s.Ops, s.resp, s.settle, &s.settleInvalid) // settle_from (cost.go)

@@ -210,7 +210,7 @@ type CeilingCharacteristic interface {
 // bucket, every client of an address without a valid cookie. A known { }
 // block never recognises such a value (nobody is known by it), and a ban
 // by it (ban_by) refuses it whenever the key is banned: its clients cannot
-// be told apart from the attacker (known.go, ban.go).
+// be told apart from the attacker (known.go, behaviour/ban).
 type BucketCharacteristic interface {
 	Characteristic
 	// SharedBucket reports whether the request's value is the shared

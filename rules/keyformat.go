@@ -364,7 +364,8 @@ func combine(a, b Result) Result {
 // count weighs in the estimate until the end of the window after its own,
 // rules.Settle's reset), for a bucket times one plus its burst over its
 // limit (a GCRA or bucket state holding a burst outlives one period), its
-// IP ceiling's alike, its ban, its known-visitor marker and its lease.
+// IP ceiling's alike, its known-visitor marker, its lease and what its
+// stages keep (Keeper: a ban's marker).
 // Exemption markers (forgive, at most MaxExempt) are not counted: one
 // written in format 1 alone ends early, which only makes a limit stricter.
 func (p *Policy) LongestKeyLifetime() time.Duration {
@@ -384,8 +385,12 @@ func (p *Policy) LongestKeyLifetime() time.Duration {
 			}
 		}
 		d += time.Duration(float64(d) * ratio)
-		longest = max(longest, d, time.Duration(r.banUS)*time.Microsecond,
-			time.Duration(r.knownUS)*time.Microsecond, r.Lease())
+		longest = max(longest, d, time.Duration(r.knownUS)*time.Microsecond, r.Lease())
+		for _, st := range r.stages {
+			if k, ok := st.(Keeper); ok {
+				longest = max(longest, k.KeyLifetime()) // a ban's marker (behaviour/ban)
+			}
+		}
 	}
 	return longest
 }

@@ -439,15 +439,3 @@ func (s *Scratch) appendKnownRecords(status int, outcome []byte, settle []Op) []
 	}
 	return settle
 }
-
-// knownMatch reports whether the request's match of r was taken out of r
-// (known_visitors, exempt_known, a forgive's exemption): r's ban does not
-// refuse what r does not hold.
-func (s *Scratch) knownMatch(r *Rule) bool {
-	for i := range s.Matches {
-		if s.Matches[i].Rule == r && s.Matches[i].Known {
-			return true
-		}
-	}
-	return false
-}

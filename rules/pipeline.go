@@ -13,14 +13,15 @@ import (
 //
 //	match   every rule's matcher, exemptions (skip), conditions, key and
 //	        op: cost, lease, ip ceiling (countMatch)
-//	gate    bans, forgive's exemptions, known visitors and callers, the
-//	        stages' Gate, in at most one store call (precheck); shedding
+//	gate    forgive's exemptions, known visitors and callers, the
+//	        stages' Gate (bans), in at most one store call (precheck);
+//	        shedding
 //	shape   the stages' Shape: each op's calendar window
 //	main    the request hooks, then the one main store call
 //	judge   each match's outcome from its result; the stages' Judge
-//	        (max_delay), ban trips
+//	        (max_delay, ban trips)
 //	after   at most one more store call: bans written, units and leases
-//	        given back
+//	        given back (Scratch.AfterOp)
 //
 // and, once the origin has answered, Settle (its own call) and Release.
 // A request so makes at most one store call before the main one and one
@@ -28,8 +29,8 @@ import (
 // real server).
 
 // Check decides req at now against p. It makes at most three store calls:
-// the gate's precheck (only where a ban, known_visitors, exempt_known, a
-// known { } block, a forgive or a Stage's Gate asks for one), the main
+// the gate's precheck (only where known_visitors, exempt_known, a known
+// { } block, a forgive or a Stage's Gate, a ban's, asks for one), the main
 // Store.Take when any matching rule counts, and the after call (a ban
 // written, a unit or lease given back). The matches, ops and results stay
 // in s for the caller (response headers, metrics) until s is reused.
@@ -166,28 +167,25 @@ func (s *Scratch) reject(m *Match, status Status) {
 	}
 }
 
-// gate is the phase before anything is counted: bans, forgive's
-// exemptions, known visitors and callers and the stages' Gate are checked
-// in one store call (precheck), then load shedding admits the request or
-// not (shed.go, no store call). It reports whether the request is refused
-// (d is then its decision).
+// gate is the phase before anything is counted: forgive's exemptions,
+// known visitors and callers and the stages' Gate (bans: behaviour/ban)
+// are checked in one store call (precheck), then load shedding admits the
+// request or not (shed.go, no store call). It reports whether the request
+// is refused (d is then its decision).
 func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch, d *Decision) bool {
 	if !s.refusedAnyway() {
-		if len(p.sensitiveBans) > 0 || p.ownBans {
-			e.queueBans(p, req, s, d.Sensitive)
-		}
 		e.queueExemptions(now, s)
 		if len(p.knowns) > 0 {
 			e.queueKnown(p, req, s) // known callers (known.go)
 		}
 		if p.gates {
-			s.queueGates()
+			s.queueGates(req, d.Sensitive) // the stages' Gate: bans (behaviour/ban)
 		}
-		if len(s.markers) > 0 || len(s.bans) > 0 || len(s.exempts) > 0 || s.knownChecks > 0 || len(s.pre) > 0 {
+		if len(s.markers) > 0 || len(s.exempts) > 0 || s.knownChecks > 0 || len(s.pre) > 0 {
 			// One more store call, only where known_visitors, exempt_known,
-			// ban, a known { } block, forgive or a Stage's Gate asks.
+			// a known { } block, forgive or a Gate (a ban) asks.
 			if r, left := e.precheck(ctx, now, s); r != nil {
-				banned(d, s, r, left)
+				refuseAtGate(d, s, r, left)
 				return true
 			}
 		}
@@ -203,6 +201,61 @@ func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Reques
 		}
 	}
 	return false
+}
+
+// precheck makes the one store call before the main one when the request
+// has known-visitor markers, known callers' markers (exempt_known),
+// forgive's exemptions or the stages' Gate checks (Scratch.PreOp: bans):
+// it settles which visitors and callers are known (markKnown,
+// markKnownCallers) and returns the rule whose Gater (or RequestGater)
+// refuses the request, if any, with the time left. A store that cannot
+// answer knows no one and gates nothing: the rules apply as they are.
+func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (refusing *Rule, left time.Duration) {
+	s.mops = s.mops[:0]
+	for _, mk := range s.markers {
+		s.mops = append(s.mops, knownOp(OpPeek, s.Matches[mk.match].Rule, mk.key))
+	}
+	s.mops = e.appendExemptOps(s, s.mops)
+	s.mops = s.appendKnownOps(s.mops)
+	s.preAt = len(s.mops)
+	s.mops = append(s.mops, s.pre...) // the stages' Gate (stage.go)
+	if cap(s.mres) < len(s.mops) {
+		s.mres = make([]Result, len(s.mops))
+	}
+	s.mres = s.mres[:len(s.mops)]
+	if err := e.take(ctx, now, s, s.mops, s.mres); err != nil {
+		return nil, 0
+	}
+	e.markKnown(s, s.mres[:len(s.markers)])
+	e.markExempt(s, s.mres[len(s.markers):])
+	s.markKnownCallers(s.mres)
+	if len(s.pre) > 0 {
+		return s.admitGates()
+	}
+	return nil, 0
+}
+
+// refuseAtGate turns d into the refusal of a request a Gater refused (a
+// ban): the refusing rule's match is its deny (a match of its own when the
+// rule does not match this route), the other matches are dropped (nothing
+// was decided for them), and no op was sent.
+func refuseAtGate(d *Decision, s *Scratch, r *Rule, left time.Duration) {
+	d.Refusing, d.RetryAfter, d.Verdict = r, left, RefuseLimit
+	kept := s.Matches[:0]
+	for _, m := range s.Matches {
+		if m.Rule == r {
+			m.Op, m.CeilingOp, m.Outcome = -1, -1, OutcomeDeny
+			kept = append(kept, m)
+		}
+	}
+	if len(kept) == 0 {
+		// A RequestGater's refusal on another rule's route (a ban of
+		// ban_scope = "sensitive"): the refusal is the refusing rule's,
+		// in the metrics and logs too.
+		kept = append(kept, Match{Rule: r, Op: -1, CeilingOp: -1, Outcome: OutcomeDeny, Enforce: true})
+	}
+	s.Matches = kept
+	s.Ops, s.Res = s.Ops[:0], s.Res[:0]
 }
 
 // mainCall sends the request's ops in the one main store call. A request
@@ -253,8 +306,9 @@ func (e *Engine) mainCall(ctx context.Context, now time.Time, s *Scratch, d *Dec
 
 // judge is the phase after the main call: each counting match's outcome
 // from its result (a visitor rule's combined with its IP ceiling's), then
-// what its rule's behaviours make of it: the stages' Judge (max_delay: the
-// queue feature) and the ban a refusal trips (queued for the after call).
+// what its rule's behaviours make of it: the stages' Judge (max_delay:
+// behaviour/queue; the ban a refusal trips, queued for the after call:
+// behaviour/ban).
 func (e *Engine) judge(s *Scratch, d *Decision) {
 	for i := range s.Matches {
 		m := &s.Matches[i]
@@ -289,9 +343,6 @@ func (e *Engine) judge(s *Scratch, d *Decision) {
 				d.Delay = max(d.Delay, v.Delay)
 			}
 		}
-		if m.Outcome == OutcomeDeny && m.Rule.banUS > 0 {
-			s.tripBan(m) // the ban starts now (ban.go)
-		}
 	}
 }
 
@@ -317,7 +368,7 @@ func (s *Scratch) combined(m *Match) Result {
 // max_delay's refunds) and the leases of a refused request.
 func (e *Engine) after(ctx context.Context, now time.Time, s *Scratch, d *Decision) {
 	for i := range s.Matches {
-		if m := &s.Matches[i]; (len(m.Rule.Hooks) > 0 || m.Rule.cost.settles()) && m.Op >= 0 && m.Outcome == OutcomeAllow {
+		if m := &s.Matches[i]; (len(m.Rule.Hooks) > 0 || len(m.Rule.settlers) > 0 || m.Rule.cost.settles()) && m.Op >= 0 && m.Outcome == OutcomeAllow {
 			d.Settle = true
 		}
 	}

@@ -45,12 +45,11 @@ type Policy struct {
 	requestHooks []RequestHook
 	// skipRules are the action = "skip" rules, decided first (skip.go).
 	skipRules []*Rule
-	// sensitiveBans are the rules whose ban covers every sensitive route;
-	// ownBans is true when a rule bans on its own route.
-	sensitiveBans []*Rule
-	ownBans       bool
-	// gates is true when a rule has a Gater stage, shapes when one has a
-	// Shaper (stage.go).
+	// requestGaters take part in every request's gate (Compiler.
+	// AddRequestGater: a ban of ban_scope = "sensitive").
+	requestGaters []RequestGater
+	// gates is true when a rule has a Gater stage or the policy a
+	// RequestGater, shapes when a rule has a Shaper (stage.go).
 	gates, shapes bool
 	// knowns are the known { } blocks, in file order (known.go).
 	knowns []*Known
@@ -90,7 +89,7 @@ type Budget struct {
 	MaxKeys int
 
 	fixed   bool    // MaxKeys is its owner's (a known block's max_keys), not a share
-	follows *Rule   // MaxKeys is this rule's (its ban_by markers, ban.go)
+	follows *Rule   // MaxKeys is this rule's (Compiler.RuleKeyBudget)
 	alike   *Budget // MaxKeys is this budget's (KeyBudgetLike)
 }
 
@@ -209,23 +208,13 @@ type Rule struct {
 	// cost is the rule's cost, max_cost and settle_from (cost.go).
 	cost ruleCost
 	// stages are the features' behaviours of the rule (Rule.AddStage),
-	// gates, shapers and judges those with a Gate, Shape or Judge phase
-	// (stage.go).
-	stages  []Stage
-	gates   []Gater
-	shapers []Shaper
-	judges  []Judge
-	// banUS is ban in µs (0: none); BanScope its ban_scope.
-	banUS    int64
-	BanScope BanScope
-	// banBy are the characteristics a ban falls on beside the key
-	// (ban_by), banByTags their tags; guiltUS is how long a visitor that
-	// failed or tripped the rule stays under the key's ban (the rule's
-	// period and the ban), guilt the key budget of those markers (ban.go).
-	banBy     []Characteristic
-	banByTags []byte
-	guiltUS   int64
-	guilt     *Budget
+	// gates, shapers, judges and settlers those with a Gate, Shape, Judge
+	// or Settle phase (stage.go).
+	stages   []Stage
+	gates    []Gater
+	shapers  []Shaper
+	judges   []Judge
+	settlers []Settler
 	// exemptKnown are the known blocks whose callers the rule does not
 	// hold to what they share with others (exempt_known, known.go).
 	exemptKnown []*Known
