@@ -12,6 +12,7 @@ import (
 	"github.com/edge-gateway/edge/behaviour/calendar"
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/behaviour/refusal"
+	"github.com/edge-gateway/edge/behaviour/shed"
 	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/fields"
 	"github.com/edge-gateway/edge/ja4"
@@ -29,11 +30,11 @@ import (
 // { }, asn, country and the bot conditions), TLS fingerprints (ja4) and
 // the test blocks `edge test` runs; and the behaviours of rule { } that
 // live in folders of their own (behaviour/: calendar, refusal, queue,
-// ban; ban's RuleDone adds its stage, whose Judge trips on what the
+// ban, shed; ban's RuleDone adds its stage, whose Judge trips on what the
 // others' judged, after every attribute's). Every block of the policy
 // language is now built.
 func Features() []rules.Feature {
-	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), ban.Feature(), tests()}
+	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), ban.Feature(), shed.Feature(), tests()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

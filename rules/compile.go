@@ -166,6 +166,16 @@ func (c *Compiler) AddRequestHook(h RequestHook) {
 	}
 }
 
+// SetValue keeps v as the policy's value of the feature named name, one
+// that has no block of its own to keep it (Policy.Value): what
+// behaviour/shed compiles of load_shedding { }.
+func (c *Compiler) SetValue(name string, v any) {
+	if c.p.values == nil {
+		c.p.values = map[string]any{}
+	}
+	c.p.values[name] = v
+}
+
 // AddRequestGater adds g to the gate of every request of the policy
 // (RequestGater).
 func (c *Compiler) AddRequestGater(g RequestGater) {
@@ -260,7 +270,7 @@ func sortDiags(diags hcl.Diagnostics) {
 // before: the features' blocks (the node's edge and store first, whose
 // settings are final when the others decode theirs), known { }, the rules,
 // then what spans rules (skips, key budgets, network shares, decide_listen,
-// shedding).
+// the features' PolicyDone: shedding).
 func (c *Compiler) compile(body hcl.Body) *Policy {
 	p := defaultPolicy(c.filename)
 	c.p = p
@@ -273,15 +283,18 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	keyBudgets(p)
 	c.networkShares(p) // network.go
 	c.decideRules(p)   // compile_decide.go
-	c.finishShed(p)    // load_shedding, priority (compile_shed.go)
-	c.dropTainted()    // decode.go
+	for _, done := range c.reg.done {
+		done(c) // Feature.PolicyDone: load_shedding (behaviour/shed)
+	}
+	p.Shedding.finish(p) // what admission reads (shed.go)
+	c.dropTainted()      // decode.go
 	return p
 }
 
 // defaultPolicy is the policy of an empty file named filename: every
 // default of the policy language (docs/policy.md).
 func defaultPolicy(filename string) *Policy {
-	return &Policy{Filename: filename, Node: DefaultNode(), blocks: map[string][]any{}}
+	return &Policy{Filename: filename, Node: DefaultNode(), Shedding: DefaultShedding(), blocks: map[string][]any{}}
 }
 
 // topBlocks are a file's top-level blocks, those of rules decoded (the

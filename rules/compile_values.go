@@ -123,6 +123,11 @@ var knownMethods = func() map[string]bool {
 	return m
 }()
 
+// Suggest returns ` Did you mean "x"?` for the candidate closest to got,
+// or "" when none is close enough to be a typo: the end of a diagnostic
+// about a word that is not one of candidates.
+func Suggest(got string, candidates []string) string { return suggest(got, candidates) }
+
 // suggest returns ` Did you mean "x"?` for the closest candidate, or "".
 func suggest(got string, candidates []string) string {
 	// Close enough to be a typo: at most a third of the word differs.

@@ -37,6 +37,14 @@ type Feature struct {
 	// that only make sense together, and sets their defaults (queue's
 	// max_delay). Features' run in the order Load was given them.
 	RuleDone func(c *Compiler, r *Rule)
+	// PolicyDone, when set, runs once every rule is compiled (and the
+	// key budgets and network shares): it compiles what the feature reads
+	// across rules or keeps for the whole policy (load_shedding { }, which
+	// package node decodes with the edge block: behaviour/shed), and may
+	// hand the core its part (Compiler.SetShedding) or keep a value of its
+	// own (Compiler.SetValue). Features' run in the order Load was given
+	// them.
+	PolicyDone func(c *Compiler)
 }
 
 // RuleAttrType is an attribute a feature adds to rule { } blocks: its
@@ -416,6 +424,7 @@ type registry struct {
 	attrs    map[string]*RuleAttrType
 	periods  map[string]*PeriodType
 	ruleDone []func(*Compiler, *Rule) // Feature.RuleDone, in feature order
+	done     []func(*Compiler)        // Feature.PolicyDone, in feature order
 	errs     []string
 }
 
@@ -436,12 +445,12 @@ func newRegistry(features []Feature) *registry {
 	for _, cd := range coreConditions {
 		g.conds[cd.Name] = cd
 	}
-	for i := range shedAttrs {
-		g.attrs[shedAttrs[i].Name] = &shedAttrs[i]
-	}
 	for _, f := range features {
 		if f.RuleDone != nil {
 			g.ruleDone = append(g.ruleDone, f.RuleDone)
+		}
+		if f.PolicyDone != nil {
+			g.done = append(g.done, f.PolicyDone)
 		}
 		for i := range f.Blocks {
 			b := &f.Blocks[i]

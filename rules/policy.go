@@ -20,8 +20,9 @@ type Policy struct {
 	// and store { }, which package node decodes; extend.go).
 	Node
 
-	// Shedding is the edge block's load_shedding { } (shed.go).
-	Shedding LoadShedding
+	// Shedding is what admission reads of load shedding (shed.go): the
+	// edge block's load_shedding { }, as behaviour/shed compiles it.
+	Shedding Shedding
 
 	// Rules in file order; Rule.Index is the position here.
 	Rules []*Rule
@@ -34,8 +35,10 @@ type Policy struct {
 	// settleHeaders are the rules' settle_from headers (SettleHeaders).
 	settleHeaders [][]byte
 	// blocks are the feature blocks' compiled values, by block type, in
-	// file order (Block, Blocks).
+	// file order (Block, Blocks); values the features' values of their
+	// own (Value).
 	blocks map[string][]any
+	values map[string]any
 	// conflicts are the identity blocks' on_conflict, by identity
 	// (values.go); an identity not in it counts every value.
 	conflicts map[string]Conflict
@@ -76,6 +79,10 @@ func (p *Policy) Block(typ string) any {
 // Blocks returns the compiled values of every block of type typ, in file
 // order. The caller must not modify the slice.
 func (p *Policy) Blocks(typ string) []any { return p.blocks[typ] }
+
+// Value returns the value the feature named name kept for the policy
+// (Compiler.SetValue), or nil.
+func (p *Policy) Value(name string) any { return p.values[name] }
 
 // Budget is the memory-store key budget of counters that belong to a
 // feature rather than a rule (the visitor mint budget): keys whose first
@@ -275,8 +282,9 @@ type Rule struct {
 	Concurrency bool
 	// Adaptive is the rule's adaptive { } block (adaptive.go), nil without.
 	Adaptive *AdaptiveConfig
-	// Priority is the rule's priority for load shedding (shed.go);
-	// PriorityUnset when it sets none.
+	// Priority is the rule's priority for load shedding (shed.go; its
+	// priority attribute is behaviour/shed's); PriorityUnset when it sets
+	// none.
 	Priority Priority
 
 	// quoted is Name as a structured-field string (RFC 8941 §3.3.3), and
