@@ -30,9 +30,7 @@ import (
 // { }, asn, country and the bot conditions), TLS fingerprints (ja4) and
 // the test blocks `edge test` runs; and the behaviours of rule { } that
 // live in folders of their own (behaviour/: calendar, refusal, queue,
-// ban, shed; ban's RuleDone adds its stage, whose Judge trips on what the
-// others' judged, after every attribute's). Every block of the policy
-// language is now built.
+// ban, shed). Every block of the policy language is now built.
 func Features() []rules.Feature {
 	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), queue.Feature(), ban.Feature(), shed.Feature(), tests()}
 }

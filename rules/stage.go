@@ -98,10 +98,9 @@ type Judge interface {
 	// with its ceiling's), unless the store could not decide it, the
 	// caller is known (Match.Known), or the request is only explained
 	// (Engine.Explain). m.Outcome is what the store and the rule's stages
-	// judged before this one (stages run in the order they were added:
-	// a ban's, added last, sees a refusal by max_delay). It may queue ops
-	// for the after call (Scratch.AfterOp), and returns what it makes of
-	// m.
+	// judged before this one (stages run in the order they were added).
+	// It may queue ops for the after call (Scratch.AfterOp), and returns
+	// what it makes of m.
 	Judge(s *Scratch, m *Match, res Result) Judgement
 }
 

@@ -138,9 +138,11 @@ func compileBy(_ *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 	writtenOf(r).by = attr
 }
 
-// finish compiles r's ban once its other attributes are: the Stage is
-// added last, so that its Judge sees what the rule's other stages judged
-// (a refusal by max_delay trips the ban).
+// finish compiles r's ban once its attributes are, in the order of their
+// checks whatever the order written (ban, then ban_scope, then ban_by),
+// and after adaptive { } (Rule.Adaptive): the Stage is added then, after
+// the stages of the rule's attributes, so that its Judge sees what
+// theirs judged.
 func finish(c *rules.Compiler, r *rules.Rule) {
 	var w *written
 	for _, st := range r.Stages() {

@@ -278,10 +278,12 @@ func (st *Stage) guiltOfMatch(s *rules.Scratch, m *rules.Match) (k rules.Key, ok
 }
 
 // Judge trips the ban of m, an enforcing match the rule refused: it queues
-// the ban marker for the after call, unless only its network's share
-// refused it (networkFullOnly); and, on a rule counting requests or
-// attempts, the guilt of the visitor it refused (a failures rule's guilt
-// is its counted failures: failures). It changes nothing of m.
+// the ban marker for the after call, unless no op of m was refused but by
+// its network's share (networkFullOnly; so a match the store allowed and a
+// stage refused, max_delay's, trips no ban either); and, on a rule
+// counting requests or attempts, the guilt of the visitor it refused (a
+// failures rule's guilt is its counted failures: failures). It changes
+// nothing of m.
 func (st *Stage) Judge(s *rules.Scratch, m *rules.Match, _ rules.Result) rules.Judgement {
 	if m.Outcome != rules.OutcomeDeny || networkFullOnly(s, m) {
 		return rules.Judgement{}
