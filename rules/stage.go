@@ -53,17 +53,19 @@ type Gater interface {
 	// Gate is called for each match m of the rule that counts (m.Op >= 0)
 	// of req, a request not refused whatever the counters say; it queues
 	// the store checks it needs with Scratch.PreOp (resolving what it
-	// needs of req: ban_by's values).
+	// needs of req: known_visitors' marker, ban_by's values).
 	Gate(req *Request, s *Scratch, m *Match)
 	// Admit is called for the same m once the precheck call returned
 	// (Scratch.PreResult has its results) and reports whether the request
 	// is refused before anything is counted: refused by m's rule, which
 	// the request may retry after retryAfter. It may instead take m out of
 	// its rule (Scratch.TakeOut: a known caller), or lift m's IP ceiling;
-	// the Admits run before bans refuse, and a rule's ban does not refuse
-	// a match taken out. A store that cannot answer the precheck gates
-	// nothing: Admit is not called (nor when no stage and no request hook
-	// queued a precheck op).
+	// a rule's stages' Admits run in the order they were added, so known's
+	// takes a known caller out before the rule's ban (a later stage,
+	// behaviour/ban) refuses, and a ban does not refuse a match taken
+	// out. A store that cannot answer the precheck gates nothing: Admit
+	// is not called (nor when no stage and no request hook queued a
+	// precheck op).
 	Admit(s *Scratch, m *Match) (refuse bool, retryAfter time.Duration)
 }
 
