@@ -50,7 +50,7 @@ func (c *cooldown) marker(kind rules.OpKind, key rules.Key) rules.Op {
 		Enforce: true, OnError: rules.FailOpen, Sensitive: true, MaxKeys: int32(c.rule.MaxKeys), Marker: true}
 }
 
-func (c *cooldown) Gate(s *rules.Scratch, m *rules.Match) {
+func (c *cooldown) Gate(_ *rules.Request, s *rules.Scratch, m *rules.Match) {
 	c.gates.Add(1)
 	s.Memo(c.slot).Op = s.PreOp(c.marker(rules.OpPeek, s.Ops[m.Op].Key))
 }

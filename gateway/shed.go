@@ -8,11 +8,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/behaviour/shed"
 	"github.com/edge-gateway/edge/rules"
 )
 
 // Load shedding's answer and the in-flight lifecycle's last resort
-// (rules/inflight.go, rules/shed.go, docs/policy.md, "Load shedding").
+// (rules/inflight.go, rules/shed.go, behaviour/shed, docs/policy.md, "Load
+// shedding").
 //
 // A shed request is answered 503, never 429: 429 judges the caller, 503
 // the system (RFC 9110 §15.6.4). On an ordinary route it carries
@@ -29,7 +31,7 @@ import (
 func (s *Server) shed(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision) {
 	unavailable(ctx)
 	if !d.Sensitive {
-		wait := jitteredSeconds(d.RetryAfter, s.Policy().Shedding.Jitter, s.jitterDraw())
+		wait := jitteredSeconds(d.RetryAfter, shed.Jitter(s.Policy()), s.jitterDraw())
 		rs.hdr = strconv.AppendInt(rs.hdr[:0], wait, 10)
 		ctx.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, rs.hdr)
 	}

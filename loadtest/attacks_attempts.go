@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/ban"
 	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -168,7 +169,7 @@ func (a *attackRun) networkFullBanRule() (r *rules.Rule, why string, ok bool) {
 		if !slices.Contains(cr.Methods(), "POST") || !slices.Contains(cr.Paths(), "/login") || cr.DryRun {
 			continue
 		}
-		if cr.Ban() > 0 && cr.BanScope == rules.BanSensitive && cr.Sensitive && cr.NetworkKeys > 0 &&
+		if ban.Sensitive(cr) && cr.Sensitive && cr.NetworkKeys > 0 &&
 			slices.Equal(cr.KeyNames, []string{"ip"}) && cr.IPv6Prefix == a.m.p.IPv6Prefix && (r == nil || cr.NetworkKeys < r.NetworkKeys) {
 			r = cr
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/behaviour/ban"
 	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -153,7 +154,7 @@ func (a *attackRun) blast(n int, mk func(i int) *rawRequest) (floodStats, error)
 // its requests take; ok is false when the policy has none.
 func (a *attackRun) evictionRule() (r *rules.Rule, method, path string, ok bool) {
 	for _, cr := range a.m.p.Rules {
-		if cr.Ban() <= 0 || cr.Sensitive || cr.DryRun || cr.Action != rules.ActionLimit || cr.Concurrency ||
+		if ban.Duration(cr) <= 0 || cr.Sensitive || cr.DryRun || cr.Action != rules.ActionLimit || cr.Concurrency ||
 			!slices.Equal(cr.KeyNames, []string{"ip"}) || cr.MaxKeys <= 0 || cr.MaxKeys > evictionMaxKeys || cr.Period > evictionMaxPeriod {
 			continue
 		}
@@ -280,8 +281,8 @@ func runBanEviction(a *attackRun) error {
 			return err
 		}
 	}
-	if end := tripped.Add(r.Ban() - clockAllowance); tc.last.After(end) {
-		return fmt.Errorf("ban-eviction: the case outlasted %s's ban of %v: its bound means nothing", r.Name, r.Ban())
+	if end := tripped.Add(ban.Duration(r) - clockAllowance); tc.last.After(end) {
+		return fmt.Errorf("ban-eviction: the case outlasted %s's ban of %v: its bound means nothing", r.Name, ban.Duration(r))
 	}
 	tc.res.sent += fs.sent
 	for s, k := range fs.statuses {
@@ -291,7 +292,7 @@ func runBanEviction(a *attackRun) error {
 		return err
 	}
 	tc.bound = &caseBoundResult{0, fmt.Sprintf("%s bans a key for %v from its first refusal: the %d requests of the banned client after it, one past the rule's period of %v and %d after the flood, fall within the ban",
-		r.Name, r.Ban(), counted, r.Period, evictionAfter)}
+		r.Name, ban.Duration(r), counted, r.Period, evictionAfter)}
 	tc.finish(reached, fmt.Sprintf("the banned client's requests that reached the origin, before and after a flood of %d %s %s from new /64s of 256 /48s (max_keys %d)",
 		fs.sent, method, path, r.MaxKeys))
 	return nil

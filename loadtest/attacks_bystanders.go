@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/behaviour/ban"
 	"github.com/edge-gateway/edge/behaviour/known"
 	"github.com/edge-gateway/edge/otp"
 	"github.com/edge-gateway/edge/rules"
@@ -718,7 +719,7 @@ func (a *attackRun) exemptsKnown(role int) bool {
 		return false
 	}
 	r := a.m.p.Rules[roleRule(role)]
-	return a.networkRole(role) || slices.Contains(r.KeyNames, "phone_range") || known.Visitors(r) > 0 || r.Ban() > 0
+	return a.networkRole(role) || slices.Contains(r.KeyNames, "phone_range") || known.Visitors(r) > 0 || ban.Duration(r) > 0
 }
 
 // networkRole reports whether a role is a network rule's: keyed on "ip"

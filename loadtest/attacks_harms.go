@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/behaviour/ban"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/otp"
 	"github.com/edge-gateway/edge/rules"
@@ -112,7 +113,7 @@ func (a *attackRun) banRule() (*rules.Rule, bool) {
 	}
 	for _, i := range v.rules {
 		r := a.m.p.Rules[i]
-		if r.Ban() > 0 && r.BanScope == rules.BanSensitive && r.Distinct != nil && slices.Contains(r.KeyNames, "ip") {
+		if ban.Sensitive(r) && r.Distinct != nil && slices.Contains(r.KeyNames, "ip") {
 			return r, true
 		}
 	}

@@ -1,10 +1,6 @@
 package node
 
-import (
-	"github.com/hashicorp/hcl/v2"
-
-	"github.com/edge-gateway/edge/rules"
-)
+import "github.com/hashicorp/hcl/v2"
 
 // The types in this file are the HCL schema of the node's blocks (edge,
 // store), decoded with gohcl (rules.Compiler.Decode); docs/policy.md is the
@@ -58,8 +54,8 @@ type edgeBlock struct {
 	// and Envoy ext_authz (decide.go).
 	DecideListen *string `hcl:"decide_listen,optional"`
 	// load_shedding sheds requests by priority when the origin is
-	// saturated (rules/compile_shed.go: rules compiles it).
-	LoadShedding *rules.LoadSheddingBlock `hcl:"load_shedding,block"`
+	// saturated (behaviour/shed compiles it: Config.LoadShedding).
+	LoadShedding *LoadSheddingBlock `hcl:"load_shedding,block"`
 	// max_conns, max_conns_per_ip, max_conns_per_ipv6_prefix and
 	// max_conns_per_network cap the public listener's open connections,
 	// the node's, one client's and one client network's;
@@ -157,4 +153,26 @@ type storeBlock struct {
 	PasswordEnvRange         hcl.Range `hcl:"password_env,attr_value_range"`
 	SentinelUsernameRange    hcl.Range `hcl:"sentinel_username,attr_value_range"`
 	SentinelPasswordEnvRange hcl.Range `hcl:"sentinel_password_env,attr_value_range"`
+}
+
+// LoadSheddingBlock is `edge { load_shedding { } }`, decoded with the edge
+// block and kept as written (Config.LoadShedding): behaviour/shed compiles
+// it, with the rules' priorities.
+type LoadSheddingBlock struct {
+	// max_in_flight is the node's ceiling on the requests it has at the
+	// origin; optional (without it only adaptive rules shed).
+	MaxInFlight *int64 `hcl:"max_in_flight,optional"`
+	// shed_at is each priority's share of a capacity, an object of
+	// percentages: { low = "50%", normal = "75%", high = "90%" }.
+	ShedAt hcl.Expression `hcl:"shed_at,optional"`
+	// retry_after is the Retry-After of a shed request on an ordinary
+	// route (default "1s").
+	RetryAfter *string `hcl:"retry_after,optional"`
+	// retry_after_jitter spreads it, as a rule's retry_after_jitter does.
+	RetryAfterJitter *string `hcl:"retry_after_jitter,optional"`
+
+	DefRange              hcl.Range `hcl:",def_range"`
+	MaxInFlightRange      hcl.Range `hcl:"max_in_flight,attr_value_range"`
+	RetryAfterRange       hcl.Range `hcl:"retry_after,attr_value_range"`
+	RetryAfterJitterRange hcl.Range `hcl:"retry_after_jitter,attr_value_range"`
 }

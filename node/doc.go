@@ -10,7 +10,8 @@
 // that group clients, path_case, dry_run, upstream_timeout,
 // decide_listen, the memory store's key budgets) goes to the policy
 // itself (rules.Node, through rules.Compiler.SetNode); edge { }'s
-// load_shedding is compiled by rules (rules.Compiler.LoadShedding). The
+// load_shedding is kept as written (Config.LoadShedding) for
+// behaviour/shed, which compiles it once the rules are compiled. The
 // rest is the policy's Config, which Of returns, for the gateway and
 // cmd/edge: the addresses to listen on and proxy to, the certificates
 // read and checked at compile, the store to open.

@@ -15,7 +15,7 @@ import (
 // The edge { } block: the listeners, the client address and the node-wide
 // settings; its origin (upstream.go), TLS (tls.go), ja4_header (ja4.go),
 // decide_listen (decide.go) and connections (conns.go) have files of
-// their own, and rules compiles its load_shedding { }.
+// their own, and behaviour/shed compiles its load_shedding { }.
 
 // edge compiles the edge block into c.cfg and c.n.
 func (c *compiler) edge(e *edgeBlock) {
@@ -29,7 +29,7 @@ func (c *compiler) edge(e *edgeBlock) {
 	c.edgeTLS(e)
 	c.edgeJA4(e)
 	c.edgeDecide(e)
-	c.LoadShedding(e.LoadShedding) // rules/compile_shed.go
+	c.cfg.LoadShedding = e.LoadShedding // behaviour/shed compiles it
 	c.edgeConns(e)
 	c.client(e)
 	c.edgeValues(e)

@@ -64,6 +64,9 @@ type Config struct {
 	Conns Conns
 	// Store is the counter store the policy asks for (store.go).
 	Store StoreConfig
+	// LoadShedding is the edge block's load_shedding { } as written, nil
+	// without one: behaviour/shed compiles it (shed.Of).
+	LoadShedding *LoadSheddingBlock
 
 	// edgeAt and storeAt are where the first edge and store blocks are
 	// (nil: none yet), for a second one's diagnostic.

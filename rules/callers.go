@@ -6,7 +6,7 @@ import "bytes"
 // markers that exempt a caller name it exactly (known { } and
 // known_visitors, behaviour/known: CallerCharacteristic, an account as it
 // was sent, a visitor by its ID alone), those that accuse one by its
-// counted values (ban_by's guilt, ban.go: every spelling that shares the
+// counted values (ban_by's guilt, behaviour/ban: every spelling that shares the
 // counter is guilty with it).
 
 // MarkerFlag marks a marker in a key's tag byte (0x80: a key of several

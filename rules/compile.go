@@ -196,16 +196,28 @@ func (c *Compiler) ReadsHeader(name string) {
 }
 
 // AddRequestHook adds h to every request of the policy (RequestHook).
-// A RequestGater's GateRequest and AdmitRequest run in the gate phase, a
+// A RequestGater's GateRequest and AdmitRequest run in the gate phase (a
+// known { } block's, a ban of ban_scope = "sensitive"), a
 // RequestSettler's AfterOrigin in Engine.Settle.
 func (c *Compiler) AddRequestHook(h RequestHook) {
 	c.p.requestHooks = append(c.p.requestHooks, h)
 	if rg, ok := h.(RequestGater); ok {
 		c.p.requestGaters = append(c.p.requestGaters, rg)
+		c.p.gates = true
 	}
 	if rs, ok := h.(RequestSettler); ok {
 		c.p.requestSettlers = append(c.p.requestSettlers, rs)
 	}
+}
+
+// SetValue keeps v as the policy's value of the feature named name, one
+// that has no block of its own to keep it (Policy.Value): what
+// behaviour/shed compiles of load_shedding { }.
+func (c *Compiler) SetValue(name string, v any) {
+	if c.p.values == nil {
+		c.p.values = map[string]any{}
+	}
+	c.p.values[name] = v
 }
 
 // KeyBudget gives a feature's counters (keys starting with id, from
@@ -241,6 +253,17 @@ func (c *Compiler) PerNetwork(b *Budget) { b.perNetwork = true }
 // fingerprints) without crowding them out. name labels its metrics.
 func (c *Compiler) KeyBudgetLike(id [8]byte, name string, other *Budget) *Budget {
 	b := &Budget{ID: id, Name: name, alike: other}
+	c.p.budgets = append(c.p.budgets, b)
+	return b
+}
+
+// RuleKeyBudget gives a feature's keys of rule r (keys starting with id)
+// a key budget of their own as large as r's (Rule.MaxKeys, once the policy
+// is compiled), and not a share more of the store's max_keys: keys that
+// come with r's counters (ban_by's guilt markers) without crowding them
+// out. name labels its metrics.
+func (c *Compiler) RuleKeyBudget(id [8]byte, name string, r *Rule) *Budget {
+	b := &Budget{ID: id, Name: name, follows: r}
 	c.p.budgets = append(c.p.budgets, b)
 	return b
 }
@@ -300,8 +323,9 @@ func sortDiags(diags hcl.Diagnostics) {
 // before: the features' blocks (the node's edge and store first, whose
 // settings are final when the others decode theirs; known { } last, whose
 // characteristics read the others), the rules, then what spans rules (the
-// features' PolicyDone: skip lists, known blocks' requires; key budgets,
-// network shares, decide_listen, shedding).
+// features' PolicyDone: skip lists, known blocks' requires, load_shedding;
+// key budgets, network shares, decide_listen, and last what admission
+// reads of the shedding).
 func (c *Compiler) compile(body hcl.Body) *Policy {
 	p := defaultPolicy(c.filename)
 	c.p = p
@@ -309,20 +333,20 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	c.featureBlocks(top.feature)
 	c.ruleBlocks(top.rules)
 	for _, done := range c.reg.policyDone {
-		done(c) // Feature.PolicyDone: skip lists' names, known blocks' requires
+		done(c) // Feature.PolicyDone: skip lists' names, known blocks' requires, load_shedding
 	}
 	keyBudgets(p)
-	c.networkShares(p) // network.go
-	c.decideRules(p)   // compile_decide.go
-	c.finishShed(p)    // load_shedding, priority (compile_shed.go)
-	c.dropTainted()    // decode.go
+	c.networkShares(p)   // network.go
+	c.decideRules(p)     // compile_decide.go
+	p.Shedding.finish(p) // what admission reads (shed.go)
+	c.dropTainted()      // decode.go
 	return p
 }
 
 // defaultPolicy is the policy of an empty file named filename: every
 // default of the policy language (docs/policy.md).
 func defaultPolicy(filename string) *Policy {
-	return &Policy{Filename: filename, Node: DefaultNode(), blocks: map[string][]any{}}
+	return &Policy{Filename: filename, Node: DefaultNode(), Shedding: DefaultShedding(), blocks: map[string][]any{}}
 }
 
 // topBlocks are a file's top-level blocks, those of rules decoded (the
@@ -515,7 +539,7 @@ func keyBudgets(p *Policy) {
 	for _, b := range p.budgets {
 		switch {
 		case b.follows != nil:
-			b.MaxKeys = b.follows.MaxKeys // a rule's ban_by markers (ban.go)
+			b.MaxKeys = b.follows.MaxKeys // RuleKeyBudget: a rule's ban_by markers (behaviour/ban)
 		case b.alike == nil && !b.fixed:
 			b.MaxKeys = share
 		}

@@ -2,7 +2,6 @@ package rules
 
 import (
 	"net/netip"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -328,22 +327,19 @@ var countModes = vocabulary[CountMode]{attr: "count", what: "a count mode",
 // behaviours compiles what a rule does beside counting, once its key,
 // numbers and count mode are compiled. The order is kept: it is the order
 // of their diagnostics and of r.Hooks, and each step may read what the
-// ones before set. Ban_by reads the key and the count mode; the features'
-// attributes and blocks (x: ruleAttrs) come next, then what checks them
-// together (Feature.RuleDone: the refusal, cost, the queue and max_delay,
-// known_visitors and known_by); finishConcurrency comes last, which
-// leaves a rule with a LocalLimit (adaptive { }) to it and otherwise
-// compiles a concurrency rule's limit and lease.
+// ones before set. The features' attributes and blocks (x: ruleAttrs)
+// come after when { }, then what checks them together (Feature.RuleDone:
+// the refusal, cost, the queue and max_delay, known_visitors and known_by,
+// the ban, whose Judge so comes after max_delay's); finishConcurrency comes
+// last, which leaves a rule with a LocalLimit (adaptive { }) to it and
+// otherwise compiles a concurrency rule's limit and lease.
 func (c *Compiler) behaviours(rb *ruleBlock, r *Rule, x *hcl.BodyContent) {
-	if !r.Concurrency { // concurrencyAttrs refuses it there
-	}
-	c.ban(rb, r)
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}
 	c.ruleAttrs(x, r)
 	for _, done := range c.reg.ruleDone {
-		done(c, r) // Feature.RuleDone: refusal's content type, cost, queue's max_delay, known_visitors
+		done(c, r) // Feature.RuleDone: refusal's content type, cost, queue's max_delay, known_visitors, the ban
 	}
 	c.finishConcurrency(rb, r) // limit, lease (concurrency.go)
 }
@@ -584,7 +580,7 @@ func (c *Compiler) identityMode(s string, rng hcl.Range, attr string) IdentityMo
 
 // Characteristic compiles name, written at rng, as a characteristic of r
 // (a rule's, or a feature block's: BlockRule) beside its key, such as
-// known_by's: a plain name ("phone") or a prefixed one
+// known_by's and ban_by's: a plain name ("phone") or a prefixed one
 // ("json:user.phone"), by the feature that registered it. It returns the
 // characteristic, its tag (CharacteristicType.Tag) and whether it is the
 // same for every request (Shared: global), or nil after reporting why not.
@@ -613,6 +609,13 @@ func (c *Compiler) characteristic(s string, rng hcl.Range, r *Rule) (Characteris
 	return nil, 0, false
 }
 
+// HasCharacteristic reports whether the features Load was given resolve
+// the plain characteristic name.
+func (c *Compiler) HasCharacteristic(name string) bool {
+	_, ok := c.reg.plain[name]
+	return ok
+}
+
 // when compiles a rule's when { } block: each attribute is a feature's
 // condition, compiled in the order written.
 func (c *Compiler) when(w *whenBlock, r *Rule) {
@@ -633,101 +636,6 @@ func (c *Compiler) when(w *whenBlock, r *Rule) {
 		if cond := ct.Compile(c, r, a); cond != nil {
 			r.Conditions = append(r.Conditions, cond)
 		}
-	}
-}
-
-// MaxBan bounds ban: a refusal that outlives 30 days is a block list's job.
-const MaxBan = 30 * 24 * time.Hour
-
-// ban compiles ban and ban_scope (ban.go).
-func (c *Compiler) ban(rb *ruleBlock, r *Rule) {
-	if rb.Ban == nil {
-		if rb.BanScope != nil {
-			c.Errorf(rb.BanScopeRange, "ban_scope without ban", "ban_scope says where a ban refuses; set ban, such as \"15m\", too")
-		}
-		if rb.BanBy != nil && !IsNull(rb.BanBy) {
-			c.Errorf(rb.BanBy.Range(), "ban_by without ban", "ban_by says what a ban falls on; set ban, such as \"15m\", too")
-		}
-		return
-	}
-	d, err := ParseDuration(*rb.Ban)
-	switch {
-	case err != nil || d <= 0 || d%time.Microsecond != 0:
-		c.Errorf(rb.BanRange, "Invalid ban", "%q is not a positive duration such as \"15m\"", *rb.Ban)
-		return
-	case d > MaxBan:
-		c.Errorf(rb.BanRange, "ban too long", "%q: a ban lasts at most 30d", *rb.Ban)
-		return
-	case !r.counts():
-		c.Errorf(rb.BanRange, "ban not used", "a rule that counts nothing (action = \"deny\" or \"skip\") never trips; remove ban")
-		return
-	}
-	if rb.BanScope != nil {
-		switch *rb.BanScope {
-		case "rule":
-		case "sensitive":
-			r.BanScope = BanSensitive
-		default:
-			c.Errorf(rb.BanScopeRange, "Invalid ban_scope", "%q is not a ban scope; want \"rule\" (the rule that tripped) or \"sensitive\" (every sensitive route)", *rb.BanScope)
-			return
-		}
-	}
-	r.banUS = d.Microseconds()
-	if r.BanScope == BanSensitive {
-		c.p.sensitiveBans = append(c.p.sensitiveBans, r)
-	} else {
-		c.p.ownBans = true
-	}
-	c.banBy(rb, r)
-}
-
-// defaultBanBy is what a ban falls on beside its key when ban_by is not
-// set and the policy has the block of that name (visitor { }): its
-// visitors, so that a ban on an address spares the visitors behind it
-// that did nothing (ban.go).
-const defaultBanBy = "visitor"
-
-// banBy compiles ban_by (ban.go), defaulting to ["visitor"] on a rule
-// not keyed on it when the policy has a visitor { } block; ban_by = []
-// bans the whole key.
-func (c *Compiler) banBy(rb *ruleBlock, r *Rule) {
-	var names []string
-	var rngs []hcl.Range
-	if rb.BanBy == nil || IsNull(rb.BanBy) {
-		if _, known := c.reg.plain[defaultBanBy]; !known || c.p.Block(defaultBanBy) == nil || slices.Contains(r.KeyNames, defaultBanBy) {
-			return
-		}
-		names, rngs = []string{defaultBanBy}, []hcl.Range{rb.BanRange}
-	} else {
-		names, rngs = c.StringList(rb.BanBy, "ban_by")
-	}
-	for i, n := range names {
-		if slices.Contains(r.KeyNames, n) {
-			c.Errorf(rngs[i], "Duplicate characteristic", "%q is in the key: the ban falls on it already; remove it from ban_by", n)
-			continue
-		}
-		ch, tag, shared := c.characteristic(n, rngs[i], r)
-		switch {
-		case ch == nil:
-			continue
-		case shared:
-			c.Errorf(rngs[i], "Invalid ban_by", "%q is the same for every request: the ban would fall on the whole key; write ban_by = [] for that", n)
-			continue
-		case slices.Contains(names[:i], n):
-			c.Errorf(rngs[i], "Duplicate characteristic", "%q appears twice in ban_by", n)
-			continue
-		}
-		r.banBy, r.banByTags = append(r.banBy, ch), append(r.banByTags, tag)
-	}
-	if len(r.banBy) == 0 {
-		return
-	}
-	// Guilt markers hold a key per guilty visitor: a budget of their own,
-	// the rule's size, so they never crowd out the rule's counters.
-	r.guilt = &Budget{ID: BudgetID("\x00ban-by\x00" + r.Name), Name: r.Name + " (ban_by)", follows: r}
-	c.p.budgets = append(c.p.budgets, r.guilt)
-	if r.Count == CountFailures {
-		r.Hooks = append(r.Hooks, banGuilt{failure: r.FailureStatus})
 	}
 }
 

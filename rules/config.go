@@ -53,15 +53,6 @@ type ruleBlock struct {
 	// sensitive rule, none on an ordinary one; "100%": no bound;
 	// rules/network.go).
 	NetworkShare *string `hcl:"network_share,optional"`
-	// ban is how long a key that trips the rule is refused on ban_scope
-	// ("rule", the default, or "sensitive").
-	Ban      *string `hcl:"ban,optional"`
-	BanScope *string `hcl:"ban_scope,optional"`
-	// ban_by names what the ban falls on beside the key: ["visitor"] (the
-	// default with a visitor { } block) bans the key's cookieless clients
-	// and the visitors that failed or tripped the rule, not every visitor
-	// behind it; [] bans the whole key (ban.go).
-	BanBy hcl.Expression `hcl:"ban_by,optional"`
 	// Remain holds the features' attributes and blocks (RuleAttrType,
 	// RuleBlockType).
 	Remain hcl.Body `hcl:",remain"`
@@ -88,8 +79,6 @@ type ruleBlock struct {
 	MaxKeysRange         hcl.Range `hcl:"max_keys,attr_value_range"`
 	NetworkShareRange    hcl.Range `hcl:"network_share,attr_value_range"`
 	DryRunRange          hcl.Range `hcl:"dry_run,attr_value_range"`
-	BanRange             hcl.Range `hcl:"ban,attr_value_range"`
-	BanScopeRange        hcl.Range `hcl:"ban_scope,attr_value_range"`
 }
 
 // whenBlock is a rule's `when { }`: conditions that must all hold. Its

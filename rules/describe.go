@@ -1,7 +1,5 @@
 package rules
 
-import "time"
-
 // Paths returns the match-form paths the rule matches, exact ones first and
 // then prefixes ("/api/*"); empty means any path. For the admin API
 // (GET /admin/rules); the hot path reads the compiled form.
@@ -20,11 +18,6 @@ func (r *Rule) Paths() []string {
 // Hosts returns the hosts the rule matches (lower case, no port); empty
 // means any host.
 func (r *Rule) Hosts() []string { return r.hosts }
-
-// Ban returns the rule's ban (docs/policy.md, "ban"): how long a key that
-// tripped the rule stays refused, 0 for none. For tools that read a
-// policy (the attack suite's bounds); the hot path reads the compiled form.
-func (r *Rule) Ban() time.Duration { return time.Duration(r.banUS) * time.Microsecond }
 
 var actionNames = [...]string{ActionLimit: "limit", ActionDeny: "deny", ActionLog: "log", ActionSkip: "skip"}
 

@@ -147,10 +147,6 @@ type Match struct {
 	// Forgiven is true when a forgive's exemption covered the key
 	// (forgive.go); Known is then true as well.
 	Forgiven bool
-	// Guilt is the guilt marker of the request's visitor under the
-	// rule's ban_by, when HasGuilt (ban.go).
-	Guilt    Key
-	HasGuilt bool
 	// Value is 0 for a rule's first match of the request; a rule keyed on
 	// an identity whose sources gave several values has a match for each
 	// further combination of them right after it, with Value 1, 2, ...
@@ -212,7 +208,6 @@ type Scratch struct {
 	settle     []Op    // post-response ops (Hooks)
 	settleRes  []Result
 	settled    bool          // Settle's store call decided settleRes (SettleResult)
-	bans       []banCheck    // ban markers to check (ban.go)
 	exempts    []exemptCheck // forgive's exemption markers to check (forgive.go)
 	mops       []Op
 	mres       []Result
@@ -248,8 +243,7 @@ type Scratch struct {
 
 	// wantSettle: a hook asked for Settle's call (Scratch.WantSettle).
 	wantSettle bool
-	pol        *Policy  // the policy of the request Check decided
-	req        *Request // the request Check decides (Scratch.Request)
+	pol        *Policy // the policy of the request Check decided
 
 	// resp is the origin's answer, for the Settlers (SetResponse,
 	// stage.go).
@@ -302,7 +296,6 @@ func (s *Scratch) reset() {
 	s.settled = false
 	s.denyAction, s.missing, s.invalid = false, false, false
 	s.pre = s.pre[:0]
-	s.bans = s.bans[:0]
 	s.exempts = s.exempts[:0]
 	s.wantSettle = false
 	s.Matches = s.Matches[:0]
@@ -689,7 +682,7 @@ func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status i
 			s.settle = h.AfterOrigin(m, s.Ops, status, outcome, s.settle)
 		}
 		for _, st := range m.Rule.settlers {
-			s.settle = st.Settle(s, m, status, outcome, s.settle) // settle_from (behaviour/cost)
+			s.settle = st.Settle(s, m, status, outcome, s.settle) // settle_from (behaviour/cost), ban_by's guilt (behaviour/ban)
 		}
 	}
 	if s.pol != nil {

@@ -43,8 +43,12 @@ type Feature struct {
 	// PolicyDone, when set, runs once every rule block is compiled (those
 	// with errors too, which are not in Policy.Rules), before the key
 	// budgets are shared out: it checks what the feature's attributes say
-	// across rules (a skip list's rule names, behaviour/skip). Features'
-	// run in the order Load was given them.
+	// across rules (a skip list's rule names, behaviour/skip) and compiles
+	// what the feature keeps for the whole policy (load_shedding { },
+	// which package node decodes with the edge block: behaviour/shed); it
+	// may hand the core its part (Compiler.SetShedding) or keep a value of
+	// its own (Compiler.SetValue). Features' run in the order Load was
+	// given them.
 	PolicyDone func(c *Compiler)
 }
 
@@ -243,7 +247,7 @@ type CeilingCharacteristic interface {
 // bucket, every client of an address without a valid cookie. A known { }
 // block never recognises such a value (nobody is known by it), and a ban
 // by it (ban_by) refuses it whenever the key is banned: its clients cannot
-// be told apart from the attacker (behaviour/known, ban.go).
+// be told apart from the attacker (behaviour/known, behaviour/ban).
 type BucketCharacteristic interface {
 	Characteristic
 	// SharedBucket reports whether the request's value is the shared
@@ -322,18 +326,30 @@ type RequestHook interface {
 }
 
 // RequestGater is a RequestHook with a part in the gate phase of every
-// request the gate sees (not one refused whatever the counters say): its
-// checks ride in the precheck call, before anything is counted, with the
-// rules' stages' (Gater). It refuses nothing itself.
+// request the gate sees (not one refused whatever the counters say), not
+// only of one rule's matches: its checks ride in the precheck call, before
+// anything is counted, with the rules' stages' (Gater). A known { }
+// block's hook reads who the caller is (behaviour/known); a ban of
+// ban_scope = "sensitive" refuses its key on every sensitive route,
+// whether its rule matches the request or not (behaviour/ban).
+// Compiler.AddRequestHook registers one; the gate runs them in the order
+// they were added.
 type RequestGater interface {
 	RequestHook
-	// GateRequest is called after the stages' Gate and may queue precheck
-	// ops (Scratch.PreOp), and ask for Settle's call (Scratch.WantSettle).
-	GateRequest(req *Request, s *Scratch)
-	// AdmitRequest is called once the precheck returned, before the
-	// stages' Admit, to read its results (Scratch.PreResult). A store
-	// that cannot answer the precheck gates nothing: it is not called.
-	AdmitRequest(s *Scratch)
+	// GateRequest is called after the stages' Gate, sensitive when a
+	// sensitive rule matched the request (Decision.Sensitive); it may
+	// queue precheck ops (Scratch.PreOp) and ask for Settle's call
+	// (Scratch.WantSettle).
+	GateRequest(req *Request, s *Scratch, sensitive bool)
+	// AdmitRequest is called once the precheck returned, after the
+	// stages' Admit (a match a Gater took out of its rule is Known), to
+	// read its results (Scratch.PreResult), and returns the rule that
+	// refuses the request before anything is counted (nil: none), which
+	// the request may retry after retryAfter. A refusal by a rule the
+	// request does not match is that rule's all the same, in metrics and
+	// logs. A store that cannot answer the precheck gates nothing: it is
+	// not called.
+	AdmitRequest(s *Scratch) (refusing *Rule, retryAfter time.Duration)
 }
 
 // RequestSettler is a RequestHook with a part after the origin's answer:
@@ -494,9 +510,6 @@ func newRegistry(features []Feature) *registry {
 	}
 	for _, cd := range coreConditions {
 		g.conds[cd.Name] = cd
-	}
-	for i := range shedAttrs {
-		g.attrs[shedAttrs[i].Name] = &shedAttrs[i]
 	}
 	for _, f := range features {
 		if f.RuleDone != nil {

@@ -22,14 +22,14 @@ import (
 // is the one the customer's requests count on, and no raw identity is
 // kept or sent to a store.
 //
-// Forgive clears the key's counter (one OpReset, and its ban marker's
-// when the rule has a ban) and, given a duration, writes an exemption
-// marker that is present for exactly that long (exemptOp), as a ban's is
-// (ban.go). While it is present the rule does not hold the key to its
-// limit: the key's op is decided without refusing or charging, as a known
-// visitor's is (Scratch.TakeOut, behaviour/known), and the rule's ban does
-// not refuse it. The marker expires by itself; nothing has to remember to
-// end it.
+// Forgive clears the key's counter (one OpReset, and what the rule's
+// stages keep for it: its ban marker's when the rule has a ban, Forgiver)
+// and, given a duration, writes an exemption marker that is present for
+// exactly that long (exemptOp), as a ban's is (behaviour/ban). While it
+// is present the rule does not hold the key to its limit: the key's op is
+// decided without refusing or charging, as a known visitor's is
+// (Scratch.TakeOut, behaviour/known), and the rule's ban does not refuse
+// it. The marker expires by itself; nothing has to remember to end it.
 //
 // The marker is checked in the same store call as bans and known-visitor
 // markers (precheck), and only for rules that have a live exemption, so a
@@ -162,10 +162,11 @@ type Forgiven struct {
 }
 
 // Forgive clears r's counter for the key values name (KeyFromText), and
-// its ban, in one store call; with exempt > 0 (at most MaxExempt) the same
-// call writes the key's exemption marker, under which r does not hold the
-// key to its limit until now+exempt. The store's error is returned as is:
-// then nothing may have been cleared.
+// what its Forgiver stages keep for it (its ban), in one store call; with
+// exempt > 0 (at most MaxExempt) the same call writes the key's exemption
+// marker, under which r does not hold the key to its limit until
+// now+exempt. The store's error is returned as is: then nothing may have
+// been cleared.
 func (e *Engine) Forgive(ctx context.Context, now time.Time, p *Policy, r *Rule, values map[string]string, exempt time.Duration) (Forgiven, error) {
 	var f Forgiven
 	if exempt < 0 || exempt > MaxExempt {
@@ -183,8 +184,10 @@ func (e *Engine) Forgive(ctx context.Context, now time.Time, p *Policy, r *Rule,
 		Sensitive: r.Sensitive, MaxKeys: int32(r.MaxKeys),
 	}}
 	r.shapeWindow(now, &ops[0]) // a calendar period's window (stage.go)
-	if r.banUS > 0 {
-		ops = append(ops, banOp(OpReset, r, banKey(k)))
+	for _, st := range r.stages {
+		if f, ok := st.(Forgiver); ok {
+			ops = f.Forgive(k, ops) // its ban's marker (behaviour/ban)
+		}
 	}
 	if exempt > 0 {
 		// The latest forgive's duration holds, not the sum of them: the

@@ -13,16 +13,15 @@ import (
 //
 //	match   the skip rules' stages' Exempt first (exemptions), then every
 //	        rule's matcher, conditions, key and op; shape: lease, the
-//	        stages' Shape (cost, calendar), ip
-//	        ceiling (countMatch)
-//	gate    bans, forgive's exemptions, the stages' and request hooks'
-//	        Gate (known callers), in at most one store call (precheck);
-//	        shedding
+//	        stages' Shape (cost, calendar), ip ceiling (countMatch)
+//	gate    forgive's exemptions, the stages' Gate (known callers, bans)
+//	        and the request hooks' GateRequest (known { } blocks, sensitive
+//	        bans), in at most one store call (precheck); shedding
 //	main    the request hooks, then the one main store call
 //	judge   each match's outcome from its result; the stages' Judge
-//	        (max_delay), ban trips
+//	        (max_delay, ban trips)
 //	after   at most one more store call: bans written, units and leases
-//	        given back
+//	        given back (Scratch.AfterOp)
 //
 // and, once the origin has answered, Settle (its own call) and Release.
 // A request so makes at most one store call before the main one and one
@@ -30,8 +29,8 @@ import (
 // real server).
 
 // Check decides req at now against p. It makes at most three store calls:
-// the gate's precheck (only where a ban, a forgive, a Stage's or a request
-// hook's Gate asks for one: known callers), the main
+// the gate's precheck (only where a forgive, a Stage's Gate or a request
+// hook's GateRequest asks for one: known callers, bans), the main
 // Store.Take when any matching rule counts, and the after call (a ban
 // written, a unit or lease given back). The matches, ops and results stay
 // in s for the caller (response headers, metrics) until s is reused.
@@ -70,7 +69,7 @@ func (e *Engine) begin(now time.Time, p *Policy, req *Request, s *Scratch) {
 	}
 	s.begun = nil // the next request begins afresh
 	s.reset()
-	s.pol, s.now, s.req = p, now, req
+	s.pol, s.now = p, now
 	if s.owner != e {
 		s.mac, s.pmac, s.owner = nil, nil, e // format 1's HMACs are keyed by the engine's secrets
 	}
@@ -165,28 +164,23 @@ func (s *Scratch) reject(m *Match, status Status) {
 	}
 }
 
-// gate is the phase before anything is counted: bans, forgive's
-// exemptions and the stages' and request hooks' Gate (known callers) are
-// checked in one store call (precheck), then load shedding admits the
-// request or not (shed.go, no store call). It reports whether the request
-// is refused (d is then its decision).
+// gate is the phase before anything is counted: forgive's exemptions and
+// the stages' Gate and request hooks' GateRequest (known callers, bans:
+// behaviour/known, behaviour/ban) are checked in one store call
+// (precheck), then load shedding admits the request or not (shed.go, no
+// store call). It reports whether the request is refused (d is then its
+// decision).
 func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch, d *Decision) bool {
 	if !s.refusedAnyway() {
-		if len(p.sensitiveBans) > 0 || p.ownBans {
-			e.queueBans(p, req, s, d.Sensitive)
-		}
 		e.queueExemptions(now, s)
 		if p.gates {
-			s.queueGates()
+			s.queueGates(req, d.Sensitive) // known callers, bans (stage.go)
 		}
-		for _, g := range p.requestGaters {
-			g.GateRequest(req, s) // known { } blocks (behaviour/known)
-		}
-		if len(s.bans) > 0 || len(s.exempts) > 0 || len(s.pre) > 0 {
-			// One more store call, only where a ban, a forgive, a Stage's
-			// or a request hook's Gate asks.
+		if len(s.exempts) > 0 || len(s.pre) > 0 {
+			// One more store call, only where a forgive, a Stage's Gate or
+			// a request hook's GateRequest asks (known callers, bans).
 			if r, left := e.precheck(ctx, now, s); r != nil {
-				banned(d, s, r, left)
+				refuseAtGate(d, s, r, left)
 				return true
 			}
 		}
@@ -202,6 +196,57 @@ func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Reques
 		}
 	}
 	return false
+}
+
+// precheck makes the one store call before the main one when the request
+// has forgive's exemptions or the stages' and request hooks' Gate checks
+// (Scratch.PreOp: known callers' markers, behaviour/known; bans and their
+// ban_by guilt markers, behaviour/ban): it settles which matches are taken
+// out of their rule (forgive's markExempt, then the Admits: a known
+// caller, before the rule's ban, a later stage, refuses) and returns the
+// rule whose Gater (or RequestGater) refuses the request, if any, with the
+// time left. A store that cannot answer knows no one and gates nothing:
+// the rules apply as they are.
+func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (refusing *Rule, left time.Duration) {
+	s.mops = s.mops[:0]
+	s.mops = e.appendExemptOps(s, s.mops)
+	s.preAt = len(s.mops)
+	s.mops = append(s.mops, s.pre...) // the stages' and request hooks' Gate (stage.go)
+	if cap(s.mres) < len(s.mops) {
+		s.mres = make([]Result, len(s.mops))
+	}
+	s.mres = s.mres[:len(s.mops)]
+	if err := e.take(ctx, now, s, s.mops, s.mres); err != nil {
+		return nil, 0
+	}
+	e.markExempt(s, s.mres)
+	if len(s.pre) > 0 {
+		return s.admitGates()
+	}
+	return nil, 0
+}
+
+// refuseAtGate turns d into the refusal of a request a Gater refused (a
+// ban): the refusing rule's match is its deny (a match of its own when the
+// rule does not match this route), the other matches are dropped (nothing
+// was decided for them), and no op was sent.
+func refuseAtGate(d *Decision, s *Scratch, r *Rule, left time.Duration) {
+	d.Refusing, d.RetryAfter, d.Verdict = r, left, RefuseLimit
+	kept := s.Matches[:0]
+	for _, m := range s.Matches {
+		if m.Rule == r {
+			m.Op, m.CeilingOp, m.Outcome = -1, -1, OutcomeDeny
+			kept = append(kept, m)
+		}
+	}
+	if len(kept) == 0 {
+		// A RequestGater's refusal on another rule's route (a ban of
+		// ban_scope = "sensitive"): the refusal is the refusing rule's,
+		// in the metrics and logs too.
+		kept = append(kept, Match{Rule: r, Op: -1, CeilingOp: -1, Outcome: OutcomeDeny, Enforce: true})
+	}
+	s.Matches = kept
+	s.Ops, s.Res = s.Ops[:0], s.Res[:0]
 }
 
 // mainCall sends the request's ops in the one main store call. A request
@@ -252,8 +297,9 @@ func (e *Engine) mainCall(ctx context.Context, now time.Time, s *Scratch, d *Dec
 
 // judge is the phase after the main call: each counting match's outcome
 // from its result (a visitor rule's combined with its IP ceiling's), then
-// what its rule's behaviours make of it: the stages' Judge (max_delay: the
-// queue feature) and the ban a refusal trips (queued for the after call).
+// what its rule's behaviours make of it: the stages' Judge (max_delay:
+// behaviour/queue; the ban a refusal trips, queued for the after call:
+// behaviour/ban).
 func (e *Engine) judge(s *Scratch, d *Decision) {
 	for i := range s.Matches {
 		m := &s.Matches[i]
@@ -287,9 +333,6 @@ func (e *Engine) judge(s *Scratch, d *Decision) {
 			} else {
 				d.Delay = max(d.Delay, v.Delay)
 			}
-		}
-		if m.Outcome == OutcomeDeny && m.Rule.banUS > 0 {
-			s.tripBan(m) // the ban starts now (ban.go)
 		}
 	}
 }

@@ -22,8 +22,9 @@ type Policy struct {
 	// and store { }, which package node decodes; extend.go).
 	Node
 
-	// Shedding is the edge block's load_shedding { } (shed.go).
-	Shedding LoadShedding
+	// Shedding is what admission reads of load shedding (shed.go): the
+	// edge block's load_shedding { }, as behaviour/shed compiles it.
+	Shedding Shedding
 
 	// Rules in file order; Rule.Index is the position here.
 	Rules []*Rule
@@ -37,8 +38,10 @@ type Policy struct {
 	// (SettleHeaders, stage.go).
 	settleHeaders [][]byte
 	// blocks are the feature blocks' compiled values, by block type, in
-	// file order (Block, Blocks).
+	// file order (Block, Blocks); values the features' values of their
+	// own (Value).
 	blocks map[string][]any
+	values map[string]any
 	// conflicts are the identity blocks' on_conflict, by identity
 	// (values.go); an identity not in it counts every value.
 	conflicts map[string]Conflict
@@ -49,14 +52,12 @@ type Policy struct {
 	// exempters are the skip rules with an Exempter stage, in file order,
 	// decided before the others (stage.go).
 	exempters []*Rule
-	// sensitiveBans are the rules whose ban covers every sensitive route;
-	// ownBans is true when a rule bans on its own route.
-	sensitiveBans []*Rule
-	ownBans       bool
-	// gates is true when a rule has a Gater stage (stage.go).
+	// gates is true when a rule has a Gater stage or the policy a
+	// RequestGater (stage.go).
 	gates bool
 	// requestGaters and requestSettlers are the request hooks with a part
-	// in the gate phase (RequestGater) and after the origin's answer
+	// in the gate phase (RequestGater: known { } blocks, a ban of
+	// ban_scope = "sensitive") and after the origin's answer
 	// (RequestSettler).
 	requestGaters   []RequestGater
 	requestSettlers []RequestSettler
@@ -81,6 +82,10 @@ func (p *Policy) Block(typ string) any {
 // order. The caller must not modify the slice.
 func (p *Policy) Blocks(typ string) []any { return p.blocks[typ] }
 
+// Value returns the value the feature named name kept for the policy
+// (Compiler.SetValue), or nil.
+func (p *Policy) Value(name string) any { return p.values[name] }
+
 // Budget is the memory-store key budget of counters that belong to a
 // feature rather than a rule (the visitor mint budget): keys whose first
 // eight bytes are ID hold at most MaxKeys keys (docs/memory-store.md).
@@ -92,8 +97,8 @@ type Budget struct {
 	// its owner gave it.
 	MaxKeys int
 
-	fixed   bool    // MaxKeys is its owner's (FixedKeyBudget), not a share
-	follows *Rule   // MaxKeys is this rule's (its ban_by markers, ban.go)
+	fixed   bool    // MaxKeys is its owner's (a known block's max_keys), not a share
+	follows *Rule   // MaxKeys is this rule's (Compiler.RuleKeyBudget)
 	alike   *Budget // MaxKeys is this budget's (KeyBudgetLike)
 	// perNetwork: one client network may make networkKeys of it at most
 	// (Compiler.PerNetwork; 0: no bound), set once MaxKeys is (network.go).
@@ -249,17 +254,6 @@ type Rule struct {
 	// local is the stage that makes the rule a node-local limit
 	// (LocalLimit: adaptive { }), nil without.
 	local LocalLimit
-	// banUS is ban in µs (0: none); BanScope its ban_scope.
-	banUS    int64
-	BanScope BanScope
-	// banBy are the characteristics a ban falls on beside the key
-	// (ban_by), banByTags their tags; guiltUS is how long a visitor that
-	// failed or tripped the rule stays under the key's ban (the rule's
-	// period and the ban), guilt the key budget of those markers (ban.go).
-	banBy     []Characteristic
-	banByTags []byte
-	guiltUS   int64
-	guilt     *Budget
 
 	Algorithm Algorithm
 	// Limit units per Period; Burst is the bucket size (bucket algorithms).
@@ -315,8 +309,9 @@ type Rule struct {
 	// Limit is then requests in flight per key, and Period the lease of
 	// each (its op is a Distinct op of lease IDs).
 	Concurrency bool
-	// Priority is the rule's priority for load shedding (shed.go);
-	// PriorityUnset when it sets none.
+	// Priority is the rule's priority for load shedding (shed.go; its
+	// priority attribute is behaviour/shed's); PriorityUnset when it sets
+	// none.
 	Priority Priority
 
 	// quoted is Name as a structured-field string (RFC 8941 §3.3.3), and

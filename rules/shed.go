@@ -4,11 +4,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/hcl/v2"
 )
 
-// Load shedding (docs/policy.md, "Load shedding"): when the origin is
+// Admission (docs/policy.md, "Load shedding"): when the origin is
 // saturated, the edge answers 503 rather than forwarding, and sheds the
 // lower priorities first so that the routes that matter keep working. The
 // signal is what is in flight, never what arrives: the node's own count of
@@ -16,70 +14,66 @@ import (
 // node-local limit's Slots (LocalLimit: an adaptive rule's limiter,
 // behaviour/adaptive). A request of priority p is admitted while each
 // count is under its capacity × p's share (shed_at); critical's share is
-// always 100%. Shedding happens before the store call, so a shed request
-// is counted by no rule; see inflight.go for how the slots taken here are
-// given back.
+// always 100%. Admission is the gate's last step, before the store call,
+// so a shed request is counted by no rule; see inflight.go for how the
+// slots taken here are given back. The policy language (a rule's
+// priority, the edge block's load_shedding { }) is behaviour/shed's,
+// which hands admission its numbers (Compiler.SetShedding); the counts
+// live in the Engine, across reloads.
 
 // DefaultShedRetryAfter is load_shedding's default retry_after: the
 // Retry-After of a request shed on an ordinary route.
 const DefaultShedRetryAfter = time.Second
 
-// MaxInFlightLimit bounds load_shedding max_in_flight.
-const MaxInFlightLimit = 1 << 24
-
 // perMille is a share of 100%.
 const perMille = 1000
 
-// defaultShedShares are shed_at's defaults, per mille by priority (unset,
-// low, normal, high, critical).
-var defaultShedShares = [NumPriorities]int64{0, 500, 750, 900, perMille}
-
-// LoadShedding is the edge block's load_shedding { } (compile_shed.go).
-// Its zero value sheds only at an adaptive rule's limit itself, whatever
-// the priority.
-type LoadShedding struct {
-	// On is set when the block is written: the priorities then share the
-	// capacities as Share says.
-	On bool
+// Shedding is what admission reads of load shedding. Its zero value, and
+// DefaultShedding's, sheds only at an adaptive rule's limit itself,
+// whatever the priority.
+type Shedding struct {
 	// MaxInFlight is the node's ceiling on the requests it has at the
 	// origin (forwarded and not yet answered, or held by a queue); 0: none.
 	MaxInFlight int64
 	// Share is each priority's share of a capacity, per mille (shed_at):
 	// a request of priority p is admitted while fewer than capacity ×
 	// Share[p] ÷ 1000 (at least 1) are in flight. Share[PriorityCritical]
-	// is always 1000; without the block every share is 1000.
+	// is always 1000, Share[PriorityUnset] Share[PriorityNormal]; without
+	// load_shedding every share is 1000.
 	Share [NumPriorities]int64
 	// RetryAfter is the Retry-After of a request shed on an ordinary route
 	// (default DefaultShedRetryAfter); a sensitive route's 503 is bare.
 	RetryAfter time.Duration
-	// Jitter is retry_after_jitter as a fraction, 0 to 1: the gateway adds
-	// a uniformly random extra of up to Jitter × RetryAfter, in whole
-	// seconds, never less (docs/headers.md, "Retry-After jitter").
-	Jitter float64
 
 	// ceiling is MaxInFlight × Share[p] ÷ 1000, at least 1, by priority.
 	ceiling [NumPriorities]int64
 	// local is set when a rule is a node-local limit (LocalLimit:
 	// adaptive { }).
 	local bool
-	// rng is where the block is written, for diagnostics.
-	rng hcl.Range
+}
+
+// DefaultShedding is the Shedding of a policy without load_shedding { }:
+// no node ceiling, every share 100%, Retry-After DefaultShedRetryAfter.
+func DefaultShedding() Shedding {
+	return Shedding{
+		Share:      [NumPriorities]int64{perMille, perMille, perMille, perMille, perMille},
+		RetryAfter: DefaultShedRetryAfter,
+	}
+}
+
+// SetShedding sets what admission reads of load shedding: the feature that
+// compiles the edge block's load_shedding { } (behaviour/shed) calls it
+// from its PolicyDone. The shares of PriorityUnset and PriorityCritical
+// are admission's own (Share).
+func (c *Compiler) SetShedding(sh Shedding) {
+	c.p.Shedding = Shedding{MaxInFlight: sh.MaxInFlight, Share: sh.Share, RetryAfter: sh.RetryAfter}
 }
 
 // shareOf returns p's share of a capacity, per mille.
-func (ls *LoadShedding) shareOf(p Priority) int64 {
-	if !ls.On {
-		return perMille
-	}
-	return ls.Share[p]
-}
+func (ls *Shedding) shareOf(p Priority) int64 { return ls.Share[p] }
 
 // finish fills what Check reads from the compiled settings.
-func (ls *LoadShedding) finish(p *Policy) {
-	if !ls.On {
-		ls.Share = [NumPriorities]int64{perMille, perMille, perMille, perMille, perMille}
-		ls.RetryAfter = DefaultShedRetryAfter
-	}
+func (ls *Shedding) finish(p *Policy) {
 	ls.Share[PriorityUnset] = ls.Share[PriorityNormal]
 	ls.Share[PriorityCritical] = perMille
 	for i := range ls.ceiling {

@@ -21,7 +21,8 @@ import (
 
 // Stage is a rule behaviour's compiled form: one value per rule that has
 // it, implementing any of Exempter, Gater, Shaper, Judge, Settler and
-// LocalLimit.
+// LocalLimit (and Resolver, Forgiver and KeyKeeper for what it resolves
+// and keeps in the store).
 type Stage interface {
 	// Behaviour names the behaviour ("queue"), for diagnostics and tests.
 	Behaviour() string
@@ -50,18 +51,21 @@ type Exempter interface {
 type Gater interface {
 	Stage
 	// Gate is called for each match m of the rule that counts (m.Op >= 0)
-	// of a request not refused whatever the counters say; it queues the
-	// store checks it needs with Scratch.PreOp.
-	Gate(s *Scratch, m *Match)
+	// of req, a request not refused whatever the counters say; it queues
+	// the store checks it needs with Scratch.PreOp (resolving what it
+	// needs of req: known_visitors' marker, ban_by's values).
+	Gate(req *Request, s *Scratch, m *Match)
 	// Admit is called for the same m once the precheck call returned
 	// (Scratch.PreResult has its results) and reports whether the request
 	// is refused before anything is counted: refused by m's rule, which
 	// the request may retry after retryAfter. It may instead take m out of
 	// its rule (Scratch.TakeOut: a known caller), or lift m's IP ceiling;
-	// the Admits run before bans refuse, and a rule's ban does not refuse
-	// a match taken out. A store that cannot answer the precheck gates
-	// nothing: Admit is not called (nor when no stage and no request hook
-	// queued a precheck op).
+	// a rule's stages' Admits run in the order they were added, so known's
+	// takes a known caller out before the rule's ban (a later stage,
+	// behaviour/ban) refuses, and a ban does not refuse a match taken
+	// out. A store that cannot answer the precheck gates nothing: Admit
+	// is not called (nor when no stage and no request hook queued a
+	// precheck op).
 	Admit(s *Scratch, m *Match) (refuse bool, retryAfter time.Duration)
 }
 
@@ -81,7 +85,7 @@ func (s *Scratch) TakeOut(m *Match) {
 }
 
 // KeyKeeper is a Stage that writes keys of its own, markers that may
-// outlive its rule's counters (known_visitors'): a key format's migration
+// outlive its rule's counters (known_visitors', a ban's): a key format's migration
 // window and a key secret's rotation window last as long as the longest
 // of them (Policy.LongestKeyLifetime).
 type KeyKeeper interface {
@@ -140,9 +144,21 @@ type Judge interface {
 	// outcome is decided from res, its result (a visitor rule's combined
 	// with its ceiling's), unless the store could not decide it, the
 	// caller is known (Match.Known), or the request is only explained
-	// (Engine.Explain). It may queue ops for the after call
-	// (Scratch.AfterOp), and returns what it makes of m.
+	// (Engine.Explain). m.Outcome is what the store and the rule's stages
+	// judged before this one (stages run in the order they were added).
+	// It may queue ops for the after call (Scratch.AfterOp), and returns
+	// what it makes of m.
 	Judge(s *Scratch, m *Match, res Result) Judgement
+}
+
+// Forgiver is a Stage that keeps state of its own for a key of its rule
+// (a ban's marker), which Engine.Forgive clears with the key's counter.
+type Forgiver interface {
+	Stage
+	// Forgive appends to ops the ops that clear what the stage keeps for
+	// k, a counter key of its rule, and returns ops. They go to the store
+	// in Forgive's call, after the counter's reset.
+	Forgive(k Key, ops []Op) []Op
 }
 
 // Judgement is what a Judge makes of a match. The zero value changes
@@ -159,7 +175,8 @@ type Judgement struct {
 
 // Settler is a Stage with a part in Engine.Settle, once the origin has
 // answered a request the rule counted and allowed (settle_from:
-// behaviour/cost). A rule with one sets Decision.Settle for such a request.
+// behaviour/cost; ban_by's guilt of a counted failure: behaviour/ban). A
+// rule with one sets Decision.Settle for such a request.
 type Settler interface {
 	Stage
 	// Settle is called for each match m of the rule that counted and was
@@ -303,11 +320,6 @@ func (s *Scratch) exempt(r *Rule) bool {
 // Now returns the instant the request is decided at (Check's now).
 func (s *Scratch) Now() time.Time { return s.now }
 
-// Request returns the request Check is deciding, for a stage whose phase
-// resolves characteristics of its own (a Gater's Gate: known_visitors'
-// marker). Only a stage's phase may call it.
-func (s *Scratch) Request() *Request { return s.req }
-
 // PreOp adds op to the gate's precheck call and returns its index for
 // PreResult. Only a Gater's Gate or a RequestGater's GateRequest may call
 // it.
@@ -365,37 +377,46 @@ func (s *Scratch) WantSettle() { s.wantSettle = true }
 // Judge may call it.
 func (s *Scratch) AfterOp(op Op) { s.qops = append(s.qops, op) }
 
-// queueGates runs the Gate of every counting match's Gaters.
-func (s *Scratch) queueGates() {
+// queueGates runs the Gate of every counting match's Gaters, then the
+// policy's request gaters' GateRequest (RequestGater), sensitive when a
+// sensitive rule matched the request.
+func (s *Scratch) queueGates(req *Request, sensitive bool) {
 	for i := range s.Matches {
 		if m := &s.Matches[i]; m.Op >= 0 {
 			for _, g := range m.Rule.gates {
-				g.Gate(s, m)
+				g.Gate(req, s, m)
 			}
 		}
 	}
+	for _, g := range s.pol.requestGaters {
+		g.GateRequest(req, s, sensitive) // known { } blocks, sensitive bans
+	}
 }
 
-// admitGates runs, once the precheck returned, the request hooks'
-// AdmitRequest and then the Admit of every counting match's Gaters, and
-// returns the first rule that refuses and the longest wait of those that
-// do.
-func (s *Scratch) admitGates() (banned *Rule, left time.Duration) {
-	for _, g := range s.pol.requestGaters {
-		g.AdmitRequest(s)
-	}
+// admitGates runs, once the precheck returned, the Admit of every
+// counting match's Gaters, in their rules' order and each rule's stages'
+// (a known caller is taken out of its rule before the rule's ban, a later
+// stage, refuses), then the request gaters' AdmitRequest (a ban of
+// ban_scope = "sensitive", which honours those taken out), and returns the
+// first rule that refuses with the longest wait of those that do.
+func (s *Scratch) admitGates() (refusing *Rule, left time.Duration) {
 	for i := range s.Matches {
 		m := &s.Matches[i]
 		if m.Op < 0 {
 			continue
 		}
 		for _, g := range m.Rule.gates {
-			if refuse, wait := g.Admit(s, m); refuse && (banned == nil || wait > left) {
-				banned, left = m.Rule, wait
+			if refuse, wait := g.Admit(s, m); refuse && (refusing == nil || wait > left) {
+				refusing, left = m.Rule, wait
 			}
 		}
 	}
-	return banned, left
+	for _, g := range s.pol.requestGaters {
+		if r, wait := g.AdmitRequest(s); r != nil && (refusing == nil || wait > left) {
+			refusing, left = r, wait
+		}
+	}
+	return refusing, left
 }
 
 // shapeWindow gives op, one of r's sent outside a request (Forgive's
@@ -427,4 +448,41 @@ func (r *Rule) longestWindow() (d time.Duration, shaped bool) {
 		}
 	}
 	return d, shaped
+}
+
+// RuleKeys appends to dst the counter keys of rule r for req, for a stage
+// that checks a rule the request need not match (a ban of ban_scope =
+// "sensitive"): its key for the request's first combination of values,
+// then, for an identity whose sources gave several (values.go), each
+// further combination's that is present; none when the first is not
+// present (Missing, Invalid or Absent). A key may come more than once.
+func (s *Scratch) RuleKeys(dst []Key, r *Rule, req *Request) []Key {
+	k, st := s.owner.key(r, req, s, false)
+	if st != Present {
+		return dst
+	}
+	dst = append(dst, k)
+	if r.multi == nil {
+		return dst
+	}
+	total := s.combinations(r, req)
+	for j := 1; j < total; j++ {
+		s.setCombination(r, j)
+		if k, st := s.owner.key(r, req, s, false); st == Present {
+			dst = append(dst, k)
+		}
+	}
+	s.combo = valueCombo{}
+	return dst
+}
+
+// AppendNames appends to buf the request's values of chars, each after
+// its tag (tags[i]), the values their rules count, for a marker that
+// names the caller by them (ban_by's guilt: every spelling that shares a
+// counter is named with it; Scratch.HashKey hashes the result). ok is
+// false when one of them names no one: missing or invalid, several values
+// (sources that disagree), or a bucket many clients share
+// (BucketCharacteristic). buf comes back grown either way.
+func (s *Scratch) AppendNames(buf []byte, chars []Characteristic, tags []byte, req *Request) ([]byte, bool) {
+	return appendCallerValues(buf, chars, tags, 0, req, s)
 }

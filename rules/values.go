@@ -320,50 +320,6 @@ func (e *Engine) countValues(now time.Time, r *Rule, req *Request, s *Scratch) {
 	s.combo = valueCombo{}
 }
 
-// banValues queues the sensitive-scope ban checks of r's further value
-// combinations for req (r's first is queued): a ban trips on the value
-// that was refused, and each value the request names is checked.
-func (e *Engine) banValues(r *Rule, req *Request, s *Scratch) {
-	total := s.combinations(r, req)
-	for j := 1; j < total; j++ {
-		s.setCombination(r, j)
-		if k, st := e.key(r, req, s, false); st == Present {
-			e.addBan(r, k, req, s)
-		}
-	}
-	s.combo = valueCombo{}
-}
-
-// addBan queues the check of the ban marker of rule r's key k (a further
-// value's: banValues), once: values of one request may share a key (a
-// count_distinct rule's). Under ban_by it carries the request's guilt
-// marker for that key, kept on the request's match counting k, if any, for
-// the writes, as queueBans does for the first value.
-func (e *Engine) addBan(r *Rule, k Key, req *Request, s *Scratch) {
-	bk := banKey(k)
-	for i := len(s.bans) - 1; i >= 0 && s.bans[i].rule == r; i-- {
-		if s.bans[i].key == bk {
-			return
-		}
-	}
-	b := banCheck{rule: r, key: bk, gi: -1}
-	if len(r.banBy) > 0 {
-		e.guiltOf(&b, s.countedKey(r, k), req, s)
-	}
-	s.bans = append(s.bans, b)
-}
-
-// countedKey returns the request's match of r whose op counts on key k,
-// or nil.
-func (s *Scratch) countedKey(r *Rule, k Key) *Match {
-	for i := range s.Matches {
-		if m := &s.Matches[i]; m.Rule == r && m.Op >= 0 && s.Ops[m.Op].Key == k {
-			return m
-		}
-	}
-	return nil
-}
-
 // conditionsEvery is conditions for an exemption (skip.go): a condition
 // over an identity with several values (EveryCondition) must hold for
 // every one of them, so that no value the origin may act on is exempt

@@ -573,9 +573,6 @@ rule "a" {
 		{"key", rule(`algorithm = "concurrency"
   key = ["ip"]
   adaptive {}`), "remove key (or write [\"global\"])"},
-		{"ban", rule(`algorithm = "concurrency"
-  ban = "1m"
-  adaptive {}`), "remove ban"},
 		{"method", rule(`algorithm = "concurrency"
   adaptive { method = "vegas" }`), `"vegas" is not an adaptive method`},
 		{"min over max", rule(`algorithm = "concurrency"

@@ -21,6 +21,8 @@ type request struct {
 	// records of them are written after a success.
 	blocks  []blockState
 	records int
+	// admitted is set once the precheck's answers are read (admit).
+	admitted bool
 	// markers are the known_visitors markers of the request's matches.
 	markers []marker
 	buf     []byte
@@ -70,7 +72,7 @@ func (h *hook) state(s *rules.Scratch) *request {
 	}
 	if !m.Done {
 		m.Done = true
-		rq.blocks, rq.records, rq.markers = rq.blocks[:0], 0, rq.markers[:0]
+		rq.blocks, rq.records, rq.markers, rq.admitted = rq.blocks[:0], 0, rq.markers[:0], false
 		for range h.blocks {
 			rq.blocks = append(rq.blocks, blockState{peek: -1})
 		}
@@ -124,7 +126,7 @@ func (*hook) BeforeStore(*rules.Request, *rules.Scratch) {}
 // matches, which Settle writes after a success, and queues the checks of
 // the markers each requires, for the request's own values; a block whose
 // requirement the request lacks the values of is not recorded.
-func (h *hook) GateRequest(req *rules.Request, s *rules.Scratch) {
+func (h *hook) GateRequest(req *rules.Request, s *rules.Scratch, _ bool) {
 	if len(h.blocks) == 0 {
 		return
 	}
@@ -152,13 +154,25 @@ func (rq *request) checkRequired(k *Block, req *rules.Request, s *rules.Scratch)
 	return true
 }
 
-// AdmitRequest reads the checks of the blocks' markers: a marker present
-// makes its caller known. A fallback's guess (StoreError) knows no one.
-func (h *hook) AdmitRequest(s *rules.Scratch) {
-	rq := h.current(s)
-	if rq == nil {
+// AdmitRequest reads the checks of the blocks' markers, if no Stage's
+// Admit has (admit), for Settle's records. It refuses nothing.
+func (h *hook) AdmitRequest(s *rules.Scratch) (*rules.Rule, time.Duration) {
+	if rq := h.current(s); rq != nil {
+		rq.admit(s)
+	}
+	return nil, 0
+}
+
+// admit reads, once per request, the checks of the blocks' markers: a
+// marker present makes its caller known. The first of the Stages' Admit
+// (which the gate runs before the request gaters' AdmitRequest) calls it,
+// so that exempt_known reads the blocks' markers. A fallback's guess
+// (StoreError) knows no one.
+func (rq *request) admit(s *rules.Scratch) {
+	if rq.admitted {
 		return
 	}
+	rq.admitted = true
 	for i := range rq.blocks {
 		if st := &rq.blocks[i]; st.queued {
 			res := s.PreResult(st.peek)
@@ -217,9 +231,8 @@ func (h *hook) AfterOrigin(s *rules.Scratch, status int, outcome []byte, settle 
 // known_visitors marker (the first value's match only: the further
 // values of an identity with several name no one caller) and those of
 // the blocks its exempt_known names.
-func (k *Stage) Gate(s *rules.Scratch, m *rules.Match) {
+func (k *Stage) Gate(req *rules.Request, s *rules.Scratch, m *rules.Match) {
 	rq := k.hook.state(s)
-	req := s.Request()
 	if k.Visitors > 0 && m.Value == 0 {
 		k.queueVisitor(rq, s, m, req)
 	}
@@ -262,6 +275,7 @@ func (k *Stage) Admit(s *rules.Scratch, m *rules.Match) (bool, time.Duration) {
 	if rq == nil {
 		return false, 0
 	}
+	rq.admit(s)
 	if k.Visitors > 0 {
 		i := matchIndex(s, m)
 		for _, mk := range rq.markers {

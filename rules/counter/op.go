@@ -134,7 +134,7 @@ type Op struct {
 	// store names format 2 keys apart (redisstore's doc). 0, an op no
 	// engine hashed, is named as format 1 is.
 	KeyFormat KeyFormat
-	// Marker marks an op on a marker: a ban (ban.go), a known visitor
+	// Marker marks an op on a marker: a ban (behaviour/ban), a known visitor
 	// (behaviour/known) or a forgive's exemption (forgive.go), a key whose
 	// presence is the point and that must last its whole time. The memory
 	// store keeps its rule's markers in a budget of their own (MaxKeys

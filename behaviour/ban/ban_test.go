@@ -1,4 +1,4 @@
-package rules_test
+package ban_test
 
 import (
 	"context"
@@ -151,6 +151,49 @@ rule "api" {
 				{"the visitor whose calls filled it", "first", tt.bystander},
 				{"the address's cookieless clients", "", rules.RefuseLimit},
 			})
+		})
+	}
+}
+
+// TestBanDiagnostics: ban, ban_scope and ban_by are refused where they
+// cannot apply, at the value written (an adaptive rule's ban moved here
+// from rules' TestAdaptiveConfig with the ban).
+func TestBanDiagnostics(t *testing.T) {
+	rule := func(body string) string {
+		return "rule \"r\" {\n  paths = [\"/login\"]\n" + body + "\n}\n"
+	}
+	for _, tc := range []struct{ name, src, want string }{
+		{"adaptive", rule(`algorithm = "concurrency"
+  ban = "1m"
+  adaptive {}`), "rule \"r\" is adaptive: a request it sheds says the origin is saturated, not that the caller misbehaved; remove ban"},
+		{"invalid", rule(`key = ["ip"]
+  limit = 5
+  period = "1m"
+  ban = "soon"`), `test.hcl:6,9-15: Invalid ban; "soon" is not a positive duration such as "15m"`},
+		{"too long", rule(`key = ["ip"]
+  limit = 5
+  period = "1m"
+  ban = "31d"`), `test.hcl:6,9-14: ban too long; "31d": a ban lasts at most 30d`},
+		{"deny", rule(`action = "deny"
+  ban = "1m"`), `test.hcl:4,9-13: ban not used; a rule that counts nothing (action = "deny" or "skip") never trips; remove ban`},
+		{"scope without ban", rule(`key = ["ip"]
+  limit = 5
+  period = "1m"
+  ban_scope = "sensitive"`), `test.hcl:6,15-26: ban_scope without ban; ban_scope says where a ban refuses; set ban, such as "15m", too`},
+		{"invalid scope", rule(`key = ["ip"]
+  limit = 5
+  period = "1m"
+  ban = "1m"
+  ban_scope = "everywhere"`), `test.hcl:7,15-27: Invalid ban_scope; "everywhere" is not a ban scope; want "rule" (the rule that tripped) or "sensitive" (every sensitive route)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, diags := builtin.Load("test.hcl", []byte(tc.src))
+			if !diags.HasErrors() {
+				t.Fatalf("no error; want %q", tc.want)
+			}
+			if !strings.Contains(diags.Error(), tc.want) {
+				t.Fatalf("diagnostics %q do not say %q", diags.Error(), tc.want)
+			}
 		})
 	}
 }
