@@ -84,9 +84,17 @@ func Sensitive(r *rules.Rule) bool {
 	return b != nil && b.Scope == ScopeSensitive
 }
 
-// KeyLifetime is the ban's: its marker lives as long as the ban
-// (rules.KeyKeeper).
-func (st *Stage) KeyLifetime() time.Duration { return st.Duration }
+// KeyLifetime is the longest a key the stage writes lives
+// (rules.KeyKeeper): the ban's marker lives as long as the ban, and under
+// ban_by a guilt marker the rule's period and the ban (guiltOp), so that
+// a key-secret rotation or a key format's migration window outlasts a
+// visitor's guilt as it does the ban the guilt holds it to.
+func (st *Stage) KeyLifetime() time.Duration {
+	if st.guilt != nil {
+		return st.rule.Period + st.Duration
+	}
+	return st.Duration
+}
 
 // Forgive clears the ban marker of k with k's counter (rules.Forgiver).
 func (st *Stage) Forgive(k rules.Key, ops []rules.Op) []rules.Op {

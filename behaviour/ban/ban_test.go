@@ -197,3 +197,39 @@ func TestBanDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+// TestBanKeyLifetime: Policy.LongestKeyLifetime, the length of a key-secret
+// rotation's and a key format migration's window (docs/operations.md),
+// covers what a ban writes: its marker, the ban's length, and under ban_by
+// a visitor's guilt marker, the rule's period and the ban after the act.
+// A window shorter than a guilt marker would read it under the old secret
+// no more while it still holds a guilty visitor to the ban.
+func TestBanKeyLifetime(t *testing.T) {
+	for _, tt := range []struct {
+		banBy string
+		want  time.Duration
+	}{
+		{"", 15 * time.Minute},
+		{`ban_by = ["visitor"]`, 16 * time.Minute},
+	} {
+		p, diags := builtin.Load("ban.hcl", []byte(accountVisitors+`
+rule "stuffing" {
+  methods   = ["POST"]
+  paths     = ["/login"]
+  key       = ["ip"]
+  count     = "failures"
+  limit     = 3
+  period    = "1m"
+  sensitive = true
+  ban       = "15m"
+  `+tt.banBy+`
+}
+`))
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		if got := p.LongestKeyLifetime(); got < tt.want {
+			t.Errorf("%q: LongestKeyLifetime %v, want at least %v", tt.banBy, got, tt.want)
+		}
+	}
+}
