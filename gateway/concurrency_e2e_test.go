@@ -15,6 +15,7 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/failclosed"
+	"github.com/edge-gateway/edge/internal/testnet"
 	"github.com/edge-gateway/edge/internal/testredis"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
@@ -429,9 +430,7 @@ func TestConcurrencyTimedOutKeepsItsLease(t *testing.T) {
 func TestConcurrencySlotsBackAfterOriginErrors(t *testing.T) {
 	for _, st := range concStores {
 		t.Run(st.name, func(t *testing.T) {
-			dead := listen(t)
-			addr := dead.Addr().String()
-			dead.Close() // nothing listens there: connection refused
+			addr := testnet.DeadAddr(t) // connection refused
 			n := startConcNodes(t, fmt.Sprintf(concurrencyE2EPolicy, "10s"), st.new(t, 1), addr)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/demo"
+	"github.com/edge-gateway/edge/internal/testnet"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -726,9 +727,7 @@ func TestAdminEndpoints(t *testing.T) {
 
 func TestOriginDownAnswers502(t *testing.T) {
 	p := loadPolicy(t, foundation)
-	ln := listen(t)
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := testnet.DeadAddr(t)
 	st, _ := memstore.New(memstore.Options{})
 	defer st.Close()
 	srv, err := New(Options{Extensions: builtin.Extensions(), Policy: p, Store: st, Upstream: "http://" + dead})

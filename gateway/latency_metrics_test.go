@@ -12,6 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/edge-gateway/edge/internal/testnet"
 )
 
 // scrape reads the admin listener's /metrics at admin (HOST:PORT), as
@@ -144,9 +146,7 @@ func TestRuntimeAndLatencyMetricsThroughAdmin(t *testing.T) {
 // TestUpstreamDurationOfAnOriginThatIsDown: a forwarded request that no
 // origin answers is observed under its reason, never as answered.
 func TestUpstreamDurationOfAnOriginThatIsDown(t *testing.T) {
-	ln := listen(t)
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := testnet.DeadAddr(t)
 	n := startUpNode(t, upPolicy(t, t.TempDir(), `upstream = "http://`+dead+`"`, nil), "")
 	if got := n.get(t); got != http.StatusBadGateway {
 		t.Fatalf("got %d, want 502", got)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/testcert"
+	"github.com/edge-gateway/edge/internal/testnet"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -486,9 +487,7 @@ func TestUpstreamTimeoutCounts(t *testing.T) {
 // TestUpstreamConnectRefused: no origin listening is a 502 and a connect
 // failure.
 func TestUpstreamConnectRefused(t *testing.T) {
-	ln := listen(t)
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := testnet.DeadAddr(t)
 	n := startUpNode(t, upPolicy(t, t.TempDir(), `upstream = "https://`+dead+`"`, nil), "")
 	if got := n.get(t); got != 502 || n.failures("connect") != 1 {
 		t.Errorf("%d, %d connect failures; want 502 and 1", got, n.failures("connect"))

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/internal/testnet"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -195,12 +195,7 @@ func TestCgnatUsageErrors(t *testing.T) {
 
 func TestCgnatConnectionRefused(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.DeadAddr(t)
 	code, stdout, stderr := runTool(t, "-scenario", "cgnat-crowd", "-target", "http://"+addr, "-timeout", "1s")
 	if code != exitError || !strings.Contains(stderr, "connecting to") {
 		t.Errorf("exit %d, stderr %q; want exit %d and a connection error", code, stderr, exitError)

@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edge-gateway/edge/internal/testnet"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -105,13 +106,7 @@ func TestRunUsageErrors(t *testing.T) {
 
 func TestRunConnectionRefused(t *testing.T) {
 	t.Parallel()
-	// A port that was free a moment ago; nothing listens on it now.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.DeadAddr(t) // connection refused
 
 	code, stdout, stderr := runTool(t, "-trace", seedTracePath, "-target", "http://"+addr, "-timeout", "1s")
 	if code != exitError || !strings.Contains(stderr, "warming up") {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/internal/testnet"
 )
 
 // edgeRequests is the edge_requests_total family every edge node exposes,
@@ -227,12 +229,7 @@ func startMetricsPage(t *testing.T, p metricsPage) string {
 
 func TestScrapeFailures(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := "http://" + ln.Addr().String() + "/metrics"
-	ln.Close()
+	free := "http://" + testnet.DeadAddr(t) + "/metrics"
 	const text = "text/plain; version=0.0.4; charset=utf-8"
 	ok := edgeRequests + `edge_decisions_total{decision="allow",rule="a"} 7` + "\n"
 	tests := []struct {

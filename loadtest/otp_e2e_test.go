@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/edge-gateway/edge/demo"
+	"github.com/edge-gateway/edge/internal/testnet"
 )
 
 // The OTP policy, relative to this package's directory.
@@ -159,9 +160,7 @@ func TestOTPPumpingWrongOrigin(t *testing.T) {
 // connection error, exit 2, before any report.
 func TestOTPConnectionRefused(t *testing.T) {
 	t.Parallel()
-	ln := listenLoopback(t)
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	closed := "http://" + testnet.DeadAddr(t)
 	live := listenLoopback(t) // accepts, never answers: only dialled
 	defer live.Close()
 	for _, args := range [][]string{

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/internal/testnet"
 )
 
 // withDecisions gives r the decision counts d, as a scrape would.
@@ -541,12 +543,7 @@ func TestThroughputBudgetMetrics(t *testing.T) {
 // after the target's run.
 func TestThroughputMetricsScrapeFails(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := "http://" + ln.Addr().String() + "/metrics"
-	ln.Close()
+	free := "http://" + testnet.DeadAddr(t) + "/metrics"
 	garbage := startMetricsPage(t, metricsPage{200, "text/plain; version=0.0.4", edgeRequests + "edge_decisions_total{decision=\"allow\" 1\n"})
 
 	tests := []struct {

@@ -20,6 +20,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/valyala/fasthttp"
+
+	"github.com/edge-gateway/edge/internal/testnet"
 )
 
 func TestClientAddr(t *testing.T) {
@@ -546,12 +548,7 @@ func TestThroughputRequestsCap(t *testing.T) {
 func TestThroughputConnectionRefused(t *testing.T) {
 	t.Parallel()
 	srv := startBenchServer(t, "GET", "/api/bench", 0)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := "http://" + ln.Addr().String()
-	ln.Close()
+	free := "http://" + testnet.DeadAddr(t)
 
 	tests := []struct {
 		name string
