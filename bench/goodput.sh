@@ -64,45 +64,17 @@ while [ $# -gt 0 ]; do
 	*) echo "goodput.sh: unknown argument $1 (-h for usage)" >&2; exit 2 ;;
 	esac
 done
-case "$rounds" in '' | *[!0-9]*) echo "goodput.sh: -rounds must be a number" >&2; exit 2 ;; esac
-[ "$rounds" -ge 1 ] && [ "$rounds" -le 50 ] || { echo "goodput.sh: -rounds must be in [1, 50]" >&2; exit 2; }
-[ "$rounds" -ge 7 ] || echo "goodput.sh: warning: $rounds rounds: a smoke run; the comparison needs at least 7" >&2
-targets=()
-for t in ${only//,/ }; do
-	case "$t" in edge | nginx) targets+=("$t") ;; *) echo "goodput.sh: -targets: no target $t (edge, nginx)" >&2; exit 2 ;; esac
-done
-want() { case " ${targets[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
-
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 . bench/lib.sh
-bench_setup
-nginx=""
-want nginx && need_nginx
-echo "building edge and loadtest into $tmp" >&2
-go build -o "$tmp/edge" ./cmd/edge
-go build -o "$tmp/loadtest" ./loadtest
-
-origin=$(freeport) edge=$(freeport) edgeadmin=$(freeport) nginxport=$(freeport)
-"$tmp/edge" demo-origin -listen "127.0.0.1:$origin" >"$tmp/origin.log" 2>&1 &
-pids+=($!)
-waitport "$origin" origin
-"$tmp/edge" serve -config bench/goodput.hcl -store memory -log-level warn \
-	-listen "127.0.0.1:$edge" -admin "127.0.0.1:$edgeadmin" -upstream "http://127.0.0.1:$origin" >"$tmp/edge.log" 2>&1 &
-pids+=($!)
-waitport "$edge" edge
-if want nginx; then
-	start_nginx bench/goodput-nginx.conf "$nginxport" "$origin"
-	waitport "$nginxport" nginx
-fi
-declare -A port=([edge]=$edge [nginx]=$nginxport)
+pair_setup goodput.sh bench/goodput.hcl bench/goodput-nginx.conf
 
 # resultfield KEY prints KEY's value on stdin's result line.
 resultfield() { awk -v k="$1" '/^result: / { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }'; }
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ "$floodrate" = 0 ]; then
-	cap=$("$tmp/loadtest" -scenario plain -target "http://127.0.0.1:$edge" -path /api/bench -connections 128 \
+	cap=$("$tmp/loadtest" -scenario plain -target "http://127.0.0.1:${port[edge]}" -path /api/bench -connections 128 \
 		-clients 1000 -api-keys 0 -warmup 1s -duration "$capdur" -timeout 2s | resultfield rps)
 	floodrate=$(awk -v c="$cap" -v f="$factor" 'BEGIN { printf "%d", c * f }')
 	echo "the edge's pass-through capacity: $cap req/s (GET /api/bench, closed loop, 128 connections); the flood: $factor × that = $floodrate req/s" >&2

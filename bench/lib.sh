@@ -91,3 +91,42 @@ cpu_ticks() {
 	done
 	echo "$total"
 }
+
+# pair_setup NAME POLICY NGINXCONF is what refusal.sh and goodput.sh (NAME)
+# share once their flags are read ($rounds, $only: edge,nginx): it checks
+# them, builds the edge and the load tool into $tmp, and starts on free
+# loopback ports the demo origin, the edge on POLICY (memory store) and,
+# when wanted, NGINX on NGINXCONF; it sets targets, want, port[edge|nginx],
+# pid[edge|nginx] (NGINX's master) and origin, the origin's port.
+pair_setup() {
+	local name=$1 policy=$2 conf=$3 t
+	case "$rounds" in '' | *[!0-9]*) echo "$name: -rounds must be a number" >&2; exit 2 ;; esac
+	[ "$rounds" -ge 1 ] && [ "$rounds" -le 50 ] || { echo "$name: -rounds must be in [1, 50]" >&2; exit 2; }
+	[ "$rounds" -ge 7 ] || echo "$name: warning: $rounds rounds: a smoke run; the comparison needs at least 7" >&2
+	targets=()
+	for t in ${only//,/ }; do
+		case "$t" in edge | nginx) targets+=("$t") ;; *) echo "$name: -targets: no target $t (edge, nginx)" >&2; exit 2 ;; esac
+	done
+	want() { case " ${targets[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
+	bench_setup
+	nginx=""
+	want nginx && need_nginx
+	echo "building edge and loadtest into $tmp" >&2
+	go build -o "$tmp/edge" ./cmd/edge
+	go build -o "$tmp/loadtest" ./loadtest
+	local edge edgeadmin nginxport
+	origin=$(freeport) edge=$(freeport) edgeadmin=$(freeport) nginxport=$(freeport)
+	"$tmp/edge" demo-origin -listen "127.0.0.1:$origin" >"$tmp/origin.log" 2>&1 &
+	pids+=($!)
+	waitport "$origin" origin
+	"$tmp/edge" serve -config "$policy" -store memory -log-level warn \
+		-listen "127.0.0.1:$edge" -admin "127.0.0.1:$edgeadmin" -upstream "http://127.0.0.1:$origin" >"$tmp/edge.log" 2>&1 &
+	pids+=($!)
+	declare -gA pid=([edge]=$!) port=([edge]=$edge [nginx]=$nginxport)
+	waitport "$edge" edge
+	if want nginx; then
+		start_nginx "$conf" "$nginxport" "$origin"
+		pid[nginx]=${pids[-1]}
+		waitport "$nginxport" nginx
+	fi
+}

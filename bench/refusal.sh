@@ -39,40 +39,10 @@ while [ $# -gt 0 ]; do
 	*) echo "refusal.sh: unknown argument $1 (-h for usage)" >&2; exit 2 ;;
 	esac
 done
-case "$rounds" in '' | *[!0-9]*) echo "refusal.sh: -rounds must be a number" >&2; exit 2 ;; esac
-[ "$rounds" -ge 1 ] && [ "$rounds" -le 50 ] || { echo "refusal.sh: -rounds must be in [1, 50]" >&2; exit 2; }
-[ "$rounds" -ge 7 ] || echo "refusal.sh: warning: $rounds rounds: a smoke run; the comparison needs at least 7" >&2
-targets=()
-for t in ${only//,/ }; do
-	case "$t" in edge | nginx) targets+=("$t") ;; *) echo "refusal.sh: -targets: no target $t (edge, nginx)" >&2; exit 2 ;; esac
-done
-want() { case " ${targets[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
-
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 . bench/lib.sh
-bench_setup
-nginx=""
-want nginx && need_nginx
-echo "building edge and loadtest into $tmp" >&2
-go build -o "$tmp/edge" ./cmd/edge
-go build -o "$tmp/loadtest" ./loadtest
-
-origin=$(freeport) edge=$(freeport) edgeadmin=$(freeport) nginxport=$(freeport)
-"$tmp/edge" demo-origin -listen "127.0.0.1:$origin" >"$tmp/origin.log" 2>&1 &
-pids+=($!)
-waitport "$origin" origin
-"$tmp/edge" serve -config bench/refusal.hcl -store memory -log-level warn \
-	-listen "127.0.0.1:$edge" -admin "127.0.0.1:$edgeadmin" -upstream "http://127.0.0.1:$origin" >"$tmp/edge.log" 2>&1 &
-pids+=($!)
-declare -A pid=([edge]=$!)
-waitport "$edge" edge
-if want nginx; then
-	start_nginx bench/refusal-nginx.conf "$nginxport" "$origin"
-	pid[nginx]=${pids[-1]}
-	waitport "$nginxport" nginx
-fi
-declare -A port=([edge]=$edge [nginx]=$nginxport)
+pair_setup refusal.sh bench/refusal.hcl bench/refusal-nginx.conf
 hz=$(getconf CLK_TCK)
 
 # plain TARGET CONNECTIONS DURATION runs the plain scenario and prints its
