@@ -10,6 +10,7 @@ import (
 
 	"github.com/edge-gateway/edge/behaviour/adaptive"
 	"github.com/edge-gateway/edge/behaviour/ban"
+	"github.com/edge-gateway/edge/behaviour/budgetlease"
 	"github.com/edge-gateway/edge/behaviour/calendar"
 	"github.com/edge-gateway/edge/behaviour/cost"
 	"github.com/edge-gateway/edge/behaviour/known"
@@ -35,7 +36,8 @@ import (
 // account), visitors (visitor { }), bot scores (botscore { }, asn,
 // country and the bot conditions), TLS fingerprints (ja4) and the test
 // blocks `edge test` runs; and the behaviours of rule { } that live in
-// folders of their own (behaviour/: calendar, refusal, cost, queue,
+// folders of their own (behaviour/: calendar, refusal, cost,
+// budgetlease: budget_lease { }, queue,
 // adaptive, skip, known: known { } blocks and known_visitors, ban, shed:
 // load shedding). Every block of the policy language is now built. The
 // order is the order of each rule's stages (Feature.RuleDone) and of the
@@ -43,7 +45,7 @@ import (
 // what max_delay judged, and after known, so that a known caller's match
 // is taken out of its rule before the rule's ban refuses.
 func Features() []rules.Feature {
-	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), known.Feature(), ban.Feature(), shed.Feature(), tests()}
+	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), budgetlease.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), known.Feature(), ban.Feature(), shed.Feature(), tests()}
 }
 
 // Extensions returns the gateway extensions of this build (package

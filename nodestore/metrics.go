@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edge-gateway/edge/failclosed"
+	"github.com/edge-gateway/edge/rules/leasestore"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
@@ -75,5 +76,28 @@ func RedisMetrics(stats func() redisstore.Stats) []prometheus.Collector {
 			func(s redisstore.Stats) uint64 { return s.Undos }),
 		counter("edge_redis_undo_errors_total", "Undo round trips that failed: their units stay taken until the keys decay.",
 			func(s redisstore.Stats) uint64 { return s.UndoErrors }),
+	}
+}
+
+// LeaseMetrics returns the collectors of the budget leases' counters, read
+// from stats at each scrape (leasestore.Store.Stats; its package doc says
+// what each answer is), for gateway.Options.Collectors: the leased ops by
+// how they were answered, and the calls sent again after a refused lease.
+func LeaseMetrics(stats func() leasestore.Stats) []prometheus.Collector {
+	answered := func(answer string, f func(leasestore.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "edge_store_leased_ops_total",
+			Help:        "Ops of rules with budget_lease { }, by how they were answered: local (from units this node held, no store call), batch (sent to take a lease's units), passed (sent at their own cost: near the limit, or while a lease call was in flight).",
+			ConstLabels: prometheus.Labels{"answer": answer},
+		}, func() float64 { return float64(f(stats())) })
+	}
+	return []prometheus.Collector{
+		answered("local", func(s leasestore.Stats) uint64 { return s.Local }),
+		answered("batch", func(s leasestore.Stats) uint64 { return s.Batches }),
+		answered("passed", func(s leasestore.Stats) uint64 { return s.Passed }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "edge_store_lease_retries_total",
+			Help: "Store calls sent again at their ops' own costs because a lease's batch was refused with fewer units left than its size.",
+		}, func() float64 { return float64(stats().Retries) }),
 	}
 }

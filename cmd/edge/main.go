@@ -41,6 +41,7 @@ import (
 	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/nodestore"
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/leasestore"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
@@ -296,7 +297,7 @@ func serve(args []string, stderr io.Writer) int {
 		// refuses such a secret (openStore).
 		log.Warn("key secret shorter than 32 bytes: key hashes in the logs can be reversed by trying secrets, and a Redis-backed node refuses it", "env", nc.KeySecretEnv, "bytes", len(secret))
 	}
-	health, fleet, collectors := storeSeams(fc, rs)
+	health, fleet, collectors := storeSeams(st, fc, rs)
 
 	// SIGTERM and SIGINT stop the node: the listeners stop accepting, the
 	// requests in flight finish (gateway/drain.go), then it exits. The log
@@ -483,14 +484,17 @@ func serve(args []string, stderr io.Writer) int {
 const breakerSpanBudgets = 20
 
 // storeSeams is what the gateway reads of the store beside rules.Store:
-// the failure-handling store's health and metrics (fc: nil with none) and,
-// with Redis (rs: nil without), its client's metrics and the fleet's
-// shared hashes. An interface is set only with a store under it, never to
-// a typed nil.
-func storeSeams(fc *failclosed.Store, rs *redisstore.Store) (health gateway.Health, fleet gateway.Fleet, collectors []prometheus.Collector) {
+// the failure-handling store's health and metrics (fc: nil with none), the
+// budget leases' metrics when st leases (leasestore) and, with Redis (rs:
+// nil without), its client's metrics and the fleet's shared hashes. An
+// interface is set only with a store under it, never to a typed nil.
+func storeSeams(st rules.Store, fc *failclosed.Store, rs *redisstore.Store) (health gateway.Health, fleet gateway.Fleet, collectors []prometheus.Collector) {
 	if fc != nil {
 		health = fc
 		collectors = nodestore.StoreMetrics(fc)
+	}
+	if ls, ok := st.(*leasestore.Store); ok {
+		collectors = append(collectors, nodestore.LeaseMetrics(ls.Stats)...)
 	}
 	if rs != nil {
 		fleet = rs
@@ -501,12 +505,13 @@ func storeSeams(fc *failclosed.Store, rs *redisstore.Store) (health gateway.Heal
 
 // openStore opens the counter store the policy (or the -store flag) names.
 // A Redis store is wrapped in failclosed (time budget, breaker, each rule's
-// on_store_error) and needs the key secret, secretLen bytes long, to be set
+// on_store_error), that in leasestore (the rules' budget_lease { }: a hot
+// counter's units spent on this node, taken many at a time), and needs the key secret, secretLen bytes long, to be set
 // (a fleet must share one key space: docs/host-and-path.md §7) and at
 // least minRedisKeySecret bytes long (Redis holds the keyed hashes). The memory
-// store never fails and is used as is. fc is the failclosed wrapper and rs
-// the Redis store inside it, both nil for memory; closing st closes
-// everything.
+// store never fails and is used as is (its decisions are local already:
+// nothing is leased). fc is the failclosed wrapper and rs the Redis store
+// inside it, both nil for memory; closing st closes everything.
 func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logger) (st rules.Store, fc *failclosed.Store, rs *redisstore.Store, err error) {
 	sc := node.Of(p).Store
 	kind, url := sc.Kind, sc.URL
@@ -590,7 +595,7 @@ func openStore(p *rules.Policy, flagStore string, secretLen int, log *slog.Logge
 		checkFailoverLoss(pctx, rs, log)
 	}
 	cancel()
-	return fc, fc, rs, nil
+	return leasestore.New(fc, leasestore.Options{}), fc, rs, nil
 }
 
 // redisOptions are the Redis store's options for url (the policy's, or the

@@ -70,6 +70,13 @@ type Op struct {
 	Kind      OpKind
 	Algorithm Algorithm
 	Key       Key
+	// LeaseUnits is the op's rule's budget_lease { units }
+	// (behaviour/budgetlease): a store in front of a shared one
+	// (rules/leasestore) may take up to that many units in one call and
+	// answer the op, and the next ones on its key, from them on this node.
+	// 0 leases nothing; every other store ignores it. It fits in the
+	// padding after Key: an Op is 96 bytes with it as without.
+	LeaseUnits uint16
 	// Network is the network of the request's client: a keyed hash of
 	// its address masked to the policy's network prefixes (never the
 	// address), 0 when there is none (an operator's call). The Engine sets
