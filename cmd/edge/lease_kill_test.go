@@ -72,9 +72,17 @@ type leaseNode struct {
 // until it is ready with its store (/readyz?strict=1).
 func startLeaseNode(t *testing.T, origin, url string) *leaseNode {
 	t.Helper()
+	return startReadyNode(t, func(listen, admin string) string { return leaseKillPolicy(listen, admin, origin, url) })
+}
+
+// startReadyNode starts `edge serve` on the policy policy(listen, admin)
+// makes for its listen and admin_listen addresses, and waits until it is
+// ready with its store (/readyz?strict=1).
+func startReadyNode(t *testing.T, policy func(listen, admin string) string) *leaseNode {
+	t.Helper()
 	listen, admin := freeAddr(t), freeAddr(t)
 	path := filepath.Join(t.TempDir(), "policies.hcl")
-	if err := os.WriteFile(path, []byte(leaseKillPolicy(listen, admin, origin, url)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(policy(listen, admin)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := startEdge(t, "-config", path)
