@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/edge-gateway/edge/gateway/ext"
 	"github.com/edge-gateway/edge/nodestore"
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/leasestore"
 	"github.com/edge-gateway/edge/rules/memstore"
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
@@ -364,7 +366,7 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	if _, err := New(Options{
 		Policy: loadOpsPolicy(t), Store: ms, Registry: reg, Upstream: "http://127.0.0.1:1", Extensions: builtin.Extensions(),
-		Health: fc, Collectors: append(nodestore.StoreMetrics(fc), nodestore.RedisMetrics(func() redisstore.Stats { return redisstore.Stats{} })...),
+		Health: fc, Collectors: slices.Concat(nodestore.StoreMetrics(fc), nodestore.RedisMetrics(func() redisstore.Stats { return redisstore.Stats{} }), nodestore.LeaseMetrics(func() leasestore.Stats { return leasestore.Stats{} })),
 	}); err != nil {
 		t.Fatal(err)
 	}
