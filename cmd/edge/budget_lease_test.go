@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/edge-gateway/edge/demo"
 	"github.com/edge-gateway/edge/internal/testredis"
 )
 
@@ -76,15 +73,7 @@ func TestBudgetLeasesAcrossNodes(t *testing.T) {
 		t.Skip("starts up to 4 edge processes")
 	}
 	t.Setenv("EDGE_BUDGET_LEASE_SECRET", strings.Repeat("b", minRedisKeySecret))
-	origin := demo.New()
-	oln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	octx, ocancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- origin.Serve(octx, oln) }()
-	t.Cleanup(func() { ocancel(); <-served })
+	_, origin := startDemoOrigin(t)
 
 	for _, nodes := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
@@ -92,7 +81,7 @@ func TestBudgetLeasesAcrossNodes(t *testing.T) {
 			fleet := make([]*leaseNode, nodes)
 			for i := range fleet {
 				fleet[i] = startReadyNode(t, func(listen, admin string) string {
-					return budgetLeasePolicy(listen, admin, oln.Addr().String(), redis.URL())
+					return budgetLeasePolicy(listen, admin, origin, redis.URL())
 				})
 			}
 			client := &http.Client{Timeout: hangGuard}

@@ -107,6 +107,23 @@ func startReadyNode(t *testing.T, policy func(listen, admin string) string) *lea
 	}
 }
 
+// startDemoOrigin serves the demo origin on a loopback port until the
+// test ends (its shutdown releases what it still holds) and returns it
+// and its HOST:PORT.
+func startDemoOrigin(t *testing.T) (*demo.Origin, string) {
+	t.Helper()
+	origin := demo.New()
+	oln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	octx, ocancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- origin.Serve(octx, oln) }()
+	t.Cleanup(func() { ocancel(); <-served })
+	return origin, oln.Addr().String()
+}
+
 // loginResult is one login's outcome: its status (0 on a transport
 // error, such as a node killed under it) and when the answer arrived.
 type loginResult struct {
@@ -163,16 +180,7 @@ func TestConcurrencyLeasesOutliveAKilledNode(t *testing.T) {
 	// EDGE_KEY_SECRET, so the policy names its own variable).
 	t.Setenv("EDGE_LEASE_KILL_SECRET", strings.Repeat("k", minRedisKeySecret))
 
-	origin := demo.New()
-	oln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	octx, ocancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- origin.Serve(octx, oln) }()
-	t.Cleanup(func() { ocancel(); <-served }) // the shutdown releases what is still held
-	oaddr := oln.Addr().String()
+	origin, oaddr := startDemoOrigin(t)
 
 	a := startLeaseNode(t, oaddr, redis.URL())
 	b := startLeaseNode(t, oaddr, redis.URL())
