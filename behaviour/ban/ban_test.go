@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/builtin"
-	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -30,9 +30,9 @@ rule "r" {
 		}
 		e := newEngine(t, nil)
 		s := rules.NewScratch(1)
-		r := req{method: "GET", path: "/x", client: "192.0.2.1"}
+		r := rulestest.Req{Method: "GET", Path: "/x", Client: "192.0.2.1"}
 		at := func(d time.Duration) rules.Verdict {
-			return e.Check(context.Background(), t0.Add(d), p, r.build(), s).Verdict
+			return e.Check(context.Background(), t0.Add(d), p, r.Build(), s).Verdict
 		}
 		for i, want := range []rules.Verdict{rules.Forward, rules.Forward, rules.RefuseLimit} {
 			if got := at(0); got != want {
@@ -106,23 +106,23 @@ rule "api" {
 			if diags.HasErrors() {
 				t.Fatal(diags.Error())
 			}
-			k := &knownRun{t: t, e: newEngine(t, nil), p: p, vc: nat.ConfigOf(p), now: t0, s: rules.NewScratch(4)}
+			k := &rulestest.Run{T: t, E: newEngine(t, nil), P: p, Now: t0, S: rules.NewScratch(4)}
 			const addr = "198.51.100.7"
 			for i, acct := range []string{"a1", "a2", "a3"} {
-				if v := k.do("POST", "/login", acct, addr, "stuffer", 401); v != rules.Forward {
+				if v := k.Do("POST", "/login", acct, addr, "stuffer", 401); v != rules.Forward {
 					t.Fatalf("failure %d: verdict %d", i+1, v)
 				}
 			}
-			if v := k.do("POST", "/login", "a4", addr, "fresh-stuffer", 401); v != rules.RefuseLimit {
+			if v := k.Do("POST", "/login", "a4", addr, "fresh-stuffer", 401); v != rules.RefuseLimit {
 				t.Fatalf("a fourth account: verdict %d, want RefuseLimit (the ban starts)", v)
 			}
 			// during checks, five minutes into a ban, who method path from
 			// addr gets refused.
 			during := func(method, path, addr string, cases []banned) {
 				t.Helper()
-				k.now = k.now.Add(5 * time.Minute)
+				k.Now = k.Now.Add(5 * time.Minute)
 				for _, c := range cases {
-					if v := k.do(method, path, "", addr, c.visitor, 200); v != c.want {
+					if v := k.Do(method, path, "", addr, c.visitor, 200); v != c.want {
 						t.Errorf("%s on %s during the ban: verdict %d, want %d", c.who, path, v, c.want)
 					}
 				}
@@ -133,16 +133,16 @@ rule "api" {
 				{"the visitor that tripped it on a new account", "fresh-stuffer", tt.bystander},
 				{"a visitor that did nothing", "bystander", tt.bystander},
 			})
-			if v := k.do("POST", "/signup", "", "203.0.113.9", "stuffer", 200); v != rules.Forward {
+			if v := k.Do("POST", "/signup", "", "203.0.113.9", "stuffer", 200); v != rules.Forward {
 				t.Errorf("the guilty visitor from another address: verdict %d, want Forward (the address is banned, not the visitor)", v)
 			}
 
 			// A rule counting requests: the visitor it refuses is guilty.
 			const api = "192.0.2.40"
 			for _, v := range []string{"first", "first"} {
-				k.do("GET", "/api/x", "", api, v, 200)
+				k.Do("GET", "/api/x", "", api, v, 200)
 			}
-			if v := k.do("GET", "/api/x", "", api, "second", 200); v != rules.RefuseLimit {
+			if v := k.Do("GET", "/api/x", "", api, "second", 200); v != rules.RefuseLimit {
 				t.Fatalf("the third API call: verdict %d, want RefuseLimit", v)
 			}
 			// Five minutes on, the counter has recovered; the ban has not.

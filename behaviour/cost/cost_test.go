@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/behaviour/cost"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -124,11 +125,11 @@ func TestCostCompile(t *testing.T) {
 // respHeaders is a map-backed rules.ResponseHeaders.
 type respHeaders map[string]string
 
-func (h respHeaders) PeekBytes(n []byte) []byte { return bytesOf(h, n) }
+func (h respHeaders) PeekBytes(n []byte) []byte { return rulestest.Fields{HeaderValues: h}.Header(n) }
 
 // multiFields adds every value of a header (cost.MultiHeader).
 type multiFields struct {
-	fields
+	rulestest.Fields
 	all map[string][]string
 }
 
@@ -140,32 +141,25 @@ func (f multiFields) HeaderAll(name string) [][]byte {
 	return out
 }
 
-// costEngine is an engine, a policy and a clock for the cost tests.
-type costEngine struct {
-	t   *testing.T
-	e   *rules.Engine
-	p   *rules.Policy
-	s   *rules.Scratch
-	now time.Time
-}
+// costEngine is a rulestest.Run of the policy under test.
+type costEngine struct{ *rulestest.Run }
 
 func newCostEngine(t *testing.T, src string) *costEngine {
-	return &costEngine{t: t, e: newEngine(t, nil), p: load(t, src), s: rules.NewScratch(4), now: t0}
+	return &costEngine{rulestest.NewRun(t, src)}
 }
 
+// send decides a GET of path from one client at k.Now.
 func (k *costEngine) send(path string, f rules.Fields) rules.Decision {
-	r := req{method: "GET", path: path, client: "192.0.2.9"}.build()
-	r.Fields = f
-	return k.e.Check(context.Background(), k.now, k.p, r, k.s)
+	return k.Check(rulestest.Req{Method: "GET", Path: path, Client: "192.0.2.9", Fields: f})
 }
 
 // answer settles the last request with the origin's headers h.
 func (k *costEngine) answer(h respHeaders) bool {
-	k.t.Helper()
-	k.s.SetResponse(h)
-	called, err := k.e.Settle(context.Background(), k.now, k.s, 200, nil)
+	k.T.Helper()
+	k.S.SetResponse(h)
+	called, err := k.E.Settle(context.Background(), k.Now, k.S, 200, nil)
 	if err != nil {
-		k.t.Fatal(err)
+		k.T.Fatal(err)
 	}
 	return called
 }
@@ -180,46 +174,46 @@ func TestEngineCostFromHeader(t *testing.T) {
   cost = "header:X-Cost"
   max_cost = 40
 }`)
-	k.now = time.Unix(1_800_000_040, 0) // a window's start: nothing rolls over below
+	k.Now = time.Unix(1_800_000_040, 0) // a window's start: nothing rolls over below
 	left := int64(100)
 	for _, tt := range []struct {
 		name string
 		f    rules.Fields
 		want int64
 	}{
-		{"7", fields{header: map[string]string{"X-Cost": "7"}}, 7},
-		{"missing", fields{}, 1},
-		{"0", fields{header: map[string]string{"X-Cost": "0"}}, 1},
-		{"-5", fields{header: map[string]string{"X-Cost": "-5"}}, 1},
-		{"1e18", fields{header: map[string]string{"X-Cost": "1e18"}}, 40},
-		{"huge", fields{header: map[string]string{"X-Cost": "1000000000000000000"}}, 40},
-		{"abc", fields{header: map[string]string{"X-Cost": "abc"}}, 40},
-		{"repeated", multiFields{fields: fields{header: map[string]string{"X-Cost": "1"}}, all: map[string][]string{"X-Cost": {"1", "9"}}}, 9},
+		{"7", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "7"}}, 7},
+		{"missing", rulestest.Fields{}, 1},
+		{"0", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "0"}}, 1},
+		{"-5", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "-5"}}, 1},
+		{"1e18", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "1e18"}}, 40},
+		{"huge", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "1000000000000000000"}}, 40},
+		{"abc", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "abc"}}, 40},
+		{"repeated", multiFields{Fields: rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "1"}}, all: map[string][]string{"X-Cost": {"1", "9"}}}, 9},
 	} {
 		if left < tt.want {
-			k.now = k.now.Add(time.Minute)
+			k.Now = k.Now.Add(time.Minute)
 			left = 100
 		}
 		d := k.send("/api/x", tt.f)
 		if d.Verdict != rules.Forward {
 			t.Fatalf("%s: verdict %d", tt.name, d.Verdict)
 		}
-		op, res := k.s.Ops[0], k.s.Res[0]
+		op, res := k.S.Ops[0], k.S.Res[0]
 		left -= tt.want
 		if op.Cost != tt.want || res.Remaining != left {
 			t.Errorf("%s: cost %d remaining %d, want cost %d remaining %d", tt.name, op.Cost, res.Remaining, tt.want, left)
 		}
 	}
 	// A cost larger than what is left is refused, and takes nothing.
-	k.now, left = k.now.Add(time.Minute), 100
+	k.Now, left = k.Now.Add(time.Minute), 100
 	for range 2 {
-		k.send("/api/x", fields{header: map[string]string{"X-Cost": "40"}})
+		k.send("/api/x", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "40"}})
 	}
-	if d := k.send("/api/x", fields{header: map[string]string{"X-Cost": "21"}}); d.Verdict != rules.RefuseLimit {
+	if d := k.send("/api/x", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "21"}}); d.Verdict != rules.RefuseLimit {
 		t.Errorf("21 with 20 left: verdict %d, want refused", d.Verdict)
 	}
-	if d := k.send("/api/x", fields{header: map[string]string{"X-Cost": "20"}}); d.Verdict != rules.Forward || k.s.Res[0].Remaining != 0 {
-		t.Errorf("20 with 20 left: verdict %d remaining %d, want forwarded, 0", d.Verdict, k.s.Res[0].Remaining)
+	if d := k.send("/api/x", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "20"}}); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 0 {
+		t.Errorf("20 with 20 left: verdict %d remaining %d, want forwarded, 0", d.Verdict, k.S.Res[0].Remaining)
 	}
 }
 
@@ -236,28 +230,28 @@ func TestEngineSettleFrom(t *testing.T) {
   max_cost = 20
   settle_from = "X-Actual-Cost"
 }`)
-			k.now = time.Unix(1_800_000_040, 0) // a window's start
+			k.Now = time.Unix(1_800_000_040, 0) // a window's start
 			d := k.send("/api/export", nil)
-			if d.Verdict != rules.Forward || !d.Settle || k.s.Res[0].Remaining != 18 {
-				t.Fatalf("first: verdict %d settle %v remaining %d", d.Verdict, d.Settle, k.s.Res[0].Remaining)
+			if d.Verdict != rules.Forward || !d.Settle || k.S.Res[0].Remaining != 18 {
+				t.Fatalf("first: verdict %d settle %v remaining %d", d.Verdict, d.Settle, k.S.Res[0].Remaining)
 			}
 			// The origin says it cost 12: 10 more are charged.
 			if !k.answer(respHeaders{"X-Actual-Cost": "12"}) {
 				t.Fatal("settle made no store call")
 			}
-			if d := k.send("/api/export", nil); d.Verdict != rules.Forward || k.s.Res[0].Remaining != 6 {
-				t.Fatalf("after 12: verdict %d remaining %d, want 6 left", d.Verdict, k.s.Res[0].Remaining)
+			if d := k.send("/api/export", nil); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 6 {
+				t.Fatalf("after 12: verdict %d remaining %d, want 6 left", d.Verdict, k.S.Res[0].Remaining)
 			}
 			// Real cost 1 (estimate 2): one unit refunded.
 			k.answer(respHeaders{"X-Actual-Cost": "1"})
-			if d := k.send("/api/export", nil); d.Verdict != rules.Forward || k.s.Res[0].Remaining != 5 {
-				t.Fatalf("after a refund: remaining %d, want 5", k.s.Res[0].Remaining)
+			if d := k.send("/api/export", nil); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 5 {
+				t.Fatalf("after a refund: remaining %d, want 5", k.S.Res[0].Remaining)
 			}
 			// Real cost 20 with 5 left: the served request is charged in
 			// full (the settle never refuses), the balance goes below
 			// empty (not for sliding_log, which holds at most limit).
 			k.answer(respHeaders{"X-Actual-Cost": "20"})
-			if cost.SettleInvalid(k.s) != 0 {
+			if cost.SettleInvalid(k.S) != 0 {
 				t.Errorf("a valid value counted as invalid")
 			}
 			d = k.send("/api/export", nil)
@@ -270,33 +264,33 @@ func TestEngineSettleFrom(t *testing.T) {
 			if wait <= 0 {
 				t.Fatalf("retry after %v", wait)
 			}
-			k.now = k.now.Add(wait - time.Microsecond)
+			k.Now = k.Now.Add(wait - time.Microsecond)
 			if d := k.send("/api/export", nil); d.Verdict != rules.RefuseLimit {
 				t.Fatalf("just before the retry time: verdict %d", d.Verdict)
 			}
-			k.now = k.now.Add(time.Microsecond)
+			k.Now = k.Now.Add(time.Microsecond)
 			if d := k.send("/api/export", nil); d.Verdict != rules.Forward {
 				t.Fatalf("at the retry time (%v): verdict %d", wait, d.Verdict)
 			}
 			// No header, or a header that is not an integer: the estimate
 			// stands; the invalid one is counted.
-			k.now = k.now.Add(10 * time.Minute)
+			k.Now = k.Now.Add(10 * time.Minute)
 			for _, h := range []respHeaders{{}, {"X-Actual-Cost": "lots"}} {
 				k.send("/api/export", nil)
-				before := k.s.Res[0].Remaining
+				before := k.S.Res[0].Remaining
 				if k.answer(h) {
 					t.Errorf("%v: a store call with nothing to settle", h)
 				}
 				k.send("/api/export", nil)
-				if got := k.s.Res[0].Remaining; got != before-2 {
+				if got := k.S.Res[0].Remaining; got != before-2 {
 					t.Errorf("%v: remaining %d after %d, want the estimate of 2 to stand", h, got, before)
 				}
 				k.answer(respHeaders{"X-Actual-Cost": "2"})
 			}
 			k.send("/api/export", nil)
 			k.answer(respHeaders{"X-Actual-Cost": "-4"})
-			if cost.SettleInvalid(k.s) != 1 {
-				t.Errorf("-4: invalid %d, want 1", cost.SettleInvalid(k.s))
+			if cost.SettleInvalid(k.S) != 1 {
+				t.Errorf("-4: invalid %d, want 1", cost.SettleInvalid(k.S))
 			}
 		})
 	}
@@ -316,8 +310,8 @@ func TestEngineSettleDebt(t *testing.T) {
 	for range 9 {
 		k.send("/api/export", nil)
 	}
-	if d := k.send("/api/export", nil); d.Verdict != rules.Forward || k.s.Res[0].Remaining != 0 {
-		t.Fatalf("tenth: verdict %d remaining %d", d.Verdict, k.s.Res[0].Remaining)
+	if d := k.send("/api/export", nil); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 0 {
+		t.Fatalf("tenth: verdict %d remaining %d", d.Verdict, k.S.Res[0].Remaining)
 	}
 	k.answer(respHeaders{"X-Actual-Cost": "10"}) // 9 more: 9 units of debt
 	d := k.send("/api/export", nil)
@@ -339,14 +333,14 @@ func TestEngineSettleDryRun(t *testing.T) {
   settle_from = "X-Actual-Cost"
   dry_run = true
 }`)
-	k.now = time.Unix(1_800_000_040, 0)
+	k.Now = time.Unix(1_800_000_040, 0)
 	if d := k.send("/api/export", nil); !d.Settle {
 		t.Fatal("a dry-run rule does not settle")
 	}
 	k.answer(respHeaders{"X-Actual-Cost": "10"})
 	d := k.send("/api/export", nil)
-	if d.Verdict != rules.Forward || k.s.Matches[0].Outcome != rules.OutcomeDryRunDeny {
-		t.Errorf("after a settle of 10: verdict %d outcome %v, want forwarded, dry-run deny", d.Verdict, k.s.Matches[0].Outcome)
+	if d.Verdict != rules.Forward || k.S.Matches[0].Outcome != rules.OutcomeDryRunDeny {
+		t.Errorf("after a settle of 10: verdict %d outcome %v, want forwarded, dry-run deny", d.Verdict, k.S.Matches[0].Outcome)
 	}
 }
 
@@ -363,14 +357,14 @@ rule "export" {
   max_cost = 10
   settle_from = "X-Actual-Cost"
 }`)
-	k.now = time.Unix(1_800_000_040, 0)
+	k.Now = time.Unix(1_800_000_040, 0)
 	k.send("/api/export", nil)
-	if k.s.Matches[0].CeilingOp < 0 {
+	if k.S.Matches[0].CeilingOp < 0 {
 		t.Skip("no ceiling op: the rule keyed on an IP without a visitor ID")
 	}
 	k.answer(respHeaders{"X-Actual-Cost": "7"})
 	k.send("/api/export", nil)
-	if r, c := k.s.Res[k.s.Matches[0].Op], k.s.Res[k.s.Matches[0].CeilingOp]; r.Remaining != 2 || c.Remaining != 2 {
+	if r, c := k.S.Res[k.S.Matches[0].Op], k.S.Res[k.S.Matches[0].CeilingOp]; r.Remaining != 2 || c.Remaining != 2 {
 		t.Errorf("after 7: remaining %d, ceiling %d, want 2 and 2", r.Remaining, c.Remaining)
 	}
 }

@@ -122,15 +122,15 @@ rule "per-range" {
 	phone := func(p string) string { return fmt.Sprintf(`{"phone":%q}`, p) }
 	send := func(p string, status int) rules.Verdict {
 		t.Helper()
-		return v.send("/otp/send", "192.0.2.9", phone(p), status).Verdict
+		return v.send("/otp/send", "192.0.2.9", phone(p), "", status).Verdict
 	}
-	verify := func(p string) { v.send("/otp/verify", "192.0.2.9", phone(p), 200) }
+	verify := func(p string) { v.send("/otp/verify", "192.0.2.9", phone(p), "", 200) }
 
 	verify("+12025550101") // no code was sent to it
 	send("+12025550102", 503)
 	verify("+12025550102") // its send failed at the origin
 	send("+12025550103", 200)
-	v.now = v.now.Add(16 * time.Minute)
+	v.Now = v.Now.Add(16 * time.Minute)
 	verify("+12025550103") // its code-sent marker has ended
 	send("+12025550104", 200)
 	verify("+12025550104") // the one phone that becomes known

@@ -9,6 +9,7 @@ import (
 
 	"github.com/edge-gateway/edge/behaviour/known"
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -39,17 +40,17 @@ func TestKnownVisitorsDefeatTheLockoutWeapon(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	k := &knownRun{t: t, e: newEngine(t), p: p, vc: nat.ConfigOf(p), now: t0, s: rules.NewScratch(4)}
+	k := &rulestest.Run{T: t, E: newEngine(t), P: p, Now: t0, S: rules.NewScratch(4)}
 
 	// The real user logs in from its browser: it becomes known.
-	if v := k.login("alice", "203.0.113.7", "alice-browser", 200); v != rules.Forward {
+	if v := k.Login("alice", "203.0.113.7", "alice-browser", 200); v != rules.Forward {
 		t.Fatalf("the real user's first login: verdict %d", v)
 	}
 	// 200 addresses guess alice's password, each once, with a 401 each.
 	through := 0
 	for i := range 200 {
-		k.now = k.now.Add(time.Second)
-		if k.login("alice", fmt.Sprintf("198.18.%d.%d", i/250, i%250+1), "", 401) == rules.Forward {
+		k.Now = k.Now.Add(time.Second)
+		if k.Login("alice", fmt.Sprintf("198.18.%d.%d", i/250, i%250+1), "", 401) == rules.Forward {
 			through++
 		}
 	}
@@ -57,40 +58,40 @@ func TestKnownVisitorsDefeatTheLockoutWeapon(t *testing.T) {
 		t.Errorf("the distributed guessing got %d attempts through, want the rule's 20", through)
 	}
 	// The account is locked for everyone else: a new browser of alice's.
-	if v := k.login("alice", "203.0.113.7", "alice-new-phone", 200); v != rules.RefuseLimit {
+	if v := k.Login("alice", "203.0.113.7", "alice-new-phone", 200); v != rules.RefuseLimit {
 		t.Errorf("an unknown visitor during the lockout: verdict %d, want RefuseLimit", v)
 	}
 	// The real user's known browser still logs in, even after a typo,
 	// and is never charged: its failures leave the attackers' count alone.
-	if v := k.login("alice", "203.0.113.7", "alice-browser", 401); v != rules.Forward {
+	if v := k.Login("alice", "203.0.113.7", "alice-browser", 401); v != rules.Forward {
 		t.Errorf("the known browser's typo: verdict %d, want Forward", v)
 	}
-	if v := k.login("alice", "203.0.113.7", "alice-browser", 200); v != rules.Forward {
+	if v := k.Login("alice", "203.0.113.7", "alice-browser", 200); v != rules.Forward {
 		t.Errorf("the known browser during the lockout: verdict %d, want Forward", v)
 	}
 	// Another account is not affected; an attacker reusing the known
 	// browser's IP without its cookie is not known either.
-	if v := k.login("alice", "203.0.113.7", "", 401); v != rules.RefuseLimit {
+	if v := k.Login("alice", "203.0.113.7", "", 401); v != rules.RefuseLimit {
 		t.Errorf("the known browser's IP without its cookie: verdict %d, want RefuseLimit", v)
 	}
-	if v := k.login("bob", "198.18.0.1", "", 401); v != rules.Forward {
+	if v := k.Login("bob", "198.18.0.1", "", 401); v != rules.Forward {
 		t.Errorf("another account: verdict %d, want Forward", v)
 	}
 	// known_visitors is 30 days from the last success: 29 days on, still
 	// known (the failure counter has decayed by then, so refill it).
-	k.now = k.now.Add(29 * 24 * time.Hour)
+	k.Now = k.Now.Add(29 * 24 * time.Hour)
 	for i := range 25 {
-		k.login("alice", fmt.Sprintf("198.19.0.%d", i+1), "", 401)
+		k.Login("alice", fmt.Sprintf("198.19.0.%d", i+1), "", 401)
 	}
-	if v := k.login("alice", "203.0.113.7", "alice-browser", 401); v != rules.Forward {
+	if v := k.Login("alice", "203.0.113.7", "alice-browser", 401); v != rules.Forward {
 		t.Errorf("the known browser 29 days after its last success: verdict %d, want Forward", v)
 	}
 	// 31 days after its last success it is a stranger again.
-	k.now = k.now.Add(2*24*time.Hour + time.Hour)
+	k.Now = k.Now.Add(2*24*time.Hour + time.Hour)
 	for i := range 25 {
-		k.login("alice", fmt.Sprintf("198.20.0.%d", i+1), "", 401)
+		k.Login("alice", fmt.Sprintf("198.20.0.%d", i+1), "", 401)
 	}
-	if v := k.login("alice", "203.0.113.7", "alice-browser", 200); v != rules.RefuseLimit {
+	if v := k.Login("alice", "203.0.113.7", "alice-browser", 200); v != rules.RefuseLimit {
 		t.Errorf("the browser 31 days after its last success: verdict %d, want RefuseLimit", v)
 	}
 }
@@ -150,9 +151,9 @@ rule "per-network" {
 		var id nat.ID
 		copy(id[:], visitor)
 		vc.SetVisitor(s, id, visitor != "")
-		r := req{method: "POST", path: path, client: "192.0.2.7",
-			f: fields{contentType: "application/json", body: fmt.Sprintf(`{"username":%q}`, user)}}
-		d := e.Check(context.Background(), now, p, r.build(), s)
+		r := rulestest.Req{Method: "POST", Path: path, Client: "192.0.2.7",
+			Fields: rulestest.Fields{ContentType: "application/json", Text: fmt.Sprintf(`{"username":%q}`, user)}}
+		d := e.Check(context.Background(), now, p, r.Build(), s)
 		if d.Verdict == rules.Forward && d.Settle {
 			var oc []byte
 			if outcome != "" {

@@ -74,7 +74,7 @@ func TestEngineQueueDelays(t *testing.T) {
 	}
 	// 300ms later one unit and a half has drained: the next waits for the
 	// 20th's slot (3.8s from t0) plus its own 200ms, i.e. 3.7s from now.
-	k.now = k.now.Add(300 * time.Millisecond)
+	k.Now = k.Now.Add(300 * time.Millisecond)
 	if d := k.send("/api/x", nil); d.Verdict != rules.Forward || d.Delay != 3700*time.Millisecond {
 		t.Fatalf("after 300ms: verdict %v delay %v, want forwarded after 3.7s", d.Verdict, d.Delay)
 	}
@@ -106,7 +106,7 @@ func TestEngineQueueMaxDelay(t *testing.T) {
 	}
 	// Refunded: 200ms later the next waits 1s (six units ahead, one drained),
 	// as if the 30 refused had never come.
-	k.now = k.now.Add(200 * time.Millisecond)
+	k.Now = k.Now.Add(200 * time.Millisecond)
 	if d := k.send("/api/x", nil); d.Verdict != rules.Forward || d.Delay != time.Second {
 		t.Fatalf("after 200ms: verdict %v delay %v, want forwarded after 1s", d.Verdict, d.Delay)
 	}

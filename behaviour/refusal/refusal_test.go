@@ -6,6 +6,7 @@ import (
 
 	"github.com/edge-gateway/edge/behaviour/refusal"
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/golden"
 )
 
 // refusalPolicy is one ordinary limit rule with attrs on lines 7 on, each
@@ -29,7 +30,7 @@ func TestRefusalAttrsCompile(t *testing.T) {
 		`refusal_body         = "<p>Busy</p>\n"`,
 	))
 	if diags.HasErrors() {
-		t.Fatal(diagLines(diags))
+		t.Fatal(golden.Lines(diags))
 	}
 	rf := refusal.Of(p.Rules[0])
 	if rf == nil || rf.Jitter != 0.125 || rf.Status != 503 || string(rf.Body) != "<p>Busy</p>\n" || rf.ContentType != "text/html; charset=utf-8" {
@@ -37,14 +38,14 @@ func TestRefusalAttrsCompile(t *testing.T) {
 	}
 	p, diags = builtin.Load("p.hcl", refusalPolicy(false, `refusal_body = "slow down"`))
 	if diags.HasErrors() {
-		t.Fatal(diagLines(diags))
+		t.Fatal(golden.Lines(diags))
 	}
 	if rf := refusal.Of(p.Rules[0]); rf == nil || rf.ContentType != "text/plain; charset=utf-8" || rf.Status != 0 || rf.Jitter != 0 {
 		t.Fatalf("defaults: refusal = %+v", rf)
 	}
 	p, diags = builtin.Load("p.hcl", refusalPolicy(false))
 	if rf := refusal.Of(p.Rules[0]); diags.HasErrors() || rf != nil && (rf.Body != nil || rf.Status != 0) {
-		t.Fatalf("no attributes: %+v %s", rf, diagLines(diags))
+		t.Fatalf("no attributes: %+v %s", rf, golden.Lines(diags))
 	}
 }
 
@@ -80,7 +81,7 @@ func TestRefusalAttrsErrors(t *testing.T) {
 		{false, []string{`action = "log"`, `refusal_status = 503`}, "p.hcl:8,3-17: Invalid refusal_status", `action is not "limit"`},
 	} {
 		_, diags := builtin.Load("p.hcl", refusalPolicy(tc.sensitive, tc.attrs...))
-		got := diagLines(diags)
+		got := golden.Lines(diags)
 		if !diags.HasErrors() || !strings.HasPrefix(got, tc.want) || !strings.Contains(got, tc.detail) {
 			t.Errorf("%v sensitive=%v: want an error %q … %q, got:\n%s", tc.attrs, tc.sensitive, tc.want, tc.detail, got)
 		}

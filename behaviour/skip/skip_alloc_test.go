@@ -5,6 +5,7 @@ package skip_test
 import (
 	"testing"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -12,10 +13,10 @@ func TestSkipAllocatesNothing(t *testing.T) {
 	p := load(t, exemptPolicy)
 	e := newEngine(t)
 	s := rules.NewScratch(len(p.Rules))
-	office := req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}.build()
-	ops := req{method: "POST", path: "/login", host: "example.com", client: "192.0.2.5", f: fields{header: map[string]string{"X-Ops": "1"}}}.build()
+	office := rulestest.Req{Method: "POST", Path: "/login", Host: "example.com", Client: "10.1.2.3"}.Build()
+	ops := rulestest.Req{Method: "POST", Path: "/login", Host: "example.com", Client: "192.0.2.5", Fields: rulestest.Fields{HeaderValues: map[string]string{"X-Ops": "1"}}}.Build()
 	ops.Fields = rawFields{"X-Ops": []byte("1")}
-	check(e, p, req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}, s) // size the Scratch
+	check(e, p, rulestest.Req{Method: "POST", Path: "/login", Host: "example.com", Client: "10.1.2.3"}, s) // size the Scratch
 	allocs := testing.AllocsPerRun(100, func() {
 		e.Check(t.Context(), t0, p, office, s)
 		e.Check(t.Context(), t0, p, ops, s)

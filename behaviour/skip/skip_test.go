@@ -3,6 +3,7 @@ package skip_test
 import (
 	"testing"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -57,7 +58,7 @@ func TestSkipExemptsFromTheListedRulesOnly(t *testing.T) {
 	p := load(t, exemptPolicy)
 	e := newEngine(t)
 	s := rules.NewScratch(len(p.Rules))
-	login := req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}
+	login := rulestest.Req{Method: "POST", Path: "/login", Host: "example.com", Client: "10.1.2.3"}
 	for i := range 3 {
 		d := check(e, p, login, s)
 		if d.Verdict != rules.Forward {
@@ -81,7 +82,7 @@ func TestSkipExemptsFromTheListedRulesOnly(t *testing.T) {
 		t.Fatalf("fourth office request: got %v by %v, want refused by api-per-ip", d.Verdict, d.Refusing)
 	}
 	// Another address meets the login limit after 2.
-	other := req{method: "POST", path: "/login", host: "example.com", client: "203.0.113.9"}
+	other := rulestest.Req{Method: "POST", Path: "/login", Host: "example.com", Client: "203.0.113.9"}
 	for i, want := range []rules.Verdict{rules.Forward, rules.Forward, rules.RefuseLimit} {
 		if d := check(e, p, other, s); d.Verdict != want {
 			t.Fatalf("other login %d: got verdict %v, want %v", i+1, d.Verdict, want)
@@ -96,7 +97,7 @@ func TestSkippedRuleCountsNothing(t *testing.T) {
 	p := load(t, exemptPolicy)
 	e := newEngine(t)
 	s := rules.NewScratch(len(p.Rules))
-	login := req{method: "POST", path: "/login", host: "example.com", client: "10.1.2.3"}
+	login := rulestest.Req{Method: "POST", Path: "/login", Host: "example.com", Client: "10.1.2.3"}
 	for range 2 {
 		check(e, p, login, s)
 	}
@@ -122,10 +123,10 @@ func TestSkipAllExemptsFromEveryRule(t *testing.T) {
 	p := load(t, exemptPolicy)
 	e := newEngine(t)
 	s := rules.NewScratch(len(p.Rules))
-	ops := fields{header: map[string]string{"X-Ops": "1"}}
+	ops := rulestest.Fields{HeaderValues: map[string]string{"X-Ops": "1"}}
 	for i := range 10 {
 		for _, path := range []string{"/login", "/admin"} {
-			d := check(e, p, req{method: "POST", path: path, host: "example.com", client: "192.0.2.5", f: ops}, s)
+			d := check(e, p, rulestest.Req{Method: "POST", Path: path, Host: "example.com", Client: "192.0.2.5", Fields: ops}, s)
 			if d.Verdict != rules.Forward || d.Sensitive {
 				t.Fatalf("ops %s %d: got verdict %v (sensitive %v), want forward, not bare", path, i+1, d.Verdict, d.Sensitive)
 			}
@@ -138,7 +139,7 @@ func TestSkipAllExemptsFromEveryRule(t *testing.T) {
 		}
 	}
 	// Without the header, the same address is an ordinary client.
-	if d := check(e, p, req{method: "GET", path: "/admin", host: "example.com", client: "192.0.2.5"}, s); d.Verdict != rules.RefuseForbidden {
+	if d := check(e, p, rulestest.Req{Method: "GET", Path: "/admin", Host: "example.com", Client: "192.0.2.5"}, s); d.Verdict != rules.RefuseForbidden {
 		t.Errorf("no X-Ops: got verdict %v, want the deny rule's 403", d.Verdict)
 	}
 }
@@ -164,16 +165,16 @@ rule "domestic" {
 `)
 	e := newEngine(t)
 	s := rules.NewScratch(len(p.Rules))
-	body := func(phone string) fields {
-		return fields{contentType: "application/json", body: `{"phone":"` + phone + `"}`}
+	body := func(phone string) rulestest.Fields {
+		return rulestest.Fields{ContentType: "application/json", Text: `{"phone":"` + phone + `"}`}
 	}
-	us := req{method: "POST", path: "/otp", host: "example.com", client: "203.0.113.1", f: body("+12025550100")}
+	us := rulestest.Req{Method: "POST", Path: "/otp", Host: "example.com", Client: "203.0.113.1", Fields: body("+12025550100")}
 	for range 3 {
 		if d := check(e, p, us, s); d.Verdict != rules.Forward {
 			t.Fatalf("US phone: got verdict %v, want forward (exempt)", d.Verdict)
 		}
 	}
-	junk := req{method: "POST", path: "/otp", host: "example.com", client: "203.0.113.2", f: body("not a phone")}
+	junk := rulestest.Req{Method: "POST", Path: "/otp", Host: "example.com", Client: "203.0.113.2", Fields: body("not a phone")}
 	for i, want := range []rules.Verdict{rules.Forward, rules.RefuseLimit} {
 		if d := check(e, p, junk, s); d.Verdict != want {
 			t.Fatalf("garbage phone %d: got verdict %v, want %v", i+1, d.Verdict, want)

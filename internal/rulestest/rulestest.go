@@ -1,0 +1,199 @@
+// Package rulestest is what the tests of rule behaviours share (behaviour/*
+// and rules' own external tests): a policy loaded with every feature of the
+// build, an Engine on a memory store, requests built as the gateway builds
+// them, map-backed request fields, and a Run that drives logins through an
+// Engine on a scripted clock and settles them. A package's test helpers
+// cannot be imported, so without it each behaviour's tests copied rules'.
+// Nothing outside tests imports it.
+package rulestest
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/route"
+	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
+)
+
+// T0 is the instant the tests' scripted clocks start at.
+var T0 = time.Unix(1_800_000_000, 0)
+
+// Secret is the key secret of NewEngine's engines.
+const Secret = "test secret"
+
+// LoadDiags loads src as the policy file test.hcl with every feature of
+// the build (builtin.Load).
+func LoadDiags(src string) (*rules.Policy, hcl.Diagnostics) {
+	return builtin.Load("test.hcl", []byte(src))
+}
+
+// Load is LoadDiags for a policy that must load: an error fails t.
+func Load(t testing.TB, src string) *rules.Policy {
+	t.Helper()
+	p, diags := LoadDiags(src)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return p
+}
+
+// NewStore returns a memory store, closed when t ends.
+func NewStore(t testing.TB) rules.Store {
+	t.Helper()
+	ms, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	return ms
+}
+
+// NewEngine returns an engine on store (a NewStore when nil), keyed by
+// Secret.
+func NewEngine(t testing.TB, store rules.Store) *rules.Engine {
+	t.Helper()
+	if store == nil {
+		store = NewStore(t)
+	}
+	e, err := rules.NewEngine(rules.EngineOptions{Store: store, Secret: []byte(Secret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// Fields is a map-backed rules.Fields: a body of ContentType and Text, and
+// headers, cookies and query parameters by name (nil maps: none).
+type Fields struct {
+	ContentType, Text string
+	HeaderValues      map[string]string
+	CookieValues      map[string]string
+	QueryValues       map[string]string
+}
+
+// Body returns the body's content type and bytes.
+func (f Fields) Body() ([]byte, []byte) { return []byte(f.ContentType), []byte(f.Text) }
+
+// Header returns header n's value, nil when absent.
+func (f Fields) Header(n []byte) []byte { return lookup(f.HeaderValues, n) }
+
+// Cookie returns cookie n's value, nil when absent.
+func (f Fields) Cookie(n []byte) []byte { return lookup(f.CookieValues, n) }
+
+// Query returns query parameter n's value, nil when absent.
+func (f Fields) Query(n []byte) []byte { return lookup(f.QueryValues, n) }
+
+// RawQuery returns nil: the tests give parameters by name.
+func (Fields) RawQuery() []byte { return nil }
+
+// Cookies returns nil: the tests give cookies by name.
+func (Fields) Cookies() []byte { return nil }
+
+func lookup(m map[string]string, n []byte) []byte {
+	if v, ok := m[string(n)]; ok {
+		return []byte(v)
+	}
+	return nil
+}
+
+// JSON returns Fields with a JSON body.
+func JSON(body string) Fields { return Fields{ContentType: "application/json", Text: body} }
+
+// Account returns Fields with a JSON body naming username.
+func Account(username string) Fields { return JSON(fmt.Sprintf(`{"username":%q}`, username)) }
+
+// Req is a request as the tests write it: Client a literal address, Path
+// the path the origin receives (Build folds it into the match path as the
+// gateway does), Host empty for none, Fields nil for none.
+type Req struct {
+	Method, Path, Host, Client string
+	Fields                     rules.Fields
+}
+
+// Build returns r as a rules.Request.
+func (r Req) Build() *rules.Request {
+	q := &rules.Request{
+		Method: []byte(r.Method),
+		Path:   route.AppendMatchPath(nil, []byte(r.Path), true),
+		Client: netip.MustParseAddr(r.Client),
+		Fields: r.Fields,
+	}
+	if r.Host != "" {
+		q.Host = []byte(r.Host)
+	}
+	return q
+}
+
+// AccountVisitors is a policy's account identity (a JSON body's
+// username: Account) and its visitor block, for the tests of logins by
+// visitors.
+const AccountVisitors = `
+identity {
+  account = ["json:username"]
+}
+visitor {
+}
+`
+
+// Run drives one engine and store through requests on a scripted clock
+// (Now), settling each forwarded one with the origin's status.
+type Run struct {
+	T   testing.TB
+	E   *rules.Engine
+	P   *rules.Policy
+	S   *rules.Scratch
+	Now time.Time
+}
+
+// NewRun returns a Run of the policy src on an engine of its own, at T0.
+func NewRun(t testing.TB, src string) *Run {
+	t.Helper()
+	p := Load(t, src)
+	return &Run{T: t, E: NewEngine(t, nil), P: p, S: rules.NewScratch(len(p.Rules)), Now: T0}
+}
+
+// Check decides r at Now, settling nothing.
+func (k *Run) Check(r Req) rules.Decision {
+	return k.E.Check(context.Background(), k.Now, k.P, r.Build(), k.S)
+}
+
+// Send decides r as visitor (a valid visitor ID, "" none; the policy's
+// visitor block must exist for one) and, when it is forwarded and asks to
+// be settled, settles it with status; it returns the decision.
+func (k *Run) Send(r Req, visitor string, status int) rules.Decision {
+	k.T.Helper()
+	if vc := nat.ConfigOf(k.P); vc != nil {
+		k.S.Begin(k.P)
+		var id nat.ID
+		copy(id[:], visitor)
+		vc.SetVisitor(k.S, id, visitor != "")
+	}
+	d := k.E.Check(context.Background(), k.Now, k.P, r.Build(), k.S)
+	if d.Verdict == rules.Forward && d.Settle {
+		if _, err := k.E.Settle(context.Background(), k.Now, k.S, status, nil); err != nil {
+			k.T.Fatal(err)
+		}
+	}
+	return d
+}
+
+// Do sends method path with a JSON body naming username from client as
+// visitor, settled with status, and returns the verdict.
+func (k *Run) Do(method, path, username, client, visitor string, status int) rules.Verdict {
+	k.T.Helper()
+	return k.Send(Req{Method: method, Path: path, Client: client, Fields: Account(username)}, visitor, status).Verdict
+}
+
+// Login is Do of POST /login.
+func (k *Run) Login(username, client, visitor string, status int) rules.Verdict {
+	k.T.Helper()
+	return k.Do("POST", "/login", username, client, visitor, status)
+}
