@@ -337,7 +337,10 @@ func (s *Store) settle(nowUS int64, ops []rules.Op, res []rules.Result, c *call,
 		switch {
 		case st.how == local:
 			if failed || refusedCall {
-				l.left += st.units // not spent: the request was not admitted
+				// Not spent: the request was not admitted. Capped at the
+				// lease's units, so that what a node holds stays within
+				// the error bound whatever expired or refilled meanwhile.
+				l.left = min(l.left+st.units, int64(ops[i].LeaseUnits))
 			}
 		case failed:
 			l.inFlight = false
@@ -368,7 +371,8 @@ func (s *Store) settle(nowUS int64, ops []rules.Op, res []rules.Result, c *call,
 }
 
 // retryable reports whether a refused call may be sent again without
-// batches: every op that refused it was a batch of more than its own cost,
+// batches: every op that refused it was a batch of more than its own cost
+// that the store decided (not a failure-handling store's on_store_error),
 // and no op changes its counter whatever the outcome (consumesAnyway), so
 // that the second call decides the request as a call without leases would
 // have.
@@ -381,6 +385,9 @@ func retryable(c *call, ops []rules.Op, res []rules.Result) bool {
 		}
 		if op.Kind != rules.OpTake || !op.Enforce || res[i].Allowed {
 			continue
+		}
+		if res[i].StoreError {
+			return false // the store could not decide: a second call would not either
 		}
 		if st.how != batch || st.units <= op.Cost {
 			return false

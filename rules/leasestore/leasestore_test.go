@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/failclosed"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -340,5 +341,26 @@ func TestConcurrentNodesAdmitTheLimit(t *testing.T) {
 	wg.Wait()
 	if got := admitted.Load(); got != limit {
 		t.Errorf("admitted %d of 1600, want the limit %d", got, limit)
+	}
+}
+
+// TestStoreErrorIsNotSentAgain: a batch that failclosed answers by its
+// on_store_error (deny) refuses the request in one call: a second would
+// wait out the store's budget again for the same answer.
+func TestStoreErrorIsNotSentAgain(t *testing.T) {
+	sh := shared(t)
+	fc, err := failclosed.New(sh, failclosed.Options{FailureThreshold: 1 << 30, NoBackgroundProbe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := New(fc, Options{})
+	sh.fail.Store(true)
+	op := hourly(1, 100, 20)
+	op.OnError = rules.FailClosed
+	if ok, res := take(t, st, t0, op); ok || !res[0].StoreError {
+		t.Fatalf("admitted %v, result %+v: want refused by on_store_error", ok, res[0])
+	}
+	if calls, s := sh.calls.Load(), st.Stats(); calls != 1 || s.Retries != 0 {
+		t.Errorf("%d calls, stats %+v: want one call and no retry", calls, s)
 	}
 }
