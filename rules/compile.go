@@ -10,6 +10,9 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/edge-gateway/edge/rules/hclattr"
+	"github.com/edge-gateway/edge/rules/hcldecode"
 )
 
 // The policy compiler: policies.hcl in, a *Policy or file:line,col
@@ -89,34 +92,21 @@ type Compiler struct {
 	// DecodeRuleAttr); states the features' own compile state (State).
 	blocks map[*Rule]*ruleBlock
 	states map[string]any
-	// taints are the blocks decoded without some of their items, and
-	// decoded the diagnostics gohcl gave while decoding (decode.go).
-	taints  []taint
-	decoded map[*hcl.Diagnostic]bool
+	// dec decodes blocks so that one wrong value hides no other error
+	// (decode.go, package hcldecode).
+	dec hcldecode.Decoder
 	// cur is the rule block being compiled (DecodeInRule), nil between rules.
 	cur *ruleBlock
 }
 
 // Warnf records a warning at rng.
 func (c *Compiler) Warnf(rng hcl.Range, summary, format string, args ...any) {
-	r := rng
-	c.diags = append(c.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagWarning,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-		Subject:  &r,
-	})
+	c.diags = append(c.diags, hclattr.Warnf(rng, summary, format, args...))
 }
 
 // Errorf records an error at rng: the policy will not load.
 func (c *Compiler) Errorf(rng hcl.Range, summary, format string, args ...any) {
-	r := rng
-	c.diags = append(c.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-		Subject:  &r,
-	})
+	c.diags = append(c.diags, hclattr.Errorf(rng, summary, format, args...))
 }
 
 // Append records diagnostics a feature got elsewhere (gohcl.DecodeBody),
@@ -339,7 +329,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	c.networkShares(p)   // network.go
 	c.decideRules(p)     // compile_decide.go
 	p.Shedding.finish(p) // what admission reads (shed.go)
-	c.dropTainted()      // decode.go
+	c.diags = c.dec.Filter(c.diags) // what the items left out made suspect (decode.go)
 	return p
 }
 
@@ -484,7 +474,7 @@ func (c *Compiler) sharedBlock(b *hcl.Block, owners []*BlockType) []ownedBlock {
 	for _, d := range diags {
 		if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {
 			name, _, _ = strings.Cut(name, "\"")
-			d.Detail = "An argument named \"" + name + "\" is not expected here." + suggest(name, names)
+			d.Detail = "An argument named \"" + name + "\" is not expected here." + hclattr.Suggest(name, names)
 		}
 	}
 	c.diags = append(c.diags, diags...)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/edge-gateway/edge/rules/hclattr"
 )
 
 // Identities with several values (docs/policy.md, "identity { }"). An
@@ -118,7 +120,7 @@ func (c *Compiler) onConflict(a *hcl.Attribute, names []string, written hcl.Attr
 		}
 		m, ok := conflictModes[v.AsString()]
 		if !ok {
-			c.Errorf(rng, "Invalid on_conflict", "%q is not \"count\" or \"reject\".%s", v.AsString(), suggest(v.AsString(), []string{"count", "reject"}))
+			c.Errorf(rng, "Invalid on_conflict", "%q is not \"count\" or \"reject\".%s", v.AsString(), hclattr.Suggest(v.AsString(), []string{"count", "reject"}))
 		}
 		return m, ok
 	}
@@ -138,7 +140,7 @@ func (c *Compiler) onConflict(a *hcl.Attribute, names []string, written hcl.Attr
 				known = known || n == name
 			}
 			if !known {
-				c.Errorf(kv.Key.Range(), "Unknown identity", "%q is not an identity of this block; want one of %s.%s", name, strings.Join(names, ", "), suggest(name, names))
+				c.Errorf(kv.Key.Range(), "Unknown identity", "%q is not an identity of this block; want one of %s.%s", name, strings.Join(names, ", "), hclattr.Suggest(name, names))
 				continue
 			}
 			v, vd := kv.Value.Value(nil)
