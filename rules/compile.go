@@ -326,9 +326,9 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 		done(c) // Feature.PolicyDone: skip lists' names, known blocks' requires, load_shedding
 	}
 	keyBudgets(p)
-	c.networkShares(p)   // network.go
-	c.decideRules(p)     // compile_decide.go
-	p.Shedding.finish(p) // what admission reads (shed.go)
+	c.networkShares(p)              // network.go
+	c.decideRules(p)                // compile_decide.go
+	p.Shedding.finish(p)            // what admission reads (shed.go)
 	c.diags = c.dec.Filter(c.diags) // what the items left out made suspect (decode.go)
 	return p
 }
