@@ -1,12 +1,42 @@
-package rules_test
+package basic_test
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
+	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/memstore"
 )
+
+// load compiles src with every feature of the build.
+func load(t *testing.T, src string) *rules.Policy {
+	t.Helper()
+	p, diags := builtin.Load("test.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return p
+}
+
+// decide decides a GET / from client against p on a memory store.
+func decide(t *testing.T, p *rules.Policy, client string) rules.Decision {
+	t.Helper()
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e, err := rules.NewEngine(rules.EngineOptions{Store: st, Secret: []byte("test secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &rules.Request{Method: []byte("GET"), Path: []byte("/"), Host: []byte("example.com"), Client: netip.MustParseAddr(client)}
+	return e.Check(context.Background(), time.Unix(1_800_000_000, 0), p, req, rules.NewScratch(len(p.Rules)))
+}
 
 // ip_in and ip_not_in judge the client address as it counts: an IPv4
 // address, an IPv6 one, a single host, and IPv4 embedded in IPv6 (which the
@@ -82,8 +112,6 @@ rule "blocked" {
   }
 }
 `)
-	e := newEngine(t, nil)
-	s := rules.NewScratch(len(p.Rules))
 	tests := []struct {
 		client string
 		want   rules.Verdict
@@ -95,7 +123,7 @@ rule "blocked" {
 		{"2001:db8:2::9", rules.Forward},
 	}
 	for _, tt := range tests {
-		d := check(e, p, req{method: "GET", path: "/", host: "example.com", client: tt.client}, s)
+		d := decide(t, p, tt.client)
 		if d.Verdict != tt.want {
 			t.Errorf("%s: got verdict %v, want %v", tt.client, d.Verdict, tt.want)
 		}
