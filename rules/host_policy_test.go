@@ -16,7 +16,9 @@ var ipStub = Feature{Name: "stub", Characteristics: []CharacteristicType{{Name: 
 // globalStub is one value for every request.
 type globalStub struct{}
 
-func (globalStub) AppendValue(buf []byte, _ *Request, _ *Scratch) ([]byte, Status) { return buf, Present }
+func (globalStub) AppendValue(buf []byte, _ *Request, _ *Scratch) ([]byte, Status) {
+	return buf, Present
+}
 
 // TestPolicyHostsAreReadAsRequestHosts: a rule's hosts go through
 // AppendHost, as the request's host does, so any spelling of one host in
