@@ -3,6 +3,7 @@ package ban
 import (
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/callers"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -106,13 +107,13 @@ func (st *Stage) add(req *rules.Request, s *rules.Scratch, cs *checks, k rules.K
 // of several names no one: the ban refuses the request whenever it is
 // live.
 //
-// Guilt names the caller by its counted values (Scratch.AppendNames), not
+// Guilt names the caller by its counted values (callers.Counted), not
 // exactly as the markers that exempt do: a guilt marker accuses, and its
 // absence is what spares, so the broad name is the strict one (every
 // spelling of an account that shares the counter is guilty with it), and
 // its key format, unchanged, forgets no guilt across an upgrade.
 func (st *Stage) guiltOf(req *rules.Request, s *rules.Scratch, cs *checks, c *check) {
-	buf, ok := s.AppendNames(append(append(cs.buf[:0], c.key[9:]...), 0xfe), st.by, st.byTags, req)
+	buf, ok := callers.Counted(append(append(cs.buf[:0], c.key[9:]...), 0xfe), s, st.by, st.byTags, req)
 	cs.buf = buf
 	if !ok {
 		return
