@@ -163,14 +163,18 @@ func (v Vocabulary[T]) Compile(s string, rng hcl.Range) (T, hcl.Diagnostics) {
 			return v.Values[i], nil
 		}
 	}
-	quoted := make([]string, len(v.Words))
-	for i, w := range v.Words {
+	var zero T
+	return zero, hcl.Diagnostics{Errorf(rng, "Invalid "+v.Attr, "%q is not %s; want %s.%s", s, v.What, quoteOr(v.Words), Suggest(s, v.Words))}
+}
+
+// quoteOr lists words quoted, the last after "or": "a", "b" or "c".
+func quoteOr(words []string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
 		quoted[i] = strconv.Quote(w)
 	}
 	last := len(quoted) - 1
-	want := strings.Join(quoted[:last], ", ") + " or " + quoted[last]
-	var zero T
-	return zero, hcl.Diagnostics{Errorf(rng, "Invalid "+v.Attr, "%q is not %s; want %s.%s", s, v.What, want, Suggest(s, v.Words))}
+	return strings.Join(quoted[:last], ", ") + " or " + quoted[last]
 }
 
 // Word compiles s, the value of attribute attr at rng, which must be one
