@@ -1,10 +1,5 @@
 package rules
 
-// MarkerFlag marks a marker in a key's tag byte (0x80: a key of several
-// parts, 0x40: a ceiling): a known caller's or a guilty visitor's, whose
-// key hashes the values that name the caller (package behaviour/callers).
-const MarkerFlag = 0x20
-
 // KeyTag returns the tag of r's i-th key characteristic
 // (CharacteristicType.Tag), which a counter key of r carries in its tag
 // byte for i = 0.

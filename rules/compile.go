@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -282,16 +281,6 @@ func (c *Compiler) content(body hcl.Body) *hcl.BodyContent {
 	return content
 }
 
-func duplicateBlock(b *hcl.Block, first hcl.Range) *hcl.Diagnostic {
-	r := b.DefRange
-	return &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  "Duplicate " + b.Type + " block",
-		Detail:   fmt.Sprintf("only one %s block is allowed; the first is at %s", b.Type, first),
-		Subject:  &r,
-	}
-}
-
 // sortDiags orders diagnostics by file position, so they read top to
 // bottom; those without a position come first, and diagnostics at one
 // position keep the order they were found in (the compiler walks the file
@@ -400,7 +389,7 @@ func (c *Compiler) featureBlock(b *hcl.Block, first map[string]hcl.Range) {
 	p := c.p
 	owners := c.reg.blocks[b.Type]
 	if prev, dup := first[b.Type]; dup && !owners[0].Multiple {
-		c.diags = append(c.diags, duplicateBlock(b, prev))
+		c.Errorf(b.DefRange, "Duplicate "+b.Type+" block", "only one %s block is allowed; the first is at %s", b.Type, prev)
 		return
 	}
 	first[b.Type] = b.DefRange

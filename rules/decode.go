@@ -11,12 +11,10 @@ import (
 // (Compiler.dec), and Load drops what the Decoder's taints make suspect
 // (hcldecode.Decoder.Filter) once the policy is compiled.
 
-// Decode decodes the block b's body into v, a pointer to a gohcl block
-// struct, records gohcl's diagnostics, and reports whether v holds the
-// block (hcldecode.Decoder.Block): with errors in some of the body's own
-// items it holds the others, and what the compile then says only because
-// of the items left out is dropped; with an error outside them (a missing
-// required argument) it reports false, and the block is not compiled.
+// Decode is hcldecode.Decoder.Block, recorded: it decodes block b's body
+// into v, a pointer to a gohcl block struct, and reports whether v holds
+// the block, all of it or the items that decode (what the compile then
+// says only because of the others is dropped).
 func (c *Compiler) Decode(b *hcl.Block, v any) bool {
 	diags, ok := c.dec.Block(b, v)
 	c.diags = append(c.diags, diags...)

@@ -7,17 +7,12 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-// Key flags (rules.CharacteristicType.Tag: a tag byte's three top bits
-// are the key's flags, 0x80 several parts, 0x40 a ceiling, 0x20 a marker).
-const (
-	// banFlags mark a ban marker: both 0x20 and 0x40, a combination no
-	// counter (first tag 1-31, 0x80 for several parts), ceiling (0x40
-	// alone) or known-visitor marker (0x20 alone) key has.
-	banFlags = 0x60
-	// markerFlag marks a guilt marker, as it does a known-visitor marker:
-	// the two never meet, their IDs differ (the guilt budget's).
-	markerFlag = 0x20
-)
+// banFlags mark a ban marker (rules.CharacteristicType.Tag: a tag byte's
+// three top bits are the key's flags, 0x80 several parts, 0x40 a ceiling,
+// 0x20 a marker, callers.Flag): both 0x20 and 0x40, a combination no
+// counter (first tag 1-31, 0x80 for several parts), ceiling (0x40 alone)
+// or known-visitor marker (0x20 alone) key has.
+const banFlags = 0x60
 
 // banKey is the ban marker of a rule's key.
 func banKey(k rules.Key) rules.Key {
@@ -118,7 +113,9 @@ func (st *Stage) guiltOf(req *rules.Request, s *rules.Scratch, cs *checks, c *ch
 	if !ok {
 		return
 	}
-	c.guilt = s.HashKey(st.guilt.ID, st.byTags[0]|markerFlag, buf)
+	// A guilt marker is flagged as a known-visitor marker is: the two
+	// never meet, their IDs differ (the guilt budget's).
+	c.guilt = s.HashKey(st.guilt.ID, st.byTags[0]|callers.Flag, buf)
 	c.gi = s.PreOp(st.guiltOp(rules.OpPeek, c.guilt))
 }
 

@@ -1,5 +1,5 @@
 // Package callers names a request's caller for a marker, a key of flag
-// rules.MarkerFlag that records something of a caller (docs/policy.md,
+// Flag that records something of a caller (docs/policy.md,
 // "known_visitors", "known" and "ban_by"): the markers that exempt a
 // caller name it exactly (known { } and known_visitors, behaviour/known:
 // rules.CallerCharacteristic, an account as it was sent, a visitor by its
@@ -16,6 +16,12 @@ import (
 
 	"github.com/edge-gateway/edge/rules"
 )
+
+// Flag marks a marker in a key's tag byte, whose three top bits are the
+// key's flags (rules.MaxTag; 0x80: a key of several parts, 0x40: a
+// ceiling): a known caller's or a guilty visitor's, whose key hashes the
+// values that name the caller.
+const Flag = 0x20
 
 // naming is how a marker names the request's caller by its values.
 type naming uint8

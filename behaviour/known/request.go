@@ -105,7 +105,7 @@ func (rq *request) resolve(k *Block, req *rules.Request, s *rules.Scratch) *bloc
 	if !ok {
 		return st
 	}
-	st.key, st.ok = s.HashKey(k.ID, k.tags[0]|rules.MarkerFlag, buf), true
+	st.key, st.ok = s.HashKey(k.ID, k.tags[0]|callers.Flag, buf), true
 	return st
 }
 
@@ -261,7 +261,7 @@ func (k *Stage) queueVisitor(rq *request, s *rules.Scratch, m *rules.Match, req 
 	if !ok {
 		return
 	}
-	key := s.HashKey(r.ID, r.KeyTag(0)|rules.MarkerFlag, buf)
+	key := s.HashKey(r.ID, r.KeyTag(0)|callers.Flag, buf)
 	rq.markers = append(rq.markers, marker{match: matchIndex(s, m), peek: s.PreOp(k.visitorOp(rules.OpPeek, r, key)), key: key, stage: k})
 }
 
