@@ -16,10 +16,11 @@ import (
 
 // The policy compiler: policies.hcl in, a *Policy or file:line,col
 // diagnostics out (docs/policy.md is the language). This file holds the
-// driver and the Compiler features see; compile_rule.go and
-// compile_values.go the rule block and the value helpers. The node's own
-// blocks, edge { } and store { }, are package node's; known { } is
-// behaviour/known's.
+// driver and the Compiler features see; compile_rule.go the rule block;
+// compile_values.go and decode.go the doors to packages hclattr
+// (attribute values) and hcldecode (a block decoded around its errors).
+// The node's own blocks, edge { } and store { }, are package node's;
+// known { } is behaviour/known's.
 
 // Defaults of the policy language (docs/policy.md) that rules reads; the
 // node's own are package node's.
