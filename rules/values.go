@@ -99,8 +99,9 @@ func identityNames(owners []*BlockType) []string {
 	return out
 }
 
-// conflictModes is on_conflict: a Conflict (its word's index) for every
-// identity of the block, or an object of them by identity.
+// conflictModes is on_conflict: a Conflict for every identity of the
+// block, or an object of them by identity. A Conflict is its word's
+// index: Words are in Conflict's order.
 var conflictModes = hclattr.ByName{Words: []string{"count", "reject"}, Kind: "identity", AKind: "an identity", Example: "account",
 	Meaning: `the mode is "count" (a rule counts every value the sources give) or "reject" (the identity is invalid)`}
 
