@@ -8,6 +8,7 @@ package builtin
 import (
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/basic"
 	"github.com/edge-gateway/edge/behaviour/adaptive"
 	"github.com/edge-gateway/edge/behaviour/ban"
 	"github.com/edge-gateway/edge/behaviour/budgetlease"
@@ -30,7 +31,8 @@ import (
 )
 
 // Features returns the features of this build, a new slice each call:
-// the node's own configuration (edge { } and store { }), request fields
+// what every request can be keyed and judged by (basic: ip, route,
+// global, ip_in, ip_not_in), the node's own configuration (edge { } and store { }), request fields
 // (header:, cookie:, query:, json:, form:), OTP (identity { }'s phone and
 // otp_session, phone numbers, OTP challenges), login (identity { }'s
 // account), visitors (visitor { }), bot scores (botscore { }, asn,
@@ -45,7 +47,7 @@ import (
 // what max_delay judged, and after known, so that a known caller's match
 // is taken out of its rule before the rule's ban refuses.
 func Features() []rules.Feature {
-	return []rules.Feature{node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), budgetlease.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), known.Feature(), ban.Feature(), shed.Feature(), tests()}
+	return []rules.Feature{basic.Feature(), node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), budgetlease.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), known.Feature(), ban.Feature(), shed.Feature(), tests()}
 }
 
 // Extensions returns the gateway extensions of this build (package

@@ -32,7 +32,7 @@ var (
 // real node.
 func TestGatewayImportsNoFeatureOrStore(t *testing.T) {
 	const module = "github.com/edge-gateway/edge/"
-	allowed := map[string]bool{"gateway": true, "gateway/ext": true, "rules": true, "rules/counter": true, "route": true, "ipv6": true, "node": true,
+	allowed := map[string]bool{"gateway": true, "gateway/ext": true, "rules": true, "rules/counter": true, "rules/hclattr": true, "rules/hcldecode": true, "route": true, "ipv6": true, "node": true,
 		"behaviour/refusal": true, "behaviour/calendar": true, "behaviour/cost": true, "behaviour/adaptive": true,
 		"behaviour/shed": true}
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/basic"
 	"github.com/edge-gateway/edge/ja4"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
@@ -19,7 +20,7 @@ const (
 
 func engine(t *testing.T, src string) (*rules.Engine, *rules.Policy) {
 	t.Helper()
-	p, diags := rules.Load("policies.hcl", []byte(src), ja4.Feature())
+	p, diags := rules.Load("policies.hcl", []byte(src), basic.Feature(), ja4.Feature())
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

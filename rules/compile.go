@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -10,14 +9,18 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/edge-gateway/edge/rules/hclattr"
+	"github.com/edge-gateway/edge/rules/hcldecode"
 )
 
 // The policy compiler: policies.hcl in, a *Policy or file:line,col
 // diagnostics out (docs/policy.md is the language). This file holds the
-// driver and the Compiler features see; compile_rule.go and
-// compile_values.go the rule block and the value helpers. The node's own
-// blocks, edge { } and store { }, are package node's; known { } is
-// behaviour/known's.
+// driver and the Compiler features see; compile_rule.go the rule block;
+// compile_values.go and decode.go the doors to packages hclattr
+// (attribute values) and hcldecode (a block decoded around its errors).
+// The node's own blocks, edge { } and store { }, are package node's;
+// known { } is behaviour/known's.
 
 // Defaults of the policy language (docs/policy.md) that rules reads; the
 // node's own are package node's.
@@ -89,34 +92,21 @@ type Compiler struct {
 	// DecodeRuleAttr); states the features' own compile state (State).
 	blocks map[*Rule]*ruleBlock
 	states map[string]any
-	// taints are the blocks decoded without some of their items, and
-	// decoded the diagnostics gohcl gave while decoding (decode.go).
-	taints  []taint
-	decoded map[*hcl.Diagnostic]bool
+	// dec decodes blocks so that one wrong value hides no other error
+	// (decode.go, package hcldecode).
+	dec hcldecode.Decoder
 	// cur is the rule block being compiled (DecodeInRule), nil between rules.
 	cur *ruleBlock
 }
 
 // Warnf records a warning at rng.
 func (c *Compiler) Warnf(rng hcl.Range, summary, format string, args ...any) {
-	r := rng
-	c.diags = append(c.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagWarning,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-		Subject:  &r,
-	})
+	c.diags = append(c.diags, hclattr.Warnf(rng, summary, format, args...))
 }
 
 // Errorf records an error at rng: the policy will not load.
 func (c *Compiler) Errorf(rng hcl.Range, summary, format string, args ...any) {
-	r := rng
-	c.diags = append(c.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-		Subject:  &r,
-	})
+	c.diags = append(c.diags, hclattr.Errorf(rng, summary, format, args...))
 }
 
 // Append records diagnostics a feature got elsewhere (gohcl.DecodeBody),
@@ -292,16 +282,6 @@ func (c *Compiler) content(body hcl.Body) *hcl.BodyContent {
 	return content
 }
 
-func duplicateBlock(b *hcl.Block, first hcl.Range) *hcl.Diagnostic {
-	r := b.DefRange
-	return &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  "Duplicate " + b.Type + " block",
-		Detail:   fmt.Sprintf("only one %s block is allowed; the first is at %s", b.Type, first),
-		Subject:  &r,
-	}
-}
-
 // sortDiags orders diagnostics by file position, so they read top to
 // bottom; those without a position come first, and diagnostics at one
 // position keep the order they were found in (the compiler walks the file
@@ -336,10 +316,10 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 		done(c) // Feature.PolicyDone: skip lists' names, known blocks' requires, load_shedding
 	}
 	keyBudgets(p)
-	c.networkShares(p)   // network.go
-	c.decideRules(p)     // compile_decide.go
-	p.Shedding.finish(p) // what admission reads (shed.go)
-	c.dropTainted()      // decode.go
+	c.networkShares(p)              // network.go
+	c.decideRules(p)                // compile_decide.go
+	p.Shedding.finish(p)            // what admission reads (shed.go)
+	c.diags = c.dec.Filter(c.diags) // what the items left out made suspect (decode.go)
 	return p
 }
 
@@ -410,7 +390,7 @@ func (c *Compiler) featureBlock(b *hcl.Block, first map[string]hcl.Range) {
 	p := c.p
 	owners := c.reg.blocks[b.Type]
 	if prev, dup := first[b.Type]; dup && !owners[0].Multiple {
-		c.diags = append(c.diags, duplicateBlock(b, prev))
+		c.Errorf(b.DefRange, "Duplicate "+b.Type+" block", "only one %s block is allowed; the first is at %s", b.Type, prev)
 		return
 	}
 	first[b.Type] = b.DefRange
@@ -484,7 +464,7 @@ func (c *Compiler) sharedBlock(b *hcl.Block, owners []*BlockType) []ownedBlock {
 	for _, d := range diags {
 		if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {
 			name, _, _ = strings.Cut(name, "\"")
-			d.Detail = "An argument named \"" + name + "\" is not expected here." + suggest(name, names)
+			d.Detail = "An argument named \"" + name + "\" is not expected here." + hclattr.Suggest(name, names)
 		}
 	}
 	c.diags = append(c.diags, diags...)

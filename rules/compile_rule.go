@@ -2,6 +2,7 @@ package rules
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/edge-gateway/edge/internal/httpsyntax"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules/counter"
+	"github.com/edge-gateway/edge/rules/hclattr"
+	"github.com/edge-gateway/edge/rules/hcldecode"
 )
 
 // The rule { } block.
@@ -87,8 +90,8 @@ func (c *Compiler) ruleAction(rb *ruleBlock, r *Rule) bool {
 	if rb.Action == nil {
 		return true
 	}
-	a, ok := actions.compile(c, *rb.Action, rb.ActionRange)
-	if !ok {
+	a, diags := actions.Compile(*rb.Action, rb.ActionRange)
+	if !c.Append(diags) {
 		return false
 	}
 	r.Action = a
@@ -96,9 +99,9 @@ func (c *Compiler) ruleAction(rb *ruleBlock, r *Rule) bool {
 }
 
 // actions are the values of action.
-var actions = vocabulary[Action]{attr: "action", what: "an action",
-	words:  []string{"limit", "deny", "log", "skip"},
-	values: []Action{ActionLimit, ActionDeny, ActionLog, ActionSkip}}
+var actions = hclattr.Vocabulary[Action]{Attr: "action", What: "an action",
+	Words:  []string{"limit", "deny", "log", "skip"},
+	Values: []Action{ActionLimit, ActionDeny, ActionLog, ActionSkip}}
 
 // ruleKey compiles key, the characteristics whose values make the
 // counter's key, at most one of them a ceiling (CeilingCharacteristic:
@@ -186,7 +189,7 @@ func (c *Compiler) ruleAlgorithm(rb *ruleBlock, r *Rule) bool {
 		a, ok := counter.Parse(*rb.Algorithm)
 		if !ok {
 			names := append(counter.PolicyNames(), ConcurrencyAlgorithm)
-			c.Errorf(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(names, ", "), suggest(*rb.Algorithm, names))
+			c.Errorf(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(names, ", "), hclattr.Suggest(*rb.Algorithm, names))
 		}
 		r.Algorithm = a
 		return ok
@@ -290,7 +293,7 @@ func (c *Compiler) limitsInRange(rb *ruleBlock, r *Rule) bool {
 func (c *Compiler) countMode(rb *ruleBlock, r *Rule) bool {
 	ok := true
 	if rb.Count != nil {
-		if m, mok := countModes.compile(c, *rb.Count, rb.CountRange); mok {
+		if m, diags := countModes.Compile(*rb.Count, rb.CountRange); c.Append(diags) {
 			r.Count = m
 		} else {
 			ok = false
@@ -320,9 +323,9 @@ func (c *Compiler) countMode(rb *ruleBlock, r *Rule) bool {
 }
 
 // countModes are the values of count.
-var countModes = vocabulary[CountMode]{attr: "count", what: "a count mode",
-	words:  []string{"requests", "attempts", "failures"},
-	values: []CountMode{CountRequests, CountAttempts, CountFailures}}
+var countModes = hclattr.Vocabulary[CountMode]{Attr: "count", What: "a count mode",
+	Words:  []string{"requests", "attempts", "failures"},
+	Values: []CountMode{CountRequests, CountAttempts, CountFailures}}
 
 // behaviours compiles what a rule does beside counting, once its key,
 // numbers and count mode are compiled. The order is kept: it is the order
@@ -499,6 +502,9 @@ func (c *Compiler) BlockRule(name string, id [8]byte, def hcl.Range, methods, pa
 // hosts (not its when { } conditions).
 func (r *Rule) Matches(req *Request) bool { return r.matches(req) }
 
+// knownMethods are the standard HTTP methods: another is a warning.
+var knownMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+
 // matcher compiles what a rule (or a feature's block, BlockRule) matches: its methods,
 // paths and hosts (docs/policy.md, "Matching"). It reports false after an
 // error that makes the matcher unusable.
@@ -512,8 +518,8 @@ func (c *Compiler) matcher(methodsExpr, pathsExpr, hostsExpr hcl.Expression, r *
 			c.Errorf(mrngs[i], "Invalid method", "%q is not an HTTP method", m)
 			ok = false
 			continue
-		case !knownMethods[u]:
-			c.Warnf(mrngs[i], "Unusual method", "%q is not a standard HTTP method.%s", m, suggest(u, knownMethodList))
+		case !slices.Contains(knownMethods, u):
+			c.Warnf(mrngs[i], "Unusual method", "%q is not a standard HTTP method.%s", m, hclattr.Suggest(u, knownMethods))
 		}
 		r.methods = append(r.methods, u)
 	}
@@ -605,7 +611,7 @@ func (c *Compiler) characteristic(s string, rng hcl.Range, r *Rule) (Characteris
 		}
 	}
 	names := c.reg.charNames()
-	c.Errorf(rng, "Unknown characteristic", "%q is not a characteristic; want one of %s.%s", s, strings.Join(names, ", "), suggest(s, names))
+	c.Errorf(rng, "Unknown characteristic", "%q is not a characteristic; want one of %s.%s", s, strings.Join(names, ", "), hclattr.Suggest(s, names))
 	return nil, 0, false
 }
 
@@ -630,7 +636,7 @@ func (c *Compiler) when(w *whenBlock, r *Rule) {
 		ct, ok := c.reg.conds[a.Name]
 		if !ok {
 			names := c.reg.condNames()
-			c.Errorf(a.NameRange, "Unknown condition", "%q is not a condition; want one of %s.%s", a.Name, strings.Join(names, ", "), suggest(a.Name, names))
+			c.Errorf(a.NameRange, "Unknown condition", "%q is not a condition; want one of %s.%s", a.Name, strings.Join(names, ", "), hclattr.Suggest(a.Name, names))
 			continue
 		}
 		if cond := ct.Compile(c, r, a); cond != nil {
@@ -660,7 +666,7 @@ func (c *Compiler) ruleExtras(body hcl.Body) *hcl.BodyContent {
 	content, diags := body.Content(schema)
 	for i, d := range diags {
 		if c.leftOut(body, d) {
-			c.appendDecoded(diags[i : i+1])
+			c.decoded(diags[i : i+1])
 			continue
 		}
 		c.diags = append(c.diags, d)
@@ -668,7 +674,7 @@ func (c *Compiler) ruleExtras(body hcl.Body) *hcl.BodyContent {
 		// suggest among every attribute and block a rule takes.
 		if name, ok := strings.CutPrefix(d.Detail, "Blocks of type \""); ok && d.Summary == "Unsupported block type" {
 			name, _, _ = strings.Cut(name, "\"")
-			d.Detail = "Blocks of type \"" + name + "\" are not expected here." + suggest(name, blocks)
+			d.Detail = "Blocks of type \"" + name + "\" are not expected here." + hclattr.Suggest(name, blocks)
 			continue
 		}
 		if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {
@@ -682,7 +688,7 @@ func (c *Compiler) ruleExtras(body hcl.Body) *hcl.BodyContent {
 				all = append(all, n)
 			}
 			sort.Strings(all)
-			d.Detail = "An argument named \"" + name + "\" is not expected here." + suggest(name, all)
+			d.Detail = "An argument named \"" + name + "\" is not expected here." + hclattr.Suggest(name, all)
 		}
 	}
 	return content
@@ -696,7 +702,7 @@ func (c *Compiler) leftOut(body hcl.Body, d *hcl.Diagnostic) bool {
 	if d.Severity != hcl.DiagError || d.Subject == nil || !ok {
 		return false
 	}
-	name, header := itemAt(sb, d.Subject.Start.Byte)
+	name, header := hcldecode.ItemAt(sb, d.Subject.Start.Byte)
 	if header == nil || c.reg.rblocks[name] == nil {
 		return false
 	}

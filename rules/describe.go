@@ -1,5 +1,7 @@
 package rules
 
+import "slices"
+
 // Paths returns the match-form paths the rule matches, exact ones first and
 // then prefixes ("/api/*"); empty means any path. For the admin API
 // (GET /admin/rules); the hot path reads the compiled form.
@@ -19,12 +21,11 @@ func (r *Rule) Paths() []string {
 // means any host.
 func (r *Rule) Hosts() []string { return r.hosts }
 
-var actionNames = [...]string{ActionLimit: "limit", ActionDeny: "deny", ActionLog: "log", ActionSkip: "skip"}
-
-// String returns the action as policies.hcl spells it.
+// String returns the action as policies.hcl spells it (actions), or
+// "unknown".
 func (a Action) String() string {
-	if int(a) < len(actionNames) {
-		return actionNames[a]
+	if i := slices.Index(actions.Values, a); i >= 0 {
+		return actions.Words[i]
 	}
 	return "unknown"
 }

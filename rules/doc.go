@@ -14,7 +14,10 @@
 // when { } conditions, rule attributes and hooks. The node's own blocks,
 // edge { } and store { }, are a feature's too (package node), which hands
 // what the rules read of them to the policy ([Node], [Compiler.SetNode]). rules knows no feature
-// by name and imports none; builtin.Features lists this build's. A reload
+// by name and imports none, and names no characteristic or condition (ip,
+// route and global are package basic's); builtin.Features lists this
+// build's. Attribute values are read by rules/hclattr, blocks decoded
+// around their errors by rules/hcldecode. A reload
 // compiles a new Policy and swaps a pointer, and counters follow a rule by
 // the hash of its name ([Rule.ID]), so they survive the reload.
 //

@@ -37,3 +37,7 @@ func (s *Scratch) peekAll() {
 		s.Ops[i].Kind, s.Ops[i].Attempts = OpPeek, false
 	}
 }
+
+// peekOnly makes op decided as a dry-run peek: it never refuses, never
+// consumes.
+func peekOnly(op *Op) { op.Kind, op.Enforce, op.Attempts = OpPeek, false, false }

@@ -504,13 +504,6 @@ func newRegistry(features []Feature) *registry {
 		rblocks:  map[string]*RuleBlockType{},
 	}
 	tags := map[byte]string{}
-	for _, ct := range coreCharacteristics {
-		g.plain[ct.Name] = ct
-		tags[ct.Tag] = ct.Name
-	}
-	for _, cd := range coreConditions {
-		g.conds[cd.Name] = cd
-	}
 	for _, f := range features {
 		if f.RuleDone != nil {
 			g.ruleDone = append(g.ruleDone, f.RuleDone)

@@ -175,30 +175,6 @@ func TestDiagnosticsGolden(t *testing.T) {
 	})
 }
 
-func TestParseDuration(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-		err  bool
-	}{
-		{"1s", time.Second, false},
-		{"15m", 15 * time.Minute, false},
-		{"1d", 24 * time.Hour, false},
-		{"7d12h", 7*24*time.Hour + 12*time.Hour, false},
-		{"720h", 720 * time.Hour, false},
-		{"five minutes", 0, true},
-		{"d", 0, true},
-		{"", 0, true},
-		{"-1d", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := ParseDuration(tt.in)
-		if (err != nil) != tt.err || got != tt.want {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v, err=%v", tt.in, got, err, tt.want, tt.err)
-		}
-	}
-}
-
 // TestDiagnosticsOrderIsStable loads a policy with many problems, several
 // at one position, again and again: edge validate must print the same
 // lines in the same order every run (a map's iteration order once decided

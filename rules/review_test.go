@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/basic"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -78,7 +79,7 @@ rule "global" {
   limit  = 5
   period = "1m"
 }
-`), reviewFeature())
+`), basic.Feature(), reviewFeature())
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -129,7 +130,7 @@ func TestReviewRuleBlockTypoSuggests(t *testing.T) {
   when   = 3
 }`, `Did you mean to define a block of type "when"?`},
 	} {
-		_, diags := rules.Load("review.hcl", []byte(c.src))
+		_, diags := rules.Load("review.hcl", []byte(c.src), basic.Feature())
 		if !diags.HasErrors() {
 			t.Fatalf("loaded:\n%s", c.src)
 		}

@@ -475,14 +475,3 @@ func (s *Scratch) RuleKeys(dst []Key, r *Rule, req *Request) []Key {
 	s.combo = valueCombo{}
 	return dst
 }
-
-// AppendNames appends to buf the request's values of chars, each after
-// its tag (tags[i]), the values their rules count, for a marker that
-// names the caller by them (ban_by's guilt: every spelling that shares a
-// counter is named with it; Scratch.HashKey hashes the result). ok is
-// false when one of them names no one: missing or invalid, several values
-// (sources that disagree), or a bucket many clients share
-// (BucketCharacteristic). buf comes back grown either way.
-func (s *Scratch) AppendNames(buf []byte, chars []Characteristic, tags []byte, req *Request) ([]byte, bool) {
-	return appendCallerValues(buf, chars, tags, 0, req, s)
-}

@@ -2,11 +2,11 @@ package rules
 
 import (
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
+
+	"github.com/edge-gateway/edge/rules/hclattr"
 )
 
 // Identities with several values (docs/policy.md, "identity { }"). An
@@ -81,9 +81,6 @@ const (
 	ConflictReject
 )
 
-// conflictModes are on_conflict's values, by name.
-var conflictModes = map[string]Conflict{"count": ConflictCount, "reject": ConflictReject}
-
 // OnConflict returns the on_conflict of identity (an attribute a block
 // type lists in BlockType.Identities, such as "account") as the policy's
 // block says it: ConflictCount unless the block sets it. Features read it
@@ -102,74 +99,27 @@ func identityNames(owners []*BlockType) []string {
 	return out
 }
 
+// conflictModes is on_conflict: a Conflict for every identity of the
+// block, or an object of them by identity. A Conflict is its word's
+// index: Words are in Conflict's order.
+var conflictModes = hclattr.ByName{Words: []string{"count", "reject"}, Kind: "identity", AKind: "an identity", Example: "account",
+	Meaning: `the mode is "count" (a rule counts every value the sources give) or "reject" (the identity is invalid)`}
+
 // onConflict decodes a block's on_conflict, whose owners' identities are
-// names: a string for every identity ("count" or "reject"), or an object
-// of them by identity ({ account = "reject" }). written holds the
-// attributes the block sets: naming an identity it does not list is a
-// warning (the mode then has nothing to apply to).
+// names (conflictModes). written holds the attributes the block sets:
+// naming an identity it does not list is a warning (the mode then has
+// nothing to apply to).
 func (c *Compiler) onConflict(a *hcl.Attribute, names []string, written hcl.Attributes) {
 	if c.p.conflicts == nil {
 		c.p.conflicts = map[string]Conflict{}
 	}
-	mode := func(v cty.Value, rng hcl.Range) (Conflict, bool) {
-		if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
-			c.Errorf(rng, "Invalid on_conflict", "the mode is \"count\" (a rule counts every value the sources give) or \"reject\" (the identity is invalid)")
-			return 0, false
+	c.Append(conflictModes.Decode(a, names, func(name string, mode int, key *hcl.Range) hcl.Diagnostics {
+		c.p.conflicts[name] = Conflict(mode)
+		if _, set := written[name]; key != nil && !set {
+			return hcl.Diagnostics{hclattr.Warnf(*key, "on_conflict not used", "this identity block lists no %s sources, so its on_conflict applies to nothing", name)}
 		}
-		m, ok := conflictModes[v.AsString()]
-		if !ok {
-			c.Errorf(rng, "Invalid on_conflict", "%q is not \"count\" or \"reject\".%s", v.AsString(), suggest(v.AsString(), []string{"count", "reject"}))
-		}
-		return m, ok
-	}
-	if pairs, d := hcl.ExprMap(a.Expr); !d.HasErrors() {
-		for _, kv := range pairs {
-			name := hcl.ExprAsKeyword(kv.Key)
-			if name == "" {
-				k, kd := kv.Key.Value(nil)
-				if kd.HasErrors() || k.IsNull() || !k.IsKnown() || k.Type() != cty.String {
-					c.Errorf(kv.Key.Range(), "Invalid on_conflict", "an identity's name, such as account")
-					continue
-				}
-				name = k.AsString()
-			}
-			known := false
-			for _, n := range names {
-				known = known || n == name
-			}
-			if !known {
-				c.Errorf(kv.Key.Range(), "Unknown identity", "%q is not an identity of this block; want one of %s.%s", name, strings.Join(names, ", "), suggest(name, names))
-				continue
-			}
-			v, vd := kv.Value.Value(nil)
-			if !c.Append(vd) {
-				continue
-			}
-			m, ok := mode(v, kv.Value.Range())
-			if !ok {
-				continue
-			}
-			if _, set := written[name]; !set {
-				c.Warnf(kv.Key.Range(), "on_conflict not used", "this identity block lists no %s sources, so its on_conflict applies to nothing", name)
-			}
-			c.p.conflicts[name] = m
-		}
-		return
-	}
-	v, d := a.Expr.Value(nil)
-	if !c.Append(d) {
-		return
-	}
-	if v.Type().IsObjectType() || v.Type().IsMapType() {
-		return // an object hcl.ExprMap could not read: reported above
-	}
-	m, ok := mode(v, a.Expr.Range())
-	if !ok {
-		return
-	}
-	for _, n := range names {
-		c.p.conflicts[n] = m
-	}
+		return nil
+	}))
 }
 
 // multiPart is one characteristic of a rule that can carry several values.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/basic"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -369,10 +370,11 @@ func TestAdaptiveConcurrentNeverOverLimit(t *testing.T) {
 	}
 }
 
-// load compiles a policy with this feature alone (builtin imports this
-// package: an internal test cannot import it).
+// load compiles a policy with this feature and the basic one (ip, route,
+// global) alone (builtin imports this package: an internal test cannot
+// import it).
 func load(filename string, src []byte) (*rules.Policy, hcl.Diagnostics) {
-	return rules.Load(filename, src, Feature())
+	return rules.Load(filename, src, basic.Feature(), Feature())
 }
 
 // nopStore is a store no adaptive rule calls.

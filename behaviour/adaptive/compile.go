@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/hclattr"
 )
 
 // The adaptive { } block of a concurrency rule (limiter.go; docs/policy.md,
@@ -149,8 +150,8 @@ func (ac *compiler) method() {
 	if ab.Method == nil {
 		return
 	}
-	i := ac.c.Word(*ab.Method, ab.MethodRange, "method", "an adaptive method", methodNames[:]...)
-	if i < 0 {
+	i, diags := hclattr.Word(*ab.Method, ab.MethodRange, "method", "an adaptive method", methodNames[:]...)
+	if !ac.c.Append(diags) {
 		ac.ok = false
 		return
 	}

@@ -3,20 +3,16 @@ package ban
 import (
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/callers"
 	"github.com/edge-gateway/edge/rules"
 )
 
-// Key flags (rules.CharacteristicType.Tag: a tag byte's three top bits
-// are the key's flags, 0x80 several parts, 0x40 a ceiling, 0x20 a marker).
-const (
-	// banFlags mark a ban marker: both 0x20 and 0x40, a combination no
-	// counter (first tag 1-31, 0x80 for several parts), ceiling (0x40
-	// alone) or known-visitor marker (0x20 alone) key has.
-	banFlags = 0x60
-	// markerFlag marks a guilt marker, as it does a known-visitor marker:
-	// the two never meet, their IDs differ (the guilt budget's).
-	markerFlag = 0x20
-)
+// banFlags mark a ban marker (rules.CharacteristicType.Tag: a tag byte's
+// three top bits are the key's flags, 0x80 several parts, 0x40 a ceiling,
+// 0x20 a marker, callers.Flag): both 0x20 and 0x40, a combination no
+// counter (first tag 1-31, 0x80 for several parts), ceiling (0x40 alone)
+// or known-visitor marker (0x20 alone) key has.
+const banFlags = 0x60
 
 // banKey is the ban marker of a rule's key.
 func banKey(k rules.Key) rules.Key {
@@ -106,18 +102,20 @@ func (st *Stage) add(req *rules.Request, s *rules.Scratch, cs *checks, k rules.K
 // of several names no one: the ban refuses the request whenever it is
 // live.
 //
-// Guilt names the caller by its counted values (Scratch.AppendNames), not
+// Guilt names the caller by its counted values (callers.Counted), not
 // exactly as the markers that exempt do: a guilt marker accuses, and its
 // absence is what spares, so the broad name is the strict one (every
 // spelling of an account that shares the counter is guilty with it), and
 // its key format, unchanged, forgets no guilt across an upgrade.
 func (st *Stage) guiltOf(req *rules.Request, s *rules.Scratch, cs *checks, c *check) {
-	buf, ok := s.AppendNames(append(append(cs.buf[:0], c.key[9:]...), 0xfe), st.by, st.byTags, req)
+	buf, ok := callers.Counted(append(append(cs.buf[:0], c.key[9:]...), 0xfe), s, st.by, st.byTags, req)
 	cs.buf = buf
 	if !ok {
 		return
 	}
-	c.guilt = s.HashKey(st.guilt.ID, st.byTags[0]|markerFlag, buf)
+	// A guilt marker is flagged as a known-visitor marker is: the two
+	// never meet, their IDs differ (the guilt budget's).
+	c.guilt = s.HashKey(st.guilt.ID, st.byTags[0]|callers.Flag, buf)
 	c.gi = s.PreOp(st.guiltOp(rules.OpPeek, c.guilt))
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/hclattr"
 )
 
 // Feature returns the known callers: known { } blocks, and known_visitors,
@@ -315,7 +316,7 @@ func (st *compiled) want(n string) string {
 	if len(all) == 0 {
 		return "no known block is defined"
 	}
-	return "want one of " + strings.Join(all, ", ") + "." + rules.Suggest(n, all)
+	return "want one of " + strings.Join(all, ", ") + "." + hclattr.Suggest(n, all)
 }
 
 // finishPolicy runs once every rule is compiled: each block's requires

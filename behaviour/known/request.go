@@ -3,6 +3,7 @@ package known
 import (
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/callers"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -90,7 +91,7 @@ func (h *hook) current(s *rules.Scratch) *request {
 }
 
 // resolve computes the marker of block k for req, once: its by values,
-// each naming the caller exactly (Scratch.AppendCallers). A by value
+// each naming the caller exactly (callers.Exact). A by value
 // that is missing, invalid, names several callers or is a shared bucket
 // leaves it not ok: nobody is recognised by it.
 func (rq *request) resolve(k *Block, req *rules.Request, s *rules.Scratch) *blockState {
@@ -99,12 +100,12 @@ func (rq *request) resolve(k *Block, req *rules.Request, s *rules.Scratch) *bloc
 		return st
 	}
 	st.resolved = true
-	buf, ok := s.AppendCallers(append(rq.buf[:0], callerForm), k.by, k.tags, false, req)
+	buf, ok := callers.Exact(append(rq.buf[:0], callerForm), s, k.by, k.tags, false, req)
 	rq.buf = buf
 	if !ok {
 		return st
 	}
-	st.key, st.ok = s.HashKey(k.ID, k.tags[0]|rules.MarkerFlag, buf), true
+	st.key, st.ok = s.HashKey(k.ID, k.tags[0]|callers.Flag, buf), true
 	return st
 }
 
@@ -243,7 +244,7 @@ func (k *Stage) Gate(req *rules.Request, s *rules.Scratch, m *rules.Match) {
 
 // queueVisitor computes m's known_visitors marker and queues its check:
 // the caller values of the rule's key and of its known_by, each named
-// exactly (Scratch.AppendKeyCallers, AppendCallers), so a success on the
+// exactly (callers.Key, callers.Exact), so a success on the
 // attacker's own "rené" makes its visitor known for "rené" and never for
 // the victim's "rene", whose counter it shares. A value that is missing
 // or invalid, or a request naming several callers, recognises no one: no
@@ -251,16 +252,16 @@ func (k *Stage) Gate(req *rules.Request, s *rules.Scratch, m *rules.Match) {
 // as ever (docs/policy.md, "known_visitors").
 func (k *Stage) queueVisitor(rq *request, s *rules.Scratch, m *rules.Match, req *rules.Request) {
 	r := m.Rule
-	buf, ok := s.AppendKeyCallers(append(rq.buf[:0], callerForm), r, req)
+	buf, ok := callers.Key(append(rq.buf[:0], callerForm), s, r, req)
 	if ok {
 		buf = append(buf, 0xff) // the rule's values end here
-		buf, ok = s.AppendCallers(buf, k.by, k.tags, true, req)
+		buf, ok = callers.Exact(buf, s, k.by, k.tags, true, req)
 	}
 	rq.buf = buf
 	if !ok {
 		return
 	}
-	key := s.HashKey(r.ID, r.KeyTag(0)|rules.MarkerFlag, buf)
+	key := s.HashKey(r.ID, r.KeyTag(0)|callers.Flag, buf)
 	rq.markers = append(rq.markers, marker{match: matchIndex(s, m), peek: s.PreOp(k.visitorOp(rules.OpPeek, r, key)), key: key, stage: k})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/hclattr"
 )
 
 // Feature returns the refusal behaviour: retry_after_jitter,
@@ -111,8 +112,8 @@ func compileRetryJitter(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 	if !applies(c, r, attr) {
 		return
 	}
-	s, ok := c.AttrString(attr, `"20%"`)
-	if !ok {
+	s, diags := hclattr.String(attr, `"20%"`)
+	if !c.Append(diags) {
 		return
 	}
 	num, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
@@ -166,8 +167,8 @@ func compileBody(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 	if !applies(c, r, attr) {
 		return
 	}
-	s, ok := c.AttrString(attr, `"Slow down.\n"`)
-	if !ok {
+	s, diags := hclattr.String(attr, `"Slow down.\n"`)
+	if !c.Append(diags) {
 		return
 	}
 	if s == "" || len(s) > MaxBody {
@@ -187,8 +188,8 @@ func compileContentType(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 	if !applies(c, r, attr) {
 		return
 	}
-	s, ok := c.AttrString(attr, `"text/html; charset=utf-8"`)
-	if !ok {
+	s, diags := hclattr.String(attr, `"text/html; charset=utf-8"`)
+	if !c.Append(diags) {
 		return
 	}
 	if _, _, err := mime.ParseMediaType(s); err != nil || strings.ContainsAny(s, "\r\n") || !strings.Contains(s, "/") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/hclattr"
 )
 
 // Feature returns load shedding's policy language: priority on rule { },
@@ -93,14 +94,14 @@ var priorityNames = func() []string {
 // compilePriority compiles priority = "low" | "normal" | "high" |
 // "critical".
 func compilePriority(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
-	s, ok := c.AttrString(attr, `"high"`)
-	if !ok {
+	s, diags := hclattr.String(attr, `"high"`)
+	if !c.Append(diags) {
 		return
 	}
 	p, ok := rules.ParsePriority(s)
 	if !ok {
 		names := priorityNames
-		c.Errorf(attr.Expr.Range(), "Invalid priority", "%q is not a priority; want one of %q, %q, %q or %q.%s", s, names[0], names[1], names[2], names[3], rules.Suggest(s, names))
+		c.Errorf(attr.Expr.Range(), "Invalid priority", "%q is not a priority; want one of %q, %q, %q or %q.%s", s, names[0], names[1], names[2], names[3], hclattr.Suggest(s, names))
 		return
 	}
 	if r.Action == rules.ActionSkip {
@@ -187,7 +188,7 @@ func (st *Settings) shedAt(c *rules.Compiler, expr hcl.Expression) {
 		}
 		p, ok := rules.ParsePriority(name)
 		if !ok {
-			c.Errorf(kv.Key.Range(), "Invalid shed_at", "%q is not a priority; shed_at takes low, normal and high (and critical, only \"100%%\").%s", name, rules.Suggest(name, priorityNames))
+			c.Errorf(kv.Key.Range(), "Invalid shed_at", "%q is not a priority; shed_at takes low, normal and high (and critical, only \"100%%\").%s", name, hclattr.Suggest(name, priorityNames))
 			continue
 		}
 		s, ok := exprString(kv.Value)

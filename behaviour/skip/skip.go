@@ -8,6 +8,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/edge-gateway/edge/rules"
+	"github.com/edge-gateway/edge/rules/hclattr"
 )
 
 // Feature returns the exemptions: skip = [...] on rule { }.
@@ -172,7 +173,7 @@ func resolve(c *rules.Compiler) {
 			target := p.Rule(n)
 			switch isSkip, declared := st.isSkip[n]; {
 			case !declared:
-				c.Errorf(it.Range(), "Unknown rule", "no rule is named %q.%s", n, rules.Suggest(n, st.names))
+				c.Errorf(it.Range(), "Unknown rule", "no rule is named %q.%s", n, hclattr.Suggest(n, st.names))
 			case isSkip:
 				c.Errorf(it.Range(), "Invalid skip", "%q is a skip rule itself, and skip rules are never skipped (each applies on its own)", n)
 			case target != nil && compiled:

@@ -1,4 +1,4 @@
-package rules
+package basic
 
 import (
 	"net/netip"
@@ -7,26 +7,19 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-)
 
-// The when { } conditions every request can be judged by, which rules
-// provides itself because they need only the client address: ip_in and
-// ip_not_in (docs/policy.md, "when { }"). Every other condition is a
-// feature's (docs/architecture.md, "Extension points").
-var coreConditions = []*ConditionType{
-	{Name: "ip_in", Compile: compileIPCond(false)},
-	{Name: "ip_not_in", Compile: compileIPCond(true)},
-}
+	"github.com/edge-gateway/edge/rules"
+)
 
 // compileIPCond compiles ip_in (not false) or ip_not_in (not true): a
 // non-empty list of CIDRs ("10.0.0.0/8", "2001:db8::/32") or single
 // addresses ("192.0.2.7", which means /32, or /128 for IPv6). Each bad
 // element is an error at its position.
-func compileIPCond(not bool) func(c *Compiler, r *Rule, a *hcl.Attribute) Condition {
-	return func(c *Compiler, _ *Rule, a *hcl.Attribute) Condition {
-		errs := c.errorCount()
+func compileIPCond(not bool) func(c *rules.Compiler, r *rules.Rule, a *hcl.Attribute) rules.Condition {
+	return func(c *rules.Compiler, _ *rules.Rule, a *hcl.Attribute) rules.Condition {
+		errs := c.ErrorCount()
 		list, rngs := c.StringList(a.Expr, a.Name)
-		if c.errorsSince(errs) {
+		if c.ErrorCount() > errs {
 			return nil
 		}
 		if len(list) == 0 {
@@ -36,7 +29,7 @@ func compileIPCond(not bool) func(c *Compiler, r *Rule, a *hcl.Attribute) Condit
 		cond := &ipCond{not: not}
 		ok := true
 		for i, s := range list {
-			pfx, good := c.condPrefix(s, rngs[i], a.Name)
+			pfx, good := condPrefix(c, s, rngs[i], a.Name)
 			if !good {
 				ok = false
 				continue
@@ -55,12 +48,12 @@ func compileIPCond(not bool) func(c *Compiler, r *Rule, a *hcl.Attribute) Condit
 	}
 }
 
-// condPrefix parses one element of ip_in or ip_not_in. An address without
-// a length is a single host. An IPv4-mapped IPv6 prefix (::ffff:10.0.0.0/104)
-// and an address with a zone are errors: the client address as it counts
-// is never IPv4-mapped (Request.Client) and has no zone, so such an element
-// could never match.
-func (c *Compiler) condPrefix(s string, rng hcl.Range, attr string) (netip.Prefix, bool) {
+// condPrefix parses s, one element of ip_in or ip_not_in (attr) at rng.
+// An address without a length is a single host. An IPv4-mapped IPv6
+// prefix (::ffff:10.0.0.0/104) and an address with a zone are errors: the
+// client address as it counts is never IPv4-mapped (Request.Client) and
+// has no zone, so such an element could never match.
+func condPrefix(c *rules.Compiler, s string, rng hcl.Range, attr string) (netip.Prefix, bool) {
 	pfx, err := netip.ParsePrefix(s)
 	if err != nil {
 		a, aerr := netip.ParseAddr(s)
@@ -92,6 +85,7 @@ func (c *Compiler) condPrefix(s string, rng hcl.Range, attr string) (netip.Prefi
 	return pfx.Masked(), true
 }
 
+// family names p's address family.
 func family(p netip.Prefix) string {
 	if p.Addr().Is4() {
 		return "IPv4"
@@ -125,10 +119,10 @@ func (c *ipCond) String() string {
 
 // Eval reports Present when the client address is in one of the prefixes
 // (ip_in) or in none (ip_not_in), Missing otherwise. It does not allocate.
-func (c *ipCond) Eval(req *Request, _ *Scratch) Status {
+func (c *ipCond) Eval(req *rules.Request, _ *rules.Scratch) rules.Status {
 	a := req.Client
 	if !a.IsValid() {
-		return Missing
+		return rules.Missing
 	}
 	in := false
 	for _, p := range c.prefixes {
@@ -138,7 +132,9 @@ func (c *ipCond) Eval(req *Request, _ *Scratch) Status {
 		}
 	}
 	if in == c.not {
-		return Missing
+		return rules.Missing
 	}
-	return Present
+	return rules.Present
 }
+
+var _ rules.Condition = (*ipCond)(nil)
