@@ -333,7 +333,7 @@ func TestConcurrencyHundredLoginsTenAtTheOrigin(t *testing.T) {
 }
 
 // TestConcurrencyInformativeRefusal: on an ordinary route the refusal is
-// the informative 429 with Retry-After 1 (rules.ConcurrencyRetryAfter, not
+// the informative 429 with Retry-After 1 (concurrency.RetryAfter, not
 // the hour until the oldest lease ends) and no RateLimit fields: a
 // concurrency rule is no quota over a window; nor does an admitted answer
 // carry them.

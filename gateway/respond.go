@@ -223,11 +223,12 @@ func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refuse
 }
 
 // shownLimit reports whether m gets RateLimit headers: an enforcing limit
-// rule that counted the request. A concurrency rule does not: it is no
-// quota over a window (docs/policy.md, "Concurrency limits"); its refusal
-// says Retry-After (rules.ConcurrencyRetryAfter) alone.
+// rule that counted the request. A concurrency rule (Rule.InFlight) does
+// not: it is no quota over a window (docs/policy.md, "Concurrency
+// limits"); its refusal says Retry-After (behaviour/concurrency's
+// RetryAfter) alone.
 func shownLimit(m *rules.Match) bool {
-	return m.Op >= 0 && m.Enforce && m.Rule.Action == rules.ActionLimit && !m.Rule.Concurrency
+	return m.Op >= 0 && m.Enforce && m.Rule.Action == rules.ActionLimit && !m.Rule.InFlight()
 }
 
 // serviceLimit returns the units left (r) and the effective window (t) of

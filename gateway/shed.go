@@ -13,8 +13,7 @@ import (
 )
 
 // Load shedding's answer and the in-flight lifecycle's last resort
-// (rules/inflight.go, rules/shed.go, behaviour/shed, docs/policy.md, "Load
-// shedding").
+// (rules/inflight.go, behaviour/shed, docs/policy.md, "Load shedding").
 //
 // A shed request is answered 503, never 429: 429 judges the caller, 503
 // the system (RFC 9110 §15.6.4). On an ordinary route it carries
@@ -51,7 +50,7 @@ func (s *Server) shed(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision)
 		by = d.Refusing.Name
 	}
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "shed",
-		slog.String("priority", d.Priority.String()),
+		slog.String("priority", shed.RequestPriority(rs.sc).String()),
 		slog.String("saturated", by),
 		slog.String("method", string(ctx.Method())),
 		slog.String("path", string(rs.canon)),
@@ -63,22 +62,22 @@ func (s *Server) shed(ctx *fasthttp.RequestCtx, rs *reqState, d *rules.Decision)
 // registerShed registers load shedding's metrics: edge_shed_total and
 // edge_shed_dry_run_total by priority, and the node's edge_in_flight.
 func registerShed(reg *prometheus.Registry, s *Server) {
-	for p := rules.PriorityLow; int(p) < rules.NumPriorities; p++ {
+	for p := shed.PriorityLow; int(p) < shed.NumPriorities; p++ {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "edge_shed_total",
 			Help:        "Requests shed (answered 503 before anything was counted) because the origin was saturated for their priority: the node's max_in_flight or an adaptive rule's limit, by priority.",
 			ConstLabels: prometheus.Labels{"priority": p.String()},
-		}, func() float64 { shed, _ := s.engine.ShedStats(); return float64(shed[p]) }))
+		}, func() float64 { n, _ := shed.Stats(s.engine); return float64(n[p]) }))
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "edge_shed_dry_run_total",
 			Help:        "Requests a dry-run adaptive rule or the node's max_in_flight under node-wide dry-run would have shed, and forwarded, by priority.",
 			ConstLabels: prometheus.Labels{"priority": p.String()},
-		}, func() float64 { _, dry := s.engine.ShedStats(); return float64(dry[p]) }))
+		}, func() float64 { _, dry := shed.Stats(s.engine); return float64(dry[p]) }))
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "edge_in_flight",
 		Help: "Requests this node has at the origin now (forwarded and not yet answered, or held by a queue), counted while load_shedding sets max_in_flight.",
-	}, func() float64 { return float64(s.engine.InFlight()) }))
+	}, func() float64 { return float64(shed.InFlight(s.engine)) }))
 }
 
 // releaseInflight gives back what the request still holds in flight when

@@ -154,7 +154,7 @@ func (a *attackRun) blast(n int, mk func(i int) *rawRequest) (floodStats, error)
 // its requests take; ok is false when the policy has none.
 func (a *attackRun) evictionRule() (r *rules.Rule, method, path string, ok bool) {
 	for _, cr := range a.m.p.Rules {
-		if ban.Duration(cr) <= 0 || cr.Sensitive || cr.DryRun || cr.Action != rules.ActionLimit || cr.Concurrency ||
+		if ban.Duration(cr) <= 0 || cr.Sensitive || cr.DryRun || cr.Action != rules.ActionLimit || cr.InFlight() ||
 			!slices.Equal(cr.KeyNames, []string{"ip"}) || cr.MaxKeys <= 0 || cr.MaxKeys > evictionMaxKeys || cr.Period > evictionMaxPeriod {
 			continue
 		}

@@ -195,7 +195,7 @@ func (m *policyModel) decide(r canonReq) (canonVerdict, error) {
 		}
 		v.rules = append(v.rules, mt.Rule.Index)
 		op := m.s.Ops[mt.Op]
-		if mt.Rule.Concurrency {
+		if mt.Rule.InFlight() {
 			// A concurrency lease bounds requests at once, not in all.
 			v.inflight = append(v.inflight, constraint{role: roleOf(mt, false), name: mt.Rule.Name, key: op.Key, op: op})
 			if mt.CeilingOp >= 0 {

@@ -187,8 +187,9 @@ func (c *Compiler) ReadsHeader(name string) {
 
 // AddRequestHook adds h to every request of the policy (RequestHook).
 // A RequestGater's GateRequest and AdmitRequest run in the gate phase (a
-// known { } block's, a ban of ban_scope = "sensitive"), a
-// RequestSettler's AfterOrigin in Engine.Settle.
+// known { } block's, a ban of ban_scope = "sensitive"), an Admitter's
+// Admit at its end (load shedding), a RequestSettler's AfterOrigin in
+// Engine.Settle.
 func (c *Compiler) AddRequestHook(h RequestHook) {
 	c.p.requestHooks = append(c.p.requestHooks, h)
 	if rg, ok := h.(RequestGater); ok {
@@ -197,6 +198,9 @@ func (c *Compiler) AddRequestHook(h RequestHook) {
 	}
 	if rs, ok := h.(RequestSettler); ok {
 		c.p.requestSettlers = append(c.p.requestSettlers, rs)
+	}
+	if a, ok := h.(Admitter); ok {
+		c.p.admitters = append(c.p.admitters, a)
 	}
 }
 
@@ -304,8 +308,7 @@ func sortDiags(diags hcl.Diagnostics) {
 // settings are final when the others decode theirs; known { } last, whose
 // characteristics read the others), the rules, then what spans rules (the
 // features' PolicyDone: skip lists, known blocks' requires, load_shedding;
-// key budgets, network shares, decide_listen, and last what admission
-// reads of the shedding).
+// key budgets, network shares, decide_listen).
 func (c *Compiler) compile(body hcl.Body) *Policy {
 	p := defaultPolicy(c.filename)
 	c.p = p
@@ -318,7 +321,6 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	keyBudgets(p)
 	c.networkShares(p)              // network.go
 	c.decideRules(p)                // compile_decide.go
-	p.Shedding.finish(p)            // what admission reads (shed.go)
 	c.diags = c.dec.Filter(c.diags) // what the items left out made suspect (decode.go)
 	return p
 }
@@ -326,7 +328,7 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 // defaultPolicy is the policy of an empty file named filename: every
 // default of the policy language (docs/policy.md).
 func defaultPolicy(filename string) *Policy {
-	return &Policy{Filename: filename, Node: DefaultNode(), Shedding: DefaultShedding(), blocks: map[string][]any{}}
+	return &Policy{Filename: filename, Node: DefaultNode(), blocks: map[string][]any{}}
 }
 
 // topBlocks are a file's top-level blocks, those of rules decoded (the

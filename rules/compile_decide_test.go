@@ -163,7 +163,7 @@ func TestShippedPolicyUnderDecideListen(t *testing.T) {
 		// An enforcing rule that reads the body, or holds slots in flight
 		// until the origin answers (a concurrency limit, not an adaptive
 		// one: that is node-local and only warned of), cannot be decided.
-		inFlight := r.Concurrency && r.LocalLimit() == nil
+		inFlight := r.InFlight() && r.LocalLimit() == nil
 		if want := enforcing && (slices.Contains(body, r.Name) || inFlight); slices.Contains(refused, r.Name) != want {
 			t.Errorf("rule %s: refused %v, want %v", r.Name, !want, want)
 		}

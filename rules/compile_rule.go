@@ -168,7 +168,7 @@ func (c *Compiler) countDistinct(rb *ruleBlock, r *Rule, inKey map[string]bool) 
 	default:
 		r.Distinct, r.distinctTag, r.Algorithm = ch, tag, Distinct
 	}
-	if rb.Algorithm != nil && *rb.Algorithm != ConcurrencyAlgorithm { // concurrencyAttrs refuses count_distinct there
+	if rb.Algorithm != nil && c.reg.algs[*rb.Algorithm] == nil { // a feature's algorithm refuses count_distinct itself
 		c.Errorf(rb.AlgorithmRange, "Algorithm not used", "a count_distinct rule counts distinct values over a sliding period; remove algorithm")
 		ok = false
 	}
@@ -176,19 +176,20 @@ func (c *Compiler) countDistinct(rb *ruleBlock, r *Rule, inKey map[string]bool) 
 }
 
 // ruleAlgorithm compiles algorithm (default gcra; a count_distinct rule's
-// is left to countDistinct). A concurrency rule counts requests in flight:
-// a Distinct set of lease IDs (concurrency.go), whose limit and lease
-// finishConcurrency compiles. It reports false after an unknown algorithm.
+// is left to countDistinct): a counter algorithm, or a word a feature
+// names (AlgorithmType: behaviour/concurrency's "concurrency"), which
+// compiles the rule's numbers itself. It reports false after an unknown
+// algorithm.
 func (c *Compiler) ruleAlgorithm(rb *ruleBlock, r *Rule) bool {
 	switch {
 	case rb.Algorithm == nil:
-	case *rb.Algorithm == ConcurrencyAlgorithm:
-		r.Concurrency, r.Algorithm = true, Distinct
-		c.concurrencyAttrs(rb, r)
+	case c.reg.algs[*rb.Algorithm] != nil:
+		r.algorithm = c.reg.algs[*rb.Algorithm]
+		r.Algorithm = r.algorithm.Compile(c, r, rb.AlgorithmRange)
 	case rb.CountDistinct == nil:
 		a, ok := counter.Parse(*rb.Algorithm)
 		if !ok {
-			names := append(counter.PolicyNames(), ConcurrencyAlgorithm)
+			names := append(counter.PolicyNames(), c.reg.algNames...)
 			c.Errorf(rb.AlgorithmRange, "Unknown algorithm", "%q is not an algorithm; want one of %s.%s", *rb.Algorithm, strings.Join(names, ", "), hclattr.Suggest(*rb.Algorithm, names))
 		}
 		r.Algorithm = a
@@ -198,12 +199,12 @@ func (c *Compiler) ruleAlgorithm(rb *ruleBlock, r *Rule) bool {
 }
 
 // ruleNumbers compiles the limit, period and burst (default limit) of a
-// rule that counts, and refuses a limit on one that counts nothing; a
-// concurrency rule's limit is finishConcurrency's. It reports false after
-// a number that is missing, invalid or not used.
+// rule that counts, and refuses a limit on one that counts nothing; those
+// of a feature's algorithm are the feature's (AlgorithmType). It reports
+// false after a number that is missing, invalid or not used.
 func (c *Compiler) ruleNumbers(rb *ruleBlock, r *Rule) bool {
 	switch {
-	case r.Concurrency:
+	case r.algorithm != nil:
 		return true
 	case !r.counts():
 		if rb.Limit != nil {
@@ -271,7 +272,7 @@ func (c *Compiler) rulePeriod(rb *ruleBlock, r *Rule) bool {
 // what its algorithm can count (ValidateLimits), an emission interval of
 // at least 1µs first. It reports false after either diagnostic.
 func (c *Compiler) limitsInRange(rb *ruleBlock, r *Rule) bool {
-	if !r.counts() || r.Concurrency || r.Limit <= 0 || r.Period <= 0 {
+	if !r.counts() || r.algorithm != nil || r.Limit <= 0 || r.Period <= 0 {
 		return true
 	}
 	if r.PeriodUS()/r.Limit < 1 {
@@ -333,18 +334,16 @@ var countModes = hclattr.Vocabulary[CountMode]{Attr: "count", What: "a count mod
 // ones before set. The features' attributes and blocks (x: ruleAttrs)
 // come after when { }, then what checks them together (Feature.RuleDone:
 // the refusal, cost, the queue and max_delay, known_visitors and known_by,
-// the ban, whose Judge so comes after max_delay's); finishConcurrency comes
-// last, which leaves a rule with a LocalLimit (adaptive { }) to it and
-// otherwise compiles a concurrency rule's limit and lease.
+// the ban, whose Judge so comes after max_delay's, and last a concurrency
+// rule's limit and lease, on which the IP ceiling is built).
 func (c *Compiler) behaviours(rb *ruleBlock, r *Rule, x *hcl.BodyContent) {
 	if w := rb.When; w != nil {
 		c.when(w, r)
 	}
 	c.ruleAttrs(x, r)
 	for _, done := range c.reg.ruleDone {
-		done(c, r) // Feature.RuleDone: refusal's content type, cost, queue's max_delay, known_visitors, the ban
+		done(c, r) // Feature.RuleDone: refusal's content type, cost, queue's max_delay, known_visitors, the ban, a concurrency limit
 	}
-	c.finishConcurrency(rb, r) // limit, lease (concurrency.go)
 }
 
 // ipCeiling compiles ip_ceiling. Every rule keyed on visitor (a

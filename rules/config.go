@@ -17,15 +17,13 @@ type ruleBlock struct {
 	// key lists the characteristics whose values form the counter's key.
 	Key hcl.Expression `hcl:"key,optional"`
 	// algorithm is gcra (default), token_bucket, leaky_bucket,
-	// fixed_window, sliding_window, sliding_log or concurrency.
+	// fixed_window, sliding_window, sliding_log, or a feature's word
+	// (AlgorithmType: concurrency).
 	Algorithm *string `hcl:"algorithm,optional"`
 	// limit requests per period; burst is the bucket size (default limit).
 	Limit  *int64  `hcl:"limit,optional"`
 	Period *string `hcl:"period,optional"`
 	Burst  *int64  `hcl:"burst,optional"`
-	// lease is a concurrency rule's slot lifetime when nobody gives it
-	// back (default 30s; concurrency.go).
-	Lease *string `hcl:"lease,optional"`
 	// count is "requests" (default), "attempts" or "failures".
 	Count          *string        `hcl:"count,optional"`
 	FailureStatus  hcl.Expression `hcl:"failure_status,optional"`
@@ -65,7 +63,6 @@ type ruleBlock struct {
 	LimitRange           hcl.Range `hcl:"limit,attr_value_range"`
 	PeriodRange          hcl.Range `hcl:"period,attr_value_range"`
 	BurstRange           hcl.Range `hcl:"burst,attr_value_range"`
-	LeaseRange           hcl.Range `hcl:"lease,attr_value_range"`
 	CountRange           hcl.Range `hcl:"count,attr_value_range"`
 	ResetOnSuccessRange  hcl.Range `hcl:"reset_on_success,attr_value_range"`
 	CountDistinctRange   hcl.Range `hcl:"count_distinct,attr_value_range"`

@@ -123,7 +123,8 @@ const (
 	Unavailable
 	// Shed answers 503: the origin is saturated (the node's max_in_flight
 	// or an adaptive limit is reached for the request's priority) and the
-	// request was shed before anything was counted (shed.go). It judges the
+	// request was shed before anything was counted (Admitter:
+	// behaviour/shed). It judges the
 	// system, not the caller: never 429.
 	Shed
 )
@@ -187,9 +188,6 @@ type Decision struct {
 	// in-flight leases or slots (inflight.go): call Engine.Settle after the
 	// origin answers, and Engine.Release on every path where it does not.
 	Settle bool
-	// Priority is the request's priority for load shedding (shed.go), set
-	// when the policy sheds.
-	Priority Priority
 }
 
 // Scratch is the per-request working memory of Check, reused through a
@@ -338,12 +336,8 @@ type Engine struct {
 	dryMu sync.Mutex
 	// exempt records the rules forgive exempted keys of (forgive.go).
 	exempt exemptions
-	// lease hands out concurrency rules' lease IDs (concurrency.go).
-	lease leaseIDs
-	// shed is load shedding's node in-flight count and counters (shed.go).
-	shed shedState
-	// local holds the node-local limits' Slots by rule ID (LocalLimit:
-	// adaptive { }; shed.go).
+	// local holds the node-local limits' Slots by ID (LocalSlots,
+	// inflight.go).
 	local localLimits
 	// formats is the key format (keyformat.go); sip0 and sip1 are format
 	// 2's subkey, derived from secret.
@@ -368,9 +362,6 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 		return nil, ErrNoStore
 	}
 	e := &Engine{store: opts.Store, secret: opts.Secret}
-	if err := e.lease.init(); err != nil {
-		return nil, err
-	}
 	if len(e.secret) == 0 {
 		e.secret = make([]byte, 32)
 		if _, err := rand.Read(e.secret); err != nil {
@@ -653,26 +644,13 @@ func (r *Rule) conditions(req *Request, s *Scratch) Status {
 // "failure", overrides the status) and its stages' Settle (Settler:
 // settle_from adds or refunds the real cost), the request hooks' own
 // (RequestSettler: known callers' markers after a success, behaviour/known;
-// the mint reserve's draw), and the in-flight leases' refunds
-// (inflight.go); it also gives back the request's local slots, with its
-// round-trip time since Scratch.Forwarding. It reports whether it called
-// the store.
+// the mint reserve's draw), and what the request holds in flight (a
+// lease's refund, Holder; inflight.go); it also gives back the request's
+// local slots, with its round-trip time since Scratch.Forwarding. It
+// reports whether it called the store.
 func (e *Engine) Settle(ctx context.Context, now time.Time, s *Scratch, status int, outcome []byte) (bool, error) {
-	s.settle = s.settle[:0]
+	s.settle = s.release(now, true, s.settle[:0]) // the in-flight lifecycle (inflight.go)
 	s.settled = false
-	if !s.fl.released {
-		// The in-flight lifecycle (inflight.go): the local slots get the
-		// round trip's sample, and the leases' refunds ride in this call.
-		s.fl.released = true
-		rtt := time.Duration(0)
-		if !s.fl.forwardedAt.IsZero() {
-			rtt = now.Sub(s.fl.forwardedAt)
-		}
-		s.releaseLocal(now, rtt, true, false)
-		if s.fl.leases {
-			s.settle = s.appendLeaseRefunds(s.settle)
-		}
-	}
 	for i := range s.Matches {
 		m := &s.Matches[i]
 		if m.Op < 0 || m.Outcome != OutcomeAllow {

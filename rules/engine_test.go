@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/route"
@@ -41,10 +39,6 @@ func bytesOf(m map[string]string, n []byte) []byte {
 		return []byte(v)
 	}
 	return nil
-}
-
-func loadDiags(src string) (*rules.Policy, hcl.Diagnostics) {
-	return builtin.Load("test.hcl", []byte(src))
 }
 
 func load(t *testing.T, src string) *rules.Policy {

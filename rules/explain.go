@@ -23,9 +23,9 @@ func (e *Engine) Explain(ctx context.Context, now time.Time, p *Policy, req *Req
 	s.peekOnly = true
 	d := e.Check(ctx, now, p, req, s)
 	s.peekOnly = false
-	// Node-local limits (adaptive { }) as admission would decide them
-	// (shed.go).
-	e.explainLocal(p, s, &d)
+	for _, a := range p.admitters {
+		d = a.ExplainAdmit(s, d) // node-local limits as admission would decide them (load shedding)
+	}
 	d.Settle = false // nothing was counted: nothing to settle
 	return d
 }

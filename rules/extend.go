@@ -7,14 +7,15 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/ipv6"
+	"github.com/edge-gateway/edge/rules/counter"
 )
 
 // This file is the engine's extension points (docs/architecture.md,
 // "Extension points"). A Feature adds to the policy language without rules
 // knowing it by name: top-level blocks (visitor { }, identity { }),
 // characteristics (key = ["phone"]), when { } conditions, the attributes
-// and blocks of rule { } (cost, adaptive { }: stage.go) and per-request
-// hooks. rules itself provides only what every request has: ip, route and
+// and blocks of rule { } (cost, adaptive { }: stage.go), words its period
+// and algorithm may be, and per-request hooks. rules itself provides only what every request has: ip, route and
 // global, the matchers, the algorithms and the store call.
 
 // Feature is one plug-in: the blocks, characteristics and conditions it
@@ -33,6 +34,9 @@ type Feature struct {
 	RuleAttrs []RuleAttrType
 	// Periods are words a rule's period may be instead of a duration.
 	Periods []PeriodType
+	// Algorithms are words a rule's algorithm may be beside the counter
+	// algorithms' own.
+	Algorithms []AlgorithmType
 	// RuleBlocks are blocks the feature adds inside rule { } blocks.
 	RuleBlocks []RuleBlockType
 	// RuleDone, when set, runs for every rule once its attributes (its own
@@ -46,9 +50,9 @@ type Feature struct {
 	// across rules (a skip list's rule names, behaviour/skip) and compiles
 	// what the feature keeps for the whole policy (load_shedding { },
 	// which package node decodes with the edge block: behaviour/shed); it
-	// may hand the core its part (Compiler.SetShedding) or keep a value of
-	// its own (Compiler.SetValue). Features' run in the order Load was
-	// given them.
+	// may keep a value of its own (Compiler.SetValue) and add request hooks
+	// (Compiler.AddRequestHook). Features' run in the order Load was given
+	// them.
 	PolicyDone func(c *Compiler)
 }
 
@@ -75,6 +79,21 @@ type PeriodType struct {
 	// nominal period (Rule.Period, which the limit's checks and a ban's
 	// guilt read), or 0 after reporting why not through c.
 	Compile func(c *Compiler, r *Rule, rng hcl.Range) time.Duration
+}
+
+// AlgorithmType is a word a rule's algorithm may be beside the counter
+// algorithms' (algorithm = "concurrency": behaviour/concurrency): a way of
+// counting that a feature builds on one of them, whose numbers are the
+// feature's: rules compiles no limit, period or burst for its rules, and
+// leaves them (and count_distinct) to the feature to compile or refuse,
+// which it does in its Compile and its RuleDone.
+type AlgorithmType struct {
+	// Name is the word.
+	Name string
+	// Compile compiles algorithm = Name for rule r, once its action, key
+	// and count_distinct are compiled; rng is the value's range. It
+	// returns the counter algorithm of r's ops.
+	Compile func(c *Compiler, r *Rule, rng hcl.Range) Algorithm
 }
 
 // RuleBlockType is a block a feature adds inside rule { } blocks, such as
@@ -365,6 +384,24 @@ type RequestSettler interface {
 	AfterOrigin(s *Scratch, status int, outcome []byte, settle []Op) []Op
 }
 
+// Admitter is a RequestHook with the gate phase's last step, which makes
+// no store call (load shedding: behaviour/shed). Admit is called once
+// nothing refused the request before anything is counted (a deny action,
+// a rejected identity, a Gater) and reports whether to shed it rather
+// than let it go on to the store and the origin now; it may take local
+// slots the request holds in flight (Scratch.HoldSlot) and decide the
+// matches of the LocalLimit rules (their Outcome). A shed request is
+// answered Verdict Shed (503), refused by refusing (nil: by no rule),
+// retryable after retryAfter; Check gives back the slots taken and leaves
+// every counting match undecided (OutcomeSkip), so that no rule counts it.
+// Explain calls ExplainAdmit instead, once the request is decided as d,
+// which takes no slot and returns d, turned into a shed or not.
+type Admitter interface {
+	RequestHook
+	Admit(s *Scratch) (shed bool, refusing *Rule, retryAfter time.Duration)
+	ExplainAdmit(s *Scratch, d Decision) Decision
+}
+
 // SettleResult returns the result of the settle op at index i (the
 // length of settle when a RequestSettler's AfterOrigin appended the op)
 // in the request's last Engine.Settle call. ok is false when that call
@@ -401,8 +438,6 @@ type Memo struct {
 // address) and hands this part to Compiler.SetNode before any other block
 // is decoded (BlockType.First); Policy embeds it. A policy without those
 // blocks, or loaded without that feature, has DefaultNode's values.
-// edge { }'s load_shedding is rules' own, compiled when the node's decode
-// hands it over (Compiler.LoadShedding).
 type Node struct {
 	// Client finds the client address from the peer and the forwarding
 	// header the policy names (trusted_proxies, forwarded_header,
@@ -421,7 +456,7 @@ type Node struct {
 	// UpstreamTimeout is the origin's budget for one request: sending it
 	// (and the TLS handshake) and reading the whole answer (default
 	// DefaultUpstreamTimeout, 10s). A concurrency rule's lease must
-	// outlast it (concurrency.go).
+	// outlast it (behaviour/concurrency).
 	UpstreamTimeout time.Duration
 	// DecideListen is the decision-only listener's HOST:PORT; empty: none.
 	// With one, the rules are checked for what a described request
@@ -486,6 +521,8 @@ type registry struct {
 	conds    map[string]*ConditionType
 	attrs    map[string]*RuleAttrType
 	periods  map[string]*PeriodType
+	algs     map[string]*AlgorithmType
+	algNames []string                  // Feature.Algorithms' names, in feature order
 	rblocks  map[string]*RuleBlockType // Feature.RuleBlocks
 	ruleDone []func(*Compiler, *Rule)  // Feature.RuleDone, in feature order
 	// policyDone are the features' PolicyDone, in feature order.
@@ -501,6 +538,7 @@ func newRegistry(features []Feature) *registry {
 		conds:    map[string]*ConditionType{},
 		attrs:    map[string]*RuleAttrType{},
 		periods:  map[string]*PeriodType{},
+		algs:     map[string]*AlgorithmType{},
 		rblocks:  map[string]*RuleBlockType{},
 	}
 	tags := map[byte]string{}
@@ -549,6 +587,13 @@ func newRegistry(features []Feature) *registry {
 		for i := range f.Periods {
 			register(g, g.periods, "period", f.Periods[i].Name, f.Name, false, &f.Periods[i])
 		}
+		for i := range f.Algorithms {
+			at := &f.Algorithms[i]
+			_, counted := counter.Parse(at.Name)
+			if register(g, g.algs, "algorithm", at.Name, f.Name, counted, at) {
+				g.algNames = append(g.algNames, at.Name)
+			}
+		}
 		for i := range f.RuleBlocks {
 			rb := &f.RuleBlocks[i]
 			register(g, g.rblocks, "rule block", rb.Type, f.Name, ruleBlockNames[rb.Type], rb)
@@ -559,13 +604,14 @@ func newRegistry(features []Feature) *registry {
 
 // register adds v to m under name, a kind of part of feature, unless m
 // has the name already or the core keeps it (reserved): that is a
-// conflict, noted in g.errs.
-func register[T any](g *registry, m map[string]*T, kind, name, feature string, reserved bool, v *T) {
+// conflict, noted in g.errs. It reports whether it added v.
+func register[T any](g *registry, m map[string]*T, kind, name, feature string, reserved bool, v *T) bool {
 	if _, dup := m[name]; dup || reserved {
 		g.errs = append(g.errs, kind+" "+name+" registered twice (feature "+feature+")")
-		return
+		return false
 	}
 	m[name] = v
+	return true
 }
 
 // charNames lists the characteristics the registry knows, prefixed ones

@@ -369,8 +369,8 @@ func combine(a, b Result) Result {
 // window after its own, counter.Settle's reset), for an algorithm of a
 // burst (Spec.Burst) times one plus its burst over its limit (a GCRA or
 // bucket state holding a burst outlives one period), its
-// IP ceiling's alike, its stages' keys (KeyKeeper: a known_visitors
-// marker, a ban's) and its lease.
+// IP ceiling's alike, and its stages' keys (KeyKeeper: a known_visitors
+// marker, a ban's); a concurrency rule's period is its lease.
 // Exemption markers (forgive, at most MaxExempt) are not counted: one
 // written in format 1 alone ends early, which only makes a limit stricter.
 func (p *Policy) LongestKeyLifetime() time.Duration {
@@ -391,7 +391,7 @@ func (p *Policy) LongestKeyLifetime() time.Duration {
 			}
 		}
 		d += time.Duration(float64(d) * ratio)
-		longest = max(longest, d, r.Lease())
+		longest = max(longest, d)
 		for _, st := range r.stages {
 			if k, ok := st.(KeyKeeper); ok {
 				longest = max(longest, k.KeyLifetime()) // known_visitors', a ban's marker

@@ -12,12 +12,15 @@ import (
 // takes part in the phases it needs, built in or a feature's Stage:
 //
 //	match   the skip rules' stages' Exempt first (exemptions), then every
-//	        rule's matcher, conditions, key and op; shape: lease, the
-//	        stages' Shape (cost, calendar), ip ceiling (countMatch)
+//	        rule's matcher, conditions, key and op; shape: the stages'
+//	        Shape (a concurrency lease, cost, calendar), ip ceiling
+//	        (countMatch)
 //	gate    forgive's exemptions, the stages' Gate (known callers, bans)
 //	        and the request hooks' GateRequest (known { } blocks, sensitive
 //	        bans), in at most one store call (precheck); shedding
-//	main    the request hooks, then the one main store call
+//	        (Admitter)
+//	main    the request hooks, then the one main store call; the
+//	        stages' Answered (Holder: leases held)
 //	judge   each match's outcome from its result; the stages' Judge
 //	        (max_delay, ban trips)
 //	after   at most one more store call: bans written, units and leases
@@ -110,8 +113,9 @@ func (e *Engine) matchRule(now time.Time, r *Rule, req *Request, s *Scratch, d *
 		// charged to the other rules as an attempt.
 		s.reject(&m, Invalid)
 	case r.local != nil:
-		// Node-local, no store op: admit decides it, before the store
-		// call (shed.go; LocalLimit: adaptive { }). Skip until then.
+		// Node-local, no store op: an Admitter decides it, before the
+		// store call (LocalLimit: adaptive { }; behaviour/shed). Skip
+		// until then.
 		m.Outcome = OutcomeSkip
 	case r.Action == ActionDeny && enforce:
 		m.Outcome = OutcomeDeny
@@ -126,9 +130,6 @@ func (e *Engine) matchRule(now time.Time, r *Rule, req *Request, s *Scratch, d *
 		var member uint64
 		if status == Present && r.Distinct != nil {
 			member, status = e.member(r, req, s)
-		}
-		if r.Concurrency {
-			member = e.lease.next() // this request's lease (concurrency.go)
 		}
 		if status == Present {
 			// The ceiling's value is as required as the rule's own:
@@ -167,8 +168,8 @@ func (s *Scratch) reject(m *Match, status Status) {
 // gate is the phase before anything is counted: forgive's exemptions and
 // the stages' Gate and request hooks' GateRequest (known callers, bans:
 // behaviour/known, behaviour/ban) are checked in one store call
-// (precheck), then load shedding admits the request or not (shed.go, no
-// store call). It reports whether the request is refused (d is then its
+// (precheck), then the Admitters admit the request or not (load shedding,
+// behaviour/shed; no store call). It reports whether the request is refused (d is then its
 // decision).
 func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch, d *Decision) bool {
 	if !s.refusedAnyway() {
@@ -187,12 +188,14 @@ func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Reques
 	}
 	// Both reject with 400, charging the other rules as attempts.
 	s.missing = s.missing || s.invalid
-	if !s.denyAction && !s.missing && p.sheds() && !s.peekOnly {
-		// Load shedding, before anything is counted (shed.go): a shed
-		// request costs no store call and no unit of any rule.
-		if !e.admit(now, p, s, d) {
-			d.Verdict = Shed
-			return true
+	if !s.denyAction && !s.missing && !s.peekOnly {
+		// Load shedding, before anything is counted: a shed request
+		// costs no store call and no unit of any rule (inflight.go).
+		for _, a := range p.admitters {
+			if shed, r, wait := a.Admit(s); shed {
+				s.shed(now, d, r, wait)
+				return true
+			}
 		}
 	}
 	return false
@@ -276,7 +279,7 @@ func (e *Engine) mainCall(ctx context.Context, now time.Time, s *Scratch, d *Dec
 	}
 	err := e.take(ctx, now, s, s.Ops, s.Res)
 	if err == nil {
-		s.takeLeases() // concurrency rules' Retry-After and leases (concurrency.go)
+		s.answered(false) // the Holders: what the request holds (inflight.go)
 		return true
 	}
 	d.StoreErr = err
@@ -285,11 +288,13 @@ func (e *Engine) mainCall(ctx context.Context, now time.Time, s *Scratch, d *Dec
 	if d.Verdict != Forward {
 		s.releaseLocal(now, 0, false, false) // never sent: no sample
 	}
-	d.Settle = s.Holds() // no lease is held: the store did not answer
+	d.Settle = s.Holds() // nothing is held in the store: it did not answer
 	if !s.peekOnly {
 		// The call may have run all the same (a timeout after Redis ran
-		// it): give its leases back, best effort, in the after call.
-		s.qops = s.appendUncertainLeases(s.qops[:0], true)
+		// it): the Holders give back what it may hold, best effort, in
+		// the after call.
+		s.qops = s.qops[:0]
+		s.answered(true)
 		e.afterCall(ctx, now, s)
 	}
 	return false
@@ -356,7 +361,7 @@ func (s *Scratch) combined(m *Match) Result {
 
 // after is the phase that ends Check: the verdict, and at most one more
 // store call for what the judge queued (bans, their guilt markers,
-// max_delay's refunds) and the leases of a refused request.
+// max_delay's refunds) and what a refused request holds (a lease).
 func (e *Engine) after(ctx context.Context, now time.Time, s *Scratch, d *Decision) {
 	for i := range s.Matches {
 		if m := &s.Matches[i]; (len(m.Rule.Hooks) > 0 || len(m.Rule.settlers) > 0) && m.Op >= 0 && m.Outcome == OutcomeAllow {
@@ -365,10 +370,7 @@ func (e *Engine) after(ctx context.Context, now time.Time, s *Scratch, d *Decisi
 	}
 	d.setVerdict(s.denyAction, s.invalid, s.missing)
 	if d.Verdict != Forward {
-		s.refundLeasesOnRefusal() // refused after the store call: its leases go back in the call below
-	}
-	if d.StoreErr != nil && !s.peekOnly {
-		s.qops = s.appendUncertainLeases(s.qops, false) // concurrency.go
+		s.giveBackRefused() // refused after the store call: what it holds goes back in the call below
 	}
 	e.afterCall(ctx, now, s)
 	if d.Verdict != Forward {

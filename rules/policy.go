@@ -22,10 +22,6 @@ type Policy struct {
 	// and store { }, which package node decodes; extend.go).
 	Node
 
-	// Shedding is what admission reads of load shedding (shed.go): the
-	// edge block's load_shedding { }, as behaviour/shed compiles it.
-	Shedding Shedding
-
 	// Rules in file order; Rule.Index is the position here.
 	Rules []*Rule
 
@@ -61,6 +57,9 @@ type Policy struct {
 	// (RequestSettler).
 	requestGaters   []RequestGater
 	requestSettlers []RequestSettler
+	// admitters are the request hooks with the gate's last step
+	// (Admitter: load shedding).
+	admitters []Admitter
 	// networkShares is true when a rule has a network share
 	// (Rule.NetworkKeys): requests then compute their network (network.go).
 	networkShares bool
@@ -243,19 +242,24 @@ type Rule struct {
 	multiOf       []int8
 	distinctMulti int8
 	// stages are the features' behaviours of the rule (Rule.AddStage);
-	// exempters, shapers, gates, judges and settlers those with an Exempt,
-	// Shape, Gate, Judge or Settle phase (stage.go).
+	// exempters, shapers, gates, judges, settlers and holders those with
+	// an Exempt, Shape, Gate, Judge, Settle or in-flight part (stage.go).
 	stages    []Stage
 	exempters []Exempter
 	shapers   []Shaper
 	gates     []Gater
 	judges    []Judge
 	settlers  []Settler
+	holders   []Holder
 	// local is the stage that makes the rule a node-local limit
 	// (LocalLimit: adaptive { }), nil without.
 	local LocalLimit
 
+	// Algorithm is the rule's ops' counter algorithm; algorithm is the
+	// feature's way of counting on it that the policy names, nil for the
+	// counter algorithm itself (AlgorithmType).
 	Algorithm Algorithm
+	algorithm *AlgorithmType
 	// Limit units per Period; Burst is the bucket size (bucket algorithms).
 	Limit, Burst int64
 	Period       time.Duration
@@ -305,14 +309,6 @@ type Rule struct {
 	// 0 when it sets none; networkShareRange is where.
 	networkShare      int
 	networkShareRange *hcl.Range
-	// Concurrency is set for algorithm = "concurrency" (concurrency.go):
-	// Limit is then requests in flight per key, and Period the lease of
-	// each (its op is a Distinct op of lease IDs).
-	Concurrency bool
-	// Priority is the rule's priority for load shedding (shed.go; its
-	// priority attribute is behaviour/shed's); PriorityUnset when it sets
-	// none.
-	Priority Priority
 
 	// quoted is Name as a structured-field string (RFC 8941 §3.3.3), and
 	// policyItem the rule's RateLimit-Policy item, `"name";q=limit;w=period
@@ -355,6 +351,23 @@ func (r *Rule) AppendQuotedName(b []byte) []byte {
 // calendar period) or a Rule not from Load.
 // The caller must not modify it.
 func (r *Rule) PolicyItem() []byte { return r.policyItem }
+
+// AlgorithmName returns the rule's algorithm as the policy names it: a
+// feature's word (AlgorithmType: "concurrency"), else its Algorithm's
+// name. Everything that shows a rule's algorithm uses it.
+func (r *Rule) AlgorithmName() string {
+	if r.algorithm != nil {
+		return r.algorithm.Name
+	}
+	return r.Algorithm.String()
+}
+
+// InFlight reports whether the rule counts the requests in flight rather
+// than arrivals over a period: what it charges is held only while a
+// request is in flight (a Holder stage: a concurrency rule's lease,
+// behaviour/concurrency) or it is a node-local limit (LocalLimit). It is
+// no quota over a window, and tells none in RateLimit fields.
+func (r *Rule) InFlight() bool { return len(r.holders) > 0 || r.local != nil }
 
 // PeriodUS is the period in microseconds.
 func (r *Rule) PeriodUS() int64 { return r.Period.Microseconds() }

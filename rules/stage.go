@@ -11,8 +11,8 @@ import (
 // rule's matches, the phase methods the stage implements (Gater, Shaper,
 // Judge; an Exempter, a skip rule's, before any rule is matched), in the
 // order its stages were added; Engine.Settle runs the Settlers once the
-// origin has answered, and load shedding's admission takes the
-// LocalLimit's Slots. A stage's per-request state lives in memo slots
+// origin has answered, the in-flight lifecycle the Holders (inflight.go),
+// and an Admitter (load shedding) takes the LocalLimit's Slots. A stage's per-request state lives in memo slots
 // (Compiler.Slot, Scratch.Memo), never in Scratch fields, and its store
 // ops ride in the calls the pipeline already makes: the gate's precheck
 // (Scratch.PreOp), the main call (the op Shape shapes), the after call
@@ -20,8 +20,8 @@ import (
 // of its own.
 
 // Stage is a rule behaviour's compiled form: one value per rule that has
-// it, implementing any of Exempter, Gater, Shaper, Judge, Settler and
-// LocalLimit (and Resolver, Forgiver and KeyKeeper for what it resolves
+// it, implementing any of Exempter, Gater, Shaper, Judge, Settler, Holder
+// and LocalLimit (and Resolver, Forgiver and KeyKeeper for what it resolves
 // and keeps in the store).
 type Stage interface {
 	// Behaviour names the behaviour ("queue"), for diagnostics and tests.
@@ -188,13 +188,36 @@ type Settler interface {
 	Settle(s *Scratch, m *Match, status int, outcome []byte, settle []Op) []Op
 }
 
+// Holder is a Stage whose rule's counting matches hold their op's charge
+// only while the request is in flight (a concurrency rule's lease,
+// behaviour/concurrency): the in-flight lifecycle (inflight.go) gives it
+// back once, in the after call of a request Check refuses once its store
+// call answered, else in Engine.Settle's call or Engine.Release's.
+type Holder interface {
+	Stage
+	// Answered is called for each counting match m of the rule once the
+	// main store call returned, before the judge, and for Explain too;
+	// failed when the call returned an error (s.Res is then undefined).
+	// It may revise m's results in s.Res (a concurrency refusal's
+	// Retry-After), queue for the after call (Scratch.AfterOp) the give-back
+	// of what the store may hold for m without the edge knowing (a call
+	// that failed, an op a failure-handling store answered by its
+	// on_store_error), and reports whether m holds something now.
+	Answered(s *Scratch, m *Match, failed bool) (holds bool)
+	// GiveBack appends to ops the ops that give back what m holds (the
+	// refund of its lease), and returns ops.
+	GiveBack(s *Scratch, m *Match, ops []Op) []Op
+}
+
 // LocalLimit is a Stage that makes its rule a node-local limit on the
 // requests in flight (adaptive { }: behaviour/adaptive) rather than a
 // counter in the store: the rule needs no key (RuleBlockType.Keyless) and
 // holds no key budget, its matches have no op (Match.Op < 0, OutcomeSkip)
-// until load shedding's admission, at the end of the gate phase, takes one
-// of its Slots for the request or sheds it (Verdict Shed, 503; a dry-run
-// rule's would-shed is OutcomeDryRunDeny). A rule has at most one.
+// until an Admitter (load shedding, behaviour/shed), at the end of the
+// gate phase, takes one of its Slots for the request or sheds it (Verdict
+// Shed, 503; a dry-run rule's would-shed is OutcomeDryRunDeny). A rule
+// has at most one. An Admitter's own node-local limit (load_shedding
+// max_in_flight) is one too, of no rule (Engine.LocalSlots).
 type LocalLimit interface {
 	Stage
 	// Slots returns the limiter the rule's requests are admitted by, given
@@ -218,7 +241,10 @@ type Slots interface {
 	// none (Engine.Explain).
 	Admits(sharePerMille int64) bool
 	// Release gives back one slot TryAcquire took, once, as a local slot
-	// of the request's in-flight lifecycle (inflight.go).
+	// of the request's in-flight lifecycle (inflight.go): with the
+	// request's round-trip time to the origin when it was answered, or
+	// dropped when it was sent but not answered (an upstream error or
+	// timeout); neither when it was never sent.
 	Release(now time.Time, rtt time.Duration, answered, dropped bool)
 }
 
@@ -226,9 +252,9 @@ type Slots interface {
 func (r *Rule) LocalLimit() LocalLimit { return r.local }
 
 // AddStage adds st to r's stages. A RuleAttrType's Compile (or a
-// Feature's RuleDone) calls it; a stage that implements none of
-// Exempter, Shaper, Gater, Judge, Settler and LocalLimit is kept (Stages)
-// but takes no part in Check.
+// Feature's RuleDone, an AlgorithmType's Compile) calls it; a stage that
+// implements none of Exempter, Shaper, Gater, Judge, Settler, Holder and
+// LocalLimit is kept (Stages) but takes no part in Check.
 func (r *Rule) AddStage(st Stage) {
 	r.stages = append(r.stages, st)
 	if x, ok := st.(Exempter); ok {
@@ -246,6 +272,9 @@ func (r *Rule) AddStage(st Stage) {
 	if st, ok := st.(Settler); ok {
 		r.settlers = append(r.settlers, st)
 	}
+	if h, ok := st.(Holder); ok {
+		r.holders = append(r.holders, h)
+	}
 	if l, ok := st.(LocalLimit); ok {
 		r.local = l
 	}
@@ -254,6 +283,18 @@ func (r *Rule) AddStage(st Stage) {
 // Stages returns r's stages, in the order they were added. A feature that
 // compiles several attributes into one stage finds it here.
 func (r *Rule) Stages() []Stage { return r.stages }
+
+// StageOf returns r's first stage of type T (a behaviour's own, such as
+// *concurrency.Stage), and whether r has one: what a behaviour's Of reads.
+func StageOf[T Stage](r *Rule) (T, bool) {
+	for _, st := range r.stages {
+		if t, ok := st.(T); ok {
+			return t, true
+		}
+	}
+	var none T
+	return none, false
+}
 
 // Exempt exempts the request from r, a rule of its policy that is not a
 // skip rule (those are never exempt). Only an Exempter's Exempt may call it.
@@ -320,6 +361,10 @@ func (s *Scratch) exempt(r *Rule) bool {
 // Now returns the instant the request is decided at (Check's now).
 func (s *Scratch) Now() time.Time { return s.now }
 
+// Policy returns the policy the request was decided under (Check's p), nil
+// before its first Check.
+func (s *Scratch) Policy() *Policy { return s.pol }
+
 // PreOp adds op to the gate's precheck call and returns its index for
 // PreResult. Only a Gater's Gate or a RequestGater's GateRequest may call
 // it.
@@ -374,7 +419,7 @@ func (s *Scratch) WantSettle() { s.wantSettle = true }
 
 // AfterOp adds op to the after call, which Check makes once the judge
 // phase is done (its result is not read: an add, a refund, a reset). Only a
-// Judge may call it.
+// Judge or a Holder's Answered may call it.
 func (s *Scratch) AfterOp(op Op) { s.qops = append(s.qops, op) }
 
 // queueGates runs the Gate of every counting match's Gaters, then the

@@ -28,11 +28,12 @@
 // store op and nothing is shared by the fleet.
 //
 // It is a rules.Feature (builtin.Features lists it) whose block compiles
-// to a Config, the rule's rules.LocalLimit stage: rules' load shedding
+// to a Config, the rule's rules.LocalLimit stage, on a concurrency rule
+// (behaviour/concurrency): load shedding's admission (behaviour/shed)
 // admits the rule's requests by its Limiter (a request the limit refuses
 // is shed: 503), which the Engine keeps by rule ID across reloads, and the
 // in-flight lifecycle gives each slot back once with the request's round
-// trip, which is what moves the limit (rules/inflight.go, rules/shed.go).
+// trip, which is what moves the limit (rules/inflight.go).
 package adaptive
 
 import (
@@ -77,7 +78,7 @@ func LimiterOf(e *rules.Engine, r *rules.Rule) *Limiter {
 	if Of(r) == nil {
 		return nil
 	}
-	l, _ := e.LocalSlots(r).(*Limiter)
+	l, _ := e.LocalSlots(r.ID, r.LocalLimit()).(*Limiter)
 	return l
 }
 

@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/basic"
+	"github.com/edge-gateway/edge/behaviour/concurrency"
+	"github.com/edge-gateway/edge/behaviour/shed"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -370,11 +372,12 @@ func TestAdaptiveConcurrentNeverOverLimit(t *testing.T) {
 	}
 }
 
-// load compiles a policy with this feature and the basic one (ip, route,
-// global) alone (builtin imports this package: an internal test cannot
-// import it).
+// load compiles a policy with this feature and the ones it works with:
+// the basic one (ip, route, global), the concurrency rule it is the block
+// of and load shedding's admission (builtin imports this package: an
+// internal test cannot import it).
 func load(filename string, src []byte) (*rules.Policy, hcl.Diagnostics) {
-	return rules.Load(filename, src, basic.Feature(), Feature())
+	return rules.Load(filename, src, basic.Feature(), Feature(), concurrency.Feature(), shed.Feature())
 }
 
 // nopStore is a store no adaptive rule calls.
@@ -417,7 +420,7 @@ func loadAdaptive(t *testing.T, src string) *rules.Policy {
 func TestAdaptiveThroughEngine(t *testing.T) {
 	p := loadAdaptive(t, adaptivePolicy)
 	r := p.Rules[0]
-	if !r.Concurrency || Of(r) == nil || Of(r).Method != AIMD || r.Limit != 0 || r.Lease() != 0 {
+	if !r.InFlight() || Of(r) == nil || Of(r).Method != AIMD || r.Limit != 0 || concurrency.Lease(r) != 0 {
 		t.Fatalf("compiled %+v (adaptive %+v)", r, Of(r))
 	}
 	st := &nopStore{}

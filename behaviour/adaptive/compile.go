@@ -72,7 +72,7 @@ func compileBlock(c *rules.Compiler, r *rules.Rule, b *hcl.Block) {
 		return
 	}
 	ab.DefRange = b.DefRange
-	if !r.Concurrency {
+	if !r.InFlight() {
 		c.Errorf(ab.DefRange, "adaptive without concurrency", "adaptive { } finds a concurrency rule's in-flight limit from the origin's latency; rule %q needs algorithm = \"concurrency\"", r.Name)
 		return
 	}

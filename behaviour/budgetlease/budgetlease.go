@@ -97,7 +97,7 @@ func unleasable(r *rules.Rule) string {
 	switch {
 	case !r.Counts():
 		return "it counts nothing (action deny or skip)"
-	case r.Concurrency:
+	case r.InFlight():
 		return "a concurrency rule's leases are requests in flight, each given back"
 	case r.Distinct != nil:
 		return "count_distinct counts values, which no node can spend ahead"

@@ -27,7 +27,7 @@ func finish(c *rules.Compiler, r *rules.Rule) {
 		return
 	}
 	p := report{c: c, def: r.DefRange, broken: a.broken}
-	if r.Concurrency {
+	if r.InFlight() {
 		st.refuseInFlight(p, a, r, costSet)
 		return
 	}

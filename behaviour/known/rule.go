@@ -99,7 +99,7 @@ func compileExempt(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 	case !r.Counts():
 		c.Errorf(attr.Expr.Range(), "exempt_known not used", "%s; remove exempt_known", rules.Uncounted(r.Action))
 		return
-	case r.Concurrency:
+	case r.InFlight():
 		c.Errorf(attr.Expr.Range(), "exempt_known not used", "a known caller's requests are at the origin all the same: a concurrency limit holds everyone; remove exempt_known")
 		return
 	}
@@ -117,9 +117,9 @@ func finishRule(c *rules.Compiler, r *rules.Rule) {
 	delete(st.rules, r)
 	k := &Stage{exempt: a.exempt}
 	switch {
-	case r.Concurrency && a.visitors != nil:
+	case r.InFlight() && a.visitors != nil:
 		c.Errorf(a.visitorsAt, "known_visitors not used", "rule %q is a concurrency rule (algorithm = \"concurrency\"): a known visitor's requests are at the origin all the same; remove known_visitors", r.Name)
-	case !r.Concurrency && !a.visitorsBad:
+	case !r.InFlight() && !a.visitorsBad:
 		k.compileVisitors(c, r, a)
 	}
 	if k.Visitors > 0 || len(k.exempt) > 0 {

@@ -13,8 +13,9 @@ import (
 	"github.com/edge-gateway/edge/rules/hclattr"
 )
 
-// Feature returns load shedding's policy language: priority on rule { },
-// and the edge block's load_shedding { } (compiled once the rules are).
+// Feature returns load shedding: priority on rule { }, and the edge
+// block's load_shedding { } with its admission (compiled once the rules
+// are).
 func Feature() rules.Feature {
 	return rules.Feature{
 		Name:       "shed",
@@ -30,12 +31,16 @@ const MaxInFlightLimit = 1 << 24
 // overload, not a budget running out.
 const MaxShedRetryAfter = time.Hour
 
+// DefaultRetryAfter is load_shedding's default retry_after: the
+// Retry-After of a request shed on an ordinary route.
+const DefaultRetryAfter = time.Second
+
 // perMille is a share of 100%.
 const perMille = 1000
 
 // defaultShares are shed_at's defaults, per mille by priority (unset,
 // low, normal, high, critical).
-var defaultShares = [rules.NumPriorities]int64{0, 500, 750, 900, perMille}
+var defaultShares = [NumPriorities]int64{0, 500, 750, 900, perMille}
 
 // Settings is the edge block's load_shedding { } as compiled. Its zero
 // value, a policy's without the block, sheds only at an adaptive rule's
@@ -49,18 +54,18 @@ type Settings struct {
 	MaxInFlight int64
 	// Share is each priority's share of a capacity, per mille (shed_at),
 	// as written or by default (defaultShares); admission's own copy has
-	// critical's and unset's (rules.Shedding).
-	Share [rules.NumPriorities]int64
+	// critical's and unset's (Shedding).
+	Share [NumPriorities]int64
 	// RetryAfter is the Retry-After of a request shed on an ordinary route
-	// (default rules.DefaultShedRetryAfter); a sensitive route's 503 is
-	// bare.
+	// (default DefaultRetryAfter); a sensitive route's 503 is bare.
 	RetryAfter time.Duration
 	// Jitter is retry_after_jitter as a fraction, 0 to 1: the gateway adds
 	// a uniformly random extra of up to Jitter × RetryAfter, in whole
 	// seconds, never less (docs/headers.md, "Retry-After jitter").
 	Jitter float64
 
-	rng hcl.Range // where the block is written, for diagnostics
+	rng hcl.Range  // where the block is written, for diagnostics
+	adm *admission // what admission reads (admit.go)
 }
 
 // Of returns p's load_shedding { } as compiled; a policy without the
@@ -82,14 +87,14 @@ func Jitter(p *rules.Policy) float64 {
 	return 0
 }
 
-// priorityNames are the priorities a rule may set, in order.
-var priorityNames = func() []string {
-	var names []string
-	for p := rules.PriorityLow; int(p) < rules.NumPriorities; p++ {
-		names = append(names, p.String())
-	}
-	return names
-}()
+// priorityWords are the priorities a rule may set, in order.
+var priorityWords = priorityNames[PriorityLow:]
+
+// priorities are the priorities the rules of a compile set (compile
+// state), which done hands admission by rule index.
+func priorities(c *rules.Compiler) map[*rules.Rule]Priority {
+	return c.State("shed.priorities", func() any { return map[*rules.Rule]Priority{} }).(map[*rules.Rule]Priority)
+}
 
 // compilePriority compiles priority = "low" | "normal" | "high" |
 // "critical".
@@ -98,9 +103,9 @@ func compilePriority(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 	if !c.Append(diags) {
 		return
 	}
-	p, ok := rules.ParsePriority(s)
+	p, ok := ParsePriority(s)
 	if !ok {
-		names := priorityNames
+		names := priorityWords
 		c.Errorf(attr.Expr.Range(), "Invalid priority", "%q is not a priority; want one of %q, %q, %q or %q.%s", s, names[0], names[1], names[2], names[3], hclattr.Suggest(s, names))
 		return
 	}
@@ -108,18 +113,21 @@ func compilePriority(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 		c.Errorf(attr.NameRange, "Invalid priority", "rule %q is a skip rule: it takes other rules out of a request and has no priority of its own; remove priority", r.Name)
 		return
 	}
-	r.Priority = p
+	priorities(c)[r] = p
 }
 
 // done compiles the edge block's load_shedding { }, once every rule is:
-// admission's numbers (rules.Compiler.SetShedding), the Settings Of
-// returns, and warnings for settings that shed nothing.
+// the Settings Of returns, the admission that reads them (admit.go: an
+// Admitter when the policy sheds), and warnings for settings that shed
+// nothing.
 func done(c *rules.Compiler) {
 	st := &Settings{}
+	sh := DefaultShedding()
 	if b := node.Of(c.Policy()).LoadShedding; b != nil {
 		st.compile(c, b)
-		c.SetShedding(rules.Shedding{MaxInFlight: st.MaxInFlight, Share: st.Share, RetryAfter: st.RetryAfter})
+		sh = Shedding{MaxInFlight: st.MaxInFlight, Share: st.Share, RetryAfter: st.RetryAfter}
 	}
+	st.adm = newAdmission(c, sh, priorities(c))
 	c.SetValue("shed", st)
 	st.warn(c)
 }
@@ -128,7 +136,7 @@ func done(c *rules.Compiler) {
 func (st *Settings) compile(c *rules.Compiler, b *node.LoadSheddingBlock) {
 	st.On = true
 	st.Share = defaultShares
-	st.RetryAfter = rules.DefaultShedRetryAfter
+	st.RetryAfter = DefaultRetryAfter
 	st.rng = b.DefRange
 	if b.MaxInFlight != nil {
 		n := *b.MaxInFlight
@@ -186,9 +194,9 @@ func (st *Settings) shedAt(c *rules.Compiler, expr hcl.Expression) {
 				name = v.AsString()
 			}
 		}
-		p, ok := rules.ParsePriority(name)
+		p, ok := ParsePriority(name)
 		if !ok {
-			c.Errorf(kv.Key.Range(), "Invalid shed_at", "%q is not a priority; shed_at takes low, normal and high (and critical, only \"100%%\").%s", name, hclattr.Suggest(name, priorityNames))
+			c.Errorf(kv.Key.Range(), "Invalid shed_at", "%q is not a priority; shed_at takes low, normal and high (and critical, only \"100%%\").%s", name, hclattr.Suggest(name, priorityWords))
 			continue
 		}
 		s, ok := exprString(kv.Value)
@@ -196,13 +204,13 @@ func (st *Settings) shedAt(c *rules.Compiler, expr hcl.Expression) {
 		switch {
 		case !ok || !fok || f <= 0 || f > 100:
 			c.Errorf(kv.Value.Range(), "Invalid shed_at", "shed_at's %s must be a percentage over 0%% and at most 100%%, such as \"75%%\"", name)
-		case p == rules.PriorityCritical && f != 100:
+		case p == PriorityCritical && f != 100:
 			c.Errorf(kv.Value.Range(), "Invalid shed_at", "critical is shed only at the capacity itself (100%%): it is the priority kept working while everything else is shed")
 		default:
 			st.Share[p] = int64(math.Round(f * 10))
 		}
 	}
-	low, normal, high := st.Share[rules.PriorityLow], st.Share[rules.PriorityNormal], st.Share[rules.PriorityHigh]
+	low, normal, high := st.Share[PriorityLow], st.Share[PriorityNormal], st.Share[PriorityHigh]
 	if low > normal || normal > high {
 		c.Errorf(expr.Range(), "Invalid shed_at", "shed_at must not shed a higher priority before a lower one: low (%s) ≤ normal (%s) ≤ high (%s)", perMilleString(low), perMilleString(normal), perMilleString(high))
 	}
@@ -215,7 +223,7 @@ func (st *Settings) warn(c *rules.Compiler) {
 	p := c.Policy()
 	if !st.On {
 		for _, r := range p.Rules {
-			if r.Priority == rules.PriorityUnset {
+			if priorities(c)[r] == PriorityUnset {
 				continue
 			}
 			c.Warnf(r.DefRange, "priority without load_shedding", "priority only orders load shedding, which this policy does not set up: add load_shedding { } to the edge block (with max_in_flight, or an adaptive rule), or remove priority (docs/policy.md, \"Load shedding\")")

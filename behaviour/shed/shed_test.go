@@ -7,7 +7,6 @@ import (
 
 	"github.com/edge-gateway/edge/behaviour/shed"
 	"github.com/edge-gateway/edge/builtin"
-	"github.com/edge-gateway/edge/rules"
 )
 
 // TestShedCompile: load_shedding's and priority's diagnostics, each at
@@ -67,7 +66,7 @@ func TestShedCompile(t *testing.T) {
 }
 
 // TestOf: the compiled load_shedding { } (the gateway's Retry-After
-// jitter) and what admission reads of it (rules.Policy.Shedding), with and
+// jitter) and what admission reads of it (shed.AdmissionOf), with and
 // without the block.
 func TestOf(t *testing.T) {
 	p, diags := builtin.Load("test.hcl", []byte(`
@@ -84,10 +83,10 @@ edge {
 		t.Fatal(diags.Error())
 	}
 	st := shed.Of(p)
-	if !st.On || st.MaxInFlight != 8 || st.RetryAfter != 4*time.Second || shed.Jitter(p) != 0.5 || st.Share[rules.PriorityLow] != 250 || st.Share[rules.PriorityNormal] != 750 {
+	if !st.On || st.MaxInFlight != 8 || st.RetryAfter != 4*time.Second || shed.Jitter(p) != 0.5 || st.Share[shed.PriorityLow] != 250 || st.Share[shed.PriorityNormal] != 750 {
 		t.Fatalf("settings %+v, jitter %v", st, shed.Jitter(p))
 	}
-	if sh := p.Shedding; sh.MaxInFlight != 8 || sh.RetryAfter != 4*time.Second || sh.Share != [rules.NumPriorities]int64{750, 250, 750, 900, 1000} {
+	if sh := shed.AdmissionOf(p); sh.MaxInFlight != 8 || sh.RetryAfter != 4*time.Second || sh.Share != [shed.NumPriorities]int64{750, 250, 750, 900, 1000} {
 		t.Fatalf("admission's %+v", sh)
 	}
 	p, diags = builtin.Load("test.hcl", []byte(`edge {}`))
@@ -97,7 +96,7 @@ edge {
 	if st := shed.Of(p); st.On || shed.Jitter(p) != 0 {
 		t.Fatalf("without the block: %+v", st)
 	}
-	if sh := p.Shedding; sh.MaxInFlight != 0 || sh.RetryAfter != rules.DefaultShedRetryAfter || sh.Share != [rules.NumPriorities]int64{1000, 1000, 1000, 1000, 1000} {
+	if sh := shed.AdmissionOf(p); sh.MaxInFlight != 0 || sh.RetryAfter != shed.DefaultRetryAfter || sh.Share != [shed.NumPriorities]int64{1000, 1000, 1000, 1000, 1000} {
 		t.Fatalf("admission's without the block: %+v", sh)
 	}
 }

@@ -1,4 +1,4 @@
-package rules_test
+package concurrency_test
 
 import (
 	"context"
@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
-
+	"github.com/edge-gateway/edge/behaviour/concurrency"
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/golden"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
@@ -57,20 +58,15 @@ type inflight struct {
 
 func newInflight(t *testing.T, src string) *inflight {
 	t.Helper()
-	ms, err := memstore.New(memstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ms.Close() })
-	tc := &takeCounter{Store: ms}
-	return &inflight{t: t, e: newEngine(t, tc), p: load(t, src), store: tc, now: t0}
+	tc := &takeCounter{Store: rulestest.NewStore(t)}
+	return &inflight{t: t, e: rulestest.NewEngine(t, tc), p: rulestest.Load(t, src), store: tc, now: rulestest.T0}
 }
 
 // send checks a request to path from client with headers h, on a new
 // Scratch, and returns the decision and the Scratch.
 func (k *inflight) send(path, client string, h map[string]string) (rules.Decision, *rules.Scratch) {
 	s := rules.NewScratch(len(k.p.Rules))
-	r := req{method: "POST", path: path, client: client, f: fields{header: h}}.build()
+	r := rulestest.Req{Method: "POST", Path: path, Client: client, Fields: rulestest.Fields{HeaderValues: h}}.Build()
 	return k.e.Check(context.Background(), k.now, k.p, r, s), s
 }
 
@@ -100,17 +96,17 @@ func (k *inflight) admit(what, path, client string, h map[string]string) *rules.
 }
 
 // refuse sends a request that must be refused by a concurrency rule,
-// holding nothing, with Retry-After ConcurrencyRetryAfter.
+// holding nothing, with Retry-After concurrency.RetryAfter.
 func (k *inflight) refuse(what, path, client string, h map[string]string) {
 	k.t.Helper()
 	d, s := k.send(path, client, h)
 	if d.Verdict != rules.RefuseLimit || d.Settle || s.Holds() {
 		k.t.Fatalf("%s: verdict %v settle %v holds %v, want refused holding nothing", what, d.Verdict, d.Settle, s.Holds())
 	}
-	if d.RetryAfter != rules.ConcurrencyRetryAfter {
-		k.t.Fatalf("%s: RetryAfter %v, want %v (not the time until the oldest lease ends)", what, d.RetryAfter, rules.ConcurrencyRetryAfter)
+	if d.RetryAfter != concurrency.RetryAfter {
+		k.t.Fatalf("%s: RetryAfter %v, want %v (not the time until the oldest lease ends)", what, d.RetryAfter, concurrency.RetryAfter)
 	}
-	if d.Refusing == nil || !d.Refusing.Concurrency {
+	if d.Refusing == nil || concurrency.Of(d.Refusing) == nil {
 		k.t.Fatalf("%s: refused by %v, want the concurrency rule", what, d.Refusing)
 	}
 }
@@ -137,7 +133,7 @@ rule "r" {
 		warn             string
 		lease            time.Duration
 	}{
-		{"", conc, "", "", rules.DefaultLease},
+		{"", conc, "", "", concurrency.DefaultLease},
 		{"", conc + `lease = "45s"`, "", "", 45 * time.Second},
 		{`edge { upstream_timeout = "2s" }`, conc + `lease = "3s"`, "", "", 3 * time.Second},
 		{"", conc + `lease = "10s"`, "Lease too short", "", 0}, // upstream_timeout's default, 10s
@@ -168,38 +164,29 @@ rule "r" {
 		{`edge {
   decide_listen   = "127.0.0.1:9902"
   trusted_proxies = ["127.0.0.1/32"]
-}`, conc + "dry_run = true", "", "Concurrency rule under decide_listen", rules.DefaultLease},
+}`, conc + "dry_run = true", "", "Concurrency rule under decide_listen", concurrency.DefaultLease},
 	} {
-		p, diags := loadDiags(fmt.Sprintf(base, tt.edge, tt.attrs))
+		p, diags := rulestest.LoadDiags(fmt.Sprintf(base, tt.edge, tt.attrs))
 		switch {
 		case tt.err == "" && diags.HasErrors():
 			t.Errorf("%s: %v", tt.attrs, diags.Error())
-		case tt.err != "" && !strings.Contains(allDiags(diags), tt.err):
-			t.Errorf("%s: got %q, want an error %q", tt.attrs, allDiags(diags), tt.err)
+		case tt.err != "" && !strings.Contains(golden.Lines(diags), tt.err):
+			t.Errorf("%s: got %q, want an error %q", tt.attrs, golden.Lines(diags), tt.err)
 		case tt.err == "":
 			r := p.Rules[0]
-			if !r.Concurrency || r.Algorithm != rules.Distinct || r.AlgorithmName() != "concurrency" || r.Limit != 10 || r.Period != tt.lease || r.Lease() != tt.lease {
+			if concurrency.Of(r) == nil || r.Algorithm != rules.Distinct || r.AlgorithmName() != "concurrency" || r.Limit != 10 || r.Period != tt.lease || concurrency.Lease(r) != tt.lease {
 				t.Errorf("%s: rule %+v, want a concurrency rule of 10 with lease %v", tt.attrs, r, tt.lease)
 			}
-			if tt.warn != "" && !strings.Contains(allDiags(diags), tt.warn) {
-				t.Errorf("%s: diagnostics %q, want a warning %q", tt.attrs, allDiags(diags), tt.warn)
+			if tt.warn != "" && !strings.Contains(golden.Lines(diags), tt.warn) {
+				t.Errorf("%s: diagnostics %q, want a warning %q", tt.attrs, golden.Lines(diags), tt.warn)
 			}
 		}
 	}
 }
 
-// allDiags is every diagnostic's summary and detail, one a line.
-func allDiags(diags hcl.Diagnostics) string {
-	var b strings.Builder
-	for _, d := range diags {
-		fmt.Fprintf(&b, "%s: %s\n", d.Summary, d.Detail)
-	}
-	return b.String()
-}
-
 // A refused attribute is reported where it is written.
 func TestConcurrencyCompileRanges(t *testing.T) {
-	_, diags := loadDiags(`rule "r" {
+	_, diags := rulestest.LoadDiags(`rule "r" {
   paths     = ["/login"]
   key       = ["ip"]
   algorithm = "concurrency"
@@ -209,7 +196,7 @@ func TestConcurrencyCompileRanges(t *testing.T) {
 	if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != 6 {
 		t.Fatalf("diagnostics %v, want one at line 6 (period)", diags)
 	}
-	_, diags = loadDiags(`edge { upstream_timeout = "20s" }
+	_, diags = rulestest.LoadDiags(`edge { upstream_timeout = "20s" }
 rule "r" {
   paths     = ["/login"]
   key       = ["ip"]
@@ -295,12 +282,12 @@ rule "login-in-flight" {
 	k.admit("1", "/login", "192.0.2.1", nil)
 	k.now = k.now.Add(time.Second)
 	k.admit("2", "/login", "192.0.2.1", nil)
-	k.now = t0.Add(5*time.Second - time.Microsecond)
+	k.now = rulestest.T0.Add(5*time.Second - time.Microsecond)
 	k.refuse("just before the first lease ends", "/login", "192.0.2.1", nil)
-	k.now = t0.Add(5 * time.Second)
+	k.now = rulestest.T0.Add(5 * time.Second)
 	k.admit("the first lease ended", "/login", "192.0.2.1", nil)
 	k.refuse("the third holds the first's slot", "/login", "192.0.2.1", nil)
-	k.now = t0.Add(6 * time.Second)
+	k.now = rulestest.T0.Add(6 * time.Second)
 	k.admit("the second lease ended", "/login", "192.0.2.1", nil)
 }
 
@@ -413,7 +400,7 @@ rule "in-flight" {
 		s := rules.NewScratch(1)
 		s.Begin(k.p)
 		v.SetVisitor(s, nat.ID{id}, true)
-		r := req{method: "POST", path: "/login", client: "192.0.2.1"}.build()
+		r := rulestest.Req{Method: "POST", Path: "/login", Client: "192.0.2.1", Fields: rulestest.Fields{}}.Build()
 		return k.e.Check(context.Background(), k.now, k.p, r, s), s
 	}
 	admit := func(what string, id byte) *rules.Scratch {
@@ -426,7 +413,7 @@ rule "in-flight" {
 	}
 	refuse := func(what string, id byte) {
 		t.Helper()
-		if d, s := send(id); d.Verdict != rules.RefuseLimit || s.Holds() || d.RetryAfter != rules.ConcurrencyRetryAfter {
+		if d, s := send(id); d.Verdict != rules.RefuseLimit || s.Holds() || d.RetryAfter != concurrency.RetryAfter {
 			t.Fatalf("%s: verdict %v holds %v retry %v, want refused holding nothing, Retry-After 1s", what, d.Verdict, s.Holds(), d.RetryAfter)
 		}
 	}
@@ -450,7 +437,7 @@ func TestConcurrencyExplainTakesNothing(t *testing.T) {
 	k := newInflight(t, loginInFlight)
 	for range 5 {
 		s := rules.NewScratch(1)
-		r := req{method: "POST", path: "/login", client: "192.0.2.1"}.build()
+		r := rulestest.Req{Method: "POST", Path: "/login", Client: "192.0.2.1", Fields: rulestest.Fields{}}.Build()
 		if d := k.e.Explain(context.Background(), k.now, k.p, r, s); d.Verdict != rules.Forward || s.Holds() {
 			t.Fatalf("explain: verdict %v holds %v", d.Verdict, s.Holds())
 		}
@@ -500,7 +487,7 @@ func TestConcurrencyLateStoreAnswerLeavesNoLease(t *testing.T) {
 			t.Cleanup(func() { ms.Close() })
 			ls := &lateStore{Store: ms, fallback: fallback}
 			tc := &takeCounter{Store: ls}
-			k := &inflight{t: t, e: newEngine(t, tc), p: load(t, loginInFlight), store: tc, now: t0}
+			k := &inflight{t: t, e: rulestest.NewEngine(t, tc), p: rulestest.Load(t, loginInFlight), store: tc, now: rulestest.T0}
 			ls.late = true
 			n := tc.n()
 			d, s := k.send("/login", "192.0.2.1", nil)

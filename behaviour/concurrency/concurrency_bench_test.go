@@ -1,6 +1,6 @@
 //go:build !race
 
-package rules_test
+package concurrency_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/internal/teststore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
@@ -70,10 +71,10 @@ func newConcBench(tb testing.TB, src string) *concBench {
 		tb.Fatal(err)
 	}
 	return &concBench{
-		e: e, p: p, store: tc, s: rules.NewScratch(len(p.Rules)), now: t0,
+		e: e, p: p, store: tc, s: rules.NewScratch(len(p.Rules)), now: rulestest.T0,
 		req: &rules.Request{
 			Method: []byte("POST"), Path: []byte("/login"), Host: []byte("example.com"),
-			Client: netip.MustParseAddr("192.0.2.1"), Fields: &benchFields{},
+			Client: netip.MustParseAddr("192.0.2.1"), Fields: rulestest.Fields{},
 		},
 	}
 }
