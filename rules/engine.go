@@ -124,8 +124,7 @@ const (
 	// Shed answers 503: the origin is saturated (the node's max_in_flight
 	// or an adaptive limit is reached for the request's priority) and the
 	// request was shed before anything was counted (Admitter:
-	// behaviour/shed). It judges the
-	// system, not the caller: never 429.
+	// behaviour/shed). It judges the system, not the caller: never 429.
 	Shed
 )
 

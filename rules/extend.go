@@ -15,8 +15,9 @@ import (
 // knowing it by name: top-level blocks (visitor { }, identity { }),
 // characteristics (key = ["phone"]), when { } conditions, the attributes
 // and blocks of rule { } (cost, adaptive { }: stage.go), words its period
-// and algorithm may be, and per-request hooks. rules itself provides only what every request has: ip, route and
-// global, the matchers, the algorithms and the store call.
+// and algorithm may be, and per-request hooks. rules itself provides only
+// what every request has: ip, route and global, the matchers, the
+// algorithms and the store call.
 
 // Feature is one plug-in: the blocks, characteristics and conditions it
 // adds. The caller (cmd/edge, through builtin.Features) passes the list to

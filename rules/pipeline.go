@@ -169,8 +169,8 @@ func (s *Scratch) reject(m *Match, status Status) {
 // the stages' Gate and request hooks' GateRequest (known callers, bans:
 // behaviour/known, behaviour/ban) are checked in one store call
 // (precheck), then the Admitters admit the request or not (load shedding,
-// behaviour/shed; no store call). It reports whether the request is refused (d is then its
-// decision).
+// behaviour/shed; no store call). It reports whether the request is
+// refused (d is then its decision).
 func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch, d *Decision) bool {
 	if !s.refusedAnyway() {
 		e.queueExemptions(now, s)

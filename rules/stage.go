@@ -12,12 +12,12 @@ import (
 // Judge; an Exempter, a skip rule's, before any rule is matched), in the
 // order its stages were added; Engine.Settle runs the Settlers once the
 // origin has answered, the in-flight lifecycle the Holders (inflight.go),
-// and an Admitter (load shedding) takes the LocalLimit's Slots. A stage's per-request state lives in memo slots
-// (Compiler.Slot, Scratch.Memo), never in Scratch fields, and its store
-// ops ride in the calls the pipeline already makes: the gate's precheck
-// (Scratch.PreOp), the main call (the op Shape shapes), the after call
-// (Scratch.AfterOp) and Settle's, so a behaviour never adds a store call
-// of its own.
+// and an Admitter (load shedding) takes the LocalLimit's Slots. A stage's
+// per-request state lives in memo slots (Compiler.Slot, Scratch.Memo),
+// never in Scratch fields, and its store ops ride in the calls the
+// pipeline already makes: the gate's precheck (Scratch.PreOp), the main
+// call (the op Shape shapes), the after call (Scratch.AfterOp) and
+// Settle's, so a behaviour never adds a store call of its own.
 
 // Stage is a rule behaviour's compiled form: one value per rule that has
 // it, implementing any of Exempter, Gater, Shaper, Judge, Settler, Holder
