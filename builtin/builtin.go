@@ -15,6 +15,7 @@ import (
 	"github.com/edge-gateway/edge/behaviour/calendar"
 	"github.com/edge-gateway/edge/behaviour/concurrency"
 	"github.com/edge-gateway/edge/behaviour/cost"
+	"github.com/edge-gateway/edge/behaviour/forgive"
 	"github.com/edge-gateway/edge/behaviour/known"
 	"github.com/edge-gateway/edge/behaviour/queue"
 	"github.com/edge-gateway/edge/behaviour/refusal"
@@ -40,8 +41,8 @@ import (
 // country and the bot conditions), TLS fingerprints (ja4) and the test
 // blocks `edge test` runs; and the behaviours of rule { } that live in
 // folders of their own (behaviour/: calendar, refusal, cost,
-// budgetlease: budget_lease { }, queue, adaptive, skip, known: known { }
-// blocks and known_visitors, ban, shed: load shedding, concurrency:
+// budgetlease: budget_lease { }, queue, adaptive, skip, forgive: the
+// exemptions a forgive grants, known: known { } blocks and known_visitors, ban, shed: load shedding, concurrency:
 // algorithm = "concurrency"). Every block of
 // the policy language is now built. The order is the order of each rule's
 // stages (Feature.RuleDone) and of the features' PolicyDone: ban comes
@@ -52,7 +53,7 @@ import (
 // see unset (a concurrency rule's stage itself is its first: its
 // algorithm is compiled before any feature's attribute).
 func Features() []rules.Feature {
-	return []rules.Feature{basic.Feature(), node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), budgetlease.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), known.Feature(), ban.Feature(), shed.Feature(), concurrency.Feature(), tests()}
+	return []rules.Feature{basic.Feature(), node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), budgetlease.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), forgive.Feature(), known.Feature(), ban.Feature(), shed.Feature(), concurrency.Feature(), tests()}
 }
 
 // Extensions returns the gateway extensions of this build (package

@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/edge-gateway/edge/internal/dryrun"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -124,7 +125,7 @@ func (s *Server) adminDryRun(ctx *fasthttp.RequestCtx) {
 	case req.Rule == "":
 		adminError(ctx, fasthttp.StatusBadRequest, `"rule" is required: a rule's name, or "*" for every rule`)
 		return
-	case req.Rule != rules.NodeDryRun:
+	case req.Rule != dryrun.Node:
 		for _, r := range p.Rules {
 			if r.Name == req.Rule {
 				rule = r
@@ -192,7 +193,7 @@ func (s *Server) adminDryRun(ctx *fasthttp.RequestCtx) {
 func (s *Server) setDryRun(ctx context.Context, name string, on bool, until time.Time, reason, who string) error {
 	f := s.fleet
 	if f == nil {
-		s.engine.SetRuleDryRun(name, on, until, reason, who)
+		s.engine.DryRuns().Set(name, on, until, reason, who)
 		return nil
 	}
 	f.mu.Lock()
@@ -208,7 +209,7 @@ func (s *Server) setDryRun(ctx context.Context, name string, on bool, until time
 	if err := f.rs.SharedSet(wctx, fleetHash, name, v); err != nil {
 		return err
 	}
-	s.engine.SetRuleDryRun(name, on, until, reason, who)
+	s.engine.DryRuns().Set(name, on, until, reason, who)
 	// This node's audit line says it: its next poll applies the rest of
 	// the hash without logging this toggle again.
 	last := maps.Clone(f.last)
@@ -257,7 +258,7 @@ func (s *Server) pollDryRuns(ctx context.Context) {
 	if maps.Equal(m, f.last) {
 		return
 	}
-	ts := make([]rules.DryRunToggle, 0, len(m))
+	ts := make([]dryrun.Toggle, 0, len(m))
 	for name, v := range m {
 		ft, ok := parseFleetToggle(v)
 		if !ok {
@@ -269,9 +270,9 @@ func (s *Server) pollDryRuns(ctx context.Context) {
 		if ft.Off {
 			continue // a record of an off: nothing to apply
 		}
-		ts = append(ts, rules.DryRunToggle{Rule: name, Until: ft.Until, Reason: ft.Reason, Actor: ft.Actor})
+		ts = append(ts, dryrun.Toggle{Rule: name, Until: ft.Until, Reason: ft.Reason, Actor: ft.Actor})
 	}
-	s.engine.ReplaceDryRuns(ts)
+	s.engine.DryRuns().Replace(ts)
 	s.logFleetChanges(f.last, m)
 	f.last = m
 }

@@ -175,7 +175,7 @@ func (s *Server) forgiveScope() string {
 
 // forgiveIdentity is adminForgive for an identity: every rule of the
 // running policy whose key the identity's values name in full
-// (rules.Rule.IdentityValues) is forgiven, after every key has been
+// (identityValues) is forgiven, after every key has been
 // worked out (a value no request could carry is a 400, and nothing is
 // cleared); rules keyed on the identity that need more are listed as
 // skipped. A store that fails midway is a 503 that names the rules
@@ -196,7 +196,7 @@ func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, e
 	var plans []plan
 	ans := identityAnswer{Forgiven: []forgivenRule{}, Skipped: []skippedRule{}, Scope: s.forgiveScope()}
 	for _, r := range p.Rules {
-		values, missing := r.IdentityValues(given)
+		values, missing := identityValues(r, given)
 		switch {
 		case values == nil:
 			continue
@@ -383,4 +383,37 @@ func (s *Server) pollExemptions(ctx context.Context, f *fleetDryRuns) error {
 	}
 	f.exempts = next
 	return nil
+}
+
+// identityValues is how a forgive of an identity (docs/operations.md,
+// "Forgive": an account, a visitor, an address or a phone, on every rule
+// keyed on it) treats r: values are those of given that r's key names,
+// and missing the characteristics of its key that need a value and were
+// not given, in key order. A rule that counts nothing (action = "deny" or
+// "skip"), or whose key names none of given, has no values: it is not
+// keyed on the identity. With values and no missing, Engine.Forgive(values)
+// clears the key the identity's requests count on; with missing, the
+// caller says what else to give (a rule keyed on ["account", "ip"] needs
+// the address too: its counters are per pair, and the store cannot list
+// an account's pairs).
+func identityValues(r *rules.Rule, given map[string]string) (values map[string]string, missing []string) {
+	if !r.Counts() || len(r.Key) == 0 {
+		return nil, nil
+	}
+	for i, name := range r.KeyNames {
+		v, ok := given[name]
+		switch {
+		case ok:
+			if values == nil {
+				values = map[string]string{}
+			}
+			values[name] = v
+		case !r.KeyOptional(i):
+			missing = append(missing, name)
+		}
+	}
+	if values == nil {
+		return nil, nil
+	}
+	return values, missing
 }

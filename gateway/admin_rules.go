@@ -58,7 +58,7 @@ func (s *Server) adminRules(ctx *fasthttp.RequestCtx) {
 		NodeDryRunUntil string      `json:"node_dry_run_until"`
 		Rules           []adminRule `json:"rules"`
 	}{NodeDryRun: p.DryRun || s.engine.DryRunAt(now), Rules: make([]adminRule, 0, len(p.Rules))}
-	if t, ok := s.engine.NodeDryRunToggle(now); ok {
+	if t, ok := s.engine.DryRuns().Node(now); ok {
 		out.NodeDryRunUntil = rfc3339(t.Until)
 	}
 	for i, r := range p.Rules {
@@ -74,7 +74,7 @@ func (s *Server) adminRules(ctx *fasthttp.RequestCtx) {
 			ar.Limit, ar.Period = l.Limit(), ""
 			ar.Adaptive = fmt.Sprintf("%s, min %d, max %d", a.Method, a.Min, a.Max)
 		}
-		if t, ok := s.engine.RuleDryRun(r, now); ok {
+		if t, ok := s.engine.DryRuns().Rule(r.Name, now); ok {
 			ar.DryRunUntil, ar.DryRunReason = rfc3339(t.Until), t.Reason
 		}
 		for o, c := range st.counters[i] {

@@ -219,7 +219,7 @@ func TestDryRunRefusesBadInput(t *testing.T) {
 	if got := probe(t, n.addr); got != http.StatusTooManyRequests {
 		t.Errorf("after refused toggles: got %d, want 429 (nothing changed)", got)
 	}
-	if ts := n.srv.Engine().DryRunToggles(); len(ts) != 0 {
+	if ts := n.srv.Engine().DryRuns().List(); len(ts) != 0 {
 		t.Errorf("after refused toggles: got toggles %v, want none", ts)
 	}
 }

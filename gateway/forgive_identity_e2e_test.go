@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	forgivebehaviour "github.com/edge-gateway/edge/behaviour/forgive"
 	"github.com/edge-gateway/edge/internal/testredis"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -222,7 +223,7 @@ func TestForgiveIdentityAcrossFleet(t *testing.T) {
 		t.Fatalf("node b right after node a's forgive: got %d, want 200", got)
 	}
 	eventually(t, "node b never read node a's exemptions", func() bool {
-		return len(b.srv.engine.Exempting(b.srv.Policy(), clk.Now())) == len(ans.Forgiven)
+		return len(forgivebehaviour.Exempting(b.srv.engine, b.srv.Policy(), clk.Now())) == len(ans.Forgiven)
 	})
 	for i := range 8 {
 		if got := loginAt(t, b.addr, client, account, "wrong"); got != http.StatusUnauthorized {

@@ -3,15 +3,14 @@ package rules
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"hash"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edge-gateway/edge/internal/dryrun"
+	"github.com/edge-gateway/edge/internal/keyhash"
 )
 
 // Fields gives the Engine's features the request values a key may name.
@@ -144,9 +143,6 @@ type Match struct {
 	// exempt_known) or a forgiven key. The rule decided it but neither
 	// refused nor charged it.
 	Known bool
-	// Forgiven is true when a forgive's exemption covered the key
-	// (forgive.go); Known is then true as well.
-	Forgiven bool
 	// Value is 0 for a rule's first match of the request; a rule keyed on
 	// an identity whose sources gave several values has a match for each
 	// further combination of them right after it, with Value 1, 2, ...
@@ -204,25 +200,13 @@ type Scratch struct {
 	begun      *Policy // the policy Begin prepared the memo slots for
 	settle     []Op    // post-response ops (Hooks)
 	settleRes  []Result
-	settled    bool          // Settle's store call decided settleRes (SettleResult)
-	exempts    []exemptCheck // forgive's exemption markers to check (forgive.go)
-	mops       []Op
-	mres       []Result
-	qops       []Op // the after call's ops (Scratch.AfterOp, pipeline.go)
+	settled    bool     // Settle's store call decided settleRes (SettleResult)
+	mres       []Result // the precheck's results (Scratch.PreOp)
+	qops       []Op     // the after call's ops (Scratch.AfterOp, pipeline.go)
 	qres       []Result
-	mbuf       []byte
-	buf        []byte // encoded key values, for the keyed hash
-	prev       []byte // the previous key's encoded values
-	prevSum    [15]byte
-	sum        []byte
-	mac        hash.Hash  // HMAC-SHA256 under owner's secret (format 1, HashClient), made on first use
-	pmac       hash.Hash  // HMAC-SHA256 under owner's previous secret (modeRotate1), made on first use
-	mode       keyMode    // the request's key format (keyformat.go), set by Check
-	pairs      []hashPair // modeDual, a rotation: the request's hashes and their twins
-	dops       []Op       // modeDual, a rotation: a store call's ops and their twins (Engine.take)
-	dres       []Result
+	buf        []byte         // encoded key values, for the keyed hash
+	keys       keyhash.Hasher // the request's keyed hashes, in its key format (keyformat.go)
 	owner      *Engine
-	network    uint32 // the request's Op.Network (network.go)
 	exempted   []bool // exempted[i]: the request is exempt from Policy.Rules[i] (stage.go), when exempting
 	exempting  bool
 	combo      valueCombo // the combination of values being keyed (values.go)
@@ -233,10 +217,8 @@ type Scratch struct {
 	// an enforcing rule rejects the request's identity (after the gate,
 	// missing includes invalid). Check's phases set them (pipeline.go).
 	denyAction, missing, invalid bool
-	// pre are the stages' precheck ops (Scratch.PreOp), preAt where they
-	// start in that call (stage.go).
-	pre   []Op
-	preAt int
+	// pre are the precheck call's ops (Scratch.PreOp, stage.go).
+	pre []Op
 
 	// wantSettle: a hook asked for Settle's call (Scratch.WantSettle).
 	wantSettle bool
@@ -257,8 +239,6 @@ func NewScratch(n int) *Scratch {
 		Ops:     make([]Op, 0, n),
 		Res:     make([]Result, 0, n),
 		buf:     make([]byte, 0, 512),
-		prev:    make([]byte, 0, 512),
-		sum:     make([]byte, 0, sha256.Size),
 	}
 }
 
@@ -293,13 +273,10 @@ func (s *Scratch) reset() {
 	s.settled = false
 	s.denyAction, s.missing, s.invalid = false, false, false
 	s.pre = s.pre[:0]
-	s.exempts = s.exempts[:0]
 	s.wantSettle = false
 	s.Matches = s.Matches[:0]
 	s.Ops = s.Ops[:0]
 	s.Res = s.Res[:0]
-	s.prev = s.prev[:0]
-	s.pairs = s.pairs[:0]
 	s.resp = nil
 	s.resetInflight()
 }
@@ -328,24 +305,16 @@ type EngineOptions struct {
 // the policy is passed to each Check so a reload swaps it atomically.
 type Engine struct {
 	store  Store
-	secret []byte
 	dryRun atomic.Bool
-	// dry holds the run-time dry-run toggles (dryrun.go); dryMu orders their writers.
-	dry   atomic.Pointer[dryRuns]
-	dryMu sync.Mutex
-	// exempt records the rules forgive exempted keys of (forgive.go).
-	exempt exemptions
+	// dry holds the run-time dry-run toggles (dryrun.go).
+	dry dryrun.Toggles
+	// kept holds the features' node state (Engine.Kept, extend.go).
+	kept atomic.Pointer[[]keptValue]
 	// local holds the node-local limits' Slots by ID (LocalSlots,
 	// inflight.go).
 	local localLimits
-	// formats is the key format (keyformat.go); sip0 and sip1 are format
-	// 2's subkey, derived from secret.
-	formats    atomic.Pointer[KeyFormats]
-	sip0, sip1 uint64
-	// prevSecret is EngineOptions.PreviousSecret (nil: none);
-	// prevSip0 and prevSip1 its format 2 subkey.
-	prevSecret         []byte
-	prevSip0, prevSip1 uint64
+	// keys are the key secrets and formats (keyformat.go).
+	keys *keyhash.Keys
 }
 
 // ErrNoStore is returned by NewEngine without a store.
@@ -353,36 +322,25 @@ var ErrNoStore = errors.New("rules: engine needs a store")
 
 // ErrSamePreviousSecret is returned by NewEngine when PreviousSecret is
 // Secret: a rotation needs two secrets.
-var ErrSamePreviousSecret = errors.New("rules: the previous key secret is the key secret")
+var ErrSamePreviousSecret = keyhash.ErrSamePrevious
 
 // NewEngine returns an Engine over opts.Store.
 func NewEngine(opts EngineOptions) (*Engine, error) {
 	if opts.Store == nil {
 		return nil, ErrNoStore
 	}
-	e := &Engine{store: opts.Store, secret: opts.Secret}
-	if len(e.secret) == 0 {
-		e.secret = make([]byte, 32)
-		if _, err := rand.Read(e.secret); err != nil {
-			return nil, err
-		}
+	e := &Engine{store: opts.Store}
+	keys, err := keyhash.New(opts.Secret, opts.PreviousSecret, opts.KeyFormats)
+	if err != nil {
+		return nil, err
 	}
-	if len(opts.PreviousSecret) > 0 {
-		if bytes.Equal(opts.PreviousSecret, e.secret) {
-			return nil, ErrSamePreviousSecret
-		}
-		e.prevSecret = bytes.Clone(opts.PreviousSecret)
-	}
-	e.initKeyFormats(opts.KeyFormats)
+	e.keys = keys
 	e.dryRun.Store(opts.DryRun)
 	return e, nil
 }
 
 // SetDryRun switches node-wide dry-run on or off.
 func (e *Engine) SetDryRun(on bool) { e.dryRun.Store(on) }
-
-// DryRun reports whether node-wide dry-run is on.
-func (e *Engine) DryRun() bool { return e.dryRun.Load() }
 
 // Store returns the engine's store.
 func (e *Engine) Store() Store { return e.store }
@@ -592,7 +550,7 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 		buf = out
 	}
 	s.buf = buf
-	copy(k[9:], s.valueHash(buf))
+	copy(k[9:], s.keys.Hash(buf))
 	return k, Present
 }
 
@@ -621,7 +579,7 @@ func (e *Engine) member(r *Rule, req *Request, s *Scratch) (uint64, Status) {
 		return 0, st
 	}
 	s.buf = out
-	return binary.BigEndian.Uint64(s.valueHash(out)[:8]), Present
+	return binary.BigEndian.Uint64(s.keys.Hash(out)[:8]), Present
 }
 
 // conditions evaluates r's when { } conditions: Present when all hold,
@@ -783,39 +741,6 @@ func IsSuccess(success []int, status int, outcome []byte) bool {
 	return false
 }
 
-// valueHash is the keyed hash of encoded key values, 15 bytes, in the
-// request's key format (keyformat.go): SipHash-2-4-128 in format 2,
-// HMAC-SHA256 in format 1 and in the migration window, where the format 2
-// twin is computed too and kept for Engine.take. Keys alike in one request
-// (a limit and its shadow, a rule and the mint budget) share one hash.
-func (s *Scratch) valueHash(buf []byte) []byte {
-	if len(s.prev) == 0 || !bytes.Equal(buf, s.prev) {
-		switch s.mode {
-		case mode2:
-			s.prevSum = s.owner.sipHash(buf)
-		case mode1:
-			s.prevSum = s.hmacHash(buf)
-		case modeRotate2:
-			s.prevSum = s.owner.sipHash(buf)
-			if _, ok := s.twin(s.prevSum[:]); !ok {
-				s.pairs = append(s.pairs, hashPair{h1: s.prevSum, h2: s.owner.prevSipHash(buf)})
-			}
-		case modeRotate1:
-			s.prevSum = s.hmacHash(buf)
-			if _, ok := s.twin(s.prevSum[:]); !ok {
-				s.pairs = append(s.pairs, hashPair{h1: s.prevSum, h2: s.prevHMACHash(buf)})
-			}
-		default:
-			s.prevSum = s.hmacHash(buf)
-			if _, ok := s.twin(s.prevSum[:]); !ok {
-				s.pairs = append(s.pairs, hashPair{h1: s.prevSum, h2: s.owner.sipHash(buf)})
-			}
-		}
-		s.prev = append(s.prev[:0], buf...)
-	}
-	return s.prevSum[:]
-}
-
 // HashKey returns the counter key of a RequestHook's op: id names the
 // counters as a rule's ID does, tag marks the value as a characteristic's
 // tag does, and buf holds the encoded value (the keyed hash covers it).
@@ -824,7 +749,7 @@ func (s *Scratch) HashKey(id [8]byte, tag byte, buf []byte) Key {
 	var k Key
 	copy(k[0:8], id[:])
 	k[8] = tag
-	copy(k[9:], s.valueHash(buf))
+	copy(k[9:], s.keys.Hash(buf))
 	return k
 }
 

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -432,6 +433,38 @@ type Memo struct {
 	// phone, a verified visitor ID), allocated the first time and reused.
 	State any
 }
+
+// Kept returns the value e keeps under key for a feature: state of the
+// node that outlives every policy e decides (a reload keeps it), such as
+// behaviour/forgive's record of the exemptions made on this node. The
+// first call for key stores newValue() and returns it, every later one
+// that value. key must be comparable and the feature's own (a value of an
+// unexported type, as a context key is). Safe for concurrent use: a lookup
+// (on the request path) is one atomic load and a scan of the few keys, of
+// a list replaced whole on each insertion; no lock, no allocation.
+func (e *Engine) Kept(key any, newValue func() any) any {
+	for { // until key is found, or this insertion lands first
+		old := e.kept.Load()
+		var kvs []keptValue
+		if old != nil {
+			kvs = *old
+		}
+		for _, kv := range kvs {
+			if kv.key == key {
+				return kv.val
+			}
+		}
+		v := newValue()
+		if next := append(slices.Clone(kvs), keptValue{key, v}); e.kept.CompareAndSwap(old, &next) {
+			return v
+		}
+	}
+}
+
+// Kept is Engine.Kept of the engine deciding the request (Check's).
+func (s *Scratch) Kept(key any, newValue func() any) any { return s.owner.Kept(key, newValue) }
+
+type keptValue struct{ key, val any }
 
 // Node is what rules reads of the node's own configuration, the edge { }
 // and store { } blocks. A feature decodes them (package node, whose Config

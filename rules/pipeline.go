@@ -2,8 +2,6 @@ package rules
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"time"
 )
 
@@ -15,10 +13,10 @@ import (
 //	        rule's matcher, conditions, key and op; shape: the stages'
 //	        Shape (a concurrency lease, cost, calendar), ip ceiling
 //	        (countMatch)
-//	gate    forgive's exemptions, the stages' Gate (known callers, bans)
-//	        and the request hooks' GateRequest (known { } blocks, sensitive
-//	        bans), in at most one store call (precheck); shedding
-//	        (Admitter)
+//	gate    the exemptions' Gate (forgiven keys), the stages' (known
+//	        callers, bans) and the request hooks' GateRequest (known { }
+//	        blocks, sensitive bans), in at most one store call (precheck);
+//	        shedding (Admitter)
 //	main    the request hooks, then the one main store call; the
 //	        stages' Answered (Holder: leases held)
 //	judge   each match's outcome from its result; the stages' Judge
@@ -42,10 +40,10 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 	var d Decision
 	s.exemptions(p, req, &d) // skip rules first, wherever written (stage.go)
 	dry := e.dry.Load()      // run-time toggles (dryrun.go), expiring by now
-	nodeDry := p.DryRun || e.dryRun.Load() || dry.nodeDry(now)
+	nodeDry := p.DryRun || e.dryRun.Load() || dry.NodeOn(now)
 	for _, r := range p.Rules {
 		if r.matches(req) && !s.exempt(r) {
-			e.matchRule(now, r, req, s, &d, !(nodeDry || r.DryRun || r.Action == ActionLog || dry.ruleDry(r.ID, now)))
+			e.matchRule(now, r, req, s, &d, !(nodeDry || r.DryRun || r.Action == ActionLog || dry.RuleOn(r.Name, now)))
 		}
 	}
 	if e.gate(ctx, now, p, req, s, &d) {
@@ -65,24 +63,19 @@ func (e *Engine) Check(ctx context.Context, now time.Time, p *Policy, req *Reque
 }
 
 // begin prepares s for a request under p: its memo slots, its key format
-// and its client's network.
+// and its client's network (network.go).
 func (e *Engine) begin(now time.Time, p *Policy, req *Request, s *Scratch) {
 	if s.begun != p {
 		s.Begin(p)
 	}
 	s.begun = nil // the next request begins afresh
 	s.reset()
-	s.pol, s.now = p, now
-	if s.owner != e {
-		s.mac, s.pmac, s.owner = nil, nil, e // format 1's HMACs are keyed by the engine's secrets
+	s.pol, s.now, s.owner = p, now, e
+	network := uint32(0) // Op.Network: none without a network share
+	if p.networkShares {
+		network = e.keys.Network(req.Client, p.Keys.NetworkIPv4Prefix, p.Keys.NetworkIPv6Prefix)
 	}
-	s.mode = e.mode(e.formats.Load(), now)
-	s.network = e.clientNetwork(p, req.Client) // every op's (Engine.take)
-	if s.mode.hmac() && s.mac == nil {
-		// Once per pooled Scratch and engine: crypto/hmac keeps the keyed
-		// inner and outer SHA-256 states (hmacHash).
-		s.mac = hmac.New(sha256.New, e.secret)
-	}
+	s.keys.Begin(e.keys, now, network) // every op's network (Engine.take)
 }
 
 // refusedAnyway reports whether the request is refused whatever the
@@ -165,19 +158,21 @@ func (s *Scratch) reject(m *Match, status Status) {
 	}
 }
 
-// gate is the phase before anything is counted: forgive's exemptions and
-// the stages' Gate and request hooks' GateRequest (known callers, bans:
-// behaviour/known, behaviour/ban) are checked in one store call
-// (precheck), then the Admitters admit the request or not (load shedding,
-// behaviour/shed; no store call). It reports whether the request is
-// refused (d is then its decision).
+// gate is the phase before anything is counted: forgive's exemptions
+// (behaviour/forgive), the stages' Gate and request hooks' GateRequest
+// (known callers, bans: behaviour/known, behaviour/ban) are checked in one
+// store call (precheck), then the Admitters admit the request or not (load
+// shedding, behaviour/shed; no store call). It reports whether the request
+// is refused (d is then its decision).
 func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Request, s *Scratch, d *Decision) bool {
 	if !s.refusedAnyway() {
-		e.queueExemptions(now, s)
+		if p.exemptions != nil {
+			p.exemptions.Gate(s) // forgiven keys, first (behaviour/forgive)
+		}
 		if p.gates {
 			s.queueGates(req, d.Sensitive) // known callers, bans (stage.go)
 		}
-		if len(s.exempts) > 0 || len(s.pre) > 0 {
+		if len(s.pre) > 0 {
 			// One more store call, only where a forgive, a Stage's Gate or
 			// a request hook's GateRequest asks (known callers, bans).
 			if r, left := e.precheck(ctx, now, s); r != nil {
@@ -201,32 +196,24 @@ func (e *Engine) gate(ctx context.Context, now time.Time, p *Policy, req *Reques
 	return false
 }
 
-// precheck makes the one store call before the main one when the request
-// has forgive's exemptions or the stages' and request hooks' Gate checks
-// (Scratch.PreOp: known callers' markers, behaviour/known; bans and their
-// ban_by guilt markers, behaviour/ban): it settles which matches are taken
-// out of their rule (forgive's markExempt, then the Admits: a known
-// caller, before the rule's ban, a later stage, refuses) and returns the
-// rule whose Gater (or RequestGater) refuses the request, if any, with the
-// time left. A store that cannot answer knows no one and gates nothing:
-// the rules apply as they are.
+// precheck makes the one store call before the main one when the
+// exemptions, the stages or the request hooks queued checks (Scratch.PreOp:
+// forgiven keys' markers, behaviour/forgive; known callers' markers,
+// behaviour/known; bans and their ban_by guilt markers, behaviour/ban): it
+// settles which matches are taken out of their rule (the exemptions, then
+// the Admits: a known caller, before the rule's ban, a later stage,
+// refuses) and returns the rule whose Gater (or RequestGater) refuses the
+// request, if any, with the time left. A store that cannot answer knows no
+// one and gates nothing: the rules apply as they are.
 func (e *Engine) precheck(ctx context.Context, now time.Time, s *Scratch) (refusing *Rule, left time.Duration) {
-	s.mops = s.mops[:0]
-	s.mops = e.appendExemptOps(s, s.mops)
-	s.preAt = len(s.mops)
-	s.mops = append(s.mops, s.pre...) // the stages' and request hooks' Gate (stage.go)
-	if cap(s.mres) < len(s.mops) {
-		s.mres = make([]Result, len(s.mops))
+	if cap(s.mres) < len(s.pre) {
+		s.mres = make([]Result, len(s.pre))
 	}
-	s.mres = s.mres[:len(s.mops)]
-	if err := e.take(ctx, now, s, s.mops, s.mres); err != nil {
+	s.mres = s.mres[:len(s.pre)]
+	if err := e.take(ctx, now, s, s.pre, s.mres); err != nil {
 		return nil, 0
 	}
-	e.markExempt(s, s.mres)
-	if len(s.pre) > 0 {
-		return s.admitGates()
-	}
-	return nil, 0
+	return s.admitGates()
 }
 
 // refuseAtGate turns d into the refusal of a request a Gater refused (a

@@ -59,7 +59,8 @@ type Policy struct {
 	requestSettlers []RequestSettler
 	// admitters are the request hooks with the gate's last step
 	// (Admitter: load shedding).
-	admitters []Admitter
+	admitters  []Admitter
+	exemptions Exemptions // Engine.Forgive's (Compiler.SetExemptions); nil: none
 	// networkShares is true when a rule has a network share
 	// (Rule.NetworkKeys): requests then compute their network (network.go).
 	networkShares bool

@@ -70,11 +70,11 @@ type Gater interface {
 }
 
 // TakeOut takes m, a counting match, out of its rule, as a known caller's
-// is (behaviour/known) and a forgiven key's (Engine.Forgive): m is decided
-// but its ops (its IP ceiling's too) become dry-run peeks, never refusing
-// and never consuming, and m.Known is set, which the judge (m's outcome is
-// an allow), the rule's ban, its hooks and its cost's settlement honour.
-// Only a Gater's Admit may call it.
+// is (behaviour/known) and a forgiven key's (behaviour/forgive): m is
+// decided but its ops (its IP ceiling's too) become dry-run peeks, never
+// refusing and never consuming, and m.Known is set, which the judge (m's
+// outcome is an allow), the rule's ban, its hooks and its cost's
+// settlement honour. Only a Gater's Admit or Exemptions.Admit may call it.
 func (s *Scratch) TakeOut(m *Match) {
 	m.Known = true
 	for _, j := range [2]int{m.Op, m.CeilingOp} {
@@ -160,6 +160,34 @@ type Forgiver interface {
 	// in Forgive's call, after the counter's reset.
 	Forgive(k Key, ops []Op) []Op
 }
+
+// Exemptions grants the exemptions Engine.Forgive gives (behaviour/forgive;
+// docs/operations.md, "Forgive"): while one lasts, its rule does not hold
+// the forgiven key to its limit. A feature sets a policy's
+// (Compiler.SetExemptions). It gates first, before any Gater, so that no
+// stage refuses a match it took out (a ban honours Match.Known); what it
+// records of the exemptions made is node state (Engine.Kept).
+type Exemptions interface {
+	// Gate is called first in the gate phase of a request the gate sees;
+	// it queues the checks of the request's exemptions (Scratch.PreOp).
+	Gate(s *Scratch)
+	// Admit is called once the precheck returned, before any Gater's
+	// Admit; it takes the exempt matches out of their rule
+	// (Scratch.TakeOut). A store that cannot answer the precheck exempts
+	// no one: it is not called.
+	Admit(s *Scratch)
+	// Exempt returns clear with the ops that clear r's exemption of k
+	// appended (Forgive's call), the ops that write one for d (at most
+	// MaxExempt) from now, sent once that call succeeded (a store judges
+	// a call's ops against the state before it), and its end.
+	Exempt(r *Rule, k Key, now time.Time, d time.Duration, clear []Op) (cleared, write []Op, until time.Time)
+	// Record notes on e an exemption of r until until: Forgive's, once
+	// written, or one made elsewhere in the fleet (Engine.ExemptFrom).
+	Record(e *Engine, r *Rule, until, now time.Time)
+}
+
+// SetExemptions sets what grants the policy's exemptions (Exemptions).
+func (c *Compiler) SetExemptions(x Exemptions) { c.p.exemptions = x }
 
 // Judgement is what a Judge makes of a match. The zero value changes
 // nothing.
@@ -366,16 +394,16 @@ func (s *Scratch) Now() time.Time { return s.now }
 func (s *Scratch) Policy() *Policy { return s.pol }
 
 // PreOp adds op to the gate's precheck call and returns its index for
-// PreResult. Only a Gater's Gate or a RequestGater's GateRequest may call
-// it.
+// PreResult. Only a Gater's Gate, a RequestGater's GateRequest or
+// Exemptions.Gate may call it.
 func (s *Scratch) PreOp(op Op) int {
 	s.pre = append(s.pre, op)
 	return len(s.pre) - 1
 }
 
-// PreResult returns the result of precheck op i (PreOp's index). Only a
-// Gater's Admit or a RequestGater's AdmitRequest may call it.
-func (s *Scratch) PreResult(i int) *Result { return &s.mres[s.preAt+i] }
+// PreResult returns the result of precheck op i (PreOp's index), for a
+// Gater's Admit, a RequestGater's AdmitRequest or Exemptions.Admit.
+func (s *Scratch) PreResult(i int) *Result { return &s.mres[i] }
 
 // SetResponse gives Engine.Settle the origin's response headers, for the
 // Settlers (settle_from); the gateway calls it before Settle. The Scratch
@@ -438,13 +466,16 @@ func (s *Scratch) queueGates(req *Request, sensitive bool) {
 	}
 }
 
-// admitGates runs, once the precheck returned, the Admit of every
-// counting match's Gaters, in their rules' order and each rule's stages'
-// (a known caller is taken out of its rule before the rule's ban, a later
-// stage, refuses), then the request gaters' AdmitRequest (a ban of
+// admitGates runs, once the precheck returned, the exemptions' Admit, then
+// every counting match's Gaters' Admit, in their rules' order and each
+// rule's stages' (a known caller is taken out before the rule's ban, a
+// later stage, refuses), then the request gaters' AdmitRequest (a ban of
 // ban_scope = "sensitive", which honours those taken out), and returns the
 // first rule that refuses with the longest wait of those that do.
 func (s *Scratch) admitGates() (refusing *Rule, left time.Duration) {
+	if s.pol.exemptions != nil {
+		s.pol.exemptions.Admit(s)
+	}
 	for i := range s.Matches {
 		m := &s.Matches[i]
 		if m.Op < 0 {
@@ -462,24 +493,6 @@ func (s *Scratch) admitGates() (refusing *Rule, left time.Duration) {
 		}
 	}
 	return refusing, left
-}
-
-// shapeWindow gives op, one of r's sent outside a request (Forgive's
-// reset), the window r's WindowShapers set on a request's op at now.
-func (r *Rule) shapeWindow(now time.Time, op *Op) {
-	var s *Scratch
-	m := Match{Rule: r, Op: 0, CeilingOp: -1, Enforce: op.Enforce}
-	for _, sh := range r.shapers {
-		if w, ok := sh.(WindowShaper); ok {
-			if s == nil {
-				s = &Scratch{now: now, Ops: []Op{*op}}
-			}
-			w.Shape(nil, s, &m)
-		}
-	}
-	if s != nil {
-		*op = s.Ops[0]
-	}
 }
 
 // longestWindow is the longest window an op of r counts: its Period, or a

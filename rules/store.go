@@ -13,7 +13,7 @@ import (
 // policy code writes rules.Op{Kind: rules.OpTake, Algorithm: rules.GCRA, …}.
 type (
 	// Key identifies one counter (counter.Key): the rule's ID, a tag byte
-	// and a keyed hash of the characteristic values (keyformat.go).
+	// and a keyed hash of the characteristic values (internal/keyhash).
 	Key = counter.Key
 	// Op is one counter operation of a request (counter.Op). The Engine
 	// builds one per matching rule and hands all of a request's to the

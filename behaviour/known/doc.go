@@ -55,7 +55,6 @@
 // hook (a rules.RequestGater and RequestSettler) checks what the blocks a
 // request matches require and writes their markers, and known_visitors',
 // after a success. Per-request state lives in one memo slot. Forgive's
-// exemptions (rules/forgive.go) take a match out of its rule the same way,
-// and stay in rules: they are the engine's and the admin API's, not a
-// rule attribute.
+// exemptions (behaviour/forgive) take a match out of its rule the same way,
+// before any stage admits.
 package known

@@ -97,7 +97,7 @@ func TestDryRunCommand(t *testing.T) {
 	if !strings.Contains(logs.String(), `"audit":"dry-run","actor":"bob","reason":"INC-5","rule":"login-per-ip","dry_run":true`) {
 		t.Errorf("the audit log lacks the toggle by bob:\n%s", logs.String())
 	}
-	if ts := srv.Engine().DryRunToggles(); len(ts) != 0 {
+	if ts := srv.Engine().DryRuns().List(); len(ts) != 0 {
 		t.Errorf("toggles left: %v, want none", ts)
 	}
 }

@@ -137,7 +137,7 @@ func checkKeySecrets(rs *redisstore.Store, secret, prev []byte, env string, rota
 
 // unknownKeyFormat is the key format of a node that could not read the
 // fleet's: every op applied in both formats, refused when either key
-// refuses, which is safe beside nodes of either format (rules/keyformat.go)
+// refuses, which is safe beside nodes of either format (internal/keyhash)
 // at twice the store's work, until the fleet's is read.
 func unknownKeyFormat() rules.KeyFormats {
 	return rules.KeyFormats{Format: rules.KeyFormat1, DualUntil: time.Unix(1<<40, 0)}

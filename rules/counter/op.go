@@ -10,7 +10,7 @@ import "time"
 // Key identifies one counter. Bytes [0:8] are a hash of the rule's name (so
 // counters follow a rule across reloads), byte [8] is the characteristic kind
 // and bytes [9:24] a keyed hash of the characteristic values in the engine's
-// key format (rules/keyformat.go): format 2, SipHash-2-4-128 under a subkey
+// key format (internal/keyhash): format 2, SipHash-2-4-128 under a subkey
 // derived from the key secret, or format 1, HMAC-SHA256 under the secret,
 // each truncated to 15 bytes; Op.KeyFormat says which, and a Redis store
 // names the two apart (docs/deploying.md, "Key format and rolling
@@ -18,7 +18,7 @@ import "time"
 type Key [24]byte
 
 // KeyFormat is the format of a counter key's keyed hash (Key[9:24]),
-// rules/keyformat.go's.
+// internal/keyhash's.
 type KeyFormat uint8
 
 const (
@@ -137,12 +137,12 @@ type Op struct {
 	// window's own length (a day of 23 or 25 hours across a DST change, a
 	// month of 28 to 31 days). Only FixedWindow may set it (ValidateOp).
 	Calendar bool
-	// KeyFormat is the format of Key's hash (rules/keyformat.go): a Redis
+	// KeyFormat is the format of Key's hash (internal/keyhash): a Redis
 	// store names format 2 keys apart (redisstore's doc). 0, an op no
 	// engine hashed, is named as format 1 is.
 	KeyFormat KeyFormat
 	// Marker marks an op on a marker: a ban (behaviour/ban), a known visitor
-	// (behaviour/known) or a forgive's exemption (forgive.go), a key whose
+	// (behaviour/known) or a forgive's exemption (behaviour/forgive), a key whose
 	// presence is the point and that must last its whole time. The memory
 	// store keeps its rule's markers in a budget of their own (MaxKeys
 	// more keys beside the rule's counters; Options.MaxKeys when MaxKeys
@@ -152,7 +152,7 @@ type Op struct {
 	// it. Other stores ignore it.
 	Marker bool
 	// Twin marks an op on the previous key secret's key of the op before
-	// it, ops[i-1], in a key-secret rotation (rules/keyformat.go,
+	// it, ops[i-1], in a key-secret rotation (internal/keyhash,
 	// docs/operations.md "Rotating the key secret"): the same op on the
 	// key and Member the values had under the previous secret. The Engine
 	// puts each twin right after its op and refuses the op when either

@@ -61,7 +61,7 @@ func (s *Store) ClaimKeyFingerprint(ctx context.Context, fp string, overwrite bo
 
 // FleetKeyFormat is the key format a fleet's Redis holds in the
 // fingerprint key's value, beside the key secret's fingerprint
-// (rules/keyformat.go, docs/deploying.md "Key format and rolling
+// (internal/keyhash, docs/deploying.md "Key format and rolling
 // upgrades"):
 //
 //	<fp>               format 1: what nodes before key formats write

@@ -1,17 +1,19 @@
-package rules_test
+package keyhash_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"net/netip"
 	"testing"
 
 	"github.com/dchest/siphash"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
-	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // goldenPolicy has a rule keyed on one characteristic, one on two, a
@@ -43,10 +45,7 @@ rule "accounts-per-ip" {
 `
 
 // goldenRequest is the request every golden key is computed from.
-var goldenRequest = req{method: "POST", path: "/login", client: "203.0.113.7", f: fields{
-	contentType: "application/json",
-	body:        `{"username":"alice@example.com"}`,
-}}
+var goldenRequest = rulestest.Req{Method: "POST", Path: "/login", Client: "203.0.113.7", Fields: rulestest.Account("alice@example.com")}
 
 // goldenSecret is the key secret of the golden keys.
 var goldenSecret = []byte("golden key secret")
@@ -67,15 +66,14 @@ var goldenFormat1 = map[string]string{
 // returns its keys and the distinct Member in goldenFormat1's shape.
 func goldenKeys(t *testing.T, opts rules.EngineOptions) map[string]string {
 	t.Helper()
-	p := load(t, goldenPolicy)
-	rec := &recordingStore{Store: newMemstore(t)}
-	opts.Store, opts.Secret = rec, goldenSecret
+	p := rulestest.Load(t, goldenPolicy)
+	opts.Store, opts.Secret = rulestest.NewStore(t), goldenSecret
 	e, err := rules.NewEngine(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := rules.NewScratch(4)
-	check(e, p, goldenRequest, s)
+	e.Check(context.Background(), rulestest.T0, p, goldenRequest.Build(), s)
 	got := map[string]string{}
 	for _, m := range s.Matches {
 		if m.Op < 0 {
@@ -105,12 +103,12 @@ func TestGoldenFormat1(t *testing.T) {
 			t.Errorf("%s: got %s, want %s", name, got[name], want)
 		}
 	}
-	opts.Store, opts.Secret = newMemstore(t), goldenSecret
+	opts.Store, opts.Secret = rulestest.NewStore(t), goldenSecret
 	e, err := rules.NewEngine(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := load(t, goldenPolicy)
+	p := rulestest.Load(t, goldenPolicy)
 	k, err := e.KeyFromText(p, p.Rule("account-ip"), map[string]string{"account": "Alice@Example.com", "ip": "203.0.113.7"})
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +142,7 @@ func TestGoldenFormat2(t *testing.T) {
 }
 
 // TestKeyFormatHashes: each format's hash is its definition
-// (rules/keyformat.go), computed here from the primitives: HMAC-SHA256
+// (internal/keyhash's doc), computed here from the primitives: HMAC-SHA256
 // under the secret, and SipHash-2-4-128 under HMAC-SHA256(secret, "edge key
 // format 2")[:16], the output's halves little-endian, truncated to 15
 // bytes.
@@ -160,17 +158,17 @@ func TestKeyFormatHashes(t *testing.T) {
 	sub := m.Sum(nil)
 	lo, hi := siphash.Hash128(binary.LittleEndian.Uint64(sub[0:8]), binary.LittleEndian.Uint64(sub[8:16]), value)
 	want2 := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, lo), hi)[:15]
-	p := load(t, goldenPolicy)
+	p := rulestest.Load(t, goldenPolicy)
 	for _, tt := range []struct {
 		format rules.KeyFormat
 		want   []byte
 	}{{rules.KeyFormat1, want1}, {rules.KeyFormat2, want2}} {
-		e, err := rules.NewEngine(rules.EngineOptions{Store: newMemstore(t), Secret: secret, KeyFormats: rules.KeyFormats{Format: tt.format}})
+		e, err := rules.NewEngine(rules.EngineOptions{Store: rulestest.NewStore(t), Secret: secret, KeyFormats: rules.KeyFormats{Format: tt.format}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := rules.NewScratch(4)
-		check(e, p, goldenRequest, s) // HashKey hashes in the format of the request Check decided
+		e.Check(context.Background(), rulestest.T0, p, goldenRequest.Build(), s) // HashKey hashes in the format of the request Check decided
 		k := s.HashKey(id, 7, value)
 		if !bytes.Equal(k[9:], tt.want) || !bytes.Equal(k[:8], id[:]) || k[8] != 7 {
 			t.Errorf("format %d: got %x, want %x, 07, %x", tt.format, k, id, tt.want)
@@ -178,12 +176,32 @@ func TestKeyFormatHashes(t *testing.T) {
 	}
 }
 
-func newMemstore(t *testing.T) *memstore.Store {
-	t.Helper()
-	ms, err := memstore.New(memstore.Options{})
+func TestHashClientIsKeyedAndStable(t *testing.T) {
+	a, b := netip.MustParseAddr("203.0.113.7"), netip.MustParseAddr("203.0.113.8")
+	e1, e2 := rulestest.NewEngine(t, nil), rulestest.NewEngine(t, nil)
+	if e1.HashClient(a) != e2.HashClient(a) {
+		t.Error("one secret: the hashes of one address differ")
+	}
+	if e1.HashClient(a) == e1.HashClient(b) {
+		t.Error("two addresses hash alike")
+	}
+	other, err := rules.NewEngine(rules.EngineOptions{Store: e1.Store(), Secret: []byte("another secret")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ms.Close() })
-	return ms
+	if other.HashClient(a) == e1.HashClient(a) {
+		t.Error("another secret: the hash is the same (not keyed)")
+	}
+	// The Scratch's hash, after a Check, is the Engine's.
+	p := rulestest.Load(t, `
+rule "r" {
+  key   = ["ip"]
+  limit = 1
+  period = "1h"
+}`)
+	s := rules.NewScratch(1)
+	e1.Check(context.Background(), rulestest.T0, p, rulestest.Req{Method: "GET", Path: "/", Client: a.String()}.Build(), s)
+	if s.HashClient(a) != e1.HashClient(a) {
+		t.Error("Scratch.HashClient differs from Engine.HashClient")
+	}
 }
