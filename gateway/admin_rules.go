@@ -63,7 +63,7 @@ func (s *Server) adminRules(ctx *fasthttp.RequestCtx) {
 	}
 	for i, r := range p.Rules {
 		ar := adminRule{
-			Name: r.Name, Methods: nonNil(r.Methods()), Paths: nonNil(r.Paths()), Hosts: nonNil(r.Hosts()),
+			Name: r.Name, Methods: nonNil(r.Route.Methods()), Paths: nonNil(r.Route.Paths()), Hosts: nonNil(r.Route.Hosts()),
 			Key: nonNil(r.KeyNames), Algorithm: r.AlgorithmName(), Limit: r.Limit, Period: periodText(r),
 			Sensitive: r.Sensitive, Action: r.Action.String(),
 			DryRun:    r.Action != rules.ActionSkip && !s.engine.RuleEnforces(p, r, now),

@@ -166,7 +166,7 @@ func (a *attackRun) networkFullBanRule() (r *rules.Rule, why string, ok bool) {
 	}
 	now := time.Now()
 	for _, cr := range a.m.p.Rules {
-		if !slices.Contains(cr.Methods(), "POST") || !slices.Contains(cr.Paths(), "/login") || cr.DryRun {
+		if !slices.Contains(cr.Route.Methods(), "POST") || !slices.Contains(cr.Route.Paths(), "/login") || cr.DryRun {
 			continue
 		}
 		if ban.Sensitive(cr) && cr.Sensitive && cr.NetworkKeys > 0 &&

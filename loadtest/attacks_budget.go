@@ -158,7 +158,7 @@ func (a *attackRun) evictionRule() (r *rules.Rule, method, path string, ok bool)
 			!slices.Equal(cr.KeyNames, []string{"ip"}) || cr.MaxKeys <= 0 || cr.MaxKeys > evictionMaxKeys || cr.Period > evictionMaxPeriod {
 			continue
 		}
-		ps := cr.Paths()
+		ps := cr.Route.Paths()
 		if len(ps) == 0 {
 			continue
 		}
@@ -167,7 +167,7 @@ func (a *attackRun) evictionRule() (r *rules.Rule, method, path string, ok bool)
 			path = path[:len(path)-1] + "attacks-ban"
 		}
 		method = fasthttp.MethodGet
-		if ms := cr.Methods(); len(ms) > 0 {
+		if ms := cr.Route.Methods(); len(ms) > 0 {
 			method = ms[0]
 		}
 		return cr, method, path, true

@@ -203,7 +203,7 @@ func TestAttacksHostsPolicyIsTheShippedOne(t *testing.T) {
 		var out []ruleView
 		for _, r := range p.Rules {
 			v := ruleView{Name: r.Name, Algorithm: r.Algorithm, Limit: r.Limit, Burst: r.Burst, IPCeiling: r.IPCeiling, Period: r.Period,
-				Action: r.Action, Sensitive: r.Sensitive, DryRun: r.DryRun, Methods: r.Methods(), IPv4Prefix: r.IPv4Prefix, IPv6Prefix: r.IPv6Prefix,
+				Action: r.Action, Sensitive: r.Sensitive, DryRun: r.DryRun, Methods: r.Route.Methods(), IPv4Prefix: r.IPv4Prefix, IPv6Prefix: r.IPv6Prefix,
 				Count: r.Count, MissingIdentity: r.MissingIdentity, InvalidIdentity: r.InvalidIdentity, OnStoreError: r.OnStoreError,
 				ResetOnSuccess: r.ResetOnSuccess, FailureStatus: r.FailureStatus, SuccessStatus: r.SuccessStatus}
 			v.Key = r.KeyNames

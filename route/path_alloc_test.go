@@ -30,3 +30,16 @@ func TestHostNoAllocs(t *testing.T) {
 		t.Errorf("AppendHost: got %v allocs per run, want 0", got)
 	}
 }
+
+func TestMatchNoAllocs(t *testing.T) {
+	m := Matcher{methods: []string{"GET"}, exact: []string{"/login"}, prefixes: []string{"/api/"}, hosts: []string{"example.com"}}
+	method, overrides, path, host := []byte("PUT"), []byte("DELETE GET "), []byte("/api/v1"), []byte("example.com")
+	got := testing.AllocsPerRun(100, func() {
+		if !m.Match(method, overrides, path, host) {
+			t.Fatal("no match")
+		}
+	})
+	if got != 0 {
+		t.Errorf("Match: got %v allocs per run, want 0", got)
+	}
+}

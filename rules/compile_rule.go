@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/edge-gateway/edge/internal/httpsyntax"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules/counter"
 	"github.com/edge-gateway/edge/rules/hclattr"
@@ -102,6 +100,15 @@ func (c *Compiler) ruleAction(rb *ruleBlock, r *Rule) bool {
 var actions = hclattr.Vocabulary[Action]{Attr: "action", What: "an action",
 	Words:  []string{"limit", "deny", "log", "skip"},
 	Values: []Action{ActionLimit, ActionDeny, ActionLog, ActionSkip}}
+
+// String returns the action as policies.hcl spells it (actions), or
+// "unknown".
+func (a Action) String() string {
+	if i := slices.Index(actions.Values, a); i >= 0 {
+		return actions.Words[i]
+	}
+	return "unknown"
+}
 
 // ruleKey compiles key, the characteristics whose values make the
 // counter's key, at most one of them a ceiling (CeilingCharacteristic:
@@ -497,78 +504,14 @@ func (c *Compiler) BlockRule(name string, id [8]byte, def hcl.Range, methods, pa
 	return r
 }
 
-// Matches reports whether r applies to req by its methods, paths and
-// hosts (not its when { } conditions).
-func (r *Rule) Matches(req *Request) bool { return r.matches(req) }
-
-// knownMethods are the standard HTTP methods: another is a warning.
-var knownMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
-
-// matcher compiles what a rule (or a feature's block, BlockRule) matches: its methods,
-// paths and hosts (docs/policy.md, "Matching"). It reports false after an
-// error that makes the matcher unusable.
-func (c *Compiler) matcher(methodsExpr, pathsExpr, hostsExpr hcl.Expression, r *Rule) (ok bool) {
-	ok = true
-	methods, mrngs := c.StringList(methodsExpr, "methods")
-	for i, m := range methods {
-		u := strings.ToUpper(m)
-		switch {
-		case !httpsyntax.IsToken(u):
-			c.Errorf(mrngs[i], "Invalid method", "%q is not an HTTP method", m)
-			ok = false
-			continue
-		case !slices.Contains(knownMethods, u):
-			c.Warnf(mrngs[i], "Unusual method", "%q is not a standard HTTP method.%s", m, hclattr.Suggest(u, knownMethods))
-		}
-		r.methods = append(r.methods, u)
-	}
-	paths, prngs := c.StringList(pathsExpr, "paths")
-	if pathsExpr == nil || IsNull(pathsExpr) {
-		r.anyPath = true
-	}
-	for i, s := range paths {
-		if !strings.HasPrefix(s, "/") {
-			c.Errorf(prngs[i], "Invalid path", "%q must start with \"/\"", s)
-			ok = false
-			continue
-		}
-		pre, star := strings.CutSuffix(s, "*")
-		if strings.Contains(pre, "*") {
-			c.Errorf(prngs[i], "Invalid path", "%q: \"*\" is allowed only at the end, as in \"/api/*\"", s)
-			ok = false
-			continue
-		}
-		canon, cok := route.AppendCanonicalPath(nil, []byte(pre))
-		if !cok {
-			c.Errorf(prngs[i], "Invalid path", "%q is not a valid path", s)
-			ok = false
-			continue
-		}
-		m := string(route.AppendMatchPath(nil, canon, c.p.PathCaseInsensitive))
-		switch {
-		case star && m == "/":
-			r.anyPath = true
-		case star:
-			r.prefixes = append(r.prefixes, m+"/")
-		default:
-			r.exact = append(r.exact, m)
-		}
-	}
-	hosts, hostRngs := c.StringList(hostsExpr, "hosts")
-	for i, h := range hosts {
-		// The request's host goes through AppendHost too: one spelling on
-		// both sides (docs/host-and-path.md §1).
-		s := strings.TrimSpace(h)
-		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
-			s = "[" + s + "]" // a bare IPv6 address, which Host never spells
-		}
-		_, name, hok := route.AppendHost(nil, nil, []byte(s))
-		if !hok {
-			c.Errorf(hostRngs[i], "Invalid host", "%q is not a host name (letters, digits, '-', '_' and dots), an IPv4 address or a bracketed IPv6 address, optionally with a port; the edge refuses requests naming such a host, so the rule could never match", h)
-			continue
-		}
-		r.hosts = append(r.hosts, string(name))
-	}
+// matcher compiles what a rule (or a feature's block, BlockRule) matches
+// into r.Route (route.Compile: its methods, paths and hosts), recording
+// the diagnostics. It reports false after an error that makes the matcher
+// unusable.
+func (c *Compiler) matcher(methods, paths, hosts hcl.Expression, r *Rule) bool {
+	m, diags, ok := route.Compile(methods, paths, hosts, c.p.PathCaseInsensitive)
+	r.Route = m
+	c.Append(diags)
 	return ok
 }
 

@@ -478,27 +478,6 @@ func (e *Engine) storeFailed(d *Decision, s *Scratch) {
 	}
 }
 
-// matches reports whether r applies to req.
-func (r *Rule) matches(req *Request) bool {
-	if !r.matchPath(req.Path) || !r.matchHost(req.Host) {
-		return false
-	}
-	if r.matchMethod(req.Method) {
-		return true
-	}
-	for o := req.Overrides; len(o) > 0; {
-		i := bytes.IndexByte(o, ' ')
-		if i < 0 {
-			return r.matchMethod(o)
-		}
-		if i > 0 && r.matchMethod(o[:i]) {
-			return true
-		}
-		o = o[i+1:]
-	}
-	return false
-}
-
 // key encodes r's characteristic values for req and returns the counter
 // key, with Present; Missing when a value the key needs is absent or empty
 // (nothing ever becomes an empty or shared key), Invalid when one is

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules/counter"
 )
 
@@ -209,11 +210,8 @@ type Rule struct {
 	// ID is a hash of the name: counters follow a rule across reloads.
 	ID [8]byte
 
-	methods  []string // upper case; empty means any method
-	exact    []string // match-form paths, trailing slash dropped
-	prefixes []string // match-form prefixes, ending in "/"
-	anyPath  bool     // "/*" or no paths
-	hosts    []string // lower case, no port; empty means any host
+	// Route is what the rule matches: its methods, paths and hosts.
+	Route route.Matcher
 
 	// Key is the list of characteristics, compiled; KeyNames the same
 	// as written ("ip", "json:phone").
@@ -373,56 +371,12 @@ func (r *Rule) InFlight() bool { return len(r.holders) > 0 || r.local != nil }
 // PeriodUS is the period in microseconds.
 func (r *Rule) PeriodUS() int64 { return r.Period.Microseconds() }
 
-// Methods returns the methods the rule matches (empty: any).
-func (r *Rule) Methods() []string { return r.methods }
+// Matches reports whether r applies to req by its methods, paths and
+// hosts (Route; not its when { } conditions).
+func (r *Rule) Matches(req *Request) bool { return r.matches(req) }
 
-// matchPath reports whether a match-form path (from route.AppendMatchPath) is one
-// of the rule's paths.
-func (r *Rule) matchPath(p []byte) bool {
-	if r.anyPath {
-		return true
-	}
-	for _, e := range r.exact {
-		if string(p) == e {
-			return true
-		}
-	}
-	for _, pre := range r.prefixes {
-		// "/api/*" matches "/api" and everything under "/api/".
-		if len(p)+1 == len(pre) && string(p) == pre[:len(pre)-1] {
-			return true
-		}
-		if len(p) >= len(pre) && string(p[:len(pre)]) == pre {
-			return true
-		}
-	}
-	return false
-}
-
-// matchMethod reports whether the rule matches method m (upper case).
-func (r *Rule) matchMethod(m []byte) bool {
-	if len(r.methods) == 0 {
-		return true
-	}
-	for _, x := range r.methods {
-		if string(m) == x {
-			return true
-		}
-	}
-	return false
-}
-
-// matchHost reports whether the rule matches host h (lower case, no port).
-func (r *Rule) matchHost(h []byte) bool {
-	if len(r.hosts) == 0 {
-		return true
-	}
-	for _, x := range r.hosts {
-		if string(h) == x {
-			return true
-		}
-	}
-	return false
+func (r *Rule) matches(req *Request) bool {
+	return r.Route.Match(req.Method, req.Overrides, req.Path, req.Host)
 }
 
 // ruleID hashes a rule name into the first bytes of its keys.

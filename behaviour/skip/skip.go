@@ -200,7 +200,7 @@ func warn(c *rules.Compiler, p *rules.Policy, r *rules.Rule, sp *Stage) {
 			c.Warnf(sp.allAt, "Skips sensitive rules", "skip = [\"*\"] exempts the requests rule %q matches from every rule, the sensitive %s too; name the rules to skip if that is not meant", r.Name, strings.Join(sensitive, ", "))
 		}
 	}
-	if len(r.Conditions) == 0 && len(r.Methods()) == 0 && r.Paths() == nil && len(r.Hosts()) == 0 {
+	if len(r.Conditions) == 0 && len(r.Route.Methods()) == 0 && r.Route.Paths() == nil && len(r.Route.Hosts()) == 0 {
 		c.Warnf(r.DefRange, "Skips every request", "rule %q matches every request, so the rules it skips never apply; say who is exempt with when { ip_in = [...] } or narrow it with paths, methods or hosts", r.Name)
 	}
 }
