@@ -40,7 +40,7 @@ import (
 //     policy's forwarded_header (docs/client-address.md);
 //   - its headers, cookies and query what the proxy forwarded; the body
 //     whatever came with it (NGINX sends none: rules that read the body are
-//     refused at validate under decide_listen, rules/compile_decide.go).
+//     refused at validate under decide_listen, node/decide.go).
 //
 // Nothing here settles: the origin's answer never comes back, so
 // count = "failures", reset_on_success and known_visitors rules leave
@@ -63,7 +63,7 @@ const maxOriginalMethod = 32
 //
 // The policy must set decide_listen (wherever ln listens): only then were
 // its rules checked for what a described request carries
-// (rules/compile_decide.go). A policy reloaded without it is not decided
+// (node/decide.go). A policy reloaded without it is not decided
 // here: every described request answers 503 until the node restarts.
 func (s *Server) ServeDecide(ctx context.Context, ln net.Listener) error {
 	if s.Policy().DecideListen == "" {

@@ -22,7 +22,9 @@ const (
 // Feature returns the node's feature: the edge { } and store { } blocks,
 // decoded before every other block (rules.BlockType.First), edge before
 // store. What the rules read of them goes to the policy
-// (rules.Compiler.SetNode); the rest is the policy's Config (Of).
+// (rules.Compiler.SetNode); the rest is the policy's Config (Of). Once
+// every rule is compiled (rules.Feature.PolicyDone), it checks them
+// against decide_listen (ReadsBody).
 func Feature() rules.Feature {
 	return rules.Feature{
 		Name: "node",
@@ -32,6 +34,7 @@ func Feature() rules.Feature {
 			{Type: "edge", First: true, Multiple: true, Decode: decodeEdge},
 			{Type: "store", Labels: []string{"kind"}, First: true, Multiple: true, Decode: decodeStore},
 		},
+		PolicyDone: decideRules, // the rules against decide_listen (decide.go)
 	}
 }
 

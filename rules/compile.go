@@ -307,8 +307,9 @@ func sortDiags(diags hcl.Diagnostics) {
 // before: the features' blocks (the node's edge and store first, whose
 // settings are final when the others decode theirs; known { } last, whose
 // characteristics read the others), the rules, then what spans rules (the
-// features' PolicyDone: skip lists, known blocks' requires, load_shedding;
-// key budgets, network shares, decide_listen).
+// features' PolicyDone: skip lists, known blocks' requires, load_shedding,
+// the rules under decide_listen (package node); key budgets, network
+// shares).
 func (c *Compiler) compile(body hcl.Body) *Policy {
 	p := defaultPolicy(c.filename)
 	c.p = p
@@ -316,11 +317,10 @@ func (c *Compiler) compile(body hcl.Body) *Policy {
 	c.featureBlocks(top.feature)
 	c.ruleBlocks(top.rules)
 	for _, done := range c.reg.policyDone {
-		done(c) // Feature.PolicyDone: skip lists' names, known blocks' requires, load_shedding
+		done(c) // Feature.PolicyDone: decide_listen, skip lists' names, known blocks' requires, load_shedding
 	}
 	keyBudgets(p)
 	c.networkShares(p)              // network.go
-	c.decideRules(p)                // compile_decide.go
 	c.diags = c.dec.Filter(c.diags) // what the items left out made suspect (decode.go)
 	return p
 }

@@ -494,7 +494,7 @@ type Node struct {
 	UpstreamTimeout time.Duration
 	// DecideListen is the decision-only listener's HOST:PORT; empty: none.
 	// With one, the rules are checked for what a described request
-	// carries (compile_decide.go).
+	// carries (node/decide.go).
 	DecideListen string
 	// Keys are the memory store's key budgets, from store { }.
 	Keys StoreKeys

@@ -96,7 +96,7 @@ type KeyKeeper interface {
 
 // Resolver is a Stage that resolves characteristics of its own for a
 // request, beside its rule's key and count_distinct (known_by): a rule
-// whose stage resolves one from the body reads the body (ReadsBody).
+// whose stage resolves one from the body reads the body (node.ReadsBody).
 type Resolver interface {
 	Stage
 	// Resolves returns those characteristics.

@@ -61,7 +61,7 @@ func finish(c *rules.Compiler, r *rules.Rule) {
 	}
 	if st.maxCost(p, a, r, capacity, what) && st.settleFrom != nil && c.Policy().DecideListen != "" {
 		// The edge never sees the origin's answer there, as under
-		// reset_on_success (rules' compile_decide.go).
+		// reset_on_success (node/decide.go).
 		c.Warnf(r.DefRange, "Rule needs the origin's answer under decide_listen",
 			"rule %q has settle_from, which needs the origin's answer; the decision-only listener never sees it, so a request it counts there is charged its cost (the estimate) and never settled (docs/policy.md, \"Weighted costs\")", r.Name)
 	}

@@ -1,4 +1,4 @@
-package rules_test
+package node_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -132,7 +133,7 @@ func TestShippedPolicyUnderDecideListen(t *testing.T) {
 	}
 	var body []string
 	for _, r := range plain.Rules {
-		if rules.ReadsBody(plain, r) {
+		if node.ReadsBody(plain, r) {
 			body = append(body, r.Name)
 		}
 	}
