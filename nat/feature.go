@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 
 	"github.com/edge-gateway/edge/internal/httpsyntax"
+	"github.com/edge-gateway/edge/internal/keybudget"
 	"github.com/edge-gateway/edge/ipv6"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/counter"
@@ -208,9 +209,9 @@ func decodeVisitor(c *rules.Compiler, blk *hcl.Block) any {
 			}
 		}
 	}
-	v.Mint = c.KeyBudget(mintID, MintBudgetName)
+	v.Mint = c.AddKeyBudget(keybudget.Shared(mintID, MintBudgetName))
 	if v.MintReserve > 0 {
-		v.Fingerprints = c.KeyBudgetLike(fingerprintID, FingerprintBudgetName, v.Mint)
+		v.Fingerprints = c.AddKeyBudget(keybudget.Like(fingerprintID, FingerprintBudgetName, v.Mint))
 	}
 	c.AddRequestHook(v)
 	return v

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/edge-gateway/edge/internal/keybudget"
 	"github.com/edge-gateway/edge/rules/hclattr"
 	"github.com/edge-gateway/edge/rules/hcldecode"
 )
@@ -214,50 +215,12 @@ func (c *Compiler) SetValue(name string, v any) {
 	c.p.values[name] = v
 }
 
-// KeyBudget gives a feature's counters (keys starting with id, from
-// BudgetID) a share of the memory store's max_keys, as a rule without
-// max_keys gets; the returned Budget's MaxKeys is set once the policy is
-// compiled. name labels its metrics.
-func (c *Compiler) KeyBudget(id [8]byte, name string) *Budget {
-	b := &Budget{ID: id, Name: name}
-	c.p.budgets = append(c.p.budgets, b)
-	return b
-}
-
-// FixedKeyBudget gives a feature's counters (keys starting with id, from
-// BudgetID) a budget of maxKeys keys (1 to MaxKeysLimit) in the memory
-// store, its owner's size (a known block's max_keys), not a share of the
-// store's max_keys. name labels its metrics.
-func (c *Compiler) FixedKeyBudget(id [8]byte, name string, maxKeys int) *Budget {
-	b := &Budget{ID: id, Name: name, MaxKeys: maxKeys, fixed: true}
-	c.p.budgets = append(c.p.budgets, b)
-	return b
-}
-
-// PerNetwork bounds what one client network may make of b in the memory
-// store: the store's network_share of b's MaxKeys (Budget.NetworkKeys),
-// so that one network cannot fill a budget every client needs (a known
-// block's markers: an attacker logging in from many visitors of one
-// network would leave no one else knowable).
-func (c *Compiler) PerNetwork(b *Budget) { b.perNetwork = true }
-
-// KeyBudgetLike gives a feature's counters (keys starting with id) a key
-// budget of their own as large as other's, and not a share more of the
-// store's max_keys: counters that come with other's (the mint budget's
-// fingerprints) without crowding them out. name labels its metrics.
-func (c *Compiler) KeyBudgetLike(id [8]byte, name string, other *Budget) *Budget {
-	b := &Budget{ID: id, Name: name, alike: other}
-	c.p.budgets = append(c.p.budgets, b)
-	return b
-}
-
-// RuleKeyBudget gives a feature's keys of rule r (keys starting with id)
-// a key budget of their own as large as r's (Rule.MaxKeys, once the policy
-// is compiled), and not a share more of the store's max_keys: keys that
-// come with r's counters (ban_by's guilt markers) without crowding them
-// out. name labels its metrics.
-func (c *Compiler) RuleKeyBudget(id [8]byte, name string, r *Rule) *Budget {
-	b := &Budget{ID: id, Name: name, follows: r}
+// AddKeyBudget adds b, a feature's key budget in the memory store
+// (keybudget.Shared, Fixed, Like or Following: the visitor mint budget, a
+// known block's, ban_by's guilt markers), to the policy, and returns it.
+// Its MaxKeys and NetworkKeys are set once the policy is compiled
+// (keyBudgets, networkShares).
+func (c *Compiler) AddKeyBudget(b *Budget) *Budget {
 	c.p.budgets = append(c.p.budgets, b)
 	return b
 }
@@ -495,40 +458,15 @@ func (c *Compiler) sharedBlock(b *hcl.Block, owners []*BlockType) []ownedBlock {
 	return out
 }
 
-// keyBudgets gives every counting rule that sets no max_keys, and every
-// feature budget (Compiler.KeyBudget: the visitor mint budget), an equal
-// share of the store's max_keys: ⌈max_keys ÷ n⌉ each for n of them, so that
-// together they hold about max_keys keys and a flood on one cannot evict
-// another's (docs/memory-store.md). A rule's own max_keys comes on top.
+// keyBudgets shares the store's max_keys out (keybudget.Split) among the
+// counting rules that set no max_keys (a node-local limit holds no key)
+// and the features' budgets (docs/memory-store.md).
 func keyBudgets(p *Policy) {
-	n := 0
-	for _, b := range p.budgets {
-		if !b.fixed && b.follows == nil && b.alike == nil {
-			n++
-		}
-	}
-	for _, r := range p.Rules {
-		if r.counts() && !r.maxKeysSet && r.local == nil { // a node-local limit holds no key
-			n++
-		}
-	}
-	share := max((p.Keys.MaxKeys+max(n, 1)-1)/max(n, 1), 1)
+	var shares []*int
 	for _, r := range p.Rules {
 		if r.counts() && !r.maxKeysSet && r.local == nil {
-			r.MaxKeys = share
+			shares = append(shares, &r.MaxKeys)
 		}
 	}
-	for _, b := range p.budgets {
-		switch {
-		case b.follows != nil:
-			b.MaxKeys = b.follows.MaxKeys // RuleKeyBudget: a rule's ban_by markers (behaviour/ban)
-		case b.alike == nil && !b.fixed:
-			b.MaxKeys = share
-		}
-	}
-	for _, b := range p.budgets {
-		if b.alike != nil {
-			b.MaxKeys = b.alike.MaxKeys
-		}
-	}
+	keybudget.Split(p.Keys.MaxKeys, shares, p.budgets)
 }

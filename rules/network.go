@@ -3,6 +3,7 @@ package rules
 import (
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/internal/keybudget"
 	"github.com/edge-gateway/edge/internal/netshare"
 )
 
@@ -76,15 +77,9 @@ func (c *Compiler) networkShares(p *Policy) {
 		}
 		p.networkShares = p.networkShares || r.NetworkKeys > 0
 	}
-	// A budget under Compiler.PerNetwork is one too: an attacker that
-	// logs in from many visitors of one network must not fill a known
-	// block's markers, or no other caller could become known
-	// (docs/attacks.md, "Known callers").
-	for _, b := range p.budgets {
-		b.networkKeys = 0
-		if b.perNetwork {
-			b.networkKeys = int32(netshare.Bound(b.MaxKeys, p.Keys.NetworkShare, 1))
-		}
-		p.networkShares = p.networkShares || b.networkKeys > 0
-	}
+	// A budget under PerNetwork is one too: an attacker that logs in from
+	// many visitors of one network must not fill a known block's markers,
+	// or no other caller could become known (docs/attacks.md, "Known
+	// callers").
+	p.networkShares = keybudget.Bound(p.budgets, p.Keys.NetworkShare) || p.networkShares
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/internal/keybudget"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules/counter"
 )
@@ -66,7 +67,7 @@ type Policy struct {
 	// (Rule.NetworkKeys): requests then compute their network (network.go).
 	networkShares bool
 	// budgets are the key budgets of counters that are not a rule's
-	// (Compiler.KeyBudget).
+	// (Compiler.AddKeyBudget).
 	budgets []*Budget
 }
 
@@ -88,29 +89,14 @@ func (p *Policy) Blocks(typ string) []any { return p.blocks[typ] }
 func (p *Policy) Value(name string) any { return p.values[name] }
 
 // Budget is the memory-store key budget of counters that belong to a
-// feature rather than a rule (the visitor mint budget): keys whose first
-// eight bytes are ID hold at most MaxKeys keys (docs/memory-store.md).
-type Budget struct {
-	ID [8]byte
-	// Name labels the budget's metrics ("(visitor mint)").
-	Name string
-	// MaxKeys is the budget's share of the store's max_keys, or the size
-	// its owner gave it.
-	MaxKeys int
+// feature rather than a rule (Compiler.AddKeyBudget; package
+// internal/keybudget).
+type Budget = keybudget.Budget
 
-	fixed   bool    // MaxKeys is its owner's (a known block's max_keys), not a share
-	follows *Rule   // MaxKeys is this rule's (Compiler.RuleKeyBudget)
-	alike   *Budget // MaxKeys is this budget's (KeyBudgetLike)
-	// perNetwork: one client network may make networkKeys of it at most
-	// (Compiler.PerNetwork; 0: no bound), set once MaxKeys is (network.go).
-	perNetwork  bool
-	networkKeys int32
-}
-
-// NetworkKeys returns the most keys of b one client network may make in
-// the memory store (the store's network_share of MaxKeys, rounded down, at
-// least 1, for a budget under Compiler.PerNetwork), or 0 for no bound.
-func (b *Budget) NetworkKeys() int { return int(b.networkKeys) }
+// KeyBudgetUse is one key budget's use in a store that bounds each rule's
+// keys (the memory store), for metrics: the gateway exports a store's
+// budgets when it has a Budgets() []KeyBudgetUse method (keybudget.Use).
+type KeyBudgetUse = keybudget.Use
 
 // Budgets returns the key budgets of the policy's counters that are not a
 // rule's. The caller must not modify them.

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 
+	"github.com/edge-gateway/edge/internal/keybudget"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -259,5 +260,5 @@ func (st *Stage) compileBy(c *rules.Compiler, r *rules.Rule, w *written) {
 	}
 	// Guilt markers hold a key per guilty visitor: a budget of their own,
 	// the rule's size, so they never crowd out the rule's counters.
-	st.guilt = c.RuleKeyBudget(rules.BudgetID("\x00ban-by\x00"+r.Name), r.Name+" (ban_by)", r)
+	st.guilt = c.AddKeyBudget(keybudget.Following(rules.BudgetID("\x00ban-by\x00"+r.Name), r.Name+" (ban_by)", &r.MaxKeys))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/edge-gateway/edge/internal/keybudget"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/hclattr"
 )
@@ -222,17 +223,16 @@ func compileBlock(c *rules.Compiler, kb *blockSchema) *Block {
 	if k.success == nil {
 		k.success = []int{200, 201, 204}
 	}
+	// PerNetwork: one network must not fill the budget (docs/attacks.md,
+	// "Known callers").
 	budget := "(known " + kb.Name + ")"
 	switch {
 	case kb.MaxKeys == nil:
-		k.budget = c.KeyBudget(k.ID, budget)
+		k.budget = c.AddKeyBudget(keybudget.Shared(k.ID, budget).PerNetwork())
 	case *kb.MaxKeys < 1 || *kb.MaxKeys > rules.MaxKeysLimit:
 		c.Errorf(kb.MaxKeysRange, "Invalid max_keys", "max_keys must be between 1 and %d, got %d", rules.MaxKeysLimit, *kb.MaxKeys)
 	default:
-		k.budget = c.FixedKeyBudget(k.ID, budget, *kb.MaxKeys)
-	}
-	if k.budget != nil {
-		c.PerNetwork(k.budget) // one network must not fill it (docs/attacks.md, "Known callers")
+		k.budget = c.AddKeyBudget(keybudget.Fixed(k.ID, budget, *kb.MaxKeys).PerNetwork())
 	}
 	if c.ErrorCount() > errs {
 		return nil
