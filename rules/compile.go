@@ -3,7 +3,6 @@ package rules
 import (
 	"math"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 
@@ -365,8 +364,8 @@ func (c *Compiler) featureBlock(b *hcl.Block, first map[string]hcl.Range) {
 		}
 		return
 	}
-	for _, o := range c.sharedBlock(b, owners) {
-		if v := o.bt.Decode(c, o.b); v != nil {
+	for i, view := range c.sharedBlock(b, owners) {
+		if v := owners[i].Decode(c, view); v != nil {
 			p.blocks[b.Type] = append(p.blocks[b.Type], v)
 		}
 	}
@@ -401,61 +400,25 @@ func (c *Compiler) ruleBlocks(rbs []ruleBlock) {
 	}
 }
 
-// ownedBlock is a shared block as one owner sees it.
-type ownedBlock struct {
-	bt *BlockType
-	b  *hcl.Block
-}
-
-// sharedBlock splits a block of a shared type among its owners: it
-// reports, once, every attribute no owner lists (and any nested block),
-// then gives each owner the block with only its own attributes in view.
-func (c *Compiler) sharedBlock(b *hcl.Block, owners []*BlockType) []ownedBlock {
-	union := &hcl.BodySchema{}
-	for _, o := range owners {
-		for _, a := range o.Attrs {
-			union.Attributes = append(union.Attributes, hcl.AttributeSchema{Name: a})
-		}
+// sharedBlock splits a block of a shared type among its owners
+// (hcldecode.Split), decoding on_conflict when they own identities, and
+// returns each owner's view of it, nil when it has no content.
+func (c *Compiler) sharedBlock(b *hcl.Block, owners []*BlockType) []*hcl.Block {
+	attrs := make([][]string, len(owners))
+	for i, o := range owners {
+		attrs[i] = o.Attrs
 	}
+	var extra []string
 	identities := identityNames(owners)
 	if len(identities) > 0 {
-		union.Attributes = append(union.Attributes, hcl.AttributeSchema{Name: "on_conflict"})
+		extra = []string{"on_conflict"}
 	}
-	content, diags := b.Body.Content(union)
-	names := make([]string, len(union.Attributes))
-	for i, a := range union.Attributes {
-		names[i] = a.Name
-	}
-	for _, d := range diags {
-		if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {
-			name, _, _ = strings.Cut(name, "\"")
-			d.Detail = "An argument named \"" + name + "\" is not expected here." + hclattr.Suggest(name, names)
-		}
-	}
+	content, views, diags := hcldecode.Split(b, attrs, extra...)
 	c.diags = append(c.diags, diags...)
-	if content == nil {
-		return nil
+	if content != nil && content.Attributes["on_conflict"] != nil && len(identities) > 0 {
+		c.onConflict(content.Attributes["on_conflict"], identities, content.Attributes) // values.go
 	}
-	if a := content.Attributes["on_conflict"]; a != nil && len(identities) > 0 {
-		c.onConflict(a, identities, content.Attributes) // values.go
-	}
-	all, _ := b.Body.JustAttributes() // every attribute written, known or not (reported above)
-	out := make([]ownedBlock, 0, len(owners))
-	for _, o := range owners {
-		// Hide every attribute present that is not o's: o decodes its own
-		// with a plain gohcl struct and sees nothing else.
-		hide := &hcl.BodySchema{}
-		for name := range all {
-			if !slices.Contains(o.Attrs, name) {
-				hide.Attributes = append(hide.Attributes, hcl.AttributeSchema{Name: name})
-			}
-		}
-		_, remain, _ := b.Body.PartialContent(hide)
-		view := *b
-		view.Body = remain
-		out = append(out, ownedBlock{bt: o, b: &view})
-	}
-	return out
+	return views
 }
 
 // keyBudgets shares the store's max_keys out (keybudget.Split) among the

@@ -569,12 +569,9 @@ func (c *Compiler) HasCharacteristic(name string) bool {
 func (c *Compiler) when(w *whenBlock, r *Rule) {
 	attrs, diags := w.Body.JustAttributes()
 	c.diags = append(c.diags, diags...)
-	list := make([]*hcl.Attribute, 0, len(attrs))
-	for _, a := range attrs {
-		list = append(list, a)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
-	for _, a := range list {
+	items, _ := hcldecode.InOrder(&hcl.BodyContent{Attributes: attrs}, nil)
+	for _, it := range items {
+		a := it.Attr
 		ct, ok := c.reg.conds[a.Name]
 		if !ok {
 			names := c.reg.condNames()
@@ -606,32 +603,17 @@ func (c *Compiler) ruleExtras(body hcl.Body) *hcl.BodyContent {
 	}
 	sort.Strings(blocks)
 	content, diags := body.Content(schema)
+	// HCL suggests among the schema's names, the features' alone:
+	// suggest among every attribute and block a rule takes.
+	all := append(c.ruleAttrNames(), ownAttrs...)
+	sort.Strings(all)
 	for i, d := range diags {
 		if c.leftOut(body, d) {
 			c.decoded(diags[i : i+1])
 			continue
 		}
 		c.diags = append(c.diags, d)
-		// HCL suggests among the schema's names, the features' alone:
-		// suggest among every attribute and block a rule takes.
-		if name, ok := strings.CutPrefix(d.Detail, "Blocks of type \""); ok && d.Summary == "Unsupported block type" {
-			name, _, _ = strings.Cut(name, "\"")
-			d.Detail = "Blocks of type \"" + name + "\" are not expected here." + hclattr.Suggest(name, blocks)
-			continue
-		}
-		if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {
-			name, _, _ = strings.Cut(name, "\"")
-			if name == "when" {
-				d.Detail = "An argument named \"when\" is not expected here. Did you mean to define a block of type \"when\"?"
-				continue
-			}
-			all := c.ruleAttrNames()
-			for n := range ruleAttrNames {
-				all = append(all, n)
-			}
-			sort.Strings(all)
-			d.Detail = "An argument named \"" + name + "\" is not expected here." + hclattr.Suggest(name, all)
-		}
+		hclattr.Unsupported(d, all, blocks)
 	}
 	return content
 }
@@ -673,30 +655,13 @@ func (c *Compiler) ruleAttrs(x *hcl.BodyContent, r *Rule) {
 	if x == nil {
 		return
 	}
-	type item struct {
-		at    hcl.Pos
-		attr  *hcl.Attribute
-		block *hcl.Block
-	}
-	list := make([]item, 0, len(x.Attributes)+len(x.Blocks))
-	for _, a := range x.Attributes {
-		list = append(list, item{at: a.Range.Start, attr: a})
-	}
-	first := map[string]*hcl.Block{}
-	for _, b := range x.Blocks {
-		if prev := first[b.Type]; prev != nil && !c.reg.rblocks[b.Type].Multiple {
-			c.Errorf(b.DefRange, "Duplicate "+b.Type+" block", "Only one %s block is allowed. Another was defined at %s.", b.Type, prev.DefRange.String())
-			continue
-		}
-		first[b.Type] = b
-		list = append(list, item{at: b.DefRange.Start, block: b})
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].at.Byte < list[j].at.Byte })
-	for _, it := range list {
-		if it.attr != nil {
-			c.reg.attrs[it.attr.Name].Compile(c, r, it.attr)
+	items, diags := hcldecode.InOrder(x, func(typ string) bool { return c.reg.rblocks[typ].Multiple })
+	c.diags = append(c.diags, diags...)
+	for _, it := range items {
+		if it.Attr != nil {
+			c.reg.attrs[it.Attr.Name].Compile(c, r, it.Attr)
 		} else {
-			c.reg.rblocks[it.block.Type].Compile(c, r, it.block)
+			c.reg.rblocks[it.Block.Type].Compile(c, r, it.Block)
 		}
 	}
 }
@@ -716,14 +681,16 @@ func (c *Compiler) ruleAttrNames() []string {
 var ruleBlockNames = map[string]bool{"when": true}
 
 // ruleAttrNames are the attributes of rule blocks rules decodes itself,
-// which no feature may register.
-var ruleAttrNames = func() map[string]bool {
+// which no feature may register; ownAttrs the same, sorted.
+var ruleAttrNames, ownAttrs = func() (map[string]bool, []string) {
 	schema, _ := gohcl.ImpliedBodySchema(&ruleBlock{})
 	m := map[string]bool{}
+	var names []string
 	for _, a := range schema.Attributes {
 		m[a.Name] = true
+		names = append(names, a.Name)
 	}
-	return m
+	return m, names
 }()
 
 // errorCount is the number of errors so far; errorsSince reports whether

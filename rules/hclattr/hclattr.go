@@ -2,6 +2,7 @@ package hclattr
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -206,4 +207,26 @@ func PrefixLen(n, max int, rng hcl.Range, attr string) (int, hcl.Diagnostics) {
 		return n, hcl.Diagnostics{Warnf(rng, "Very coarse "+attr, "%s = %d puts at least 2^%d addresses in one counter; every client in such a network shares one budget", attr, n, max-n)}
 	}
 	return n, nil
+}
+
+// Unsupported rewrites d when it is HCL's "Unsupported argument" without
+// a suggestion of its own, or, with blocks, its "Unsupported block type",
+// to suggest among attrs or blocks: every item the body takes, where the
+// schema HCL checked held only some of them (a rule block's features'
+// items, one owner's share of a shared block). An argument named as one
+// of blocks is asked whether it meant that block, as HCL asks.
+func Unsupported(d *hcl.Diagnostic, attrs, blocks []string) {
+	if name, ok := strings.CutPrefix(d.Detail, "Blocks of type \""); ok && d.Summary == "Unsupported block type" && blocks != nil {
+		name, _, _ = strings.Cut(name, "\"")
+		d.Detail = "Blocks of type \"" + name + "\" are not expected here." + Suggest(name, blocks)
+		return
+	}
+	if name, ok := strings.CutPrefix(d.Detail, "An argument named \""); ok && d.Summary == "Unsupported argument" && !strings.Contains(name, "Did you mean") {
+		name, _, _ = strings.Cut(name, "\"")
+		if slices.Contains(blocks, name) {
+			d.Detail = "An argument named \"" + name + "\" is not expected here. Did you mean to define a block of type \"" + name + "\"?"
+			return
+		}
+		d.Detail = "An argument named \"" + name + "\" is not expected here." + Suggest(name, attrs)
+	}
 }

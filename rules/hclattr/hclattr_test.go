@@ -3,6 +3,8 @@ package hclattr
 import (
 	"testing"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -44,6 +46,32 @@ func TestSuggest(t *testing.T) {
 	for _, tt := range tests {
 		if got := Suggest(tt.got, words); got != tt.want {
 			t.Errorf("Suggest(%q) = %q, want %q", tt.got, got, tt.want)
+		}
+	}
+}
+
+// TestUnsupported: HCL's unsupported argument and block type are told
+// the nearest of every name the body takes; an argument named as a block
+// type asks whether it meant the block; a detail with HCL's own
+// suggestion, and a block type without blocks to suggest, stay as HCL
+// wrote them.
+func TestUnsupported(t *testing.T) {
+	attrs, blocks := []string{"limit", "period"}, []string{"when"}
+	tests := []struct {
+		summary, detail string
+		blocks          []string
+		want            string
+	}{
+		{"Unsupported argument", `An argument named "limt" is not expected here.`, blocks, `An argument named "limt" is not expected here. Did you mean "limit"?`},
+		{"Unsupported argument", `An argument named "when" is not expected here.`, blocks, `An argument named "when" is not expected here. Did you mean to define a block of type "when"?`},
+		{"Unsupported argument", `An argument named "x" is not expected here. Did you mean "y"?`, blocks, `An argument named "x" is not expected here. Did you mean "y"?`},
+		{"Unsupported block type", `Blocks of type "whn" are not expected here.`, blocks, `Blocks of type "whn" are not expected here. Did you mean "when"?`},
+		{"Unsupported block type", `Blocks of type "whn" are not expected here.`, nil, `Blocks of type "whn" are not expected here.`},
+	}
+	for _, tt := range tests {
+		d := &hcl.Diagnostic{Summary: tt.summary, Detail: tt.detail}
+		if Unsupported(d, attrs, tt.blocks); d.Detail != tt.want {
+			t.Errorf("Unsupported(%q): got %q, want %q", tt.detail, d.Detail, tt.want)
 		}
 	}
 }

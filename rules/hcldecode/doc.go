@@ -15,6 +15,9 @@
 // return early only when continuing is unsafe).
 //
 // rules.Compiler holds one Decoder per Load (its Decode, DecodeInRule and
-// DecodeRuleAttr are the doors features use). A Decoder is not safe for
-// concurrent use; the package imports nothing of the edge.
+// DecodeRuleAttr are the doors features use). Beside it, InOrder lists a
+// body's items in the order written (a rule's features' items, a when
+// { }'s conditions) and Split splits a block several features share among
+// them (identity { }). A Decoder is not safe for concurrent use; the
+// package imports nothing of the edge but rules/hclattr.
 package hcldecode
