@@ -239,7 +239,7 @@ func (c *Compiler) ruleNumbers(rb *ruleBlock, r *Rule) bool {
 		case *rb.Burst < 1:
 			fail(rb.BurstRange, "Invalid burst", "burst must be at least 1, got %d", *rb.Burst)
 		case !r.Algorithm.Spec().Burst:
-			fail(rb.BurstRange, "Burst not used", "burst applies to %s, not %s", burstAlgorithms(), r.Algorithm)
+			fail(rb.BurstRange, "Burst not used", "burst applies to %s, not %s", counter.BurstNames(), r.Algorithm)
 		default:
 			r.Burst = *rb.Burst
 		}
@@ -389,22 +389,6 @@ func ceilDiv(a, b int64) int64 {
 		return 0
 	}
 	return (a + b - 1) / b
-}
-
-// burstAlgorithms names the policy algorithms that read burst (their
-// counter.Spec's Burst), as a sentence says them: "gcra, token_bucket and
-// leaky_bucket".
-func burstAlgorithms() string {
-	var names []string
-	for _, a := range counter.Algorithms() {
-		if s := a.Spec(); s.Policy && s.Burst {
-			names = append(names, s.Name)
-		}
-	}
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // ceilingInRange checks a sound IP ceiling against what the rule's

@@ -1,5 +1,7 @@
 package counter
 
+import "strings"
+
 // Algorithm names a limit algorithm, as the lesson names them. Its value is
 // its id: on the wire (redisstore's op code), in take.lua's port table and
 // in every stored state (a memory store's snapshot, a Redis key's string),
@@ -130,6 +132,21 @@ func PolicyNames() []string {
 		}
 	}
 	return out
+}
+
+// BurstNames names the policy algorithms that read burst (Spec.Burst), as
+// a sentence says them: "gcra, token_bucket and leaky_bucket".
+func BurstNames() string {
+	var names []string
+	for i := range table {
+		if table[i].Policy && table[i].Burst {
+			names = append(names, table[i].Name)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // algorithm is one table entry: its Spec and its limits, the parameters

@@ -83,3 +83,11 @@ func TestEveryAlgorithmIsDispatched(t *testing.T) {
 		}
 	}
 }
+
+// TestBurstNames: the policy algorithms that read burst, as the "Burst
+// not used" diagnostic lists them.
+func TestBurstNames(t *testing.T) {
+	if got, want := BurstNames(), "gcra, token_bucket and leaky_bucket"; got != want {
+		t.Errorf("BurstNames: got %q, want %q", got, want)
+	}
+}
