@@ -61,12 +61,8 @@ func (*Stage) Behaviour() string { return "ban" }
 
 // Of returns r's ban, or nil when r bans nothing.
 func Of(r *rules.Rule) *Stage {
-	for _, st := range r.Stages() {
-		if b, ok := st.(*Stage); ok {
-			return b
-		}
-	}
-	return nil
+	st, _ := rules.StageOf[*Stage](r)
+	return st
 }
 
 // Duration returns r's ban, 0 when it has none: how long a key that
@@ -117,10 +113,8 @@ func (*written) Behaviour() string { return "ban (as written)" }
 
 // writtenOf returns r's written ban attributes, adding them the first time.
 func writtenOf(r *rules.Rule) *written {
-	for _, st := range r.Stages() {
-		if w, ok := st.(*written); ok {
-			return w
-		}
+	if w, ok := rules.StageOf[*written](r); ok {
+		return w
 	}
 	w := &written{}
 	r.AddStage(w)
@@ -155,13 +149,8 @@ func compileBy(_ *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 // known caller's match is taken out of the rule. adaptive { } refuses a
 // ban on its rule itself (behaviour/adaptive).
 func finish(c *rules.Compiler, r *rules.Rule) {
-	var w *written
-	for _, st := range r.Stages() {
-		if x, ok := st.(*written); ok {
-			w = x
-		}
-	}
-	if w == nil || w.banUndecoded {
+	w, ok := rules.StageOf[*written](r)
+	if !ok || w.banUndecoded {
 		return
 	}
 	st := w.compile(c, r)

@@ -17,22 +17,19 @@ import (
 // though its counter recovers, and is allowed again after it.
 func TestBanOnEveryTag(t *testing.T) {
 	for _, key := range []string{`["global"]`, `["ip"]`, `["route"]`, `["ip", "route"]`} {
-		p, diags := builtin.Load("ban.hcl", []byte(`
+		p := rulestest.Load(t, `
 rule "r" {
   key    = `+key+`
   limit  = 2
   period = "1m"
   ban    = "10m"
 }
-`))
-		if diags.HasErrors() {
-			t.Fatal(diags.Error())
-		}
-		e := newEngine(t, nil)
+`)
+		e := rulestest.NewEngine(t, nil)
 		s := rules.NewScratch(1)
 		r := rulestest.Req{Method: "GET", Path: "/x", Client: "192.0.2.1"}
 		at := func(d time.Duration) rules.Verdict {
-			return e.Check(context.Background(), t0.Add(d), p, r.Build(), s).Verdict
+			return e.Check(context.Background(), rulestest.T0.Add(d), p, r.Build(), s).Verdict
 		}
 		for i, want := range []rules.Verdict{rules.Forward, rules.Forward, rules.RefuseLimit} {
 			if got := at(0); got != want {
@@ -62,7 +59,7 @@ type banned struct {
 // made guilty); on a rule counting requests, the visitor it refused.
 // ban_by = [] bans the whole key, as before ban_by.
 func TestBanByVisitorFallsOnTheGuilty(t *testing.T) {
-	const src = accountVisitors + `
+	const src = rulestest.AccountVisitors + `
 rule "stuffing" {
   methods        = ["POST"]
   paths          = ["/login"]
@@ -102,11 +99,8 @@ rule "api" {
 		{`ban_by = []`, rules.RefuseLimit},
 	} {
 		t.Run(tt.banBy, func(t *testing.T) {
-			p, diags := builtin.Load("ban.hcl", []byte(strings.ReplaceAll(src, "BAN_BY", tt.banBy)))
-			if diags.HasErrors() {
-				t.Fatal(diags.Error())
-			}
-			k := &rulestest.Run{T: t, E: newEngine(t, nil), P: p, Now: t0, S: rules.NewScratch(4)}
+			p := rulestest.Load(t, strings.ReplaceAll(src, "BAN_BY", tt.banBy))
+			k := &rulestest.Run{T: t, E: rulestest.NewEngine(t, nil), P: p, Now: rulestest.T0, S: rules.NewScratch(4)}
 			const addr = "198.51.100.7"
 			for i, acct := range []string{"a1", "a2", "a3"} {
 				if v := k.Do("POST", "/login", acct, addr, "stuffer", 401); v != rules.Forward {
@@ -212,7 +206,7 @@ func TestBanKeyLifetime(t *testing.T) {
 		{"", 15 * time.Minute},
 		{`ban_by = ["visitor"]`, 16 * time.Minute},
 	} {
-		p, diags := builtin.Load("ban.hcl", []byte(accountVisitors+`
+		p, diags := builtin.Load("ban.hcl", []byte(rulestest.AccountVisitors+`
 rule "stuffing" {
   methods   = ["POST"]
   paths     = ["/login"]

@@ -148,23 +148,13 @@ func known(s *rules.Scratch, r *rules.Rule) bool {
 	return false
 }
 
-// matchIndex returns m's index in s.Matches.
-func matchIndex(s *rules.Scratch, m *rules.Match) int {
-	for i := range s.Matches {
-		if &s.Matches[i] == m {
-			return i
-		}
-	}
-	return -1
-}
-
 // Gate queues the ban check of m, a match of a rule whose ban refuses on
 // its own route, on the key m counts (rules.Gater).
 func (st *Stage) Gate(req *rules.Request, s *rules.Scratch, m *rules.Match) {
 	if st.Scope != ScopeRule {
 		return // its RequestGater's (sensitive)
 	}
-	st.add(req, s, st.checksOf(s), s.Ops[m.Op].Key, matchIndex(s, m))
+	st.add(req, s, st.checksOf(s), s.Ops[m.Op].Key, callers.MatchIndex(s, m))
 }
 
 // Admit refuses the request when m's ban does.
@@ -173,7 +163,7 @@ func (st *Stage) Admit(s *rules.Scratch, m *rules.Match) (bool, time.Duration) {
 		return false, 0
 	}
 	cs := st.checksOf(s)
-	i := matchIndex(s, m)
+	i := callers.MatchIndex(s, m)
 	for j := range cs.list {
 		if c := &cs.list[j]; c.st == st && c.match == i {
 			return c.refuses(s)
@@ -269,7 +259,7 @@ func (st *Stage) guiltOfMatch(s *rules.Scratch, m *rules.Match) (k rules.Key, ok
 		return k, false // the request was not gated: no check
 	}
 	cs := st.checksOf(s)
-	i := matchIndex(s, m)
+	i := callers.MatchIndex(s, m)
 	for j := len(cs.list) - 1; j >= 0; j-- {
 		if c := &cs.list[j]; c.st == st && c.match == i && c.gi >= 0 {
 			return c.guilt, true

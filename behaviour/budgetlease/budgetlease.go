@@ -46,12 +46,8 @@ func (st *Stage) Units() int64 { return int64(st.units) }
 
 // Of returns r's budget_lease { }, nil when r has none.
 func Of(r *rules.Rule) *Stage {
-	for _, st := range r.Stages() {
-		if b, ok := st.(*Stage); ok {
-			return b
-		}
-	}
-	return nil
+	st, _ := rules.StageOf[*Stage](r)
+	return st
 }
 
 // Shape marks m's op as leased, up to the block's units. It does not

@@ -2,18 +2,14 @@ package budgetlease_test
 
 import (
 	"context"
-	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/edge-gateway/edge/behaviour/budgetlease"
-	"github.com/edge-gateway/edge/builtin"
-	"github.com/edge-gateway/edge/route"
+	"github.com/edge-gateway/edge/internal/rulestest"
+	"github.com/edge-gateway/edge/internal/teststore"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/leasestore"
-	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // leasePolicy is a policy of one hot rule keyed by key, with extra
@@ -48,23 +44,12 @@ func TestCompileErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, diags := builtin.Load("test.hcl", []byte(leasePolicy(tt.key, tt.attrs, tt.lease)))
+			_, diags := rulestest.LoadDiags(leasePolicy(tt.key, tt.attrs, tt.lease))
 			if !diags.HasErrors() || !strings.Contains(diags.Error(), tt.want) || !strings.Contains(diags.Error(), "test.hcl:") {
 				t.Errorf("diagnostics %q, want an error at test.hcl:LINE with %q", diags.Error(), tt.want)
 			}
 		})
 	}
-}
-
-// counting counts the calls reaching the shared store.
-type counting struct {
-	rules.Store
-	calls atomic.Int64
-}
-
-func (c *counting) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	c.calls.Add(1)
-	return c.Store.Take(ctx, now, ops, res)
 }
 
 // TestEngineLeasesTheHotRule: through the Engine, a rule with
@@ -74,36 +59,25 @@ func (c *counting) Take(ctx context.Context, now time.Time, ops []rules.Op, res 
 func TestEngineLeasesTheHotRule(t *testing.T) {
 	for _, key := range []string{"global", "route"} {
 		t.Run(key, func(t *testing.T) {
-			p, diags := builtin.Load("test.hcl", []byte(leasePolicy(key, `algorithm = "fixed_window"`, "units = 20")))
-			if diags.HasErrors() {
-				t.Fatal(diags.Error())
-			}
+			p := rulestest.Load(t, leasePolicy(key, `algorithm = "fixed_window"`, "units = 20"))
 			if st := budgetlease.Of(p.Rules[0]); st == nil || st.Units() != 20 {
 				t.Fatalf("rule's stage %v, want budget_lease of 20 units", st)
 			}
-			ms, err := memstore.New(memstore.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ms.Close()
-			shared := &counting{Store: ms}
-			e, err := rules.NewEngine(rules.EngineOptions{Store: leasestore.New(shared, leasestore.Options{}), Secret: []byte("test secret")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			now := time.Unix(1_800_000_000, 0) // the start of a second: one window
+			shared := &teststore.Counting{Store: rulestest.NewStore(t)}
+			e := rulestest.NewEngine(t, leasestore.New(shared, leasestore.Options{}))
+			now := rulestest.T0 // the start of a second: one window
 			admitted, callsAtLimit := 0, int64(0)
 			for i := range 1500 {
 				path := "/api/a"
 				if key == "route" && i%2 == 1 {
 					path = "/api/b"
 				}
-				req := &rules.Request{Method: []byte("GET"), Path: route.AppendMatchPath(nil, []byte(path), true), Client: netip.MustParseAddr("192.0.2.1")}
+				req := rulestest.Req{Method: "GET", Path: path, Client: "192.0.2.1"}.Build()
 				if d := e.Check(context.Background(), now, p, req, rules.NewScratch(4)); d.Verdict == rules.Forward {
 					admitted++
 				}
 				if i == 999 {
-					callsAtLimit = shared.calls.Load()
+					callsAtLimit = shared.Calls.Load()
 				}
 			}
 			want := 1000

@@ -104,12 +104,8 @@ func (*Stage) Behaviour() string { return "calendar" }
 
 // Of returns r's calendar period, or nil when r's period is a duration.
 func Of(r *rules.Rule) *Stage {
-	for _, st := range r.Stages() {
-		if c, ok := st.(*Stage); ok {
-			return c
-		}
-	}
-	return nil
+	st, _ := rules.StageOf[*Stage](r)
+	return st
 }
 
 // Shape sets m's op to the window of the stage's period that holds the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/edge-gateway/edge/behaviour/calendar"
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -111,7 +112,7 @@ func TestCalendarCompileErrors(t *testing.T) {
 // once the month's allowance is spent whatever the pace, and the 1st of
 // the next month (midnight in Paris, 23:00 UTC) brings a fresh quota.
 func TestCalendarQuotaLayeredOverBurst(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "api-burst" {
   paths = ["/api/*"]
   key   = ["ip"]
@@ -127,7 +128,7 @@ rule "api-monthly" {
   time_zone = "Europe/Paris"
 }
 `)
-	e := newEngine(t)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	at := func(now time.Time) rules.Decision {
 		return e.Check(context.Background(), now, p, get("/api/items", "192.0.2.7"), s)
@@ -206,7 +207,7 @@ func (r *recording) Take(ctx context.Context, now time.Time, ops []rules.Op, res
 // rule's counters live for its longest window and it has no fixed
 // RateLimit-Policy item.
 func TestCalendarShapesEveryOp(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "blocked" {
   paths  = ["/api/blocked"]
   action = "deny"
@@ -220,7 +221,7 @@ rule "api-monthly" {
   time_zone = "Europe/Paris"
 }
 `)
-	rec := &recording{Store: newStore(t)}
+	rec := &recording{Store: rulestest.NewStore(t)}
 	e, err := rules.NewEngine(rules.EngineOptions{Store: rec, Secret: []byte("test secret")})
 	if err != nil {
 		t.Fatal(err)

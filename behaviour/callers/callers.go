@@ -122,3 +122,15 @@ func appendCaller(buf []byte, ch rules.Characteristic, tag byte, shared bool, ho
 	}
 	return out, true
 }
+
+// MatchIndex returns m's index in s.Matches, -1 when it is not one of
+// them: what a marker queued for a match records of it (ban's checks,
+// known_visitors' markers).
+func MatchIndex(s *rules.Scratch, m *rules.Match) int {
+	for i := range s.Matches {
+		if &s.Matches[i] == m {
+			return i
+		}
+	}
+	return -1
+}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/internal/teststore"
 	"github.com/edge-gateway/edge/rules"
@@ -56,10 +55,7 @@ type concBench struct {
 
 func newConcBench(tb testing.TB, src string) *concBench {
 	tb.Helper()
-	p, diags := builtin.Load("bench.hcl", []byte(src))
-	if diags.HasErrors() {
-		tb.Fatal(diags.Error())
-	}
+	p := rulestest.Load(tb, src)
 	ms, err := memstore.New(memstore.Options{})
 	if err != nil {
 		tb.Fatal(err)

@@ -64,12 +64,8 @@ func (*Stage) Behaviour() string { return "cost" }
 // settle_from. Its methods answer for a nil Stage too: a cost of 1, no
 // header, no max_cost, nothing settled.
 func Of(r *rules.Rule) *Stage {
-	for _, st := range r.Stages() {
-		if c, ok := st.(*Stage); ok {
-			return c
-		}
-	}
-	return nil
+	st, _ := rules.StageOf[*Stage](r)
+	return st
 }
 
 // Cost returns the rule's constant cost (1 unless cost = N), or 0 when the

@@ -94,7 +94,7 @@ func TestCostCompile(t *testing.T) {
 		{`count_distinct = "header:X-User"
   cost = 2`, "cost not used"},
 	} {
-		_, diags := loadDiags(fmt.Sprintf(base, tt.attrs))
+		_, diags := rulestest.LoadDiags(fmt.Sprintf(base, tt.attrs))
 		switch {
 		case tt.err == "" && diags.HasErrors():
 			t.Errorf("%s: %v", tt.attrs, diags.Error())
@@ -103,7 +103,7 @@ func TestCostCompile(t *testing.T) {
 		}
 	}
 	// The bucket algorithms' capacity is their burst.
-	if _, diags := loadDiags(`rule "r" {
+	if _, diags := rulestest.LoadDiags(`rule "r" {
   key = ["ip"]
   limit = 10
   burst = 40
@@ -113,7 +113,7 @@ func TestCostCompile(t *testing.T) {
 }`); diags.HasErrors() {
 		t.Errorf("max_cost = burst: %v", diags.Error())
 	}
-	p := load(t, fmt.Sprintf(base, `cost = "header:X-Cost"
+	p := rulestest.Load(t, fmt.Sprintf(base, `cost = "header:X-Cost"
   max_cost = 10
   settle_from = "X-Actual-Cost"`))
 	r := cost.Of(p.Rules[0])
@@ -141,16 +141,12 @@ func (f multiFields) HeaderAll(name string) [][]byte {
 	return out
 }
 
-// costEngine is a rulestest.Run of the policy under test.
+// costEngine is a rulestest.Run of the policy under test that answers
+// with response headers.
 type costEngine struct{ *rulestest.Run }
 
 func newCostEngine(t *testing.T, src string) *costEngine {
 	return &costEngine{rulestest.NewRun(t, src)}
-}
-
-// send decides a GET of path from one client at k.Now.
-func (k *costEngine) send(path string, f rules.Fields) rules.Decision {
-	return k.Check(rulestest.Req{Method: "GET", Path: path, Client: "192.0.2.9", Fields: f})
 }
 
 // answer settles the last request with the origin's headers h.
@@ -194,7 +190,7 @@ func TestEngineCostFromHeader(t *testing.T) {
 			k.Now = k.Now.Add(time.Minute)
 			left = 100
 		}
-		d := k.send("/api/x", tt.f)
+		d := k.Get("/api/x", tt.f)
 		if d.Verdict != rules.Forward {
 			t.Fatalf("%s: verdict %d", tt.name, d.Verdict)
 		}
@@ -207,12 +203,12 @@ func TestEngineCostFromHeader(t *testing.T) {
 	// A cost larger than what is left is refused, and takes nothing.
 	k.Now, left = k.Now.Add(time.Minute), 100
 	for range 2 {
-		k.send("/api/x", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "40"}})
+		k.Get("/api/x", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "40"}})
 	}
-	if d := k.send("/api/x", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "21"}}); d.Verdict != rules.RefuseLimit {
+	if d := k.Get("/api/x", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "21"}}); d.Verdict != rules.RefuseLimit {
 		t.Errorf("21 with 20 left: verdict %d, want refused", d.Verdict)
 	}
-	if d := k.send("/api/x", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "20"}}); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 0 {
+	if d := k.Get("/api/x", rulestest.Fields{HeaderValues: map[string]string{"X-Cost": "20"}}); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 0 {
 		t.Errorf("20 with 20 left: verdict %d remaining %d, want forwarded, 0", d.Verdict, k.S.Res[0].Remaining)
 	}
 }
@@ -231,7 +227,7 @@ func TestEngineSettleFrom(t *testing.T) {
   settle_from = "X-Actual-Cost"
 }`)
 			k.Now = time.Unix(1_800_000_040, 0) // a window's start
-			d := k.send("/api/export", nil)
+			d := k.Get("/api/export", nil)
 			if d.Verdict != rules.Forward || !d.Settle || k.S.Res[0].Remaining != 18 {
 				t.Fatalf("first: verdict %d settle %v remaining %d", d.Verdict, d.Settle, k.S.Res[0].Remaining)
 			}
@@ -239,12 +235,12 @@ func TestEngineSettleFrom(t *testing.T) {
 			if !k.answer(respHeaders{"X-Actual-Cost": "12"}) {
 				t.Fatal("settle made no store call")
 			}
-			if d := k.send("/api/export", nil); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 6 {
+			if d := k.Get("/api/export", nil); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 6 {
 				t.Fatalf("after 12: verdict %d remaining %d, want 6 left", d.Verdict, k.S.Res[0].Remaining)
 			}
 			// Real cost 1 (estimate 2): one unit refunded.
 			k.answer(respHeaders{"X-Actual-Cost": "1"})
-			if d := k.send("/api/export", nil); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 5 {
+			if d := k.Get("/api/export", nil); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 5 {
 				t.Fatalf("after a refund: remaining %d, want 5", k.S.Res[0].Remaining)
 			}
 			// Real cost 20 with 5 left: the served request is charged in
@@ -254,7 +250,7 @@ func TestEngineSettleFrom(t *testing.T) {
 			if cost.SettleInvalid(k.S) != 0 {
 				t.Errorf("a valid value counted as invalid")
 			}
-			d = k.send("/api/export", nil)
+			d = k.Get("/api/export", nil)
 			if d.Verdict != rules.RefuseLimit {
 				t.Fatalf("in debt: verdict %d, want refused", d.Verdict)
 			}
@@ -265,29 +261,29 @@ func TestEngineSettleFrom(t *testing.T) {
 				t.Fatalf("retry after %v", wait)
 			}
 			k.Now = k.Now.Add(wait - time.Microsecond)
-			if d := k.send("/api/export", nil); d.Verdict != rules.RefuseLimit {
+			if d := k.Get("/api/export", nil); d.Verdict != rules.RefuseLimit {
 				t.Fatalf("just before the retry time: verdict %d", d.Verdict)
 			}
 			k.Now = k.Now.Add(time.Microsecond)
-			if d := k.send("/api/export", nil); d.Verdict != rules.Forward {
+			if d := k.Get("/api/export", nil); d.Verdict != rules.Forward {
 				t.Fatalf("at the retry time (%v): verdict %d", wait, d.Verdict)
 			}
 			// No header, or a header that is not an integer: the estimate
 			// stands; the invalid one is counted.
 			k.Now = k.Now.Add(10 * time.Minute)
 			for _, h := range []respHeaders{{}, {"X-Actual-Cost": "lots"}} {
-				k.send("/api/export", nil)
+				k.Get("/api/export", nil)
 				before := k.S.Res[0].Remaining
 				if k.answer(h) {
 					t.Errorf("%v: a store call with nothing to settle", h)
 				}
-				k.send("/api/export", nil)
+				k.Get("/api/export", nil)
 				if got := k.S.Res[0].Remaining; got != before-2 {
 					t.Errorf("%v: remaining %d after %d, want the estimate of 2 to stand", h, got, before)
 				}
 				k.answer(respHeaders{"X-Actual-Cost": "2"})
 			}
-			k.send("/api/export", nil)
+			k.Get("/api/export", nil)
 			k.answer(respHeaders{"X-Actual-Cost": "-4"})
 			if cost.SettleInvalid(k.S) != 1 {
 				t.Errorf("-4: invalid %d, want 1", cost.SettleInvalid(k.S))
@@ -308,13 +304,13 @@ func TestEngineSettleDebt(t *testing.T) {
   settle_from = "X-Actual-Cost"
 }`)
 	for range 9 {
-		k.send("/api/export", nil)
+		k.Get("/api/export", nil)
 	}
-	if d := k.send("/api/export", nil); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 0 {
+	if d := k.Get("/api/export", nil); d.Verdict != rules.Forward || k.S.Res[0].Remaining != 0 {
 		t.Fatalf("tenth: verdict %d remaining %d", d.Verdict, k.S.Res[0].Remaining)
 	}
 	k.answer(respHeaders{"X-Actual-Cost": "10"}) // 9 more: 9 units of debt
-	d := k.send("/api/export", nil)
+	d := k.Get("/api/export", nil)
 	// gcra at 1 a second: full plus 9 units of debt, a unit fits after 10 s.
 	if d.Verdict != rules.RefuseLimit || d.RetryAfter != 10*time.Second {
 		t.Errorf("in debt: verdict %d retry after %v, want refused for 10s", d.Verdict, d.RetryAfter)
@@ -334,11 +330,11 @@ func TestEngineSettleDryRun(t *testing.T) {
   dry_run = true
 }`)
 	k.Now = time.Unix(1_800_000_040, 0)
-	if d := k.send("/api/export", nil); !d.Settle {
+	if d := k.Get("/api/export", nil); !d.Settle {
 		t.Fatal("a dry-run rule does not settle")
 	}
 	k.answer(respHeaders{"X-Actual-Cost": "10"})
-	d := k.send("/api/export", nil)
+	d := k.Get("/api/export", nil)
 	if d.Verdict != rules.Forward || k.S.Matches[0].Outcome != rules.OutcomeDryRunDeny {
 		t.Errorf("after a settle of 10: verdict %d outcome %v, want forwarded, dry-run deny", d.Verdict, k.S.Matches[0].Outcome)
 	}
@@ -358,12 +354,12 @@ rule "export" {
   settle_from = "X-Actual-Cost"
 }`)
 	k.Now = time.Unix(1_800_000_040, 0)
-	k.send("/api/export", nil)
+	k.Get("/api/export", nil)
 	if k.S.Matches[0].CeilingOp < 0 {
 		t.Skip("no ceiling op: the rule keyed on an IP without a visitor ID")
 	}
 	k.answer(respHeaders{"X-Actual-Cost": "7"})
-	k.send("/api/export", nil)
+	k.Get("/api/export", nil)
 	if r, c := k.S.Res[k.S.Matches[0].Op], k.S.Res[k.S.Matches[0].CeilingOp]; r.Remaining != 2 || c.Remaining != 2 {
 		t.Errorf("after 7: remaining %d, ceiling %d, want 2 and 2", r.Remaining, c.Remaining)
 	}
@@ -372,7 +368,7 @@ rule "export" {
 // Under decide_listen the edge never sees the origin's answer: settle_from
 // is a warning, as reset_on_success is.
 func TestCostSettleUnderDecideListenWarns(t *testing.T) {
-	_, diags := loadDiags(`edge {
+	_, diags := rulestest.LoadDiags(`edge {
   decide_listen   = "127.0.0.1:9902"
   trusted_proxies = ["127.0.0.1/32"]
 }

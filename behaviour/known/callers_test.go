@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -12,12 +13,12 @@ import (
 // docs/policy.md, "known"), and a known block may require another live
 // marker of the same caller before it records one.
 
-// exactCallerPolicy is knownRules with a one-source account.
+// exactCallerPolicy is rulestest.KnownRules with a one-source account.
 const exactCallerPolicy = `
 identity {
   account = ["json:username"]
 }
-` + knownRules
+` + rulestest.KnownRules
 
 // TestKnownMarkersNameTheAccountAsSent: a success on "rené" (an account of
 // its own at an origin that keeps accents apart) or "Rene" (at one that
@@ -29,31 +30,31 @@ func TestKnownMarkersNameTheAccountAsSent(t *testing.T) {
 	for _, own := range []string{"rené", "Rene", " rene"} {
 		t.Run(own, func(t *testing.T) {
 			v := newValuesRun(t, exactCallerPolicy)
-			if got := v.login("192.0.2.1", account(own), "attacker", 200); got != rules.Forward {
+			if got := v.login("192.0.2.1", rulestest.AccountBody(own), "attacker", 200); got != rules.Forward {
 				t.Fatalf("the attacker's own login: %v, want forwarded", got)
 			}
-			if got := v.login("203.0.113.1", account("rene"), "victim", 200); got != rules.Forward {
+			if got := v.login("203.0.113.1", rulestest.AccountBody("rene"), "victim", 200); got != rules.Forward {
 				t.Fatalf("the victim's login: %v, want forwarded", got)
 			}
-			v.login("198.51.100.1", account("rene"), "stranger", 401) // the victim's one failure: locked
-			if got := v.login("192.0.2.1", account("rene"), "attacker", 401); got != rules.RefuseLimit {
+			v.login("198.51.100.1", rulestest.AccountBody("rene"), "stranger", 401) // the victim's one failure: locked
+			if got := v.login("192.0.2.1", rulestest.AccountBody("rene"), "attacker", 401); got != rules.RefuseLimit {
 				t.Errorf("the attacker's browser at the victim's account: %v, want refused (known for %q only)", got, own)
 			}
-			if got := v.login("192.0.2.1", account(own), "attacker", 401); got != rules.Forward {
+			if got := v.login("192.0.2.1", rulestest.AccountBody(own), "attacker", 401); got != rules.Forward {
 				t.Errorf("the attacker's browser at its own %q: %v, want forwarded (known for it)", own, got)
 			}
-			if got := v.login("203.0.113.1", account("rene"), "victim", 401); got != rules.Forward {
+			if got := v.login("203.0.113.1", rulestest.AccountBody("rene"), "victim", 401); got != rules.Forward {
 				t.Errorf("the victim's browser at its locked account: %v, want forwarded (known)", got)
 			}
 			// per-network: 3 an hour per /24; the attacker's /24 has spent
 			// one (its first login, not known yet) and two more here
 			// fill it.
-			v.login("192.0.2.2", account("zed"), "other", 200)
-			v.login("192.0.2.3", account("yan"), "other2", 200)
-			if got := v.login("192.0.2.1", account("rene"), "attacker", 200); got != rules.RefuseLimit {
+			v.login("192.0.2.2", rulestest.AccountBody("zed"), "other", 200)
+			v.login("192.0.2.3", rulestest.AccountBody("yan"), "other2", 200)
+			if got := v.login("192.0.2.1", rulestest.AccountBody("rene"), "attacker", 200); got != rules.RefuseLimit {
 				t.Errorf("the attacker's browser at the victim's account through a full network: %v, want refused (not known: exempt_known holds)", got)
 			}
-			if got := v.login("192.0.2.1", account(own), "attacker", 200); got != rules.Forward {
+			if got := v.login("192.0.2.1", rulestest.AccountBody(own), "attacker", 200); got != rules.Forward {
 				t.Errorf("the attacker's browser at its own %q through a full network: %v, want forwarded", own, got)
 			}
 		})
@@ -68,24 +69,24 @@ func TestKnownMarkersNameTheAccountAsSent(t *testing.T) {
 // cookieless client at the browser's first address, is not known).
 func TestKnownBrowserIsKnownWhereverItLogsIn(t *testing.T) {
 	v := newValuesRun(t, exactCallerPolicy)
-	if got := v.login("203.0.113.10", account("carol"), "browser", 200); got != rules.Forward {
+	if got := v.login("203.0.113.10", rulestest.AccountBody("carol"), "browser", 200); got != rules.Forward {
 		t.Fatalf("the browser's login: %v, want forwarded", got)
 	}
-	v.login("198.51.100.1", account("carol"), "stranger", 401) // carol locked for everyone else
-	v.login("203.0.113.50", account("x"), "other", 200)        // the /24's hour: two of 3
-	v.login("203.0.113.51", account("y"), "other2", 200)       // full
+	v.login("198.51.100.1", rulestest.AccountBody("carol"), "stranger", 401) // carol locked for everyone else
+	v.login("203.0.113.50", rulestest.AccountBody("x"), "other", 200)        // the /24's hour: two of 3
+	v.login("203.0.113.51", rulestest.AccountBody("y"), "other2", 200)       // full
 	for _, from := range []string{"203.0.113.11", "198.18.0.7"} {
-		if got := v.login(from, account("carol"), "browser", 401); got != rules.Forward {
+		if got := v.login(from, rulestest.AccountBody("carol"), "browser", 401); got != rules.Forward {
 			t.Errorf("the known browser from %s at its locked account: %v, want forwarded (known_visitors)", from, got)
 		}
 	}
-	if got := v.login("203.0.113.11", account("carol"), "browser", 200); got != rules.Forward {
+	if got := v.login("203.0.113.11", rulestest.AccountBody("carol"), "browser", 200); got != rules.Forward {
 		t.Errorf("the known browser from a new address of its full network: %v, want forwarded (exempt_known)", got)
 	}
-	if got := v.login("203.0.113.11", account("dave"), "browser", 200); got != rules.RefuseLimit {
+	if got := v.login("203.0.113.11", rulestest.AccountBody("dave"), "browser", 200); got != rules.RefuseLimit {
 		t.Errorf("the known browser at another account through its full network: %v, want refused", got)
 	}
-	if got := v.login("203.0.113.10", account("carol"), "", 401); got != rules.RefuseLimit {
+	if got := v.login("203.0.113.10", rulestest.AccountBody("carol"), "", 401); got != rules.RefuseLimit {
 		t.Errorf("a cookieless client at the browser's first address: %v, want refused (never the browser)", got)
 	}
 }

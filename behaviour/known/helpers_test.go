@@ -1,22 +1,11 @@
 package known_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
-
-// The known callers' tests run on internal/rulestest's helpers.
-
-var t0 = rulestest.T0
-
-func load(t *testing.T, src string) *rules.Policy { return rulestest.Load(t, src) }
-
-func newEngine(t *testing.T) *rules.Engine { return rulestest.NewEngine(t, nil) }
-
-const accountVisitors = rulestest.AccountVisitors
 
 // valuesRun is a rulestest.Run whose logins carry a JSON body as
 // written.
@@ -37,35 +26,3 @@ func (v *valuesRun) send(path, client, body, visitor string, status int) rules.D
 	v.T.Helper()
 	return v.Send(rulestest.Req{Method: "POST", Path: path, Client: client, Fields: rulestest.JSON(body)}, visitor, status)
 }
-
-// knownRules are a login policy's two kinds of marker that exempt, after
-// its identity: a failures rule's known_visitors, and a known block a
-// per-network rule's exempt_known names.
-const knownRules = `
-visitor {
-}
-known "logged-in" {
-  paths = ["/login"]
-  by    = ["visitor", "account"]
-  for   = "30d"
-}
-rule "failures-account" {
-  paths          = ["/login"]
-  key            = ["account"]
-  count          = "failures"
-  limit          = 1
-  period         = "15m"
-  known_visitors = "30d"
-  known_by       = ["visitor"]
-}
-rule "per-network" {
-  paths        = ["/login"]
-  key          = ["ip"]
-  ipv4_prefix  = 24
-  limit        = 3
-  period       = "1h"
-  exempt_known = ["logged-in"]
-}`
-
-// account is a login body for username.
-func account(username string) string { return fmt.Sprintf(`{"username":%q}`, username) }

@@ -14,7 +14,7 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-const knownPolicy = accountVisitors + `
+const knownPolicy = rulestest.AccountVisitors + `
 rule "login-failures-account" {
   methods          = ["POST"]
   paths            = ["/login"]
@@ -36,11 +36,8 @@ rule "login-failures-account" {
 // be turned against the real user. A new device of the user, or the
 // user's browser once known_visitors has passed, is held to the rule.
 func TestKnownVisitorsDefeatTheLockoutWeapon(t *testing.T) {
-	p, diags := builtin.Load("known.hcl", []byte(knownPolicy))
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	k := &rulestest.Run{T: t, E: newEngine(t), P: p, Now: t0, S: rules.NewScratch(4)}
+	p := rulestest.Load(t, knownPolicy)
+	k := &rulestest.Run{T: t, E: rulestest.NewEngine(t, nil), P: p, Now: rulestest.T0, S: rules.NewScratch(4)}
 
 	// The real user logs in from its browser: it becomes known.
 	if v := k.Login("alice", "203.0.113.7", "alice-browser", 200); v != rules.Forward {
@@ -122,7 +119,7 @@ func TestKnownVisitorsRefusedWhereTheyCannotWork(t *testing.T) {
 // cookie (the address's cookieless bucket is nobody), and the marker ends
 // its for after the last success.
 func TestKnownBlockMarksOnlyASuccess(t *testing.T) {
-	p, diags := builtin.Load("known.hcl", []byte(accountVisitors+`
+	p, diags := builtin.Load("known.hcl", []byte(rulestest.AccountVisitors+`
 known "verified" {
   paths = ["/verify"]
   by    = ["visitor", "account"]
@@ -143,8 +140,8 @@ rule "per-network" {
 	if ks := known.Blocks(p); len(ks) != 1 || ks[0].Name != "verified" || ks[0].For() != 24*time.Hour {
 		t.Fatalf("known blocks %v, want one, verified, for 24h", ks)
 	}
-	e, s, vc := newEngine(t), rules.NewScratch(2), nat.ConfigOf(p)
-	now := t0
+	e, s, vc := rulestest.NewEngine(t, nil), rules.NewScratch(2), nat.ConfigOf(p)
+	now := rulestest.T0
 	run := func(path, user, visitor string, status int, outcome string) rules.Verdict {
 		t.Helper()
 		s.Begin(p)
@@ -234,7 +231,7 @@ rule "per-network" {
 		{"no share", "store \"memory\" {\n  network_share = \"100%\"\n}\n", 0},
 		{"redis", "store \"redis\" {\n  url = \"redis://127.0.0.1:6379/0\"\n}\n", 0},
 	} {
-		p := load(t, tt.store+src)
+		p := rulestest.Load(t, tt.store+src)
 		if got := known.Blocks(p)[0].NetworkKeys(); got != tt.want {
 			t.Errorf("%s: NetworkKeys %d, want %d", tt.name, got, tt.want)
 		}

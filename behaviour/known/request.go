@@ -262,7 +262,7 @@ func (k *Stage) queueVisitor(rq *request, s *rules.Scratch, m *rules.Match, req 
 		return
 	}
 	key := s.HashKey(r.ID, r.KeyTag(0)|callers.Flag, buf)
-	rq.markers = append(rq.markers, marker{match: matchIndex(s, m), peek: s.PreOp(k.visitorOp(rules.OpPeek, r, key)), key: key, stage: k})
+	rq.markers = append(rq.markers, marker{match: callers.MatchIndex(s, m), peek: s.PreOp(k.visitorOp(rules.OpPeek, r, key)), key: key, stage: k})
 }
 
 // Admit takes m out of its rule when its caller is known: by its
@@ -278,7 +278,7 @@ func (k *Stage) Admit(s *rules.Scratch, m *rules.Match) (bool, time.Duration) {
 	}
 	rq.admit(s)
 	if k.Visitors > 0 {
-		i := matchIndex(s, m)
+		i := callers.MatchIndex(s, m)
 		for _, mk := range rq.markers {
 			if res := s.PreResult(mk.peek); mk.match == i && !res.Allowed && !res.StoreError {
 				s.TakeOut(m)
@@ -307,14 +307,4 @@ func (rq *request) knownTo(blocks []*Block) bool {
 		}
 	}
 	return false
-}
-
-// matchIndex returns m's index in s.Matches.
-func matchIndex(s *rules.Scratch, m *rules.Match) int {
-	for i := range s.Matches {
-		if &s.Matches[i] == m {
-			return i
-		}
-	}
-	return -1
 }

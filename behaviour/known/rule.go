@@ -31,12 +31,8 @@ func (*Stage) Behaviour() string { return "known" }
 // Of returns r's known callers, or nil when r has neither known_visitors
 // nor exempt_known.
 func Of(r *rules.Rule) *Stage {
-	for _, st := range r.Stages() {
-		if k, ok := st.(*Stage); ok {
-			return k
-		}
-	}
-	return nil
+	st, _ := rules.StageOf[*Stage](r)
+	return st
 }
 
 // Visitors returns r's known_visitors (docs/policy.md, "known_visitors"):

@@ -48,20 +48,16 @@ func (*Stage) Behaviour() string { return "queue" }
 
 // Of returns r's queue, or nil when r does not queue.
 func Of(r *rules.Rule) *Stage {
-	for _, st := range r.Stages() {
-		if q, ok := st.(*Stage); ok && q.on {
-			return q
-		}
+	if q, ok := rules.StageOf[*Stage](r); ok && q.on {
+		return q
 	}
 	return nil
 }
 
 // stage returns r's queue stage, adding one the first time.
 func stage(r *rules.Rule) *Stage {
-	for _, st := range r.Stages() {
-		if q, ok := st.(*Stage); ok {
-			return q
-		}
+	if q, ok := rules.StageOf[*Stage](r); ok {
+		return q
 	}
 	q := &Stage{}
 	r.AddStage(q)
@@ -115,13 +111,8 @@ func drainTime(r *rules.Rule) time.Duration {
 
 // finish checks queue and max_delay together once both are compiled.
 func finish(c *rules.Compiler, r *rules.Rule) {
-	var q *Stage
-	for _, st := range r.Stages() {
-		if s, ok := st.(*Stage); ok {
-			q = s
-		}
-	}
-	if q == nil {
+	q, ok := rules.StageOf[*Stage](r)
+	if !ok {
 		return
 	}
 	rng := q.maxDelayRange

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/behaviour/queue"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -35,7 +36,7 @@ func TestQueueCompile(t *testing.T) {
 		{"algorithm = \"token_bucket\"\n  limit = 5\n  period = \"1s\"\n  burst = 20\n  queue = true", "needs algorithm", 0},
 		{"action = \"deny\"\n  queue = true", "Invalid queue", 0},
 	} {
-		p, diags := loadDiags(fmt.Sprintf(base, tt.attrs))
+		p, diags := rulestest.LoadDiags(fmt.Sprintf(base, tt.attrs))
 		switch {
 		case tt.err == "" && diags.HasErrors():
 			t.Errorf("%s: %v", tt.attrs, diags.Error())
@@ -54,7 +55,7 @@ func TestQueueCompile(t *testing.T) {
 // the engine admits 20 with delays 0, 200ms, … 3.8s (arrival order: each
 // later one is released 200ms after the one before) and refuses the 21st.
 func TestEngineQueueDelays(t *testing.T) {
-	k := newCostEngine(t, `rule "q" {
+	k := rulestest.NewRun(t, `rule "q" {
   paths = ["/api/*"]
   key = ["ip"]
   algorithm = "leaky_bucket"
@@ -64,18 +65,18 @@ func TestEngineQueueDelays(t *testing.T) {
   queue = true
 }`)
 	for i := range 20 {
-		d := k.send("/api/x", nil)
+		d := k.Get("/api/x", nil)
 		if want := time.Duration(i) * 200 * time.Millisecond; d.Verdict != rules.Forward || d.Delay != want {
 			t.Fatalf("request %d: verdict %v delay %v, want forwarded after %v", i+1, d.Verdict, d.Delay, want)
 		}
 	}
-	if d := k.send("/api/x", nil); d.Verdict != rules.RefuseLimit || d.Delay != 0 {
+	if d := k.Get("/api/x", nil); d.Verdict != rules.RefuseLimit || d.Delay != 0 {
 		t.Fatalf("21st: verdict %v delay %v, want refused, no delay", d.Verdict, d.Delay)
 	}
 	// 300ms later one unit and a half has drained: the next waits for the
-	// 20th's slot (3.8s from t0) plus its own 200ms, i.e. 3.7s from now.
+	// 20th's slot (3.8s from the start) plus its own 200ms, i.e. 3.7s from now.
 	k.Now = k.Now.Add(300 * time.Millisecond)
-	if d := k.send("/api/x", nil); d.Verdict != rules.Forward || d.Delay != 3700*time.Millisecond {
+	if d := k.Get("/api/x", nil); d.Verdict != rules.Forward || d.Delay != 3700*time.Millisecond {
 		t.Fatalf("after 300ms: verdict %v delay %v, want forwarded after 3.7s", d.Verdict, d.Delay)
 	}
 }
@@ -83,7 +84,7 @@ func TestEngineQueueDelays(t *testing.T) {
 // max_delay refuses at arrival a request whose delay would pass it, and
 // gives its unit back: the queue never fills with requests nobody holds.
 func TestEngineQueueMaxDelay(t *testing.T) {
-	k := newCostEngine(t, `rule "q" {
+	k := rulestest.NewRun(t, `rule "q" {
   paths = ["/api/*"]
   key = ["ip"]
   algorithm = "leaky_bucket"
@@ -94,12 +95,12 @@ func TestEngineQueueMaxDelay(t *testing.T) {
   max_delay = "1s"
 }`)
 	for i := range 6 { // delays 0 … 1s
-		if d := k.send("/api/x", nil); d.Verdict != rules.Forward || d.Delay != time.Duration(i)*200*time.Millisecond {
+		if d := k.Get("/api/x", nil); d.Verdict != rules.Forward || d.Delay != time.Duration(i)*200*time.Millisecond {
 			t.Fatalf("request %d: verdict %v delay %v", i+1, d.Verdict, d.Delay)
 		}
 	}
 	for i := range 30 { // each would wait 1.2s: refused, and refunded
-		d := k.send("/api/x", nil)
+		d := k.Get("/api/x", nil)
 		if d.Verdict != rules.RefuseLimit || d.Delay != 0 || d.RetryAfter != 200*time.Millisecond {
 			t.Fatalf("over max_delay %d: verdict %v delay %v retry %v, want refused, retry 200ms", i+1, d.Verdict, d.Delay, d.RetryAfter)
 		}
@@ -107,7 +108,7 @@ func TestEngineQueueMaxDelay(t *testing.T) {
 	// Refunded: 200ms later the next waits 1s (six units ahead, one drained),
 	// as if the 30 refused had never come.
 	k.Now = k.Now.Add(200 * time.Millisecond)
-	if d := k.send("/api/x", nil); d.Verdict != rules.Forward || d.Delay != time.Second {
+	if d := k.Get("/api/x", nil); d.Verdict != rules.Forward || d.Delay != time.Second {
 		t.Fatalf("after 200ms: verdict %v delay %v, want forwarded after 1s", d.Verdict, d.Delay)
 	}
 }

@@ -64,12 +64,8 @@ func (f *Refusal) RetryJitter() float64 { return f.Jitter }
 // Of returns r's refusal settings, or nil when r sets none (the defaults).
 // The caller must not modify them.
 func Of(r *rules.Rule) *Refusal {
-	for _, st := range r.Stages() {
-		if f, ok := st.(*Refusal); ok {
-			return f
-		}
-	}
-	return nil
+	st, _ := rules.StageOf[*Refusal](r)
+	return st
 }
 
 // Jitter returns r's retry_after_jitter as a fraction (0 to 1), 0 when it

@@ -8,11 +8,9 @@ import (
 
 	"github.com/edge-gateway/edge/behaviour/adaptive"
 	"github.com/edge-gateway/edge/behaviour/shed"
-	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/internal/teststore"
 	"github.com/edge-gateway/edge/rules"
-	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // shedPolicy: a node ceiling of 10 with the default shares (low 50%: 5,
@@ -330,22 +328,11 @@ func BenchmarkCheckShed(b *testing.B) {
   }`, "", 1)
 	for _, bc := range []struct{ name, src string }{{"no-shedding", without}, {"max_in_flight", shedPolicy}} {
 		b.Run(bc.name, func(b *testing.B) {
-			p, diags := builtin.Load("test.hcl", []byte(bc.src))
-			if diags.HasErrors() {
-				b.Fatal(diags.Error())
-			}
+			p := rulestest.Load(b, bc.src)
 			if sh := shed.AdmissionOf(p); (sh.MaxInFlight > 0) != (bc.name == "max_in_flight") {
 				b.Fatalf("%s: load_shedding %+v", bc.name, sh)
 			}
-			ms, err := memstore.New(memstore.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ms.Close()
-			e, err := rules.NewEngine(rules.EngineOptions{Store: ms, Secret: []byte("bench")})
-			if err != nil {
-				b.Fatal(err)
-			}
+			e := rulestest.NewEngine(b, nil)
 			s := rules.NewScratch(8)
 			r := rulestest.Req{Method: "POST", Path: "/login", Client: "192.0.2.1", Fields: rulestest.Fields{}}.Build()
 			ctx := context.Background()
@@ -484,7 +471,7 @@ func TestShedAdaptiveDryRun(t *testing.T) {
 // the eleventh is shed.
 func TestShedAdaptiveWithoutTheBlock(t *testing.T) {
 	src := strings.Replace(adaptiveShedPolicy, "edge {\n  load_shedding {\n    max_in_flight = 20\n  }\n}\n", "", 1)
-	p, diags := builtin.Load("test.hcl", []byte(src))
+	p, diags := rulestest.LoadDiags(src)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

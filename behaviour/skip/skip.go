@@ -36,12 +36,8 @@ func (*Stage) Behaviour() string { return "skip" }
 
 // Of returns r's skip list, or nil when r is not a skip rule.
 func Of(r *rules.Rule) *Stage {
-	for _, st := range r.Stages() {
-		if sp, ok := st.(*Stage); ok {
-			return sp
-		}
-	}
-	return nil
+	st, _ := rules.StageOf[*Stage](r)
+	return st
 }
 
 // Exempt exempts the request, which the stage's rule matches, from the

@@ -55,8 +55,8 @@ func outcomes(s *rules.Scratch) map[string]rules.Outcome {
 }
 
 func TestSkipExemptsFromTheListedRulesOnly(t *testing.T) {
-	p := load(t, exemptPolicy)
-	e := newEngine(t)
+	p := rulestest.Load(t, exemptPolicy)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(len(p.Rules))
 	login := rulestest.Req{Method: "POST", Path: "/login", Host: "example.com", Client: "10.1.2.3"}
 	for i := range 3 {
@@ -94,14 +94,14 @@ func TestSkipExemptsFromTheListedRulesOnly(t *testing.T) {
 // without it, same rule names, same store), the office still has its whole
 // login budget.
 func TestSkippedRuleCountsNothing(t *testing.T) {
-	p := load(t, exemptPolicy)
-	e := newEngine(t)
+	p := rulestest.Load(t, exemptPolicy)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(len(p.Rules))
 	login := rulestest.Req{Method: "POST", Path: "/login", Host: "example.com", Client: "10.1.2.3"}
 	for range 2 {
 		check(e, p, login, s)
 	}
-	q := load(t, `
+	q := rulestest.Load(t, `
 rule "login-per-ip" {
   methods   = ["POST"]
   paths     = ["/login"]
@@ -120,8 +120,8 @@ rule "login-per-ip" {
 // skip = ["*"] passes over every rule, sensitive and deny rules included,
 // but only for requests its conditions all hold for.
 func TestSkipAllExemptsFromEveryRule(t *testing.T) {
-	p := load(t, exemptPolicy)
-	e := newEngine(t)
+	p := rulestest.Load(t, exemptPolicy)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(len(p.Rules))
 	ops := rulestest.Fields{HeaderValues: map[string]string{"X-Ops": "1"}}
 	for i := range 10 {
@@ -147,7 +147,7 @@ func TestSkipAllExemptsFromEveryRule(t *testing.T) {
 // A skip rule whose condition cannot be decided (a phone that is garbage)
 // exempts nobody and rejects nothing: the rules it would skip decide.
 func TestSkipOnAnUndecidableConditionExemptsNobody(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 identity { phone = ["json:phone"] }
 
 rule "otp-per-ip" {
@@ -163,7 +163,7 @@ rule "domestic" {
   when { phone_country_in = ["US"] }
 }
 `)
-	e := newEngine(t)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(len(p.Rules))
 	body := func(phone string) rulestest.Fields {
 		return rulestest.Fields{ContentType: "application/json", Text: `{"phone":"` + phone + `"}`}

@@ -107,8 +107,11 @@ func lookup(m map[string]string, n []byte) []byte {
 // JSON returns Fields with a JSON body.
 func JSON(body string) Fields { return Fields{ContentType: "application/json", Text: body} }
 
-// Account returns Fields with a JSON body naming username.
-func Account(username string) Fields { return JSON(fmt.Sprintf(`{"username":%q}`, username)) }
+// AccountBody is a login's JSON body naming username.
+func AccountBody(username string) string { return fmt.Sprintf(`{"username":%q}`, username) }
+
+// Account returns Fields with a JSON body naming username (AccountBody).
+func Account(username string) Fields { return JSON(AccountBody(username)) }
 
 // Req is a request as the tests write it: Client a literal address, Path
 // the path the origin receives (Build folds it into the match path as the
@@ -143,6 +146,36 @@ visitor {
 }
 `
 
+// KnownRules are a login policy's two kinds of marker that exempt, for
+// the tests of known callers (behaviour/known's and rules' own), after the
+// policy's identity: a failures rule's known_visitors, and a known block a
+// per-network rule's exempt_known names.
+const KnownRules = `
+visitor {
+}
+known "logged-in" {
+  paths = ["/login"]
+  by    = ["visitor", "account"]
+  for   = "30d"
+}
+rule "failures-account" {
+  paths          = ["/login"]
+  key            = ["account"]
+  count          = "failures"
+  limit          = 1
+  period         = "15m"
+  known_visitors = "30d"
+  known_by       = ["visitor"]
+}
+rule "per-network" {
+  paths        = ["/login"]
+  key          = ["ip"]
+  ipv4_prefix  = 24
+  limit        = 3
+  period       = "1h"
+  exempt_known = ["logged-in"]
+}`
+
 // Run drives one engine and store through requests on a scripted clock
 // (Now), settling each forwarded one with the origin's status.
 type Run struct {
@@ -163,6 +196,12 @@ func NewRun(t testing.TB, src string) *Run {
 // Check decides r at Now, settling nothing.
 func (k *Run) Check(r Req) rules.Decision {
 	return k.E.Check(context.Background(), k.Now, k.P, r.Build(), k.S)
+}
+
+// Get decides a GET of path with fields f (nil: none) from one client,
+// 192.0.2.9, at Now, settling nothing.
+func (k *Run) Get(path string, f rules.Fields) rules.Decision {
+	return k.Check(Req{Method: "GET", Path: path, Client: "192.0.2.9", Fields: f})
 }
 
 // Send decides r as visitor (a valid visitor ID, "" none; the policy's
