@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edge-gateway/edge/internal/testheader"
 	"github.com/valyala/fasthttp"
 )
 
@@ -112,24 +113,10 @@ func FuzzKnownShape(f *testing.F) {
 	})
 }
 
-// TestCanonicalHeaderNames: the names forward sets with SetCanonical are
-// in the form fasthttp normalises them to, so setting them so is setting
-// them with SetBytesV: one line, replacing any other of that name (the
-// extensions' own: nat's and botscore's TestCanonicalHeaderNames).
+// TestCanonicalHeaderNames: the names forward sets with
+// SetCanonical are in the form fasthttp normalises them to (testheader.Canonical).
 func TestCanonicalHeaderNames(t *testing.T) {
-	for _, k := range [][]byte{hdrXForwardedFor, hdrXForwardedProto} {
-		var a, b fasthttp.RequestHeader
-		a.Set(string(k), "old")
-		b.Set(string(k), "old")
-		a.SetBytesV(strings.ToLower(string(k)), []byte("v"))
-		b.SetCanonical(k, []byte("v"))
-		if a.String() != b.String() {
-			t.Errorf("%s: SetCanonical gives %q, SetBytesV %q", k, b.String(), a.String())
-		}
-		if n := len(b.PeekAll(string(k))); n != 1 {
-			t.Errorf("%s: %d lines after SetCanonical, want 1", k, n)
-		}
-	}
+	testheader.Canonical(t, hdrXForwardedFor, hdrXForwardedProto)
 }
 
 // TestConnectionPeekCanonical: stripConnectionTokens reads Connection as
