@@ -1,6 +1,10 @@
 package botscore
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
+)
 
 // The request signals (docs/botscore.md, "Request signals"): what the
 // User-Agent names (useragent.go), which of Accept, Accept-Language and
@@ -63,9 +67,9 @@ func ReadRequest(h HeaderSource, sig *RequestSignals) {
 	sig.HasAccept, sig.HasAcceptLanguage, sig.HasAcceptEncoding = hb.value[hAccept], hb.value[hAcceptLanguage], hb.value[hAcceptEncoding]
 	if len(raw) == 0 {
 		if g, ok := h.(HeaderGetter); ok {
-			sig.HasAccept = len(trimSpace(g.Header(nameAccept))) > 0
-			sig.HasAcceptLanguage = len(trimSpace(g.Header(nameAcceptLanguage))) > 0
-			sig.HasAcceptEncoding = len(trimSpace(g.Header(nameAcceptEncoding))) > 0
+			sig.HasAccept = len(httpsyntax.TrimOWS(g.Header(nameAccept))) > 0
+			sig.HasAcceptLanguage = len(httpsyntax.TrimOWS(g.Header(nameAcceptLanguage))) > 0
+			sig.HasAcceptEncoding = len(httpsyntax.TrimOWS(g.Header(nameAcceptEncoding))) > 0
 		}
 	}
 	sig.BrowserHeadersMissing, sig.HeaderOrderMismatch = false, false
@@ -145,7 +149,7 @@ func (hb *headerBlock) read(raw []byte) {
 		if colon <= 0 || l[0] == ' ' || l[0] == '\t' {
 			continue // a blank line, an obsolete continuation, or no name
 		}
-		name, val := l[:colon], trimSpace(l[colon+1:])
+		name, val := l[:colon], httpsyntax.TrimOWS(l[colon+1:])
 		hb.note(name, len(val) > 0, line)
 		if line < 1<<14 {
 			line++

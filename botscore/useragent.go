@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"unsafe"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // The User-Agent classifier (docs/botscore.md, "Request signals"). One
@@ -404,7 +406,7 @@ func (m *uaMatcher) scanFull(ua []byte, patternsOnly bool) uaFacts {
 // family (for a browser) and the crawler it claims to be. It allocates
 // nothing; the first call compiles the crawler list.
 func ClassifyUserAgent(ua []byte) (UAKind, Browser, Claim) {
-	ua = trimSpace(ua)
+	ua = httpsyntax.TrimOWS(ua)
 	if len(ua) == 0 {
 		return UANone, BrowserOther, ClaimNone
 	}
@@ -460,16 +462,6 @@ func hasPrefix(b []byte, s string) bool { return len(b) >= len(s) && string(b[:l
 
 func contains(b []byte, s string) bool {
 	return bytes.Contains(b, unsafe.Slice(unsafe.StringData(s), len(s)))
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 // automaton is an Aho-Corasick automaton over ASCII-folded bytes, compiled

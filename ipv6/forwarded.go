@@ -75,7 +75,7 @@ func parseForwardedElement(el []byte) (addr netip.Addr, ok bool) {
 	var buf [maxAddrLen]byte // the unescaped for= value
 	found := false
 	for i := 0; ; {
-		for i < len(el) && isOWS(el[i]) {
+		for i < len(el) && httpsyntax.IsOWS(el[i]) {
 			i++
 		}
 		if i == len(el) {
@@ -138,7 +138,7 @@ func parseForwardedElement(el []byte) (addr netip.Addr, ok bool) {
 			found = true
 			addr, ok = parseNode(val)
 		}
-		for i < len(el) && isOWS(el[i]) {
+		for i < len(el) && httpsyntax.IsOWS(el[i]) {
 			i++
 		}
 		if i < len(el) && el[i] != ';' {

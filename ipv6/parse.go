@@ -3,6 +3,8 @@ package ipv6
 import (
 	"bytes"
 	"net/netip"
+
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 )
 
 // maxAddrLen caps the bytes ParseAddr and the Forwarded node parser look at.
@@ -30,7 +32,7 @@ func ParseAddr(b []byte) (a netip.Addr, ok bool) {
 	if len(b) > maxAddrLen {
 		return netip.Addr{}, false
 	}
-	b = trimOWS(b)
+	b = httpsyntax.TrimOWS(b)
 	if len(b) == 0 {
 		return netip.Addr{}, false
 	}
@@ -277,16 +279,4 @@ func validObfuscated(s []byte) bool {
 		}
 	}
 	return true
-}
-
-func isOWS(c byte) bool { return c == ' ' || c == '\t' }
-
-func trimOWS(b []byte) []byte {
-	for len(b) > 0 && isOWS(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isOWS(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
 }

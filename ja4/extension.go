@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/edge-gateway/edge/gateway/ext"
+	"github.com/edge-gateway/edge/internal/httpsyntax"
 	"github.com/edge-gateway/edge/node"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -78,7 +79,7 @@ func (in instance) requestJA4(r *ext.Request) []byte {
 		case len(vs) > 1:
 			return invalid
 		case len(vs) == 1:
-			v := trimOWS(vs[0])
+			v := httpsyntax.TrimOWS(vs[0])
 			if len(v) > maxHeader {
 				return invalid
 			}
@@ -128,17 +129,6 @@ func (in instance) OnForward(r *ext.Request, req *fasthttp.Request) {
 	if Valid(r.Rules.JA4) {
 		req.Header.SetBytesV("X-Edge-JA4", r.Rules.JA4)
 	}
-}
-
-// trimOWS trims optional whitespace (RFC 9110 §5.6.3) around v.
-func trimOWS(v []byte) []byte {
-	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
-		v = v[1:]
-	}
-	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
-		v = v[:len(v)-1]
-	}
-	return v
 }
 
 var (

@@ -1,7 +1,8 @@
 // Package httpsyntax holds the character classes of HTTP's grammar that
 // several packages of the edge parse with: RFC 9110's token (§5.6.2) and
-// the hexadecimal digits of percent-encoding (RFC 3986 §2.1). One table,
-// so no two parsers of the edge can disagree on what a token is.
+// optional whitespace (§5.6.3), and the hexadecimal digits of
+// percent-encoding (RFC 3986 §2.1). One table, so no two parsers of the
+// edge can disagree on what a token is.
 package httpsyntax
 
 // tchar is RFC 9110 §5.6.2's tchar: ALPHA, DIGIT and
@@ -35,6 +36,22 @@ func IsToken[T ~string | ~[]byte](s T) bool {
 		}
 	}
 	return true
+}
+
+// IsOWS reports whether c is RFC 9110 optional whitespace (§5.6.3): a
+// space or a horizontal tab.
+func IsOWS(c byte) bool { return c == ' ' || c == '\t' }
+
+// TrimOWS returns b without the optional whitespace (§5.6.3) around it: a
+// field value as the grammar reads it. It shares b's memory.
+func TrimOWS(b []byte) []byte {
+	for len(b) > 0 && IsOWS(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && IsOWS(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // Unhex returns the value of hexadecimal digit c (RFC 3986 §2.1 HEXDIG,

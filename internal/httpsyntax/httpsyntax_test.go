@@ -36,3 +36,11 @@ func TestUnhex(t *testing.T) {
 		}
 	}
 }
+
+func TestTrimOWS(t *testing.T) {
+	for in, want := range map[string]string{"": "", " \t": "", "a": "a", " a b\t": "a b", "\ta\r": "a\r", "\u00a0a": "\u00a0a"} {
+		if got := string(TrimOWS([]byte(in))); got != want {
+			t.Errorf("TrimOWS(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
