@@ -67,27 +67,24 @@ func (s *Server) openExtensions(p *rules.Policy) (policyHooks, error) {
 			continue
 		}
 		h.insts[i] = in
-		if x, ok := in.(ext.Decider); ok {
-			h.deciders = append(h.deciders, x)
-		}
-		if x, ok := in.(ext.Forwarder); ok {
-			h.forwarders = append(h.forwarders, x)
-		}
-		if x, ok := in.(ext.Settler); ok {
-			h.settlers = append(h.settlers, x)
-		}
-		if x, ok := in.(ext.Responder); ok {
-			h.responders = append(h.responders, x)
-		}
-		if x, ok := in.(ext.DecideAnswerer); ok {
-			h.answerers = append(h.answerers, x)
-		}
-		if x, ok := in.(ext.Explainer); ok {
-			h.explainers = append(h.explainers, x)
-		}
+		h.deciders = appendHook(h.deciders, in)
+		h.forwarders = appendHook(h.forwarders, in)
+		h.settlers = appendHook(h.settlers, in)
+		h.responders = appendHook(h.responders, in)
+		h.answerers = appendHook(h.answerers, in)
+		h.explainers = appendHook(h.explainers, in)
 	}
 	h.buffers = env.Buffers()
 	return h, nil
+}
+
+// appendHook appends in to list when it has hook T (ext.Decider and the
+// others).
+func appendHook[T any](list []T, in ext.Instance) []T {
+	if x, ok := in.(T); ok {
+		return append(list, x)
+	}
+	return list
 }
 
 // checkExtensions refuses a list with a nil or a repeated extension.

@@ -114,6 +114,39 @@ func (c *compiler) clientCert(a clientCertAttrs) (cc clientCert) {
 	return cc
 }
 
+// caFile compiles a ca_file: path resolved against the policy file's
+// directory (file), read and parsed as a CA bundle (caPool); a
+// certificate in it that has expired is a warning. readHint follows a
+// read error's detail. pool is nil when the bundle cannot be used, each
+// reason reported.
+func (c *compiler) caFile(path string, rng hcl.Range, readHint string) (file string, pemBytes []byte, pool *x509.CertPool) {
+	file = c.policyRelative(path)
+	pemBytes, err := readPEMFile(file)
+	if err != nil {
+		c.Errorf(rng, "Cannot read ca_file", "%v%s", err, readHint)
+		return file, nil, nil
+	}
+	pool, expired, err := caPool(pemBytes, time.Now())
+	if err != nil {
+		c.Errorf(rng, "Invalid ca_file", "%s: %v", file, err)
+		return file, nil, nil
+	}
+	for _, x := range expired {
+		c.Warnf(rng, "Expired CA certificate", "%s: %s; no chain can end in it", file, x)
+	}
+	return file, pemBytes, pool
+}
+
+// serverName compiles a server_name: v lowercased, without a final dot,
+// and checked (checkServerName).
+func (c *compiler) serverName(v string, rng hcl.Range) string {
+	name := strings.TrimSuffix(strings.ToLower(v), ".")
+	if err := checkServerName(name); err != nil {
+		c.Errorf(rng, "Invalid server_name", "%q %v", v, err)
+	}
+	return name
+}
+
 // policyRelative resolves a path of the policy against the policy file's
 // directory; an absolute path stays as it is.
 func (c *compiler) policyRelative(path string) string {

@@ -214,27 +214,17 @@ func (c *compiler) needTLS(b *storeBlock, a storeAttr) bool {
 	return a.set
 }
 
+// storeReadHint follows the detail of a store file's read error.
+const storeReadHint = " (paths are relative to the policy file's directory)"
+
 // redisTLS compiles server_name and ca_file, then the client certificate
 // (redisClientCert).
 func (c *compiler) redisTLS(b *storeBlock, sc *StoreConfig) {
 	if c.needTLS(b, storeAttr{b.ServerName != nil, "server_name", b.ServerNameRange}) {
-		name := strings.TrimSuffix(strings.ToLower(*b.ServerName), ".")
-		if err := checkServerName(name); err != nil {
-			c.Errorf(b.ServerNameRange, "Invalid server_name", "%q %v", *b.ServerName, err)
-		}
-		sc.ServerName = name
+		sc.ServerName = c.serverName(*b.ServerName, b.ServerNameRange)
 	}
 	if c.needTLS(b, storeAttr{b.CAFile != nil, "ca_file", b.CAFileRange}) {
-		sc.CAFile = c.policyRelative(*b.CAFile)
-		if pemBytes, err := readPEMFile(sc.CAFile); err != nil {
-			c.Errorf(b.CAFileRange, "Cannot read ca_file", "%v (paths are relative to the policy file's directory)", err)
-		} else if _, expired, err := caPool(pemBytes, time.Now()); err != nil {
-			c.Errorf(b.CAFileRange, "Invalid ca_file", "%s: %v", sc.CAFile, err)
-		} else {
-			for _, x := range expired {
-				c.Warnf(b.CAFileRange, "Expired CA certificate", "%s: %s; no chain can end in it", sc.CAFile, x)
-			}
-		}
+		sc.CAFile, _, _ = c.caFile(*b.CAFile, b.CAFileRange, storeReadHint)
 	}
 	c.redisClientCert(b, sc)
 }
@@ -243,7 +233,7 @@ func (c *compiler) redisTLS(b *storeBlock, sc *StoreConfig) {
 // TLS attribute (needTLS).
 func (c *compiler) redisClientCert(b *storeBlock, sc *StoreConfig) {
 	a := clientCertAttrs{certRange: b.CertFileRange, keyRange: b.KeyFileRange,
-		readHint: " (paths are relative to the policy file's directory)", refuser: "a Redis that checks client certificates"}
+		readHint: storeReadHint, refuser: "a Redis that checks client certificates"}
 	if c.needTLS(b, storeAttr{b.CertFile != nil, "cert_file", b.CertFileRange}) {
 		a.cert = b.CertFile
 	}

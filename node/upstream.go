@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -130,25 +129,12 @@ func (c *compiler) edgeUpstream(e *edgeBlock) {
 		h.Write(b)
 	}
 	if b.ServerName != nil {
-		name := strings.TrimSuffix(strings.ToLower(*b.ServerName), ".")
-		if err := checkServerName(name); err != nil {
-			c.Errorf(b.ServerNameRange, "Invalid server_name", "%q %v", *b.ServerName, err)
-		}
-		t.ServerName = name
-		field("server_name", []byte(name))
+		t.ServerName = c.serverName(*b.ServerName, b.ServerNameRange)
+		field("server_name", []byte(t.ServerName))
 	}
 	if b.CAFile != nil {
-		t.CAFile = c.policyRelative(*b.CAFile)
-		pemBytes, err := readPEMFile(t.CAFile)
-		if err != nil {
-			c.Errorf(b.CAFileRange, "Cannot read ca_file", "%v", err)
-		} else if pool, expired, err := caPool(pemBytes, time.Now()); err != nil {
-			c.Errorf(b.CAFileRange, "Invalid ca_file", "%s: %v", t.CAFile, err)
-		} else {
-			for _, x := range expired {
-				c.Warnf(b.CAFileRange, "Expired CA certificate", "%s: %s; no chain can end in it", t.CAFile, x)
-			}
-			t.RootCAs = pool
+		var pemBytes []byte
+		if t.CAFile, pemBytes, t.RootCAs = c.caFile(*b.CAFile, b.CAFileRange, ""); t.RootCAs != nil {
 			field("ca_file", pemBytes)
 		}
 	}
