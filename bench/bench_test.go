@@ -128,6 +128,46 @@ func start(t *testing.T, addr string, name string, args ...string) {
 	}
 }
 
+// startEdge runs the built edge on policy (a file of bench/, memory store)
+// in front of the origin at originAddr until the test ends, and returns
+// its listener's and its admin listener's addresses.
+func startEdge(t *testing.T, policy, originAddr string) (listen, admin string) {
+	t.Helper()
+	listen, admin = freeAddr(t), freeAddr(t)
+	start(t, listen, binary(t, "edge"), "serve", "-config", policy, "-store", "memory", "-log-level", "warn",
+		"-listen", listen, "-admin", admin, "-upstream", "http://"+originAddr)
+	return listen, admin
+}
+
+// startNginx checks the template file with `nginx -t` once rendered
+// (renderNginx) and runs NGINX on it in front of the origin at
+// originAddr until the test ends; it returns its listener's address.
+func startNginx(t *testing.T, file, originAddr string) string {
+	t.Helper()
+	bin := nginxBinary(t)
+	dir := t.TempDir()
+	listen := freeAddr(t)
+	conf := renderNginx(t, file, dir, listen, originAddr)
+	errLog := filepath.Join(dir, "error.log")
+	if out, err := exec.Command(bin, "-t", "-p", dir, "-c", conf, "-e", errLog).CombinedOutput(); err != nil {
+		t.Fatalf("nginx -t: %v\n%s", err, out)
+	}
+	start(t, listen, bin, "-p", dir, "-c", conf, "-e", errLog, "-g", "daemon off;")
+	return listen
+}
+
+// status sends req on c and returns the answer's status, its body read
+// and closed.
+func status(c *http.Client, req *http.Request) (int, error) {
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
 // sendBenchLoad sends n requests of the bench load (GET /api/bench, client
 // i of 198.18.0.0/15 in X-Forwarded-For and API key i mod 100, as the
 // load tool's plain scenario sends them) to addr, and fails the test on
@@ -143,14 +183,12 @@ func sendBenchLoad(t *testing.T, addr string, n int) {
 		}
 		req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.18.%d.%d", i>>8&0xff, i&0xff))
 		req.Header.Set("X-Api-Key", "bench-key-"+strconv.Itoa(i%100))
-		resp, err := c.Do(req)
+		code, err := status(c, req)
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("request %d: status %d, want 200 (nothing in the bench refuses)", i, resp.StatusCode)
+		if code != http.StatusOK {
+			t.Fatalf("request %d: status %d, want 200 (nothing in the bench refuses)", i, code)
 		}
 	}
 }
@@ -184,11 +222,8 @@ var decisionLine = regexp.MustCompile(`(?m)^edge_decisions_total\{decision="([a-
 // refuse in shadow or falls back, so the bench measures all five on every
 // request.
 func TestBenchPolicyDecidesAndForwardsEveryRequest(t *testing.T) {
-	edge := binary(t, "edge")
 	origin, originAddr := startOrigin(t)
-	listen, admin := freeAddr(t), freeAddr(t)
-	start(t, listen, edge, "serve", "-config", "policy.hcl", "-store", "memory", "-log-level", "warn",
-		"-listen", listen, "-admin", admin, "-upstream", "http://"+originAddr)
+	listen, admin := startEdge(t, "policy.hcl", originAddr)
 	const n = 300
 	sendBenchLoad(t, listen, n)
 	if got := origin.Hits()["/api/bench"]; got != n {
@@ -257,7 +292,7 @@ func renderNginx(t *testing.T, file, dir, listen, upstream string) string {
 // address, keepalive to the origin), and NGINX on it forwards 300 requests
 // of the bench load from 300 addresses, none refused.
 func TestNginxConfig(t *testing.T) {
-	bin := nginxBinary(t)
+	nginxBinary(t) // a skip before anything is read
 	src, err := os.ReadFile("nginx.conf")
 	if err != nil {
 		t.Fatal(err)
@@ -268,14 +303,7 @@ func TestNginxConfig(t *testing.T) {
 		}
 	}
 	origin, originAddr := startOrigin(t)
-	dir := t.TempDir()
-	listen := freeAddr(t)
-	conf := renderNginx(t, "nginx.conf", dir, listen, originAddr)
-	errLog := filepath.Join(dir, "error.log")
-	if out, err := exec.Command(bin, "-t", "-p", dir, "-c", conf, "-e", errLog).CombinedOutput(); err != nil {
-		t.Fatalf("nginx -t: %v\n%s", err, out)
-	}
-	start(t, listen, bin, "-p", dir, "-c", conf, "-e", errLog, "-g", "daemon off;")
+	listen := startNginx(t, "nginx.conf", originAddr)
 	const n = 300
 	sendBenchLoad(t, listen, n)
 	if got := origin.Hits()["/api/bench"]; got != n {
@@ -307,17 +335,10 @@ func TestMinproxyForwards(t *testing.T) {
 // whole second the 12 took), the rest refused with a 429, on both; and
 // another address is not held by the first one's refusals.
 func TestGoodputRulesAgree(t *testing.T) {
-	edge := binary(t, "edge")
-	nginx := nginxBinary(t)
+	nginxBinary(t) // a skip before anything starts
 	_, originAddr := startOrigin(t)
-	edgeAddr, admin := freeAddr(t), freeAddr(t)
-	start(t, edgeAddr, edge, "serve", "-config", "goodput.hcl", "-store", "memory", "-log-level", "warn",
-		"-listen", edgeAddr, "-admin", admin, "-upstream", "http://"+originAddr)
-	dir := t.TempDir()
-	nginxAddr := freeAddr(t)
-	conf := renderNginx(t, "goodput-nginx.conf", dir, nginxAddr, originAddr)
-	errLog := filepath.Join(dir, "error.log")
-	start(t, nginxAddr, nginx, "-p", dir, "-c", conf, "-e", errLog, "-g", "daemon off;")
+	edgeAddr, _ := startEdge(t, "goodput.hcl", originAddr)
+	nginxAddr := startNginx(t, "goodput-nginx.conf", originAddr)
 
 	c := &http.Client{Timeout: 10 * time.Second}
 	defer c.CloseIdleConnections()
@@ -328,13 +349,11 @@ func TestGoodputRulesAgree(t *testing.T) {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Forwarded-For", client)
-		resp, err := c.Do(req)
+		code, err := status(c, req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return code
 	}
 	for _, target := range []struct{ name, addr string }{{"edge", edgeAddr}, {"nginx", nginxAddr}} {
 		start := time.Now()
@@ -363,16 +382,10 @@ func TestGoodputRulesAgree(t *testing.T) {
 // and refuse its next 20 with a 429, and the origin sees only the first:
 // the refusal path the run measures never touches the origin.
 func TestRefusalRulesAgree(t *testing.T) {
-	edge := binary(t, "edge")
-	nginx := nginxBinary(t)
+	nginxBinary(t) // a skip before anything starts
 	origin, originAddr := startOrigin(t)
-	edgeAddr, admin := freeAddr(t), freeAddr(t)
-	start(t, edgeAddr, edge, "serve", "-config", "refusal.hcl", "-store", "memory", "-log-level", "warn",
-		"-listen", edgeAddr, "-admin", admin, "-upstream", "http://"+originAddr)
-	dir := t.TempDir()
-	nginxAddr := freeAddr(t)
-	conf := renderNginx(t, "refusal-nginx.conf", dir, nginxAddr, originAddr)
-	start(t, nginxAddr, nginx, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")
+	edgeAddr, _ := startEdge(t, "refusal.hcl", originAddr)
+	nginxAddr := startNginx(t, "refusal-nginx.conf", originAddr)
 
 	c := &http.Client{Timeout: 10 * time.Second}
 	defer c.CloseIdleConnections()
@@ -384,14 +397,12 @@ func TestRefusalRulesAgree(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Header.Set("X-Forwarded-For", client)
-			resp, err := c.Do(req)
+			code, err := status(c, req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if want := map[bool]int{true: http.StatusOK, false: http.StatusTooManyRequests}[j == 0]; resp.StatusCode != want {
-				t.Errorf("%s: request %d: status %d, want %d", target.name, j, resp.StatusCode, want)
+			if want := map[bool]int{true: http.StatusOK, false: http.StatusTooManyRequests}[j == 0]; code != want {
+				t.Errorf("%s: request %d: status %d, want %d", target.name, j, code, want)
 			}
 		}
 		if got := origin.Hits()["/api/bench"]; got != int64(i+1) {

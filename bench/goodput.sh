@@ -46,27 +46,11 @@ userrate=25
 capdur=5s
 only=edge,nginx
 keep=0
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-rounds) rounds=$2; shift 2 ;;
-	-duration) duration=$2; shift 2 ;;
-	-warmup) warmup=$2; shift 2 ;;
-	-factor) factor=$2; shift 2 ;;
-	-flood-rate) floodrate=$2; shift 2 ;;
-	-connections) conns=$2; shift 2 ;;
-	-clients) clients=$2; shift 2 ;;
-	-users) users=$2; shift 2 ;;
-	-user-rate) userrate=$2; shift 2 ;;
-	-capacity-duration) capdur=$2; shift 2 ;;
-	-targets) only=$2; shift 2 ;;
-	-keep) keep=1; shift ;;
-	-h | -help | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "goodput.sh: unknown argument $1 (-h for usage)" >&2; exit 2 ;;
-	esac
-done
-cd "$(dirname "$0")/.."
-export PATH="/usr/local/go/bin:$PATH"
-. bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_flags -rounds=rounds -duration=duration -warmup=warmup -factor=factor -flood-rate=floodrate \
+	-connections=conns -clients=clients -users=users -user-rate=userrate -capacity-duration=capdur \
+	-targets=only -keep=keep=1 -- "$@"
+bench_root
 pair_setup goodput.sh bench/goodput.hcl bench/goodput-nginx.conf
 
 # resultfield KEY prints KEY's value on stdin's result line.
@@ -103,12 +87,8 @@ done
 
 echo
 echo "bench/goodput.sh: $rounds rounds, $duration per run after a $warmup warm-up; flood $floodrate req/s${cap:+ ($factor × the pass-through capacity of the edge, $cap req/s)} from $clients addresses over $conns connections; $users users at $userrate req/s in all"
-echo "machine: $(nproc) CPUs ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(uname -sr); $(go version | cut -d' ' -f3)${nginx:+; $("$nginx" -v 2>&1 | sed 's/^nginx version: //')}; load average before $load0"
-awk -v targets="${targets[*]}" '
-	function median(a, n,   i, j, t) {
-		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
+machine "$load0"
+awk -v targets="${targets[*]}" "$median_awk"'
 	function col(t, k,   r) { for (r = 1; r <= rounds; r++) a[r] = v[t, k, r]; return median(a, rounds) }
 	function lo(t, k,   r, m) { m = v[t, k, 1]; for (r = 2; r <= rounds; r++) if (v[t, k, r] < m) m = v[t, k, r]; return m }
 	function hi(t, k,   r, m) { m = v[t, k, 1]; for (r = 2; r <= rounds; r++) if (v[t, k, r] > m) m = v[t, k, r]; return m }

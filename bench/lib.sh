@@ -1,8 +1,79 @@
-# bench/lib.sh: what bench/run.sh and bench/goodput.sh share, sourced
-# from the repository's root: a temporary directory and the processes
-# to stop when the script ends, free loopback ports, waiting for a
-# listener, and NGINX (found, installed from Debian's nginx-light when
-# missing, started on a template).
+# bench/lib.sh: what bench/run.sh, bench/goodput.sh and bench/refusal.sh
+# share, sourced from their own directory (. "$(dirname "$0")/lib.sh")
+# before their flags are read: the flags themselves, the repository's
+# root to work from, a temporary directory and the processes to stop when
+# the script ends, free loopback ports, waiting for a listener, NGINX
+# (found, installed from Debian's nginx-light when missing, started on a
+# template), CPU time, the machine a report ran on and the median the
+# reports are made of.
+
+# bench_flags SPEC... -- ARG... reads the script's flags ARG: each SPEC is
+# -NAME=VAR, a flag whose value (the next argument) VAR takes, or
+# -NAME=VAR=VALUE, a switch that sets VAR to VALUE. -h, -help and --help
+# print the usage (the script's header comment, up to set -euo) and exit
+# 0; any other argument is an error (exit 2).
+bench_flags() {
+	local -A _bf_takes=() _bf_sets=()
+	local _bf_rest
+	while [ "$1" != -- ]; do
+		_bf_rest=${1#*=}
+		case "$_bf_rest" in
+		*=*) _bf_sets[${1%%=*}]=$_bf_rest ;;
+		*) _bf_takes[${1%%=*}]=$_bf_rest ;;
+		esac
+		shift
+	done
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		-h | -help | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+		-?*)
+			if [ -n "${_bf_takes[$1]:-}" ]; then
+				[ $# -ge 2 ] || { echo "$(basename "$0"): $1 needs a value (-h for usage)" >&2; exit 2; }
+				printf -v "${_bf_takes[$1]}" '%s' "$2"
+				shift 2
+				continue
+			fi
+			if [ -n "${_bf_sets[$1]:-}" ]; then
+				printf -v "${_bf_sets[$1]%%=*}" '%s' "${_bf_sets[$1]#*=}"
+				shift
+				continue
+			fi
+			;;
+		esac
+		echo "$(basename "$0"): unknown argument $1 (-h for usage)" >&2
+		exit 2
+	done
+}
+
+# bench_root moves to the repository's root, where the scripts build and
+# name their files, with Go on PATH.
+bench_root() {
+	cd "$(dirname "$0")/.."
+	export PATH="/usr/local/go/bin:$PATH"
+}
+
+# check_rounds NAME SMOKE refuses a -rounds that is not a number in
+# [1, 50], and warns, naming NAME, when it is under SMOKE: a smoke run.
+check_rounds() {
+	case "$rounds" in '' | *[!0-9]*) echo "$1: -rounds must be a number" >&2; exit 2 ;; esac
+	[ "$rounds" -ge 1 ] && [ "$rounds" -le 50 ] || { echo "$1: -rounds must be in [1, 50]" >&2; exit 2; }
+	[ "$rounds" -ge "$2" ] || echo "$1: warning: $rounds rounds: a smoke run; the comparison needs at least $2" >&2
+}
+
+# machine LOAD [MORE] prints the report's machine line: CPUs, kernel, Go,
+# NGINX when one ran ($nginx), MORE, and LOAD, the load average before.
+machine() {
+	echo "machine: $(nproc) CPUs ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(uname -sr); $(go version | cut -d' ' -f3)${nginx:+; $("$nginx" -v 2>&1 | sed 's/^nginx version: //')}${2:-}; load average before $1"
+}
+
+# median_awk is an awk function the reports' programs start with:
+# median(a, n) sorts a[1..n] in place and returns its median.
+median_awk='
+	function median(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}'
 
 # bench_setup makes $tmp and arranges for every PID in pids to be stopped
 # and $tmp removed (kept with keep=1) when the script ends.
@@ -100,9 +171,7 @@ cpu_ticks() {
 # pid[edge|nginx] (NGINX's master) and origin, the origin's port.
 pair_setup() {
 	local name=$1 policy=$2 conf=$3 t
-	case "$rounds" in '' | *[!0-9]*) echo "$name: -rounds must be a number" >&2; exit 2 ;; esac
-	[ "$rounds" -ge 1 ] && [ "$rounds" -le 50 ] || { echo "$name: -rounds must be in [1, 50]" >&2; exit 2; }
-	[ "$rounds" -ge 7 ] || echo "$name: warning: $rounds rounds: a smoke run; the comparison needs at least 7" >&2
+	check_rounds "$name" 7
 	targets=()
 	for t in ${only//,/ }; do
 		case "$t" in edge | nginx) targets+=("$t") ;; *) echo "$name: -targets: no target $t (edge, nginx)" >&2; exit 2 ;; esac

@@ -28,20 +28,9 @@ levels=32,128
 duration=10s
 only=edge,nginx
 keep=0
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-rounds) rounds=$2; shift 2 ;;
-	-levels) levels=$2; shift 2 ;;
-	-duration) duration=$2; shift 2 ;;
-	-targets) only=$2; shift 2 ;;
-	-keep) keep=1; shift ;;
-	-h | -help | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "refusal.sh: unknown argument $1 (-h for usage)" >&2; exit 2 ;;
-	esac
-done
-cd "$(dirname "$0")/.."
-export PATH="/usr/local/go/bin:$PATH"
-. bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_flags -rounds=rounds -levels=levels -duration=duration -targets=only -keep=keep=1 -- "$@"
+bench_root
 pair_setup refusal.sh bench/refusal.hcl bench/refusal-nginx.conf
 hz=$(getconf CLK_TCK)
 
@@ -84,12 +73,8 @@ done
 
 echo
 echo "bench/refusal.sh: GET /api/bench from 1000 refused addresses, closed loop, $rounds rounds, $duration per run"
-echo "machine: $(nproc) CPUs ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(uname -sr); $(go version | cut -d' ' -f3)${nginx:+; $("$nginx" -v 2>&1 | sed 's/^nginx version: //')}; load average before $load0"
-awk -v targets="${targets[*]}" -v levels="${levels//,/ }" '
-	function median(a, n,   i, j, t) {
-		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
+machine "$load0"
+awk -v targets="${targets[*]}" -v levels="${levels//,/ }" "$median_awk"'
 	function stat(c, t, k,   r) { lo = hi = v[c, t, k, 1]; for (r = 1; r <= rounds; r++) { a[r] = v[c, t, k, r]; if (a[r] < lo) lo = a[r]; if (a[r] > hi) hi = a[r] }; return median(a, rounds) }
 	{ v[$2, $3, 4, $1] = $4; v[$2, $3, 5, $1] = $5; fwd[$2, $3] += $6; err[$2, $3] += $7; if ($1 > rounds) rounds = $1 }
 	END {

@@ -63,28 +63,12 @@ keep=0
 redis=0
 redisbudget=5ms
 only=""
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-rounds) rounds=$2; shift 2 ;;
-	-levels) levels=$2; shift 2 ;;
-	-duration) duration=$2; shift 2 ;;
-	-warmup) warmup=$2; shift 2 ;;
-	-tool) tool=$2; shift 2 ;;
-	-keep) keep=1; shift ;;
-	-redis) redis=1; shift ;;
-	-redis-budget) redisbudget=$2; shift 2 ;;
-	-targets) only=$2; shift 2 ;;
-	-h | -help | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "run.sh: unknown argument $1 (-h for usage)" >&2; exit 2 ;;
-	esac
-done
-case "$rounds" in '' | *[!0-9]*) echo "run.sh: -rounds must be a number" >&2; exit 2 ;; esac
-if [ "$rounds" -lt 1 ] || [ "$rounds" -gt 50 ]; then echo "run.sh: -rounds must be in [1, 50]" >&2; exit 2; fi
-if [ "$rounds" -lt 5 ]; then echo "run.sh: warning: $rounds rounds: a smoke run; the comparison needs at least 5" >&2; fi
+. "$(dirname "$0")/lib.sh"
+bench_flags -rounds=rounds -levels=levels -duration=duration -warmup=warmup -tool=tool -keep=keep=1 \
+	-redis=redis=1 -redis-budget=redisbudget -targets=only -- "$@"
+check_rounds run.sh 5
 
-cd "$(dirname "$0")/.."
-export PATH="/usr/local/go/bin:$PATH"
-. bench/lib.sh
+bench_root
 bench_setup
 
 # ---- what it needs ----------------------------------------------------------
@@ -249,12 +233,8 @@ want edge-redis && metrics[edge-redis]=$(curl -fsS "http://127.0.0.1:$edgeredisa
 # ---- the medians and ratios ---------------------------------------------------
 echo
 echo "bench/run.sh: $tool, GET /api/bench, $rounds rounds, $duration per run after a $warmup warm-up$([ "$redis" = 1 ] && echo ", edge-redis store budget $redisbudget")"
-echo "machine: $(nproc) CPUs ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(uname -sr); $(go version | cut -d' ' -f3)${nginx:+; $("$nginx" -v 2>&1 | sed 's/^nginx version: //')}$([ "$redis" = 1 ] && echo "; $("$redisserver" --version | cut -d' ' -f1-3)"); load average before $(cut -d' ' -f1-3 <<<"$load0")"
-awk -v targets="${targets[*]}" -v levels="${levels//,/ }" '
-	function median(a, n,   i, j, t) {
-		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
+machine "$(cut -d' ' -f1-3 <<<"$load0")" "$([ "$redis" = 1 ] && echo "; $("$redisserver" --version | cut -d' ' -f1-3)")"
+awk -v targets="${targets[*]}" -v levels="${levels//,/ }" "$median_awk"'
 	{ rps[$2, $3, $1] = $4; p99[$2, $3, $1] = $5; non[$2, $3] += $6; err[$2, $3] += $7; cpu[$2, $3, $1] = $8; rcpu[$2, $3, $1] = $9; if ($1 > rounds) rounds = $1 }
 	END {
 		nt = split(targets, T, " "); nl = split(levels, L, " ")
