@@ -6,13 +6,14 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
 func TestHeaderConditionsAllocateNothing(t *testing.T) {
 	p, present := loadCond(t, `header_present = ["X-Monitoring"]`)
 	q, equals := loadCond(t, `header_equals = { "X-Partner-Key" = "k" }`)
-	f := rawHeaders{"X-Monitoring": []byte("1"), "X-Partner-Key": []byte("k")}
+	f := rulestest.RawHeaders{"X-Monitoring": []byte("1"), "X-Partner-Key": []byte("k")}
 	s := rules.NewScratch(1)
 	s.Begin(p)
 	req := &rules.Request{Client: netip.MustParseAddr("192.0.2.1"), Fields: f}
@@ -29,13 +30,3 @@ func TestHeaderConditionsAllocateNothing(t *testing.T) {
 		t.Errorf("got %v allocations per evaluation, want 0", allocs)
 	}
 }
-
-// rawHeaders answers without converting, as the gateway's fasthttp view does.
-type rawHeaders map[string][]byte
-
-func (h rawHeaders) Header(n []byte) []byte { return h[string(n)] }
-func (rawHeaders) Cookie([]byte) []byte     { return nil }
-func (rawHeaders) Query([]byte) []byte      { return nil }
-func (rawHeaders) RawQuery() []byte         { return nil }
-func (rawHeaders) Body() ([]byte, []byte)   { return nil, nil }
-func (rawHeaders) Cookies() []byte          { return nil }

@@ -185,33 +185,33 @@ func TestAdaptiveGradientQueueAllowance(t *testing.T) {
 	cfg.Smoothing, cfg.Initial = 1, 100
 	l := newLimiter(cfg)
 	c := time.Unix(0, 0)
-	// 10 in flight of 100 is not in use: no growth.
-	oneWindow(t, l, &c, 10, 50*time.Millisecond, false)
-	if got := l.Limit(); got != 100 {
-		t.Fatalf("limit %d, want 100 (not in use)", got)
-	}
-	// In use at a constant RTT: gradient 1, the target 100 × 1 + √100.
-	oneWindow(t, l, &c, 60, 50*time.Millisecond, false)
-	if got := l.Limit(); got != 110 {
-		t.Fatalf("limit %d, want 100 × 1 + √100 = 110", got)
-	}
-	// Twice as slow: gradient ½, 110 × ½ + √110.
-	oneWindow(t, l, &c, 60, 100*time.Millisecond, false)
-	if got := l.Limit(); got != 65 {
-		t.Fatalf("limit %d, want ⌊55 + 10.49⌋ = 65", got)
-	}
-	// Four times as slow: the gradient's floor is ½, 65 × ½ + √65.
-	oneWindow(t, l, &c, 40, 200*time.Millisecond, false)
-	if got := l.Limit(); got != 40 {
-		t.Fatalf("limit %d, want ⌊32.5 + 8.06⌋ = 40 (gradient floor ½)", got)
-	}
-	// A written queue allowance replaces √limit.
-	cfg2 := *cfg
-	cfg2.Queue = 3
-	l.rebind(&cfg2)
-	oneWindow(t, l, &c, 30, 50*time.Millisecond, false)
-	if got := l.Limit(); got != 43 {
-		t.Fatalf("limit %d, want 40 + 3", got)
+	for _, w := range []struct {
+		queue int64 // a written queue allowance (0: √limit)
+		n     int
+		rtt   time.Duration
+		want  int64
+		why   string
+	}{
+		// 10 in flight of 100 is not in use: no growth.
+		{0, 10, 50 * time.Millisecond, 100, "100 (not in use)"},
+		// In use at a constant RTT: gradient 1, the target 100 × 1 + √100.
+		{0, 60, 50 * time.Millisecond, 110, "100 × 1 + √100 = 110"},
+		// Twice as slow: gradient ½, 110 × ½ + √110.
+		{0, 60, 100 * time.Millisecond, 65, "⌊55 + 10.49⌋ = 65"},
+		// Four times as slow: the gradient's floor is ½, 65 × ½ + √65.
+		{0, 40, 200 * time.Millisecond, 40, "⌊32.5 + 8.06⌋ = 40 (gradient floor ½)"},
+		// A written queue allowance replaces √limit.
+		{3, 30, 50 * time.Millisecond, 43, "40 + 3"},
+	} {
+		if w.queue != 0 {
+			cfg2 := *cfg
+			cfg2.Queue = w.queue
+			l.rebind(&cfg2)
+		}
+		oneWindow(t, l, &c, w.n, w.rtt, false)
+		if got := l.Limit(); got != w.want {
+			t.Fatalf("limit %d, want %s", got, w.why)
+		}
 	}
 }
 

@@ -104,6 +104,34 @@ func lookup(m map[string]string, n []byte) []byte {
 	return nil
 }
 
+// RawHeaders is a rules.Fields of headers alone, by name, that answers
+// without converting, as the gateway's fasthttp view does: for the tests
+// that count allocations, which Fields' conversions would spoil.
+type RawHeaders map[string][]byte
+
+// Header returns header n's value, nil when absent.
+func (h RawHeaders) Header(n []byte) []byte { return h[string(n)] }
+
+// Cookie returns nil: headers only.
+func (RawHeaders) Cookie([]byte) []byte { return nil }
+
+// Query returns nil: headers only.
+func (RawHeaders) Query([]byte) []byte { return nil }
+
+// RawQuery returns nil: headers only.
+func (RawHeaders) RawQuery() []byte { return nil }
+
+// Body returns no body: headers only.
+func (RawHeaders) Body() ([]byte, []byte) { return nil, nil }
+
+// Cookies returns nil: headers only.
+func (RawHeaders) Cookies() []byte { return nil }
+
+var (
+	_ rules.Fields = Fields{}
+	_ rules.Fields = RawHeaders(nil)
+)
+
 // JSON returns Fields with a JSON body.
 func JSON(body string) Fields { return Fields{ContentType: "application/json", Text: body} }
 
@@ -196,6 +224,18 @@ func NewRun(t testing.TB, src string) *Run {
 // Check decides r at Now, settling nothing.
 func (k *Run) Check(r Req) rules.Decision {
 	return k.E.Check(context.Background(), k.Now, k.P, r.Build(), k.S)
+}
+
+// WantVerdicts decides r at Now once for each of want, settling nothing,
+// and fails k.T unless the i-th decision's verdict is want[i] (what names
+// the requests in the message).
+func (k *Run) WantVerdicts(what string, r Req, want ...rules.Verdict) {
+	k.T.Helper()
+	for i, w := range want {
+		if d := k.Check(r); d.Verdict != w {
+			k.T.Fatalf("%s %d: got verdict %v, want %v", what, i+1, d.Verdict, w)
+		}
+	}
 }
 
 // Get decides a GET of path with fields f (nil: none) from one client,
