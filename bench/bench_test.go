@@ -156,6 +156,21 @@ func startNginx(t *testing.T, file, originAddr string) string {
 	return listen
 }
 
+// target is one side of a pair the bench compares: its name and address.
+type target struct{ name, addr string }
+
+// startPair starts the demo origin and, in front of it, the edge on policy
+// and NGINX on the template conf (skipping without NGINX, before anything
+// starts), as goodput.sh and refusal.sh do; it returns the origin and the
+// two targets, edge first.
+func startPair(t *testing.T, policy, conf string) (*demo.Origin, []target) {
+	t.Helper()
+	nginxBinary(t)
+	origin, originAddr := startOrigin(t)
+	edgeAddr, _ := startEdge(t, policy, originAddr)
+	return origin, []target{{"edge", edgeAddr}, {"nginx", startNginx(t, conf, originAddr)}}
+}
+
 // status sends req on c and returns the answer's status, its body read
 // and closed.
 func status(c *http.Client, req *http.Request) (int, error) {
@@ -335,10 +350,7 @@ func TestMinproxyForwards(t *testing.T) {
 // whole second the 12 took), the rest refused with a 429, on both; and
 // another address is not held by the first one's refusals.
 func TestGoodputRulesAgree(t *testing.T) {
-	nginxBinary(t) // a skip before anything starts
-	_, originAddr := startOrigin(t)
-	edgeAddr, _ := startEdge(t, "goodput.hcl", originAddr)
-	nginxAddr := startNginx(t, "goodput-nginx.conf", originAddr)
+	_, targets := startPair(t, "goodput.hcl", "goodput-nginx.conf")
 
 	c := &http.Client{Timeout: 10 * time.Second}
 	defer c.CloseIdleConnections()
@@ -355,7 +367,7 @@ func TestGoodputRulesAgree(t *testing.T) {
 		}
 		return code
 	}
-	for _, target := range []struct{ name, addr string }{{"edge", edgeAddr}, {"nginx", nginxAddr}} {
+	for _, target := range targets {
 		start := time.Now()
 		admitted := 0
 		for i := range 12 {
@@ -382,14 +394,11 @@ func TestGoodputRulesAgree(t *testing.T) {
 // and refuse its next 20 with a 429, and the origin sees only the first:
 // the refusal path the run measures never touches the origin.
 func TestRefusalRulesAgree(t *testing.T) {
-	nginxBinary(t) // a skip before anything starts
-	origin, originAddr := startOrigin(t)
-	edgeAddr, _ := startEdge(t, "refusal.hcl", originAddr)
-	nginxAddr := startNginx(t, "refusal-nginx.conf", originAddr)
+	origin, targets := startPair(t, "refusal.hcl", "refusal-nginx.conf")
 
 	c := &http.Client{Timeout: 10 * time.Second}
 	defer c.CloseIdleConnections()
-	for i, target := range []struct{ name, addr string }{{"edge", edgeAddr}, {"nginx", nginxAddr}} {
+	for i, target := range targets {
 		client := fmt.Sprintf("198.18.0.%d", i+1)
 		for j := range 21 {
 			req, err := http.NewRequest("GET", "http://"+target.addr+"/api/bench", nil)

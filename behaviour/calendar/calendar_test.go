@@ -106,6 +106,19 @@ func TestCalendarCompileErrors(t *testing.T) {
 	}
 }
 
+// monthlyRule is a monthly quota in Paris on /api/*: 5 a month per
+// client address.
+const monthlyRule = `
+rule "api-monthly" {
+  paths     = ["/api/*"]
+  key       = ["ip"]
+  algorithm = "fixed_window"
+  limit     = 5
+  period    = "month"
+  time_zone = "Europe/Paris"
+}
+`
+
 // TestCalendarQuotaLayeredOverBurst: a gcra burst limit and a monthly
 // quota in Paris match the same route, each deciding as any two rules
 // do: the burst refuses a fast client within the month, the quota refuses
@@ -119,15 +132,7 @@ rule "api-burst" {
   limit = 2
   period = "1s"
 }
-rule "api-monthly" {
-  paths     = ["/api/*"]
-  key       = ["ip"]
-  algorithm = "fixed_window"
-  limit     = 5
-  period    = "month"
-  time_zone = "Europe/Paris"
-}
-`)
+`+monthlyRule)
 	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	at := func(now time.Time) rules.Decision {
@@ -212,20 +217,9 @@ rule "blocked" {
   paths  = ["/api/blocked"]
   action = "deny"
 }
-rule "api-monthly" {
-  paths     = ["/api/*"]
-  key       = ["ip"]
-  algorithm = "fixed_window"
-  limit     = 5
-  period    = "month"
-  time_zone = "Europe/Paris"
-}
-`)
+`+monthlyRule)
 	rec := &recording{Store: rulestest.NewStore(t)}
-	e, err := rules.NewEngine(rules.EngineOptions{Store: rec, Secret: []byte("test secret")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := rulestest.NewEngine(t, rec)
 	now := mustParse(t, "2024-02-10T12:00:00Z")
 	start, end := mustParse(t, "2024-01-31T23:00:00Z"), mustParse(t, "2024-02-29T23:00:00Z")
 	windowed := func(what string, op rules.Op) {

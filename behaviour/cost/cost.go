@@ -128,23 +128,24 @@ func compileCost(_ *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 	stage(r).src.cost = attr.Expr
 }
 
-// compileMaxCost and compileSettleFrom decode their value as rules'
-// own attributes are (gohcl's diagnostics); one that does not decode is
-// left out, as rules.Compiler.Decode leaves out a rule's own.
 func compileMaxCost(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 	a := stage(r).src
-	if !c.Append(gohcl.DecodeExpression(attr.Expr, nil, &a.maxCost)) {
-		a.maxCost = nil
-		a.broken = append(a.broken, attr.Name)
-	}
-	a.maxRange = attr.Expr.Range()
+	decode(c, a, attr, &a.maxCost, &a.maxRange)
 }
 
 func compileSettleFrom(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 	a := stage(r).src
-	if !c.Append(gohcl.DecodeExpression(attr.Expr, nil, &a.settleFrom)) {
-		a.settleFrom = nil
+	decode(c, a, attr, &a.settleFrom, &a.settleRange)
+}
+
+// decode decodes attr's value into *v as rules' own attributes are
+// (gohcl's diagnostics), and its range into *rng; one that does not
+// decode is left out (*v nil, attr named in a.broken), as
+// rules.Compiler.Decode leaves out a rule's own.
+func decode[T any](c *rules.Compiler, a *attrs, attr *hcl.Attribute, v **T, rng *hcl.Range) {
+	if !c.Append(gohcl.DecodeExpression(attr.Expr, nil, v)) {
+		*v = nil
 		a.broken = append(a.broken, attr.Name)
 	}
-	a.settleRange = attr.Expr.Range()
+	*rng = attr.Expr.Range()
 }

@@ -95,12 +95,7 @@ func TestCostCompile(t *testing.T) {
   cost = 2`, "cost not used"},
 	} {
 		_, diags := rulestest.LoadDiags(fmt.Sprintf(base, tt.attrs))
-		switch {
-		case tt.err == "" && diags.HasErrors():
-			t.Errorf("%s: %v", tt.attrs, diags.Error())
-		case tt.err != "" && !strings.Contains(diags.Error(), tt.err):
-			t.Errorf("%s: got %q, want an error %q", tt.attrs, diags.Error(), tt.err)
-		}
+		rulestest.WantError(t, tt.attrs, diags, tt.err)
 	}
 	// The bucket algorithms' capacity is their burst.
 	if _, diags := rulestest.LoadDiags(`rule "r" {

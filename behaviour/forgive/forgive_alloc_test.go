@@ -14,12 +14,7 @@ import (
 // (its marker peeked in the precheck, its match taken out of its rule) and
 // of another key of the rule allocates nothing once the Scratch is warm.
 func TestExemptCheckAllocatesNothing(t *testing.T) {
-	p := rulestest.Load(t, `
-rule "per-ip" {
-  key    = ["ip"]
-  limit  = 1
-  period = "1h"
-}`)
+	p := rulestest.Load(t, onePerIP)
 	e := rulestest.NewEngine(t, nil)
 	if _, err := e.Forgive(t.Context(), rulestest.T0, p, p.Rule("per-ip"), map[string]string{"ip": "203.0.113.7"}, time.Hour); err != nil {
 		t.Fatal(err)

@@ -14,39 +14,42 @@ import (
 	"github.com/edge-gateway/edge/rules/redisstore"
 )
 
-// stores returns the stores the forgive tests run on: the memory store,
-// and a real Redis deciding at the caller's clock when EDGE_REDIS_ADDR is
-// set.
-func stores(t *testing.T) map[string]func(t *testing.T) rules.Store {
-	return map[string]func(t *testing.T) rules.Store{
-		"memstore": func(t *testing.T) rules.Store { return nil },
-		"redis": func(t *testing.T) rules.Store {
-			addr := os.Getenv("EDGE_REDIS_ADDR")
-			if addr == "" {
-				t.Skip("EDGE_REDIS_ADDR is not set: no real Redis to test against")
-			}
-			st, err := redisstore.New(redisstore.Options{
-				URL: "redis://" + addr, UseCallerClock: true, Timeout: time.Second,
-				Prefix: fmt.Sprintf("edgetest:forgive:%x:", rand.Uint64()),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st
-		},
-	}
+// onEachStore runs test as a subtest on each store the forgive tests run
+// on: the memory store (nil: rulestest.NewEngine's), and a real Redis
+// deciding at the caller's clock when EDGE_REDIS_ADDR is set.
+func onEachStore(t *testing.T, test func(t *testing.T, store rules.Store)) {
+	t.Run("memstore", func(t *testing.T) { test(t, nil) })
+	t.Run("redis", func(t *testing.T) {
+		addr := os.Getenv("EDGE_REDIS_ADDR")
+		if addr == "" {
+			t.Skip("EDGE_REDIS_ADDR is not set: no real Redis to test against")
+		}
+		st, err := redisstore.New(redisstore.Options{
+			URL: "redis://" + addr, UseCallerClock: true, Timeout: time.Second,
+			Prefix: fmt.Sprintf("edgetest:forgive:%x:", rand.Uint64()),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		test(t, st)
+	})
 }
+
+// onePerIP is a policy of one rule, per-ip: 1 an hour per client
+// address, on every route.
+const onePerIP = `
+rule "per-ip" {
+  key    = ["ip"]
+  limit  = 1
+  period = "1h"
+}`
 
 // TestForgiveClearsAndExempts: on the memory store and on Redis, a forgive
 // clears the key's counter and its ban, its exemption lets the key past
 // the rule without charging it, the exemption ends by itself at its time,
 // and another key of the rule is held to the limit all along.
-func TestForgiveClearsAndExempts(t *testing.T) {
-	for name, store := range stores(t) {
-		t.Run(name, func(t *testing.T) { forgiveClearsAndExempts(t, store(t)) })
-	}
-}
+func TestForgiveClearsAndExempts(t *testing.T) { onEachStore(t, forgiveClearsAndExempts) }
 
 func forgiveClearsAndExempts(t *testing.T, store rules.Store) {
 	p := rulestest.Load(t, `
@@ -128,19 +131,10 @@ rule "per-ip" {
 
 // TestForgiveLatestDurationHolds: a second, shorter forgive sets the
 // exemption's end; it does not add to the first.
-func TestForgiveLatestDurationHolds(t *testing.T) {
-	for name, store := range stores(t) {
-		t.Run(name, func(t *testing.T) { forgiveLatestDurationHolds(t, store(t)) })
-	}
-}
+func TestForgiveLatestDurationHolds(t *testing.T) { onEachStore(t, forgiveLatestDurationHolds) }
 
 func forgiveLatestDurationHolds(t *testing.T, store rules.Store) {
-	p := rulestest.Load(t, `
-rule "per-ip" {
-  key   = ["ip"]
-  limit = 1
-  period = "1h"
-}`)
+	p := rulestest.Load(t, onePerIP)
 	e := rulestest.NewEngine(t, store)
 	s := rules.NewScratch(2)
 	r := p.Rule("per-ip")

@@ -2,7 +2,6 @@ package queue_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,16 +36,11 @@ func TestQueueCompile(t *testing.T) {
 		{"action = \"deny\"\n  queue = true", "Invalid queue", 0},
 	} {
 		p, diags := rulestest.LoadDiags(fmt.Sprintf(base, tt.attrs))
-		switch {
-		case tt.err == "" && diags.HasErrors():
-			t.Errorf("%s: %v", tt.attrs, diags.Error())
-		case tt.err != "" && !strings.Contains(diags.Error(), tt.err):
-			t.Errorf("%s: got %q, want an error %q", tt.attrs, diags.Error(), tt.err)
-		case tt.err == "":
-			q := queue.Of(p.Rules[0])
-			if (q != nil) != (tt.maxDelay > 0) || q != nil && q.MaxDelay != tt.maxDelay {
-				t.Errorf("%s: queue %+v, want max_delay %v", tt.attrs, q, tt.maxDelay)
-			}
+		if !rulestest.WantError(t, tt.attrs, diags, tt.err) {
+			continue
+		}
+		if q := queue.Of(p.Rules[0]); (q != nil) != (tt.maxDelay > 0) || q != nil && q.MaxDelay != tt.maxDelay {
+			t.Errorf("%s: queue %+v, want max_delay %v", tt.attrs, q, tt.maxDelay)
 		}
 	}
 }

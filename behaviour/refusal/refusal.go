@@ -102,14 +102,22 @@ func applies(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) bool {
 	return true
 }
 
+// stringValue returns attr's string value, false when attr may not be set
+// on r (applies) or is not a string (example is one that is), each
+// reported.
+func stringValue(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute, example string) (string, bool) {
+	if !applies(c, r, attr) {
+		return "", false
+	}
+	s, diags := hclattr.String(attr, example)
+	return s, c.Append(diags)
+}
+
 // compileRetryJitter compiles retry_after_jitter = "20%": a percentage from
 // 0 to 100, decimals allowed ("12.5%").
 func compileRetryJitter(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
-	if !applies(c, r, attr) {
-		return
-	}
-	s, diags := hclattr.String(attr, `"20%"`)
-	if !c.Append(diags) {
+	s, ok := stringValue(c, r, attr, `"20%"`)
+	if !ok {
 		return
 	}
 	num, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
@@ -160,11 +168,8 @@ func compileStatus(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 // compileBody compiles refusal_body: at most MaxBody bytes, not empty
 // (leave it out for the default body).
 func compileBody(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
-	if !applies(c, r, attr) {
-		return
-	}
-	s, diags := hclattr.String(attr, `"Slow down.\n"`)
-	if !c.Append(diags) {
+	s, ok := stringValue(c, r, attr, `"Slow down.\n"`)
+	if !ok {
 		return
 	}
 	if s == "" || len(s) > MaxBody {
@@ -181,11 +186,8 @@ func compileBody(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
 // compileContentType compiles refusal_content_type: a media type (RFC 9110
 // §8.3.1) for refusal_body, which must be set too (finish).
 func compileContentType(c *rules.Compiler, r *rules.Rule, attr *hcl.Attribute) {
-	if !applies(c, r, attr) {
-		return
-	}
-	s, diags := hclattr.String(attr, `"text/html; charset=utf-8"`)
-	if !c.Append(diags) {
+	s, ok := stringValue(c, r, attr, `"text/html; charset=utf-8"`)
+	if !ok {
 		return
 	}
 	if _, _, err := mime.ParseMediaType(s); err != nil || strings.ContainsAny(s, "\r\n") || !strings.Contains(s, "/") {

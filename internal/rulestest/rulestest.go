@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,21 @@ func Load(t testing.TB, src string) *rules.Policy {
 		t.Fatal(diags.Error())
 	}
 	return p
+}
+
+// WantError checks the diagnostics of a policy's load against want, text
+// its errors must hold ("": no error at all), failing t with what, the
+// policy's name in the message; it reports whether the policy loaded as
+// wanted without an error, for the test to look at it further.
+func WantError(t testing.TB, what string, diags hcl.Diagnostics, want string) bool {
+	t.Helper()
+	switch {
+	case want == "" && diags.HasErrors():
+		t.Errorf("%s: %v", what, diags.Error())
+	case want != "" && !strings.Contains(diags.Error(), want):
+		t.Errorf("%s: got %q, want an error %q", what, diags.Error(), want)
+	}
+	return want == "" && !diags.HasErrors()
 }
 
 // NewStore returns a memory store, closed when t ends.
