@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/edge-gateway/edge/internal/memo"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -139,11 +140,7 @@ func (s *fieldsSource) RawHeaders() []byte {
 // warm.
 func (c *Config) Result(req *rules.Request, s *rules.Scratch) Result {
 	m := s.Memo(c.slot)
-	st, _ := m.State.(*state)
-	if st == nil {
-		st = &state{} // once per Scratch
-		m.State = st
-	}
+	st := memo.State[state](m)
 	if m.Done {
 		return st.res
 	}

@@ -47,17 +47,6 @@ type Normal interface {
 	Len() int
 }
 
-// MemoState returns memo slot m's State as a *T, made the first time
-// (once per Scratch): a feature's per-request values (Normal), reused.
-func MemoState[T any](m *rules.Memo) *T {
-	st, _ := m.State.(*T)
-	if st == nil {
-		st = new(T)
-		m.State = st
-	}
-	return st
-}
-
 // ResolveOnce is Resolve into n, the state of memo slot m, at most once
 // per request: the first call resets n and records the status in m, and
 // every call returns it.

@@ -7,6 +7,7 @@ import (
 	_ "time/tzdata" // the zones below, whatever the host has installed
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/rulestest"
 )
 
 // calendarPolicy layers a monthly quota in Paris over a burst limit on one
@@ -41,15 +42,6 @@ rule "d-daily" {
 }
 `
 
-func mustRFC3339(t *testing.T, s string) time.Time {
-	t.Helper()
-	v, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // TestCalendarQuotaThroughTheServer: on the memory store and on Redis (the
 // caller's clock, injected), a monthly quota in Paris counts to midnight
 // there on the last day of January (23:00 UTC): RateLimit's t is the
@@ -63,7 +55,7 @@ func TestCalendarQuotaThroughTheServer(t *testing.T) {
 		t.Run(storeName, func(t *testing.T) {
 			n := startHeaderNode(t, calendarPolicy, newStore(t), "")
 			const client = "198.51.100.40"
-			n.clock.Set(mustRFC3339(t, "2024-01-31T22:59:50Z")) // 23:59:50 in Paris
+			n.clock.Set(rulestest.Time(t, "2024-01-31T22:59:50Z")) // 23:59:50 in Paris
 			for i := range 4 {
 				r := n.get(t, "/q/a", client)
 				m := r.limit["q-monthly"]
@@ -80,12 +72,12 @@ func TestCalendarQuotaThroughTheServer(t *testing.T) {
 			if r.status != http.StatusTooManyRequests || r.retryAfter != 6 || r.limit["q-monthly"]["r"] != 0 || r.limit["q-monthly"]["t"] != 6 {
 				t.Fatalf("the 5th in January: %d, Retry-After %d, q-monthly %v; want 429 with 6 (to midnight in Paris)", r.status, r.retryAfter, r.limit["q-monthly"])
 			}
-			n.clock.Set(mustRFC3339(t, "2024-01-31T22:59:59.5Z"))
+			n.clock.Set(rulestest.Time(t, "2024-01-31T22:59:59.5Z"))
 			if r := n.get(t, "/q/a", client); r.status != http.StatusTooManyRequests || r.retryAfter != 1 {
 				t.Fatalf("half a second before midnight in Paris: %d, Retry-After %d; want 429 with 1", r.status, r.retryAfter)
 			}
 			// 23:00 UTC: February in Paris, a fresh quota to 1 March.
-			n.clock.Set(mustRFC3339(t, "2024-01-31T23:00:00Z"))
+			n.clock.Set(rulestest.Time(t, "2024-01-31T23:00:00Z"))
 			feb := int64(29 * 86400)
 			r = n.get(t, "/q/a", client)
 			if m := r.limit["q-monthly"]; r.status != http.StatusOK || m["r"] != 3 || m["t"] != feb {
@@ -110,19 +102,19 @@ func TestCalendarQuotaThroughTheServer(t *testing.T) {
 
 			// New York, 10 March 2024: midnight EST (05:00 UTC) to
 			// midnight EDT (04:00 UTC next day), 23 hours.
-			n.clock.Set(mustRFC3339(t, "2024-03-10T05:00:00Z"))
+			n.clock.Set(rulestest.Time(t, "2024-03-10T05:00:00Z"))
 			r = n.get(t, "/d/x", client)
 			if m := r.limit["d-daily"]; r.status != http.StatusOK || m["r"] != 1 || m["t"] != 23*3600 || r.policy["d-daily"]["w"] != 23*3600 {
 				t.Fatalf("New York's DST day: %d, d-daily %v, policy %v; want t=w=%d", r.status, m, r.policy["d-daily"], 23*3600)
 			}
-			n.clock.Set(mustRFC3339(t, "2024-03-11T03:59:59Z")) // 23:59:59 EDT
+			n.clock.Set(rulestest.Time(t, "2024-03-11T03:59:59Z")) // 23:59:59 EDT
 			if r := n.get(t, "/d/x", client); r.status != http.StatusOK || r.limit["d-daily"]["t"] != 1 {
 				t.Fatalf("the day's last second: %d, d-daily %v; want 200 with t=1", r.status, r.limit["d-daily"])
 			}
 			if r := n.get(t, "/d/x", client); r.status != http.StatusTooManyRequests || r.retryAfter != 1 {
 				t.Fatalf("third that day: %d, Retry-After %d; want 429 with 1", r.status, r.retryAfter)
 			}
-			n.clock.Set(mustRFC3339(t, "2024-03-11T04:00:00Z"))
+			n.clock.Set(rulestest.Time(t, "2024-03-11T04:00:00Z"))
 			if r := n.get(t, "/d/x", client); r.status != http.StatusOK || r.limit["d-daily"]["r"] != 1 || r.policy["d-daily"]["w"] != 86400 {
 				t.Fatalf("11 March 00:00 EDT: %d, d-daily %v, policy %v; want a fresh 24-hour day", r.status, r.limit["d-daily"], r.policy["d-daily"])
 			}

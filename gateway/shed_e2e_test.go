@@ -33,7 +33,12 @@ edge {
     retry_after   = "2s"
   }
 }
-rule "api-reads" {
+` + shedPriorityRules
+
+// shedPriorityRules are the shedding tests' rules by priority: API reads
+// low, logins high, OTP verifies critical; logins and OTP verifies are
+// sensitive. Each counts per address, far from its limit.
+const shedPriorityRules = `rule "api-reads" {
   paths    = ["/api/*"]
   key      = ["ip"]
   limit    = 1000
@@ -415,32 +420,7 @@ rule "origin-adaptive" {
     initial = 10
   }
 }
-rule "api-reads" {
-  paths    = ["/api/*"]
-  key      = ["ip"]
-  limit    = 1000
-  period   = "1m"
-  priority = "low"
-}
-rule "login" {
-  methods   = ["POST"]
-  paths     = ["/login"]
-  key       = ["ip"]
-  limit     = 1000
-  period    = "1m"
-  sensitive = true
-  priority  = "high"
-}
-rule "otp-verify" {
-  methods   = ["POST"]
-  paths     = ["/otp/verify"]
-  key       = ["ip"]
-  limit     = 1000
-  period    = "1m"
-  sensitive = true
-  priority  = "critical"
-}
-`
+` + shedPriorityRules
 
 // TestShedByPriorityAtTheAdaptiveLimit: with an adaptive limit of 10 as
 // the only capacity, API reads are shed from 5 in flight, logins from 9,

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 
 	"github.com/edge-gateway/edge/fields"
+	"github.com/edge-gateway/edge/internal/memo"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -204,7 +205,7 @@ func (a *accountChar) Folds(req *rules.Request, s *rules.Scratch) bool {
 // every source present, in the order listed (fields.Resolve).
 func (a *accountChar) state(req *rules.Request, s *rules.Scratch) *accountState {
 	m := s.Memo(a.slot)
-	st := fields.MemoState[accountState](m)
+	st := memo.State[accountState](m)
 	st.aliases = a.aliases
 	fields.ResolveOnce(m, a.id.srcs, a.id.conflict, st, req, s)
 	return st

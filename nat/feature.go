@@ -13,6 +13,7 @@ import (
 
 	"github.com/edge-gateway/edge/internal/httpsyntax"
 	"github.com/edge-gateway/edge/internal/keybudget"
+	"github.com/edge-gateway/edge/internal/memo"
 	"github.com/edge-gateway/edge/ipv6"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/counter"
@@ -108,12 +109,7 @@ func (c *Config) SetVisitor(s *rules.Scratch, id ID, valid bool) {
 
 // stateOf returns the slot's visitor state, made the first time.
 func stateOf(m *rules.Memo) *visitorState {
-	st, _ := m.State.(*visitorState)
-	if st == nil {
-		st = &visitorState{} // once per Scratch
-		m.State = st
-	}
-	return st
+	return memo.State[visitorState](m)
 }
 
 // Visitor returns the visitor SetVisitor recorded for the request.

@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/fields"
+	"github.com/edge-gateway/edge/internal/memo"
 	"github.com/edge-gateway/edge/login"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -122,7 +123,7 @@ func (st *phoneState) Reset() { st.phones = st.phones[:0] }
 // but not a possible number, or read two ways: Invalid.
 func (id *Identity) resolvePhone(req *rules.Request, s *rules.Scratch) (*phoneState, rules.Status) {
 	m := s.Memo(id.phoneSlot)
-	st := fields.MemoState[phoneState](m)
+	st := memo.State[phoneState](m)
 	st.region = id.PhoneRegion
 	return st, fields.ResolveOnce(m, id.Phone, id.phoneConflict, st, req, s)
 }
@@ -168,7 +169,7 @@ func (st *sessionState) Reset() { st.vals.Reset() }
 // request: every otp_session source present (fields.Resolve).
 func (id *Identity) resolveSession(req *rules.Request, s *rules.Scratch) (*sessionState, rules.Status) {
 	m := s.Memo(id.sessionSlot)
-	st := fields.MemoState[sessionState](m)
+	st := memo.State[sessionState](m)
 	return st, fields.ResolveOnce(m, id.OTPSession, id.sessionConflict, st, req, s)
 }
 

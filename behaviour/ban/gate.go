@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/behaviour/callers"
+	"github.com/edge-gateway/edge/internal/memo"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -70,11 +71,7 @@ type checks struct {
 // checksOf returns the request's checks, cleared when the request begins.
 func (st *Stage) checksOf(s *rules.Scratch) *checks {
 	mm := s.Memo(st.slot)
-	cs, _ := mm.State.(*checks)
-	if cs == nil {
-		cs = &checks{}
-		mm.State = cs
-	}
+	cs := memo.State[checks](mm)
 	if !mm.Done {
 		mm.Done = true
 		cs.list = cs.list[:0]

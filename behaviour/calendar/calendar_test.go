@@ -13,15 +13,6 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-func mustParse(t *testing.T, s string) time.Time {
-	t.Helper()
-	v, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // TestCalendarWindow fixes each period's boundaries, written out as
 // instants: midnight, Monday 00:00 (ISO 8601) and the 1st, in the zone,
 // with the 23- and 25-hour days of DST changes.
@@ -58,8 +49,8 @@ func TestCalendarWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start, end := calendar.Window(mustParse(t, c.now), loc, c.p)
-		if !start.Equal(mustParse(t, c.start)) || !end.Equal(mustParse(t, c.end)) {
+		start, end := calendar.Window(rulestest.Time(t, c.now), loc, c.p)
+		if !start.Equal(rulestest.Time(t, c.start)) || !end.Equal(rulestest.Time(t, c.end)) {
 			t.Errorf("%s %s at %s: got [%s, %s), want [%s, %s)", c.zone, c.p, c.now,
 				start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), c.start, c.end)
 		}
@@ -147,7 +138,7 @@ rule "api-burst" {
 		t.Fatal("api-monthly did not match")
 		return rules.Result{}
 	}
-	now := mustParse(t, "2024-01-31T10:00:00Z")
+	now := rulestest.Time(t, "2024-01-31T10:00:00Z")
 	// Three at once: the burst of 2 refuses the third, which the month
 	// does not count (all or nothing).
 	for i, want := range []rules.Verdict{rules.Forward, rules.Forward, rules.RefuseLimit} {
@@ -170,7 +161,7 @@ rule "api-burst" {
 	}
 	// At 22:59:59 UTC it is still January in Paris: the quota refuses,
 	// for the second left until midnight there.
-	now = mustParse(t, "2024-01-31T22:59:59Z")
+	now = rulestest.Time(t, "2024-01-31T22:59:59Z")
 	d := at(now)
 	if d.Verdict != rules.RefuseLimit || d.Refusing == nil || d.Refusing.Name != "api-monthly" {
 		t.Fatalf("end of January: verdict %d by %v, want a refusal by api-monthly", d.Verdict, d.Refusing)
@@ -180,7 +171,7 @@ rule "api-burst" {
 	}
 	// 23:00 UTC is February in Paris: a fresh month, to 1 March 00:00
 	// Paris (29 days, 2024 being a leap year).
-	now = mustParse(t, "2024-01-31T23:00:00Z")
+	now = rulestest.Time(t, "2024-01-31T23:00:00Z")
 	if d := at(now); d.Verdict != rules.Forward {
 		t.Fatalf("1 February in Paris: verdict %d by %v, want forward", d.Verdict, d.Refusing)
 	}
@@ -220,8 +211,8 @@ rule "blocked" {
 `+monthlyRule)
 	rec := &recording{Store: rulestest.NewStore(t)}
 	e := rulestest.NewEngine(t, rec)
-	now := mustParse(t, "2024-02-10T12:00:00Z")
-	start, end := mustParse(t, "2024-01-31T23:00:00Z"), mustParse(t, "2024-02-29T23:00:00Z")
+	now := rulestest.Time(t, "2024-02-10T12:00:00Z")
+	start, end := rulestest.Time(t, "2024-01-31T23:00:00Z"), rulestest.Time(t, "2024-02-29T23:00:00Z")
 	windowed := func(what string, op rules.Op) {
 		t.Helper()
 		if !op.Calendar || op.WindowStartUS != start.UnixMicro() || op.PeriodUS != end.Sub(start).Microseconds() {

@@ -1,6 +1,9 @@
 package cost
 
-import "github.com/edge-gateway/edge/rules"
+import (
+	"github.com/edge-gateway/edge/internal/memo"
+	"github.com/edge-gateway/edge/rules"
+)
 
 // settler is the Settle phase of a rule with settle_from: a Stage of its
 // own, so a rule whose cost settles nothing does not ask for the origin's
@@ -56,11 +59,7 @@ type invalid struct{ n int }
 
 func (c *Stage) countInvalid(s *rules.Scratch) {
 	m := s.Memo(c.slot)
-	st, _ := m.State.(*invalid)
-	if st == nil {
-		st = &invalid{}
-		m.State = st
-	}
+	st := memo.State[invalid](m)
 	if !m.Done {
 		m.Done, st.n = true, 0
 	}

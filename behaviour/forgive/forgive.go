@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edge-gateway/edge/internal/memo"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -75,11 +76,7 @@ func (x *exemptions) Gate(s *rules.Scratch) {
 		return
 	}
 	mm := s.Memo(x.slot)
-	cs, _ := mm.State.(*checks)
-	if cs == nil {
-		cs = &checks{} // once per pooled Scratch
-		mm.State = cs
-	}
+	cs := memo.State[checks](mm)
 	mm.Done, cs.list = true, cs.list[:0]
 	for i := range s.Matches {
 		m := &s.Matches[i]

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/edge-gateway/edge/behaviour/callers"
+	"github.com/edge-gateway/edge/internal/memo"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -66,11 +67,7 @@ var (
 // yet (Scratch.Begin cleared the slot).
 func (h *hook) state(s *rules.Scratch) *request {
 	m := s.Memo(h.slot)
-	rq, _ := m.State.(*request)
-	if rq == nil {
-		rq = &request{}
-		m.State = rq
-	}
+	rq := memo.State[request](m)
 	if !m.Done {
 		m.Done = true
 		rq.blocks, rq.records, rq.markers, rq.admitted = rq.blocks[:0], 0, rq.markers[:0], false

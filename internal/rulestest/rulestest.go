@@ -27,6 +27,18 @@ import (
 // T0 is the instant the tests' scripted clocks start at.
 var T0 = time.Unix(1_800_000_000, 0)
 
+// Time returns the instant s names in RFC 3339 (fractions of a second
+// allowed), for a test's scripted clock; an s that does not parse fails
+// t.
+func Time(t testing.TB, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // Secret is the key secret of NewEngine's engines.
 const Secret = "test secret"
 
