@@ -13,6 +13,18 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
+// apiReads is the low-priority rule of the shedding policies: API reads,
+// per address, far from its limit.
+const apiReads = `
+rule "api-reads" {
+  paths    = ["/api/*"]
+  key      = ["ip"]
+  limit    = 1000
+  period   = "1m"
+  priority = "low"
+}
+`
+
 // shedPolicy: a node ceiling of 10 with the default shares (low 50%: 5,
 // normal 75%: 7, high 90%: 9, critical 100%: 10). /search sets no priority
 // (normal); /api/otp matches a low and a critical rule (critical).
@@ -23,14 +35,7 @@ edge {
     retry_after   = "3s"
   }
 }
-rule "api-reads" {
-  paths    = ["/api/*"]
-  key      = ["ip"]
-  limit    = 1000
-  period   = "1m"
-  priority = "low"
-}
-rule "search" {
+` + apiReads + `rule "search" {
   paths  = ["/search"]
   key    = ["ip"]
   limit  = 1000
@@ -261,14 +266,7 @@ edge {
     shed_at = { low = "10%", normal = "50%", "high" = "100%" }
   }
 }
-rule "api-reads" {
-  paths    = ["/api/*"]
-  key      = ["ip"]
-  limit    = 1000
-  period   = "1m"
-  priority = "low"
-}
-rule "login" {
+` + apiReads + `rule "login" {
   paths    = ["/login"]
   key      = ["ip"]
   limit    = 1000
@@ -369,14 +367,7 @@ rule "origin-adaptive" {
     initial = 10
   }
 }
-rule "api-reads" {
-  paths    = ["/api/*"]
-  key      = ["ip"]
-  limit    = 1000
-  period   = "1m"
-  priority = "low"
-}
-rule "login" {
+` + apiReads + `rule "login" {
   paths     = ["/login"]
   key       = ["ip"]
   limit     = 1000
