@@ -1,7 +1,6 @@
 package counter
 
 import (
-	"fmt"
 	"slices"
 )
 
@@ -11,14 +10,7 @@ import (
 // and so runs in take.lua's port, in a sorted set beside the key's string.
 var distinct = algorithm{
 	Spec:   Spec{Name: "distinct", Lua: "DISTINCT", Periods: 1, Set: true, Members: true},
-	limits: distinctLimits,
-}
-
-func distinctLimits(_ string, limit, _, _ int64) error {
-	if limit > MaxDistinctLimit {
-		return fmt.Errorf("%w: count_distinct limit %d exceeds %d distinct values per key", ErrInvalidLimits, limit, MaxDistinctLimit)
-	}
-	return nil
+	limits: limitAtMost(MaxDistinctLimit, "count_distinct limit %d exceeds %d distinct values per key"),
 }
 
 func distinctWait(st *State, nowUS int64, op *Op, cost int64) int64 {

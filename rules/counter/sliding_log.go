@@ -1,7 +1,6 @@
 package counter
 
 import (
-	"fmt"
 	"slices"
 )
 
@@ -10,14 +9,7 @@ import (
 // take.lua's port, in a sorted set beside the key's string.
 var slidingLog = algorithm{
 	Spec:   Spec{Name: "sliding_log", Policy: true, Lua: "LOG", Periods: 1, Set: true},
-	limits: logLimits,
-}
-
-func logLimits(_ string, limit, _, _ int64) error {
-	if limit > MaxLogLimit {
-		return fmt.Errorf("%w: sliding_log limit %d exceeds %d timestamps per key; use sliding_window", ErrInvalidLimits, limit, MaxLogLimit)
-	}
-	return nil
+	limits: limitAtMost(MaxLogLimit, "sliding_log limit %d exceeds %d timestamps per key; use sliding_window"),
 }
 
 func logWait(st *State, nowUS int64, op *Op, cost int64) int64 {

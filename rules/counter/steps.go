@@ -74,6 +74,18 @@ func ValidateLimits(alg Algorithm, limit, burst, periodUS int64) error {
 	return nil
 }
 
+// limitAtMost returns the limits of an algorithm that stores one entry
+// per unit of its limit (sliding_log, distinct): a limit over max is
+// refused, why given by format, of the limit and max.
+func limitAtMost(max int64, format string) func(name string, limit, burst, periodUS int64) error {
+	return func(_ string, limit, _, _ int64) error {
+		if limit > max {
+			return fmt.Errorf("%w: "+format, ErrInvalidLimits, limit, max)
+		}
+		return nil
+	}
+}
+
 // over reports whether a×b > bound, for a, b ≥ 0, without overflow: the
 // products of ValidateLimits are checked in 128 bits, since it runs on every
 // Take and divisions cost more than multiplications.
