@@ -266,7 +266,7 @@ edge {
     shed_at = { low = "10%", normal = "50%", "high" = "100%" }
   }
 }
-` + apiReads + `rule "login" {
+`+apiReads+`rule "login" {
   paths    = ["/login"]
   key      = ["ip"]
   limit    = 1000
