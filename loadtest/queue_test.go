@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -33,11 +32,7 @@ func startQueueEdge(t *testing.T, originAddr string) target {
 // system clock), and returns the target, its admin /metrics included.
 func startFileEdge(t *testing.T, path, originAddr string, clk rules.Clock) target {
 	t.Helper()
-	src, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, diags := builtin.Load(path, src)
+	p, diags := builtin.LoadFile(path)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
