@@ -60,8 +60,8 @@ func Features() []rules.Feature {
 // gateway/ext), the HTTP halves of Features', in the order the gateway
 // runs their hooks: ja4 (fingerprints of the TLS listener's connections,
 // ja4_header, X-Edge-JA4), nat (visitor cookies verified and minted,
-// X-Edge-Visitor) and botscore (the score the origin and explain are
-// told). New values each call: give each gateway.Server a list of its own
+// X-Edge-Visitor), botscore (the score the origin and explain are told)
+// and forgive (POST /admin/forgive carried out). New values each call: give each gateway.Server a list of its own
 // (gateway.Options.Extensions), since an extension keeps state across the
 // server's reloads (the visitor block's random secret).
 func Extensions() []ext.Extension { return ExtensionsWith(ExtensionOptions{}) }
@@ -78,7 +78,7 @@ type ExtensionOptions struct {
 
 // ExtensionsWith is Extensions configured by o.
 func ExtensionsWith(o ExtensionOptions) []ext.Extension {
-	return []ext.Extension{ja4.Extension(), nat.Extension(o.VisitorSecret), botscore.Extension()}
+	return []ext.Extension{ja4.Extension(), nat.Extension(o.VisitorSecret), botscore.Extension(), forgive.Extension()}
 }
 
 // tests accepts test "NAME" { } blocks: `edge test` runs them and `edge

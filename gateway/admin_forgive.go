@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"maps"
 	"sort"
@@ -34,7 +33,7 @@ type forgiveRequest struct {
 	// the address's rules too). Rules whose key needs a value not given
 	// are skipped and named in the answer.
 	Identity map[string]string `json:"identity"`
-	// For, a Go duration up to rules.MaxExempt, also exempts the key from
+	// For, a Go duration up to the forgive's MaxExempt (a day), also exempts the key from
 	// the rule for that long; empty: clear only.
 	For string `json:"for"`
 	// Reason is required: it goes to the audit log with the actor.
@@ -74,7 +73,7 @@ type skippedRule struct {
 // exemptHash names the fleet's record of exemptions, a Redis hash under
 // the store's prefix: field the rule's name, value fleetExempt as JSON.
 // The markers are in the shared store already; the record tells every
-// node which rules to check them for (rules.Engine.ExemptFrom), read with
+// node which rules to check them for (ext.Pardoner.ExemptFrom), read with
 // the dry-run toggles every fleetPoll.
 const exemptHash = "exempt"
 
@@ -85,12 +84,17 @@ type fleetExempt struct {
 
 // adminForgive clears one key's counter on a rule, or an identity's on
 // every rule keyed on it, and with "for" exempts it for a while
-// (rules.Engine.Forgive): for the locked-out customer on the phone with
-// support. With a Redis store, for the fleet: the counters and markers
-// are shared, and the exemption's rule is recorded for every node. One
-// audit line with the actor, the reason and the keys' hashes, never their
-// values.
+// (ext.Pardoner: behaviour/forgive): for the locked-out customer on the
+// phone with support. With a Redis store, for the fleet: the counters and
+// markers are shared, and the exemption's rule is recorded for every
+// node. One audit line with the actor, the reason and the keys' hashes,
+// never their values.
 func (s *Server) adminForgive(ctx *fasthttp.RequestCtx) {
+	pd := s.ext.pardoner
+	if pd == nil {
+		adminError(ctx, fasthttp.StatusNotImplemented, "this gateway has no forgive: its extensions (builtin.Extensions) carry none")
+		return
+	}
 	var req forgiveRequest
 	if !readAdminJSON(ctx, &req) {
 		return
@@ -103,7 +107,7 @@ func (s *Server) adminForgive(ctx *fasthttp.RequestCtx) {
 	var exempt time.Duration
 	if req.For != "" {
 		d, err := time.ParseDuration(req.For)
-		if err != nil || d <= 0 || d > rules.MaxExempt {
+		if err != nil || d <= 0 || d > pd.MaxExempt() {
 			adminError(ctx, fasthttp.StatusBadRequest, `"for" must be a duration between 1s and 24h, such as "1h"`)
 			return
 		}
@@ -114,7 +118,7 @@ func (s *Server) adminForgive(ctx *fasthttp.RequestCtx) {
 		adminError(ctx, fasthttp.StatusBadRequest, `give "rule" and "key" (one rule), or "identity" (every rule keyed on it), not both`)
 		return
 	case req.Rule == "" && len(req.Identity) > 0:
-		s.forgiveIdentity(ctx, req, exempt)
+		s.forgiveIdentity(ctx, pd, req, exempt)
 		return
 	case req.Rule == "":
 		adminError(ctx, fasthttp.StatusBadRequest, `"rule" and "key", or "identity", is required`)
@@ -128,19 +132,16 @@ func (s *Server) adminForgive(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	now := s.requestTime(ctx)
-	key := maps.Clone(req.Key) // a visitor cookie, at visitor_ip: its text (forgiveTexts)
-	if msg := s.forgiveTexts(st, key, req.Key, now); msg != "" {
+	values := maps.Clone(req.Key) // a visitor cookie, at visitor_ip: its text (forgiveTexts)
+	if msg := s.forgiveTexts(st, values, req.Key, now); msg != "" {
 		adminError(ctx, fasthttp.StatusBadRequest, msg)
 		return
 	}
-	req.Key = key
-	f, err := s.engine.Forgive(ctx, now, p, r, req.Key, exempt)
+	req.Key = values
+	key, until, err := pd.Forgive(ctx, s.engine, now, p, r, req.Key, exempt)
 	switch {
-	case errors.Is(err, rules.ErrNotForgivable):
-		adminError(ctx, fasthttp.StatusBadRequest, "rule "+r.Name+": "+err.Error())
-		return
-	case err != nil && f.Key == (rules.Key{}):
-		if _, kerr := s.engine.KeyFromText(p, r, req.Key); kerr != nil {
+	case err != nil && key == (rules.Key{}):
+		if _, kerr := pd.KeyFromText(s.engine, p, r, req.Key); kerr != nil {
 			adminError(ctx, fasthttp.StatusBadRequest, kerr.Error()) // the operator's values
 			return
 		}
@@ -151,11 +152,11 @@ func (s *Server) adminForgive(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	ans := forgiveAnswer{Rule: r.Name, Cleared: true, Scope: s.forgiveScope()}
-	attrs := []slog.Attr{slog.String("rule", r.Name), slog.String("key", hex.EncodeToString(f.Key[9:])), slog.String("scope", ans.Scope)}
-	if !f.ExemptUntil.IsZero() {
-		ans.ExemptUntil = f.ExemptUntil.UTC().Format(time.RFC3339)
+	attrs := []slog.Attr{slog.String("rule", r.Name), slog.String("key", hex.EncodeToString(key[9:])), slog.String("scope", ans.Scope)}
+	if !until.IsZero() {
+		ans.ExemptUntil = until.UTC().Format(time.RFC3339)
 		attrs = append(attrs, slog.String("for", exempt.String()), slog.String("exempt_until", ans.ExemptUntil))
-		if err := s.shareExemption(ctx, r.Name, f.ExemptUntil); err != nil {
+		if err := s.shareExemption(ctx, r.Name, until); err != nil {
 			s.audit(ctx, "forgive", req.Reason, attrs...)
 			adminError(ctx, fasthttp.StatusServiceUnavailable, "cleared and exempt on this node, but the fleet's Redis did not take the exemption's record (the other nodes do not check it): "+err.Error())
 			return
@@ -180,7 +181,7 @@ func (s *Server) forgiveScope() string {
 // cleared); rules keyed on the identity that need more are listed as
 // skipped. A store that fails midway is a 503 that names the rules
 // already forgiven.
-func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, exempt time.Duration) {
+func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, pd ext.Pardoner, req forgiveRequest, exempt time.Duration) {
 	st := s.state.Load()
 	p := st.policy
 	now := s.requestTime(ctx)
@@ -204,7 +205,7 @@ func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, e
 			ans.Skipped = append(ans.Skipped, skippedRule{Rule: r.Name, Missing: missing})
 			continue
 		}
-		if _, err := s.engine.KeyFromText(p, r, values); err != nil {
+		if _, err := pd.KeyFromText(s.engine, p, r, values); err != nil {
 			adminError(ctx, fasthttp.StatusBadRequest, "rule "+r.Name+": "+err.Error()+"; nothing forgiven")
 			return
 		}
@@ -235,10 +236,10 @@ func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, e
 		s.audit(ctx, "forgive", req.Reason, attrs...)
 	}
 	for _, pl := range plans {
-		f, err := s.engine.Forgive(ctx, now, p, pl.r, pl.values, exempt)
-		if err == nil && !f.ExemptUntil.IsZero() {
-			until = f.ExemptUntil
-			err = s.shareExemption(ctx, pl.r.Name, f.ExemptUntil)
+		key, exemptUntil, err := pd.Forgive(ctx, s.engine, now, p, pl.r, pl.values, exempt)
+		if err == nil && !exemptUntil.IsZero() {
+			until = exemptUntil
+			err = s.shareExemption(ctx, pl.r.Name, exemptUntil)
 		}
 		if err != nil {
 			if len(keys) > 0 {
@@ -255,7 +256,7 @@ func (s *Server) forgiveIdentity(ctx *fasthttp.RequestCtx, req forgiveRequest, e
 			adminError(ctx, fasthttp.StatusServiceUnavailable, "rule "+pl.r.Name+": the store did not answer ("+done+"): "+err.Error())
 			return
 		}
-		h := hex.EncodeToString(f.Key[9:])
+		h := hex.EncodeToString(key[9:])
 		ans.Forgiven = append(ans.Forgiven, forgivenRule{Rule: pl.r.Name, Key: h})
 		keys = append(keys, pl.r.Name+":"+h)
 	}
@@ -364,9 +365,12 @@ func (s *Server) shareExemption(ctx context.Context, name string, until time.Tim
 }
 
 // pollExemptions notes the fleet's exemptions on this node's engine
-// (rules.Engine.ExemptFrom), under f.mu. A failed read keeps what this
+// (ext.Pardoner.ExemptFrom), under f.mu. A failed read keeps what this
 // node knows (each ends by itself); it is logged with the toggles'.
 func (s *Server) pollExemptions(ctx context.Context, f *fleetDryRuns) error {
+	if s.ext.pardoner == nil {
+		return nil // no forgive: no exemption to note
+	}
 	m, err := f.rs.SharedGetAll(ctx, exemptHash)
 	if err != nil {
 		return err
@@ -379,7 +383,7 @@ func (s *Server) pollExemptions(ctx context.Context, f *fleetDryRuns) error {
 			continue
 		}
 		next[name] = fe.Until
-		s.engine.ExemptFrom(p, name, fe.Until, now)
+		s.ext.pardoner.ExemptFrom(s.engine, p, name, fe.Until, now)
 	}
 	f.exempts = next
 	return nil
@@ -391,7 +395,7 @@ func (s *Server) pollExemptions(ctx context.Context, f *fleetDryRuns) error {
 // and missing the characteristics of its key that need a value and were
 // not given, in key order. A rule that counts nothing (action = "deny" or
 // "skip"), or whose key names none of given, has no values: it is not
-// keyed on the identity. With values and no missing, Engine.Forgive(values)
+// keyed on the identity. With values and no missing, a forgive of values
 // clears the key the identity's requests count on; with missing, the
 // caller says what else to give (a rule keyed on ["account", "ip"] needs
 // the address too: its counters are per pair, and the store cannot list
@@ -408,7 +412,7 @@ func identityValues(r *rules.Rule, given map[string]string) (values map[string]s
 				values = map[string]string{}
 			}
 			values[name] = v
-		case !r.KeyOptional(i):
+		case !r.KeyShared(i):
 			missing = append(missing, name)
 		}
 	}

@@ -20,6 +20,7 @@ type extensions struct {
 	list     []ext.Extension
 	counters [][]ext.Counter   // per extension, its Counted metrics
 	conns    []ext.ConnWrapper // the TLS listener's wrappers, in order
+	pardoner ext.Pardoner      // POST /admin/forgive's (admin_forgive.go); nil: none
 }
 
 // newExtensions registers list's counters with reg.
@@ -35,6 +36,9 @@ func newExtensions(list []ext.Extension, reg *prometheus.Registry) extensions {
 		}
 		if w, ok := e.(ext.ConnWrapper); ok {
 			x.conns = append(x.conns, w)
+		}
+		if p, ok := e.(ext.Pardoner); ok && x.pardoner == nil {
+			x.pardoner = p
 		}
 	}
 	return x

@@ -93,7 +93,7 @@ func TestForgiveUnlocksALockedAccount(t *testing.T) {
 	}
 	// The refusals name the rule and carry the keyed hashes.
 	p := n.srv.state.Load().policy
-	k, err := n.srv.engine.KeyFromText(p, p.Rule("login-failures-account-client"), map[string]string{"account": account, "ip": client})
+	k, err := n.srv.ext.pardoner.KeyFromText(n.srv.engine, p, p.Rule("login-failures-account-client"), map[string]string{"account": account, "ip": client})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ rule "per-ip" {
 		}
 		return l
 	}
-	k, err := n.srv.engine.KeyFromText(p, p.Rule("per-ip"), map[string]string{"ip": flooder})
+	k, err := n.srv.ext.pardoner.KeyFromText(n.srv.engine, p, p.Rule("per-ip"), map[string]string{"ip": flooder})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func TestForgiveIdentityOnEveryRule(t *testing.T) {
 			audits = append(audits, line)
 		}
 	}
-	k, err := n.srv.engine.KeyFromText(p, p.Rule("login-failures-account-client"), map[string]string{"account": account, "ip": client})
+	k, err := n.srv.ext.pardoner.KeyFromText(n.srv.engine, p, p.Rule("login-failures-account-client"), map[string]string{"account": account, "ip": client})
 	if err != nil {
 		t.Fatal(err)
 	}

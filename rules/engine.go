@@ -487,14 +487,6 @@ func (e *Engine) storeFailed(d *Decision, s *Scratch) {
 // characteristic with a ceiling counts by its coarser value (a visitor by
 // its IP).
 func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, status Status) {
-	copy(k[0:8], r.ID[:])
-	k[8] = r.keyTags[0]
-	if len(r.Key) > 1 {
-		k[8] |= 0x80
-	}
-	if ceiling {
-		k[8] |= 0x40
-	}
 	buf := s.buf[:0]
 	for i, ch := range r.Key {
 		buf = append(buf, r.keyTags[i])
@@ -529,7 +521,10 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 		buf = out
 	}
 	s.buf = buf
-	copy(k[9:], s.keys.Hash(buf))
+	k = s.RuleKey(r, buf)
+	if ceiling {
+		k[8] |= 0x40
+	}
 	return k, Present
 }
 

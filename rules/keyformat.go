@@ -49,7 +49,7 @@ func (e *Engine) take(ctx context.Context, now time.Time, s *Scratch, ops []Op, 
 // or a WindowShaper's) times its algorithm's counter.Spec.Periods, for an
 // algorithm of a burst times one plus its burst over its limit (its IP
 // ceiling's alike), and its stages' keys (KeyKeeper; a concurrency rule's
-// period is its lease); not a forgive's exemption (at most MaxExempt), which, written in format 1
+// period is its lease); not a forgive's exemption (at most forgive.MaxExempt), which, written in format 1
 // alone, ends early: that only makes a limit stricter.
 func (p *Policy) LongestKeyLifetime() time.Duration {
 	var longest time.Duration

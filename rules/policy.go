@@ -62,7 +62,7 @@ type Policy struct {
 	// admitters are the request hooks with the gate's last step
 	// (Admitter: load shedding).
 	admitters  []Admitter
-	exemptions Exemptions // Engine.Forgive's (Compiler.SetExemptions); nil: none
+	exemptions Exemptions // a forgive's (Compiler.SetExemptions); nil: none
 	// networkShares is true when a rule has a network share
 	// (Rule.NetworkKeys): requests then compute their network (network.go).
 	networkShares bool

@@ -117,7 +117,7 @@ type Shaper interface {
 	// place. It runs before the op of m's IP ceiling is made (m.CeilingOp
 	// is -1), which copies what Shape set but its key, limit and burst.
 	// s.Now is the instant the request is decided at; req is nil when
-	// Engine.Forgive shapes a reset it sends with no request behind it
+	// a forgive shapes the reset it sends with no request behind it
 	// (WindowShaper). It must not allocate.
 	Shape(req *Request, s *Scratch, m *Match)
 }
@@ -125,7 +125,7 @@ type Shaper interface {
 // WindowShaper is a Shaper that sets each op's window itself
 // (Op.WindowStartUS and PeriodUS, Op.Calendar), so that the rule's Period
 // is only its nominal length: such a rule has no fixed RateLimit-Policy
-// item (Rule.PolicyItem is nil: its w is the op's window), Engine.Forgive
+// item (Rule.PolicyItem is nil: its w is the op's window), a forgive
 // shapes the reset it sends as a request's op, with no request behind it,
 // and a counter of the rule may live for LongestWindow
 // (Policy.LongestKeyLifetime).
@@ -152,7 +152,8 @@ type Judge interface {
 }
 
 // Forgiver is a Stage that keeps state of its own for a key of its rule
-// (a ban's marker), which Engine.Forgive clears with the key's counter.
+// (a ban's marker), which a forgive (behaviour/forgive) clears with the
+// key's counter.
 type Forgiver interface {
 	Stage
 	// Forgive appends to ops the ops that clear what the stage keeps for
@@ -161,7 +162,7 @@ type Forgiver interface {
 	Forgive(k Key, ops []Op) []Op
 }
 
-// Exemptions grants the exemptions Engine.Forgive gives (behaviour/forgive;
+// Exemptions grants the exemptions a forgive gives (behaviour/forgive;
 // docs/operations.md, "Forgive"): while one lasts, its rule does not hold
 // the forgiven key to its limit. A feature sets a policy's
 // (Compiler.SetExemptions). It gates first, before any Gater, so that no
@@ -176,14 +177,6 @@ type Exemptions interface {
 	// (Scratch.TakeOut). A store that cannot answer the precheck exempts
 	// no one: it is not called.
 	Admit(s *Scratch)
-	// Exempt returns clear with the ops that clear r's exemption of k
-	// appended (Forgive's call), the ops that write one for d (at most
-	// MaxExempt) from now, sent once that call succeeded (a store judges
-	// a call's ops against the state before it), and its end.
-	Exempt(r *Rule, k Key, now time.Time, d time.Duration, clear []Op) (cleared, write []Op, until time.Time)
-	// Record notes on e an exemption of r until until: Forgive's, once
-	// written, or one made elsewhere in the fleet (Engine.ExemptFrom).
-	Record(e *Engine, r *Rule, until, now time.Time)
 }
 
 // SetExemptions sets what grants the policy's exemptions (Exemptions).

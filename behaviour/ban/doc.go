@@ -40,7 +40,7 @@
 // It is a rules.Feature (builtin.Features lists it) whose three attributes
 // compile, once the rule's other attributes are (Feature.RuleDone), to one
 // Stage with a gate phase (the ban of its own scope: rules.Gater), a judge
-// phase (the trip: rules.Judge), a part in Engine.Forgive (rules.Forgiver)
+// phase (the trip: rules.Judge), a part in a forgive (rules.Forgiver; behaviour/forgive)
 // and in Policy.LongestKeyLifetime (rules.KeyKeeper); a ban of ban_scope =
 // "sensitive" gates every sensitive request (rules.RequestGater), and a
 // count = "failures" rule's guilt is written in Settle (rules.Settler).

@@ -8,6 +8,7 @@ import (
 	_ "time/tzdata" // the zones below, whatever the host has installed
 
 	"github.com/edge-gateway/edge/behaviour/calendar"
+	"github.com/edge-gateway/edge/behaviour/forgive"
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
@@ -228,7 +229,7 @@ rule "blocked" {
 		windowed(path, rec.ops[0])
 	}
 	r := p.Rules[1]
-	if _, err := e.Forgive(context.Background(), now, p, r, map[string]string{"ip": "192.0.2.7"}, 0); err != nil {
+	if _, err := forgive.Forgive(context.Background(), e, now, p, r, map[string]string{"ip": "192.0.2.7"}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.ops) != 1 || rec.ops[0].Kind != rules.OpReset {

@@ -1,7 +1,8 @@
 // Package forgive is the exemption a forgive grants (docs/operations.md,
 // "Forgive"): the locked-out customer on the phone with support. The
-// operator's forgive (POST /admin/forgive, edge forgive; rules'
-// Engine.Forgive) clears the key's counter and its ban and, given a
+// operator's forgive (POST /admin/forgive, edge forgive: Forgive, which
+// the gateway reaches through Extension) clears the key it names
+// (KeyFromText) of its counter and its ban and, given a
 // duration, exempts the key from the rule for exactly that long: while the
 // exemption lasts the rule does not hold the key to its limit. The key's op
 // is decided without refusing or charging, as a known visitor's is
@@ -28,7 +29,7 @@
 // the request's main one, with bans and known-visitor markers, and only
 // for rules that have a live exemption, so a request to a rule nobody
 // forgave costs nothing more. Which rules have one is this node's record
-// of its own forgives, and of the fleet's (rules.Engine.ExemptFrom): node
+// of its own forgives, and of the fleet's (ExemptFrom): node
 // state kept by the Engine across reloads (rules.Engine.Kept). With a
 // shared store, the counter a forgive clears is cleared for the fleet,
 // and the exemption holds on the node that was asked and on those that

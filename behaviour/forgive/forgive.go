@@ -10,13 +10,15 @@ import (
 	"github.com/edge-gateway/edge/rules"
 )
 
-// Feature returns the forgive behaviour: the exemptions rules'
-// Engine.Forgive grants, for every counting rule of the policy.
+// Feature returns the forgive behaviour: the exemptions Forgive grants,
+// for every counting rule of the policy.
 func Feature() rules.Feature {
 	return rules.Feature{
 		Name: "forgive",
 		PolicyDone: func(c *rules.Compiler) {
-			c.SetExemptions(&exemptions{slot: c.Slot("forgive")})
+			x := &exemptions{slot: c.Slot("forgive")}
+			c.SetExemptions(x)
+			c.SetValue("forgive", x) // Forgive's
 		},
 	}
 }
@@ -37,8 +39,8 @@ func exemptKey(k rules.Key) rules.Key {
 }
 
 // exemptUnits is an exemption marker's GCRA: one unit a millisecond over
-// rules.MaxExempt, as many units of burst.
-const exemptUnits = int64(rules.MaxExempt / time.Millisecond)
+// MaxExempt, as many units of burst.
+const exemptUnits = int64(MaxExempt / time.Millisecond)
 
 // exemptOp is an exemption marker's op on k, of rule r: kind OpAdd with
 // cost the exemption in milliseconds to write it, OpPeek (the cost given
@@ -49,7 +51,7 @@ func exemptOp(kind rules.OpKind, r *rules.Rule, k rules.Key, cost int64) rules.O
 	}
 	return rules.Op{
 		Kind: kind, Algorithm: rules.GCRA, Key: k, Limit: exemptUnits, Burst: exemptUnits,
-		PeriodUS: rules.MaxExempt.Microseconds(), Cost: cost, Enforce: true, OnError: rules.FailOpen,
+		PeriodUS: MaxExempt.Microseconds(), Cost: cost, Enforce: true, OnError: rules.FailOpen,
 		Sensitive: true, MaxKeys: int32(r.MaxKeys), Marker: true,
 		NetworkKeys: int32(r.NetworkKeys),
 	}
@@ -106,21 +108,18 @@ func (x *exemptions) Admit(s *rules.Scratch) {
 	}
 }
 
-// Exempt clears k's exemption marker in Forgive's call and writes it for
-// d, rounded up to the millisecond, in the second.
-func (x *exemptions) Exempt(r *rules.Rule, k rules.Key, now time.Time, d time.Duration, clear []rules.Op) (cleared, write []rules.Op, until time.Time) {
+// exempt returns clear with the op that clears r's exemption of k
+// appended (Forgive's call), the op that writes one for d, rounded up to
+// the millisecond, from now, sent once that call succeeded (a store judges
+// a call's ops against the state before it), and its end.
+func (x *exemptions) exempt(r *rules.Rule, k rules.Key, now time.Time, d time.Duration, clear []rules.Op) (cleared, write []rules.Op, until time.Time) {
 	ex := exemptKey(k)
 	ms := (d + time.Millisecond - 1) / time.Millisecond
 	return append(clear, exemptOp(rules.OpReset, r, ex, 0)), []rules.Op{exemptOp(rules.OpAdd, r, ex, int64(ms))}, now.Add(ms * time.Millisecond)
 }
 
-// Record notes an exemption of r until until in e's record.
-func (x *exemptions) Record(e *rules.Engine, r *rules.Rule, until, now time.Time) {
-	recordOf(e).record(r.ID, until, now)
-}
-
 // Exempting returns the names of p's rules with a live exemption on e at
-// now (made on this node, or noted from the fleet: rules.Engine.ExemptFrom),
+// now (made on this node, or noted from the fleet: ExemptFrom),
 // sorted.
 func Exempting(e *rules.Engine, p *rules.Policy, now time.Time) []string {
 	rec := recordOf(e)

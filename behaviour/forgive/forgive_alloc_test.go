@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/forgive"
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -16,7 +17,7 @@ import (
 func TestExemptCheckAllocatesNothing(t *testing.T) {
 	p := rulestest.Load(t, onePerIP)
 	e := rulestest.NewEngine(t, nil)
-	if _, err := e.Forgive(t.Context(), rulestest.T0, p, p.Rule("per-ip"), map[string]string{"ip": "203.0.113.7"}, time.Hour); err != nil {
+	if _, err := forgive.Forgive(t.Context(), e, rulestest.T0, p, p.Rule("per-ip"), map[string]string{"ip": "203.0.113.7"}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	s := rules.NewScratch(len(p.Rules))

@@ -76,7 +76,7 @@ rule "per-ip" {
 	}
 	at(rulestest.T0, mallory)
 	r := p.Rule("per-ip")
-	f, err := e.Forgive(context.Background(), rulestest.T0, p, r, map[string]string{"ip": alice}, 0)
+	f, err := forgive.Forgive(context.Background(), e, rulestest.T0, p, r, map[string]string{"ip": alice}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ rule "per-ip" {
 		t.Fatalf("third request after the clear: got verdict %d, want refused", v)
 	}
 	// Exempt for 10 minutes: passes however often, is not charged.
-	f, err = e.Forgive(context.Background(), rulestest.T0, p, r, map[string]string{"ip": alice}, 10*time.Minute)
+	f, err = forgive.Forgive(context.Background(), e, rulestest.T0, p, r, map[string]string{"ip": alice}, 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func forgiveLatestDurationHolds(t *testing.T, store rules.Store) {
 	r := p.Rule("per-ip")
 	client := map[string]string{"ip": "203.0.113.7"}
 	for _, d := range []time.Duration{time.Hour, time.Minute} {
-		if _, err := e.Forgive(context.Background(), rulestest.T0, p, r, client, d); err != nil {
+		if _, err := forgive.Forgive(context.Background(), e, rulestest.T0, p, r, client, d); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -31,5 +31,6 @@
 // On the decision-only listener, DecideAnswerer.OnDecideAllow runs instead
 // of 2 to 4, on the 200 that lets the described request through. An
 // Extension may also wrap the TLS listener's connections (ConnWrapper),
-// count (Counted) and read an identity an operator forgives (Forgiver).
+// count (Counted), read an identity an operator forgives (Forgiver) and
+// carry out the forgive (Pardoner).
 package ext

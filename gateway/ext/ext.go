@@ -1,6 +1,7 @@
 package ext
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -88,6 +89,26 @@ type Forgiver interface {
 	// is the extension's instance for the running policy, nil without one.
 	// An error is the operator's (a 400), its text the answer.
 	ForgiveText(inst Instance, value string, given map[string]string, now time.Time) (string, error)
+}
+
+// Pardoner is an Extension that carries out an operator's forgive (POST
+// /admin/forgive, docs/operations.md "Forgive"; behaviour/forgive's): a
+// gateway without one refuses the endpoint. Errors are the operator's
+// (a 400, their text the answer) unless the store's.
+type Pardoner interface {
+	// MaxExempt is the longest exemption Forgive grants.
+	MaxExempt() time.Duration
+	// KeyFromText returns the counter key of p's rule r for the values an
+	// operator gives by characteristic name, as r's key names them.
+	KeyFromText(e *rules.Engine, p *rules.Policy, r *rules.Rule, values map[string]string) (rules.Key, error)
+	// Forgive clears that key's counter at now, in the store e decides
+	// with, and with exempt > 0 exempts the key from r until until. key is
+	// zero when nothing was cleared (KeyFromText's error, or the store's);
+	// with a key and an error, the exemption failed.
+	Forgive(ctx context.Context, e *rules.Engine, now time.Time, p *rules.Policy, r *rules.Rule, values map[string]string, exempt time.Duration) (key rules.Key, until time.Time, err error)
+	// ExemptFrom notes on e an exemption of p's rule name until until,
+	// made elsewhere in the fleet (read from its shared record).
+	ExemptFrom(e *rules.Engine, p *rules.Policy, name string, until, now time.Time)
 }
 
 // Request is a request as the hooks see it: the gateway's pooled memory,

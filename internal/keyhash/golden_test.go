@@ -12,6 +12,7 @@ import (
 
 	"github.com/dchest/siphash"
 
+	"github.com/edge-gateway/edge/behaviour/forgive"
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
@@ -109,7 +110,7 @@ func TestGoldenFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := rulestest.Load(t, goldenPolicy)
-	k, err := e.KeyFromText(p, p.Rule("account-ip"), map[string]string{"account": "Alice@Example.com", "ip": "203.0.113.7"})
+	k, err := forgive.KeyFromText(e, p, p.Rule("account-ip"), map[string]string{"account": "Alice@Example.com", "ip": "203.0.113.7"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,12 @@
-package rules_test
+package forgive_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/edge-gateway/edge/behaviour/forgive"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -64,17 +67,17 @@ visitor {}
 // space, a national phone number, an IPv4 address embedded in a NAT64
 // one, another address of the same /24).
 func TestKeyFromTextIsTheRequestsKey(t *testing.T) {
-	p := load(t, forgivePolicy)
-	e := newEngine(t, nil)
+	p := rulestest.Load(t, forgivePolicy)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(8)
-	r := req{method: "POST", path: "/Login", client: "203.0.113.7", f: fields{
-		header:      map[string]string{"X-Api-Key": "k-123"},
-		query:       map[string]string{"client_id": "app"},
-		cookie:      map[string]string{"sid": "s1"},
-		contentType: "application/json",
-		body:        `{"username":"Alice@Example.com","phone":"+1 415 555 2671","device":"d-9"}`,
+	r := rulestest.Req{Method: "POST", Path: "/Login", Client: "203.0.113.7", Fields: rulestest.Fields{
+		HeaderValues: map[string]string{"X-Api-Key": "k-123"},
+		QueryValues:  map[string]string{"client_id": "app"},
+		CookieValues: map[string]string{"sid": "s1"},
+		ContentType:  "application/json",
+		Text:         `{"username":"Alice@Example.com","phone":"+1 415 555 2671","device":"d-9"}`,
 	}}
-	check(e, p, r, s)
+	e.Check(context.Background(), rulestest.T0, p, r.Build(), s)
 	got := map[string]rules.Key{}
 	for _, m := range s.Matches {
 		if m.Op >= 0 {
@@ -97,7 +100,7 @@ func TestKeyFromTextIsTheRequestsKey(t *testing.T) {
 			if !ok {
 				t.Fatalf("the request made no op for %s", tt.rule)
 			}
-			k, err := e.KeyFromText(p, p.Rule(tt.rule), tt.values)
+			k, err := forgive.KeyFromText(e, p, p.Rule(tt.rule), tt.values)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,8 +112,8 @@ func TestKeyFromTextIsTheRequestsKey(t *testing.T) {
 }
 
 func TestKeyFromTextRefusals(t *testing.T) {
-	p := load(t, forgivePolicy)
-	e := newEngine(t, nil)
+	p := rulestest.Load(t, forgivePolicy)
+	e := rulestest.NewEngine(t, nil)
 	tests := []struct {
 		rule   string
 		values map[string]string
@@ -125,7 +128,7 @@ func TestKeyFromTextRefusals(t *testing.T) {
 		{"visitor", map[string]string{"visitor": "v1"}, "visitor: not a visitor: give its cookie's value"},
 	}
 	for _, tt := range tests {
-		_, err := e.KeyFromText(p, p.Rule(tt.rule), tt.values)
+		_, err := forgive.KeyFromText(e, p, p.Rule(tt.rule), tt.values)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s %v: got error %v, want one containing %q", tt.rule, tt.values, err, tt.want)
 		}
