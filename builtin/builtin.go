@@ -21,6 +21,7 @@ import (
 	"github.com/edge-gateway/edge/behaviour/refusal"
 	"github.com/edge-gateway/edge/behaviour/shed"
 	"github.com/edge-gateway/edge/behaviour/skip"
+	"github.com/edge-gateway/edge/behaviour/values"
 	"github.com/edge-gateway/edge/botscore"
 	"github.com/edge-gateway/edge/fields"
 	"github.com/edge-gateway/edge/gateway/ext"
@@ -42,8 +43,8 @@ import (
 // blocks `edge test` runs; and the behaviours of rule { } that live in
 // folders of their own (behaviour/: calendar, refusal, cost,
 // budgetlease: budget_lease { }, queue, adaptive, skip, forgive: the
-// exemptions a forgive grants, known: known { } blocks and known_visitors, ban, shed: load shedding, concurrency:
-// algorithm = "concurrency"). Every block of
+// exemptions a forgive grants, known: known { } blocks and known_visitors, ban, shed: load shedding, values:
+// every value of an identity with several, concurrency: algorithm = "concurrency"). Every block of
 // the policy language is now built. The order is the order of each rule's
 // stages (Feature.RuleDone) and of the features' PolicyDone: ban comes
 // after queue, so that its Judge sees what max_delay judged, and after
@@ -53,7 +54,7 @@ import (
 // see unset (a concurrency rule's stage itself is its first: its
 // algorithm is compiled before any feature's attribute).
 func Features() []rules.Feature {
-	return []rules.Feature{basic.Feature(), node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), budgetlease.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), forgive.Feature(), known.Feature(), ban.Feature(), shed.Feature(), concurrency.Feature(), tests()}
+	return []rules.Feature{basic.Feature(), node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), budgetlease.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), forgive.Feature(), known.Feature(), ban.Feature(), shed.Feature(), values.Feature(), concurrency.Feature(), tests()}
 }
 
 // Extensions returns the gateway extensions of this build (package

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/values"
 	"github.com/edge-gateway/edge/builtin"
 	"github.com/edge-gateway/edge/ipv6"
 	"github.com/edge-gateway/edge/nat"
@@ -231,17 +232,17 @@ func roleOf(mt rules.Match, ceiling bool) int {
 	if ceiling {
 		r++
 	}
-	return r*rules.MaxCombinations + int(mt.Value)
+	return r*values.MaxCombinations + int(mt.Value)
 }
 
 // ruleIndex is the index in the policy of the rule of c's role (≥ 0).
 func (c constraint) ruleIndex() int { return roleRule(c.role) }
 
 // roleRule is the index in the policy of the rule of a role (≥ 0, roleOf).
-func roleRule(role int) int { return role / (2 * rules.MaxCombinations) }
+func roleRule(role int) int { return role / (2 * values.MaxCombinations) }
 
 // roleCeiling reports whether a role (≥ 0, roleOf) is a rule's IP ceiling.
-func roleCeiling(role int) bool { return role/rules.MaxCombinations%2 == 1 }
+func roleCeiling(role int) bool { return role/values.MaxCombinations%2 == 1 }
 
 // mintOp is the index of the request's mint budget op, or -1.
 func mintOp(vc *nat.Config, s *rules.Scratch) int {

@@ -1,48 +1,16 @@
 package rules_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
 // A success that may be another caller's clears no counter (the markers
 // that exempt a caller, which name it exactly, are behaviour/known's
-// tests; knownRules is values_test.go's).
-
-// knownRules are a login policy's two kinds of marker that exempt, after
-// its identity: a failures rule's known_visitors, and a known block a
-// per-network rule's exempt_known names.
-const knownRules = `
-visitor {
-}
-known "logged-in" {
-  paths = ["/login"]
-  by    = ["visitor", "account"]
-  for   = "30d"
-}
-rule "failures-account" {
-  paths          = ["/login"]
-  key            = ["account"]
-  count          = "failures"
-  limit          = 1
-  period         = "15m"
-  known_visitors = "30d"
-  known_by       = ["visitor"]
-}
-rule "per-network" {
-  paths        = ["/login"]
-  key          = ["ip"]
-  ipv4_prefix  = 24
-  limit        = 3
-  period       = "1h"
-  exempt_known = ["logged-in"]
-}`
-
-// account is a login body for username.
-func account(username string) string { return fmt.Sprintf(`{"username":%q}`, username) }
+// tests and behaviour/values').
 
 // TestFoldedSpellingClearsNoCounter: under reset_on_success, a success on
 // a spelling the counter folds ("René", "RENE") may be another account's
@@ -51,7 +19,7 @@ func account(username string) string { return fmt.Sprintf(`{"username":%q}`, use
 // victim's never wipes the victim's failures. A success naming the
 // account as it is counted clears it (the control).
 func TestFoldedSpellingClearsNoCounter(t *testing.T) {
-	v := newValuesRun(t, `
+	v := rulestest.NewRun(t, `
 identity {
   account = ["json:username"]
 }
@@ -65,26 +33,26 @@ rule "failures" {
 }`)
 	const ip = "192.0.2.8"
 	for range 2 {
-		v.login(ip, account("rene"), "", 401)
+		v.Login("rene", ip, "", 401)
 	}
 	for _, own := range []string{"René", "RENE"} {
-		if got := v.login(ip, account(own), "", 200); got != rules.Forward {
+		if got := v.Login(own, ip, "", 200); got != rules.Forward {
 			t.Fatalf("the own login %q: %v, want forwarded", own, got)
 		}
 	}
 	steps := []rules.Verdict{rules.Forward, rules.RefuseLimit} // the third failure, then locked
 	for i, want := range steps {
-		if got := v.login(ip, account("rene"), "", 401); got != want {
+		if got := v.Login("rene", ip, "", 401); got != want {
 			t.Errorf("failure %d at rene after the folded successes: %v, want %v", 3+i, got, want)
 		}
 	}
-	v.now = v.now.Add(15 * time.Minute)
-	v.login(ip, account("rene"), "", 401)
-	if got := v.login(ip, account("rene"), "", 200); got != rules.Forward {
+	v.Now = v.Now.Add(15 * time.Minute)
+	v.Login("rene", ip, "", 401)
+	if got := v.Login("rene", ip, "", 200); got != rules.Forward {
 		t.Fatalf("rene's own login: %v, want forwarded", got)
 	}
 	for i := range 3 {
-		if got := v.login(ip, account("rene"), "", 401); got != rules.Forward {
+		if got := v.Login("rene", ip, "", 401); got != rules.Forward {
 			t.Errorf("failure %d after rene's own success: %v, want forwarded (cleared)", i+1, got)
 		}
 	}

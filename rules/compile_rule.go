@@ -53,7 +53,6 @@ func (c *Compiler) rule(rb *ruleBlock, p *Policy) *Rule {
 	inKey, keyOK := c.ruleKey(rb, r, c.keyless(x))
 	ok = keyOK && ok
 	ok = c.countDistinct(rb, r, inKey) && ok
-	c.multiValues(rb, r) // identities with several values (values.go)
 	ok = c.ruleAlgorithm(rb, r) && ok
 	ok = c.ruleNumbers(rb, r) && ok
 	if ok {

@@ -146,7 +146,8 @@ type Match struct {
 	// Value is 0 for a rule's first match of the request; a rule keyed on
 	// an identity whose sources gave several values has a match for each
 	// further combination of them right after it, with Value 1, 2, ...
-	// (values.go). Metrics and logs count a rule once, by Worst.
+	// (Expander: behaviour/values). Metrics and logs count a rule once,
+	// by Worst.
 	Value uint8
 	// Several is true on every match of a rule whose identity gave the
 	// request several values: a success then makes no known visitor
@@ -209,9 +210,8 @@ type Scratch struct {
 	owner      *Engine
 	exempted   []bool // exempted[i]: the request is exempt from Policy.Rules[i] (stage.go), when exempting
 	exempting  bool
-	combo      valueCombo // the combination of values being keyed (values.go)
-	peekOnly   bool       // Explain: every op a peek, no ban written (explain.go)
-	now        time.Time  // the instant Check decides the request at (Scratch.Now)
+	peekOnly   bool      // Explain: every op a peek, no ban written (explain.go)
+	now        time.Time // the instant Check decides the request at (Scratch.Now)
 
 	// denyAction: an enforcing action = "deny" matched; missing, invalid:
 	// an enforcing rule rejects the request's identity (after the gate,
@@ -370,7 +370,7 @@ func (e *Engine) countMatch(now time.Time, r *Rule, req *Request, s *Scratch, m 
 		Limit:     r.Limit,
 		Burst:     r.Burst,
 		PeriodUS:  r.PeriodUS(),
-		Cost:      cost, // 1, or a count_distinct's further values (values.go); a Shaper may change it
+		Cost:      cost, // 1, or a count_distinct's further values (Expander); a Shaper may change it
 		Member:    member,
 		Enforce:   m.Enforce,
 		Attempts:  r.Count == CountAttempts,
@@ -495,10 +495,8 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 		switch {
 		case ceiling && i == r.ceilingChar:
 			out, status = ch.(CeilingCharacteristic).AppendCeiling(buf, req, s)
-		case r.multiOf != nil && r.multiOf[i] >= 0:
-			out, status = s.appendAt(r, r.multiOf[i], buf, req) // values.go
 		default:
-			out, status = ch.AppendValue(buf, req, s)
+			out, status = r.appendValue(i, ch, buf, req, s)
 		}
 		switch {
 		case status == Missing, status == Absent:
@@ -528,6 +526,18 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 	return k, Present
 }
 
+// appendValue appends the value of ch, r's characteristic at (its index
+// in Key, -1 for Distinct), for req: the Expander's pick of the values
+// being keyed, else the characteristic's own (its first).
+func (r *Rule) appendValue(at int, ch Characteristic, buf []byte, req *Request, s *Scratch) ([]byte, Status) {
+	if r.expander != nil {
+		if out, st, ok := r.expander.AppendKeyValue(at, buf, req, s); ok {
+			return out, st
+		}
+	}
+	return ch.AppendValue(buf, req, s)
+}
+
 // member is the Op.Member of a count_distinct rule: the first 8 bytes of
 // the keyed hash of its distinct characteristic's value, encoded as in a
 // key. Never the raw value: a store sees only hashes.
@@ -536,11 +546,7 @@ func (e *Engine) member(r *Rule, req *Request, s *Scratch) (uint64, Status) {
 	n := len(buf)
 	var out []byte
 	var st Status
-	if r.multi != nil && r.distinctMulti >= 0 {
-		out, st = s.appendAt(r, r.distinctMulti, buf, req) // values.go
-	} else {
-		out, st = r.Distinct.AppendValue(buf, req, s)
-	}
+	out, st = r.appendValue(-1, r.Distinct, buf, req, s)
 	switch {
 	case st == Missing, st == Absent:
 	case st != Present || len(out) < n || !bytes.Equal(out[:n], buf):

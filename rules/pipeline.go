@@ -12,7 +12,7 @@ import (
 //	match   the skip rules' stages' Exempt first (exemptions), then every
 //	        rule's matcher, conditions, key and op; shape: the stages'
 //	        Shape (a concurrency lease, cost, calendar), ip ceiling
-//	        (countMatch)
+//	        (countMatch); an Expander's further values
 //	gate    the exemptions' Gate (forgiven keys), the stages' (known
 //	        callers, bans) and the request hooks' GateRequest (known { }
 //	        blocks, sensitive bans), in at most one store call (precheck);
@@ -130,8 +130,8 @@ func (e *Engine) matchRule(now time.Time, r *Rule, req *Request, s *Scratch, d *
 			status = e.countMatch(now, r, req, s, m, key, member, 1)
 		}
 		if status == Present {
-			if r.multi != nil {
-				e.countValues(now, r, req, s) // an identity with several values (values.go)
+			if r.expander != nil {
+				r.expander.Expand(req, s, len(s.Matches)-1) // an identity's further values (behaviour/values)
 			}
 			return // countMatch appended m
 		}

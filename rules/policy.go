@@ -219,13 +219,6 @@ type Rule struct {
 	// rule counts distinct values of it per key (Algorithm Distinct).
 	Distinct    Characteristic
 	distinctTag byte
-	// multi are the characteristics of Key and Distinct that can carry
-	// several values (values.go), nil when none can; multiOf gives each
-	// Key index's place in multi (-1: single-valued), distinctMulti
-	// Distinct's (-1: single-valued).
-	multi         []multiPart
-	multiOf       []int8
-	distinctMulti int8
 	// stages are the features' behaviours of the rule (Rule.AddStage);
 	// exempters, shapers, gates, judges, settlers and holders those with
 	// an Exempt, Shape, Gate, Judge, Settle or in-flight part (stage.go).
@@ -237,8 +230,10 @@ type Rule struct {
 	settlers  []Settler
 	holders   []Holder
 	// local is the stage that makes the rule a node-local limit
-	// (LocalLimit: adaptive { }), nil without.
-	local LocalLimit
+	// (LocalLimit: adaptive { }), nil without; expander the one that
+	// counts several values of an identity (Expander), nil without.
+	local    LocalLimit
+	expander Expander
 
 	// Algorithm is the rule's ops' counter algorithm; algorithm is the
 	// feature's way of counting on it that the policy names, nil for the

@@ -20,9 +20,9 @@ import (
 // Settle's, so a behaviour never adds a store call of its own.
 
 // Stage is a rule behaviour's compiled form: one value per rule that has
-// it, implementing any of Exempter, Gater, Shaper, Judge, Settler, Holder
-// and LocalLimit (and Resolver, Forgiver and KeyKeeper for what it resolves
-// and keeps in the store).
+// it, implementing any of Exempter, Gater, Shaper, Judge, Settler, Holder,
+// LocalLimit and Expander (and Resolver, Forgiver and KeyKeeper for what it
+// resolves and keeps in the store).
 type Stage interface {
 	// Behaviour names the behaviour ("queue"), for diagnostics and tests.
 	Behaviour() string
@@ -269,13 +269,35 @@ type Slots interface {
 	Release(now time.Time, rtt time.Duration, answered, dropped bool)
 }
 
+// Expander is a Stage that counts a request of its rule under several
+// keys: an identity whose sources gave several values (behaviour/values),
+// one match per combination of them, right after the first
+// (Match.Value 1, 2, ...), each decided, charged and given back as a
+// rule's only match is. A rule has at most one.
+type Expander interface {
+	Stage
+	// AppendKeyValue appends the value of the rule's characteristic at
+	// (its index in Rule.Key, or -1 for count_distinct) for the
+	// combination of values being keyed, as AppendValue does; ok false
+	// leaves it to the characteristic's AppendValue (its first value).
+	// It must not allocate.
+	AppendKeyValue(at int, buf []byte, req *Request, s *Scratch) (out []byte, st Status, ok bool)
+	// Expand is called once the rule's first counting match of req,
+	// s.Matches[first], is appended with its op (shaped, its ceiling's
+	// made); it appends the further matches (Scratch.CountMatch).
+	Expand(req *Request, s *Scratch, first int)
+	// AppendKeys appends to dst the counter keys of req's further
+	// combinations that are present (Scratch.RuleKeys), and returns dst.
+	AppendKeys(dst []Key, r *Rule, req *Request, s *Scratch) []Key
+}
+
 // LocalLimit returns r's LocalLimit stage, nil when r has none.
 func (r *Rule) LocalLimit() LocalLimit { return r.local }
 
 // AddStage adds st to r's stages. A RuleAttrType's Compile (or a
 // Feature's RuleDone, an AlgorithmType's Compile) calls it; a stage that
-// implements none of Exempter, Shaper, Gater, Judge, Settler, Holder and
-// LocalLimit is kept (Stages) but takes no part in Check.
+// implements none of Exempter, Shaper, Gater, Judge, Settler, Holder,
+// LocalLimit and Expander is kept (Stages) but takes no part in Check.
 func (r *Rule) AddStage(st Stage) {
 	r.stages = append(r.stages, st)
 	if x, ok := st.(Exempter); ok {
@@ -298,6 +320,9 @@ func (r *Rule) AddStage(st Stage) {
 	}
 	if l, ok := st.(LocalLimit); ok {
 		r.local = l
+	}
+	if x, ok := st.(Expander); ok {
+		r.expander = x
 	}
 }
 
@@ -504,8 +529,8 @@ func (r *Rule) longestWindow() (d time.Duration, shaped bool) {
 // RuleKeys appends to dst the counter keys of rule r for req, for a stage
 // that checks a rule the request need not match (a ban of ban_scope =
 // "sensitive"): its key for the request's first combination of values,
-// then, for an identity whose sources gave several (values.go), each
-// further combination's that is present; none when the first is not
+// then, for an identity whose sources gave several, each further
+// combination's that is present (Expander); none when the first is not
 // present (Missing, Invalid or Absent). A key may come more than once.
 func (s *Scratch) RuleKeys(dst []Key, r *Rule, req *Request) []Key {
 	k, st := s.owner.key(r, req, s, false)
@@ -513,16 +538,8 @@ func (s *Scratch) RuleKeys(dst []Key, r *Rule, req *Request) []Key {
 		return dst
 	}
 	dst = append(dst, k)
-	if r.multi == nil {
-		return dst
+	if r.expander != nil {
+		dst = r.expander.AppendKeys(dst, r, req, s)
 	}
-	total := s.combinations(r, req)
-	for j := 1; j < total; j++ {
-		s.setCombination(r, j)
-		if k, st := s.owner.key(r, req, s, false); st == Present {
-			dst = append(dst, k)
-		}
-	}
-	s.combo = valueCombo{}
 	return dst
 }

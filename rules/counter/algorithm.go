@@ -80,7 +80,7 @@ type Spec struct {
 	Set bool
 	// Members reports whether it counts Op.Member values: its decision
 	// depends on the member, not on the key alone. One request may then
-	// send several ops on one key (rules/values.go), the Redis store sends
+	// send several ops on one key (behaviour/values), the Redis store sends
 	// each op's Member, and a key-secret rotation does not carry a twin's
 	// state over (its members are hashes under the previous secret).
 	Members bool

@@ -17,7 +17,7 @@ func distinctWait(st *State, nowUS int64, op *Op, cost int64) int64 {
 	// One member: a live member is counted already, and a new one
 	// needs cost free places (1, or one more for each value of the
 	// same key earlier in the request, which the call may add before
-	// it: rules/values.go), which the oldest live members give up
+	// it: behaviour/values), which the oldest live members give up
 	// when they expire (the k-th oldest, after a limit was lowered).
 	// -1 only when cost is over the limit.
 	places := max(cost, 1)

@@ -195,7 +195,7 @@ func Settle(st *State, nowUS int64, op *Op, refused bool, r *Result) (ttlUS int6
 	default:
 		// Refused means the wait before the call was > 0, and no op makes
 		// a refused op's state emptier, so this wait is > 0 too; but for
-		// a Distinct op needing several places (rules/values.go) that an
+		// a Distinct op needing several places (behaviour/values) that an
 		// attempt counted, now known: 1µs, a retry fits.
 		r.Remaining = 0
 		r.RetryAfter = DurationUS(max(waitUS(st, nowUS, op, max(op.Cost, 0)), 1))

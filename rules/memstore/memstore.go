@@ -487,7 +487,7 @@ func (s *Store) Take(_ context.Context, now time.Time, ops []rules.Op, res []rul
 			res[i] = rules.Check(&fresh, nowUS, op)
 			if j := rider(ops, i); j >= 0 {
 				// A distinct key may come twice in one call (the values of
-				// one request on one count_distinct key, rules/values.go):
+				// one request on one count_distinct key, behaviour/values):
 				// the earlier op holds the key's room and its network's
 				// claim, or was refused them, and this one rides on it.
 				dup = true

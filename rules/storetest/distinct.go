@@ -11,7 +11,7 @@ import (
 // distinct values per second, each op counting one Member; a new Member
 // needs Cost free places (at least 1), so that several values of one
 // request on one key, judged against the state before the call, never
-// fill a set past its limit (rules/values.go). Members are chosen to cover the hex encoding a Redis store gives
+// fill a set past its limit (behaviour/values). Members are chosen to cover the hex encoding a Redis store gives
 // them (0, the top bit, all ones) and the order of members seen at one
 // instant (ascending by value in every store).
 

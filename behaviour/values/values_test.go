@@ -1,62 +1,42 @@
-package rules_test
+package values_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/edge-gateway/edge/nat"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
-// valuesRun drives one engine and store through requests with a JSON body,
-// settling each forwarded one with the origin's status.
+// valuesRun drives one engine and store through requests with a JSON body
+// (rulestest.Run), as visitor: the valid visitor ID the requests carry
+// ("" none), with a visitor block.
 type valuesRun struct {
-	t   *testing.T
-	e   *rules.Engine
-	p   *rules.Policy
-	s   *rules.Scratch
-	now time.Time
-	// visitor is the valid visitor ID the requests carry ("" none), with
-	// a visitor block.
+	*rulestest.Run
 	visitor string
 }
 
 func newValuesRun(t *testing.T, src string) *valuesRun {
 	t.Helper()
-	p := load(t, src)
-	return &valuesRun{t: t, e: newEngine(t, nil), p: p, s: rules.NewScratch(len(p.Rules)), now: t0}
+	return &valuesRun{Run: rulestest.NewRun(t, src)}
 }
 
 // send decides POST path from client with body (and headers, name then
 // value), as v.visitor, and settles it with status when forwarded.
 func (v *valuesRun) send(path, client, body string, status int, header ...string) rules.Decision {
-	v.t.Helper()
-	if vc := nat.ConfigOf(v.p); vc != nil {
-		v.s.Begin(v.p)
-		var id nat.ID
-		copy(id[:], v.visitor)
-		vc.SetVisitor(v.s, id, v.visitor != "")
-	}
-	f := fields{contentType: "application/json", body: body, header: map[string]string{}}
+	v.T.Helper()
+	f := rulestest.Fields{ContentType: "application/json", Text: body, HeaderValues: map[string]string{}}
 	for i := 0; i+1 < len(header); i += 2 {
-		f.header[header[i]] = header[i+1]
+		f.HeaderValues[header[i]] = header[i+1]
 	}
-	r := req{method: "POST", path: path, client: client, f: f}
-	d := v.e.Check(context.Background(), v.now, v.p, r.build(), v.s)
-	if d.Verdict == rules.Forward && d.Settle {
-		if _, err := v.e.Settle(context.Background(), v.now, v.s, status, nil); err != nil {
-			v.t.Fatal(err)
-		}
-	}
-	return d
+	return v.Send(rulestest.Req{Method: "POST", Path: path, Client: client, Fields: f}, v.visitor, status)
 }
 
 // login sends POST /login from client with body as visitor, settled with
 // status, and returns the verdict.
 func (v *valuesRun) login(client, body, visitor string, status int) rules.Verdict {
-	v.t.Helper()
+	v.T.Helper()
 	v.visitor = visitor
 	return v.send("/login", client, body, status).Verdict
 }
@@ -64,7 +44,7 @@ func (v *valuesRun) login(client, body, visitor string, status int) rules.Verdic
 // matchesOf returns the request's matches of rule name.
 func (v *valuesRun) matchesOf(name string) []rules.Match {
 	var out []rules.Match
-	for _, m := range v.s.Matches {
+	for _, m := range v.S.Matches {
 		if m.Rule.Name == name {
 			out = append(out, m)
 		}
@@ -98,7 +78,7 @@ rule "per-account" {
 		t.Fatalf("first: %v", d.Verdict)
 	}
 	ms := v.matchesOf("per-account")
-	if len(ms) != 2 || ms[0].Value != 0 || ms[1].Value != 1 || v.s.Ops[ms[0].Op].Key == v.s.Ops[ms[1].Op].Key {
+	if len(ms) != 2 || ms[0].Value != 0 || ms[1].Value != 1 || v.S.Ops[ms[0].Op].Key == v.S.Ops[ms[1].Op].Key {
 		t.Fatalf("matches %+v: want two values with keys of their own", ms)
 	}
 	if d := v.send("/login", "192.0.2.1", login("b", "X@Example.com"), 200); d.Verdict != rules.Forward {
@@ -109,8 +89,8 @@ rule "per-account" {
 	if d.Verdict != rules.RefuseLimit || d.Refusing == nil || d.Refusing.Name != "per-account" {
 		t.Fatalf("third, x spent: %v", d.Verdict)
 	}
-	if w := rules.Worst(v.s.Matches, 0); v.s.Matches[w].Outcome != rules.OutcomeDeny || v.s.Matches[w].Value != 1 {
-		t.Errorf("Worst: match %d %+v, want x's deny", w, v.s.Matches[w])
+	if w := rules.Worst(v.S.Matches, 0); v.S.Matches[w].Outcome != rules.OutcomeDeny || v.S.Matches[w].Value != 1 {
+		t.Errorf("Worst: match %d %+v, want x's deny", w, v.S.Matches[w])
 	}
 	// c was not charged by the refused request: two more fit.
 	for i := range 2 {
@@ -266,7 +246,7 @@ rule "per-account" {
 	if d := v.send("/login", "192.0.2.5", login("a", "x"), 200); d.Verdict != rules.RefuseLimit {
 		t.Fatalf("a beside spent x: %v, want refused", d.Verdict)
 	}
-	v.now = v.now.Add(2 * time.Minute) // x's counter has room again; its ban has not ended
+	v.Now = v.Now.Add(2 * time.Minute) // x's counter has room again; its ban has not ended
 	if d := v.send("/login", "192.0.2.5", `{"username":"a"}`, 200); d.Verdict != rules.Forward {
 		t.Errorf("a alone: %v, want forwarded (not banned)", d.Verdict)
 	}
@@ -296,7 +276,7 @@ rule "per-visitor-account" {
 		t.Fatalf("v1: %v", got)
 	}
 	n := 0
-	for _, m := range v.s.Matches {
+	for _, m := range v.S.Matches {
 		if m.CeilingOp >= 0 {
 			n++
 		}
@@ -527,3 +507,32 @@ func TestSeveralValuesMakeNoOneKnown(t *testing.T) {
 		t.Errorf("the known browser naming a victim beside its own account, through its full network: %v, want refused (sources that disagree name no known caller)", got)
 	}
 }
+
+// knownRules are a login policy's two kinds of marker that exempt, after
+// its identity: a failures rule's known_visitors, and a known block a
+// per-network rule's exempt_known names.
+const knownRules = `
+visitor {
+}
+known "logged-in" {
+  paths = ["/login"]
+  by    = ["visitor", "account"]
+  for   = "30d"
+}
+rule "failures-account" {
+  paths          = ["/login"]
+  key            = ["account"]
+  count          = "failures"
+  limit          = 1
+  period         = "15m"
+  known_visitors = "30d"
+  known_by       = ["visitor"]
+}
+rule "per-network" {
+  paths        = ["/login"]
+  key          = ["ip"]
+  ipv4_prefix  = 24
+  limit        = 3
+  period       = "1h"
+  exempt_known = ["logged-in"]
+}`
