@@ -10,6 +10,7 @@ import (
 
 	"github.com/edge-gateway/edge/basic"
 	"github.com/edge-gateway/edge/behaviour/adaptive"
+	"github.com/edge-gateway/edge/behaviour/answer"
 	"github.com/edge-gateway/edge/behaviour/ban"
 	"github.com/edge-gateway/edge/behaviour/budgetlease"
 	"github.com/edge-gateway/edge/behaviour/calendar"
@@ -41,7 +42,8 @@ import (
 // account), visitors (visitor { }), bot scores (botscore { }, asn,
 // country and the bot conditions), TLS fingerprints (ja4) and the test
 // blocks `edge test` runs; and the behaviours of rule { } that live in
-// folders of their own (behaviour/: calendar, refusal, cost,
+// folders of their own (behaviour/: answer: count = "failures" and
+// reset_on_success, calendar, refusal, cost,
 // budgetlease: budget_lease { }, queue, adaptive, skip, forgive: the
 // exemptions a forgive grants, known: known { } blocks and known_visitors, ban, shed: load shedding, values:
 // every value of an identity with several, concurrency: algorithm = "concurrency"). Every block of
@@ -54,7 +56,7 @@ import (
 // see unset (a concurrency rule's stage itself is its first: its
 // algorithm is compiled before any feature's attribute).
 func Features() []rules.Feature {
-	return []rules.Feature{basic.Feature(), node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), budgetlease.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), forgive.Feature(), known.Feature(), ban.Feature(), shed.Feature(), values.Feature(), concurrency.Feature(), tests()}
+	return []rules.Feature{basic.Feature(), node.Feature(), fields.Feature(), otp.Feature(), login.Feature(), nat.Feature(), botscore.Feature(), ja4.Feature(), answer.Feature(), calendar.Feature(), refusal.Feature(), cost.Feature(), budgetlease.Feature(), queue.Feature(), adaptive.Feature(), skip.Feature(), forgive.Feature(), known.Feature(), ban.Feature(), shed.Feature(), values.Feature(), concurrency.Feature(), tests()}
 }
 
 // Extensions returns the gateway extensions of this build (package

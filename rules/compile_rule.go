@@ -293,10 +293,9 @@ func (c *Compiler) limitsInRange(rb *ruleBlock, r *Rule) bool {
 }
 
 // countMode compiles count, failure_status (default 401, 403),
-// success_status (default 200, 201, 204) and reset_on_success, and adds
-// the hook that learns from the origin's answer: a failures rule's
-// (countFailures), or else reset_on_success's. It reports false after a
-// count that is invalid or not used.
+// success_status (default 200, 201, 204) and reset_on_success, whose
+// hooks behaviour/answer adds. It reports false after a count that is
+// invalid or not used.
 func (c *Compiler) countMode(rb *ruleBlock, r *Rule) bool {
 	ok := true
 	if rb.Count != nil {
@@ -321,10 +320,6 @@ func (c *Compiler) countMode(rb *ruleBlock, r *Rule) bool {
 	case r.Count == CountFailures && !r.counts():
 		c.Errorf(rb.CountRange, "count not used", "action = %q counts nothing; remove count", *rb.Action)
 		ok = false
-	case r.Count == CountFailures:
-		r.Hooks = append(r.Hooks, countFailures{failure: r.FailureStatus, success: r.SuccessStatus, reset: r.ResetOnSuccess})
-	case r.ResetOnSuccess:
-		r.Hooks = append(r.Hooks, resetOnSuccess{success: r.SuccessStatus})
 	}
 	return ok
 }

@@ -324,10 +324,10 @@ type Condition interface {
 }
 
 // Hook is what a rule does once the origin has answered a request it
-// counted and allowed: reset_on_success clears the counter after a
-// success; failure counting will refund the unit a success did not use.
-// Engine.Settle calls it, and the ops it returns go to the store in one
-// call.
+// counted and allowed, before its stages' Settle (behaviour/answer:
+// reset_on_success clears the counter after a success, count = "failures"
+// refunds the unit a success did not use). Engine.Settle calls it, and
+// the ops it returns go to the store in one call.
 type Hook interface {
 	// AfterOrigin appends to settle the ops to run for m given the
 	// origin's status and X-Edge-Outcome (nil, "success" or "failure"),

@@ -3,6 +3,7 @@ package ban
 import (
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/answer"
 	"github.com/edge-gateway/edge/behaviour/callers"
 	"github.com/edge-gateway/edge/internal/memo"
 	"github.com/edge-gateway/edge/rules"
@@ -318,7 +319,7 @@ func (*failures) Behaviour() string { return "ban (guilt of failures)" }
 // Settle writes the guilt of m's visitor when the origin's answer is a
 // failure.
 func (f *failures) Settle(s *rules.Scratch, m *rules.Match, status int, outcome []byte, settle []rules.Op) []rules.Op {
-	if m.Known || !rules.IsFailure(f.failure, status, outcome) {
+	if m.Known || !answer.IsFailure(f.failure, status, outcome) {
 		return settle
 	}
 	g, ok := f.st.guiltOfMatch(s, m)

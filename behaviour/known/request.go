@@ -3,6 +3,7 @@ package known
 import (
 	"time"
 
+	"github.com/edge-gateway/edge/behaviour/answer"
 	"github.com/edge-gateway/edge/behaviour/callers"
 	"github.com/edge-gateway/edge/internal/memo"
 	"github.com/edge-gateway/edge/rules"
@@ -209,7 +210,7 @@ func (h *hook) AfterOrigin(s *rules.Scratch, status int, outcome []byte, settle 
 	}
 	for _, mk := range rq.markers {
 		m := &s.Matches[mk.match]
-		if m.Op < 0 || m.Outcome != rules.OutcomeAllow || m.Several || !rules.IsSuccess(mk.stage.success, status, outcome) {
+		if m.Op < 0 || m.Outcome != rules.OutcomeAllow || m.Several || !answer.IsSuccess(mk.stage.success, status, outcome) {
 			continue
 		}
 		settle = append(settle, mk.stage.visitorOp(rules.OpAdd, m.Rule, mk.key))
@@ -218,7 +219,7 @@ func (h *hook) AfterOrigin(s *rules.Scratch, status int, outcome []byte, settle 
 		return settle
 	}
 	for i, k := range h.blocks {
-		if st := &rq.blocks[i]; st.record && rules.IsSuccess(k.success, status, outcome) && rq.requiredLive(k) {
+		if st := &rq.blocks[i]; st.record && answer.IsSuccess(k.success, status, outcome) && rq.requiredLive(k) {
 			settle = append(settle, k.op(rules.OpAdd, st.key))
 		}
 	}
