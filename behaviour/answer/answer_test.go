@@ -13,8 +13,8 @@ import (
 func TestClassify(t *testing.T) {
 	failure, success := []int{401, 403}, []int{200, 201, 204}
 	tests := []struct {
-		status           int
-		outcome          string
+		status            int
+		outcome           string
 		failed, succeeded bool
 	}{
 		{401, "", true, false},
