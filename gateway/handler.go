@@ -45,7 +45,8 @@ type reqState struct {
 	now       time.Time
 	x         ext.Request // the request as the extensions' hooks see it (extensions.go)
 	d         rules.Decision
-	explain   bool // decide peeks only (POST /admin/explain, admin_explain.go)
+	st        *policyState // the policy decide decided rs under
+	explain   bool         // decide peeks only (POST /admin/explain, admin_explain.go)
 	// forwarding: decide also renders xff, the X-Forwarded-For forward
 	// sends, from its one read of the client's header (the proxy
 	// listener; the decide listener and explain forward nothing).
@@ -192,7 +193,7 @@ func (s *Server) release(rs *reqState) {
 	rs.fields.r = nil
 	rs.req = rules.Request{}
 	rs.x.Reset(0)
-	rs.forwarding = false
+	rs.forwarding, rs.st = false, nil
 	s.pool.Put(rs)
 }
 
@@ -237,7 +238,7 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, st *policyState, rs *reqState)
 
 	rs.fields.r = &ctx.Request
 	rs.sc.Begin(p)
-	rs.now = now
+	rs.now, rs.st = now, st
 	rs.req = rules.Request{
 		Method:    rs.method,
 		Overrides: rs.overrides,

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"time"
 
@@ -177,11 +178,12 @@ func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refuse
 			b = append(b, ", "...)
 		}
 		n++
-		if item := m.Rule.PolicyItem(); item != nil {
-			b = append(b, item...) // written once per policy
+		name := &rs.st.names[m.Rule.Index]
+		if name.item != nil {
+			b = append(b, name.item...) // written once per policy
 			continue
 		}
-		b = m.Rule.AppendQuotedName(b)
+		b = append(b, name.quoted...)
 		b = append(b, ";q="...)
 		b = strconv.AppendInt(b, m.Rule.Limit, 10)
 		b = append(b, ";w="...)
@@ -206,7 +208,7 @@ func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refuse
 			b = append(b, ", "...)
 		}
 		n++
-		b = m.Rule.AppendQuotedName(b)
+		b = append(b, rs.st.names[m.Rule.Index].quoted...)
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, r, 10)
 		b = append(b, ";t="...)
@@ -220,6 +222,33 @@ func (s *Server) rateLimitHeaders(ctx *fasthttp.RequestCtx, rs *reqState, refuse
 		ctx.Response.Header.SetCanonical(hdrRateLimit, b[mark:])
 	}
 	rs.hdr = b
+}
+
+// rateLimitName is a rule as RateLimit and RateLimit-Policy name it,
+// written once per policy rather than per answer: quoted its name as a
+// structured-field string (RFC 8941 §3.3.3), item its RateLimit-Policy
+// item, `"name";q=limit;w=period` in whole seconds rounded up, at least 1
+// (draft-ietf-httpapi-ratelimit-headers-11 §3.1, docs/headers.md); no
+// item for a rule whose ops' window a rules.WindowShaper sets (a calendar
+// period), whose w is the current window's (policyWindow).
+type rateLimitName struct{ quoted, item []byte }
+
+// rateLimitNames returns p's rules' names, by Rule.Index.
+func rateLimitNames(p *rules.Policy) []rateLimitName {
+	out := make([]rateLimitName, len(p.Rules))
+	for i, r := range p.Rules {
+		n := &out[i]
+		n.quoted = strconv.AppendQuote(nil, r.Name)
+		if slices.ContainsFunc(r.Stages(), func(st rules.Stage) bool { _, ok := st.(rules.WindowShaper); return ok }) {
+			continue
+		}
+		b := append([]byte(nil), n.quoted...)
+		b = append(b, ";q="...)
+		b = strconv.AppendInt(b, r.Limit, 10)
+		b = append(b, ";w="...)
+		n.item = strconv.AppendInt(b, ceilSeconds(r.Period), 10)
+	}
+	return out
 }
 
 // shownLimit reports whether m gets RateLimit headers: an enforcing limit

@@ -196,6 +196,7 @@ type policyState struct {
 	counters [][numOutcomes]prometheus.Counter // per rule, per outcome
 	routes   routeCounters                     // edge_http_responses_total, per route and status class
 	hooks    policyHooks                       // its extensions' instances (extensions.go)
+	names    []rateLimitName                   // its rules' RateLimit names, by Rule.Index (respond.go)
 	// upstreamHost and upstreamAuthority are the upstream's address in
 	// rules.AppendHost's forms: the host of an HTTP/1.0 request without
 	// one (requestHost).
@@ -284,7 +285,7 @@ func (s *Server) install(p *rules.Policy) error {
 		return err
 	}
 	hc := uc.hc
-	st := &policyState{policy: p, upstream: hc, origin: uc, counters: make([][numOutcomes]prometheus.Counter, len(p.Rules)), routes: s.m.routeHandles(p)}
+	st := &policyState{policy: p, upstream: hc, origin: uc, counters: make([][numOutcomes]prometheus.Counter, len(p.Rules)), routes: s.m.routeHandles(p), names: rateLimitNames(p)}
 	var ok bool
 	if st.upstreamAuthority, st.upstreamHost, ok = route.AppendHost(nil, nil, []byte(hc.Addr)); !ok {
 		return fmt.Errorf("gateway: upstream address %q is not HOST:PORT", hc.Addr)

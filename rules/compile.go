@@ -73,9 +73,6 @@ func Load(filename string, src []byte, features ...Feature) (*Policy, hcl.Diagno
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	for _, r := range p.Rules {
-		r.setPolicyItem()
-	}
 	return p, diags
 }
 

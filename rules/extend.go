@@ -12,13 +12,8 @@ import (
 )
 
 // This file is the engine's extension points (docs/architecture.md,
-// "Extension points"). A Feature adds to the policy language without rules
-// knowing it by name: top-level blocks (visitor { }, identity { }),
-// characteristics (key = ["phone"]), when { } conditions, the attributes
-// and blocks of rule { } (cost, adaptive { }: stage.go), words its period
-// and algorithm may be, and per-request hooks. rules itself provides only
-// what every request has: ip, route and global, the matchers, the
-// algorithms and the store call.
+// "Extension points"): what a Feature adds to the policy language without
+// rules knowing it by name, and what rules asks of each part.
 
 // Feature is one plug-in: the blocks, characteristics and conditions it
 // adds. The caller (cmd/edge, through builtin.Features) passes the list to

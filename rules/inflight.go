@@ -9,25 +9,15 @@ import (
 )
 
 // The in-flight lifecycle of a forwarded request (docs/architecture.md,
-// "The decision pipeline"; docs/policy.md, "Concurrency limits", "Load
-// shedding"). What a request holds while it is at the origin is given
-// back exactly once, whatever becomes of it:
-//
-//   - what its rules' Holders hold in the store (a concurrency rule's
-//     lease, behaviour/concurrency), as the main call's answer says
-//     (Holder.Answered);
-//   - local slots (Scratch.HoldSlot): the Slots an Admitter took for it
-//     (load shedding's max_in_flight, an adaptive rule's limiter:
-//     behaviour/shed, behaviour/adaptive), counted in this process and
-//     kept by the Engine across reloads (Engine.LocalSlots).
-//
-// Check acquires them; the gateway marks the moment it sends the request
-// (Scratch.Forwarding), then calls Settle once the origin answered (the
-// store's give-backs ride in Settle's one store call, and the local slots
-// get the round-trip time), or Release on every other path (an upstream
-// error or timeout, a client gone while held, a panic). Both are no-ops
-// for a request that holds nothing, and whichever runs first releases:
-// the second does nothing.
+// "The decision pipeline"): what a request holds while at the origin, its
+// Holders' charges in the store (a concurrency lease) and the local Slots
+// an Admitter took (max_in_flight, an adaptive limiter: Scratch.HoldSlot),
+// is given back exactly once. Check acquires them; the gateway marks the
+// send (Scratch.Forwarding), then calls Settle once the origin answered
+// (the give-backs ride in its one store call, the slots get the round
+// trip), or Release on every other path (an upstream error or timeout, a
+// client gone, a panic); whichever runs first releases, and either is a
+// no-op for a request that holds nothing.
 
 // inflight is what a request holds while in flight, in its Scratch.
 type inflight struct {

@@ -5,29 +5,11 @@ import (
 	"time"
 )
 
-// Check is a fixed pipeline of phases (docs/architecture.md, "The decision
-// pipeline"). Each phase is a method below, and every behaviour of a rule
-// takes part in the phases it needs, built in or a feature's Stage:
-//
-//	match   the skip rules' stages' Exempt first (exemptions), then every
-//	        rule's matcher, conditions, key and op; shape: the stages'
-//	        Shape (a concurrency lease, cost, calendar), ip ceiling
-//	        (countMatch); an Expander's further values
-//	gate    the exemptions' Gate (forgiven keys), the stages' (known
-//	        callers, bans) and the request hooks' GateRequest (known { }
-//	        blocks, sensitive bans), in at most one store call (precheck);
-//	        shedding (Admitter)
-//	main    the request hooks, then the one main store call; the
-//	        stages' Answered (Holder: leases held)
-//	judge   each match's outcome from its result; the stages' Judge
-//	        (max_delay, ban trips)
-//	after   at most one more store call: bans written, units and leases
-//	        given back (Scratch.AfterOp)
-//
-// and, once the origin has answered, Settle (its own call) and Release.
-// A request so makes at most one store call before the main one and one
-// after it, and Settle's (TestStoreCallsPerRequest counts them through the
-// real server).
+// Check is a fixed pipeline of phases, each a method below: match (and
+// shape), gate, main, judge and after, then, once the origin has
+// answered, Settle and Release. docs/architecture.md, "The decision
+// pipeline", tables what each runs and its store calls, at most one before
+// the main one and one after it (TestStoreCallsPerRequest counts them).
 
 // Check decides req at now against p. It makes at most three store calls:
 // the gate's precheck (only where a forgive, a Stage's Gate or a request

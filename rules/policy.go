@@ -3,7 +3,6 @@ package rules
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -289,48 +288,7 @@ type Rule struct {
 	// 0 when it sets none; networkShareRange is where.
 	networkShare      int
 	networkShareRange *hcl.Range
-
-	// quoted is Name as a structured-field string (RFC 8941 §3.3.3), and
-	// policyItem the rule's RateLimit-Policy item, `"name";q=limit;w=period
-	// in whole seconds` (docs/headers.md), written once per policy rather
-	// than per answer; nil for a rule whose ops' window a WindowShaper
-	// sets (a calendar period), whose w is the current window's
-	// (setPolicyItem).
-	quoted, policyItem []byte
 }
-
-// setPolicyItem writes quoted and policyItem, once the rule is compiled.
-func (r *Rule) setPolicyItem() {
-	r.quoted = strconv.AppendQuote(nil, r.Name)
-	if _, shaped := r.longestWindow(); shaped {
-		return
-	}
-	b := append([]byte(nil), r.quoted...)
-	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, r.Limit, 10)
-	b = append(b, ";w="...)
-	w := int64(r.Period / time.Second)
-	if r.Period%time.Second != 0 {
-		w++ // whole seconds, rounded up
-	}
-	r.policyItem = strconv.AppendInt(b, max(w, 1), 10)
-}
-
-// AppendQuotedName appends the rule's name as a structured-field string
-// (RFC 8941 §3.3.3), as RateLimit and RateLimit-Policy name a policy.
-func (r *Rule) AppendQuotedName(b []byte) []byte {
-	if r.quoted == nil {
-		return strconv.AppendQuote(b, r.Name) // a Rule not from Load
-	}
-	return append(b, r.quoted...)
-}
-
-// PolicyItem returns the rule's RateLimit-Policy item, `"name";q=L;w=W`
-// (draft-ietf-httpapi-ratelimit-headers-11 §3.1, docs/headers.md), computed
-// once per policy; nil for a rule whose window a WindowShaper sets (a
-// calendar period) or a Rule not from Load.
-// The caller must not modify it.
-func (r *Rule) PolicyItem() []byte { return r.policyItem }
 
 // AlgorithmName returns the rule's algorithm as the policy names it: a
 // feature's word (AlgorithmType: "concurrency"), else its Algorithm's

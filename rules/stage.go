@@ -6,18 +6,13 @@ import (
 )
 
 // Stages are how a feature adds a behaviour to rules (docs/architecture.md,
-// "Extension points"): a rule attribute (RuleAttrType) compiles to a Stage
-// that the rule carries (Rule.AddStage), and Check runs, for each of the
-// rule's matches, the phase methods the stage implements (Gater, Shaper,
-// Judge; an Exempter, a skip rule's, before any rule is matched), in the
-// order its stages were added; Engine.Settle runs the Settlers once the
-// origin has answered, the in-flight lifecycle the Holders (inflight.go),
-// and an Admitter (load shedding) takes the LocalLimit's Slots. A stage's
-// per-request state lives in memo slots (Compiler.Slot, Scratch.Memo),
-// never in Scratch fields, and its store ops ride in the calls the
-// pipeline already makes: the gate's precheck (Scratch.PreOp), the main
-// call (the op Shape shapes), the after call (Scratch.AfterOp) and
-// Settle's, so a behaviour never adds a store call of its own.
+// "Extension points", "The decision pipeline"): a rule attribute compiles
+// to a Stage the rule carries (Rule.AddStage), whose phase methods Check,
+// Settle and the in-flight lifecycle run in the order its stages were
+// added. Its per-request state lives in memo slots, never in Scratch
+// fields, and its ops ride in the calls the pipeline already makes
+// (Scratch.PreOp, the op Shape shapes, Scratch.AfterOp, Settle's), so a
+// behaviour never adds a store call of its own.
 
 // Stage is a rule behaviour's compiled form: one value per rule that has
 // it, implementing any of Exempter, Gater, Shaper, Judge, Settler, Holder,
@@ -125,7 +120,7 @@ type Shaper interface {
 // WindowShaper is a Shaper that sets each op's window itself
 // (Op.WindowStartUS and PeriodUS, Op.Calendar), so that the rule's Period
 // is only its nominal length: such a rule has no fixed RateLimit-Policy
-// item (Rule.PolicyItem is nil: its w is the op's window), a forgive
+// item (its w is the op's window: the gateway's rateLimitNames), a forgive
 // shapes the reset it sends as a request's op, with no request behind it,
 // and a counter of the rule may live for LongestWindow
 // (Policy.LongestKeyLifetime).

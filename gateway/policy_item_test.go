@@ -1,4 +1,4 @@
-package rules_test
+package gateway
 
 import (
 	"testing"
@@ -6,8 +6,8 @@ import (
 	"github.com/edge-gateway/edge/builtin"
 )
 
-// TestPolicyItem: the RateLimit-Policy item each rule writes once per
-// policy is the one the gateway wrote per answer before: the quoted name,
+// TestPolicyItem: the RateLimit-Policy item of each rule, written once per
+// policy (rateLimitNames), is the one the gateway wrote per answer before: the quoted name,
 // q the limit, w the period in whole seconds rounded up (at least 1); a
 // calendar period has none (its w is the current window's).
 func TestPolicyItem(t *testing.T) {
@@ -43,11 +43,12 @@ rule "monthly" {
 		"fast":       `"fast";q=1;w=1`,
 		"monthly":    "",
 	}
+	names := rateLimitNames(p)
 	for _, r := range p.Rules {
-		if got := string(r.PolicyItem()); got != want[r.Name] {
+		if got := string(names[r.Index].item); got != want[r.Name] {
 			t.Errorf("%s: PolicyItem %q, want %q", r.Name, got, want[r.Name])
 		}
-		if got, want := string(r.AppendQuotedName([]byte("x"))), "x"+`"`+r.Name+`"`; r.Name != `odd "name"` && got != want {
+		if got, want := "x"+string(names[r.Index].quoted), "x"+`"`+r.Name+`"`; r.Name != `odd "name"` && got != want {
 			t.Errorf("%s: AppendQuotedName %q, want %q", r.Name, got, want)
 		}
 	}
