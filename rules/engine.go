@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -309,7 +310,7 @@ type Engine struct {
 	// dry holds the run-time dry-run toggles (dryrun.go).
 	dry dryrun.Toggles
 	// kept holds the features' node state (Engine.Kept, extend.go).
-	kept atomic.Pointer[[]keptValue]
+	kept sync.Map
 	// local holds the node-local limits' Slots by ID (LocalSlots,
 	// inflight.go).
 	local localLimits

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"slices"
 	"sort"
 	"time"
 
@@ -435,31 +434,18 @@ type Memo struct {
 // first call for key stores newValue() and returns it, every later one
 // that value. key must be comparable and the feature's own (a value of an
 // unexported type, as a context key is). Safe for concurrent use: a lookup
-// (on the request path) is one atomic load and a scan of the few keys, of
-// a list replaced whole on each insertion; no lock, no allocation.
+// (on the request path) is a sync.Map's Load, with no lock and, for a key
+// of a zero-size type, no allocation.
 func (e *Engine) Kept(key any, newValue func() any) any {
-	for { // until key is found, or this insertion lands first
-		old := e.kept.Load()
-		var kvs []keptValue
-		if old != nil {
-			kvs = *old
-		}
-		for _, kv := range kvs {
-			if kv.key == key {
-				return kv.val
-			}
-		}
-		v := newValue()
-		if next := append(slices.Clone(kvs), keptValue{key, v}); e.kept.CompareAndSwap(old, &next) {
-			return v
-		}
+	if v, ok := e.kept.Load(key); ok {
+		return v
 	}
+	v, _ := e.kept.LoadOrStore(key, newValue())
+	return v
 }
 
 // Kept is Engine.Kept of the engine deciding the request (Check's).
 func (s *Scratch) Kept(key any, newValue func() any) any { return s.owner.Kept(key, newValue) }
-
-type keptValue struct{ key, val any }
 
 // Node is what rules reads of the node's own configuration, the edge { }
 // and store { } blocks. A feature decodes them (package node, whose Config
