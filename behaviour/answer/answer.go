@@ -1,6 +1,10 @@
 package answer
 
-import "github.com/edge-gateway/edge/rules"
+import (
+	"slices"
+
+	"github.com/edge-gateway/edge/rules"
+)
 
 // Feature returns the hooks of count = "failures" and reset_on_success.
 func Feature() rules.Feature {
@@ -92,36 +96,25 @@ func (h countFailures) AfterOrigin(m *rules.Match, ops []rules.Op, status int, o
 // X-Edge-Outcome "failure" or "success" when the origin sent one, else
 // whether status is one of failure (a rule's failure_status).
 func IsFailure(failure []int, status int, outcome []byte) bool {
-	switch string(outcome) {
-	case "failure":
-		return true
-	case "success":
-		return false
-	}
-	for _, st := range failure {
-		if st == status {
-			return true
-		}
-	}
-	return false
+	return is("failure", failure, status, outcome)
 }
 
 // IsSuccess classifies the origin's answer: X-Edge-Outcome "success" or
 // "failure" when the origin sent one, else whether status is one of
 // success (a rule's success_status).
 func IsSuccess(success []int, status int, outcome []byte) bool {
+	return is("success", success, status, outcome)
+}
+
+// is reports whether the answer is word ("success" or "failure"): the
+// origin's X-Edge-Outcome when it is either word, else whether status is
+// one of statuses.
+func is(word string, statuses []int, status int, outcome []byte) bool {
 	switch string(outcome) {
-	case "success":
-		return true
-	case "failure":
-		return false
+	case "success", "failure":
+		return string(outcome) == word
 	}
-	for _, st := range success {
-		if st == status {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(statuses, status)
 }
 
 var (

@@ -43,12 +43,12 @@ func TestClassify(t *testing.T) {
 func TestFailuresAndReset(t *testing.T) {
 	k := rulestest.NewRun(t, rulestest.AccountVisitors+`
 rule "failures" {
-  paths            = ["/login"]
-  key              = ["account"]
-  count            = "failures"
+  key = ["account", "ip"]
+  limit = 2
+  period = "1h"
+  count = "failures"
+  failure_status = [401]
   reset_on_success = true
-  limit            = 2
-  period           = "1h"
 }`)
 	for range 3 {
 		if v := k.Login("alice", "192.0.2.1", "", 500); v != rules.Forward {
