@@ -20,6 +20,7 @@
 // and once the rule's first match is counted it adds the others (Expand),
 // as it adds their keys for a ban of ban_scope = "sensitive"
 // (rules.Scratch.RuleKeys). The combination being keyed lives in one memo
-// slot, the policy's, which is its first (nothing) between expansions. A
-// Stage is immutable and safe for concurrent use.
+// slot of the policy's, marked only while a rule's values are expanded
+// (every characteristic gives its first value otherwise). A Stage is
+// immutable and safe for concurrent use.
 package values
