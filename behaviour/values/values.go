@@ -1,6 +1,7 @@
 package values
 
 import (
+	"github.com/edge-gateway/edge/internal/memo"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -123,11 +124,7 @@ func (st *Stage) AppendKeyValue(at int, buf []byte, req *rules.Request, s *rules
 // slot is marked for further combinations (end clears it).
 func (st *Stage) begin(req *rules.Request, s *rules.Scratch) (*combo, int) {
 	m := s.Memo(st.slot)
-	c, _ := m.State.(*combo)
-	if c == nil {
-		c = &combo{} // once per pooled Scratch
-		m.State = c
-	}
+	c := memo.State[combo](m)
 	total := 1
 	for k, p := range st.parts {
 		n := min(max(p.ch.Values(req, s), 1), p.ch.MaxValues(), 255)

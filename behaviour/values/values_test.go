@@ -472,7 +472,7 @@ rule "signup-per-ip" {
 // for its own account gains nothing on a request naming a victim beside
 // it. A success naming one account still makes the browser known.
 func TestSeveralValuesMakeNoOneKnown(t *testing.T) {
-	v := newValuesRun(t, twoSourceIdentity+knownRules)
+	v := newValuesRun(t, twoSourceIdentity+rulestest.KnownRules)
 	// The attacker logs in with its own username and the victim's email:
 	// a success, which must record no marker for the victim.
 	if got := v.login("192.0.2.9", login("mallory", "victim"), "attacker", 200); got != rules.Forward {
@@ -507,32 +507,3 @@ func TestSeveralValuesMakeNoOneKnown(t *testing.T) {
 		t.Errorf("the known browser naming a victim beside its own account, through its full network: %v, want refused (sources that disagree name no known caller)", got)
 	}
 }
-
-// knownRules are a login policy's two kinds of marker that exempt, after
-// its identity: a failures rule's known_visitors, and a known block a
-// per-network rule's exempt_known names.
-const knownRules = `
-visitor {
-}
-known "logged-in" {
-  paths = ["/login"]
-  by    = ["visitor", "account"]
-  for   = "30d"
-}
-rule "failures-account" {
-  paths          = ["/login"]
-  key            = ["account"]
-  count          = "failures"
-  limit          = 1
-  period         = "15m"
-  known_visitors = "30d"
-  known_by       = ["visitor"]
-}
-rule "per-network" {
-  paths        = ["/login"]
-  key          = ["ip"]
-  ipv4_prefix  = 24
-  limit        = 3
-  period       = "1h"
-  exempt_known = ["logged-in"]
-}`
