@@ -203,9 +203,9 @@ visitor {
 `
 
 // KnownRules are a login policy's two kinds of marker that exempt, for
-// the tests of known callers (behaviour/known's and behaviour/values'), after the
-// policy's identity: a failures rule's known_visitors, and a known block a
-// per-network rule's exempt_known names.
+// the tests of known callers (behaviour/known's and behaviour/values'),
+// after the policy's identity: a failures rule's known_visitors, and a
+// known block a per-network rule's exempt_known names.
 const KnownRules = `
 visitor {
 }
