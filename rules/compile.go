@@ -394,6 +394,7 @@ func (c *Compiler) ruleBlocks(rbs []ruleBlock) {
 			p.exempters = append(p.exempters, r)
 		}
 		p.gates = p.gates || len(r.gates) > 0
+		p.holds = p.holds || len(r.holders) > 0
 	}
 }
 

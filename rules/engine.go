@@ -229,6 +229,14 @@ type Scratch struct {
 	// stage.go).
 	resp ResponseHeaders
 
+	// kept is the last Kept lookup, of the engine owner was then: a
+	// feature reads its node state on every request (forgive's record),
+	// and the engine's map costs more than a comparison.
+	kept struct {
+		owner  *Engine
+		key, v any
+	}
+
 	// fl is what the request holds while in flight (inflight.go).
 	fl inflight
 }
@@ -496,8 +504,10 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 		switch {
 		case ceiling && i == r.ceilingChar:
 			out, status = ch.(CeilingCharacteristic).AppendCeiling(buf, req, s)
-		default:
+		case r.expander != nil:
 			out, status = r.appendValue(i, ch, buf, req, s)
+		default:
+			out, status = ch.AppendValue(buf, req, s)
 		}
 		switch {
 		case status == Missing, status == Absent:
@@ -520,10 +530,17 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 		buf = out
 	}
 	s.buf = buf
-	k = s.RuleKey(r, buf)
+	// Scratch.RuleKey's key, written in place: this is every request's
+	// path, and the calls and copies of a 24-byte Key cost it.
+	copy(k[0:8], r.ID[:])
+	k[8] = r.keyTags[0]
+	if len(r.Key) > 1 {
+		k[8] |= 0x80
+	}
 	if ceiling {
 		k[8] |= 0x40
 	}
+	copy(k[9:], s.keys.Hash(buf))
 	return k, Present
 }
 

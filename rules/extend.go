@@ -444,8 +444,16 @@ func (e *Engine) Kept(key any, newValue func() any) any {
 	return v
 }
 
-// Kept is Engine.Kept of the engine deciding the request (Check's).
-func (s *Scratch) Kept(key any, newValue func() any) any { return s.owner.Kept(key, newValue) }
+// Kept is Engine.Kept of the engine deciding the request (Check's); the
+// Scratch remembers its last answer, which a value kept never changes.
+func (s *Scratch) Kept(key any, newValue func() any) any {
+	if s.kept.owner == s.owner && s.kept.owner != nil && s.kept.key == key {
+		return s.kept.v
+	}
+	v := s.owner.Kept(key, newValue)
+	s.kept.owner, s.kept.key, s.kept.v = s.owner, key, v
+	return v
+}
 
 // Node is what rules reads of the node's own configuration, the edge { }
 // and store { } blocks. A feature decodes them (package node, whose Config

@@ -105,6 +105,9 @@ func (s *Scratch) release(now time.Time, answered bool, ops []Op) []Op {
 // answered runs the Holders' Answered once the main call returned
 // (failed: with an error).
 func (s *Scratch) answered(failed bool) {
+	if !s.pol.holds {
+		return // no rule holds anything: every request's path skips the loop
+	}
 	for i := range s.Matches {
 		m := &s.Matches[i]
 		if m.Op < 0 {

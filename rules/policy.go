@@ -52,6 +52,9 @@ type Policy struct {
 	// gates is true when a rule has a Gater stage or the policy a
 	// RequestGater (stage.go).
 	gates bool
+	// holds is set when a rule has a Holder stage (concurrency's leases):
+	// only then do the matches' Holders run after the main call.
+	holds bool
 	// requestGaters and requestSettlers are the request hooks with a part
 	// in the gate phase (RequestGater: known { } blocks, a ban of
 	// ban_scope = "sensitive") and after the origin's answer
