@@ -3,6 +3,7 @@ package rules_test
 import (
 	"testing"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -12,7 +13,7 @@ import (
 // the client as counted, and a masked CIDR written with host bits means
 // its network.
 func TestIPConditionsDecideTheRule(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "blocked" {
   action = "deny"
   when {
@@ -21,7 +22,7 @@ rule "blocked" {
   }
 }
 `)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(len(p.Rules))
 	tests := []struct {
 		client string

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -26,7 +27,7 @@ func (*opsStore) Close() error { return nil }
 // the mint budget's op its own budget, so that the memory store bounds
 // each rule apart (docs/memory-store.md).
 func TestEngineOpsCarryTheirRulesKeyBudget(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 store "memory" {
   max_keys = 90
 }
@@ -49,7 +50,7 @@ rule "api" {
 }
 `)
 	st := &opsStore{}
-	e := newEngine(t, st)
+	e := rulestest.NewEngine(t, st)
 	// A Scratch sized for the 2 rules gets 6 ops: its results grow too
 	// (Check indexed past their capacity before).
 	check(e, p, req{method: "POST", path: "/login", client: "192.0.2.1"}, rules.NewScratch(len(p.Rules)))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -23,7 +24,7 @@ func (f fields) Cookies() []byte {
 // identity block, then the given rules.
 func phoneCountryPolicy(t *testing.T, ruleBlocks ...string) *rules.Policy {
 	t.Helper()
-	return load(t, `
+	return rulestest.Load(t, `
 identity {
   phone        = ["json:phone", "form:phone"]
   phone_region = "US"
@@ -117,7 +118,7 @@ func TestEngineUnparsablePhoneWhateverTheCountryRule(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p := phoneCountryPolicy(t, tt.rules...)
-			e := newEngine(t, nil)
+			e := rulestest.NewEngine(t, nil)
 			s := rules.NewScratch(8)
 			client := 0
 			send := func(from, phone string) rules.Decision {
@@ -188,7 +189,7 @@ func TestEngineUnparsablePhoneSkip(t *testing.T) {
 	t.Parallel()
 	p := phoneCountryPolicy(t, strings.Replace(allowListRule, `action    = "deny"`, `action    = "deny"
   invalid_identity = "skip"`, 1), perClientRule)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	d := check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1",
 		f: fields{contentType: "application/json", body: `{"phone":"call me maybe"}`}}, s)
@@ -322,8 +323,8 @@ rule "per-phone" {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p := load(t, tt.policy)
-			e := newEngine(t, nil)
+			p := rulestest.Load(t, tt.policy)
+			e := rulestest.NewEngine(t, nil)
 			s := rules.NewScratch(4)
 			d := check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1", f: tt.f}, s)
 			if d.Verdict != tt.want {
@@ -338,7 +339,7 @@ rule "per-phone" {
 // same bucket as the body's spelling of it.
 func TestEngineQuerySourceCountsTheQuery(t *testing.T) {
 	t.Parallel()
-	p := load(t, `
+	p := rulestest.Load(t, `
 identity {
   phone        = ["json:phone", "query:phone"]
   phone_region = "US"
@@ -352,7 +353,7 @@ rule "per-phone" {
   period    = "1h"
   sensitive = true
 }`)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	send := func(f fields) rules.Verdict {
 		return check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1", f: f}, s).Verdict

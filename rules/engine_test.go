@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/nat"
 	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
-	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // fields is a map-backed rules.Fields.
@@ -41,32 +40,6 @@ func bytesOf(m map[string]string, n []byte) []byte {
 	return nil
 }
 
-func load(t *testing.T, src string) *rules.Policy {
-	t.Helper()
-	p, diags := builtin.Load("test.hcl", []byte(src))
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	return p
-}
-
-func newEngine(t *testing.T, store rules.Store) *rules.Engine {
-	t.Helper()
-	if store == nil {
-		ms, err := memstore.New(memstore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ms.Close() })
-		store = ms
-	}
-	e, err := rules.NewEngine(rules.EngineOptions{Store: store, Secret: []byte("test secret")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
 type req struct {
 	method, path, host, client string
 	override                   string
@@ -87,14 +60,12 @@ func (r req) build() *rules.Request {
 	return out
 }
 
-var t0 = time.Unix(1_800_000_000, 0)
-
 func check(e *rules.Engine, p *rules.Policy, r req, s *rules.Scratch) rules.Decision {
-	return e.Check(context.Background(), t0, p, r.build(), s)
+	return e.Check(context.Background(), rulestest.T0, p, r.build(), s)
 }
 
 func TestEngineDenyAction(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "block-admin" {
   paths  = ["/admin/*"]
   action = "deny"
@@ -111,7 +82,7 @@ rule "count-otp" {
   period = "1h"
 }
 `)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	if d := check(e, p, req{method: "GET", path: "/admin/users", client: "192.0.2.1"}, s); d.Verdict != rules.RefuseForbidden || d.Refusing.Name != "block-admin" {
 		t.Errorf("admin: got verdict %d by %v, want 403 by block-admin", d.Verdict, d.Refusing)
@@ -127,7 +98,7 @@ rule "count-otp" {
 			t.Errorf("otp: got verdict %d sensitive %v, want bare 429", d.Verdict, d.Sensitive)
 		}
 	}
-	p2 := load(t, `
+	p2 := rulestest.Load(t, `
 rule "count-otp" {
   paths = ["/otp/*"]
   key   = ["ip"]
@@ -141,7 +112,7 @@ rule "count-otp" {
 }
 
 func TestEngineMissingIdentity(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "per-key" {
   paths = ["/api/*"]
   key   = ["header:X-Api-Key"]
@@ -162,7 +133,7 @@ rule "per-ip-attempts" {
   period = "1m"
 }
 `)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	// Absent on an ordinary rule: skipped, never a shared empty key.
 	for range 3 {
@@ -192,7 +163,7 @@ rule "per-ip-attempts" {
 }
 
 func TestEngineDryRunRuleNeverChangesOthers(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "tight-shadow" {
   paths   = ["/api/*"]
   key     = ["ip"]
@@ -207,7 +178,7 @@ rule "loose" {
   period = "1m"
 }
 `)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	var outcomes []rules.Outcome
 	var verdicts []rules.Verdict
@@ -232,7 +203,7 @@ rule "loose" {
 }
 
 func TestEngineMatching(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "login" {
   methods = ["POST"]
   paths   = ["/login"]
@@ -242,7 +213,7 @@ rule "login" {
   period  = "1m"
 }
 `)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(2)
 	tests := []struct {
 		name  string
@@ -274,7 +245,7 @@ rule "login" {
 // TestEngineKeys: composite values are length-prefixed (no "ab"+"c" =
 // "a"+"bc" collision), rules keep their own counters, and a /64 is one key.
 func TestEngineKeys(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "a" {
   paths = ["/x"]
   key   = ["header:A", "header:B"]
@@ -295,7 +266,7 @@ rule "c" {
   period = "1m"
 }
 `)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	key := func(r req, i int) rules.Key {
 		check(e, p, r, s)
@@ -330,7 +301,7 @@ func (brokenStore) Take(context.Context, time.Time, []rules.Op, []rules.Result) 
 func (brokenStore) Close() error                                                      { return nil }
 
 func TestEngineStoreErrorFollowsEachRulesMode(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "open" {
   paths = ["/api/*", "/login"]
   key   = ["ip"]
@@ -345,7 +316,7 @@ rule "closed" {
   sensitive = true
 }
 `)
-	e := newEngine(t, brokenStore{})
+	e := rulestest.NewEngine(t, brokenStore{})
 	s := rules.NewScratch(4)
 	d := check(e, p, req{method: "GET", path: "/api/x", client: "192.0.2.1"}, s)
 	if d.Verdict != rules.Forward || !errors.Is(d.StoreErr, errDown) || s.Matches[0].Outcome != rules.OutcomeStoreErrorAllow {
@@ -358,7 +329,7 @@ rule "closed" {
 }
 
 func TestEngineAttemptsCountWhenRefused(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "verify-per-ip" {
   paths     = ["/otp/verify"]
   key       = ["ip"]
@@ -375,7 +346,7 @@ rule "verify-global" {
   period    = "1m"
 }
 `)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	// The global rule refuses the third; the attempts rule counts it anyway
 	// and refuses the fourth from the same client even though it never saw
@@ -390,7 +361,7 @@ rule "verify-global" {
 }
 
 func TestEngineIdentities(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 identity {
   phone        = ["json:phone", "form:phone", "query:phone", "header:X-Phone"]
   phone_region = "US"
@@ -420,7 +391,7 @@ rule "per-session" {
   sensitive = true
 }
 `)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	send := func(f fields) rules.Verdict {
 		return check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1", f: f}, s).Verdict
@@ -453,13 +424,13 @@ rule "per-session" {
 	if d := verify(); d.Verdict != rules.Forward || !d.Settle {
 		t.Fatalf("first verify: verdict %d settle %v", d.Verdict, d.Settle)
 	}
-	if called, err := e.Settle(context.Background(), t0, s, 200, nil); !called || err != nil {
+	if called, err := e.Settle(context.Background(), rulestest.T0, s, 200, nil); !called || err != nil {
 		t.Fatalf("settle: %v %v", called, err)
 	}
 	if d := verify(); d.Verdict != rules.Forward {
 		t.Errorf("after a success reset: verdict %d, want forward", d.Verdict)
 	}
-	if _, err := e.Settle(context.Background(), t0, s, 200, []byte("failure")); err != nil {
+	if _, err := e.Settle(context.Background(), rulestest.T0, s, 200, []byte("failure")); err != nil {
 		t.Fatal(err)
 	}
 	if d := verify(); d.Verdict != rules.RefuseLimit {
@@ -484,7 +455,7 @@ func (fallbackStore) Close() error { return nil }
 // closed) and a store_error_allow for a dry-run rule, never a dry_run_deny:
 // the counts must show the store error, and say nothing of the rule.
 func TestEngineStoreFallbackOutcomes(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "shadow" {
   paths     = ["/login"]
   key       = ["ip"]
@@ -501,7 +472,7 @@ rule "closed" {
   sensitive = true
 }
 `)
-	e := newEngine(t, fallbackStore{})
+	e := rulestest.NewEngine(t, fallbackStore{})
 	s := rules.NewScratch(4)
 	d := check(e, p, req{method: "POST", path: "/login", client: "192.0.2.1"}, s)
 	if !errors.Is(d.StoreErr, rules.ErrStoreFallback) || d.Verdict != rules.Unavailable {
@@ -520,7 +491,7 @@ rule "closed" {
 // of every embedding form, so they share the IPv4 /24's ip key with the
 // native IPv4 hosts (docs/client-address.md).
 func TestEngineEmbeddedIPv4CountsAsTheIPv4(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 edge {
   nat64_prefixes = ["2001:db8:64::/96", "2001:db8:122::/48"]
 }
@@ -533,7 +504,7 @@ rule "signup" {
   period      = "1h"
 }
 `)
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(2)
 	for i, peer := range []string{
 		"198.51.100.1",
@@ -586,7 +557,7 @@ func (modeStore) Close() error { return nil }
 // forward. Requests whose answer depends on the counters follow each rule's
 // on_store_error as before.
 func TestEngineStoreErrorKeepsCertainRefusals(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 identity {
   phone        = ["json:phone"]
   phone_region = "US"
@@ -679,12 +650,12 @@ rule "login-per-ip" {
 		{"counted, fail-open", req{path: "/api/x", f: fields{header: map[string]string{"X-Api-Key": "k"}}}, rules.Forward, true, false, ""},
 		{"counted, fail-closed", req{path: "/otp/send", f: json(`{"phone":"+1 202 555 0100"}`)}, rules.Unavailable, false, true, "otp-per-phone"},
 	}
-	healthy := newEngine(t, nil)
+	healthy := rulestest.NewEngine(t, nil)
 	for _, store := range []struct {
 		name  string
 		store rules.Store
 	}{{"store error", brokenStore{}}, {"on_store_error answers", modeStore{}}} {
-		e := newEngine(t, store.store)
+		e := rulestest.NewEngine(t, store.store)
 		for _, tt := range tests {
 			t.Run(store.name+"/"+tt.name, func(t *testing.T) {
 				tt.r.method, tt.r.client = "POST", "192.0.2.1"
@@ -715,7 +686,7 @@ rule "login-per-ip" {
 		}
 	}
 	// Node-wide dry-run refuses nothing, store or no store.
-	e := newEngine(t, brokenStore{})
+	e := rulestest.NewEngine(t, brokenStore{})
 	e.SetDryRun(true)
 	for _, tt := range tests {
 		if d := check(e, p, req{method: "POST", path: tt.r.path, client: "192.0.2.1", f: tt.r.f}, rules.NewScratch(8)); d.Verdict != rules.Forward {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -27,7 +28,7 @@ func (s *recordingStore) Take(ctx context.Context, now time.Time, ops []rules.Op
 // the attempts rule's counter is untouched: a real request leaves it
 // where a fresh engine's first request does.
 func TestExplainSendsOnlyPeeks(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 rule "verify-per-ip" {
   paths     = ["/otp/verify"]
   key       = ["ip"]
@@ -50,11 +51,11 @@ rule "verify-per-key" {
 	}
 	t.Cleanup(func() { ms.Close() })
 	rec := &recordingStore{Store: ms}
-	e, control := newEngine(t, rec), newEngine(t, nil)
+	e, control := rulestest.NewEngine(t, rec), rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	bare := req{method: "POST", path: "/otp/verify", host: "example.com", client: "192.0.2.1"}
 	for range 5 {
-		d := e.Explain(context.Background(), t0, p, bare.build(), s)
+		d := e.Explain(context.Background(), rulestest.T0, p, bare.build(), s)
 		if d.Verdict != rules.RejectMissing {
 			t.Fatalf("explain: verdict %d, want RejectMissing", d.Verdict)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
@@ -92,9 +93,9 @@ func benchLoginDecision(b *testing.B, p *rules.Policy, body string) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				d := e.Check(ctx, t0, p, rq, s)
+				d := e.Check(ctx, rulestest.T0, p, rq, s)
 				if settle && d.Settle {
-					if _, err := e.Settle(ctx, t0, s, 200, nil); err != nil {
+					if _, err := e.Settle(ctx, rulestest.T0, s, 200, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

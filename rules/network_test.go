@@ -3,6 +3,7 @@ package rules_test
 import (
 	"testing"
 
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -27,7 +28,7 @@ rule "phones" {
 // (before, the store's default held every rule, and a large NAT filling an
 // ordinary rule's budget had its real users refused).
 func TestRuleNetworkKeys(t *testing.T) {
-	p := load(t, `
+	p := rulestest.Load(t, `
 store "memory" {
   max_keys = 80
 }
@@ -110,7 +111,7 @@ rule "shared-budget" {
 	if p.Keys.NetworkShare != rules.DefaultNetworkShare || p.Keys.NetworkIPv4Prefix != 24 || p.Keys.NetworkIPv6Prefix != 48 {
 		t.Errorf("store: got share %d ppm, /%d, /%d; want the defaults 50000, /24, /48", p.Keys.NetworkShare, p.Keys.NetworkIPv4Prefix, p.Keys.NetworkIPv6Prefix)
 	}
-	r := load(t, `
+	r := rulestest.Load(t, `
 store "redis" {
   url = "redis://127.0.0.1:6379/0"
 }
@@ -144,9 +145,9 @@ rule "b" {
   sensitive = true
 }
 `
-	p := load(t, src)
+	p := rulestest.Load(t, src)
 	st := &opsStore{}
-	e := newEngine(t, st)
+	e := rulestest.NewEngine(t, st)
 	s := rules.NewScratch(len(p.Rules))
 	network := func(client string) uint32 {
 		t.Helper()
@@ -178,7 +179,7 @@ rule "b" {
 		t.Error("203.0.114.7 or an IPv6 network: the network of 203.0.113.0/24, want its own")
 	}
 
-	off := load(t, `
+	off := rulestest.Load(t, `
 store "memory" {
   network_share = "100%"
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/edge-gateway/edge/basic"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -83,7 +84,7 @@ rule "global" {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	e := newEngine(t, nil)
+	e := rulestest.NewEngine(t, nil)
 	want := map[string]rules.Outcome{
 		"per-ip-tenant": rules.OutcomeInvalid,
 		"per-ip-empty":  rules.OutcomeSkip,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/edge-gateway/edge/builtin"
+	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
 
@@ -23,8 +24,8 @@ var conflictLoginPolicy = strings.Replace(loginDecisionPolicy,
 // naming a single account but for the second body field's read (the one
 // allocation fields.BodyField makes a field found, its string).
 func TestSeveralValuesAllocateNothingMore(t *testing.T) {
-	p := load(t, conflictLoginPolicy)
-	e := newEngine(t, nil)
+	p := rulestest.Load(t, conflictLoginPolicy)
+	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(len(p.Rules))
 	ctx := context.Background()
 	allocs := func(body string, matches int) float64 {
@@ -32,8 +33,8 @@ func TestSeveralValuesAllocateNothingMore(t *testing.T) {
 		rq := &rules.Request{Method: []byte("POST"), Path: []byte("/login"), Client: netip.MustParseAddr("203.0.113.7"),
 			Fields: &benchFields{ct: []byte("application/json"), body: []byte(body)}}
 		run := func() {
-			if d := e.Check(ctx, t0, p, rq, s); d.Settle {
-				_, _ = e.Settle(ctx, t0, s, 200, nil)
+			if d := e.Check(ctx, rulestest.T0, p, rq, s); d.Settle {
+				_, _ = e.Settle(ctx, rulestest.T0, s, 200, nil)
 			}
 		}
 		run() // size the Scratch
