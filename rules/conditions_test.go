@@ -35,7 +35,7 @@ rule "blocked" {
 		{"2001:db8:2::9", rules.Forward},
 	}
 	for _, tt := range tests {
-		d := check(e, p, req{method: "GET", path: "/", host: "example.com", client: tt.client}, s)
+		d := check(e, p, req{Method: "GET", Path: "/", Host: "example.com", Client: tt.client}, s)
 		if d.Verdict != tt.want {
 			t.Errorf("%s: got verdict %v, want %v", tt.client, d.Verdict, tt.want)
 		}

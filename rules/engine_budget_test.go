@@ -53,7 +53,7 @@ rule "api" {
 	e := rulestest.NewEngine(t, st)
 	// A Scratch sized for the 2 rules gets 6 ops: its results grow too
 	// (Check indexed past their capacity before).
-	check(e, p, req{method: "POST", path: "/login", client: "192.0.2.1"}, rules.NewScratch(len(p.Rules)))
+	check(e, p, req{Method: "POST", Path: "/login", Client: "192.0.2.1"}, rules.NewScratch(len(p.Rules)))
 	login, api := p.Rule("login"), p.Rule("api")
 	want := []struct {
 		id        [8]byte

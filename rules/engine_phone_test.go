@@ -2,23 +2,12 @@ package rules_test
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 )
-
-// Cookies joins the cookie map as a Cookie header, in name order.
-func (f fields) Cookies() []byte {
-	var pairs []string
-	for _, k := range slices.Sorted(maps.Keys(f.cookie)) {
-		pairs = append(pairs, k+"="+f.cookie[k])
-	}
-	return []byte(strings.Join(pairs, "; "))
-}
 
 // phoneCountryPolicy builds an OTP policy from its parts, in order: an
 // identity block, then the given rules.
@@ -127,8 +116,8 @@ func TestEngineUnparsablePhoneWhateverTheCountryRule(t *testing.T) {
 					from = fmt.Sprintf("192.0.2.%d", client)
 				}
 				body := fmt.Sprintf(`{"phone":%q}`, phone)
-				return check(e, p, req{method: "POST", path: "/otp/send", client: from,
-					f: fields{contentType: "application/json", body: body}}, s)
+				return check(e, p, req{Method: "POST", Path: "/otp/send", Client: from,
+					Fields: fields{ContentType: "application/json", Text: body}}, s)
 			}
 			for _, ph := range garbagePhones {
 				d := send("", ph)
@@ -191,8 +180,8 @@ func TestEngineUnparsablePhoneSkip(t *testing.T) {
   invalid_identity = "skip"`, 1), perClientRule)
 	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
-	d := check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1",
-		f: fields{contentType: "application/json", body: `{"phone":"call me maybe"}`}}, s)
+	d := check(e, p, req{Method: "POST", Path: "/otp/send", Client: "192.0.2.1",
+		Fields: fields{ContentType: "application/json", Text: `{"phone":"call me maybe"}`}}, s)
 	if d.Verdict != rules.Forward {
 		t.Errorf("got verdict %d by %v, want Forward (the country rule skips)", d.Verdict, ruleName(d.Refusing))
 	}
@@ -270,55 +259,55 @@ rule "per-phone" {
 		f      fields
 		want   rules.Verdict
 	}{
-		{"json, no query", bodyOnly, fields{contentType: json, body: jA}, rules.Forward},
-		{"json, query agrees", bodyOnly, fields{contentType: json, body: jA, query: q("phone", a)}, rules.Forward},
-		{"json, query differs", bodyOnly, fields{contentType: json, body: jA, query: q("phone", b)}, rules.RejectInvalid},
-		{"json, query in PHP's spelling", bodyOnly, fields{contentType: json, body: jA, query: q("+phone", b)}, rules.RejectInvalid},
-		{"json, query in Rack's spelling", bodyOnly, fields{contentType: json, body: jA, query: q("[phone]", b)}, rules.RejectInvalid},
-		{"json, query array", bodyOnly, fields{contentType: json, body: jA, query: q("phone[]", a)}, rules.RejectInvalid},
-		{"json, query bad escape", bodyOnly, fields{contentType: json, body: jA, query: q("phone", "%2B1202555010%")}, rules.RejectInvalid},
-		{"json, other query", bodyOnly, fields{contentType: json, body: jA, query: q("phones", b, "xphone", b)}, rules.Forward},
-		{"json lacks it, query has it", bodyOnly, fields{contentType: json, body: `{}`, query: q("phone", a)}, rules.RejectInvalid},
-		{"no body, query has it", bodyOnly, fields{query: q("phone", a)}, rules.RejectInvalid},
-		{"no body, query has it, skipping rule", skipping, fields{query: q("phone", a)}, rules.RejectInvalid},
+		{"json, no query", bodyOnly, fields{ContentType: json, Text: jA}, rules.Forward},
+		{"json, query agrees", bodyOnly, fields{ContentType: json, Text: jA, QueryValues: q("phone", a)}, rules.Forward},
+		{"json, query differs", bodyOnly, fields{ContentType: json, Text: jA, QueryValues: q("phone", b)}, rules.RejectInvalid},
+		{"json, query in PHP's spelling", bodyOnly, fields{ContentType: json, Text: jA, QueryValues: q("+phone", b)}, rules.RejectInvalid},
+		{"json, query in Rack's spelling", bodyOnly, fields{ContentType: json, Text: jA, QueryValues: q("[phone]", b)}, rules.RejectInvalid},
+		{"json, query array", bodyOnly, fields{ContentType: json, Text: jA, QueryValues: q("phone[]", a)}, rules.RejectInvalid},
+		{"json, query bad escape", bodyOnly, fields{ContentType: json, Text: jA, QueryValues: q("phone", "%2B1202555010%")}, rules.RejectInvalid},
+		{"json, other query", bodyOnly, fields{ContentType: json, Text: jA, QueryValues: q("phones", b, "xphone", b)}, rules.Forward},
+		{"json lacks it, query has it", bodyOnly, fields{ContentType: json, Text: `{}`, QueryValues: q("phone", a)}, rules.RejectInvalid},
+		{"no body, query has it", bodyOnly, fields{QueryValues: q("phone", a)}, rules.RejectInvalid},
+		{"no body, query has it, skipping rule", skipping, fields{QueryValues: q("phone", a)}, rules.RejectInvalid},
 		{"no body, no query, skipping rule", skipping, fields{}, rules.Forward},
-		{"form, query differs", bodyOnly, fields{contentType: form, body: "phone=" + a, query: q("phone", b)}, rules.RejectInvalid},
-		{"form, query agrees", bodyOnly, fields{contentType: form, body: "phone=" + a, query: q("phone", a)}, rules.Forward},
-		{"json, cookie differs", bodyOnly, fields{contentType: json, body: jA, cookie: q("phone", b)}, rules.RejectInvalid},
-		{"json, cookie agrees", bodyOnly, fields{contentType: json, body: jA, cookie: q("phone", a)}, rules.Forward},
-		{"json, cookie plus is a plus", bodyOnly, fields{contentType: json, body: jA, cookie: q("phone", "+12025550100")}, rules.Forward},
-		{"json, cookie in PHP's spelling", bodyOnly, fields{contentType: json, body: jA, cookie: q(" phone", b)}, rules.RejectInvalid},
-		{"json, cookie array", bodyOnly, fields{contentType: json, body: jA, cookie: q("phone[x]", a)}, rules.RejectInvalid},
-		{"json, other cookie", bodyOnly, fields{contentType: json, body: jA, cookie: q("phone.", b, "phones", b)}, rules.Forward},
-		{"no body, cookie only", bodyOnly, fields{cookie: q("phone", a)}, rules.RejectInvalid},
+		{"form, query differs", bodyOnly, fields{ContentType: form, Text: "phone=" + a, QueryValues: q("phone", b)}, rules.RejectInvalid},
+		{"form, query agrees", bodyOnly, fields{ContentType: form, Text: "phone=" + a, QueryValues: q("phone", a)}, rules.Forward},
+		{"json, cookie differs", bodyOnly, fields{ContentType: json, Text: jA, CookieValues: q("phone", b)}, rules.RejectInvalid},
+		{"json, cookie agrees", bodyOnly, fields{ContentType: json, Text: jA, CookieValues: q("phone", a)}, rules.Forward},
+		{"json, cookie plus is a plus", bodyOnly, fields{ContentType: json, Text: jA, CookieValues: q("phone", "+12025550100")}, rules.Forward},
+		{"json, cookie in PHP's spelling", bodyOnly, fields{ContentType: json, Text: jA, CookieValues: q(" phone", b)}, rules.RejectInvalid},
+		{"json, cookie array", bodyOnly, fields{ContentType: json, Text: jA, CookieValues: q("phone[x]", a)}, rules.RejectInvalid},
+		{"json, other cookie", bodyOnly, fields{ContentType: json, Text: jA, CookieValues: q("phone.", b, "phones", b)}, rules.Forward},
+		{"no body, cookie only", bodyOnly, fields{CookieValues: q("phone", a)}, rules.RejectInvalid},
 
 		// A query: source after the body's reads the query when the body
 		// lacks the field; the body must agree when it has it.
-		{"query source: no body", queryLast, fields{query: q("phone", a)}, rules.Forward},
-		{"query source: json lacks it", queryLast, fields{contentType: json, body: `{}`, query: q("phone", a)}, rules.Forward},
-		{"query source: json differs", queryLast, fields{contentType: json, body: jA, query: q("phone", b)}, rules.RejectInvalid},
-		{"query source: cookie differs from the query", queryLast, fields{query: q("phone", a), cookie: q("phone", b)}, rules.RejectInvalid},
-		{"query source first: json differs", queryFirst, fields{contentType: json, body: `{"phone":"+12025550177"}`, query: q("phone", a)}, rules.RejectInvalid},
-		{"query source first: json agrees", queryFirst, fields{contentType: json, body: jA, query: q("phone", a)}, rules.Forward},
-		{"query source first: multipart body", queryFirst, fields{contentType: "multipart/form-data; boundary=x", body: "--x--", query: q("phone", a)}, rules.RejectInvalid},
+		{"query source: no body", queryLast, fields{QueryValues: q("phone", a)}, rules.Forward},
+		{"query source: json lacks it", queryLast, fields{ContentType: json, Text: `{}`, QueryValues: q("phone", a)}, rules.Forward},
+		{"query source: json differs", queryLast, fields{ContentType: json, Text: jA, QueryValues: q("phone", b)}, rules.RejectInvalid},
+		{"query source: cookie differs from the query", queryLast, fields{QueryValues: q("phone", a), CookieValues: q("phone", b)}, rules.RejectInvalid},
+		{"query source first: json differs", queryFirst, fields{ContentType: json, Text: `{"phone":"+12025550177"}`, QueryValues: q("phone", a)}, rules.RejectInvalid},
+		{"query source first: json agrees", queryFirst, fields{ContentType: json, Text: jA, QueryValues: q("phone", a)}, rules.Forward},
+		{"query source first: multipart body", queryFirst, fields{ContentType: "multipart/form-data; boundary=x", Text: "--x--", QueryValues: q("phone", a)}, rules.RejectInvalid},
 
 		// json:user.phone is user[phone] in a query.
-		{"nested: query agrees", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("user[phone]", a)}, rules.Forward},
-		{"nested: query differs", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("user[phone]", b)}, rules.RejectInvalid},
-		{"nested: query names the parent", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("user", b)}, rules.RejectInvalid},
-		{"nested: query names a sibling", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("user[name]", b)}, rules.Forward},
-		{"nested: Rack spelling", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("user]phone", b)}, rules.RejectInvalid},
-		{"nested: flat name is another field", nested, fields{contentType: json, body: `{"user":{"phone":"+12025550100"}}`, query: q("phone", b)}, rules.Forward},
+		{"nested: query agrees", nested, fields{ContentType: json, Text: `{"user":{"phone":"+12025550100"}}`, QueryValues: q("user[phone]", a)}, rules.Forward},
+		{"nested: query differs", nested, fields{ContentType: json, Text: `{"user":{"phone":"+12025550100"}}`, QueryValues: q("user[phone]", b)}, rules.RejectInvalid},
+		{"nested: query names the parent", nested, fields{ContentType: json, Text: `{"user":{"phone":"+12025550100"}}`, QueryValues: q("user", b)}, rules.RejectInvalid},
+		{"nested: query names a sibling", nested, fields{ContentType: json, Text: `{"user":{"phone":"+12025550100"}}`, QueryValues: q("user[name]", b)}, rules.Forward},
+		{"nested: Rack spelling", nested, fields{ContentType: json, Text: `{"user":{"phone":"+12025550100"}}`, QueryValues: q("user]phone", b)}, rules.RejectInvalid},
+		{"nested: flat name is another field", nested, fields{ContentType: json, Text: `{"user":{"phone":"+12025550100"}}`, QueryValues: q("phone", b)}, rules.Forward},
 
 		// A key naming the body field itself is held to the same.
-		{"json key: query differs", jsonKey, fields{contentType: json, body: jA, query: q("phone", b)}, rules.RejectInvalid},
-		{"json key: query agrees", jsonKey, fields{contentType: json, body: `{"phone":"x"}`, query: q("phone", "x")}, rules.Forward},
+		{"json key: query differs", jsonKey, fields{ContentType: json, Text: jA, QueryValues: q("phone", b)}, rules.RejectInvalid},
+		{"json key: query agrees", jsonKey, fields{ContentType: json, Text: `{"phone":"x"}`, QueryValues: q("phone", "x")}, rules.Forward},
 
 		// Other seams of the body itself.
-		{"content encoding", bodyOnly, fields{contentType: json, body: jA, header: q("Content-Encoding", "gzip")}, rules.RejectInvalid},
-		{"multipart, skipping rule", skipping, fields{contentType: "multipart/form-data; boundary=x", body: "--x--"}, rules.RejectInvalid},
-		{"no type, skipping rule", skipping, fields{body: jA}, rules.RejectInvalid},
-		{"bypass 1 type, skipping rule", skipping, fields{contentType: "application/x-www-form-urlencoded,x", body: jA}, rules.RejectInvalid},
+		{"content encoding", bodyOnly, fields{ContentType: json, Text: jA, HeaderValues: q("Content-Encoding", "gzip")}, rules.RejectInvalid},
+		{"multipart, skipping rule", skipping, fields{ContentType: "multipart/form-data; boundary=x", Text: "--x--"}, rules.RejectInvalid},
+		{"no type, skipping rule", skipping, fields{Text: jA}, rules.RejectInvalid},
+		{"bypass 1 type, skipping rule", skipping, fields{ContentType: "application/x-www-form-urlencoded,x", Text: jA}, rules.RejectInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,7 +315,7 @@ rule "per-phone" {
 			p := rulestest.Load(t, tt.policy)
 			e := rulestest.NewEngine(t, nil)
 			s := rules.NewScratch(4)
-			d := check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1", f: tt.f}, s)
+			d := check(e, p, req{Method: "POST", Path: "/otp/send", Client: "192.0.2.1", Fields: tt.f}, s)
 			if d.Verdict != tt.want {
 				t.Errorf("got verdict %d by %v, want %d", d.Verdict, ruleName(d.Refusing), tt.want)
 			}
@@ -356,15 +345,15 @@ rule "per-phone" {
 	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	send := func(f fields) rules.Verdict {
-		return check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1", f: f}, s).Verdict
+		return check(e, p, req{Method: "POST", Path: "/otp/send", Client: "192.0.2.1", Fields: f}, s).Verdict
 	}
-	if v := send(fields{query: map[string]string{"phone": "%2B1+202+555+0100"}}); v != rules.Forward {
+	if v := send(fields{QueryValues: map[string]string{"phone": "%2B1+202+555+0100"}}); v != rules.Forward {
 		t.Fatalf("query: got %d, want Forward", v)
 	}
-	if v := send(fields{contentType: "application/json", body: `{"phone":"(202) 555-0100"}`}); v != rules.Forward {
+	if v := send(fields{ContentType: "application/json", Text: `{"phone":"(202) 555-0100"}`}); v != rules.Forward {
 		t.Fatalf("json: got %d, want Forward", v)
 	}
-	if v := send(fields{contentType: "application/json", body: `{}`, query: map[string]string{"phone": "2025550100"}}); v != rules.RefuseLimit {
+	if v := send(fields{ContentType: "application/json", Text: `{}`, QueryValues: map[string]string{"phone": "2025550100"}}); v != rules.RefuseLimit {
 		t.Fatalf("third send, query: got %d, want RefuseLimit (one phone, one bucket)", v)
 	}
 }

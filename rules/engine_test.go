@@ -4,64 +4,23 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/nat"
-	"github.com/edge-gateway/edge/route"
 	"github.com/edge-gateway/edge/rules"
 )
 
-// fields is a map-backed rules.Fields.
-type fields struct {
-	header, cookie, query map[string]string
-	contentType, body     string
-}
-
-func (f fields) Body() ([]byte, []byte) { return []byte(f.contentType), []byte(f.body) }
-func (f fields) RawQuery() []byte {
-	var q []string
-	for k, v := range f.query {
-		q = append(q, k+"="+v)
-	}
-	return []byte(strings.Join(q, "&"))
-}
-
-func (f fields) Header(n []byte) []byte { return bytesOf(f.header, n) }
-func (f fields) Cookie(n []byte) []byte { return bytesOf(f.cookie, n) }
-func (f fields) Query(n []byte) []byte  { return bytesOf(f.query, n) }
-
-func bytesOf(m map[string]string, n []byte) []byte {
-	if v, ok := m[string(n)]; ok {
-		return []byte(v)
-	}
-	return nil
-}
-
-type req struct {
-	method, path, host, client string
-	override                   string
-	f                          fields
-}
-
-func (r req) build() *rules.Request {
-	out := &rules.Request{
-		Method: []byte(r.method),
-		Path:   route.AppendMatchPath(nil, []byte(r.path), true),
-		Host:   []byte(r.host),
-		Client: netip.MustParseAddr(r.client),
-		Fields: r.f,
-	}
-	if r.override != "" {
-		out.Overrides = route.AppendMethodTokens(nil, []byte(r.override))
-	}
-	return out
-}
+// fields and req are rulestest's request fields and request, by the short
+// names the tables use.
+type (
+	fields = rulestest.Fields
+	req    = rulestest.Req
+)
 
 func check(e *rules.Engine, p *rules.Policy, r req, s *rules.Scratch) rules.Decision {
-	return e.Check(context.Background(), rulestest.T0, p, r.build(), s)
+	return e.Check(context.Background(), rulestest.T0, p, r.Build(), s)
 }
 
 func TestEngineDenyAction(t *testing.T) {
@@ -84,17 +43,17 @@ rule "count-otp" {
 `)
 	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
-	if d := check(e, p, req{method: "GET", path: "/admin/users", client: "192.0.2.1"}, s); d.Verdict != rules.RefuseForbidden || d.Refusing.Name != "block-admin" {
+	if d := check(e, p, req{Method: "GET", Path: "/admin/users", Client: "192.0.2.1"}, s); d.Verdict != rules.RefuseForbidden || d.Refusing.Name != "block-admin" {
 		t.Errorf("admin: got verdict %d by %v, want 403 by block-admin", d.Verdict, d.Refusing)
 	}
-	if d := check(e, p, req{method: "GET", path: "/api", client: "192.0.2.1"}, s); d.Verdict != rules.Forward {
+	if d := check(e, p, req{Method: "GET", Path: "/api", Client: "192.0.2.1"}, s); d.Verdict != rules.Forward {
 		t.Errorf("api: got verdict %d", d.Verdict)
 	}
 	// A sensitive deny answers as a limit refusal (bare 429), and the
 	// refused request consumes nothing from the counting rule: twice
 	// refused, the one-an-hour counter is still unused.
 	for range 2 {
-		if d := check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1"}, s); d.Verdict != rules.RefuseLimit || !d.Sensitive {
+		if d := check(e, p, req{Method: "POST", Path: "/otp/send", Client: "192.0.2.1"}, s); d.Verdict != rules.RefuseLimit || !d.Sensitive {
 			t.Errorf("otp: got verdict %d sensitive %v, want bare 429", d.Verdict, d.Sensitive)
 		}
 	}
@@ -106,7 +65,7 @@ rule "count-otp" {
   period = "1h"
 }
 `)
-	if d := check(e, p2, req{method: "POST", path: "/otp/send", client: "192.0.2.1"}, s); d.Verdict != rules.Forward {
+	if d := check(e, p2, req{Method: "POST", Path: "/otp/send", Client: "192.0.2.1"}, s); d.Verdict != rules.Forward {
 		t.Errorf("counter was consumed by refused requests: verdict %d", d.Verdict)
 	}
 }
@@ -137,25 +96,25 @@ rule "per-ip-attempts" {
 	s := rules.NewScratch(4)
 	// Absent on an ordinary rule: skipped, never a shared empty key.
 	for range 3 {
-		d := check(e, p, req{method: "GET", path: "/api/x", client: "192.0.2.1"}, s)
+		d := check(e, p, req{Method: "GET", Path: "/api/x", Client: "192.0.2.1"}, s)
 		if d.Verdict != rules.Forward || s.Matches[0].Outcome != rules.OutcomeSkip {
 			t.Fatalf("got verdict %d outcome %v, want forward/skip", d.Verdict, s.Matches[0].Outcome)
 		}
 	}
 	// Present: counted per value.
 	for i, want := range []rules.Verdict{rules.Forward, rules.RefuseLimit} {
-		d := check(e, p, req{method: "GET", path: "/api/x", client: "192.0.2.1", f: fields{header: map[string]string{"X-Api-Key": "k1"}}}, s)
+		d := check(e, p, req{Method: "GET", Path: "/api/x", Client: "192.0.2.1", Fields: fields{HeaderValues: map[string]string{"X-Api-Key": "k1"}}}, s)
 		if d.Verdict != want {
 			t.Errorf("k1 #%d: got %d, want %d", i, d.Verdict, want)
 		}
 	}
-	if d := check(e, p, req{method: "GET", path: "/api/x", client: "192.0.2.1", f: fields{header: map[string]string{"X-Api-Key": "k2"}}}, s); d.Verdict != rules.Forward {
+	if d := check(e, p, req{Method: "GET", Path: "/api/x", Client: "192.0.2.1", Fields: fields{HeaderValues: map[string]string{"X-Api-Key": "k2"}}}, s); d.Verdict != rules.Forward {
 		t.Errorf("k2: got %d", d.Verdict)
 	}
 	// Absent on a sensitive rule: 400, and the per-client rule is charged
 	// as an attempt, so garbage floods are still limited.
 	for i, want := range []rules.Verdict{rules.RejectMissing, rules.RejectMissing, rules.RefuseLimit} {
-		d := check(e, p, req{method: "POST", path: "/login", client: "192.0.2.9"}, s)
+		d := check(e, p, req{Method: "POST", Path: "/login", Client: "192.0.2.9"}, s)
 		if d.Verdict != want {
 			t.Errorf("missing #%d: got verdict %d, want %d", i, d.Verdict, want)
 		}
@@ -183,7 +142,7 @@ rule "loose" {
 	var outcomes []rules.Outcome
 	var verdicts []rules.Verdict
 	for range 4 {
-		d := check(e, p, req{method: "GET", path: "/api/x", client: "2001:db8::1"}, s)
+		d := check(e, p, req{Method: "GET", Path: "/api/x", Client: "2001:db8::1"}, s)
 		verdicts = append(verdicts, d.Verdict)
 		outcomes = append(outcomes, s.Matches[0].Outcome)
 	}
@@ -196,7 +155,7 @@ rule "loose" {
 	}
 	// Node-wide dry-run: nothing refuses, the refusal is still decided.
 	e.SetDryRun(true)
-	d := check(e, p, req{method: "GET", path: "/api/x", client: "2001:db8::1"}, s)
+	d := check(e, p, req{Method: "GET", Path: "/api/x", Client: "2001:db8::1"}, s)
 	if d.Verdict != rules.Forward || s.Matches[1].Outcome != rules.OutcomeDryRunDeny {
 		t.Errorf("node dry-run: got %d/%v", d.Verdict, s.Matches[1].Outcome)
 	}
@@ -220,21 +179,21 @@ rule "login" {
 		r     req
 		match bool
 	}{
-		{"exact", req{method: "POST", path: "/login", host: "example.com"}, true},
-		{"trailing slash", req{method: "POST", path: "/login/", host: "example.com"}, true},
-		{"case", req{method: "POST", path: "/LogIn", host: "example.com"}, true},
-		{"override", req{method: "GET", path: "/login", host: "example.com", override: "POST"}, true},
-		{"override with unicode space", req{method: "GET", path: "/login", host: "example.com", override: "POST\u00a0"}, true},
-		{"override list", req{method: "GET", path: "/login", host: "example.com", override: "GET, post"}, true},
-		{"override long s", req{method: "GET", path: "/login", host: "example.com", override: "po\u017ft"}, true},
-		{"override other", req{method: "GET", path: "/login", host: "example.com", override: "PUT"}, false},
-		{"other method", req{method: "GET", path: "/login", host: "example.com"}, false},
-		{"other host", req{method: "POST", path: "/login", host: "evil.com"}, false},
-		{"sub path", req{method: "POST", path: "/login/x", host: "example.com"}, false},
-		{"prefix sibling", req{method: "POST", path: "/loginx", host: "example.com"}, false},
+		{"exact", req{Method: "POST", Path: "/login", Host: "example.com"}, true},
+		{"trailing slash", req{Method: "POST", Path: "/login/", Host: "example.com"}, true},
+		{"case", req{Method: "POST", Path: "/LogIn", Host: "example.com"}, true},
+		{"override", req{Method: "GET", Path: "/login", Host: "example.com", Override: "POST"}, true},
+		{"override with unicode space", req{Method: "GET", Path: "/login", Host: "example.com", Override: "POST\u00a0"}, true},
+		{"override list", req{Method: "GET", Path: "/login", Host: "example.com", Override: "GET, post"}, true},
+		{"override long s", req{Method: "GET", Path: "/login", Host: "example.com", Override: "po\u017ft"}, true},
+		{"override other", req{Method: "GET", Path: "/login", Host: "example.com", Override: "PUT"}, false},
+		{"other method", req{Method: "GET", Path: "/login", Host: "example.com"}, false},
+		{"other host", req{Method: "POST", Path: "/login", Host: "evil.com"}, false},
+		{"sub path", req{Method: "POST", Path: "/login/x", Host: "example.com"}, false},
+		{"prefix sibling", req{Method: "POST", Path: "/loginx", Host: "example.com"}, false},
 	}
 	for _, tt := range tests {
-		tt.r.client = "192.0.2.1"
+		tt.r.Client = "192.0.2.1"
 		check(e, p, tt.r, s)
 		if got := len(s.Matches) == 1; got != tt.match {
 			t.Errorf("%s: matched %v, want %v", tt.name, got, tt.match)
@@ -272,22 +231,22 @@ rule "c" {
 		check(e, p, r, s)
 		return s.Ops[i].Key
 	}
-	k1 := key(req{method: "GET", path: "/x", client: "192.0.2.1", f: fields{header: map[string]string{"A": "ab", "B": "c"}}}, 0)
-	k2 := key(req{method: "GET", path: "/x", client: "192.0.2.1", f: fields{header: map[string]string{"A": "a", "B": "bc"}}}, 0)
+	k1 := key(req{Method: "GET", Path: "/x", Client: "192.0.2.1", Fields: fields{HeaderValues: map[string]string{"A": "ab", "B": "c"}}}, 0)
+	k2 := key(req{Method: "GET", Path: "/x", Client: "192.0.2.1", Fields: fields{HeaderValues: map[string]string{"A": "a", "B": "bc"}}}, 0)
 	if k1 == k2 {
 		t.Error(`"ab"+"c" and "a"+"bc" share a key`)
 	}
-	b1, c1 := key(req{method: "GET", path: "/y", client: "2001:db8:1:2::1"}, 0), key(req{method: "GET", path: "/y", client: "2001:db8:1:2::1"}, 1)
+	b1, c1 := key(req{Method: "GET", Path: "/y", Client: "2001:db8:1:2::1"}, 0), key(req{Method: "GET", Path: "/y", Client: "2001:db8:1:2::1"}, 1)
 	if b1 == c1 {
 		t.Error("two rules share a counter")
 	}
-	if b2 := key(req{method: "GET", path: "/y", client: "2001:db8:1:2:ffff::9"}, 0); b2 != b1 {
+	if b2 := key(req{Method: "GET", Path: "/y", Client: "2001:db8:1:2:ffff::9"}, 0); b2 != b1 {
 		t.Error("one /64 gives two keys")
 	}
-	if c2 := key(req{method: "GET", path: "/y", client: "2001:db8:1:2:ffff::9"}, 1); c2 == c1 {
+	if c2 := key(req{Method: "GET", Path: "/y", Client: "2001:db8:1:2:ffff::9"}, 1); c2 == c1 {
 		t.Error("a /128 rule merges two addresses")
 	}
-	if b3 := key(req{method: "GET", path: "/y", client: "2001:db8:1:3::1"}, 0); b3 == b1 {
+	if b3 := key(req{Method: "GET", Path: "/y", Client: "2001:db8:1:3::1"}, 0); b3 == b1 {
 		t.Error("two /64s share a key")
 	}
 }
@@ -318,11 +277,11 @@ rule "closed" {
 `)
 	e := rulestest.NewEngine(t, brokenStore{})
 	s := rules.NewScratch(4)
-	d := check(e, p, req{method: "GET", path: "/api/x", client: "192.0.2.1"}, s)
+	d := check(e, p, req{Method: "GET", Path: "/api/x", Client: "192.0.2.1"}, s)
 	if d.Verdict != rules.Forward || !errors.Is(d.StoreErr, errDown) || s.Matches[0].Outcome != rules.OutcomeStoreErrorAllow {
 		t.Errorf("fail open: got %d %v %v", d.Verdict, d.StoreErr, s.Matches[0].Outcome)
 	}
-	d = check(e, p, req{method: "POST", path: "/login", client: "192.0.2.1"}, s)
+	d = check(e, p, req{Method: "POST", Path: "/login", Client: "192.0.2.1"}, s)
 	if d.Verdict != rules.Unavailable || s.Matches[1].Outcome != rules.OutcomeStoreErrorDeny || s.Matches[0].Outcome != rules.OutcomeStoreErrorAllow {
 		t.Errorf("fail closed: got %d %v %v", d.Verdict, s.Matches[0].Outcome, s.Matches[1].Outcome)
 	}
@@ -353,7 +312,7 @@ rule "verify-global" {
 	// more than two forwarded.
 	want := []rules.Outcome{rules.OutcomeAllow, rules.OutcomeAllow, rules.OutcomeAllow, rules.OutcomeDeny}
 	for i, w := range want {
-		check(e, p, req{method: "POST", path: "/otp/verify", client: "192.0.2.1"}, s)
+		check(e, p, req{Method: "POST", Path: "/otp/verify", Client: "192.0.2.1"}, s)
 		if got := s.Matches[0].Outcome; got != w {
 			t.Errorf("#%d: attempts rule got %v, want %v", i, got, w)
 		}
@@ -394,21 +353,21 @@ rule "per-session" {
 	e := rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	send := func(f fields) rules.Verdict {
-		return check(e, p, req{method: "POST", path: "/otp/send", client: "192.0.2.1", f: f}, s).Verdict
+		return check(e, p, req{Method: "POST", Path: "/otp/send", Client: "192.0.2.1", Fields: f}, s).Verdict
 	}
 	tests := []struct {
 		name string
 		f    fields
 		want rules.Verdict
 	}{
-		{"json", fields{contentType: "application/json", body: `{"phone":"+1 202-555-0100"}`}, rules.Forward},
-		{"form, same phone", fields{contentType: "application/x-www-form-urlencoded", body: "phone=%28202%29+555-0100"}, rules.Forward},
-		{"header, same phone: third", fields{header: map[string]string{"X-Phone": "2025550100"}}, rules.RefuseLimit},
-		{"duplicate json keys", fields{contentType: "application/json", body: `{"phone":"+12025550111","Phone":"+12025550122"}`}, rules.RejectInvalid},
-		{"duplicate query", fields{query: map[string]string{"phone": "+12025550111&phone=+12025550122"}}, rules.RejectInvalid},
-		{"not a number", fields{contentType: "application/json", body: `{"phone":"call me maybe"}`}, rules.RejectInvalid},
-		{"absent on a sensitive rule", fields{contentType: "application/json", body: `{}`}, rules.RejectMissing},
-		{"foreign country", fields{contentType: "application/json", body: `{"phone":"+44 20 7946 0958"}`}, rules.RefuseLimit},
+		{"json", fields{ContentType: "application/json", Text: `{"phone":"+1 202-555-0100"}`}, rules.Forward},
+		{"form, same phone", fields{ContentType: "application/x-www-form-urlencoded", Text: "phone=%28202%29+555-0100"}, rules.Forward},
+		{"header, same phone: third", fields{HeaderValues: map[string]string{"X-Phone": "2025550100"}}, rules.RefuseLimit},
+		{"duplicate json keys", fields{ContentType: "application/json", Text: `{"phone":"+12025550111","Phone":"+12025550122"}`}, rules.RejectInvalid},
+		{"duplicate query", fields{QueryValues: map[string]string{"phone": "+12025550111&phone=+12025550122"}}, rules.RejectInvalid},
+		{"not a number", fields{ContentType: "application/json", Text: `{"phone":"call me maybe"}`}, rules.RejectInvalid},
+		{"absent on a sensitive rule", fields{ContentType: "application/json", Text: `{}`}, rules.RejectMissing},
+		{"foreign country", fields{ContentType: "application/json", Text: `{"phone":"+44 20 7946 0958"}`}, rules.RefuseLimit},
 	}
 	for _, tt := range tests {
 		if got := send(tt.f); got != tt.want {
@@ -418,8 +377,8 @@ rule "per-session" {
 	// otp_session with reset_on_success: one attempt an hour per code,
 	// cleared by a success.
 	verify := func() rules.Decision {
-		return check(e, p, req{method: "POST", path: "/otp/verify", client: "192.0.2.1", f: fields{contentType: "application/json",
-			body: `{"phone":"+12025550177","challenge_id":"c1"}`}}, s)
+		return check(e, p, req{Method: "POST", Path: "/otp/verify", Client: "192.0.2.1", Fields: fields{ContentType: "application/json",
+			Text: `{"phone":"+12025550177","challenge_id":"c1"}`}}, s)
 	}
 	if d := verify(); d.Verdict != rules.Forward || !d.Settle {
 		t.Fatalf("first verify: verdict %d settle %v", d.Verdict, d.Settle)
@@ -474,7 +433,7 @@ rule "closed" {
 `)
 	e := rulestest.NewEngine(t, fallbackStore{})
 	s := rules.NewScratch(4)
-	d := check(e, p, req{method: "POST", path: "/login", client: "192.0.2.1"}, s)
+	d := check(e, p, req{Method: "POST", Path: "/login", Client: "192.0.2.1"}, s)
 	if !errors.Is(d.StoreErr, rules.ErrStoreFallback) || d.Verdict != rules.Unavailable {
 		t.Errorf("got verdict %d, error %v; want Unavailable, ErrStoreFallback", d.Verdict, d.StoreErr)
 	}
@@ -517,7 +476,7 @@ rule "signup" {
 		"2002:c633:64ff:1:2:3:4:5",             // 6to4 again: refused
 	} {
 		client := p.Client.Client(netip.MustParseAddr(peer), nil)
-		d := check(e, p, req{method: "POST", path: "/signup", client: client.String()}, s)
+		d := check(e, p, req{Method: "POST", Path: "/signup", Client: client.String()}, s)
 		want := rules.Forward
 		if i >= 6 {
 			want = rules.RefuseLimit
@@ -530,7 +489,7 @@ rule "signup" {
 	// ordinary IPv6 address then), have budgets of their own.
 	for _, peer := range []string{"2002:c633:6501::1", "2002:a00:1::1"} {
 		client := p.Client.Client(netip.MustParseAddr(peer), nil)
-		if d := check(e, p, req{method: "POST", path: "/signup", client: client.String()}, s); d.Verdict != rules.Forward {
+		if d := check(e, p, req{Method: "POST", Path: "/signup", Client: client.String()}, s); d.Verdict != rules.Forward {
 			t.Errorf("signup from %s (counted as %v): got verdict %d, want forward", peer, client, d.Verdict)
 		}
 	}
@@ -629,7 +588,7 @@ rule "login-per-ip" {
   sensitive = true
 }
 `)
-	json := func(body string) fields { return fields{contentType: "application/json", body: body} }
+	json := func(body string) fields { return fields{ContentType: "application/json", Text: body} }
 	tests := []struct {
 		name string
 		r    req
@@ -640,15 +599,15 @@ rule "login-per-ip" {
 		sensitive bool
 		refusing  string // the Decision's Refusing rule, "" for none
 	}{
-		{"deny, fail-open counter", req{path: "/admin/x"}, rules.RefuseForbidden, true, false, "block-admin"},
-		{"deny, fail-closed counter", req{path: "/admin/closed"}, rules.RefuseForbidden, true, false, "block-admin"},
-		{"sensitive deny", req{path: "/otp/send", f: json(`{"phone":"+44 20 7946 0958"}`)}, rules.RefuseLimit, true, true, "otp-abroad"},
-		{"missing sensitive identity", req{path: "/otp/send", f: json(`{}`)}, rules.RejectMissing, true, true, ""},
-		{"invalid identity", req{path: "/otp/send", f: json(`{"phone":"call me maybe"}`)}, rules.RejectInvalid, true, true, ""},
-		{"missing identity, reject, fail-open", req{path: "/api/x"}, rules.RejectMissing, true, false, ""},
-		{"missing identity, fail-closed counter", req{path: "/login"}, rules.RejectMissing, true, true, ""},
-		{"counted, fail-open", req{path: "/api/x", f: fields{header: map[string]string{"X-Api-Key": "k"}}}, rules.Forward, true, false, ""},
-		{"counted, fail-closed", req{path: "/otp/send", f: json(`{"phone":"+1 202 555 0100"}`)}, rules.Unavailable, false, true, "otp-per-phone"},
+		{"deny, fail-open counter", req{Path: "/admin/x"}, rules.RefuseForbidden, true, false, "block-admin"},
+		{"deny, fail-closed counter", req{Path: "/admin/closed"}, rules.RefuseForbidden, true, false, "block-admin"},
+		{"sensitive deny", req{Path: "/otp/send", Fields: json(`{"phone":"+44 20 7946 0958"}`)}, rules.RefuseLimit, true, true, "otp-abroad"},
+		{"missing sensitive identity", req{Path: "/otp/send", Fields: json(`{}`)}, rules.RejectMissing, true, true, ""},
+		{"invalid identity", req{Path: "/otp/send", Fields: json(`{"phone":"call me maybe"}`)}, rules.RejectInvalid, true, true, ""},
+		{"missing identity, reject, fail-open", req{Path: "/api/x"}, rules.RejectMissing, true, false, ""},
+		{"missing identity, fail-closed counter", req{Path: "/login"}, rules.RejectMissing, true, true, ""},
+		{"counted, fail-open", req{Path: "/api/x", Fields: fields{HeaderValues: map[string]string{"X-Api-Key": "k"}}}, rules.Forward, true, false, ""},
+		{"counted, fail-closed", req{Path: "/otp/send", Fields: json(`{"phone":"+1 202 555 0100"}`)}, rules.Unavailable, false, true, "otp-per-phone"},
 	}
 	healthy := rulestest.NewEngine(t, nil)
 	for _, store := range []struct {
@@ -658,7 +617,7 @@ rule "login-per-ip" {
 		e := rulestest.NewEngine(t, store.store)
 		for _, tt := range tests {
 			t.Run(store.name+"/"+tt.name, func(t *testing.T) {
-				tt.r.method, tt.r.client = "POST", "192.0.2.1"
+				tt.r.Method, tt.r.Client = "POST", "192.0.2.1"
 				s := rules.NewScratch(8)
 				if tt.certain {
 					if d := check(healthy, p, tt.r, s); d.Verdict != tt.want {
@@ -689,7 +648,7 @@ rule "login-per-ip" {
 	e := rulestest.NewEngine(t, brokenStore{})
 	e.SetDryRun(true)
 	for _, tt := range tests {
-		if d := check(e, p, req{method: "POST", path: tt.r.path, client: "192.0.2.1", f: tt.r.f}, rules.NewScratch(8)); d.Verdict != rules.Forward {
+		if d := check(e, p, req{Method: "POST", Path: tt.r.Path, Client: "192.0.2.1", Fields: tt.r.Fields}, rules.NewScratch(8)); d.Verdict != rules.Forward {
 			t.Errorf("dry-run %s: got verdict %d, want forward", tt.name, d.Verdict)
 		}
 	}

@@ -53,9 +53,9 @@ rule "verify-per-key" {
 	rec := &recordingStore{Store: ms}
 	e, control := rulestest.NewEngine(t, rec), rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
-	bare := req{method: "POST", path: "/otp/verify", host: "example.com", client: "192.0.2.1"}
+	bare := req{Method: "POST", Path: "/otp/verify", Host: "example.com", Client: "192.0.2.1"}
 	for range 5 {
-		d := e.Explain(context.Background(), rulestest.T0, p, bare.build(), s)
+		d := e.Explain(context.Background(), rulestest.T0, p, bare.Build(), s)
 		if d.Verdict != rules.RejectMissing {
 			t.Fatalf("explain: verdict %d, want RejectMissing", d.Verdict)
 		}
@@ -71,7 +71,7 @@ rule "verify-per-key" {
 		}
 	}
 	keyed := bare
-	keyed.f = fields{header: map[string]string{"X-Api-Key": "k1"}}
+	keyed.Fields = fields{HeaderValues: map[string]string{"X-Api-Key": "k1"}}
 	got := check(e, p, keyed, s)
 	gotRemaining := s.Res[s.Matches[0].Op].Remaining
 	cs := rules.NewScratch(4)

@@ -151,7 +151,7 @@ rule "b" {
 	s := rules.NewScratch(len(p.Rules))
 	network := func(client string) uint32 {
 		t.Helper()
-		check(e, p, req{method: "GET", path: "/a", client: client}, s)
+		check(e, p, req{Method: "GET", Path: "/a", Client: client}, s)
 		if len(st.ops) != 2 || st.ops[0].Network != st.ops[1].Network || st.ops[0].Network == 0 {
 			t.Fatalf("%s: ops %+v, want two with one network", client, st.ops)
 		}
@@ -184,7 +184,7 @@ store "memory" {
   network_share = "100%"
 }
 `+src)
-	check(e, off, req{method: "GET", path: "/a", client: "203.0.113.7"}, s)
+	check(e, off, req{Method: "GET", Path: "/a", Client: "203.0.113.7"}, s)
 	if st.ops[0].Network != 0 || st.ops[0].NetworkKeys != 0 {
 		t.Errorf("no shares: op %+v, want no network and no bound", st.ops[0])
 	}

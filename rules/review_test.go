@@ -94,7 +94,7 @@ rule "global" {
 	for _, ip := range []string{"192.0.2.1", "198.51.100.7"} {
 		s := rules.NewScratch(len(p.Rules))
 		req := rules.Request{Method: []byte("GET"), Host: []byte("example.com"), Path: []byte("/"), Client: netip.MustParseAddr(ip),
-			Fields: fields{header: map[string]string{"X-Tenant": "acme"}}}
+			Fields: fields{HeaderValues: map[string]string{"X-Tenant": "acme"}}}
 		d := e.Check(context.Background(), time.Unix(1e9, 0), p, &req, s)
 		if d.Verdict != rules.RejectInvalid {
 			t.Errorf("%s: verdict %d, want RejectInvalid (the sloppy characteristic)", ip, d.Verdict)

@@ -10,7 +10,9 @@ package rulestest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +101,8 @@ func NewEngine(t testing.TB, store rules.Store) *rules.Engine {
 }
 
 // Fields is a map-backed rules.Fields: a body of ContentType and Text, and
-// headers, cookies and query parameters by name (nil maps: none).
+// headers, cookies and query parameters by name (nil maps: none), the
+// query string and the Cookie header joined from them in name order.
 type Fields struct {
 	ContentType, Text string
 	HeaderValues      map[string]string
@@ -119,11 +122,25 @@ func (f Fields) Cookie(n []byte) []byte { return lookup(f.CookieValues, n) }
 // Query returns query parameter n's value, nil when absent.
 func (f Fields) Query(n []byte) []byte { return lookup(f.QueryValues, n) }
 
-// RawQuery returns nil: the tests give parameters by name.
-func (Fields) RawQuery() []byte { return nil }
+// RawQuery joins the query parameters as a query string, in name order
+// (nil: none).
+func (f Fields) RawQuery() []byte { return join(f.QueryValues, "&") }
 
-// Cookies returns nil: the tests give cookies by name.
-func (Fields) Cookies() []byte { return nil }
+// Cookies joins the cookies as a Cookie header, in name order (nil: none).
+func (f Fields) Cookies() []byte { return join(f.CookieValues, "; ") }
+
+// join returns m's name=value pairs in name order, separated by sep; nil
+// for an empty m.
+func join(m map[string]string, sep string) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	var pairs []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		pairs = append(pairs, k+"="+m[k])
+	}
+	return []byte(strings.Join(pairs, sep))
+}
 
 func lookup(m map[string]string, n []byte) []byte {
 	if v, ok := m[string(n)]; ok {
@@ -171,9 +188,11 @@ func Account(username string) Fields { return JSON(AccountBody(username)) }
 
 // Req is a request as the tests write it: Client a literal address, Path
 // the path the origin receives (Build folds it into the match path as the
-// gateway does), Host empty for none, Fields nil for none.
+// gateway does), Host empty for none, Override the method override
+// header's value ("" none), Fields nil for none.
 type Req struct {
 	Method, Path, Host, Client string
+	Override                   string
 	Fields                     rules.Fields
 }
 
@@ -187,6 +206,9 @@ func (r Req) Build() *rules.Request {
 	}
 	if r.Host != "" {
 		q.Host = []byte(r.Host)
+	}
+	if r.Override != "" {
+		q.Overrides = route.AppendMethodTokens(nil, []byte(r.Override))
 	}
 	return q
 }
