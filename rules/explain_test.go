@@ -3,24 +3,11 @@ package rules_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
 	"github.com/edge-gateway/edge/rules/memstore"
 )
-
-// recordingStore passes every call to a memory store and keeps a copy of
-// its ops.
-type recordingStore struct {
-	*memstore.Store
-	calls [][]rules.Op
-}
-
-func (s *recordingStore) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	s.calls = append(s.calls, append([]rules.Op(nil), ops...))
-	return s.Store.Take(ctx, now, ops, res)
-}
 
 // TestExplainSendsOnlyPeeks: Explain of a request that a missing identity
 // rejects (which Check charges to every rule as an attempt) decides as
@@ -50,7 +37,7 @@ rule "verify-per-key" {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ms.Close() })
-	rec := &recordingStore{Store: ms}
+	rec := &rulestest.Recorder{Store: ms}
 	e, control := rulestest.NewEngine(t, rec), rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	bare := req{Method: "POST", Path: "/otp/verify", Host: "example.com", Client: "192.0.2.1"}
@@ -60,10 +47,10 @@ rule "verify-per-key" {
 			t.Fatalf("explain: verdict %d, want RejectMissing", d.Verdict)
 		}
 	}
-	if len(rec.calls) != 5 {
-		t.Fatalf("%d store calls for 5 explains, want 5", len(rec.calls))
+	if rec.N() != 5 {
+		t.Fatalf("%d store calls for 5 explains, want 5", rec.N())
 	}
-	for _, ops := range rec.calls {
+	for _, ops := range rec.Since(0) {
 		for _, op := range ops {
 			if op.Kind != rules.OpPeek || op.Attempts {
 				t.Fatalf("explain sent op kind %d attempts %v, want a peek without attempts", op.Kind, op.Attempts)
@@ -82,7 +69,7 @@ rule "verify-per-key" {
 	}
 	// Check itself still charges the rejected request as an attempt.
 	check(e, p, bare, s)
-	if ops := rec.calls[len(rec.calls)-1]; ops[0].Kind != rules.OpTake || !ops[0].Attempts {
+	if ops := rec.Last(); ops[0].Kind != rules.OpTake || !ops[0].Attempts {
 		t.Errorf("Check after Explain sent kind %d attempts %v, want a take charged as an attempt", ops[0].Kind, ops[0].Attempts)
 	}
 }

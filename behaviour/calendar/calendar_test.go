@@ -187,17 +187,6 @@ rule "api-burst" {
 	}
 }
 
-// recording is a store that keeps the ops of its last call.
-type recording struct {
-	rules.Store
-	ops []rules.Op
-}
-
-func (r *recording) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	r.ops = append(r.ops[:0], ops...)
-	return r.Store.Take(ctx, now, ops, res)
-}
-
 // TestCalendarShapesEveryOp: every op of a calendar rule counts the
 // window holding now, whether the request is counted or refused whatever
 // the counters say (its op a peek), and so does Forgive's reset; the
@@ -210,7 +199,7 @@ rule "blocked" {
   action = "deny"
 }
 `+monthlyRule)
-	rec := &recording{Store: rulestest.NewStore(t)}
+	rec := &rulestest.Recorder{Store: rulestest.NewStore(t)}
 	e := rulestest.NewEngine(t, rec)
 	now := rulestest.Time(t, "2024-02-10T12:00:00Z")
 	start, end := rulestest.Time(t, "2024-01-31T23:00:00Z"), rulestest.Time(t, "2024-02-29T23:00:00Z")
@@ -223,19 +212,19 @@ rule "blocked" {
 	s := rules.NewScratch(4)
 	for _, path := range []string{"/api/items", "/api/blocked"} {
 		e.Check(context.Background(), now, p, get(path, "192.0.2.7"), s)
-		if len(rec.ops) != 1 {
-			t.Fatalf("%s: %d ops in the main call, want 1", path, len(rec.ops))
+		if len(rec.Last()) != 1 {
+			t.Fatalf("%s: %d ops in the main call, want 1", path, len(rec.Last()))
 		}
-		windowed(path, rec.ops[0])
+		windowed(path, rec.Last()[0])
 	}
 	r := p.Rules[1]
 	if _, err := forgive.Forgive(context.Background(), e, now, p, r, map[string]string{"ip": "192.0.2.7"}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.ops) != 1 || rec.ops[0].Kind != rules.OpReset {
-		t.Fatalf("forgive sent %+v, want one reset", rec.ops)
+	if len(rec.Last()) != 1 || rec.Last()[0].Kind != rules.OpReset {
+		t.Fatalf("forgive sent %+v, want one reset", rec.Last())
 	}
-	windowed("forgive", rec.ops[0])
+	windowed("forgive", rec.Last()[0])
 	if c := calendar.Of(r); c == nil || c.Period != calendar.Month || c.Zone.String() != "Europe/Paris" || r.Period != 31*24*time.Hour {
 		t.Errorf("stage %+v, period %v: want a month in Europe/Paris, nominally 31 days", c, r.Period)
 	}

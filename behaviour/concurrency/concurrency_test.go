@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,34 +16,6 @@ import (
 	"github.com/edge-gateway/edge/rules/memstore"
 )
 
-// takeCounter wraps a store and records each Take call's ops, so a test
-// can say how many store round trips a request made and what they were.
-type takeCounter struct {
-	rules.Store
-	mu    sync.Mutex
-	calls [][]rules.Op
-}
-
-func (c *takeCounter) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
-	c.mu.Lock()
-	c.calls = append(c.calls, append([]rules.Op(nil), ops...))
-	c.mu.Unlock()
-	return c.Store.Take(ctx, now, ops, res)
-}
-
-// since returns the calls after the first n.
-func (c *takeCounter) since(n int) [][]rules.Op {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([][]rules.Op(nil), c.calls[n:]...)
-}
-
-func (c *takeCounter) n() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.calls)
-}
-
 // inflight drives a concurrency policy on the injected clock: each request
 // gets a Scratch of its own, as each request in flight through the
 // gateway holds one.
@@ -52,13 +23,13 @@ type inflight struct {
 	t     *testing.T
 	e     *rules.Engine
 	p     *rules.Policy
-	store *takeCounter
+	store *rulestest.Recorder
 	now   time.Time
 }
 
 func newInflight(t *testing.T, src string) *inflight {
 	t.Helper()
-	tc := &takeCounter{Store: rulestest.NewStore(t)}
+	tc := &rulestest.Recorder{Store: rulestest.NewStore(t)}
 	return &inflight{t: t, e: rulestest.NewEngine(t, tc), p: rulestest.Load(t, src), store: tc, now: rulestest.T0}
 }
 
@@ -216,9 +187,9 @@ func TestConcurrencyAcquireRelease(t *testing.T) {
 	k := newInflight(t, loginInFlight)
 	var held []*rules.Scratch
 	for i := range 3 {
-		n := k.store.n()
+		n := k.store.N()
 		held = append(held, k.admit(fmt.Sprintf("request %d", i+1), "/login", "192.0.2.1", nil))
-		if calls := k.store.since(n); len(calls) != 1 {
+		if calls := k.store.Since(n); len(calls) != 1 {
 			t.Fatalf("request %d made %d store calls, want 1", i+1, len(calls))
 		}
 	}
@@ -230,9 +201,9 @@ func TestConcurrencyAcquireRelease(t *testing.T) {
 
 	// The origin answers the first: its slot is free, in one store call
 	// that refunds exactly its lease.
-	n := k.store.n()
+	n := k.store.N()
 	k.answered(held[0])
-	calls := k.store.since(n)
+	calls := k.store.Since(n)
 	if len(calls) != 1 || len(calls[0]) != 1 || calls[0][0].Kind != rules.OpRefund || calls[0][0].Member != held[0].Ops[0].Member {
 		t.Fatalf("Settle's store calls %+v, want one refund of the request's lease", calls)
 	}
@@ -240,10 +211,10 @@ func TestConcurrencyAcquireRelease(t *testing.T) {
 		t.Fatal("a settled request still holds")
 	}
 	// Settle and Release after it do nothing: the lease is given back once.
-	n = k.store.n()
+	n = k.store.N()
 	k.answered(held[0])
 	k.released(held[0])
-	if calls := k.store.since(n); len(calls) != 0 {
+	if calls := k.store.Since(n); len(calls) != 0 {
 		t.Fatalf("a second Settle or Release called the store: %+v", calls)
 	}
 	held[0] = k.admit("after an answer", "/login", "192.0.2.1", nil)
@@ -360,12 +331,12 @@ rule "queue" {
 	k.answered(k.admit("queue 1", "/a/q", "192.0.2.1", nil))
 	k.now = k.now.Add(time.Millisecond)
 	k.admit("queue 2", "/a/q", "192.0.2.1", nil)
-	n := k.store.n()
+	n := k.store.N()
 	d, s = k.send("/a/q", "192.0.2.1", nil)
 	if d.Verdict != rules.RefuseLimit || d.Refusing.Name != "queue" || s.Holds() || d.Settle {
 		t.Fatalf("queue 3: verdict %v by %v holds %v, want refused by the queue's max_delay holding nothing", d.Verdict, d.Refusing, s.Holds())
 	}
-	calls := k.store.since(n)
+	calls := k.store.Since(n)
 	if len(calls) != 2 {
 		t.Fatalf("queue 3 made %d store calls, want 2 (the check, then its refunds)", len(calls))
 	}
@@ -422,9 +393,9 @@ rule "in-flight" {
 	refuse("A 3 (its own limit)", 'A')
 	admit("B 1", 'B')
 	refuse("C 1 (the IP's ceiling)", 'C')
-	n := k.store.n()
+	n := k.store.N()
 	k.answered(a1)
-	calls := k.store.since(n)
+	calls := k.store.Since(n)
 	if len(calls) != 1 || len(calls[0]) != 2 || calls[0][0].Kind != rules.OpRefund || calls[0][1].Kind != rules.OpRefund || calls[0][0].Member != calls[0][1].Member {
 		t.Fatalf("Settle's calls %+v, want one call refunding the visitor's and the ceiling's lease", calls)
 	}
@@ -486,15 +457,15 @@ func TestConcurrencyLateStoreAnswerLeavesNoLease(t *testing.T) {
 			}
 			t.Cleanup(func() { ms.Close() })
 			ls := &lateStore{Store: ms, fallback: fallback}
-			tc := &takeCounter{Store: ls}
+			tc := &rulestest.Recorder{Store: ls}
 			k := &inflight{t: t, e: rulestest.NewEngine(t, tc), p: rulestest.Load(t, loginInFlight), store: tc, now: rulestest.T0}
 			ls.late = true
-			n := tc.n()
+			n := tc.N()
 			d, s := k.send("/login", "192.0.2.1", nil)
 			if d.Verdict != rules.Unavailable || s.Holds() {
 				t.Fatalf("verdict %v holds %v, want 503 (fail closed) holding nothing", d.Verdict, s.Holds())
 			}
-			calls := tc.since(n)
+			calls := tc.Since(n)
 			if len(calls) != 2 || len(calls[1]) != 1 || calls[1][0].Kind != rules.OpRefund || calls[1][0].Member != calls[0][0].Member {
 				t.Fatalf("store calls %+v, want the take, then the refund of its lease", calls)
 			}

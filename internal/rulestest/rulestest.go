@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +85,47 @@ func NewStore(t testing.TB) rules.Store {
 	}
 	t.Cleanup(func() { ms.Close() })
 	return ms
+}
+
+// Recorder wraps a Store and keeps a copy of each Take call's ops, so a
+// test can say how many store calls a request made and what they held.
+// It is safe for concurrent use.
+type Recorder struct {
+	rules.Store
+	mu    sync.Mutex
+	calls [][]rules.Op
+}
+
+// Take records a copy of ops and passes the call on.
+func (r *Recorder) Take(ctx context.Context, now time.Time, ops []rules.Op, res []rules.Result) error {
+	r.mu.Lock()
+	r.calls = append(r.calls, append([]rules.Op(nil), ops...))
+	r.mu.Unlock()
+	return r.Store.Take(ctx, now, ops, res)
+}
+
+// N returns how many calls were made.
+func (r *Recorder) N() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+// Since returns the calls after the first n.
+func (r *Recorder) Since(n int) [][]rules.Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]rules.Op(nil), r.calls[n:]...)
+}
+
+// Last returns the last call's ops, nil before any call.
+func (r *Recorder) Last() []rules.Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.calls) == 0 {
+		return nil
+	}
+	return r.calls[len(r.calls)-1]
 }
 
 // NewEngine returns an engine on store (a NewStore when nil), keyed by
