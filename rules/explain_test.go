@@ -6,7 +6,6 @@ import (
 
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/rules"
-	"github.com/edge-gateway/edge/rules/memstore"
 )
 
 // TestExplainSendsOnlyPeeks: Explain of a request that a missing identity
@@ -32,12 +31,7 @@ rule "verify-per-key" {
   period           = "1m"
 }
 `)
-	ms, err := memstore.New(memstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ms.Close() })
-	rec := &rulestest.Recorder{Store: ms}
+	rec := &rulestest.Recorder{Store: rulestest.NewStore(t)}
 	e, control := rulestest.NewEngine(t, rec), rulestest.NewEngine(t, nil)
 	s := rules.NewScratch(4)
 	bare := req{Method: "POST", Path: "/otp/verify", Host: "example.com", Client: "192.0.2.1"}
