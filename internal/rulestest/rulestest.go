@@ -1,10 +1,10 @@
 // Package rulestest is what the tests of rule behaviours share (behaviour/*
 // and rules' own external tests): a policy loaded with every feature of the
-// build, an Engine on a memory store, requests built as the gateway builds
-// them, map-backed request fields, and a Run that drives logins through an
-// Engine on a scripted clock and settles them. A package's test helpers
-// cannot be imported, so without it each behaviour's tests copied rules'.
-// Nothing outside tests imports it.
+// build, an Engine on a memory store, a store that records its calls,
+// requests built as the gateway builds them, map-backed request fields,
+// and a Run that drives logins through an Engine on a scripted clock and
+// settles them. A package's test helpers cannot be imported, so without it
+// each behaviour's tests copied rules'. Nothing outside tests imports it.
 package rulestest
 
 import (
