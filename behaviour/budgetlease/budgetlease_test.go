@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/edge-gateway/edge/behaviour/budgetlease"
+	"github.com/edge-gateway/edge/internal/golden"
 	"github.com/edge-gateway/edge/internal/rulestest"
 	"github.com/edge-gateway/edge/internal/teststore"
 	"github.com/edge-gateway/edge/rules"
@@ -41,12 +42,14 @@ func TestCompileErrors(t *testing.T) {
 		{"over the burst", "global", "burst = 50", "units = 51", "between 2 and 50 (the rule's burst"},
 		{"over the window's limit", "global", `algorithm = "fixed_window"`, "units = 1001", "between 2 and 1000 (the rule's limit"},
 		{"no units", "global", "", "", `"units" is required`},
+		{"concurrency", "global", `algorithm = "concurrency"`, "units = 5", "requests in flight"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, diags := rulestest.LoadDiags(leasePolicy(tt.key, tt.attrs, tt.lease))
-			if !diags.HasErrors() || !strings.Contains(diags.Error(), tt.want) || !strings.Contains(diags.Error(), "test.hcl:") {
-				t.Errorf("diagnostics %q, want an error at test.hcl:LINE with %q", diags.Error(), tt.want)
+			lines := golden.Lines(diags)
+			if !diags.HasErrors() || !strings.Contains(lines, tt.want) || !strings.Contains(lines, "test.hcl:") {
+				t.Errorf("diagnostics:\n%s want an error at test.hcl:LINE with %q", lines, tt.want)
 			}
 		})
 	}
