@@ -272,6 +272,10 @@ func (s *Store) plan(nowUS int64, ops []rules.Op, i int, batching bool, r *rules
 	if nowUS >= l.untilUS {
 		l.left = 0 // what was held has expired
 	}
+	if u := int64(op.LeaseUnits); l.size > u || l.left > u {
+		// A reload lowered the rule's units: hold no more than it says.
+		l.size, l.left = min(l.size, u), min(l.left, u)
+	}
 	if l.left >= op.Cost {
 		if op.Kind == rules.OpPeek {
 			s.local.Add(1)

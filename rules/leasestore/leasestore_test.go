@@ -3,6 +3,7 @@ package leasestore
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -362,5 +363,20 @@ func TestStoreErrorIsNotSentAgain(t *testing.T) {
 	}
 	if calls, s := sh.calls.Load(), st.Stats(); calls != 1 || s.Retries != 0 {
 		t.Errorf("%d calls, stats %+v: want one call and no retry", calls, s)
+	}
+}
+
+// TestFewerUnitsAfterAReload: a reload that lowers a rule's units caps
+// what the node holds and its next lease at the new units, so the bound
+// (nodes × units) holds from the next request.
+func TestFewerUnitsAfterAReload(t *testing.T) {
+	sh := shared(t)
+	st := New(sh, Options{})
+	take(t, st, t0, hourly(1, 1_000_000, 100)) // 99 held
+	take(t, st, t0, hourly(1, 1_000_000, 10))
+	op := hourly(1, 1_000_000, 10)
+	l := st.tables[maphash.Comparable(st.seed, op.Key)&(shards-1)].m[op.Key]
+	if l.left > 10 || l.size > 10 {
+		t.Errorf("after the reload the node holds %d units, its lease is %d: want both at most 10", l.left, l.size)
 	}
 }
