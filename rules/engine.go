@@ -533,10 +533,7 @@ func (e *Engine) key(r *Rule, req *Request, s *Scratch, ceiling bool) (k Key, st
 	// Scratch.RuleKey's key, written in place: this is every request's
 	// path, and the calls and copies of a 24-byte Key cost it.
 	copy(k[0:8], r.ID[:])
-	k[8] = r.keyTags[0]
-	if len(r.Key) > 1 {
-		k[8] |= 0x80
-	}
+	k[8] = r.keyTag()
 	if ceiling {
 		k[8] |= 0x40
 	}

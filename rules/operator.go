@@ -45,11 +45,17 @@ func (e *Engine) Send(ctx context.Context, now time.Time, s *Scratch, ops []Op, 
 // characteristic's tag (0x80 set for a key of several), and the keyed
 // hash of buf in s's key format. Check keys a request's ops so.
 func (s *Scratch) RuleKey(r *Rule, buf []byte) Key {
-	tag := r.keyTags[0]
+	return s.HashKey(r.ID, r.keyTag(), buf)
+}
+
+// keyTag is the tag byte of r's keys: its first characteristic's tag,
+// 0x80 set for a key of several. Engine.key writes it in place of
+// RuleKey on the request path; both read it here, so they agree.
+func (r *Rule) keyTag() byte {
 	if len(r.Key) > 1 {
-		tag |= 0x80
+		return r.keyTags[0] | 0x80
 	}
-	return s.HashKey(r.ID, tag, buf)
+	return r.keyTags[0]
 }
 
 // HashClient is the keyed hash of a client address (keyhash.Keys.HashClient:
